@@ -1,0 +1,114 @@
+//===- ir/DType.cpp - Element types of tensors -----------------------------===//
+#include "ir/DType.h"
+
+#include <array>
+#include <cstring>
+
+namespace onnxc {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  size_t size;
+};
+constexpr std::array<DTypeInfo, 14> kDTypes = {{
+    {DType::Unknown, "unknown", 0},
+    {DType::F32, "f32", 4},
+    {DType::F64, "f64", 8},
+    {DType::F16, "f16", 2},
+    {DType::BF16, "bf16", 2},
+    {DType::I8, "i8", 1},
+    {DType::U8, "u8", 1},
+    {DType::I16, "i16", 2},
+    {DType::U16, "u16", 2},
+    {DType::I32, "i32", 4},
+    {DType::U32, "u32", 4},
+    {DType::I64, "i64", 8},
+    {DType::U64, "u64", 8},
+    {DType::Bool, "bool", 1},
+}};
+} // namespace
+
+std::string_view dtypeName(DType type) { return kDTypes[size_t(type)].name; }
+
+std::optional<DType> parseDType(std::string_view name) {
+  for (const DTypeInfo &info : kDTypes)
+    if (info.name == name)
+      return info.type;
+  return std::nullopt;
+}
+
+size_t dtypeSize(DType type) { return kDTypes[size_t(type)].size; }
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else { // subnormal half: renormalize
+      int shift = 0;
+      while (!(mantissa & 0x400)) {
+        mantissa <<= 1;
+        ++shift;
+      }
+      mantissa &= 0x3ff;
+      bits = sign | uint32_t(127 - 15 + 1 - shift) << 23 | mantissa << 13;
+    }
+  } else if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | mantissa << 13;
+  } else {
+    bits = sign | (exponent + 127 - 15) << 23 | mantissa << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+  uint32_t absBits = bits & 0x7fffffff;
+  if (absBits >= 0x7f800000u) // inf or nan
+    return sign | 0x7c00 | (absBits > 0x7f800000u ? 0x200 : 0);
+  if (absBits >= 0x477ff000u) // rounds to >= 65520: overflow to inf
+    return sign | 0x7c00;
+  if (absBits < 0x38800000u) { // below the smallest normal half: subnormal or 0
+    if (absBits < 0x33000000u)
+      return sign;
+    uint32_t exponent = absBits >> 23;
+    uint32_t mantissa = (absBits & 0x7fffff) | 0x800000;
+    // value = mantissa * 2^(exponent-150); a half subnormal counts 2^-24 units.
+    uint32_t shift = 126 - exponent; // 14..24
+    uint32_t halfMantissa = mantissa >> shift;
+    uint32_t remainder = mantissa & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (remainder > halfway || (remainder == halfway && (halfMantissa & 1)))
+      ++halfMantissa;
+    return sign | uint16_t(halfMantissa);
+  }
+  uint32_t rounded = absBits + 0xfff + ((absBits >> 13) & 1); // nearest even
+  return sign | uint16_t((rounded - 0x38000000u) >> 13);
+}
+
+float bfloat16ToFloat(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
+}
+
+uint16_t floatToBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000u) // nan: keep it quiet
+    return uint16_t((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+} // namespace onnxc

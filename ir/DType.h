@@ -1,0 +1,71 @@
+//===- ir/DType.h - Element types of tensors -------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace onnxc {
+
+/// Element type of a tensor. Names in the text IR are the lowercase short
+/// forms (f32, i64, bool, ...). Unknown is the type of a value whose type has
+/// not been inferred yet.
+enum class DType : uint8_t {
+  Unknown,
+  F32,
+  F64,
+  F16,
+  BF16,
+  I8,
+  U8,
+  I16,
+  U16,
+  I32,
+  U32,
+  I64,
+  U64,
+  Bool,
+};
+
+/// Short name used by the text IR: "f32", "i64", "bool", ... ("unknown").
+std::string_view dtypeName(DType type);
+/// Inverse of dtypeName; nullopt for an unknown name.
+std::optional<DType> parseDType(std::string_view name);
+/// Size in bytes of one element (bool is one byte; Unknown is 0).
+size_t dtypeSize(DType type);
+
+inline bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+}
+inline bool isSignedInt(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
+}
+inline bool isUnsignedInt(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
+}
+inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
+
+/// IEEE half and bfloat16 conversions (round to nearest even).
+float halfToFloat(uint16_t bits);
+uint16_t floatToHalf(float value);
+float bfloat16ToFloat(uint16_t bits);
+uint16_t floatToBfloat16(float value);
+
+/// Maps a C++ element type to its DType (float -> F32, int64_t -> I64, ...).
+/// Bool tensors are stored as uint8_t (0 or 1); uint8_t maps to U8, so bool
+/// storage is accessed with data<uint8_t>() after checking dtype() == Bool.
+template <typename T> constexpr DType dtypeOf();
+template <> constexpr DType dtypeOf<float>() { return DType::F32; }
+template <> constexpr DType dtypeOf<double>() { return DType::F64; }
+template <> constexpr DType dtypeOf<int8_t>() { return DType::I8; }
+template <> constexpr DType dtypeOf<uint8_t>() { return DType::U8; }
+template <> constexpr DType dtypeOf<int16_t>() { return DType::I16; }
+template <> constexpr DType dtypeOf<uint16_t>() { return DType::U16; }
+template <> constexpr DType dtypeOf<int32_t>() { return DType::I32; }
+template <> constexpr DType dtypeOf<uint32_t>() { return DType::U32; }
+template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
+template <> constexpr DType dtypeOf<uint64_t>() { return DType::U64; }
+
+} // namespace onnxc

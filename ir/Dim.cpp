@@ -1,0 +1,269 @@
+//===- ir/Dim.cpp - Symbolic tensor dimensions ------------------------------===//
+#include "ir/Dim.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cctype>
+
+namespace onnxc {
+
+Dim::Dim(int64_t value) : unknown_(false) {
+  if (value != 0)
+    terms_[{}] = value;
+}
+
+Dim Dim::symbol(const std::string &name) {
+  Dim d;
+  d.unknown_ = false;
+  d.terms_[{name}] = 1;
+  return d;
+}
+
+bool Dim::isConstant() const {
+  return !unknown_ && (terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty()));
+}
+
+bool Dim::isSymbol() const {
+  return !unknown_ && terms_.size() == 1 && terms_.begin()->first.size() == 1 &&
+         terms_.begin()->second == 1;
+}
+
+std::optional<int64_t> Dim::constant() const {
+  if (!isConstant())
+    return std::nullopt;
+  return terms_.empty() ? 0 : terms_.begin()->second;
+}
+
+const std::string &Dim::symbolName() const {
+  assert(isSymbol());
+  return terms_.begin()->first.front();
+}
+
+void Dim::normalize() {
+  for (auto it = terms_.begin(); it != terms_.end();)
+    it = it->second == 0 ? terms_.erase(it) : std::next(it);
+}
+
+Dim operator+(const Dim &a, const Dim &b) {
+  if (a.unknown_ || b.unknown_)
+    return Dim();
+  Dim r = a;
+  for (const auto &[mono, coeff] : b.terms_)
+    r.terms_[mono] += coeff;
+  r.normalize();
+  return r;
+}
+
+Dim operator-(const Dim &a, const Dim &b) {
+  if (a.unknown_ || b.unknown_)
+    return Dim();
+  Dim r = a;
+  for (const auto &[mono, coeff] : b.terms_)
+    r.terms_[mono] -= coeff;
+  r.normalize();
+  return r;
+}
+
+Dim operator*(const Dim &a, const Dim &b) {
+  if (a.unknown_ || b.unknown_)
+    return Dim();
+  Dim r(0);
+  for (const auto &[ma, ca] : a.terms_) {
+    for (const auto &[mb, cb] : b.terms_) {
+      Dim::Monomial m = ma;
+      m.insert(m.end(), mb.begin(), mb.end());
+      std::sort(m.begin(), m.end());
+      r.terms_[m] += ca * cb;
+    }
+  }
+  r.normalize();
+  return r;
+}
+
+std::optional<Dim> Dim::divideExactly(const Dim &divisor) const {
+  if (unknown_ || divisor.unknown_ || divisor.terms_.size() != 1)
+    return std::nullopt;
+  const auto &[divMono, divCoeff] = *divisor.terms_.begin();
+  Dim r(0);
+  for (const auto &[mono, coeff] : terms_) {
+    if (coeff % divCoeff != 0)
+      return std::nullopt;
+    // Remove divMono's symbols from mono (both sorted multisets).
+    Monomial rest;
+    if (!std::includes(mono.begin(), mono.end(), divMono.begin(), divMono.end()))
+      return std::nullopt;
+    std::set_difference(mono.begin(), mono.end(), divMono.begin(), divMono.end(),
+                        std::back_inserter(rest));
+    r.terms_[rest] += coeff / divCoeff;
+  }
+  r.normalize();
+  return r;
+}
+
+bool Dim::operator==(const Dim &other) const {
+  return unknown_ == other.unknown_ && terms_ == other.terms_;
+}
+
+std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t> &bindings) const {
+  if (unknown_)
+    return std::nullopt;
+  int64_t total = 0;
+  for (const auto &[mono, coeff] : terms_) {
+    int64_t term = coeff;
+    for (const std::string &sym : mono) {
+      auto it = bindings.find(sym);
+      if (it == bindings.end())
+        return std::nullopt;
+      term *= it->second;
+    }
+    total += term;
+  }
+  return total;
+}
+
+std::vector<std::string> Dim::symbols() const {
+  std::vector<std::string> result;
+  for (const auto &[mono, coeff] : terms_)
+    for (const std::string &sym : mono)
+      if (std::find(result.begin(), result.end(), sym) == result.end())
+        result.push_back(sym);
+  return result;
+}
+
+// Printing order: higher-degree monomials first, then lexicographic; the
+// constant term last. Each term prints as "a*b*coeff" ("seq*12"), coefficient
+// omitted when 1.
+std::string Dim::str() const {
+  if (unknown_)
+    return "?";
+  if (terms_.empty())
+    return "0";
+  std::vector<std::pair<Monomial, int64_t>> ordered(terms_.begin(), terms_.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto &x, const auto &y) {
+    return x.first.size() > y.first.size();
+  });
+  std::string out;
+  bool first = true;
+  for (const auto &[mono, coeff] : ordered) {
+    int64_t magnitude = coeff < 0 ? -coeff : coeff;
+    if (coeff < 0)
+      out += "-";
+    else if (!first)
+      out += "+";
+    first = false;
+    std::string term;
+    for (const std::string &sym : mono)
+      term += (term.empty() ? "" : "*") + sym;
+    if (term.empty())
+      term = std::to_string(magnitude);
+    else if (magnitude != 1)
+      term += "*" + std::to_string(magnitude);
+    out += term;
+  }
+  return out;
+}
+
+namespace {
+// Recursive-descent parser: expr := term (('+'|'-') term)*;
+// term := factor ('*' factor)*; factor := '-' factor | int | ident | '(' expr ')'.
+class DimParser {
+public:
+  explicit DimParser(const std::string &text) : text_(text) {}
+
+  std::optional<Dim> parseAll() {
+    skipSpace();
+    if (text_ == "?")
+      return Dim::unknown();
+    std::optional<Dim> d = parseExpr();
+    skipSpace();
+    if (!d || pos_ != text_.size())
+      return std::nullopt;
+    return d;
+  }
+
+private:
+  void skipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
+  }
+  bool consume(char c) {
+    skipSpace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  std::optional<Dim> parseExpr() {
+    std::optional<Dim> lhs = parseTerm();
+    while (lhs) {
+      if (consume('+')) {
+        std::optional<Dim> rhs = parseTerm();
+        if (!rhs)
+          return std::nullopt;
+        lhs = *lhs + *rhs;
+      } else if (consume('-')) {
+        std::optional<Dim> rhs = parseTerm();
+        if (!rhs)
+          return std::nullopt;
+        lhs = *lhs - *rhs;
+      } else {
+        break;
+      }
+    }
+    return lhs;
+  }
+  std::optional<Dim> parseTerm() {
+    std::optional<Dim> lhs = parseFactor();
+    while (lhs && consume('*')) {
+      std::optional<Dim> rhs = parseFactor();
+      if (!rhs)
+        return std::nullopt;
+      lhs = *lhs * *rhs;
+    }
+    return lhs;
+  }
+  std::optional<Dim> parseFactor() {
+    skipSpace();
+    if (pos_ >= text_.size())
+      return std::nullopt;
+    char c = text_[pos_];
+    if (c == '-') {
+      ++pos_;
+      std::optional<Dim> inner = parseFactor();
+      return inner ? std::optional<Dim>(-*inner) : std::nullopt;
+    }
+    if (c == '(') {
+      ++pos_;
+      std::optional<Dim> inner = parseExpr();
+      if (!inner || !consume(')'))
+        return std::nullopt;
+      return inner;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      int64_t value = 0;
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+        if (value > (INT64_MAX - 9) / 10)
+          return std::nullopt;
+        value = value * 10 + (text_[pos_++] - '0');
+      }
+      return Dim(value);
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t start = pos_;
+      while (pos_ < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
+        ++pos_;
+      return Dim::symbol(text_.substr(start, pos_ - start));
+    }
+    return std::nullopt;
+  }
+
+  const std::string &text_;
+  size_t pos_ = 0;
+};
+} // namespace
+
+std::optional<Dim> Dim::parse(const std::string &text) { return DimParser(text).parseAll(); }
+
+} // namespace onnxc

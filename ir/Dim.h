@@ -1,0 +1,76 @@
+//===- ir/Dim.h - Symbolic tensor dimensions --------------------------------===//
+//
+// A dimension is an integer polynomial over named symbols ("batch", "seq"):
+// a constant (384), a symbol (seq), or a simple expression (batch*seq,
+// seq*12, seq+1). It may also be unknown ("?"), meaning nothing is known.
+// The polynomial is kept in canonical form, so structural equality is
+// mathematical equality and printing is deterministic.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+class Dim {
+public:
+  /// A monomial: the symbols multiplied together, sorted, with repetition.
+  using Monomial = std::vector<std::string>;
+
+  /// The unknown dimension.
+  Dim() = default;
+  /// A constant dimension.
+  Dim(int64_t value);
+  static Dim unknown() { return Dim(); }
+  static Dim symbol(const std::string &name);
+
+  bool isUnknown() const { return unknown_; }
+  bool isConstant() const;
+  /// A single symbol with coefficient 1 (e.g. "seq").
+  bool isSymbol() const;
+  /// The value of a constant dimension; nullopt otherwise.
+  std::optional<int64_t> constant() const;
+  /// The symbol name of a single-symbol dimension.
+  const std::string &symbolName() const;
+
+  friend Dim operator+(const Dim &a, const Dim &b);
+  friend Dim operator-(const Dim &a, const Dim &b);
+  friend Dim operator*(const Dim &a, const Dim &b);
+  Dim operator-() const { return Dim(0) - *this; }
+
+  /// Exact division: defined when the divisor is a nonzero constant or a
+  /// single monomial that divides every term exactly; nullopt otherwise.
+  std::optional<Dim> divideExactly(const Dim &divisor) const;
+
+  /// Structural (= mathematical) equality; unknown equals only unknown.
+  bool operator==(const Dim &other) const;
+  bool operator!=(const Dim &other) const { return !(*this == other); }
+  /// True when both are known and equal: safe for proving shapes match.
+  bool provablyEqual(const Dim &other) const { return !unknown_ && *this == other; }
+
+  /// Substitutes values for symbols; nullopt if unknown or a symbol is unbound.
+  std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &bindings) const;
+  /// The symbols occurring in this dimension.
+  std::vector<std::string> symbols() const;
+
+  /// Text form: "384", "seq", "batch*seq", "seq*12", "seq+1", "?".
+  std::string str() const;
+  /// Parses the text form; nullopt on a syntax error.
+  static std::optional<Dim> parse(const std::string &text);
+
+  /// Terms of the polynomial (monomial -> nonzero coefficient).
+  const std::map<Monomial, int64_t> &terms() const { return terms_; }
+
+private:
+  void normalize();
+
+  bool unknown_ = true;
+  std::map<Monomial, int64_t> terms_;
+};
+
+} // namespace onnxc

@@ -1,0 +1,36 @@
+//===- ir/eval/Kernels.h - The table of reference kernels ------------------===//
+//
+// Internal to ir/eval: each op-family file registers its kernels here.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Node.h"
+#include "ir/OpKind.h"
+#include "ir/Tensor.h"
+
+#include <array>
+#include <vector>
+
+namespace onnxc {
+
+/// Computes `node` on `operands` (null = absent optional operand) into
+/// `results`, which has node.numResults() default-constructed tensors.
+using Kernel = void (*)(const Node &node, const std::vector<const Tensor *> &operands,
+                        std::vector<Tensor> &results);
+
+struct KernelTable {
+  std::array<Kernel, kNumOpKinds> kernels{};
+  void add(OpKind kind, Kernel kernel) { kernels[unsigned(kind)] = kernel; }
+};
+
+void registerElementwiseKernels(KernelTable &table);   // arithmetic, unary, logic, Cast, Where, Clip
+void registerReductionKernels(KernelTable &table);     // Reduce*, ArgMax/Min, CumSum
+void registerNormalizationKernels(KernelTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
+void registerMovementKernels(KernelTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
+void registerLinearAlgebraKernels(KernelTable &table); // MatMul, Gemm, Einsum
+void registerAttentionKernels(KernelTable &table);     // Attention, RotaryEmbedding
+void registerConvolutionKernels(KernelTable &table);   // Conv
+void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
+
+} // namespace onnxc

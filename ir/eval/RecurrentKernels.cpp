@@ -1,0 +1,5 @@
+// STUB: kernels to be written.
+#include "ir/eval/Kernels.h"
+namespace onnxc {
+void registerRecurrentKernels(KernelTable &) {}
+} // namespace onnxc

@@ -1,0 +1,46 @@
+//===- ir/infer/ShapeInference.h - Dtype and shape inference ----------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace onnxc {
+
+/// What inference learned besides types: the integer contents of small 0-D
+/// and 1-D integer tensors, element by element, as dimensions. This is how
+/// `Shape -> Gather -> Unsqueeze -> Concat -> Reshape` chains of exported
+/// models resolve to symbolic shapes, and what fold-constants uses to fold
+/// shape chains whose contents turn out constant.
+class InferenceContext {
+public:
+  explicit InferenceContext(Graph &graph);
+
+  /// Known contents of an integer tensor (constants included), or null.
+  const std::vector<Dim> *knownContents(const Value *value) const;
+  void setKnownContents(const Value *value, std::vector<Dim> contents);
+  /// A new symbol, unique in the graph, for a dimension nothing else names
+  /// (for example the length of a data-dependent Range): "hint", "hint_1", ...
+  Dim freshSymbol(const std::string &hint);
+
+  Graph &graph() { return graph_; }
+
+private:
+  Graph &graph_;
+  std::unordered_map<const Value *, std::vector<Dim>> contents_;
+  std::vector<std::string> usedSymbols_;
+};
+
+/// Infers the dtype and shape of every node result, visiting nodes in
+/// topological order. Existing types on results are replaced. Throws
+/// onnxc::Error naming the node when the input types are inconsistent
+/// (provably mismatched dimensions, wrong dtypes, bad attributes).
+/// Returns the context holding the known integer contents.
+InferenceContext inferShapes(Graph &graph);
+
+/// Infers one node's results (its operands' types must be set).
+void inferNodeShapes(Node &node, InferenceContext &context);
+
+} // namespace onnxc

@@ -1,0 +1,28 @@
+//===- ir/infer/ShapeRules.h - The table of per-op shape rules -------------===//
+//
+// Internal to ir/infer: each op-family file registers its rules here.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/infer/ShapeInference.h"
+#include "ir/OpKind.h"
+
+#include <array>
+
+namespace onnxc {
+
+/// Sets dtype and shape of node's results from its operands' types (and the
+/// known contents of integer operands). Throws onnxc::Error on inconsistency.
+using ShapeRule = void (*)(Node &node, InferenceContext &context);
+
+struct ShapeRuleTable {
+  std::array<ShapeRule, kNumOpKinds> rules{};
+  void add(OpKind kind, ShapeRule rule) { rules[unsigned(kind)] = rule; }
+};
+
+void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, logic, Cast, Softmax, norms, reductions
+void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
+void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
+
+} // namespace onnxc

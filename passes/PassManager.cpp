@@ -1,0 +1,2 @@
+// STUB: replaced by the pass manager.
+namespace onnxc {}

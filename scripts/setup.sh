@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Installs what onnxc needs to build and test: the Debian packages in scripts/apt-packages.txt
+# and a Python venv at .venv with scripts/requirements.txt. Idempotent: when everything is
+# already in place it does two quick checks and prints nothing.
+#
+#   bash scripts/setup.sh          # as root, or as a user with passwordless sudo
+#
+# Works without a terminal (CI=true, no stdin). On failure: one line on stderr, exit 1.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+APT_LIST="$REPO/scripts/apt-packages.txt"
+REQUIREMENTS="$REPO/scripts/requirements.txt"
+VENV="$REPO/.venv"
+STAMP="$VENV/.requirements.sha"
+SYSTEM_PYTHON=/usr/bin/python3
+
+die() { echo "setup.sh: error: $*" >&2; exit 1; }
+note() { echo "setup.sh: $*" >&2; }
+
+LOG=$(mktemp "${TMPDIR:-/tmp}/onnxc-setup.XXXXXX")
+trap 'rm -f "$LOG"' EXIT
+# Keeps a failed step's log for the user, since the single error line points at it.
+keep_log() { local kept="${TMPDIR:-/tmp}/onnxc-setup-$1.log"; cp "$LOG" "$kept"; echo "$kept"; }
+
+# ---- Debian packages -----------------------------------------------------------------------
+
+[ -f "$APT_LIST" ] || die "missing $APT_LIST"
+mapfile -t PINNED < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$APT_LIST" | grep -v '^$')
+[ "${#PINNED[@]}" -gt 0 ] || die "$APT_LIST lists no packages"
+NAMES=("${PINNED[@]%%=*}")
+
+missing_packages() {
+  # dpkg-query prints one status per known package and complains (to stderr) about unknown
+  # ones, so compare the set of installed names with the wanted set.
+  local installed
+  installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${NAMES[@]}" 2>/dev/null |
+              awk '$2 == "installed" { print $1 }' || true)
+  local name
+  for name in "${NAMES[@]}"; do
+    grep -qxF "$name" <<<"$installed" || echo "$name"
+  done
+}
+
+command -v dpkg-query >/dev/null || die "dpkg-query not found: this script supports Debian only"
+MISSING=$(missing_packages)
+if [ -n "$MISSING" ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+  elif command -v sudo >/dev/null; then
+    SUDO=(sudo -n)   # -n: fail instead of prompting when there is no terminal
+  else
+    die "not root and sudo is missing; cannot install: $(echo $MISSING)"
+  fi
+  APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
+       -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  note "installing Debian packages: $(echo $MISSING)"
+  "${APT[@]}" update >"$LOG" 2>&1 || note "warning: apt-get update failed, using the cached package lists"
+  if ! "${APT[@]}" install --no-install-recommends "${PINNED[@]}" >"$LOG" 2>&1; then
+    note "warning: pinned install failed (a version in scripts/apt-packages.txt may no longer be served); retrying unpinned"
+    "${APT[@]}" install --no-install-recommends "${NAMES[@]}" >"$LOG" 2>&1 ||
+      die "apt-get install failed (log: $(keep_log apt))"
+  fi
+  MISSING=$(missing_packages)
+  [ -z "$MISSING" ] || die "still not installed after apt-get: $(echo $MISSING)"
+fi
+
+# ---- Python venv -----------------------------------------------------------------------------
+
+[ -x "$SYSTEM_PYTHON" ] || die "$SYSTEM_PYTHON not found (Debian's python3 is needed for its torch)"
+[ -f "$REQUIREMENTS" ] || die "missing $REQUIREMENTS"
+
+# A venv whose interpreter no longer starts (moved repo, upgraded python) is rebuilt from scratch.
+if [ -e "$VENV" ] && ! "$VENV/bin/python" -c '' >/dev/null 2>&1; then
+  note "rebuilding broken venv at $VENV"
+  rm -rf "$VENV"
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  note "creating venv at $VENV"
+  "$SYSTEM_PYTHON" -m venv --system-site-packages "$VENV" >"$LOG" 2>&1 ||
+    die "could not create $VENV (is python3-venv installed?) (log: $(keep_log venv))"
+fi
+
+WANT_SHA=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
+HAVE_SHA=$(cat "$STAMP" 2>/dev/null || true)
+if [ "$WANT_SHA" != "$HAVE_SHA" ]; then
+  note "installing Python packages from scripts/requirements.txt"
+  rm -f "$STAMP"
+  PIP_NO_INPUT=1 "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
+      -r "$REQUIREMENTS" >"$LOG" 2>&1 || die "pip install failed (log: $(keep_log pip))"
+  # The combination that matters: Debian's torch with the venv's numpy, plus onnx and ORT.
+  "$VENV/bin/python" - >"$LOG" 2>&1 <<'EOF' || die "venv check failed: torch/numpy/onnx/onnxruntime do not import together (log: $(keep_log check))"
+import numpy, torch, onnx, onnxruntime
+assert numpy.__version__.startswith("1."), numpy.__version__
+torch.from_numpy(numpy.zeros(2))
+EOF
+  echo "$WANT_SHA" >"$STAMP"
+fi
