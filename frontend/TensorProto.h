@@ -1,0 +1,23 @@
+//===- frontend/TensorProto.h - onnx::TensorProto <-> Tensor ----------------===//
+#pragma once
+
+#include "ir/Tensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+namespace onnxc {
+
+/// DType of an ONNX TensorProto data type; throws onnxc::Error for types
+/// onnxc does not support (strings, complex, 8-bit floats...).
+DType dtypeFromOnnx(int32_t onnxDataType, const std::string &context);
+
+/// Converts a TensorProto (raw_data, typed fields, or external data resolved
+/// relative to `modelDir`, refusing paths that escape it) into a Tensor.
+/// Throws onnxc::Error naming `context` (e.g. "initializer 'w'") on wrong
+/// sizes, negative dims, unreadable or out-of-folder external data.
+Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelDir,
+                       const std::string &context);
+
+} // namespace onnxc
