@@ -1,0 +1,179 @@
+"""Transformer blocks written directly with onnx.helper, for graph forms no torch exporter of
+ours emits: the opset-23 Attention / RMSNormalization / RotaryEmbedding ops, and a windowed
+(band) attention mask sliced from a constant by Shape/Slice.
+
+Weights come from numpy's default_rng with fixed seeds.
+"""
+
+import math
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class GraphBuilder:
+    """Collects nodes and initializers; names every node and intermediate value uniquely."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.nodes = []
+        self.initializers = []
+        self._counter = 0
+
+    def fresh(self, hint: str) -> str:
+        self._counter += 1
+        return f"{hint}_{self._counter}"
+
+    def const(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def weight(self, name: str, shape, scale: float) -> str:
+        return self.const(name, (scale * self.rng.standard_normal(shape)).astype(np.float32))
+
+    def op(self, op_type: str, inputs, hint: str = None, outputs: int = 1, **attrs):
+        hint = hint or op_type.lower()
+        names = [self.fresh(hint) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=self.fresh(op_type), **attrs))
+        return names[0] if outputs == 1 else names
+
+    def model(self, graph_name: str, inputs, outputs, opset: int) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, graph_name, inputs, outputs, self.initializers)
+        opsets = [helper.make_opsetid("", opset)]
+        # The lowest IR version that can carry this opset: what the pinned onnx would pick for
+        # such a model, and readable by older consumers (libonnx 1.12 on the C++ side).
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="onnxc-tests",
+                                  ir_version=helper.find_min_ir_version_for(opsets))
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+def rotary_caches(max_positions: int, rotary_dim: int, base: float = 10000.0):
+    inv_freq = 1.0 / (base ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim))
+    angles = np.outer(np.arange(max_positions, dtype=np.float64), inv_freq)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def make_attention_op23(hidden: int = 64, heads: int = 4, max_positions: int = 64,
+                        seed: int = 23) -> onnx.ModelProto:
+    """Two pre-RMSNorm attention layers on x f32[batch, seq, hidden], using opset-23 ops.
+
+        x ─ RMSNormalization ─ MatMul q/k/v ─ q,k: Reshape ─ Transpose ─ RotaryEmbedding (4-D)
+                             ─ Transpose ─ Reshape ─ Attention (3-D, q/kv_num_heads) ─ MatMul ─ Add(x)
+    Layer 0: multi-head (kv heads = q heads), non-default scale, no mask.
+    Layer 1: grouped-query (kv heads = heads/2), is_causal=1.
+    Then a final RMSNormalization and an output MatMul. position_ids for RotaryEmbedding are
+    built in the graph from Shape(x): Range(0, seq) expanded to [batch, seq].
+    """
+    g = GraphBuilder(np.random.default_rng(seed))
+    head_dim = hidden // heads
+    w_scale = 1.0 / math.sqrt(hidden)
+
+    cos, sin = rotary_caches(max_positions, head_dim)
+    cos_cache = g.const("rope.cos_cache", cos)
+    sin_cache = g.const("rope.sin_cache", sin)
+
+    x_shape = g.op("Shape", ["x"], "x_shape")
+    batch_seq = g.op("Slice", [x_shape, g.const("c.start0", np.array([0], np.int64)),
+                               g.const("c.end2", np.array([2], np.int64))], "batch_seq")
+    seq_len = g.op("Gather", [x_shape, g.const("c.index1", np.array(1, np.int64))], "seq_len", axis=0)
+    positions = g.op("Range", [g.const("c.zero", np.array(0, np.int64)), seq_len,
+                               g.const("c.one", np.array(1, np.int64))], "positions")
+    positions = g.op("Unsqueeze", [positions, g.const("c.axes0", np.array([0], np.int64))], "positions_2d")
+    position_ids = g.op("Expand", [positions, batch_seq], "position_ids")
+
+    split_shape = {}
+    merge_shape = g.const("c.merge_heads", np.array([0, 0, -1], np.int64))
+
+    def rope(t: str, num_heads: int) -> str:
+        if num_heads not in split_shape:
+            split_shape[num_heads] = g.const(f"c.split_{num_heads}_heads",
+                                             np.array([0, 0, num_heads, head_dim], np.int64))
+        t = g.op("Reshape", [t, split_shape[num_heads]], "heads")
+        t = g.op("Transpose", [t], "bhsd", perm=[0, 2, 1, 3])
+        t = g.op("RotaryEmbedding", [t, cos_cache, sin_cache, position_ids], "rotated")
+        t = g.op("Transpose", [t], "bshd", perm=[0, 2, 1, 3])
+        return g.op("Reshape", [t, merge_shape], "merged")
+
+    x = "x"
+    layers = [dict(kv_heads=heads, attrs=dict(scale=0.2)),
+              dict(kv_heads=heads // 2, attrs=dict(is_causal=1))]
+    for i, layer in enumerate(layers):
+        kv_hidden = layer["kv_heads"] * head_dim
+        gamma = g.const(f"layer{i}.norm.scale", (1.0 + 0.2 * g.rng.standard_normal(hidden)).astype(np.float32))
+        h = g.op("RMSNormalization", [x, gamma], f"layer{i}_norm", axis=-1, epsilon=1e-5)
+        q = g.op("MatMul", [h, g.weight(f"layer{i}.wq", (hidden, hidden), w_scale)], f"layer{i}_q")
+        k = g.op("MatMul", [h, g.weight(f"layer{i}.wk", (hidden, kv_hidden), w_scale)], f"layer{i}_k")
+        v = g.op("MatMul", [h, g.weight(f"layer{i}.wv", (hidden, kv_hidden), w_scale)], f"layer{i}_v")
+        q, k = rope(q, heads), rope(k, layer["kv_heads"])
+        attended = g.op("Attention", [q, k, v], f"layer{i}_attention", q_num_heads=heads,
+                        kv_num_heads=layer["kv_heads"], **layer["attrs"])
+        out = g.op("MatMul", [attended, g.weight(f"layer{i}.wo", (hidden, hidden), w_scale)], f"layer{i}_o")
+        x = g.op("Add", [x, out], f"layer{i}_residual")
+
+    gamma = g.const("final_norm.scale", (1.0 + 0.2 * g.rng.standard_normal(hidden)).astype(np.float32))
+    h = g.op("RMSNormalization", [x, gamma], "final_norm", axis=-1, epsilon=1e-5)
+    g.nodes.append(helper.make_node("MatMul", [h, g.weight("head.w", (hidden, hidden), w_scale)], ["y"],
+                                    name="head_MatMul"))
+
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", hidden])]
+    return g.model("attention_op23", inputs, outputs, opset=23)
+
+
+def make_windowed_attn(hidden: int = 64, heads: int = 4, window: int = 2, max_positions: int = 64,
+                       seed: int = 17) -> onnx.ModelProto:
+    """Pre-LN self-attention with a band mask (|i - j| <= window) on x f32[batch, seq, hidden].
+
+        band [max, max] const ─ Slice(ends = Concat(Shape(x)[1:2] twice)) ─┐
+        x ─ Cast ─ ReduceMean ─ Sub ─ Pow ─ ReduceMean ─ Add ─ Sqrt ─ Div ─ Cast ─ Mul ─ Add   (LayerNorm)
+          ─ MatMul+Add q/k/v ─ Reshape ─ Transpose ─ MatMul ─ Div ─ Add(mask) ─ Softmax ─ MatMul
+          ─ Transpose ─ Reshape ─ MatMul+Add ─ Add(x)
+    """
+    g = GraphBuilder(np.random.default_rng(seed))
+    head_dim = hidden // heads
+    w_scale = 1.0 / math.sqrt(hidden)
+
+    # Decomposed LayerNorm as mixed-precision exporters write it: Cast to float32 around the stats.
+    xf = g.op("Cast", ["x"], "ln_in_f32", to=TensorProto.FLOAT)
+    mean = g.op("ReduceMean", [xf], "ln_mean", axes=[-1], keepdims=1)
+    centered = g.op("Sub", [xf, mean], "ln_centered")
+    squared = g.op("Pow", [centered, g.const("c.two", np.array(2.0, np.float32))], "ln_squared")
+    variance = g.op("ReduceMean", [squared], "ln_variance", axes=[-1], keepdims=1)
+    variance = g.op("Add", [variance, g.const("c.ln_eps", np.array(1e-5, np.float32))], "ln_variance_eps")
+    normalized = g.op("Div", [centered, g.op("Sqrt", [variance], "ln_std")], "ln_normalized")
+    normalized = g.op("Cast", [normalized], "ln_out_f32", to=TensorProto.FLOAT)
+    gamma = g.const("ln.weight", (1.0 + 0.2 * g.rng.standard_normal(hidden)).astype(np.float32))
+    beta = g.const("ln.bias", (0.1 * g.rng.standard_normal(hidden)).astype(np.float32))
+    h = g.op("Add", [g.op("Mul", [normalized, gamma], "ln_scaled"), beta], "ln_out")
+
+    def linear(t: str, name: str) -> str:
+        t = g.op("MatMul", [t, g.weight(f"{name}.weight", (hidden, hidden), w_scale)], f"{name}_mm")
+        return g.op("Add", [t, g.weight(f"{name}.bias", (hidden,), 0.1)], name)
+
+    split_heads = g.const("c.split_heads", np.array([0, 0, heads, head_dim], np.int64))
+    q = g.op("Transpose", [g.op("Reshape", [linear(h, "q"), split_heads])], "q_bhsd", perm=[0, 2, 1, 3])
+    k_t = g.op("Transpose", [g.op("Reshape", [linear(h, "k"), split_heads])], "k_bhds", perm=[0, 2, 3, 1])
+    v = g.op("Transpose", [g.op("Reshape", [linear(h, "v"), split_heads])], "v_bhsd", perm=[0, 2, 1, 3])
+    scores = g.op("MatMul", [q, k_t], "scores")
+    scores = g.op("Div", [scores, g.const("c.sqrt_head_dim", np.array(math.sqrt(head_dim), np.float32))],
+                  "scores_scaled")
+
+    index = np.arange(max_positions)
+    band = np.where(np.abs(index[:, None] - index[None, :]) <= window, 0.0, -10000.0).astype(np.float32)
+    seq_1d = g.op("Shape", ["x"], "seq_1d", start=1, end=2)
+    mask_ends = g.op("Concat", [seq_1d, seq_1d], "mask_ends", axis=0)
+    mask = g.op("Slice", [g.const("band_mask", band), g.const("c.starts00", np.array([0, 0], np.int64)),
+                          mask_ends, g.const("c.axes01", np.array([0, 1], np.int64))], "window_mask")
+    scores = g.op("Add", [scores, mask], "scores_masked")
+    probs = g.op("Softmax", [scores], "probs", axis=-1)
+    context = g.op("Transpose", [g.op("MatMul", [probs, v], "context_bhsd")], "context_bshd", perm=[0, 2, 1, 3])
+    context = g.op("Reshape", [context, g.const("c.merge_heads", np.array([0, 0, hidden], np.int64))], "context")
+    # A TensorFlow-style output name: `onnxc run` must write it to output_y_0.npy.
+    output_name = "output/y:0"
+    g.nodes.append(helper.make_node("Add", ["x", linear(context, "o")], [output_name], name="residual_Add"))
+
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])]
+    outputs = [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", "seq", hidden])]
+    return g.model("windowed_attn", inputs, outputs, opset=17)

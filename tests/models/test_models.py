@@ -1,0 +1,138 @@
+"""Model tests: every model in manifest.json, at each of its test shapes, run by onnxc and
+compared with onnxruntime.
+
+    ONNXC=build/tools/onnxc ONNXC_MODEL_DIR=build/models .venv/bin/python -m pytest tests/models -v
+
+Environment:
+  ONNXC            the onnxc binary; without it the onnxc tests are skipped (the ORT checks still run)
+  ONNXC_MODEL_DIR  built models (default: build/models); built by build_models.py when the
+                   manifest is missing or older than the model scripts
+  ONNXC_BACKENDS   comma-separated `onnxc run --backend` values to test (default: ref)
+
+The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
+graph); a second test checks that ORT's fully optimized run agrees with it.
+"""
+
+import functools
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from model_inputs import make_inputs, shape_id  # noqa: E402
+from ort_reference import output_file_name, run_ort  # noqa: E402
+import build_models  # noqa: E402
+
+MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
+BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref").split(",") if b.strip()]
+ONNXC_TIMEOUT_SECONDS = 600
+
+
+def load_manifest() -> dict:
+    import json
+    path = os.path.join(MODEL_DIR, "manifest.json")
+    newest_source = max(os.path.getmtime(source) for source in build_models.SOURCES)
+    if not os.path.exists(path) or os.path.getmtime(path) < newest_source:
+        result = subprocess.run([sys.executable, os.path.join(HERE, "build_models.py"), MODEL_DIR, "--quiet"],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"build_models.py {MODEL_DIR} failed:\n{result.stdout}{result.stderr}")
+    with open(path) as f:
+        return json.load(f)
+
+
+MANIFEST = load_manifest()
+CASES = [pytest.param(entry, dims, id=f"{entry['name']}-{shape_id(dims)}")
+         for entry in MANIFEST["models"] for dims in entry["test_shapes"]]
+
+
+def model_path(entry: dict) -> str:
+    return os.path.join(MODEL_DIR, entry["file"])
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(name: str, dims_key: tuple, opt_level: str):
+    entry = next(e for e in MANIFEST["models"] if e["name"] == name)
+    feeds = make_inputs(entry, dict(dims_key))
+    return feeds, run_ort(model_path(entry), feeds, opt_level)
+
+
+def reference(entry: dict, dims: dict, opt_level: str = "disable"):
+    """(inputs, {output name: ORT result}) for one model at one shape; computed once per session."""
+    return _reference(entry["name"], tuple(dims.items()), opt_level)
+
+
+def compare(label: str, got: np.ndarray, want: np.ndarray, tolerance: dict) -> None:
+    """Prints the error and fails beyond tolerance (rtol on |want|, plus atol)."""
+    assert got.dtype == want.dtype, f"{label}: dtype {got.dtype}, expected {want.dtype}"
+    assert got.shape == want.shape, f"{label}: shape {got.shape}, expected {want.shape}"
+    abs_err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    max_abs = float(abs_err.max()) if abs_err.size else 0.0
+    significant = np.abs(want) > tolerance["atol"]
+    max_rel = float((abs_err[significant] / np.abs(want[significant])).max()) if significant.any() else 0.0
+    print(f"{label}: max abs err {max_abs:.3e}, max rel err {max_rel:.3e} (|ref| max {np.abs(want).max():.3g})")
+    np.testing.assert_allclose(got, want, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=label)
+
+
+@pytest.mark.parametrize("entry, dims", CASES)
+def test_ort_optimized_matches_plain(entry, dims):
+    """Sanity check of the reference: ORT's fused graph and the plain graph agree."""
+    _, plain = reference(entry, dims, "disable")
+    _, optimized = reference(entry, dims, "all")
+    for name, want in plain.items():
+        compare(f"{entry['name']} {shape_id(dims)} {name} (ORT all vs disabled)", optimized[name], want,
+                entry["tolerance"])
+
+
+def onnxc_binary() -> str:
+    path = os.environ.get("ONNXC")
+    if not path:
+        pytest.skip("ONNXC is not set (path to the onnxc binary)")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.fail(f"ONNXC={path} is not an executable file")
+    return path
+
+
+def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> str:
+    """Runs `onnxc run` on .npy files of the inputs; returns the output directory."""
+    input_dir = os.path.join(workdir, "inputs")
+    output_dir = os.path.join(workdir, "outputs")
+    os.makedirs(input_dir)
+    command = [onnxc, "run", model]
+    for name, value in feeds.items():
+        path = os.path.join(input_dir, output_file_name(name))
+        np.save(path, value)
+        command += ["--input", f"{name}={path}"]
+    command += ["--output-dir", output_dir, f"--backend={backend}"]
+    start = time.time()
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"timed out after {ONNXC_TIMEOUT_SECONDS}s: {' '.join(command)}")
+    if result.returncode != 0:
+        pytest.fail(f"exit code {result.returncode}: {' '.join(command)}\n"
+                    f"stderr: {result.stderr.strip()[-3000:]}\nstdout: {result.stdout.strip()[-1000:]}")
+    print(f"onnxc run --backend={backend}: {time.time() - start:.2f}s")
+    return output_dir
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("entry, dims", CASES)
+def test_onnxc_matches_ort(entry, dims, backend, tmp_path):
+    onnxc = onnxc_binary()
+    feeds, want = reference(entry, dims)
+    output_dir = run_onnxc(onnxc, model_path(entry), feeds, str(tmp_path), backend)
+    for name, expected in want.items():
+        path = os.path.join(output_dir, output_file_name(name))
+        if not os.path.exists(path):
+            found = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else "no output directory"
+            pytest.fail(f"onnxc wrote no {path} (found: {found})")
+        compare(f"{entry['name']} {shape_id(dims)} {name} (onnxc {backend} vs ORT)", np.load(path),
+                expected, entry["tolerance"])
