@@ -136,3 +136,30 @@ def test_onnxc_matches_ort(entry, dims, backend, tmp_path):
             pytest.fail(f"onnxc wrote no {path} (found: {found})")
         compare(f"{entry['name']} {shape_id(dims)} {name} (onnxc {backend} vs ORT)", np.load(path),
                 expected, entry["tolerance"])
+
+
+def run_dump(onnxc: str, source: str, destination: str, *flags: str) -> str:
+    command = [onnxc, "dump", source, "-o", destination, *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
+    if result.returncode != 0:
+        pytest.fail(f"exit code {result.returncode}: {' '.join(command)}\nstderr: {result.stderr.strip()[-3000:]}")
+    with open(destination) as f:
+        return f.read()
+
+
+MODELS = [pytest.param(entry, id=entry["name"]) for entry in MANIFEST["models"]]
+
+
+@pytest.mark.parametrize("opt_level", ["-O0", "-O1"])
+@pytest.mark.parametrize("entry", MODELS)
+def test_dump_is_fully_typed_and_round_trips(entry, opt_level, tmp_path):
+    """`onnxc dump` gives every value a dtype and a known-or-symbolic shape, and the printed IR
+    parses back to the same text."""
+    onnxc = onnxc_binary()
+    first = run_dump(onnxc, model_path(entry), str(tmp_path / "first.ir"), opt_level)
+    untyped = [line.strip() for line in first.splitlines()
+               if "unknown" in line or "?" in line or "[*]" in line
+               or (" = " in line and not line.lstrip().startswith("const") and " : " not in line)]
+    assert not untyped, f"{len(untyped)} lines with unknown types, e.g.:\n" + "\n".join(untyped[:5])
+    second = run_dump(onnxc, str(tmp_path / "first.ir"), str(tmp_path / "second.ir"))
+    assert first == second, "print -> parse -> print changed the text"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job on the bundled example, from a fresh clone: setup, build, then
+# build a small BERT-style encoder (torch.onnx export, fixed seed), inspect it,
+# show its optimized IR, run it with onnxc and compare with onnxruntime.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+bash "$repo/scripts/setup.sh"
+bash "$repo/scripts/build.sh" >/dev/null
+build="${ONNXC_BUILD_DIR:-$repo/build}"
+onnxc="$build/tools/onnxc"
+python="$repo/.venv/bin/python"
+demo="$build/demo"
+mkdir -p "$demo"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "build the example: a 2-layer BERT-style encoder exported by torch.onnx (opset 17)"
+"$python" "$repo/examples/models/build_tiny_bert.py" "$demo/tiny_bert.onnx"
+"$python" "$repo/examples/models/make_inputs.py" "$demo/inputs"
+
+step "onnxc inspect"
+"$onnxc" inspect "$demo/tiny_bert.onnx"
+
+step "onnxc dump -O1 (first 25 lines; constants elided)"
+"$onnxc" dump "$demo/tiny_bert.onnx" -O1 -o "$demo/tiny_bert.O1.ir"
+head -n 25 "$demo/tiny_bert.O1.ir"
+echo "... ($(wc -l < "$demo/tiny_bert.O1.ir") lines in $demo/tiny_bert.O1.ir)"
+
+step "onnxc run"
+"$onnxc" run "$demo/tiny_bert.onnx" -O1 \
+  --input input_ids="$demo/inputs/input_ids.npy" \
+  --input attention_mask="$demo/inputs/attention_mask.npy" \
+  --output-dir "$demo/onnxc_out"
+
+step "compare with onnxruntime on the same inputs"
+"$python" "$repo/tests/models/ort_reference.py" "$demo/tiny_bert.onnx" \
+  --input input_ids="$demo/inputs/input_ids.npy" \
+  --input attention_mask="$demo/inputs/attention_mask.npy" \
+  --output-dir "$demo/ort_out" >/dev/null
+"$python" "$repo/examples/compare_outputs.py" "$demo/onnxc_out" "$demo/ort_out"
