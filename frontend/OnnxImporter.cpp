@@ -1,7 +1,95 @@
-// STUB: replaced by the ONNX importer.
+//===- frontend/OnnxImporter.cpp - ONNX model -> ir::Graph ------------------===//
+//
+// The entry points: load and check the file, import the main graph, infer
+// shapes. Every error raised below is rethrown once here with the model's
+// path in front, so messages read "model.onnx: node 'x': ...".
+//
+//===----------------------------------------------------------------------===//
 #include "frontend/OnnxImporter.h"
+
+#include "frontend/GraphImporter.h"
+#include "frontend/ModelLoader.h"
+#include "frontend/TensorProto.h"
+#include "frontend/ValueInfo.h"
 #include "ir/Error.h"
+#include "ir/infer/ShapeInference.h"
+
+#include <new>
+#include <unordered_set>
+
 namespace onnxc {
-std::unique_ptr<Graph> importOnnxFile(const std::string &path) { fail(path, ": importer not implemented"); }
-ModelSummary summarizeOnnxFile(const std::string &path) { fail(path, ": importer not implemented"); }
+
+namespace {
+
+/// Runs `body`, prefixing any error with the model path. Non-onnxc
+/// exceptions (out of memory, filesystem errors) are reported the same way,
+/// since the tool boundary only promises to catch onnxc::Error.
+template <typename Body>
+auto withPathPrefix(const std::string &path, Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error &e) {
+    fail(path, ": ", e.what());
+  } catch (const std::bad_alloc &) {
+    fail(path, ": out of memory while reading the model");
+  } catch (const std::exception &e) {
+    fail(path, ": ", e.what());
+  }
+}
+
+void summarizeWeights(const onnx::GraphProto &graph, ModelSummary &summary) {
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    int64_t elements = 1;
+    for (int64_t d : init.dims())
+      elements = d > 0 ? elements * d : 0;
+    summary.numParameters += elements;
+    try {
+      summary.parameterBytes += elements * int64_t(dtypeSize(dtypeFromOnnx(init.data_type(), "")));
+    } catch (const Error &) {
+      // Unsupported dtypes are listed by import, not by inspect; count no bytes.
+    }
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Graph> importOnnxFile(const std::string &path) {
+  return withPathPrefix(path, [&] {
+    onnx::ModelProto model = loadModelProto(path);
+    OpsetMap opsets = checkOpsets(model);
+    std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, modelFolder(path));
+    inferShapes(*graph);
+    return graph;
+  });
+}
+
+ModelSummary summarizeOnnxFile(const std::string &path) {
+  return withPathPrefix(path, [&] {
+    onnx::ModelProto model = loadModelProto(path);
+    OpsetMap opsets = checkOpsets(model);
+    const onnx::GraphProto &graph = model.graph();
+    ModelSummary summary;
+    summary.producer = model.producer_name();
+    if (!model.producer_version().empty())
+      summary.producer += (summary.producer.empty() ? "" : " ") + model.producer_version();
+    summary.irVersion = model.ir_version();
+    summary.opsets = opsets;
+    std::unordered_set<std::string> initializers;
+    for (const onnx::TensorProto &init : graph.initializer())
+      initializers.insert(init.name());
+    for (const onnx::ValueInfoProto &input : graph.input())
+      if (!initializers.count(input.name()))
+        summary.inputs.push_back(input.name() + ": " + describeValueType(input));
+    for (const onnx::ValueInfoProto &output : graph.output())
+      summary.outputs.push_back(output.name() + ": " + describeValueType(output));
+    for (const onnx::NodeProto &node : graph.node()) {
+      std::string domain = canonicalDomain(node.domain());
+      ++summary.opHistogram[domain.empty() ? node.op_type() : domain + "." + node.op_type()];
+    }
+    summarizeWeights(graph, summary);
+    summary.unsupportedOps = findUnsupportedOps(graph, opsets);
+    return summary;
+  });
+}
+
 } // namespace onnxc

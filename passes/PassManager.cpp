@@ -1,2 +1,122 @@
-// STUB: replaced by the pass manager.
-namespace onnxc {}
+//===- passes/PassManager.cpp - Running a list of passes ------------------===//
+#include "passes/PassManager.h"
+
+#include "ir/Error.h"
+#include "ir/Verifier.h"
+#include "ir/infer/ShapeInference.h"
+#include "passes/PassRegistry.h"
+
+#include <algorithm>
+#include <cassert>
+#include <iostream>
+
+namespace onnxc {
+
+PassManager::PassManager(PassManagerOptions options, std::ostream *irStream)
+    : options_(std::move(options)), irStream_(irStream ? irStream : &std::cout) {
+  for (const std::string &name : options_.printIrAfter)
+    if (!findPass(name))
+      createPass(name); // throws, listing the known passes
+}
+
+PassManager::~PassManager() = default;
+
+void PassManager::addPass(std::unique_ptr<Pass> pass) {
+  Step step;
+  step.passes.push_back(std::move(pass));
+  steps_.push_back(std::move(step));
+}
+
+void PassManager::addPass(std::string_view name) { addPass(createPass(name)); }
+
+void PassManager::addFixedPointGroup(std::vector<std::unique_ptr<Pass>> passes, unsigned maxRounds) {
+  assert(maxRounds > 0 && "a group must run at least once");
+  Step step;
+  step.passes = std::move(passes);
+  step.maxRounds = maxRounds;
+  steps_.push_back(std::move(step));
+}
+
+bool PassManager::run(Graph &graph) {
+  bool changed = false;
+  for (Step &step : steps_) {
+    for (unsigned round = 0; round < step.maxRounds; ++round) {
+      bool roundChanged = false;
+      for (auto &pass : step.passes)
+        roundChanged |= runPass(*pass, graph);
+      changed |= roundChanged;
+      if (!roundChanged)
+        break;
+    }
+  }
+  return changed;
+}
+
+bool PassManager::runPass(Pass &pass, Graph &graph) {
+  PassContext &context = contextFor(pass);
+  bool changed;
+  try {
+    changed = pass.run(graph, context);
+  } catch (const Error &e) {
+    fail("pass '", pass.name(), "': ", e.what());
+  }
+  if (options_.verifyEach) {
+    try {
+      verifyGraph(graph);
+      inferShapes(graph);
+    } catch (const Error &e) {
+      fail("verification after pass '", pass.name(), "' failed: ", e.what());
+    }
+  }
+  if (shouldPrintAfter(pass.name())) {
+    *irStream_ << "// ----- IR after " << pass.name() << " -----\n";
+    printGraph(graph, *irStream_, options_.printOptions);
+    irStream_->flush();
+  }
+  return changed;
+}
+
+PassContext &PassManager::contextFor(const Pass &pass) {
+  for (PassContext &context : contexts_)
+    if (context.passName() == pass.name())
+      return context;
+  contexts_.emplace_back(std::string(pass.name()), options_.explain);
+  return contexts_.back();
+}
+
+bool PassManager::shouldPrintAfter(std::string_view passName) const {
+  return options_.printIrAfterAll ||
+         std::find(options_.printIrAfter.begin(), options_.printIrAfter.end(), passName) !=
+             options_.printIrAfter.end();
+}
+
+std::vector<std::string> PassManager::passNames() const {
+  std::vector<std::string> names;
+  for (const Step &step : steps_)
+    for (const auto &pass : step.passes)
+      if (std::find(names.begin(), names.end(), pass->name()) == names.end())
+        names.emplace_back(pass->name());
+  return names;
+}
+
+const PassContext *PassManager::context(std::string_view passName) const {
+  for (const PassContext &context : contexts_)
+    if (context.passName() == passName)
+      return &context;
+  return nullptr;
+}
+
+void PassManager::printStatistics(std::ostream &os) const {
+  for (const std::string &name : passNames())
+    if (const PassContext *c = context(name))
+      os << c->statisticsLine() << "\n";
+}
+
+void PassManager::printExplanations(std::ostream &os) const {
+  for (const std::string &name : passNames())
+    if (const PassContext *c = context(name))
+      for (const std::string &line : c->explanations())
+        os << line << "\n";
+}
+
+} // namespace onnxc

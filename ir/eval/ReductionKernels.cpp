@@ -1,5 +1,273 @@
-// STUB: kernels to be written.
+//===- ir/eval/ReductionKernels.cpp - Reduce*, ArgMax/ArgMin, CumSum ------===//
+//
+// Reductions accumulate floats in double, signed integers in int64 and
+// unsigned integers in uint64 (wrapping, as the integer elementwise ops do),
+// then store in the input dtype.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Error.h"
+#include "ir/eval/Broadcast.h"
 #include "ir/eval/Kernels.h"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 namespace onnxc {
-void registerReductionKernels(KernelTable &) {}
+
+namespace {
+
+template <DType D> using StorageOf = typename ElementTraits<D>::Storage;
+
+/// The accumulator type of a dtype's compute type.
+template <typename C>
+using AccumulatorOf = std::conditional_t<
+    std::is_floating_point_v<C>, double,
+    std::conditional_t<std::is_signed_v<C> && !std::is_same_v<C, bool>, int64_t, uint64_t>>;
+
+enum class ReduceKind { Sum, Mean, Prod, Max, Min };
+
+/// Which axes a Reduce* node reduces, from its optional axes operand.
+struct ReducePlan {
+  bool identity = false;           // noop_with_empty_axes with no axes
+  std::vector<int64_t> keptDims;   // input dims with reduced axes set to 1
+  std::vector<int64_t> resultDims; // keptDims, or without reduced axes if !keepdims
+  int64_t groupSize = 1;           // elements folded into one result
+};
+
+std::vector<int64_t> readAxes(const Node &node, const Tensor &axes, const char *what) {
+  if (!dtypeIn(axes.dtype(), kIntTypes) || axes.rank() > 1)
+    fail(node.describe(), ": ", what, " must be a 0-D or 1-D integer tensor, got ",
+         axes.typeString());
+  return axes.toInt64Vector();
+}
+
+ReducePlan planReduction(const Node &node, const Tensor &x, const Tensor *axesTensor) {
+  int64_t rank = int64_t(x.rank());
+  std::vector<int64_t> axes;
+  if (axesTensor)
+    axes = readAxes(node, *axesTensor, "axes");
+  ReducePlan plan;
+  std::vector<bool> reduced(size_t(rank), false);
+  if (axes.empty()) {
+    if (node.getInt("noop_with_empty_axes", 0) != 0) {
+      plan.identity = true;
+      return plan;
+    }
+    std::fill(reduced.begin(), reduced.end(), true);
+  }
+  for (int64_t axis : axes) {
+    int64_t a = normalizeAxisOrFail(node, axis, rank);
+    if (reduced[size_t(a)])
+      fail(node.describe(), ": axis ", axis, " is listed twice");
+    reduced[size_t(a)] = true;
+  }
+  bool keepDims = node.getInt("keepdims", 1) != 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t d = x.dims()[size_t(i)];
+    plan.keptDims.push_back(reduced[size_t(i)] ? 1 : d);
+    if (reduced[size_t(i)])
+      plan.groupSize *= d;
+    if (!reduced[size_t(i)] || keepDims)
+      plan.resultDims.push_back(reduced[size_t(i)] ? 1 : d);
+  }
+  return plan;
+}
+
+/// The identity of each reduction; Max/Min of an empty set give -inf/+inf
+/// (lowest/highest for integers), as ONNX specifies since opset 18.
+template <typename A> A reduceInit(ReduceKind kind) {
+  constexpr bool isFloat = std::is_floating_point_v<A>;
+  switch (kind) {
+  case ReduceKind::Prod:
+    return A(1);
+  case ReduceKind::Max:
+    if constexpr (isFloat)
+      return -std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::lowest();
+  case ReduceKind::Min:
+    if constexpr (isFloat)
+      return std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::max();
+  default:
+    return A(0);
+  }
+}
+
+template <typename A> A reduceStep(ReduceKind kind, A acc, A v) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if ((kind == ReduceKind::Max || kind == ReduceKind::Min) && (std::isnan(acc) || std::isnan(v)))
+      return std::numeric_limits<A>::quiet_NaN();
+  }
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    if constexpr (std::is_integral_v<A>)
+      return A(uint64_t(acc) + uint64_t(v));
+    else
+      return acc + v;
+  case ReduceKind::Prod:
+    if constexpr (std::is_integral_v<A>)
+      return A(uint64_t(acc) * uint64_t(v));
+    else
+      return acc * v;
+  case ReduceKind::Max:
+    return v > acc ? v : acc;
+  case ReduceKind::Min:
+    return v < acc ? v : acc;
+  }
+  return acc;
+}
+
+template <ReduceKind Kind>
+void reduceKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                  std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  // Max/Min also take bool (opset 20); arithmetic reductions do not.
+  unsigned types = (Kind == ReduceKind::Max || Kind == ReduceKind::Min) ? kAllTypes : kNumericTypes;
+  requireDType(node, x, types, 0);
+  ReducePlan plan = planReduction(node, x, operands.size() > 1 ? operands[1] : nullptr);
+  if (plan.identity) {
+    results[0] = x.clone();
+    return;
+  }
+  dispatchDType(x.dtype(), [&]<DType D>() {
+    using T = ElementTraits<D>;
+    using A = AccumulatorOf<typename T::Compute>;
+    Tensor out(D, plan.resultDims);
+    std::vector<A> acc(size_t(out.numElements()), reduceInit<A>(Kind));
+    const StorageOf<D> *src = x.data<StorageOf<D>>();
+    BroadcastWalker walker(x.dims(), {plan.keptDims});
+    for (int64_t i = 0, n = x.numElements(); i < n; ++i, walker.next()) {
+      A &slot = acc[size_t(walker.offset(0))];
+      slot = reduceStep<A>(Kind, slot, A(T::load(src[i])));
+    }
+    StorageOf<D> *dst = out.data<StorageOf<D>>();
+    for (size_t i = 0; i < acc.size(); ++i) {
+      A value = acc[i];
+      if (Kind == ReduceKind::Mean) {
+        if constexpr (std::is_floating_point_v<A>)
+          value = value / A(plan.groupSize); // 0/0 = NaN for an empty group, as numpy
+        else if constexpr (std::is_signed_v<A>)
+          value = plan.groupSize ? value / plan.groupSize : 0;
+        else
+          value = plan.groupSize ? value / uint64_t(plan.groupSize) : 0;
+      }
+      dst[i] = T::store(typename T::Compute(value));
+    }
+    results[0] = std::move(out);
+  });
+}
+
+/// ArgMax (IsMax) / ArgMin along one axis. NaN counts as the extreme value,
+/// so the first NaN wins (the last with select_last_index), as in numpy.
+template <bool IsMax>
+void argKernel(const Node &node, const std::vector<const Tensor *> &operands,
+               std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  requireDType(node, x, kNumericTypes, 0);
+  if (x.rank() == 0)
+    fail(node.describe(), ": ", node.opName(), " needs an input of rank at least 1");
+  int64_t axis = normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(x.rank()));
+  bool keepDims = node.getInt("keepdims", 1) != 0;
+  bool selectLast = node.getInt("select_last_index", 0) != 0;
+  AxisSplit split = splitAtAxis(x.dims(), axis);
+  if (split.size == 0)
+    fail(node.describe(), ": ", node.opName(), " over an empty axis");
+  std::vector<int64_t> outDims = x.dims();
+  if (keepDims)
+    outDims[size_t(axis)] = 1;
+  else
+    outDims.erase(outDims.begin() + axis);
+  Tensor out(DType::I64, outDims);
+  int64_t *dst = out.data<int64_t>();
+  dispatchDType(x.dtype(), [&]<DType D>() {
+    if constexpr (dtypeIn(D, kNumericTypes)) {
+      using T = ElementTraits<D>;
+      using C = typename T::Compute;
+      auto isNaN = [](C v) {
+        if constexpr (std::is_floating_point_v<C>)
+          return std::isnan(v);
+        else
+          return false;
+      };
+      const StorageOf<D> *src = x.data<StorageOf<D>>();
+      for (int64_t o = 0; o < split.outer; ++o) {
+        for (int64_t in = 0; in < split.inner; ++in) {
+          const StorageOf<D> *row = src + o * split.size * split.inner + in;
+          C best = T::load(row[0]);
+          int64_t bestIndex = 0;
+          for (int64_t j = 1; j < split.size; ++j) {
+            C v = T::load(row[j * split.inner]);
+            bool same = v == best || (isNaN(v) && isNaN(best));
+            bool better = !isNaN(best) && (isNaN(v) || (IsMax ? v > best : v < best));
+            if (better || (selectLast && same)) {
+              best = v;
+              bestIndex = j;
+            }
+          }
+          dst[o * split.inner + in] = bestIndex;
+        }
+      }
+    }
+  });
+  results[0] = std::move(out);
+}
+
+void cumSumKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                  std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  requireDType(node, x, kNumericTypes, 0);
+  std::vector<int64_t> axisValues = readAxes(node, requireOperand(node, operands, 1), "axis");
+  if (axisValues.size() != 1)
+    fail(node.describe(), ": CumSum axis must hold exactly one value, got ", axisValues.size());
+  if (x.rank() == 0)
+    fail(node.describe(), ": CumSum needs an input of rank at least 1");
+  int64_t axis = normalizeAxisOrFail(node, axisValues[0], int64_t(x.rank()));
+  bool exclusive = node.getInt("exclusive", 0) != 0;
+  bool reverse = node.getInt("reverse", 0) != 0;
+  AxisSplit split = splitAtAxis(x.dims(), axis);
+  dispatchDType(x.dtype(), [&]<DType D>() {
+    if constexpr (dtypeIn(D, kNumericTypes)) {
+      using T = ElementTraits<D>;
+      using A = AccumulatorOf<typename T::Compute>;
+      Tensor out(D, x.dims());
+      const StorageOf<D> *src = x.data<StorageOf<D>>();
+      StorageOf<D> *dst = out.data<StorageOf<D>>();
+      for (int64_t o = 0; o < split.outer; ++o) {
+        for (int64_t in = 0; in < split.inner; ++in) {
+          int64_t base = o * split.size * split.inner + in;
+          A running = A(0);
+          for (int64_t step = 0; step < split.size; ++step) {
+            int64_t j = reverse ? split.size - 1 - step : step;
+            int64_t at = base + j * split.inner;
+            A v = A(T::load(src[at]));
+            if (!exclusive)
+              running = reduceStep<A>(ReduceKind::Sum, running, v);
+            dst[at] = T::store(typename T::Compute(running));
+            if (exclusive)
+              running = reduceStep<A>(ReduceKind::Sum, running, v);
+          }
+        }
+      }
+      results[0] = std::move(out);
+    }
+  });
+}
+
+} // namespace
+
+void registerReductionKernels(KernelTable &table) {
+  table.add(OpKind::ReduceSum, reduceKernel<ReduceKind::Sum>);
+  table.add(OpKind::ReduceMean, reduceKernel<ReduceKind::Mean>);
+  table.add(OpKind::ReduceProd, reduceKernel<ReduceKind::Prod>);
+  table.add(OpKind::ReduceMax, reduceKernel<ReduceKind::Max>);
+  table.add(OpKind::ReduceMin, reduceKernel<ReduceKind::Min>);
+  table.add(OpKind::ArgMax, argKernel<true>);
+  table.add(OpKind::ArgMin, argKernel<false>);
+  table.add(OpKind::CumSum, cumSumKernel);
+}
+
 } // namespace onnxc

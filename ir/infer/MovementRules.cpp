@@ -1,5 +1,721 @@
-// STUB: shape rules to be written.
+//===- ir/infer/MovementRules.cpp - Shape rules of data movement ops ------===//
+//
+// Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze, Unsqueeze,
+// Flatten, Expand, Tile, Shape, Size, Range, ConstantOfShape, Constant,
+// Identity, Dropout, Trilu. Shape operands are read through the known
+// contents of InferenceContext, so shapes computed at run time by exported
+// models still come out symbolic. A dimension that exists but cannot be
+// expressed gets a fresh symbol, so values that share it stay comparable.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Error.h"
+#include "ir/infer/KnownContents.h"
 #include "ir/infer/ShapeRules.h"
+
+#include <algorithm>
+#include <cmath>
+
 namespace onnxc {
-void registerMovementShapeRules(ShapeRuleTable &) {}
+
+namespace {
+
+// Ends at least this large mean "to the end" (exporters write INT64_MAX,
+// some INT32_MAX).
+constexpr int64_t kHugeIndex = 2147483647;
+
+const Value *requireOperand(const Node &node, size_t i, const char *what) {
+  const Value *value = node.operand(i);
+  if (!value)
+    fail(node.describe(), ": missing operand '", what, "'");
+  return value;
+}
+
+/// A shape-like operand: integer, and rank 1 (or 0 when `allowScalar`).
+const Value *requireIndexOperand(const Node &node, size_t i, const char *what,
+                                 bool allowScalar = false) {
+  const Value *value = requireOperand(node, i, what);
+  if (!isInteger(value->dtype()))
+    fail(node.describe(), ": operand '", what, "' must be an integer tensor, not ",
+         dtypeName(value->dtype()));
+  const Shape &shape = value->shape();
+  if (shape.isRanked() && shape.rank() != 1 && !(allowScalar && shape.rank() == 0))
+    fail(node.describe(), ": operand '", what, "' must be 1-D, not of rank ", shape.rank());
+  return value;
+}
+
+void setResult(Node &node, size_t i, DType dtype, Shape shape) {
+  node.result(i)->setType({dtype, std::move(shape)});
+}
+
+int64_t checkedAxis(const Node &node, int64_t axis, int64_t rank) {
+  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+  if (!normalized)
+    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  return *normalized;
+}
+
+std::vector<Dim> freshDims(InferenceContext &context, size_t count, const std::string &hint) {
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < count; ++i)
+    dims.push_back(context.freshSymbol(hint));
+  return dims;
+}
+
+/// Two dims that must be equal at run time: the more informative one.
+Dim unifyDims(const Node &node, const Dim &a, const Dim &b, size_t axis) {
+  if (a.isUnknown())
+    return b;
+  if (b.isUnknown() || a == b)
+    return a;
+  if (a.isConstant() && b.isConstant())
+    fail(node.describe(), ": dimension ", axis, " differs between operands (", a.str(), " vs ",
+         b.str(), ")");
+  return b.isConstant() ? b : a;
+}
+
+Dim elementCount(const Shape &shape) {
+  return shape.isRanked() ? shape.numElements() : Dim::unknown();
+}
+
+// --- Reshape ----------------------------------------------------------------
+
+/// Target dims with 0 resolved; returns the index of the -1 entry or -1.
+int64_t resolveReshapeTarget(const Node &node, InferenceContext &context, const Shape &input,
+                             std::vector<Dim> &dims) {
+  bool allowZero = node.getInt("allowzero", 0) != 0;
+  int64_t inferred = -1;
+  bool hasZero = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    std::optional<int64_t> c = dims[i].constant();
+    if (dims[i].isUnknown()) {
+      dims[i] = context.freshSymbol("reshape");
+    } else if (c && *c == -1) {
+      if (inferred >= 0)
+        fail(node.describe(), ": reshape target has more than one -1");
+      inferred = int64_t(i);
+    } else if (c && *c < -1) {
+      fail(node.describe(), ": reshape target has invalid dimension ", *c);
+    } else if (c && *c == 0) {
+      hasZero = true;
+      if (allowZero)
+        continue;
+      if (input.isRanked() && i >= input.rank())
+        fail(node.describe(), ": reshape target copies dimension ", i, " of a rank-", input.rank(),
+             " input");
+      dims[i] = input.isRanked() ? input[i] : context.freshSymbol("reshape");
+    }
+  }
+  if (allowZero && hasZero && inferred >= 0)
+    fail(node.describe(), ": reshape target has both 0 and -1 with allowzero");
+  return inferred;
+}
+
+void inferReshape(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "data");
+  const Value *shape = requireIndexOperand(node, 1, "shape");
+  std::optional<std::vector<Dim>> target = contentsOrUnknowns(context, shape);
+  if (!target) {
+    std::optional<int64_t> length = staticLength(shape);
+    setResult(node, 0, data->dtype(),
+              length ? Shape(freshDims(context, size_t(*length), "reshape")) : Shape());
+    return;
+  }
+  std::vector<Dim> dims = *target;
+  const Shape &input = data->shape();
+  int64_t inferred = resolveReshapeTarget(node, context, input, dims);
+  Dim total = elementCount(input);
+  Dim others(1);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (int64_t(i) != inferred)
+      others = others * dims[i];
+  std::optional<int64_t> totalValue = total.constant(), othersValue = others.constant();
+  if (inferred >= 0) {
+    if (totalValue && othersValue && (*othersValue == 0 || *totalValue % *othersValue != 0))
+      fail(node.describe(), ": reshape of ", *totalValue, " elements to ", Shape(*target).str(),
+           " is impossible");
+    std::optional<Dim> quotient = total.divideExactly(others);
+    dims[size_t(inferred)] = quotient ? *quotient : context.freshSymbol("reshape");
+  } else if (totalValue && othersValue && *totalValue != *othersValue) {
+    fail(node.describe(), ": reshape of ", *totalValue, " elements to ", Shape(*target).str(),
+         " is impossible");
+  }
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+// --- Transpose, Concat, Split -----------------------------------------------
+
+void inferTranspose(Node &node, InferenceContext &) {
+  const Value *data = requireOperand(node, 0, "data");
+  std::vector<int64_t> perm = node.getInts("perm");
+  bool hasPerm = node.hasAttr("perm");
+  if (!data->shape().isRanked()) {
+    setResult(node, 0, data->dtype(), hasPerm ? Shape(std::vector<Dim>(perm.size())) : Shape());
+    return;
+  }
+  const Shape &input = data->shape();
+  size_t rank = input.rank();
+  if (!hasPerm)
+    for (size_t i = 0; i < rank; ++i)
+      perm.push_back(int64_t(rank - 1 - i));
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank;
+  for (size_t i = 0; valid && i < perm.size(); ++i) {
+    valid = perm[i] >= 0 && perm[i] < int64_t(rank) && !seen[size_t(perm[i])];
+    if (valid)
+      seen[size_t(perm[i])] = true;
+  }
+  if (!valid)
+    fail(node.describe(), ": perm ", Shape::fromConstants(perm).str(),
+         " is not a permutation of the ", rank, " axes");
+  std::vector<Dim> dims;
+  for (int64_t p : perm)
+    dims.push_back(input[size_t(p)]);
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+void inferConcat(Node &node, InferenceContext &context) {
+  if (node.numOperands() == 0)
+    fail(node.describe(), ": concat needs at least one operand");
+  int64_t axis = node.requireInt("axis");
+  const Value *first = requireOperand(node, 0, "inputs");
+  std::optional<size_t> rank;
+  for (size_t i = 0; i < node.numOperands(); ++i) {
+    const Value *v = requireOperand(node, i, "inputs");
+    if (v->dtype() != first->dtype())
+      fail(node.describe(), ": operand ", i, " is ", dtypeName(v->dtype()), ", expected ",
+           dtypeName(first->dtype()));
+    if (!v->shape().isRanked())
+      continue;
+    if (rank && *rank != v->shape().rank())
+      fail(node.describe(), ": operands have different ranks (", *rank, " and ", v->shape().rank(),
+           ")");
+    rank = v->shape().rank();
+  }
+  if (!rank) {
+    setResult(node, 0, first->dtype(), Shape());
+    return;
+  }
+  size_t a = size_t(checkedAxis(node, axis, int64_t(*rank)));
+  std::vector<Dim> dims(*rank);
+  Dim sum(0);
+  for (const Value *v : node.operands()) {
+    if (!v->shape().isRanked()) {
+      sum = Dim::unknown();
+      continue;
+    }
+    for (size_t d = 0; d < *rank; ++d)
+      if (d != a)
+        dims[d] = unifyDims(node, dims[d], v->shape()[d], d);
+    sum = sum + v->shape()[a];
+  }
+  dims[a] = sum.isUnknown() ? context.freshSymbol("concat") : sum;
+  setResult(node, 0, first->dtype(), Shape(std::move(dims)));
+}
+
+/// Sizes of the Split parts along the axis of length `dim`.
+std::vector<Dim> splitSizes(const Node &node, InferenceContext &context, const Dim &dim) {
+  size_t parts = node.numResults();
+  if (node.hasOperand(1)) {
+    const Value *split = requireIndexOperand(node, 1, "split");
+    std::optional<std::vector<Dim>> sizes = contentsOrUnknowns(context, split);
+    if (!sizes)
+      return freshDims(context, parts, "split");
+    if (sizes->size() != parts)
+      fail(node.describe(), ": split has ", sizes->size(), " sizes for ", parts, " results");
+    Dim sum(0);
+    for (Dim &size : *sizes) {
+      if (size.isUnknown())
+        size = context.freshSymbol("split");
+      if (size.constant() && *size.constant() < 0)
+        fail(node.describe(), ": split size ", size.str(), " is negative");
+      sum = sum + size;
+    }
+    if (sum.isConstant() && dim.isConstant() && sum != dim)
+      fail(node.describe(), ": split sizes add up to ", sum.str(), ", not to the dimension ",
+           dim.str());
+    return *sizes;
+  }
+  if (node.hasAttr("num_outputs") && node.getInt("num_outputs", 0) != int64_t(parts))
+    fail(node.describe(), ": num_outputs is ", node.getInt("num_outputs", 0), " but the node has ",
+         parts, " results");
+  // Equal parts; when not divisible every part but the last has ceil(dim/n).
+  if (std::optional<int64_t> length = dim.constant()) {
+    int64_t chunk = (*length + int64_t(parts) - 1) / int64_t(parts);
+    int64_t last = *length - chunk * int64_t(parts - 1);
+    if (last < 0)
+      fail(node.describe(), ": cannot split dimension ", *length, " into ", parts, " parts");
+    std::vector<Dim> sizes(parts, Dim(chunk));
+    sizes.back() = Dim(last);
+    return sizes;
+  }
+  if (std::optional<Dim> chunk = dim.divideExactly(Dim(int64_t(parts))))
+    return std::vector<Dim>(parts, *chunk);
+  Dim chunk = context.freshSymbol("split");
+  std::vector<Dim> sizes(parts, chunk);
+  sizes.back() =
+      dim.isUnknown() ? context.freshSymbol("split") : dim - chunk * Dim(int64_t(parts - 1));
+  return sizes;
+}
+
+void inferSplit(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "input");
+  if (!data->shape().isRanked()) {
+    for (size_t i = 0; i < node.numResults(); ++i)
+      setResult(node, i, data->dtype(), Shape());
+    return;
+  }
+  const Shape &input = data->shape();
+  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(input.rank())));
+  std::vector<Dim> sizes = splitSizes(node, context, input[axis]);
+  for (size_t i = 0; i < node.numResults(); ++i) {
+    Shape shape = input;
+    shape[axis] = sizes[i];
+    setResult(node, i, data->dtype(), std::move(shape));
+  }
+}
+
+// --- Slice --------------------------------------------------------------------
+
+/// The length of slice [start, end) by `step` of a dimension, symbolically.
+/// Symbolic starts and ends come from shapes, so they are taken as in range.
+Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, const Dim &start,
+                 const Dim &end, const Dim &step) {
+  std::optional<int64_t> stepValue = step.constant();
+  if (stepValue && *stepValue == 0)
+    fail(node.describe(), ": slice step is 0");
+  std::optional<int64_t> d = dim.constant(), s = start.constant(), e = end.constant();
+  if (d && s && e && stepValue)
+    return Dim(resolveSliceBounds(*s, *e, *stepValue, *d).length);
+  if (!stepValue || *stepValue < 0 || start.isUnknown() || end.isUnknown() || dim.isUnknown())
+    return context.freshSymbol("slice");
+  Dim first = start, last = end;
+  if (s && *s < 0)
+    first = dim + start;
+  else if (s && d)
+    first = Dim(std::min(*s, *d));
+  if (e && *e >= kHugeIndex)
+    last = dim;
+  else if (e && *e <= -kHugeIndex)
+    return Dim(0);
+  else if (e && *e < 0)
+    last = dim + end;
+  else if (e && !d)
+    return context.freshSymbol("slice"); // min(dim, end) is not expressible
+  Dim length = last - first;
+  if (*stepValue != 1) {
+    std::optional<Dim> quotient = length.divideExactly(step);
+    if (!quotient)
+      return context.freshSymbol("slice");
+    length = *quotient;
+  }
+  if (std::optional<int64_t> c = length.constant(); c && *c < 0)
+    return Dim(0);
+  return length;
+}
+
+void inferSlice(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "data");
+  const Value *startsValue = requireIndexOperand(node, 1, "starts");
+  const Value *endsValue = requireIndexOperand(node, 2, "ends");
+  if (node.hasOperand(3))
+    requireIndexOperand(node, 3, "axes");
+  if (node.hasOperand(4))
+    requireIndexOperand(node, 4, "steps");
+  if (!data->shape().isRanked()) {
+    setResult(node, 0, data->dtype(), Shape());
+    return;
+  }
+  const Shape &input = data->shape();
+  int64_t rank = int64_t(input.rank());
+  std::optional<std::vector<Dim>> starts = contentsOrUnknowns(context, startsValue);
+  std::optional<std::vector<Dim>> ends = contentsOrUnknowns(context, endsValue);
+  std::optional<std::vector<int64_t>> axes;
+  if (node.hasOperand(3))
+    axes = constantContents(context, node.operand(3));
+  else if (starts)
+    for (axes.emplace(); axes->size() < starts->size();)
+      axes->push_back(int64_t(axes->size()));
+  if (!starts || !ends || !axes) {
+    // Which axes are sliced, or by how much, is unknown: all may change.
+    setResult(node, 0, data->dtype(), Shape(freshDims(context, input.rank(), "slice")));
+    return;
+  }
+  std::vector<Dim> steps(starts->size(), Dim(1));
+  if (node.hasOperand(4))
+    if (std::optional<std::vector<Dim>> given = contentsOrUnknowns(context, node.operand(4)))
+      steps = *given;
+  if (ends->size() != starts->size() || axes->size() != starts->size() ||
+      steps.size() != starts->size())
+    fail(node.describe(), ": starts, ends, axes and steps have different lengths");
+  std::vector<Dim> dims = input.dims();
+  std::vector<bool> sliced(input.rank(), false);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    size_t axis = size_t(checkedAxis(node, (*axes)[i], rank));
+    if (sliced[axis])
+      fail(node.describe(), ": axis ", (*axes)[i], " is sliced twice");
+    sliced[axis] = true;
+    dims[axis] = slicedLength(node, context, input[axis], (*starts)[i], (*ends)[i], steps[i]);
+  }
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+// --- Gather, Squeeze, Unsqueeze, Flatten ------------------------------------
+
+void inferGather(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "data");
+  const Value *indices = requireOperand(node, 1, "indices");
+  if (!isInteger(indices->dtype()))
+    fail(node.describe(), ": indices must be an integer tensor, not ", dtypeName(indices->dtype()));
+  if (!data->shape().isRanked() || !indices->shape().isRanked()) {
+    setResult(node, 0, data->dtype(), Shape());
+    return;
+  }
+  const Shape &input = data->shape();
+  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(input.rank())));
+  std::optional<int64_t> size = input[axis].constant();
+  std::optional<std::vector<int64_t>> values = constantContents(context, indices);
+  if (size && values)
+    for (int64_t index : *values)
+      if (index < -*size || index >= *size)
+        fail(node.describe(), ": index ", index, " is out of range for axis ", axis, " of size ",
+             *size);
+  std::vector<Dim> dims(input.dims().begin(), input.dims().begin() + axis);
+  dims.insert(dims.end(), indices->shape().dims().begin(), indices->shape().dims().end());
+  dims.insert(dims.end(), input.dims().begin() + axis + 1, input.dims().end());
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+/// Normalized, distinct axes; throws naming the node otherwise.
+std::vector<int64_t> checkedAxes(const Node &node, const std::vector<int64_t> &axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t axis : axes) {
+    int64_t a = checkedAxis(node, axis, rank);
+    if (std::find(out.begin(), out.end(), a) != out.end())
+      fail(node.describe(), ": axis ", axis, " appears twice");
+    out.push_back(a);
+  }
+  return out;
+}
+
+void inferSqueeze(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "data");
+  const Shape &input = data->shape();
+  if (node.hasOperand(1))
+    requireIndexOperand(node, 1, "axes", true);
+  if (!input.isRanked()) {
+    setResult(node, 0, data->dtype(), Shape());
+    return;
+  }
+  std::vector<Dim> dims;
+  if (!node.hasOperand(1)) {
+    // Symbols are taken to be other than 1; an unknown dim may be anything.
+    for (const Dim &d : input.dims()) {
+      if (d.isUnknown()) {
+        setResult(node, 0, data->dtype(), Shape());
+        return;
+      }
+      if (d != Dim(1))
+        dims.push_back(d);
+    }
+    setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+    return;
+  }
+  std::optional<std::vector<int64_t>> axes = constantContents(context, node.operand(1));
+  if (!axes) {
+    std::optional<int64_t> count = staticLength(node.operand(1));
+    setResult(node, 0, data->dtype(),
+              count && *count <= int64_t(input.rank())
+                  ? Shape(std::vector<Dim>(input.rank() - size_t(*count)))
+                  : Shape());
+    return;
+  }
+  std::vector<int64_t> removed = checkedAxes(node, *axes, int64_t(input.rank()));
+  for (size_t i = 0; i < input.rank(); ++i) {
+    bool squeeze = std::find(removed.begin(), removed.end(), int64_t(i)) != removed.end();
+    if (squeeze && input[i].isConstant() && input[i] != Dim(1))
+      fail(node.describe(), ": cannot squeeze axis ", i, " of size ", input[i].str());
+    if (!squeeze)
+      dims.push_back(input[i]);
+  }
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+void inferUnsqueeze(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "data");
+  const Value *axesValue = requireIndexOperand(node, 1, "axes", true);
+  const Shape &input = data->shape();
+  std::optional<std::vector<int64_t>> axes = constantContents(context, axesValue);
+  if (!input.isRanked() || !axes) {
+    std::optional<int64_t> count = staticLength(axesValue);
+    setResult(node, 0, data->dtype(),
+              input.isRanked() && count ? Shape(std::vector<Dim>(input.rank() + size_t(*count)))
+                                        : Shape());
+    return;
+  }
+  int64_t rank = int64_t(input.rank() + axes->size());
+  std::vector<int64_t> inserted = checkedAxes(node, *axes, rank);
+  std::vector<Dim> dims;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    dims.push_back(
+        std::find(inserted.begin(), inserted.end(), i) != inserted.end() ? Dim(1) : input[next++]);
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+void inferFlatten(Node &node, InferenceContext &) {
+  const Value *data = requireOperand(node, 0, "input");
+  const Shape &input = data->shape();
+  if (!input.isRanked()) {
+    setResult(node, 0, data->dtype(), Shape(std::vector<Dim>(2)));
+    return;
+  }
+  int64_t rank = int64_t(input.rank());
+  int64_t axis = node.getInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  if (axis < 0)
+    axis += rank;
+  Dim outer(1), inner(1);
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) = (i < axis ? outer : inner) * input[size_t(i)];
+  setResult(node, 0, data->dtype(), Shape({outer, inner}));
+}
+
+// --- Expand, Tile -------------------------------------------------------------
+
+/// One axis of Expand's bidirectional broadcast: input dim `a`, target `b`.
+Dim expandDim(const Node &node, InferenceContext &context, const Dim &a, const Dim &b) {
+  if (a == Dim(1))
+    return b.isUnknown() ? context.freshSymbol("expand") : b;
+  if (b == Dim(1))
+    return a;
+  if (a.isConstant() && b.isConstant() && a != b)
+    fail(node.describe(), ": cannot expand dimension ", a.str(), " to ", b.str());
+  // Unless `a` is 1, `b` must equal it; prefer whichever says more.
+  if (a.isConstant() || b.isUnknown())
+    return a.isUnknown() ? context.freshSymbol("expand") : a;
+  return b;
+}
+
+void inferExpand(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "input");
+  std::optional<std::vector<Dim>> target =
+      contentsOrUnknowns(context, requireIndexOperand(node, 1, "shape"));
+  const Shape &input = data->shape();
+  if (!target || !input.isRanked()) {
+    setResult(node, 0, data->dtype(), Shape());
+    return;
+  }
+  size_t rank = std::max(input.rank(), target->size());
+  std::vector<Dim> dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    size_t fromEnd = rank - 1 - i;
+    Dim a = fromEnd < input.rank() ? input[input.rank() - 1 - fromEnd] : Dim(1);
+    Dim b = fromEnd < target->size() ? (*target)[target->size() - 1 - fromEnd] : Dim(1);
+    dims[i] = expandDim(node, context, a, b);
+  }
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+void inferTile(Node &node, InferenceContext &context) {
+  const Value *data = requireOperand(node, 0, "input");
+  std::optional<std::vector<Dim>> repeats =
+      contentsOrUnknowns(context, requireIndexOperand(node, 1, "repeats"));
+  const Shape &input = data->shape();
+  if (!input.isRanked()) {
+    setResult(node, 0, data->dtype(), Shape());
+    return;
+  }
+  if (!repeats) {
+    setResult(node, 0, data->dtype(), Shape(freshDims(context, input.rank(), "tile")));
+    return;
+  }
+  if (repeats->size() != input.rank())
+    fail(node.describe(), ": repeats has ", repeats->size(), " entries for rank ", input.rank());
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < input.rank(); ++i) {
+    if (std::optional<int64_t> c = (*repeats)[i].constant(); c && *c < 0)
+      fail(node.describe(), ": repeat count ", *c, " is negative");
+    Dim d = input[i] * (*repeats)[i];
+    dims.push_back(d.isUnknown() ? context.freshSymbol("tile") : d);
+  }
+  setResult(node, 0, data->dtype(), Shape(std::move(dims)));
+}
+
+// --- Shape, Size, Range, ConstantOfShape, Constant --------------------------
+
+void inferShapeOp(Node &node, InferenceContext &) {
+  const Shape &input = requireOperand(node, 0, "data")->shape();
+  if (!input.isRanked()) {
+    setResult(node, 0, DType::I64, Shape({Dim::unknown()}));
+    return;
+  }
+  auto [first, last] = shapeOpRange(node, int64_t(input.rank()));
+  setResult(node, 0, DType::I64, Shape::fromConstants({last - first}));
+}
+
+void inferSize(Node &node, InferenceContext &) {
+  requireOperand(node, 0, "data");
+  setResult(node, 0, DType::I64, Shape::scalar());
+}
+
+/// Operand i of Range as a Dim: known contents, or a float constant when
+/// its value is integral.
+Dim rangeOperand(const InferenceContext &context, const Value *value) {
+  if (const std::vector<Dim> *contents = context.knownContents(value))
+    return contents->size() == 1 ? (*contents)[0] : Dim::unknown();
+  if (const Tensor *tensor = constantTensorOf(value))
+    if (tensor->numElements() == 1 &&
+        std::trunc(tensor->elementAsDouble(0)) == tensor->elementAsDouble(0))
+      return Dim(int64_t(tensor->elementAsDouble(0)));
+  return Dim::unknown();
+}
+
+/// The length of a Range with constant float operands (non-integral values).
+std::optional<int64_t> floatRangeLength(const Node &node) {
+  const Tensor *start = constantTensorOf(node.operand(0));
+  const Tensor *limit = constantTensorOf(node.operand(1));
+  const Tensor *delta = constantTensorOf(node.operand(2));
+  if (!start || !limit || !delta || start->numElements() != 1 || limit->numElements() != 1 ||
+      delta->numElements() != 1 || delta->elementAsDouble(0) == 0.0)
+    return std::nullopt;
+  double count = std::ceil((limit->elementAsDouble(0) - start->elementAsDouble(0)) /
+                           delta->elementAsDouble(0));
+  return count > 0 ? int64_t(count) : 0;
+}
+
+void inferRange(Node &node, InferenceContext &context) {
+  const char *names[] = {"start", "limit", "delta"};
+  DType dtype = requireOperand(node, 0, "start")->dtype();
+  for (size_t i = 0; i < 3; ++i) {
+    const Value *v = requireOperand(node, i, names[i]);
+    if (v->dtype() != dtype)
+      fail(node.describe(), ": ", names[i], " is ", dtypeName(v->dtype()), ", expected ",
+           dtypeName(dtype));
+    if (v->shape().isRanked() && v->shape().numElements() != Dim(1))
+      fail(node.describe(), ": ", names[i], " must be a scalar");
+  }
+  if (dtype == DType::Bool)
+    fail(node.describe(), ": range of bool is not defined");
+  Dim start = rangeOperand(context, node.operand(0));
+  Dim limit = rangeOperand(context, node.operand(1));
+  Dim delta = rangeOperand(context, node.operand(2));
+  std::optional<int64_t> s = start.constant(), l = limit.constant(), d = delta.constant();
+  if (d && *d == 0)
+    fail(node.describe(), ": range delta is 0");
+  Dim length;
+  // As in the kernel, the count is computed in floating point, where the
+  // difference of two int64 values cannot overflow.
+  if (s && l && d)
+    length = Dim(int64_t(
+        std::clamp(std::ceil((double(*l) - double(*s)) / double(*d)), 0.0, double(1LL << 62))));
+  else if (std::optional<int64_t> count = floatRangeLength(node))
+    length = Dim(*count);
+  else if (d && *d > 0)
+    length = (limit - start).divideExactly(delta).value_or(Dim::unknown());
+  if (length.isUnknown())
+    length = context.freshSymbol("range");
+  setResult(node, 0, dtype, Shape({length}));
+}
+
+void inferConstantOfShape(Node &node, InferenceContext &context) {
+  const Value *shape = requireIndexOperand(node, 0, "input");
+  DType dtype = DType::F32;
+  if (const Attribute *value = node.findAttr("value")) {
+    if (value->kind() != Attribute::Kind::Tensor || value->asTensor().numElements() != 1)
+      fail(node.describe(), ": attribute 'value' must be a one-element tensor");
+    dtype = value->asTensor().dtype();
+  }
+  std::optional<std::vector<Dim>> dims = contentsOrUnknowns(context, shape);
+  if (!dims) {
+    std::optional<int64_t> length = staticLength(shape);
+    setResult(node, 0, dtype, length ? Shape(freshDims(context, size_t(*length), "dim")) : Shape());
+    return;
+  }
+  for (Dim &d : *dims) {
+    if (d.isUnknown())
+      d = context.freshSymbol("dim");
+    else if (d.constant() && *d.constant() < 0)
+      fail(node.describe(), ": negative dimension ", *d.constant());
+  }
+  setResult(node, 0, dtype, Shape(std::move(*dims)));
+}
+
+void inferConstant(Node &node, InferenceContext &) {
+  for (const char *unsupported : {"sparse_value", "value_string", "value_strings"})
+    if (node.hasAttr(unsupported))
+      fail(node.describe(), ": constant attribute '", unsupported, "' is not supported");
+  if (node.hasAttr("value")) {
+    const Tensor &value = node.requireTensor("value");
+    setResult(node, 0, value.dtype(), Shape::fromConstants(value.dims()));
+  } else if (node.hasAttr("value_float")) {
+    node.getFloat("value_float", 0);
+    setResult(node, 0, DType::F32, Shape::scalar());
+  } else if (node.hasAttr("value_floats")) {
+    setResult(node, 0, DType::F32,
+              Shape::fromConstants({int64_t(node.getFloats("value_floats").size())}));
+  } else if (node.hasAttr("value_int")) {
+    node.getInt("value_int", 0);
+    setResult(node, 0, DType::I64, Shape::scalar());
+  } else if (node.hasAttr("value_ints")) {
+    setResult(node, 0, DType::I64,
+              Shape::fromConstants({int64_t(node.getInts("value_ints").size())}));
+  } else {
+    fail(node.describe(), ": constant has no value attribute");
+  }
+}
+
+// --- Identity, Dropout, Trilu -------------------------------------------------
+
+void inferIdentity(Node &node, InferenceContext &) {
+  node.result()->setType(requireOperand(node, 0, "input")->type());
+}
+
+void inferDropout(Node &node, InferenceContext &) {
+  const Value *data = requireOperand(node, 0, "data");
+  if (node.hasOperand(1) && !isFloat(node.operand(1)->dtype()))
+    fail(node.describe(), ": ratio must be a float scalar");
+  if (node.hasOperand(2) && node.operand(2)->dtype() != DType::Bool)
+    fail(node.describe(), ": training_mode must be a bool scalar");
+  node.result(0)->setType(data->type());
+  if (node.numResults() > 1)
+    setResult(node, 1, DType::Bool, data->shape());
+}
+
+void inferTrilu(Node &node, InferenceContext &) {
+  const Value *data = requireOperand(node, 0, "input");
+  if (data->shape().isRanked() && data->shape().rank() < 2)
+    fail(node.describe(), ": trilu needs rank at least 2, not ", data->shape().rank());
+  if (node.hasOperand(1)) {
+    const Value *k = node.operand(1);
+    if (!isInteger(k->dtype()) || (k->shape().isRanked() && k->shape().numElements() != Dim(1)))
+      fail(node.describe(), ": k must be an integer scalar");
+  }
+  node.result()->setType(data->type());
+}
+
+} // namespace
+
+void registerMovementShapeRules(ShapeRuleTable &table) {
+  table.add(OpKind::Reshape, inferReshape);
+  table.add(OpKind::Transpose, inferTranspose);
+  table.add(OpKind::Concat, inferConcat);
+  table.add(OpKind::Split, inferSplit);
+  table.add(OpKind::Slice, inferSlice);
+  table.add(OpKind::Gather, inferGather);
+  table.add(OpKind::Squeeze, inferSqueeze);
+  table.add(OpKind::Unsqueeze, inferUnsqueeze);
+  table.add(OpKind::Flatten, inferFlatten);
+  table.add(OpKind::Expand, inferExpand);
+  table.add(OpKind::Tile, inferTile);
+  table.add(OpKind::Shape, inferShapeOp);
+  table.add(OpKind::Size, inferSize);
+  table.add(OpKind::Range, inferRange);
+  table.add(OpKind::ConstantOfShape, inferConstantOfShape);
+  table.add(OpKind::Constant, inferConstant);
+  table.add(OpKind::Identity, inferIdentity);
+  table.add(OpKind::Dropout, inferDropout);
+  table.add(OpKind::Trilu, inferTrilu);
+}
+
 } // namespace onnxc

@@ -1,11 +1,111 @@
-// STUB: replaced by the shape inference driver.
-#include "ir/infer/ShapeRules.h"
+//===- ir/infer/ShapeInference.cpp - The shape inference driver -----------===//
+//
+// Visits nodes in topological order, applies each op's rule (registered per
+// op family in the other files of this folder), then propagates the known
+// contents of small integer tensors so later rules can see through
+// exported shape computations.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/infer/ShapeInference.h"
+
 #include "ir/Error.h"
+#include "ir/infer/KnownContents.h"
+#include "ir/infer/ShapeRules.h"
+
+#include <algorithm>
+
 namespace onnxc {
-InferenceContext::InferenceContext(Graph &graph) : graph_(graph) {}
-const std::vector<Dim> *InferenceContext::knownContents(const Value *) const { return nullptr; }
-void InferenceContext::setKnownContents(const Value *, std::vector<Dim>) {}
-Dim InferenceContext::freshSymbol(const std::string &) { return Dim::unknown(); }
-InferenceContext inferShapes(Graph &graph) { return InferenceContext(graph); }
-void inferNodeShapes(Node &, InferenceContext &) {}
+
+namespace {
+
+const ShapeRuleTable &ruleTable() {
+  static const ShapeRuleTable table = [] {
+    ShapeRuleTable t;
+    registerElementwiseShapeRules(t);
+    registerMovementShapeRules(t);
+    registerLinearAlgebraShapeRules(t);
+    return t;
+  }();
+  return table;
+}
+
+void recordSymbols(const Shape &shape, std::vector<std::string> &used) {
+  for (const Dim &d : shape.dims())
+    for (const std::string &symbol : d.symbols())
+      if (std::find(used.begin(), used.end(), symbol) == used.end())
+        used.push_back(symbol);
+}
+
+} // namespace
+
+InferenceContext::InferenceContext(Graph &graph) : graph_(graph) {
+  for (const Value *input : graph.inputs())
+    recordSymbols(input->shape(), usedSymbols_);
+  for (const Value *constant : graph.constants()) {
+    recordSymbols(constant->shape(), usedSymbols_);
+    if (std::optional<std::vector<Dim>> contents = contentsOfTensor(constant->constantValue()))
+      contents_[constant] = std::move(*contents);
+  }
+}
+
+const std::vector<Dim> *InferenceContext::knownContents(const Value *value) const {
+  auto it = contents_.find(value);
+  return it == contents_.end() ? nullptr : &it->second;
+}
+
+void InferenceContext::setKnownContents(const Value *value, std::vector<Dim> contents) {
+  contents_[value] = std::move(contents);
+}
+
+Dim InferenceContext::freshSymbol(const std::string &hint) {
+  std::string base = hint.empty() ? "dim" : hint;
+  std::string name = base;
+  for (unsigned suffix = 1;
+       std::find(usedSymbols_.begin(), usedSymbols_.end(), name) != usedSymbols_.end(); ++suffix)
+    name = base + "_" + std::to_string(suffix);
+  usedSymbols_.push_back(name);
+  return Dim::symbol(name);
+}
+
+namespace {
+/// Rules index operands and results freely, so counts are checked first.
+void checkCounts(const Node &node) {
+  const OpInfo &info = opInfo(node.kind());
+  auto outside = [](size_t count, int low, int high) {
+    return int64_t(count) < low || (high >= 0 && int64_t(count) > high);
+  };
+  if (outside(node.numOperands(), info.minOperands, info.maxOperands))
+    fail(node.describe(), ": op ", node.opName(), " cannot take ", node.numOperands(), " operands");
+  if (outside(node.numResults(), info.minResults, info.maxResults))
+    fail(node.describe(), ": op ", node.opName(), " cannot have ", node.numResults(), " results");
+}
+} // namespace
+
+void inferNodeShapes(Node &node, InferenceContext &context) {
+  checkCounts(node);
+  ShapeRule rule = ruleTable().rules[unsigned(node.kind())];
+  if (!rule)
+    fail(node.describe(), ": op ", node.opName(), " has no shape rule");
+  // Constants added by a pass after the context was made are picked up here.
+  for (const Value *operand : node.operands())
+    if (operand && operand->isConstant() && !context.knownContents(operand))
+      if (std::optional<std::vector<Dim>> contents = contentsOfTensor(operand->constantValue()))
+        context.setKnownContents(operand, std::move(*contents));
+  rule(node, context);
+  propagateKnownContents(node, context);
+}
+
+InferenceContext inferShapes(Graph &graph) {
+  InferenceContext context(graph);
+  for (Node *node : graph.topologicalOrder()) {
+    for (size_t i = 0; i < node->numOperands(); ++i) {
+      const Value *operand = node->operand(i);
+      if (operand && operand->dtype() == DType::Unknown)
+        fail(node->describe(), ": operand ", i, " ('%", operand->name(), "') has unknown dtype");
+    }
+    inferNodeShapes(*node, context);
+  }
+  return context;
+}
+
 } // namespace onnxc

@@ -1,3 +1,101 @@
-// STUB: replaced by the driver.
-#include <cstdio>
-int main() { std::puts("onnxc: not yet"); return 1; }
+//===- tools/onnxc/main.cpp - The onnxc command-line driver -----------------===//
+//
+// Dispatches to a subcommand and is the one place that turns errors into
+// messages: onnxc::Error -> "error: <message>" and exit 1, usage mistakes ->
+// one line and exit 2. Nothing escapes as a crash or a stack trace.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/onnxc/Commands.h"
+
+#include "ir/Error.h"
+#include "passes/PassRegistry.h"
+
+#include <algorithm>
+#include <iostream>
+#include <new>
+
+using namespace onnxc;
+
+namespace {
+
+const std::vector<Command> &commands() {
+  static const std::vector<Command> table = {inspectCommand(), dumpCommand(), runCommand(), compileCommand(),
+                                             benchCommand()};
+  return table;
+}
+
+void printToolHelp() {
+  std::cout << "onnxc: an ONNX compiler and executor for transformer models\n\n"
+               "USAGE: onnxc SUBCOMMAND [options]\n\nSUBCOMMANDS:\n";
+  for (const Command &c : commands())
+    std::cout << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
+  std::cout << "\nType 'onnxc SUBCOMMAND --help' for the options of a subcommand.\n\n"
+               "OPTIONS:\n  --help    show this help\n\nPASSES (for --passes= and --print-ir-after=):\n"
+            << passListing();
+}
+
+void printCommandHelp(const Command &c) {
+  std::cout << "onnxc " << c.name << ": " << c.summary << "\n\nUSAGE: onnxc " << c.usage << "\n";
+  if (!c.options.empty())
+    std::cout << "\n" << describeOptions(c.options);
+  if (c.name == "dump" || c.name == "run")
+    std::cout << "\nPASSES:\n" << passListing();
+}
+
+/// Error messages are one line however they were built.
+std::string oneLine(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return message;
+}
+
+int dispatch(const std::vector<std::string> &args) {
+  if (args.empty())
+    throw UsageError("missing subcommand (see 'onnxc --help')");
+  const std::string &name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    if (args.size() > 1)
+      return dispatch({args[1], "--help"});
+    printToolHelp();
+    return 0;
+  }
+  auto it = std::find_if(commands().begin(), commands().end(), [&](const Command &c) { return c.name == name; });
+  if (it == commands().end())
+    throw UsageError("unknown subcommand '" + name + "' (see 'onnxc --help')");
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+      std::find(rest.begin(), rest.end(), "-h") != rest.end()) {
+    printCommandHelp(*it);
+    return 0;
+  }
+  if (it->placeholder)
+    return it->run(ParsedArgs());
+  return it->run(parseArguments(rest, it->options, it->name));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::ios::sync_with_stdio(false);
+  try {
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageError &e) {
+    std::cout.flush();
+    std::cerr << "error: " << oneLine(e.what()) << "\n";
+    return 2;
+  } catch (const Error &e) {
+    std::cout.flush();
+    std::cerr << "error: " << oneLine(e.what()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cout.flush();
+    std::cerr << "error: out of memory\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cout.flush();
+    std::cerr << "error: internal error: " << oneLine(e.what()) << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "error: internal error: unknown exception\n";
+    return 1;
+  }
+}

@@ -1,0 +1,204 @@
+//===- frontend/GraphImporter.cpp - onnx::GraphProto -> Graph ---------------===//
+//
+// Import runs in three checked phases so that a bad model fails before any
+// IR is built and with the most useful message first: (1) names: every
+// input defined, no name defined twice, no cycle; (2) ops: every node has an
+// importer, else one error listing all that do not; (3) build the graph.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/GraphImporter.h"
+
+#include "frontend/ImportContext.h"
+#include "frontend/OpImporterRegistry.h"
+#include "frontend/TensorProto.h"
+#include "frontend/ValueInfo.h"
+#include "ir/Error.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace onnxc {
+
+namespace {
+
+/// Name -> index of the node that produces it.
+using ProducerMap = std::unordered_map<std::string, int>;
+
+ProducerMap checkDefinitions(const onnx::GraphProto &proto) {
+  std::unordered_set<std::string> external; // graph inputs and initializers
+  for (const onnx::TensorProto &init : proto.initializer()) {
+    if (init.name().empty())
+      fail("an initializer has no name");
+    if (!external.insert(init.name()).second)
+      fail("initializer '", init.name(), "' is defined twice");
+  }
+  std::unordered_set<std::string> inputNames;
+  for (const onnx::ValueInfoProto &input : proto.input()) {
+    if (input.name().empty())
+      fail("a graph input has no name");
+    if (!inputNames.insert(input.name()).second)
+      fail("graph input '", input.name(), "' is listed twice");
+    external.insert(input.name());
+  }
+  ProducerMap producers;
+  for (int i = 0; i < proto.node_size(); ++i)
+    for (const std::string &output : proto.node(i).output()) {
+      if (output.empty())
+        continue;
+      if (external.count(output) || !producers.emplace(output, i).second)
+        fail(describeNodeProto(proto.node(i)), ": output '", output, "' is already defined");
+    }
+  for (const onnx::NodeProto &node : proto.node())
+    for (const std::string &input : node.input())
+      if (!input.empty() && !external.count(input) && !producers.count(input))
+        fail(describeNodeProto(node), ": input '", input, "' is not defined");
+  for (const onnx::ValueInfoProto &output : proto.output())
+    if (!external.count(output.name()) && !producers.count(output.name()))
+      fail("graph output '", output.name(), "' is not defined");
+  return producers;
+}
+
+/// A topological order of the nodes (file order where that is valid), by
+/// an iterative depth-first search over producers; a producer still on the
+/// stack closes a cycle.
+std::vector<int> topologicalNodeOrder(const onnx::GraphProto &proto, const ProducerMap &producers) {
+  enum class State : uint8_t { Unvisited, OnStack, Done };
+  std::vector<State> state(proto.node_size(), State::Unvisited);
+  std::vector<int> order;
+  order.reserve(proto.node_size());
+  std::vector<std::pair<int, int>> stack; // (node, next input to look at)
+  for (int root = 0; root < proto.node_size(); ++root) {
+    if (state[root] != State::Unvisited)
+      continue;
+    stack.push_back({root, 0});
+    state[root] = State::OnStack;
+    while (!stack.empty()) {
+      auto &[node, next] = stack.back();
+      const onnx::NodeProto &nodeProto = proto.node(node);
+      if (next == nodeProto.input_size()) {
+        state[node] = State::Done;
+        order.push_back(node);
+        stack.pop_back();
+        continue;
+      }
+      auto it = producers.find(nodeProto.input(next++));
+      if (it == producers.end() || state[it->second] == State::Done)
+        continue;
+      if (state[it->second] == State::OnStack)
+        fail(describeNodeProto(proto.node(it->second)),
+             " is on a cycle: its inputs depend on its own outputs");
+      state[it->second] = State::OnStack;
+      stack.push_back({it->second, 0}); // invalidates node/next; the loop re-reads them
+    }
+  }
+  return order;
+}
+
+std::unordered_set<std::string> collectNames(const onnx::GraphProto &proto) {
+  std::unordered_set<std::string> names;
+  for (const onnx::TensorProto &init : proto.initializer())
+    names.insert(init.name());
+  for (const onnx::ValueInfoProto &input : proto.input())
+    names.insert(input.name());
+  for (const onnx::NodeProto &node : proto.node())
+    for (const std::string &output : node.output())
+      names.insert(output);
+  return names;
+}
+
+void importInitializersAndInputs(const onnx::GraphProto &proto, ImportContext &context) {
+  if (proto.sparse_initializer_size() != 0)
+    fail("sparse initializers are not supported");
+  std::unordered_set<std::string> initializerNames;
+  for (const onnx::TensorProto &init : proto.initializer()) {
+    Tensor value = tensorFromProto(init, context.modelDir(), "initializer '" + init.name() + "'");
+    context.bind(init.name(), context.graph().addConstant(init.name(), std::move(value)));
+    initializerNames.insert(init.name());
+  }
+  DimSymbols symbols;
+  reserveInputSymbols(proto, symbols);
+  for (const onnx::ValueInfoProto &input : proto.input()) {
+    // Before IR version 4 every initializer had to be listed as an input too,
+    // and exporters still do so for weights. ONNX lets such an input be
+    // overridden at run time, but exporters mean them as fixed weights, and
+    // treating them as constants is what lets them be folded and pre-packed.
+    if (initializerNames.count(input.name()))
+      continue;
+    context.bind(input.name(), context.graph().addInput(input.name(), inputType(input, symbols)));
+  }
+}
+
+void importNode(const onnx::NodeProto &proto, ImportContext &context) {
+  std::string domain = canonicalDomain(proto.domain());
+  int64_t opset = context.opset(domain);
+  const OpImporter *importer =
+      OpImporterRegistry::instance().lookup(domain, proto.op_type(), opset);
+  // findUnsupportedOps ran with the same registry before any node was imported.
+  if (!importer)
+    fail(describeNodeProto(proto), ": internal: no importer for ", proto.op_type());
+  OnnxNode node(proto, context, importer->kind, opset);
+  importer->import(node);
+}
+
+std::string opDisplayName(const onnx::NodeProto &node) {
+  std::string domain = canonicalDomain(node.domain());
+  return domain.empty() ? node.op_type() : domain + "." + node.op_type();
+}
+
+} // namespace
+
+std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets) {
+  const OpImporterRegistry &registry = OpImporterRegistry::instance();
+  std::vector<std::string> opOrder;
+  std::unordered_map<std::string, std::vector<std::string>> nodesByOp;
+  for (int i = 0; i < proto.node_size(); ++i) {
+    const onnx::NodeProto &node = proto.node(i);
+    std::string domain = canonicalDomain(node.domain());
+    auto opset = opsets.find(domain);
+    if (opset != opsets.end() && registry.lookup(domain, node.op_type(), opset->second))
+      continue;
+    std::string op = opDisplayName(node);
+    auto [it, inserted] = nodesByOp.try_emplace(op);
+    if (inserted)
+      opOrder.push_back(op);
+    it->second.push_back(node.name().empty() ? "#" + std::to_string(i) : "'" + node.name() + "'");
+  }
+  // A model with hundreds of copies of one op would otherwise give a
+  // message nobody reads; the op list itself is always complete.
+  constexpr size_t kMaxNamesPerOp = 8;
+  std::vector<std::string> out;
+  for (const std::string &op : opOrder) {
+    const std::vector<std::string> &names = nodesByOp[op];
+    std::string entry = op + (names.size() == 1 ? " (node " : " (nodes ");
+    for (size_t i = 0; i < names.size() && i < kMaxNamesPerOp; ++i)
+      entry += (i ? ", " : "") + names[i];
+    if (names.size() > kMaxNamesPerOp)
+      entry += ", and " + std::to_string(names.size() - kMaxNamesPerOp) + " more";
+    out.push_back(entry + ")");
+  }
+  return out;
+}
+
+std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
+                                   const std::string &modelDir) {
+  ProducerMap producers = checkDefinitions(proto);
+  std::vector<int> order = topologicalNodeOrder(proto, producers);
+  std::vector<std::string> unsupported = findUnsupportedOps(proto, opsets);
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const std::string &entry : unsupported)
+      list += (list.empty() ? "" : ", ") + entry;
+    fail("unsupported ops: ", list);
+  }
+
+  auto graph = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
+  ImportContext context(*graph, modelDir, opsets, collectNames(proto));
+  importInitializersAndInputs(proto, context);
+  for (int index : order)
+    importNode(proto.node(index), context);
+  for (const onnx::ValueInfoProto &output : proto.output())
+    graph->addOutput(output.name(), context.lookup(output.name()));
+  return graph;
+}
+
+} // namespace onnxc

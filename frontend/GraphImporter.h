@@ -1,0 +1,28 @@
+//===- frontend/GraphImporter.h - onnx::GraphProto -> Graph -----------------===//
+#pragma once
+
+#include "frontend/ModelLoader.h"
+#include "ir/Graph.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+/// Imports a main graph: initializers and Constant nodes become constants,
+/// the other inputs typed inputs, every node goes through its registered
+/// importer in a topological order. Throws onnxc::Error (without the file
+/// prefix) on undefined or duplicate names, cycles, bad tensors, and, in
+/// one error listing them all, unsupported ops. Shapes are not inferred.
+std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
+                                   const std::string &modelDir);
+
+/// The ops of the graph without an importer at the model's opsets, one entry
+/// per op type in order of first appearance: "Foo (node 'a')",
+/// "Bar (nodes 'b', 'c')". Ops of other domains are named "domain.Op".
+std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets);
+
+} // namespace onnxc

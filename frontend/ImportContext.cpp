@@ -1,0 +1,132 @@
+//===- frontend/ImportContext.cpp - State shared by the op importers --------===//
+#include "frontend/ImportContext.h"
+
+#include "frontend/AttributeProto.h"
+#include "ir/Error.h"
+
+namespace onnxc {
+
+// --- ImportContext -------------------------------------------------------------
+
+int64_t ImportContext::opset(const std::string &domain) const {
+  auto it = opsets_.find(domain);
+  return it == opsets_.end() ? 0 : it->second;
+}
+
+Value *ImportContext::lookup(const std::string &name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : it->second;
+}
+
+std::string ImportContext::freshName(const std::string &base) {
+  std::string stem = base.empty() ? "v" : base;
+  std::string name = stem;
+  for (unsigned i = 1; onnxNames_.count(name) || graph_.findValue(name); ++i)
+    name = stem + "_" + std::to_string(i);
+  // Claim it so two fresh names asked for before either is used differ.
+  onnxNames_.insert(name);
+  return name;
+}
+
+// --- OnnxNode ------------------------------------------------------------------
+
+std::string describeNodeProto(const onnx::NodeProto &proto) {
+  if (!proto.name().empty())
+    return "node '" + proto.name() + "'";
+  std::string out = "node " + proto.op_type();
+  for (const std::string &output : proto.output())
+    if (!output.empty())
+      return out + " '" + output + "'";
+  return out;
+}
+
+std::string OnnxNode::describe() const { return describeNodeProto(proto_); }
+
+std::vector<Value *> OnnxNode::operands() const {
+  std::vector<Value *> out;
+  for (const std::string &name : proto_.input()) {
+    if (name.empty()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    Value *value = context_.lookup(name);
+    // The graph importer checked every name before importing any node.
+    if (!value)
+      fail(describe(), ": input '", name, "' is not defined");
+    out.push_back(value);
+  }
+  while (!out.empty() && !out.back())
+    out.pop_back();
+  return out;
+}
+
+AttributeMap OnnxNode::attributes() const {
+  AttributeMap out;
+  for (const onnx::AttributeProto &attr : proto_.attribute()) {
+    if (out.count(attr.name()))
+      fail(describe(), ": attribute '", attr.name(), "' is given twice");
+    out.emplace(attr.name(), attributeFromProto(attr, context_.modelDir(), describe()));
+  }
+  return out;
+}
+
+Value *OnnxNode::addConstant(const std::string &suffix, Tensor value) {
+  std::string base =
+      proto_.output_size() && !proto_.output(0).empty() ? proto_.output(0) : proto_.name();
+  return context_.graph().addConstant(context_.freshName(base + "_" + suffix), std::move(value));
+}
+
+namespace {
+
+std::string countRange(int min, int max) {
+  if (max < 0)
+    return "at least " + std::to_string(min);
+  if (min == max)
+    return std::to_string(min);
+  return std::to_string(min) + " to " + std::to_string(max);
+}
+
+} // namespace
+
+Node *OnnxNode::emit(OpKind kind, const std::vector<Value *> &operands,
+                     const AttributeMap &attributes) {
+  size_t numResults = proto_.output_size();
+  while (numResults > 0 && proto_.output(int(numResults) - 1).empty())
+    --numResults;
+  const OpInfo &info = opInfo(kind);
+  if (int(operands.size()) < info.minOperands ||
+      (info.maxOperands >= 0 && int(operands.size()) > info.maxOperands))
+    fail(describe(), ": ", info.name, " takes ", countRange(info.minOperands, info.maxOperands),
+         " inputs, got ", operands.size());
+  if (int(numResults) < info.minResults ||
+      (info.maxResults >= 0 && int(numResults) > info.maxResults))
+    fail(describe(), ": ", info.name, " has ", countRange(info.minResults, info.maxResults),
+         " outputs, got ", numResults);
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (!operands[i] && int(i) < info.minOperands)
+      fail(describe(), ": required input ", i, " of ", info.name, " is empty");
+
+  std::vector<std::string> names;
+  for (size_t i = 0; i < numResults; ++i) {
+    const std::string &name = proto_.output(int(i));
+    names.push_back(name.empty() ? context_.freshName(
+                                       proto_.name().empty() ? "unused" : proto_.name() + "_unused")
+                                 : name);
+  }
+  Node *node =
+      context_.graph().createNode(kind, operands, unsigned(numResults), proto_.name(), names);
+  for (const auto &[name, value] : attributes)
+    node->setAttr(name, value);
+  for (size_t i = 0; i < numResults; ++i)
+    if (!proto_.output(int(i)).empty())
+      context_.bind(proto_.output(int(i)), node->result(i));
+  return node;
+}
+
+void OnnxNode::bindOutput(size_t index, Value *value) {
+  if (int(index) >= proto_.output_size() || proto_.output(int(index)).empty())
+    fail(describe(), ": output ", index, " is missing");
+  context_.bind(proto_.output(int(index)), value);
+}
+
+} // namespace onnxc

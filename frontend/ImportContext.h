@@ -1,0 +1,93 @@
+//===- frontend/ImportContext.h - State shared by the op importers ----------===//
+//
+// The graph importer owns an ImportContext for the whole model and hands
+// each op importer an OnnxNode: a view of one NodeProto that resolves its
+// inputs to IR values, converts its attributes, and creates the IR node
+// (or constant) that defines its outputs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/ModelLoader.h"
+#include "ir/Graph.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace onnxc {
+
+class ImportContext {
+public:
+  /// `onnxNames` holds every value name the ONNX graph uses, so names the
+  /// importer invents never collide with a name a later node defines.
+  ImportContext(Graph &graph, std::string modelDir, OpsetMap opsets,
+                std::unordered_set<std::string> onnxNames)
+      : graph_(graph), modelDir_(std::move(modelDir)), opsets_(std::move(opsets)),
+        onnxNames_(std::move(onnxNames)) {}
+
+  Graph &graph() { return graph_; }
+  const std::string &modelDir() const { return modelDir_; }
+  /// The opset imported for `domain` (canonical form), 0 if none.
+  int64_t opset(const std::string &domain) const;
+
+  /// The value an ONNX name is bound to, or null.
+  Value *lookup(const std::string &name) const;
+  void bind(const std::string &name, Value *value) { values_[name] = value; }
+
+  /// A value name based on `base` used neither by the ONNX graph nor the IR.
+  std::string freshName(const std::string &base);
+
+private:
+  Graph &graph_;
+  std::string modelDir_;
+  OpsetMap opsets_;
+  std::unordered_set<std::string> onnxNames_;
+  std::unordered_map<std::string, Value *> values_;
+};
+
+/// One ONNX node being imported, with the IR op its registry entry names.
+class OnnxNode {
+public:
+  OnnxNode(const onnx::NodeProto &proto, ImportContext &context, OpKind kind, int64_t opset)
+      : proto_(proto), context_(context), kind_(kind), opset_(opset) {}
+
+  const onnx::NodeProto &proto() const { return proto_; }
+  ImportContext &context() { return context_; }
+  /// The IR op of the registry entry (for 1:1 importers).
+  OpKind kind() const { return kind_; }
+  /// The opset of the node's domain.
+  int64_t opset() const { return opset_; }
+  /// "node 'name'" (or "node Op 'output'" for unnamed nodes).
+  std::string describe() const;
+
+  /// The inputs as values: null for empty (absent optional) names, with
+  /// trailing nulls dropped.
+  std::vector<Value *> operands() const;
+  /// Every attribute, converted.
+  AttributeMap attributes() const;
+
+  /// Adds a constant to the graph, named after this node's first output.
+  Value *addConstant(const std::string &suffix, Tensor value);
+  /// Creates the IR node for this ONNX node: checks the operand and result
+  /// counts against the op table, names results after the ONNX outputs
+  /// (generating names for empty optional ones; trailing empty ones are
+  /// dropped) and binds them.
+  Node *emit(OpKind kind, const std::vector<Value *> &operands, const AttributeMap &attributes);
+  /// Binds output `index` to an existing value (e.g. a folded constant).
+  void bindOutput(size_t index, Value *value);
+
+private:
+  const onnx::NodeProto &proto_;
+  ImportContext &context_;
+  OpKind kind_;
+  int64_t opset_;
+};
+
+/// "node 'name'" for a named node, else "node Op 'first output'".
+std::string describeNodeProto(const onnx::NodeProto &proto);
+
+} // namespace onnxc

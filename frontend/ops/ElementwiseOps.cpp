@@ -1,0 +1,48 @@
+//===- frontend/ops/ElementwiseOps.cpp - Arithmetic, unary, logic, Cast -----===//
+//
+// Between opsets 13 and 23 these ops only widened their type lists, so each
+// maps 1:1 onto the IR op of the same name. Ops older than opset 13 are
+// registered at 13, the oldest opset onnxc accepts.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/OpImporterRegistry.h"
+#include "frontend/TensorProto.h"
+
+#include "ir/Error.h"
+
+namespace onnxc {
+
+namespace {
+
+/// Cast keeps `to` as the ONNX data type code (the IR keeps ONNX semantics);
+/// checking it here turns a cast to string or float8 into a clear error.
+void importCast(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  auto it = attributes.find("to");
+  if (it == attributes.end() || !it->second.isInt())
+    fail(node.describe(), ": Cast needs an int attribute 'to'");
+  dtypeFromOnnx(int32_t(it->second.asInt()), node.describe() + ": attribute 'to'");
+  node.emit(OpKind::Cast, node.operands(), attributes);
+}
+
+} // namespace
+
+void registerElementwiseImporters(OpImporterRegistry &registry) {
+  for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow, OpKind::Mod,
+                      OpKind::Max, OpKind::Min, OpKind::Sum, OpKind::Mean})
+    registry.addOneToOne(kind, 13);
+  for (OpKind kind :
+       {OpKind::Sqrt, OpKind::Reciprocal, OpKind::Neg, OpKind::Abs, OpKind::Sign, OpKind::Floor,
+        OpKind::Ceil, OpKind::Exp, OpKind::Log, OpKind::Erf, OpKind::Tanh, OpKind::Sigmoid,
+        OpKind::Relu, OpKind::LeakyRelu, OpKind::Sin, OpKind::Cos, OpKind::Clip})
+    registry.addOneToOne(kind, 13);
+  registry.addOneToOne(OpKind::Gelu, 20);
+  for (OpKind kind : {OpKind::Where, OpKind::Equal, OpKind::Less, OpKind::Greater,
+                      OpKind::LessOrEqual, OpKind::GreaterOrEqual, OpKind::Not, OpKind::And,
+                      OpKind::Or, OpKind::Xor, OpKind::IsNaN, OpKind::IsInf})
+    registry.addOneToOne(kind, 13);
+  registry.add({"", "Cast", 13, OpKind::Cast, importCast});
+  registry.addOneToOne(OpKind::CastLike, 15);
+}
+
+} // namespace onnxc

@@ -1,0 +1,100 @@
+//===- frontend/ops/MovementOps.cpp - Shape, data movement, Constant --------===//
+//
+// Reshape, Slice, Squeeze, Unsqueeze, Expand and Tile take their shapes and
+// axes as inputs from opset 13 on, which is the IR form, so they map 1:1.
+// Split gained `num_outputs` at opset 18; Constant nodes become graph
+// constants rather than nodes.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/AttributeProto.h"
+#include "frontend/OpImporterRegistry.h"
+#include "frontend/TensorProto.h"
+
+#include "ir/Error.h"
+
+namespace onnxc {
+
+namespace {
+
+/// Before opset 18 a Split without a `split` input cuts the axis into as
+/// many equal parts as it has outputs; the opset-18 form says so with
+/// `num_outputs`.
+void importSplitBefore18(OnnxNode &node) {
+  std::vector<Value *> operands = node.operands();
+  AttributeMap attributes = node.attributes();
+  if (operands.size() < 2)
+    attributes.insert_or_assign("num_outputs", Attribute(int64_t(node.proto().output_size())));
+  node.emit(OpKind::Split, operands, attributes);
+}
+
+/// The one attribute of a Constant node as a tensor.
+Tensor constantValue(OnnxNode &node, const onnx::AttributeProto &attr) {
+  const std::string &name = attr.name();
+  std::string context = node.describe() + ": attribute '" + name + "'";
+  if (name == "sparse_value")
+    fail(node.describe(), ": sparse Constant values are not supported");
+  if (name == "value_string" || name == "value_strings")
+    fail(node.describe(), ": string constants are not supported");
+  // Files from before `type` was required leave it UNDEFINED; trust the name then.
+  auto expectType = [&](onnx::AttributeProto::AttributeType type) {
+    if (attr.type() != onnx::AttributeProto::UNDEFINED && attr.type() != type)
+      fail(context, " has the wrong attribute type ", attributeTypeName(attr.type()));
+  };
+  if (name == "value") {
+    expectType(onnx::AttributeProto::TENSOR);
+    if (!attr.has_t())
+      fail(context, " holds no tensor");
+    return tensorFromProto(attr.t(), node.context().modelDir(), context);
+  }
+  if (name == "value_float") {
+    expectType(onnx::AttributeProto::FLOAT);
+    return Tensor::scalar<float>(attr.f());
+  }
+  if (name == "value_int") {
+    expectType(onnx::AttributeProto::INT);
+    return Tensor::scalar<int64_t>(attr.i());
+  }
+  if (name == "value_floats") {
+    expectType(onnx::AttributeProto::FLOATS);
+    std::vector<float> values(attr.floats().begin(), attr.floats().end());
+    return Tensor::fromVector<float>({int64_t(values.size())}, values);
+  }
+  if (name == "value_ints") {
+    expectType(onnx::AttributeProto::INTS);
+    std::vector<int64_t> values(attr.ints().begin(), attr.ints().end());
+    return Tensor::fromVector<int64_t>({int64_t(values.size())}, values);
+  }
+  fail(context, " is not a Constant attribute");
+}
+
+/// Constants are values, not computations: the IR keeps them among the
+/// graph's constants, where passes and codegen look for weights.
+void importConstant(OnnxNode &node) {
+  const onnx::NodeProto &proto = node.proto();
+  if (proto.input_size() != 0)
+    fail(node.describe(), ": Constant takes no inputs, got ", proto.input_size());
+  if (proto.output_size() != 1 || proto.output(0).empty())
+    fail(node.describe(), ": Constant must have exactly one named output");
+  if (proto.attribute_size() != 1)
+    fail(node.describe(), ": Constant needs exactly one value attribute, got ",
+         proto.attribute_size());
+  Tensor value = constantValue(node, proto.attribute(0));
+  Value *constant = node.context().graph().addConstant(proto.output(0), std::move(value));
+  node.bindOutput(0, constant);
+}
+
+} // namespace
+
+void registerMovementImporters(OpImporterRegistry &registry) {
+  for (OpKind kind : {OpKind::Reshape, OpKind::Transpose, OpKind::Concat, OpKind::Slice,
+                      OpKind::Gather, OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten,
+                      OpKind::Expand, OpKind::Tile, OpKind::Shape, OpKind::Size, OpKind::Range,
+                      OpKind::ConstantOfShape, OpKind::Identity, OpKind::Dropout})
+    registry.addOneToOne(kind, 13);
+  registry.addOneToOne(OpKind::Trilu, 14);
+  registry.add({"", "Split", 13, OpKind::Split, importSplitBefore18});
+  registry.addOneToOne(OpKind::Split, 18);
+  registry.add({"", "Constant", 13, OpKind::Constant, importConstant});
+}
+
+} // namespace onnxc

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Writes malformed ONNX models and .npy inputs for run_bad_inputs.py.
+
+Usage: make_bad_models.py OUTDIR
+
+Every file is something a user could plausibly hand to onnxc (a download cut
+short, a model written by a buggy exporter, a hostile external-data path); the
+tool must answer each with one `error:` line. The external-data models live in
+OUTDIR/external/ so that their "../outside.bin" points at a real file,
+OUTDIR/outside.bin: the importer has to refuse the path, not just miss the file.
+"""
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+OPSET = 17
+
+
+def tensor_info(name: str, dims: list) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+def model_of(nodes: list, inputs: list, outputs: list, initializers: list = (),
+             opset: int = OPSET, name: str = "bad") -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="onnxc-badinput")
+    # Pin the IR version: a newer onnx would stamp one older readers refuse,
+    # which is not the defect under test.
+    model.ir_version = 8
+    return model
+
+
+def weight_model(weight: TensorProto) -> onnx.ModelProto:
+    """y = x + W, for models whose defect is in the initializer W."""
+    node = helper.make_node("Add", ["x", weight.name], ["y"], name="add_w")
+    return model_of([node], [tensor_info("x", [4])], [tensor_info("y", [4])], [weight])
+
+
+def raw_weight(name: str, dims: list, raw: bytes) -> TensorProto:
+    weight = TensorProto()
+    weight.name = name
+    weight.data_type = TensorProto.FLOAT
+    weight.dims.extend(dims)
+    weight.raw_data = raw
+    return weight
+
+
+def external_weight(name: str, location: str, length: int) -> TensorProto:
+    weight = TensorProto()
+    weight.name = name
+    weight.data_type = TensorProto.FLOAT
+    weight.dims.extend([4])
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", str(length))):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    return weight
+
+
+def save(model: onnx.ModelProto, path: Path) -> None:
+    # SerializeToString rather than onnx.save: onnx.save may try to resolve
+    # or validate external data, and these models are meant to be wrong.
+    path.write_bytes(model.SerializeToString())
+
+
+def write_truncated(out: Path) -> None:
+    # A big initializer makes the graph (field 7) span the middle of the file,
+    # so the cut always lands inside a length-delimited field.
+    weight = raw_weight("W", [256, 4], np.arange(1024, dtype=np.float32).tobytes())
+    node = helper.make_node("MatMul", ["x", "W"], ["y"], name="matmul")
+    model = model_of([node], [tensor_info("x", [2, 256])], [tensor_info("y", [2, 4])], [weight])
+    data = model.SerializeToString()
+    (out / "truncated.onnx").write_bytes(data[: len(data) // 2])
+
+
+def write_garbage(out: Path) -> None:
+    data = bytearray(random.Random(1234).randbytes(4096))
+    # Wire type 7 does not exist, so the first tag is invalid whatever the
+    # rest decodes to; random bytes alone could, rarely, parse.
+    data[0] = 0xFF
+    (out / "garbage.onnx").write_bytes(bytes(data))
+
+
+def write_graph_defects(out: Path) -> None:
+    x, y = tensor_info("x", [2, 3]), tensor_info("y", [2, 3])
+    cycle = [helper.make_node("Relu", ["b"], ["a"], name="first"),
+             helper.make_node("Neg", ["a"], ["b"], name="second"),
+             helper.make_node("Add", ["x", "a"], ["y"], name="join")]
+    save(model_of(cycle, [x], [y]), out / "cycle.onnx")
+
+    missing = [helper.make_node("Add", ["x", "nowhere_defined"], ["y"], name="add_missing")]
+    save(model_of(missing, [x], [y]), out / "missing_input.onnx")
+
+    unknown = [helper.make_node("FrobnicateTensor", ["x"], ["t"], name="frob"),
+               helper.make_node("Relu", ["t"], ["u"], name="relu"),
+               helper.make_node("QuantumFlux", ["u"], ["y"], name="flux")]
+    save(model_of(unknown, [x], [y]), out / "unknown_ops.onnx")
+
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    save(model_of(relu, [x], [y], opset=9), out / "opset_too_old.onnx")
+
+
+def write_weight_defects(out: Path) -> None:
+    # 16 floats need 64 bytes; 10 is neither enough nor a multiple of 4.
+    save(weight_model(raw_weight("W_short", [4, 4], bytes(10))), out / "bad_raw_data.onnx")
+    save(weight_model(raw_weight("W_negative", [-3], b"")), out / "negative_dim.onnx")
+    # 1e14 elements: an importer that trusts dims would try to allocate 400 TB.
+    save(weight_model(raw_weight("W_absurd", [10**7, 10**7], bytes(16))), out / "absurd_dim.onnx")
+
+
+def write_external_defects(out: Path) -> None:
+    external = out / "external"
+    external.mkdir(exist_ok=True)
+    # The escape target exists and is the right size, so only the path is wrong.
+    (out / "outside.bin").write_bytes(np.ones(4, dtype=np.float32).tobytes())
+    cases = {"external_escape.onnx": ("W_escape", "../outside.bin"),
+             "external_absolute.onnx": ("W_absolute", "/etc/passwd"),
+             "external_missing.onnx": ("W_missing", "missing_weights.bin")}
+    for file_name, (weight_name, location) in cases.items():
+        save(weight_model(external_weight(weight_name, location, 16)), external / file_name)
+
+
+def write_runtime_defects(out: Path) -> None:
+    """Well-formed models whose nodes are wrong for their operands.
+
+    All take x: f32[2, 3] like good.onnx, so run_bad_inputs.py can feed them
+    a valid input and reach the evaluator."""
+    x, y = tensor_info("x", [2, 3]), tensor_info("y", [2, 3])
+    index = helper.make_tensor("far_index", TensorProto.INT64, [1], [5])
+    gather = [helper.make_node("Gather", ["x", "far_index"], ["y"], name="gather_oob", axis=0)]
+    save(model_of(gather, [x], [tensor_info("y", [1, 3])], [index]),
+         out / "gather_out_of_range.onnx")
+
+    shape = helper.make_tensor("bad_shape", TensorProto.INT64, [2], [4, 4])
+    reshape = [helper.make_node("Reshape", ["x", "bad_shape"], ["y"], name="reshape_bad")]
+    save(model_of(reshape, [x], [tensor_info("y", [4, 4])], [shape]),
+         out / "reshape_impossible.onnx")
+
+    sizes = helper.make_tensor("split_sizes", TensorProto.INT64, [2], [2, 2])
+    split = [helper.make_node("Split", ["x", "split_sizes"], ["y", "z"], name="split_bad",
+                              axis=1)]
+    save(model_of(split, [x], [tensor_info("y", [2, 2]), tensor_info("z", [2, 2])], [sizes]),
+         out / "split_mismatch.onnx")
+
+    words = helper.make_tensor("word_table", TensorProto.STRING, [2], [b"a", b"b"])
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    save(model_of(relu, [x], [y], [words]), out / "string_initializer.onnx")
+
+    # Two nodes writing one value: not SSA, so the graph is ambiguous.
+    twice = [helper.make_node("Relu", ["x"], ["y"], name="relu_a"),
+             helper.make_node("Neg", ["x"], ["y"], name="neg_b")]
+    save(model_of(twice, [x], [y]), out / "duplicate_output.onnx")
+
+
+def write_npy_cases(out: Path) -> None:
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    model = model_of(relu, [tensor_info("x", [2, 3])], [tensor_info("y", [2, 3])], name="good")
+    onnx.checker.check_model(model)
+    save(model, out / "good.onnx")
+
+    rng = np.random.default_rng(7)
+    np.save(out / "good_input.npy", rng.standard_normal((2, 3)).astype(np.float32))
+    np.save(out / "wrong_shape.npy", np.zeros((4, 5), dtype=np.float32))
+    np.save(out / "wrong_dtype.npy", np.zeros((2, 3), dtype=np.int64))
+    (out / "not_npy.npy").write_bytes(random.Random(99).randbytes(200))
+    # Column-major data: a reader that ignores fortran_order would compute on
+    # the transposed element order.
+    fortran = np.asfortranarray(np.arange(-3, 3, dtype=np.float32).reshape(2, 3))
+    np.save(out / "fortran.npy", fortran)
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: make_bad_models.py OUTDIR", file=sys.stderr)
+        return 2
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    write_truncated(out)
+    write_garbage(out)
+    (out / "empty.onnx").write_bytes(b"")
+    write_graph_defects(out)
+    write_weight_defects(out)
+    write_external_defects(out)
+    write_runtime_defects(out)
+    write_npy_cases(out)
+    print(f"bad inputs written to {os.fspath(out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Feeds the files of make_bad_models.py to the onnxc tool and checks its answers.
+
+Usage: run_bad_inputs.py ONNXC OUTDIR
+
+A bad model or input must end in exit code 1 with exactly one non-empty stderr
+line `error: ...` that names what is wrong (checked by keywords), and nothing
+that looks like a crash report. A negative or >= 128 exit code is a crash; no
+answer within 30 s is a hang. Prints one line per case, then
+`bad input: N passed, N failed`; exits 1 if any case failed.
+"""
+
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+TIMEOUT_SECONDS = 30
+
+# Text that means the tool crashed or leaked an internal failure instead of
+# reporting the problem as one line.
+CRASH_MARKERS = ("traceback (most recent call last)", "terminate called", "segmentation fault",
+                 "core dumped", "stack dump", "please submit a bug report", "what():",
+                 "assertion", "addresssanitizer", "#0 0x")
+
+# A keyword is a regex, or a tuple of regexes of which one must match.
+Keyword = Union[str, tuple]
+
+
+@dataclass
+class Case:
+    label: str
+    argv: list[str]
+    # Plain strings the error line must contain (file and value names).
+    names: list[str] = field(default_factory=list)
+    # Regexes (or tuples of alternatives) matched after `strip` is removed.
+    keywords: list[Keyword] = field(default_factory=list)
+    # "error": must fail with one error line. "lenient": may succeed, but a
+    # failure must still be one error line. "custom": `check` decides.
+    mode: str = "error"
+    check: Optional[Callable[["Result"], Optional[str]]] = None
+    # Removed from stderr before keyword matching so that, for example, the
+    # word "cycle" in "cycle.onnx" does not count as explaining the cycle.
+    strip: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    code: Optional[int]
+    stdout: str
+    stderr: str
+
+
+def run(argv: list) -> Result:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return Result(None, "", "")
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def keyword_matches(keyword: Keyword, text: str) -> bool:
+    choices = keyword if isinstance(keyword, tuple) else (keyword,)
+    return any(re.search(choice, text, re.IGNORECASE) for choice in choices)
+
+
+def describe_keyword(keyword: Keyword) -> str:
+    return " or ".join(keyword) if isinstance(keyword, tuple) else keyword
+
+
+def crash_problem(result: Result) -> Optional[str]:
+    if result.code is None:
+        return f"hang: no exit within {TIMEOUT_SECONDS} s"
+    if result.code < 0 or result.code >= 128:
+        return f"crash: exit code {result.code}"
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        lowered = text.lower()
+        for marker in CRASH_MARKERS:
+            if marker in lowered:
+                return f"crash report on {stream} ({marker!r})"
+    return None
+
+
+def error_line_problem(case: Case, result: Result) -> Optional[str]:
+    """Checks the one-line `error:` form and the case's keywords."""
+    lines = result.stderr.splitlines()
+    if len(lines) != 1 or not lines[0].strip():
+        return f"stderr has {len(lines)} lines, expected exactly one: {result.stderr.strip()[:300]!r}"
+    line = lines[0]
+    if not line.startswith("error:") or not line[len("error:"):].strip():
+        return f"stderr line does not start with 'error: ': {line[:300]!r}"
+    text = line
+    for word in case.strip:
+        text = text.replace(word, "")
+    missing = [name for name in case.names if name not in line]
+    missing += [describe_keyword(k) for k in case.keywords if not keyword_matches(k, text)]
+    if missing:
+        return f"error line lacks {', '.join(repr(m) for m in missing)}: {line[:300]!r}"
+    return None
+
+
+def judge(case: Case, result: Result) -> Optional[str]:
+    problem = crash_problem(result)
+    if problem:
+        return problem
+    if case.mode == "custom":
+        return case.check(result)
+    if case.mode == "lenient" and result.code == 0:
+        return None
+    if result.code != 1:
+        return f"exit code {result.code}, expected 1; stderr: {result.stderr.strip()[:200]!r}"
+    return error_line_problem(case, result)
+
+
+def model_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    # file -> keywords the error must contain besides the file name.
+    expectations = {
+        "truncated.onnx": [], "garbage.onnx": [], "empty.onnx": [],
+        "bad_raw_data.onnx": ["W_short"], "negative_dim.onnx": ["W_negative"],
+        "absurd_dim.onnx": ["W_absurd"],
+        "cycle.onnx": ["cycle"],
+        "missing_input.onnx": ["nowhere_defined"],
+        "unknown_ops.onnx": ["FrobnicateTensor", "QuantumFlux"],
+        "opset_too_old.onnx": ["opset", r"\b9\b"],
+        "external/external_escape.onnx": ["W_escape", ("escap", "outside the model")],
+        "external/external_absolute.onnx": ["W_absolute",
+                                            ("absolute", "escap", "outside the model")],
+        "external/external_missing.onnx": ["W_missing", "missing_weights.bin"],
+    }
+    unparsable = {"truncated.onnx", "garbage.onnx", "empty.onnx"}
+    cases = []
+    for relative, keywords in expectations.items():
+        path = str(out / relative)
+        name = Path(relative).name
+        run_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        cases.append(Case(f"run {name}", [onnxc, "run", path, "--output-dir", run_dir,
+                                          "--backend=ref"], [name], keywords, strip=[path, name]))
+        cases.append(Case(f"dump {name}", [onnxc, "dump", path], [name], keywords,
+                          strip=[path, name]))
+        # inspect reads a model without importing it: only unreadable files
+        # must fail; the rest may be summarized, but must not crash.
+        if name == "unknown_ops.onnx":
+            cases.append(Case(f"inspect {name}", [onnxc, "inspect", path], mode="custom",
+                              check=inspect_lists_unknown_ops))
+        else:
+            mode = "error" if name in unparsable else "lenient"
+            cases.append(Case(f"inspect {name}", [onnxc, "inspect", path], [name], mode=mode))
+    cases.append(Case("run does_not_exist.onnx",
+                      [onnxc, "run", str(out / "does_not_exist.onnx"), "--output-dir",
+                       str(scratch)], ["does_not_exist.onnx"]))
+    return cases
+
+
+def inspect_lists_unknown_ops(result: Result) -> Optional[str]:
+    # DESIGN.md: inspect lists the unsupported ops, all of them.
+    if result.code != 0:
+        return f"inspect exit code {result.code}, expected 0: {result.stderr.strip()[:200]!r}"
+    missing = [op for op in ("FrobnicateTensor", "QuantumFlux") if op not in result.stdout]
+    return f"inspect output does not list {missing}" if missing else None
+
+
+def relu_output_check(output_dir: str, source: np.ndarray) -> Callable:
+    def check(result: Result) -> Optional[str]:
+        if result.code != 0:
+            return f"exit code {result.code}, expected 0: {result.stderr.strip()[:200]!r}"
+        produced = Path(output_dir) / "y.npy"
+        if not produced.exists():
+            return f"no {produced.name} in the output folder"
+        got = np.load(produced)
+        want = np.maximum(source, 0)
+        if got.dtype != want.dtype or got.shape != want.shape or not np.allclose(got, want):
+            return f"y.npy is {got.dtype}{list(got.shape)}, not relu of the input"
+        return None
+    return check
+
+
+def fortran_check(output_dir: str, source: np.ndarray) -> Callable:
+    """Column-major input: refusing it is fine, and so is reading it right."""
+    computed = relu_output_check(output_dir, source)
+
+    def check(result: Result) -> Optional[str]:
+        if result.code == 0:
+            return computed(result)
+        if result.code != 1:
+            return f"exit code {result.code}, expected 1 or 0"
+        return error_line_problem(Case("", [], keywords=["fortran"]), result)
+    return check
+
+
+def runtime_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """Models that parse but are wrong at a node: run must name the culprit."""
+    culprits = {"gather_out_of_range.onnx": ["gather_oob"],
+                "reshape_impossible.onnx": ["reshape_bad"],
+                "split_mismatch.onnx": ["split_bad"],
+                "string_initializer.onnx": ["word_table"],
+                "duplicate_output.onnx": ["'y'"]}
+    good_input = f"x={out / 'good_input.npy'}"
+    cases = []
+    for name, names in culprits.items():
+        path = str(out / name)
+        run_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        cases.append(Case(f"run {name}", [onnxc, "run", path, "--input", good_input,
+                                          "--output-dir", run_dir, "--backend=ref"],
+                          [name] + names))
+        # dump stops before evaluation, so a defect only the evaluator sees
+        # (an index out of range) may legitimately pass it.
+        cases.append(Case(f"dump {name}", [onnxc, "dump", path], [name], mode="lenient"))
+    return cases
+
+
+def npy_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    good = str(out / "good.onnx")
+
+    # argv[4] is the NAME=FILE binding: stripped before keyword matching, since
+    # "wrong_shape.npy" itself contains "shape".
+    def run_with(binding: str) -> tuple:
+        output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        argv = [onnxc, "run", good, "--input", binding, "--output-dir", output_dir,
+                "--backend=ref"]
+        return argv, output_dir
+
+    cases = []
+    argv, output_dir = run_with(f"x={out / 'good_input.npy'}")
+    cases.append(Case("run good.onnx with a good input (control)", argv, mode="custom",
+                      check=relu_output_check(output_dir, np.load(out / "good_input.npy"))))
+    argv, _ = run_with(f"x={out / 'wrong_shape.npy'}")
+    cases.append(Case("run wrong_shape.npy", argv,
+                      keywords=[r"\bx\b", ("shape", "dim", r"4, 5", r"4x5")], strip=[argv[4]]))
+    argv, _ = run_with(f"x={out / 'wrong_dtype.npy'}")
+    cases.append(Case("run wrong_dtype.npy", argv,
+                      keywords=[r"\bx\b", ("dtype", "i64", "int64", "type")], strip=[argv[4]]))
+    argv, _ = run_with(f"x={out / 'not_npy.npy'}")
+    cases.append(Case("run not_npy.npy", argv, ["not_npy.npy"]))
+    argv, output_dir = run_with(f"x={out / 'fortran.npy'}")
+    cases.append(Case("run fortran.npy", argv, mode="custom",
+                      check=fortran_check(output_dir, np.load(out / "fortran.npy"))))
+    argv, _ = run_with(f"x={out / 'no_such_file.npy'}")
+    cases.append(Case("run missing .npy file", argv, ["no_such_file.npy"]))
+    argv, _ = run_with(f"no_such_input={out / 'good_input.npy'}")
+    cases.append(Case("run unknown input name", argv, ["no_such_input"]))
+    return cases
+
+
+def main() -> int:
+    if len(sys.argv) != 3:
+        print("usage: run_bad_inputs.py ONNXC OUTDIR", file=sys.stderr)
+        return 2
+    onnxc, out = sys.argv[1], Path(sys.argv[2]).resolve()
+    if not (out / "good.onnx").exists():
+        print(f"{out}: no bad models here; run make_bad_models.py first", file=sys.stderr)
+        return 2
+    scratch = out / "runs"
+    scratch.mkdir(exist_ok=True)
+    passed = failed = 0
+    cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
+             + npy_cases(onnxc, out, scratch))
+    for case in cases:
+        problem = judge(case, run(case.argv))
+        if problem:
+            failed += 1
+            print(f"FAIL {case.label}: {problem}")
+        else:
+            passed += 1
+            print(f"PASS {case.label}")
+    print(f"bad input: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

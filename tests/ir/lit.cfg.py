@@ -1,0 +1,19 @@
+# lit configuration of the IR text tests: `onnxc`, `FileCheck` and `not` are
+# on PATH for RUN lines; %s is the .ir file, %t a scratch path.
+import os
+
+import lit.formats
+
+config.name = "onnxc-ir"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".ir"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+
+if not hasattr(config, "onnxc_tools_dir"):
+    lit_config.fatal("run the IR tests from the build folder (ctest, or lit on <build>/tests/ir)")
+
+config.test_source_root = config.onnxc_test_source_dir
+config.test_exec_root = config.onnxc_test_build_dir
+config.environment["PATH"] = os.pathsep.join(
+    [config.onnxc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+)

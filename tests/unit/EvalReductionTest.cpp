@@ -1,0 +1,123 @@
+//===- tests/unit/EvalReductionTest.cpp - Reduce*, ArgMax, CumSum kernels -===//
+#include "ir/Error.h"
+#include "ir/Graph.h"
+#include "ir/eval/Evaluator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+
+using namespace onnxc;
+
+namespace {
+
+Tensor runOp(OpKind kind, const std::vector<std::optional<Tensor>> &inputs,
+             const AttributeMap &attrs = {}) {
+  Graph g;
+  std::vector<Value *> values;
+  std::vector<const Tensor *> operands;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    values.push_back(inputs[i] ? g.addConstant("c" + std::to_string(i), *inputs[i]) : nullptr);
+    operands.push_back(inputs[i] ? &*inputs[i] : nullptr);
+  }
+  Node *node = g.createNode(kind, values, 1, "n");
+  for (const auto &[name, value] : attrs)
+    node->setAttr(name, value);
+  return evaluateNode(*node, operands)[0];
+}
+
+template <typename T> std::vector<T> values(const Tensor &t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numElements());
+}
+
+Tensor axes(std::vector<int64_t> v) {
+  int64_t n = int64_t(v.size());
+  return Tensor::fromVector<int64_t>({n}, v);
+}
+
+// [[1, 2, 3], [4, 5, 6]]
+Tensor matrix() { return Tensor::fromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6}); }
+
+} // namespace
+
+TEST(EvalReduction, KeepDimsAndNegativeAxes) {
+  Tensor kept = runOp(OpKind::ReduceSum, {matrix(), axes({-1})});
+  EXPECT_EQ(kept.dims(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values<float>(kept), (std::vector<float>{6, 15}));
+  Tensor dropped = runOp(OpKind::ReduceSum, {matrix(), axes({0})}, {{"keepdims", 0}});
+  EXPECT_EQ(dropped.dims(), (std::vector<int64_t>{3}));
+  EXPECT_EQ(values<float>(dropped), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(EvalReduction, EmptyAxesReduceAllOrNothing) {
+  Tensor all = runOp(OpKind::ReduceMean, {matrix()}, {{"keepdims", 0}});
+  EXPECT_EQ(all.dims(), std::vector<int64_t>{});
+  EXPECT_EQ(values<float>(all), (std::vector<float>{3.5f}));
+  Tensor allKept = runOp(OpKind::ReduceMax, {matrix(), axes({})});
+  EXPECT_EQ(allKept.dims(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(values<float>(allKept), (std::vector<float>{6}));
+  Tensor noop = runOp(OpKind::ReduceSum, {matrix(), axes({})}, {{"noop_with_empty_axes", 1}});
+  EXPECT_EQ(noop.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values<float>(noop), values<float>(matrix()));
+}
+
+TEST(EvalReduction, EveryKind) {
+  Tensor x = matrix();
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceProd, {x, axes({1})})), (std::vector<float>{6, 120}));
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceMin, {x, axes({0})})), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceMean, {x, axes({1})})), (std::vector<float>{2, 5}));
+  Tensor ints = Tensor::fromVector<int64_t>({2, 2}, {7, 2, -3, 1});
+  EXPECT_EQ(values<int64_t>(runOp(OpKind::ReduceSum, {ints, axes({0, 1})})),
+            (std::vector<int64_t>{7}));
+  EXPECT_EQ(values<int64_t>(runOp(OpKind::ReduceMean, {ints, axes({1})})),
+            (std::vector<int64_t>{4, -1}));
+  EXPECT_EQ(values<int64_t>(runOp(OpKind::ReduceMax, {ints, axes({1})})),
+            (std::vector<int64_t>{7, 1}));
+}
+
+TEST(EvalReduction, ReductionOfEmptySets) {
+  Tensor empty(DType::F32, {0, 2});
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceSum, {empty, axes({0})})),
+            (std::vector<float>{0, 0}));
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceProd, {empty, axes({0})})),
+            (std::vector<float>{1, 1}));
+  EXPECT_TRUE(std::isinf(values<float>(runOp(OpKind::ReduceMax, {empty, axes({0})}))[0]));
+}
+
+TEST(EvalReduction, BadAxesAreErrors) {
+  EXPECT_THROW(runOp(OpKind::ReduceSum, {matrix(), axes({2})}), Error);
+  EXPECT_THROW(runOp(OpKind::ReduceSum, {matrix(), axes({1, -1})}), Error);
+  EXPECT_THROW(runOp(OpKind::ReduceSum, {matrix(), matrix()}), Error);
+}
+
+TEST(EvalReduction, ArgMaxArgMin) {
+  Tensor x = Tensor::fromVector<float>({2, 3}, {1, 9, 9, 4, 0, 4});
+  Tensor first = runOp(OpKind::ArgMax, {x}, {{"axis", 1}});
+  EXPECT_EQ(first.dtype(), DType::I64);
+  EXPECT_EQ(first.dims(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values<int64_t>(first), (std::vector<int64_t>{1, 0}));
+  Tensor last =
+      runOp(OpKind::ArgMax, {x}, {{"axis", -1}, {"select_last_index", 1}, {"keepdims", 0}});
+  EXPECT_EQ(last.dims(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(values<int64_t>(last), (std::vector<int64_t>{2, 2}));
+  Tensor minimum = runOp(OpKind::ArgMin, {x}, {{"axis", 0}, {"keepdims", 0}});
+  EXPECT_EQ(values<int64_t>(minimum), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_THROW(runOp(OpKind::ArgMax, {x}, {{"axis", 2}}), Error);
+}
+
+TEST(EvalReduction, CumSumVariants) {
+  Tensor x = Tensor::fromVector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor axis = Tensor::scalar<int32_t>(1);
+  EXPECT_EQ(values<double>(runOp(OpKind::CumSum, {x, axis})),
+            (std::vector<double>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumSum, {x, axis}, {{"exclusive", 1}})),
+            (std::vector<double>{0, 1, 3, 0, 4, 9}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumSum, {x, axis}, {{"reverse", 1}})),
+            (std::vector<double>{6, 5, 3, 15, 11, 6}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumSum, {x, axis}, {{"reverse", 1}, {"exclusive", 1}})),
+            (std::vector<double>{5, 3, 0, 11, 6, 0}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumSum, {x, Tensor::fromVector<int64_t>({1}, {-2})})),
+            (std::vector<double>{1, 2, 3, 5, 7, 9}));
+  EXPECT_THROW(runOp(OpKind::CumSum, {x, Tensor::scalar<int64_t>(2)}), Error);
+}

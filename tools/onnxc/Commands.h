@@ -1,0 +1,52 @@
+//===- tools/onnxc/Commands.h - The subcommands of onnxc --------------------===//
+#pragma once
+
+#include "tools/onnxc/CommandLine.h"
+
+#include "ir/Graph.h"
+#include "passes/PassManager.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+struct Command {
+  std::string name;
+  /// One line for the subcommand list.
+  std::string summary;
+  /// The usage line after "onnxc ".
+  std::string usage;
+  std::vector<OptionSpec> options;
+  /// Runs the command; returns the exit code. Throws Error / UsageError.
+  int (*run)(const ParsedArgs &args);
+  /// Placeholder commands run without parsing their arguments.
+  bool placeholder = false;
+};
+
+Command inspectCommand();
+Command dumpCommand();
+Command runCommand();
+/// compile and bench: placeholders until codegen lands.
+Command compileCommand();
+Command benchCommand();
+
+/// Loads a model by extension: `.onnx` is imported, `.ir` is parsed, then
+/// verified and shape-inferred. Throws onnxc::Error naming the file.
+std::unique_ptr<Graph> loadModel(const std::string &path);
+
+/// The single MODEL positional of a command (UsageError otherwise).
+std::string modelArgument(const ParsedArgs &args, const std::string &command);
+
+/// Options that choose and debug the pass pipeline (dump and run share them).
+std::vector<OptionSpec> pipelineOptions();
+/// Builds the pipeline the options ask for: the -O level first, then
+/// --passes. Called before the model loads, so that option mistakes are
+/// usage errors however broken the model is.
+std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
+                                           const PrintOptions &printOptions);
+/// Runs the pipeline on `graph`; statistics and explanations go to stderr.
+void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args);
+
+} // namespace onnxc

@@ -1,0 +1,199 @@
+//===- tools/onnxc/RunInputs.cpp - Inputs of `onnxc run` --------------------===//
+#include "tools/onnxc/RunInputs.h"
+
+#include "ir/Error.h"
+#include "tools/onnxc/CommandLine.h"
+#include "tools/onnxc/Npy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+
+namespace onnxc {
+
+namespace {
+
+using Bindings = std::map<std::string, int64_t>;
+
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+/// Binds the plain symbols of `input`'s declared shape to `dims`.
+void bindSymbols(const Value &input, const std::vector<int64_t> &dims, const std::string &source,
+                 Bindings &bindings) {
+  const Shape &shape = input.shape();
+  if (!shape.isRanked())
+    return;
+  if (shape.rank() != dims.size())
+    fail("input '", input.name(), "': ", source, " has rank ", dims.size(), ", the model expects ",
+         input.type().str());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!shape[i].isSymbol())
+      continue;
+    auto [it, inserted] = bindings.emplace(shape[i].symbolName(), dims[i]);
+    if (!inserted && it->second != dims[i])
+      fail("input '", input.name(), "': ", source, " makes '", it->first, "' ", dims[i],
+           " but another input made it ", it->second);
+  }
+}
+
+/// Checks constant and expression dims once every symbol is bound.
+void checkDims(const Value &input, const std::vector<int64_t> &dims, const std::string &source,
+               const Bindings &bindings) {
+  const Shape &shape = input.shape();
+  if (!shape.isRanked())
+    return;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (shape[i].isUnknown())
+      continue;
+    std::optional<int64_t> expected = shape[i].evaluate(bindings);
+    if (expected && *expected != dims[i])
+      fail("input '", input.name(), "': ", source, " has dim ", i, " = ", dims[i], ", the model expects ",
+           shape[i].str(), " = ", *expected);
+  }
+}
+
+std::vector<int64_t> resolveDims(const Value &input, const Bindings &bindings) {
+  const Shape &shape = input.shape();
+  std::vector<int64_t> dims;
+  std::optional<int64_t> d;
+  if (shape.isRanked())
+    for (const Dim &dim : shape.dims()) {
+      if (!(d = dim.evaluate(bindings)))
+        break;
+      dims.push_back(*d);
+    }
+  if (!shape.isRanked() || dims.size() != shape.rank())
+    fail("input '", input.name(), "' (", input.type().str(), ") has dims no other input determines; give --shape ",
+         input.name(), "=... or --input ", input.name(), "=FILE.npy");
+  return dims;
+}
+
+/// The exclusive upper bound for an integer input used as Gather indices
+/// (the smallest gathered axis among its uses), or 0 when it is none.
+int64_t gatherIndexBound(const Value &input, const Bindings &bindings) {
+  int64_t bound = 0;
+  for (const Use &use : input.uses()) {
+    if (use.user->kind() != OpKind::Gather || use.operandIndex != 1)
+      continue;
+    const Value *data = use.user->operand(0);
+    if (!data || !data->shape().isRanked())
+      continue;
+    std::optional<int64_t> axis = normalizeAxis(use.user->getInt("axis", 0), int64_t(data->shape().rank()));
+    if (!axis)
+      continue;
+    std::optional<int64_t> size = data->shape()[size_t(*axis)].evaluate(bindings);
+    if (size && *size > 0)
+      bound = bound ? std::min(bound, *size) : *size;
+  }
+  return bound;
+}
+
+bool nameSaysMask(const std::string &name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("mask") != std::string::npos;
+}
+
+/// FNV-1a: a stable per-input stream, so adding one --input does not change
+/// the values generated for the others.
+uint64_t streamSeed(uint64_t seed, const std::string &name) {
+  uint64_t h = 14695981039346656037ULL ^ seed;
+  for (unsigned char c : name)
+    h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &bindings, uint64_t seed) {
+  DType dtype = input.dtype();
+  if (dtype == DType::Unknown)
+    fail("input '", input.name(), "' has an unknown dtype; give --input ", input.name(), "=FILE.npy");
+  Tensor tensor(dtype, std::move(dims));
+  // mt19937_64 is fully specified; the distributions of <random> are not,
+  // so values are drawn from its raw output to be the same everywhere.
+  std::mt19937_64 rng(streamSeed(seed, input.name()));
+  int64_t bound = 10;
+  if (dtype == DType::Bool || nameSaysMask(input.name()))
+    bound = 2;
+  if (int64_t gather = gatherIndexBound(input, bindings))
+    bound = gather;
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    uint64_t bits = rng();
+    if (isFloat(dtype))
+      tensor.setElementFromDouble(i, double(bits >> 40) * 0x1p-23 - 1.0);
+    else
+      tensor.setElementFromDouble(i, double(bits % uint64_t(bound)));
+  }
+  return tensor;
+}
+
+} // namespace
+
+std::vector<int64_t> parseShapeText(const std::string &text, const std::string &option) {
+  std::vector<int64_t> dims;
+  if (text.empty())
+    return dims;
+  size_t start = 0;
+  while (true) {
+    size_t x = text.find('x', start);
+    std::string piece = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (piece.empty() || piece.size() > 12 ||
+        !std::all_of(piece.begin(), piece.end(), [](unsigned char c) { return std::isdigit(c); }))
+      throw UsageError("bad shape '" + text + "' in " + option + " (expected dims like 1x128)");
+    dims.push_back(std::stoll(piece));
+    if (x == std::string::npos)
+      return dims;
+    start = x + 1;
+  }
+}
+
+std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request) {
+  auto checkName = [&](const std::string &name, const char *option) {
+    if (!graph.findValue(name) || !graph.findValue(name)->isGraphInput()) {
+      std::string known;
+      for (const Value *input : graph.inputs())
+        known += (known.empty() ? "" : ", ") + input->name();
+      fail(option, " ", name, ": the model has no input named '", name, "' (inputs: ", known, ")");
+    }
+  };
+  for (const auto &[name, path] : request.files)
+    checkName(name, "--input");
+  for (const auto &[name, dims] : request.shapes) {
+    checkName(name, "--shape");
+    if (request.files.count(name))
+      fail("input '", name, "' is given both a file (--input) and a shape (--shape)");
+  }
+
+  std::map<std::string, Tensor> tensors;
+  Bindings bindings;
+  for (const auto &[name, path] : request.files) {
+    Tensor t = readNpy(path);
+    const Value &input = *graph.findValue(name);
+    if (input.dtype() != DType::Unknown && t.dtype() != input.dtype())
+      fail("input '", name, "': ", path, " holds ", dtypeName(t.dtype()), ", the model expects ",
+           input.type().str());
+    bindSymbols(input, t.dims(), path, bindings);
+    tensors.emplace(name, t);
+  }
+  for (const auto &[name, dims] : request.shapes)
+    bindSymbols(*graph.findValue(name), dims, "--shape " + dimsText(dims), bindings);
+  for (const auto &[name, t] : tensors)
+    checkDims(*graph.findValue(name), t.dims(), request.files.at(name), bindings);
+  for (const auto &[name, dims] : request.shapes)
+    checkDims(*graph.findValue(name), dims, "--shape " + dimsText(dims), bindings);
+
+  for (const Value *input : graph.inputs()) {
+    if (tensors.count(input->name()))
+      continue;
+    auto shaped = request.shapes.find(input->name());
+    std::vector<int64_t> dims = shaped != request.shapes.end() ? shaped->second : resolveDims(*input, bindings);
+    tensors.emplace(input->name(), generate(*input, std::move(dims), bindings, request.seed));
+  }
+  return tensors;
+}
+
+} // namespace onnxc

@@ -1,0 +1,39 @@
+//===- tools/onnxc/RunInputs.h - Inputs of `onnxc run` ----------------------===//
+//
+// Inputs come from .npy files or are generated from a fixed seed. Symbolic
+// dims (batch, seq) are bound by the shapes of given files and --shape
+// options, so `--shape input_ids=1x128` also sizes an attention mask
+// declared [batch, seq].
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "ir/Tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+struct InputRequest {
+  /// Input name -> .npy path (--input NAME=FILE.npy).
+  std::map<std::string, std::string> files;
+  /// Input name -> concrete dims (--shape NAME=1x128).
+  std::map<std::string, std::vector<int64_t>> shapes;
+  uint64_t seed = 0;
+};
+
+/// Builds a tensor for every graph input. Generated values: floats uniform
+/// in [-1, 1); integers used as Gather indices uniform in [0, size of the
+/// gathered axis); other integers named like "*mask*" (and bools) in {0, 1};
+/// other integers in [0, 10). Throws onnxc::Error naming the input when a
+/// file does not match the declared type, or a shape cannot be resolved.
+std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request);
+
+/// Parses "1x128" (empty text is a scalar); throws UsageError naming `option`.
+std::vector<int64_t> parseShapeText(const std::string &text, const std::string &option);
+
+} // namespace onnxc
