@@ -12,7 +12,6 @@
 #include "ir/Lexer.h"
 
 #include <charconv>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -82,6 +81,7 @@ private:
   void storeScalar(Tensor &tensor, int64_t index, const IRToken &token);
   void parseConstant();
   void parseNode();
+  AttributeMap parseAttributes();
   Attribute parseAttributeValue();
   Attribute parseAttributeList();
   float parseFloatToken(const IRToken &token);
@@ -422,21 +422,7 @@ void IRParser::parseNode() {
   }
   expect(Kind::RParen);
 
-  AttributeMap attributes;
-  if (consumeIf(Kind::LBrace)) {
-    while (tok_.kind != Kind::RBrace) {
-      if (!attributes.empty())
-        expect(Kind::Comma);
-      if (tok_.kind != Kind::Identifier && tok_.kind != Kind::String)
-        errorAt(tok_, "expected an attribute name");
-      IRToken name = tok_;
-      consume();
-      expect(Kind::Equal);
-      if (!attributes.emplace(name.text, parseAttributeValue()).second)
-        errorAt(name, "attribute '" + name.text + "' given twice");
-    }
-    consume();
-  }
+  AttributeMap attributes = parseAttributes();
 
   std::vector<TensorType> types;
   IRToken typesStart = tok_;
@@ -465,6 +451,25 @@ void IRParser::parseNode() {
     node->setAttr(name, value);
   for (size_t i = 0; i < types.size(); ++i)
     node->result(i)->setType(types[i]);
+}
+
+AttributeMap IRParser::parseAttributes() {
+  AttributeMap attributes;
+  if (!consumeIf(Kind::LBrace))
+    return attributes;
+  while (tok_.kind != Kind::RBrace) {
+    if (!attributes.empty())
+      expect(Kind::Comma);
+    if (tok_.kind != Kind::Identifier && tok_.kind != Kind::String)
+      errorAt(tok_, "expected an attribute name");
+    IRToken name = tok_;
+    consume();
+    expect(Kind::Equal);
+    if (!attributes.emplace(name.text, parseAttributeValue()).second)
+      errorAt(name, "attribute '" + name.text + "' given twice");
+  }
+  consume();
+  return attributes;
 }
 
 Attribute IRParser::parseAttributeValue() {

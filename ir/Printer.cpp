@@ -10,7 +10,6 @@
 
 #include <cctype>
 #include <charconv>
-#include <cstring>
 #include <sstream>
 
 namespace onnxc {

@@ -1,0 +1,115 @@
+/*===- runtime/include/onnxc/model_abi.h - Compiled model <-> runtime ABI ---===*
+ *
+ * A compiled model (JIT module or model.so) exports one constant
+ * `onnxc_model_descriptor` that describes everything the runtime needs, as
+ * data: symbols, inputs and outputs with symbolic shapes, buffers with
+ * symbolic sizes and lifetimes, and the steps (kernels) to run in order.
+ * Kernels are generated code; the runtime only binds symbols, plans the
+ * arena, and calls the steps on its thread pool.
+ *
+ * Plain C so generated code, the runtime and user programs agree on layout.
+ * Any change to this file bumps ONNXC_ABI_VERSION.
+ *===----------------------------------------------------------------------===*/
+#ifndef ONNXC_MODEL_ABI_H
+#define ONNXC_MODEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXC_ABI_VERSION 1
+
+/* Element types (values fixed forever). */
+typedef enum onnxc_dtype {
+  ONNXC_F32 = 1,
+  ONNXC_F64 = 2,
+  ONNXC_F16 = 3,
+  ONNXC_BF16 = 4,
+  ONNXC_I8 = 5,
+  ONNXC_U8 = 6,
+  ONNXC_I16 = 7,
+  ONNXC_U16 = 8,
+  ONNXC_I32 = 9,
+  ONNXC_U32 = 10,
+  ONNXC_I64 = 11,
+  ONNXC_U64 = 12,
+  ONNXC_BOOL = 13
+} onnxc_dtype;
+
+/* A symbolic dimension or size: an integer polynomial over the model's
+ * symbols, encoded as int64 words:
+ *   numTerms, then per term: coefficient, degree, symbolIndex x degree.
+ * Example: batch*seq*256 + 64 with batch=0, seq=1 is
+ *   {2,  256, 2, 0, 1,  64, 0}. */
+typedef const int64_t *onnxc_dim_expr;
+
+typedef struct onnxc_tensor_info {
+  const char *name;
+  int32_t dtype; /* onnxc_dtype */
+  int32_t rank;
+  const onnxc_dim_expr *dims; /* rank expressions */
+  const char *shape_text;     /* "[batch, seq, 64]", for messages */
+} onnxc_tensor_info;
+
+/* Where a symbol's value is read from: axis `axis` of input `input`. Every
+ * symbol appears in some input's shape; other input dims are then checked
+ * against their expressions. */
+typedef struct onnxc_symbol_source {
+  int32_t input;
+  int32_t axis;
+} onnxc_symbol_source;
+
+typedef enum onnxc_buffer_kind {
+  ONNXC_BUFFER_INPUT = 1,        /* index = input number */
+  ONNXC_BUFFER_OUTPUT = 2,       /* index = output number */
+  ONNXC_BUFFER_INTERMEDIATE = 3, /* placed in the arena by lifetime */
+  ONNXC_BUFFER_CONSTANT = 4      /* data points into the artifact (pre-packed) */
+} onnxc_buffer_kind;
+
+typedef struct onnxc_buffer {
+  int32_t kind; /* onnxc_buffer_kind */
+  int32_t index;
+  onnxc_dim_expr size_bytes;
+  const void *constant_data; /* ONNXC_BUFFER_CONSTANT only */
+  int32_t first_step, last_step; /* lifetime, inclusive (intermediates) */
+} onnxc_buffer;
+
+/* A kernel processes tasks [task_begin, task_end) of its step. `buffers`
+ * are the step's buffers in the order of onnxc_step.buffers; `symbols` the
+ * bound symbol values. Kernels never allocate, block or fail. */
+typedef void (*onnxc_kernel_fn)(void *const *buffers, const int64_t *symbols, int64_t task_begin,
+                                int64_t task_end);
+/* Number of independent tasks of a step for the bound symbols (>= 0). */
+typedef int64_t (*onnxc_task_count_fn)(const int64_t *symbols);
+
+typedef struct onnxc_step {
+  const char *name; /* IR node(s) the step computes, for messages and profiles */
+  onnxc_kernel_fn kernel;
+  onnxc_task_count_fn task_count; /* NULL: one task */
+  int32_t num_buffers;
+  const int32_t *buffers; /* indices into onnxc_model_descriptor.buffers */
+} onnxc_step;
+
+typedef struct onnxc_model_descriptor {
+  uint32_t abi_version; /* ONNXC_ABI_VERSION */
+  const char *model_name;
+  int32_t num_symbols;
+  const char *const *symbol_names;
+  const onnxc_symbol_source *symbol_sources;
+  int32_t num_inputs;
+  const onnxc_tensor_info *inputs;
+  int32_t num_outputs;
+  const onnxc_tensor_info *outputs;
+  int32_t num_buffers;
+  const onnxc_buffer *buffers;
+  int32_t num_steps;
+  const onnxc_step *steps;
+} onnxc_model_descriptor;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNXC_MODEL_ABI_H */

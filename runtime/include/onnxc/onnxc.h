@@ -1,0 +1,63 @@
+/*===- runtime/include/onnxc/onnxc.h - The public C API of compiled models --===*
+ *
+ * A program links a compiled model.so (or uses the JIT) and runs it:
+ *
+ *   const onnxc_model_descriptor *model = <model>_descriptor();   // from the generated header
+ *   onnxc_session *s = onnxc_session_create(model, 0);             // 0 threads = one per core
+ *   onnxc_tensor in[2] = {...}, out[1] = {{0}};                      // out data NULL: library-owned
+ *   if (onnxc_session_run(s, in, 2, out, 1) != 0) puts(onnxc_session_error(s));
+ *   onnxc_session_destroy(s);
+ *
+ * A session may be used by one thread at a time; use one session per
+ * thread to run a model concurrently (sessions share the model's constants).
+ *===----------------------------------------------------------------------===*/
+#ifndef ONNXC_ONNXC_H
+#define ONNXC_ONNXC_H
+
+#include "onnxc/model_abi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXC_MAX_RANK 8
+
+typedef struct onnxc_tensor {
+  void *data;    /* input: caller's data; output: caller's buffer, or NULL for library-owned */
+  int32_t dtype; /* onnxc_dtype; checked for inputs, filled for outputs */
+  int32_t rank;
+  int64_t dims[ONNXC_MAX_RANK];
+  size_t size_bytes; /* output: capacity of a caller buffer; filled with the size used */
+} onnxc_tensor;
+
+typedef struct onnxc_session onnxc_session;
+
+/* Creates a session for a model; num_threads 0 means one per core. Returns
+ * NULL on failure (ABI version mismatch, out of memory); onnxc_last_error()
+ * then says why. */
+onnxc_session *onnxc_session_create(const onnxc_model_descriptor *model, int num_threads);
+void onnxc_session_destroy(onnxc_session *session);
+
+/* Runs the model. Inputs must match the model's dtypes and shapes (symbols
+ * bound consistently). Outputs with data == NULL are allocated by the
+ * session and stay valid until the next run or destroy; otherwise their
+ * size_bytes must be large enough. Returns 0, or non-zero with
+ * onnxc_session_error() set to one line naming the input/output at fault. */
+int onnxc_session_run(onnxc_session *session, const onnxc_tensor *inputs, int32_t num_inputs,
+                      onnxc_tensor *outputs, int32_t num_outputs);
+
+const char *onnxc_session_error(const onnxc_session *session);
+/* The error of the last failed onnxc_session_create on this thread. */
+const char *onnxc_last_error(void);
+
+/* Bytes of arena the last run planned, and the symbol values it bound. */
+size_t onnxc_session_arena_bytes(const onnxc_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNXC_ONNXC_H */
