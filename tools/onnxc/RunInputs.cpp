@@ -52,8 +52,11 @@ void checkDims(const Value &input, const std::vector<int64_t> &dims, const std::
       continue;
     std::optional<int64_t> expected = shape[i].evaluate(bindings);
     if (expected && *expected != dims[i])
-      fail("input '", input.name(), "': ", source, " has dim ", i, " = ", dims[i], ", the model expects ",
-           shape[i].str(), " = ", *expected);
+      fail("input '", input.name(), "': ", source, " has dim ", i, " = ", dims[i],
+           ", the model expects ",
+           shape[i].isConstant() ? std::to_string(*expected)
+                                 : shape[i].str() + " = " + std::to_string(*expected),
+           " (", input.type().str(), ")");
   }
 }
 
