@@ -32,6 +32,12 @@ ProducerMap checkDefinitions(const onnx::GraphProto &proto) {
     if (!external.insert(init.name()).second)
       fail("initializer '", init.name(), "' is defined twice");
   }
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer()) {
+    if (init.values().name().empty())
+      fail("a sparse initializer has no name");
+    if (!external.insert(init.values().name()).second)
+      fail("initializer '", init.values().name(), "' is defined twice");
+  }
   std::unordered_set<std::string> inputNames;
   for (const onnx::ValueInfoProto &input : proto.input()) {
     if (input.name().empty())
@@ -98,6 +104,8 @@ std::unordered_set<std::string> collectNames(const onnx::GraphProto &proto) {
   std::unordered_set<std::string> names;
   for (const onnx::TensorProto &init : proto.initializer())
     names.insert(init.name());
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer())
+    names.insert(init.values().name());
   for (const onnx::ValueInfoProto &input : proto.input())
     names.insert(input.name());
   for (const onnx::NodeProto &node : proto.node())
@@ -107,13 +115,17 @@ std::unordered_set<std::string> collectNames(const onnx::GraphProto &proto) {
 }
 
 void importInitializersAndInputs(const onnx::GraphProto &proto, ImportContext &context) {
-  if (proto.sparse_initializer_size() != 0)
-    fail("sparse initializers are not supported");
   std::unordered_set<std::string> initializerNames;
   for (const onnx::TensorProto &init : proto.initializer()) {
     Tensor value = tensorFromProto(init, context.modelDir(), "initializer '" + init.name() + "'");
     context.bind(init.name(), context.graph().addConstant(init.name(), std::move(value)));
     initializerNames.insert(init.name());
+  }
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer()) {
+    const std::string &name = init.values().name();
+    Tensor value = tensorFromSparseProto(init, context.modelDir(), "initializer '" + name + "'");
+    context.bind(name, context.graph().addConstant(name, std::move(value)));
+    initializerNames.insert(name);
   }
   DimSymbols symbols;
   reserveInputSymbols(proto, symbols);

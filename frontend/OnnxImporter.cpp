@@ -77,6 +77,8 @@ ModelSummary summarizeOnnxFile(const std::string &path) {
     std::unordered_set<std::string> initializers;
     for (const onnx::TensorProto &init : graph.initializer())
       initializers.insert(init.name());
+    for (const onnx::SparseTensorProto &init : graph.sparse_initializer())
+      initializers.insert(init.values().name());
     for (const onnx::ValueInfoProto &input : graph.input())
       if (!initializers.count(input.name()))
         summary.inputs.push_back(input.name() + ": " + describeValueType(input));

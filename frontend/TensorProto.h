@@ -21,3 +21,14 @@ Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelD
                        const std::string &context);
 
 } // namespace onnxc
+
+namespace onnxc {
+
+/// Converts a SparseTensorProto (values [NNZ] plus indices [NNZ] linear or
+/// [NNZ, rank], over dims) into a dense Tensor; unlisted elements are zero.
+/// Throws onnxc::Error naming `context` on inconsistent sizes or indices out
+/// of range.
+Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+                             const std::string &context);
+
+} // namespace onnxc

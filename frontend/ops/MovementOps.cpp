@@ -31,8 +31,12 @@ void importSplitBefore18(OnnxNode &node) {
 Tensor constantValue(OnnxNode &node, const onnx::AttributeProto &attr) {
   const std::string &name = attr.name();
   std::string context = node.describe() + ": attribute '" + name + "'";
-  if (name == "sparse_value")
-    fail(node.describe(), ": sparse Constant values are not supported");
+  if (name == "sparse_value") {
+    if (attr.type() != onnx::AttributeProto::UNDEFINED &&
+        attr.type() != onnx::AttributeProto::SPARSE_TENSOR)
+      fail(context, " has the wrong attribute type ", attributeTypeName(attr.type()));
+    return tensorFromSparseProto(attr.sparse_tensor(), node.context().modelDir(), context);
+  }
   if (name == "value_string" || name == "value_strings")
     fail(node.describe(), ": string constants are not supported");
   // Files from before `type` was required leave it UNDEFINED; trust the name then.

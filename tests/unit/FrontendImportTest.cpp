@@ -171,10 +171,23 @@ TEST_F(FrontendImport, UnsupportedConstantKinds) {
       ->set_s("hi");
   addOutput("s");
   EXPECT_EQ(importError(), "node 'strings': string constants are not supported");
+  // A sparse value is made dense; one with an empty value tensor and a
+  // non-empty shape is rejected by the checks on its parts.
   graph()->clear_node();
-  addAttr(addNode("Constant", {}, {"s"}, "sparse"), "sparse_value",
-          onnx::AttributeProto::SPARSE_TENSOR);
-  EXPECT_EQ(importError(), "node 'sparse': sparse Constant values are not supported");
+  onnx::AttributeProto *sparse = addAttr(addNode("Constant", {}, {"s"}, "sparse"), "sparse_value",
+                                         onnx::AttributeProto::SPARSE_TENSOR);
+  sparse->mutable_sparse_tensor()->add_dims(3);
+  sparse->mutable_sparse_tensor()->mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+  sparse->mutable_sparse_tensor()->mutable_values()->add_dims(1);
+  sparse->mutable_sparse_tensor()->mutable_values()->add_float_data(2.0f);
+  sparse->mutable_sparse_tensor()->mutable_indices()->set_data_type(onnx::TensorProto::INT64);
+  sparse->mutable_sparse_tensor()->mutable_indices()->add_dims(1);
+  sparse->mutable_sparse_tensor()->mutable_indices()->add_int64_data(2);
+  std::unique_ptr<Graph> g = import();
+  const Value *s = g->outputs()[0].value;
+  ASSERT_TRUE(s->isConstant());
+  EXPECT_EQ(s->constantValue().data<float>()[2], 2.0f);
+  EXPECT_EQ(s->constantValue().data<float>()[0], 0.0f);
 }
 
 TEST_F(FrontendImport, OpsetRange) {

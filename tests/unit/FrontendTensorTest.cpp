@@ -272,3 +272,31 @@ TEST_F(FrontendTensor, UnreadableModelFiles) {
   EXPECT_NE(errorOf([&] { importOnnxFile(empty); }).find("not a valid ONNX model"),
             std::string::npos);
 }
+
+TEST_F(FrontendTensor, SparseTensorsBecomeDense) {
+  onnx::SparseTensorProto sparse;
+  sparse.add_dims(2);
+  sparse.add_dims(3);
+  *sparse.mutable_values() = makeProto(onnx::TensorProto::FLOAT, {2});
+  sparse.mutable_values()->add_float_data(5.0f);
+  sparse.mutable_values()->add_float_data(-1.0f);
+  // Coordinates [[0, 1], [1, 2]].
+  *sparse.mutable_indices() = makeProto(onnx::TensorProto::INT64, {2, 2});
+  for (int64_t i : {0, 1, 1, 2})
+    sparse.mutable_indices()->add_int64_data(i);
+  Tensor dense = tensorFromSparseProto(sparse, modelDir(), "constant 'c'");
+  ASSERT_EQ(dense.dims(), (std::vector<int64_t>{2, 3}));
+  const float *d = dense.data<float>();
+  EXPECT_EQ(std::vector<float>(d, d + 6), (std::vector<float>{0, 5, 0, 0, 0, -1}));
+
+  // Linear indices give the same tensor.
+  *sparse.mutable_indices() = makeProto(onnx::TensorProto::INT64, {2});
+  sparse.mutable_indices()->add_int64_data(1);
+  sparse.mutable_indices()->add_int64_data(5);
+  EXPECT_TRUE(tensorFromSparseProto(sparse, modelDir(), "c").identicalTo(dense));
+
+  sparse.mutable_indices()->set_int64_data(1, 6);
+  EXPECT_NE(errorOf([&] { tensorFromSparseProto(sparse, modelDir(), "constant 'c'"); })
+                .find("constant 'c': sparse index 6 out of range"),
+            std::string::npos);
+}
