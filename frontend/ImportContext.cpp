@@ -76,18 +76,6 @@ Value *OnnxNode::addConstant(const std::string &suffix, Tensor value) {
   return context_.graph().addConstant(context_.freshName(base + "_" + suffix), std::move(value));
 }
 
-namespace {
-
-std::string countRange(int min, int max) {
-  if (max < 0)
-    return "at least " + std::to_string(min);
-  if (min == max)
-    return std::to_string(min);
-  return std::to_string(min) + " to " + std::to_string(max);
-}
-
-} // namespace
-
 Node *OnnxNode::emit(OpKind kind, const std::vector<Value *> &operands,
                      const AttributeMap &attributes) {
   size_t numResults = proto_.output_size();
@@ -96,12 +84,12 @@ Node *OnnxNode::emit(OpKind kind, const std::vector<Value *> &operands,
   const OpInfo &info = opInfo(kind);
   if (int(operands.size()) < info.minOperands ||
       (info.maxOperands >= 0 && int(operands.size()) > info.maxOperands))
-    fail(describe(), ": ", info.name, " takes ", countRange(info.minOperands, info.maxOperands),
-         " inputs, got ", operands.size());
+    fail(describe(), ": ", info.name, " takes ",
+         describeCountRange(info.minOperands, info.maxOperands), " inputs, got ", operands.size());
   if (int(numResults) < info.minResults ||
       (info.maxResults >= 0 && int(numResults) > info.maxResults))
-    fail(describe(), ": ", info.name, " has ", countRange(info.minResults, info.maxResults),
-         " outputs, got ", numResults);
+    fail(describe(), ": ", info.name, " has ",
+         describeCountRange(info.minResults, info.maxResults), " outputs, got ", numResults);
   for (size_t i = 0; i < operands.size(); ++i)
     if (!operands[i] && int(i) < info.minOperands)
       fail(describe(), ": required input ", i, " of ", info.name, " is empty");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace onnxc {
@@ -28,6 +29,9 @@ struct OpInfo {
 
 const OpInfo &opInfo(OpKind kind);
 inline std::string_view opName(OpKind kind) { return opInfo(kind).name; }
+/// A count range of the op table in words, for diagnostics: "2", "1 to 3",
+/// or "at least 1" when `max` is -1 (unbounded).
+std::string describeCountRange(int min, int max);
 /// Looks an op up by its text-IR name; nullopt if there is no such op.
 std::optional<OpKind> parseOpKind(std::string_view name);
 

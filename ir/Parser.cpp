@@ -3,17 +3,17 @@
 // Recursive descent over the tokens of ir/Lexer.h, one function per grammar
 // rule of docs/IR.md. Values are created as their definitions are read, so a
 // use before the definition is reported as an undefined value, which is also
-// what keeps parsed graphs free of cycles.
+// what keeps parsed graphs free of cycles. Number tokens and dense literals
+// become values in ir/ParseLiterals.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
 
 #include "ir/Error.h"
 #include "ir/Lexer.h"
+#include "ir/ParseLiterals.h"
 
-#include <charconv>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 namespace onnxc {
@@ -21,15 +21,6 @@ namespace onnxc {
 namespace {
 
 using Kind = IRToken::Kind;
-
-/// The text between `dense<` and `>`, kept until the type it must match is
-/// known (for tensor attributes the type follows the literal).
-struct DenseLiteral {
-  enum class Form { Elided, Hex, Scalar, List } form = Form::Elided;
-  IRToken start;                 // for error positions
-  std::vector<IRToken> elements; // Scalar: one; List: any number
-  std::string hexDigits;
-};
 
 struct DeclaredOutput {
   IRToken name;
@@ -77,14 +68,11 @@ private:
   TensorType parseType();
   Shape parseShapeBody(const IRToken &open);
   DenseLiteral parseDenseLiteral();
-  Tensor buildTensor(const DenseLiteral &literal, const TensorType &type, const IRToken &at);
-  void storeScalar(Tensor &tensor, int64_t index, const IRToken &token);
   void parseConstant();
   void parseNode();
   AttributeMap parseAttributes();
   Attribute parseAttributeValue();
   Attribute parseAttributeList();
-  float parseFloatToken(const IRToken &token);
   void parseReturn();
 
   // --- values -----------------------------------------------------------------
@@ -104,10 +92,6 @@ private:
   std::unique_ptr<Graph> graph_;
   std::vector<DeclaredOutput> outputs_;
 };
-
-bool isFloatWord(const IRToken &token) {
-  return token.kind == Kind::Identifier && (token.text == "inf" || token.text == "nan");
-}
 
 std::unique_ptr<Graph> IRParser::parse() {
   parseHeader();
@@ -247,132 +231,6 @@ DenseLiteral IRParser::parseDenseLiteral() {
   return literal;
 }
 
-Tensor IRParser::buildTensor(const DenseLiteral &literal, const TensorType &type,
-                             const IRToken &at) {
-  std::optional<std::vector<int64_t>> dims = type.shape.staticDims();
-  if (!dims)
-    errorAt(at, "tensor type " + type.str() + " must have constant dimensions");
-  for (int64_t d : *dims)
-    if (d < 0)
-      errorAt(at, "tensor type " + type.str() + " has a negative dimension");
-  Tensor elided;
-  try {
-    elided = Tensor::elided(type.dtype, *dims);
-  } catch (const Error &e) { // too many elements
-    errorAt(at, e.what());
-  }
-  if (literal.form == DenseLiteral::Form::Elided)
-    return elided;
-  if (type.dtype == DType::Unknown)
-    errorAt(literal.start, "a tensor of unknown dtype can only be dense<elided>");
-
-  if (literal.form == DenseLiteral::Form::Hex) {
-    const std::string &hex = literal.hexDigits;
-    if (hex.size() % 2)
-      errorAt(literal.start, "hex literal has an odd number of digits");
-    if (hex.size() / 2 != elided.byteSize())
-      errorAt(literal.start, "hex literal has " + std::to_string(hex.size() / 2) + " bytes, " +
-                                 type.str() + " needs " + std::to_string(elided.byteSize()));
-    std::vector<uint8_t> bytes(hex.size() / 2);
-    for (size_t i = 0; i < bytes.size(); ++i)
-      bytes[i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-    return Tensor::fromBytes(type.dtype, *dims, bytes.data(), bytes.size());
-  }
-
-  int64_t count = elided.numElements();
-  if (literal.form == DenseLiteral::Form::Scalar && !dims->empty())
-    errorAt(literal.start, "a scalar literal needs a rank-0 type, not " + type.str() +
-                               "; write a list [...]");
-  if (literal.form == DenseLiteral::Form::List && dims->empty())
-    errorAt(literal.start, "a rank-0 type takes a scalar literal, not a list");
-  if (int64_t(literal.elements.size()) != count)
-    errorAt(literal.start, "literal has " + std::to_string(literal.elements.size()) +
-                               " elements, type " + type.str() + " needs " +
-                               std::to_string(count));
-  Tensor tensor(type.dtype, *dims);
-  for (int64_t i = 0; i < count; ++i)
-    storeScalar(tensor, i, literal.elements[size_t(i)]);
-  return tensor;
-}
-
-template <typename T> bool parseWhole(const std::string &text, T &out) {
-  const char *end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end;
-}
-
-float IRParser::parseFloatToken(const IRToken &token) {
-  float value = 0;
-  if (parseWhole(token.text, value))
-    return value;
-  // Out of f32 range (hand-written text): round through double like a cast.
-  double wide = 0;
-  if (!parseWhole(token.text, wide))
-    errorAt(token, "invalid number '" + token.text + "'");
-  return float(wide);
-}
-
-template <typename T> void storeInRange(Tensor &tensor, int64_t index, int64_t value, bool &ok) {
-  ok = value >= int64_t(std::numeric_limits<T>::min()) &&
-       (value < 0 || uint64_t(value) <= uint64_t(std::numeric_limits<T>::max()));
-  if (ok)
-    tensor.data<T>()[index] = T(value);
-}
-
-void IRParser::storeScalar(Tensor &tensor, int64_t index, const IRToken &token) {
-  DType dtype = tensor.dtype();
-  std::string typeName(dtypeName(dtype));
-  if (dtype == DType::Bool) {
-    if (token.text != "true" && token.text != "false")
-      errorAt(token, "expected 'true' or 'false' in a bool tensor");
-    tensor.data<uint8_t>()[index] = token.text == "true";
-    return;
-  }
-  if (isFloat(dtype)) {
-    if (token.kind == Kind::Identifier && !isFloatWord(token))
-      errorAt(token, "expected a number in a " + typeName + " tensor");
-    if (dtype == DType::F64) {
-      double value = 0;
-      if (!parseWhole(token.text, value))
-        errorAt(token, "invalid number '" + token.text + "'");
-      tensor.data<double>()[index] = value;
-      return;
-    }
-    float value = parseFloatToken(token);
-    if (dtype == DType::F32)
-      tensor.data<float>()[index] = value;
-    else if (dtype == DType::F16)
-      tensor.data<uint16_t>()[index] = floatToHalf(value);
-    else
-      tensor.data<uint16_t>()[index] = floatToBfloat16(value);
-    return;
-  }
-  if (token.kind != Kind::Integer)
-    errorAt(token, "expected an integer in a " + typeName + " tensor");
-  if (dtype == DType::U64) {
-    uint64_t value = 0;
-    if (!parseWhole(token.text, value))
-      errorAt(token, "value " + token.text + " out of range for u64");
-    tensor.data<uint64_t>()[index] = value;
-    return;
-  }
-  int64_t value = 0;
-  bool ok = parseWhole(token.text, value);
-  if (ok) {
-    switch (dtype) {
-    case DType::I8: storeInRange<int8_t>(tensor, index, value, ok); break;
-    case DType::U8: storeInRange<uint8_t>(tensor, index, value, ok); break;
-    case DType::I16: storeInRange<int16_t>(tensor, index, value, ok); break;
-    case DType::U16: storeInRange<uint16_t>(tensor, index, value, ok); break;
-    case DType::I32: storeInRange<int32_t>(tensor, index, value, ok); break;
-    case DType::U32: storeInRange<uint32_t>(tensor, index, value, ok); break;
-    default: storeInRange<int64_t>(tensor, index, value, ok); break;
-    }
-  }
-  if (!ok)
-    errorAt(token, "value " + token.text + " out of range for " + typeName);
-}
-
 void IRParser::parseConstant() {
   expectKeyword("const");
   IRToken name = expect(Kind::ValueName);
@@ -384,7 +242,7 @@ void IRParser::parseConstant() {
   if (!atKeyword("dense"))
     errorAt(tok_, "expected 'dense'");
   DenseLiteral literal = parseDenseLiteral();
-  graph_->addConstant(name.text, buildTensor(literal, type, typeToken));
+  graph_->addConstant(name.text, buildTensor(lexer_, literal, type, typeToken));
 }
 
 void IRParser::parseNode() {
@@ -482,21 +340,21 @@ Attribute IRParser::parseAttributeValue() {
       errorAt(token, "integer " + token.text + " out of range");
     return Attribute(value);
   }
-  case Kind::Float: consume(); return Attribute(parseFloatToken(token));
+  case Kind::Float: consume(); return Attribute(parseFloatToken(lexer_, token));
   case Kind::String: consume(); return Attribute(token.text);
   case Kind::LSquare: return parseAttributeList();
   default: break;
   }
   if (isFloatWord(token)) {
     consume();
-    return Attribute(parseFloatToken(token));
+    return Attribute(parseFloatToken(lexer_, token));
   }
   if (atKeyword("dense")) {
     DenseLiteral literal = parseDenseLiteral();
     expect(Kind::Colon);
     IRToken typeToken = tok_;
     TensorType type = parseType();
-    return Attribute(buildTensor(literal, type, typeToken));
+    return Attribute(buildTensor(lexer_, literal, type, typeToken));
   }
   errorAt(token, "expected an attribute value");
 }
@@ -550,7 +408,7 @@ Attribute IRParser::parseAttributeList() {
   if (allNumbers) {
     std::vector<float> values;
     for (const IRToken &item : items)
-      values.push_back(parseFloatToken(item));
+      values.push_back(parseFloatToken(lexer_, item));
     return Attribute(std::move(values));
   }
   errorAt(items.front(), "attribute list mixes strings and numbers");

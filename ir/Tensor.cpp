@@ -1,6 +1,7 @@
 //===- ir/Tensor.cpp - Concrete tensors -------------------------------------===//
 #include "ir/Tensor.h"
 
+#include "ir/ElementTraits.h"
 #include "ir/Error.h"
 
 #include <cstring>
@@ -31,6 +32,17 @@ int64_t checkedElementCount(const std::vector<int64_t> &dims) {
     n *= d;
   }
   return n;
+}
+
+/// Element i of `t` loaded as its compute type (as the kernels load it),
+/// then converted to R with a plain C++ cast.
+template <typename R> R convertedElement(const Tensor &t, int64_t i) {
+  if (t.dtype() == DType::Unknown)
+    fail("element of a tensor of unknown type");
+  return dispatchDType(t.dtype(), [&]<DType D>() {
+    using Traits = ElementTraits<D>;
+    return R(Traits::load(t.data<typename Traits::Storage>()[i]));
+  });
 }
 } // namespace
 
@@ -69,59 +81,18 @@ int64_t Tensor::numElements() const {
   return n;
 }
 
-double Tensor::elementAsDouble(int64_t i) const {
-  switch (dtype_) {
-  case DType::F32: return data<float>()[i];
-  case DType::F64: return data<double>()[i];
-  case DType::F16: return halfToFloat(data<uint16_t>()[i]);
-  case DType::BF16: return bfloat16ToFloat(data<uint16_t>()[i]);
-  case DType::I8: return data<int8_t>()[i];
-  case DType::U8: return data<uint8_t>()[i];
-  case DType::I16: return data<int16_t>()[i];
-  case DType::U16: return data<uint16_t>()[i];
-  case DType::I32: return data<int32_t>()[i];
-  case DType::U32: return data<uint32_t>()[i];
-  case DType::I64: return double(data<int64_t>()[i]);
-  case DType::U64: return double(data<uint64_t>()[i]);
-  case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
-  case DType::Unknown: break;
-  }
-  fail("element of a tensor of unknown type");
-}
+double Tensor::elementAsDouble(int64_t i) const { return convertedElement<double>(*this, i); }
 
-int64_t Tensor::elementAsInt64(int64_t i) const {
-  switch (dtype_) {
-  case DType::I8: return data<int8_t>()[i];
-  case DType::U8: return data<uint8_t>()[i];
-  case DType::I16: return data<int16_t>()[i];
-  case DType::U16: return data<uint16_t>()[i];
-  case DType::I32: return data<int32_t>()[i];
-  case DType::U32: return data<uint32_t>()[i];
-  case DType::I64: return data<int64_t>()[i];
-  case DType::U64: return int64_t(data<uint64_t>()[i]);
-  case DType::Bool: return data<uint8_t>()[i] ? 1 : 0;
-  default: return int64_t(elementAsDouble(i));
-  }
-}
+int64_t Tensor::elementAsInt64(int64_t i) const { return convertedElement<int64_t>(*this, i); }
 
+/// The inverse of convertedElement: a cast to the compute type, then a store.
 void Tensor::setElementFromDouble(int64_t i, double v) {
-  switch (dtype_) {
-  case DType::F32: data<float>()[i] = float(v); return;
-  case DType::F64: data<double>()[i] = v; return;
-  case DType::F16: data<uint16_t>()[i] = floatToHalf(float(v)); return;
-  case DType::BF16: data<uint16_t>()[i] = floatToBfloat16(float(v)); return;
-  case DType::I8: data<int8_t>()[i] = int8_t(v); return;
-  case DType::U8: data<uint8_t>()[i] = uint8_t(v); return;
-  case DType::I16: data<int16_t>()[i] = int16_t(v); return;
-  case DType::U16: data<uint16_t>()[i] = uint16_t(v); return;
-  case DType::I32: data<int32_t>()[i] = int32_t(v); return;
-  case DType::U32: data<uint32_t>()[i] = uint32_t(v); return;
-  case DType::I64: data<int64_t>()[i] = int64_t(v); return;
-  case DType::U64: data<uint64_t>()[i] = uint64_t(v); return;
-  case DType::Bool: data<uint8_t>()[i] = v != 0.0; return;
-  case DType::Unknown: break;
-  }
-  fail("store into a tensor of unknown type");
+  if (dtype_ == DType::Unknown)
+    fail("store into a tensor of unknown type");
+  dispatchDType(dtype_, [&]<DType D>() {
+    using Traits = ElementTraits<D>;
+    data<typename Traits::Storage>()[i] = Traits::store(typename Traits::Compute(v));
+  });
 }
 
 std::vector<int64_t> Tensor::toInt64Vector() const {

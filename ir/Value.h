@@ -62,6 +62,9 @@ public:
 private:
   friend class Graph;
   friend class Node;
+  // Test-only (tests/unit/GraphTestAccess.h): lets the verifier tests break
+  // the bookkeeping the public API keeps consistent.
+  friend struct GraphTestAccess;
   Value(Graph *graph, Kind kind, std::string name) : graph_(graph), kind_(kind), name_(std::move(name)) {}
   void addUse(Use use) { uses_.push_back(use); }
   void removeUse(Use use);

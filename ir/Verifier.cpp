@@ -145,24 +145,16 @@ void checkNodeAttributes(const Node &node) {
   }
 }
 
-std::string countRange(int min, int max) {
-  if (max < 0)
-    return "at least " + std::to_string(min);
-  if (min == max)
-    return std::to_string(min);
-  return std::to_string(min) + " to " + std::to_string(max);
-}
-
 void GraphVerifier::checkCounts(const Node &node) {
   const OpInfo &info = opInfo(node.kind());
   int numOperands = int(node.numOperands());
   if (numOperands < info.minOperands || (info.maxOperands >= 0 && numOperands > info.maxOperands))
     fail(node.describe(), ": ", node.opName(), " takes ",
-         countRange(info.minOperands, info.maxOperands), " operands, got ", numOperands);
+         describeCountRange(info.minOperands, info.maxOperands), " operands, got ", numOperands);
   int numResults = int(node.numResults());
   if (numResults < info.minResults || (info.maxResults >= 0 && numResults > info.maxResults))
-    fail(node.describe(), ": ", node.opName(), " has ", countRange(info.minResults, info.maxResults),
-         " results, got ", numResults);
+    fail(node.describe(), ": ", node.opName(), " has ",
+         describeCountRange(info.minResults, info.maxResults), " results, got ", numResults);
   if (numOperands > 0 && !node.operands().back())
     fail(node.describe(), ": operand list ends with an absent operand");
   // Operands before minOperands are required in every op of the table, and

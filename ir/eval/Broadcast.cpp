@@ -108,13 +108,6 @@ AxisSplit splitAtAxis(const std::vector<int64_t> &dims, int64_t axis) {
   return split;
 }
 
-int64_t normalizeAxisOrFail(const Node &node, int64_t axis, int64_t rank, const char *what) {
-  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-  if (!normalized)
-    fail(node.describe(), ": ", what, " ", axis, " is out of range for rank ", rank);
-  return *normalized;
-}
-
 const Tensor &requireOperand(const Node &node, const std::vector<const Tensor *> &operands,
                              size_t i) {
   if (i >= operands.size() || !operands[i])

@@ -9,6 +9,7 @@
 #include "ir/eval/Kernels.h"
 
 #include "ir/Error.h"
+#include "ir/OpAttributes.h"
 
 #include <algorithm>
 
@@ -20,36 +21,20 @@ struct ConvGeometry {
   std::vector<int64_t> inSpatial, kernel, strides, dilations, padBegin, outSpatial;
 };
 
-std::vector<int64_t> spatialAttr(const Node &node, const char *name, size_t count,
-                                 int64_t defaultValue, int64_t minimum) {
-  std::vector<int64_t> values = node.getInts(name, std::vector<int64_t>(count, defaultValue));
-  if (values.size() != count)
-    fail(node.describe(), ": attribute '", name, "' has ", values.size(), " values, expected ",
-         count);
-  for (int64_t v : values)
-    if (v < minimum)
-      fail(node.describe(), ": attribute '", name, "' has invalid value ", v);
-  return values;
-}
-
 /// Resolves pads (explicit or auto_pad) and the output size of each spatial dim.
 void resolvePadding(const Node &node, ConvGeometry &g) {
   size_t n = g.inSpatial.size();
-  std::string autoPad = node.getString("auto_pad", "NOTSET");
-  std::vector<int64_t> pads(2 * n, 0);
-  if (autoPad == "NOTSET")
-    pads = spatialAttr(node, "pads", 2 * n, 0, 0);
-  else if (autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
-    fail(node.describe(), ": unknown auto_pad '", autoPad, "'");
+  ConvPadding padding = convPadding(node, n);
+  std::vector<int64_t> &pads = padding.pads;
   g.padBegin.assign(n, 0);
   g.outSpatial.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    if (padding.isSame()) {
       int64_t out = (g.inSpatial[i] + g.strides[i] - 1) / g.strides[i];
       int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + extent - g.inSpatial[i]);
       // SAME_UPPER puts the odd extra pad at the end, SAME_LOWER at the start.
-      pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i] = padding.autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + n] = total - pads[i];
     }
     int64_t padded = g.inSpatial[i] + pads[i] + pads[i + n];
@@ -79,8 +64,8 @@ ConvGeometry convGeometry(const Node &node, const Tensor &x, const Tensor &w) {
   g.kernel.assign(w.dims().begin() + 2, w.dims().end());
   if (node.hasAttr("kernel_shape") && node.getInts("kernel_shape") != g.kernel)
     fail(node.describe(), ": kernel_shape does not match weights ", w.typeString());
-  g.strides = spatialAttr(node, "strides", n, 1, 1);
-  g.dilations = spatialAttr(node, "dilations", n, 1, 1);
+  g.strides = convSpatialAttr(node, "strides", n, 1, 1);
+  g.dilations = convSpatialAttr(node, "dilations", n, 1, 1);
   resolvePadding(node, g);
   return g;
 }

@@ -13,6 +13,7 @@
 #include "ir/eval/Kernels.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -28,11 +29,19 @@ void requireSameDType(const Node &node, const Tensor &a, const Tensor &b, size_t
 
 // --- integer helpers --------------------------------------------------------
 
-// Arithmetic through uint64_t wraps modulo 2^64; converting back to a
-// narrower or signed type keeps the low bits (defined since C++20).
-template <typename T> T wrapAdd(T a, T b) { return T(uint64_t(a) + uint64_t(b)); }
-template <typename T> T wrapSub(T a, T b) { return T(uint64_t(a) - uint64_t(b)); }
-template <typename T> T wrapMul(T a, T b) { return T(uint64_t(a) * uint64_t(b)); }
+/// `a op b` with integers wrapping modulo 2^bits: the arithmetic goes through
+/// uint64_t, which wraps modulo 2^64, and converting back to a narrower or
+/// signed type keeps the low bits (defined since C++20). Floating-point
+/// arithmetic is plain.
+template <typename Operation, typename T> T wrapping(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return T(Operation()(uint64_t(a), uint64_t(b)));
+  else
+    return Operation()(a, b);
+}
+template <typename T> T wrapAdd(T a, T b) { return wrapping<std::plus<>>(a, b); }
+template <typename T> T wrapSub(T a, T b) { return wrapping<std::minus<>>(a, b); }
+template <typename T> T wrapMul(T a, T b) { return wrapping<std::multiplies<>>(a, b); }
 
 template <typename T> void checkDivisor(const Node &node, T b) {
   if (b == T(0))
@@ -83,17 +92,24 @@ template <typename To, typename From> To convertNumber(From v) {
 
 template <DType D> using StorageOf = typename ElementTraits<D>::Storage;
 
+/// Every operand, each required, of a dtype in `types`, and all of one dtype.
+std::vector<const Tensor *>
+sameDTypeOperands(const Node &node, const std::vector<const Tensor *> &operands, unsigned types) {
+  std::vector<const Tensor *> ins;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    ins.push_back(&requireOperand(node, operands, i));
+    requireDType(node, *ins.back(), types, i);
+    requireSameDType(node, *ins[0], *ins.back(), i);
+  }
+  return ins;
+}
+
 /// Same-dtype n-ary op producing its operands' dtype: combines the operands
 /// left to right with op(acc, x) and finishes with op.finish(acc, n).
 template <typename Op>
 void foldKernel(const Node &node, const std::vector<const Tensor *> &operands,
                 std::vector<Tensor> &results) {
-  std::vector<const Tensor *> ins;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    ins.push_back(&requireOperand(node, operands, i));
-    requireDType(node, *ins.back(), Op::kTypes, i);
-    requireSameDType(node, *ins[0], *ins.back(), i);
-  }
+  std::vector<const Tensor *> ins = sameDTypeOperands(node, operands, Op::kTypes);
   if (ins.empty())
     fail(node.describe(), ": op ", node.opName(), " needs at least one operand");
   std::vector<int64_t> outDims = broadcastOperands(node, ins);
@@ -138,12 +154,7 @@ void unaryKernel(const Node &node, const std::vector<const Tensor *> &operands,
 template <typename Op>
 void predicateKernel(const Node &node, const std::vector<const Tensor *> &operands,
                      std::vector<Tensor> &results) {
-  std::vector<const Tensor *> ins;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    ins.push_back(&requireOperand(node, operands, i));
-    requireDType(node, *ins.back(), Op::kTypes, i);
-    requireSameDType(node, *ins[0], *ins.back(), i);
-  }
+  std::vector<const Tensor *> ins = sameDTypeOperands(node, operands, Op::kTypes);
   std::vector<int64_t> outDims = broadcastOperands(node, ins);
   Op op(node);
   Tensor out(DType::Bool, outDims);
@@ -170,36 +181,22 @@ struct NoAttrs {
   template <typename C> C finish(C acc, size_t) const { return acc; }
 };
 
-struct AddOp : NoAttrs {
-  static constexpr unsigned kTypes = kNumericTypes;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>)
-      return wrapAdd(a, b);
-    else
-      return a + b;
-  }
-};
-struct SubOp : NoAttrs {
-  static constexpr unsigned kTypes = kNumericTypes;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>)
-      return wrapSub(a, b);
-    else
-      return a - b;
-  }
-};
-struct MulOp : NoAttrs {
-  static constexpr unsigned kTypes = kNumericTypes;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>)
-      return wrapMul(a, b);
-    else
-      return a * b;
-  }
-};
+/// Binary ops without attributes, listed once: name, dtypes, body over `a`
+/// and `b` of compute type C.
+#define ONNXC_BINARY(Name, Types, Expr)                                                            \
+  struct Name##Op : NoAttrs {                                                                      \
+    static constexpr unsigned kTypes = Types;                                                      \
+    using NoAttrs::NoAttrs;                                                                        \
+    template <typename C> C operator()(C a, C b) const { return Expr; }                            \
+  };
+ONNXC_BINARY(Add, kNumericTypes, wrapAdd(a, b))
+ONNXC_BINARY(Sub, kNumericTypes, wrapSub(a, b))
+ONNXC_BINARY(Mul, kNumericTypes, wrapMul(a, b))
+ONNXC_BINARY(And, kBoolType, a && b)
+ONNXC_BINARY(Or, kBoolType, a || b)
+ONNXC_BINARY(Xor, kBoolType, a != b)
+#undef ONNXC_BINARY
+
 struct DivOp {
   static constexpr unsigned kTypes = kNumericTypes;
   const Node &node;
@@ -246,27 +243,20 @@ struct ModOp {
     }
   }
 };
-// Max/Min propagate NaN, as numpy's maximum/minimum (the ONNX reference) do.
-struct MaxOp : NoAttrs {
+/// Max (kMax) or Min. NaN propagates, as numpy's maximum/minimum (the ONNX
+/// reference) do.
+template <bool kMax> struct ExtremumOp : NoAttrs {
   static constexpr unsigned kTypes = kNumericTypes;
   using NoAttrs::NoAttrs;
   template <typename C> C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>)
       if (std::isnan(a) || std::isnan(b))
         return std::numeric_limits<C>::quiet_NaN();
-    return a < b ? b : a;
+    return (kMax ? a < b : b < a) ? b : a;
   }
 };
-struct MinOp : NoAttrs {
-  static constexpr unsigned kTypes = kNumericTypes;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>)
-      if (std::isnan(a) || std::isnan(b))
-        return std::numeric_limits<C>::quiet_NaN();
-    return b < a ? b : a;
-  }
-};
+using MaxOp = ExtremumOp<true>;
+using MinOp = ExtremumOp<false>;
 struct SumOp : AddOp {
   static constexpr unsigned kTypes = kFloatTypes;
   using AddOp::AddOp;
@@ -274,21 +264,6 @@ struct SumOp : AddOp {
 struct MeanOp : SumOp {
   using SumOp::SumOp;
   template <typename C> C finish(C acc, size_t n) const { return acc / C(n); }
-};
-struct AndOp : NoAttrs {
-  static constexpr unsigned kTypes = kBoolType;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const { return a && b; }
-};
-struct OrOp : NoAttrs {
-  static constexpr unsigned kTypes = kBoolType;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const { return a || b; }
-};
-struct XorOp : NoAttrs {
-  static constexpr unsigned kTypes = kBoolType;
-  using NoAttrs::NoAttrs;
-  template <typename C> C operator()(C a, C b) const { return a != b; }
 };
 
 /// Unary float functions, listed once: name, body over `x` of type C.

@@ -9,9 +9,7 @@
 
 namespace onnxc {
 
-namespace {
-
-const KernelTable &kernelTable() {
+const KernelTable &referenceKernels() {
   static const KernelTable table = [] {
     KernelTable t;
     registerElementwiseKernels(t);
@@ -26,6 +24,8 @@ const KernelTable &kernelTable() {
   }();
   return table;
 }
+
+namespace {
 
 void checkCount(const Node &node, const char *what, size_t count, int minCount, int maxCount) {
   if (int64_t(count) < minCount || (maxCount >= 0 && int64_t(count) > maxCount))
@@ -124,10 +124,12 @@ std::unordered_map<const Value *, size_t> lastUses(const std::vector<Node *> &or
 
 } // namespace
 
-bool hasReferenceKernel(OpKind kind) { return kernelTable().kernels[unsigned(kind)] != nullptr; }
+bool hasReferenceKernel(OpKind kind) {
+  return referenceKernels().kernels[unsigned(kind)] != nullptr;
+}
 
 std::vector<Tensor> evaluateNode(const Node &node, const std::vector<const Tensor *> &operands) {
-  Kernel kernel = kernelTable().kernels[unsigned(node.kind())];
+  Kernel kernel = referenceKernels().kernels[unsigned(node.kind())];
   if (!kernel)
     fail(node.describe(), ": op ", node.opName(), " has no reference kernel");
   const OpInfo &info = opInfo(node.kind());

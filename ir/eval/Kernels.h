@@ -33,4 +33,8 @@ void registerAttentionKernels(KernelTable &table);     // Attention, RotaryEmbed
 void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 
+/// Every family's kernels: the table evaluateNode runs (unit tests call
+/// kernels from it directly, without the evaluator's operand checks).
+const KernelTable &referenceKernels();
+
 } // namespace onnxc

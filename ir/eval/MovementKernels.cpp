@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
+#include "ir/OpAttributes.h"
 #include "ir/Shape.h"
 #include "ir/eval/Kernels.h"
 #include "ir/infer/KnownContents.h"
@@ -45,13 +46,6 @@ std::vector<int64_t> indexValues(const Node &node, const Tensor &t, const char *
   if (t.rank() > 1)
     fail(node.describe(), ": operand '", what, "' must be 1-D, not of rank ", t.rank());
   return t.toInt64Vector();
-}
-
-int64_t checkedAxis(const Node &node, int64_t axis, int64_t rank) {
-  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-  if (!normalized)
-    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return *normalized;
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &dims) {
@@ -143,7 +137,7 @@ void squeezeKernel(const Node &node, const Operands &operands, std::vector<Tenso
   std::vector<bool> removed(data.rank(), false);
   if (const Tensor *axes = optionalInput(node, operands, 1, "axes")) {
     for (int64_t axis : indexValues(node, *axes, "axes")) {
-      size_t a = size_t(checkedAxis(node, axis, rank));
+      size_t a = size_t(normalizeAxisOrFail(node, axis, rank));
       if (data.dims()[a] != 1)
         fail(node.describe(), ": cannot squeeze axis ", axis, " of size ", data.dims()[a]);
       removed[a] = true;
@@ -165,7 +159,7 @@ void unsqueezeKernel(const Node &node, const Operands &operands, std::vector<Ten
   int64_t rank = int64_t(data.rank() + axes.size());
   std::vector<bool> inserted(size_t(rank), false);
   for (int64_t axis : axes) {
-    size_t a = size_t(checkedAxis(node, axis, rank));
+    size_t a = size_t(normalizeAxisOrFail(node, axis, rank));
     if (inserted[a])
       fail(node.describe(), ": axis ", axis, " appears twice");
     inserted[a] = true;
@@ -179,12 +173,7 @@ void unsqueezeKernel(const Node &node, const Operands &operands, std::vector<Ten
 
 void flattenKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
   const Tensor &data = input(node, operands, 0, "input");
-  int64_t rank = int64_t(data.rank());
-  int64_t axis = node.getInt("axis", 1);
-  if (axis < -rank || axis > rank)
-    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  if (axis < 0)
-    axis += rank;
+  int64_t axis = flattenAxis(node, int64_t(data.rank()));
   results[0] = data.reshaped(
       {product(data.dims(), 0, size_t(axis)), product(data.dims(), size_t(axis), data.rank())});
 }
@@ -215,21 +204,7 @@ void dropoutKernel(const Node &node, const Operands &operands, std::vector<Tenso
 
 void transposeKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
   const Tensor &data = input(node, operands, 0, "data");
-  size_t rank = data.rank();
-  std::vector<int64_t> perm = node.getInts("perm");
-  if (!node.hasAttr("perm"))
-    for (size_t i = 0; i < rank; ++i)
-      perm.push_back(int64_t(rank - 1 - i));
-  std::vector<bool> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (size_t i = 0; valid && i < rank; ++i) {
-    valid = perm[i] >= 0 && perm[i] < int64_t(rank) && !seen[size_t(perm[i])];
-    if (valid)
-      seen[size_t(perm[i])] = true;
-  }
-  if (!valid)
-    fail(node.describe(), ": perm ", dimsString(perm), " is not a permutation of the ", rank,
-         " axes");
+  std::vector<int64_t> perm = transposePermutation(node, data.rank());
   std::vector<int64_t> inStrides = stridesOf(data.dims()), dims, strides;
   for (int64_t p : perm) {
     dims.push_back(data.dims()[size_t(p)]);
@@ -243,7 +218,7 @@ void concatKernel(const Node &node, const Operands &operands, std::vector<Tensor
   if (operands.empty())
     fail(node.describe(), ": concat needs at least one operand");
   const Tensor &first = input(node, operands, 0, "inputs");
-  size_t axis = size_t(checkedAxis(node, node.requireInt("axis"), int64_t(first.rank())));
+  size_t axis = size_t(normalizeAxisOrFail(node, node.requireInt("axis"), int64_t(first.rank())));
   std::vector<int64_t> dims = first.dims();
   dims[axis] = 0;
   for (size_t i = 0; i < operands.size(); ++i) {
@@ -285,9 +260,7 @@ std::vector<int64_t> splitSizes(const Node &node, const Operands &operands, int6
            length, " into ", parts, " parts");
     return sizes;
   }
-  if (node.hasAttr("num_outputs") && node.getInt("num_outputs", 0) != int64_t(parts))
-    fail(node.describe(), ": num_outputs is ", node.getInt("num_outputs", 0), " but the node has ",
-         parts, " results");
+  checkSplitNumOutputs(node, parts);
   if (parts == 0)
     fail(node.describe(), ": split has no results");
   int64_t chunk = (length + int64_t(parts) - 1) / int64_t(parts);
@@ -300,7 +273,7 @@ std::vector<int64_t> splitSizes(const Node &node, const Operands &operands, int6
 
 void splitKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
   const Tensor &data = input(node, operands, 0, "input");
-  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(data.rank())));
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(data.rank())));
   std::vector<int64_t> sizes = splitSizes(node, operands, data.dims()[axis], results.size());
   std::vector<int64_t> strides = stridesOf(data.dims());
   int64_t offset = 0;
@@ -331,7 +304,7 @@ void sliceKernel(const Node &node, const Operands &operands, std::vector<Tensor>
   std::vector<bool> sliced(data.rank(), false);
   int64_t base = 0;
   for (size_t i = 0; i < axes.size(); ++i) {
-    size_t a = size_t(checkedAxis(node, axes[i], int64_t(data.rank())));
+    size_t a = size_t(normalizeAxisOrFail(node, axes[i], int64_t(data.rank())));
     if (sliced[a])
       fail(node.describe(), ": axis ", axes[i], " is sliced twice");
     if (steps[i] == 0)
@@ -354,7 +327,7 @@ void gatherKernel(const Node &node, const Operands &operands, std::vector<Tensor
   const Tensor &indicesTensor = input(node, operands, 1, "indices");
   if (!isInteger(indicesTensor.dtype()))
     fail(node.describe(), ": indices must be an integer tensor");
-  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(data.rank())));
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(data.rank())));
   int64_t size = data.dims()[axis];
   std::vector<int64_t> dims(data.dims().begin(), data.dims().begin() + axis);
   dims.insert(dims.end(), indicesTensor.dims().begin(), indicesTensor.dims().end());

@@ -10,21 +10,10 @@
 
 #include "ir/Error.h"
 #include "ir/Node.h"
+#include "ir/OpAttributes.h"
 
 namespace onnxc {
 namespace {
-
-std::vector<int64_t> spatialAttr(const Node &node, const char *name, size_t count,
-                                 int64_t defaultValue, int64_t minimum) {
-  std::vector<int64_t> values = node.getInts(name, std::vector<int64_t>(count, defaultValue));
-  if (values.size() != count)
-    fail(node.describe(), ": attribute '", name, "' has ", values.size(), " values, expected ",
-         count);
-  for (int64_t v : values)
-    if (v < minimum)
-      fail(node.describe(), ": attribute '", name, "' has invalid value ", v);
-  return values;
-}
 
 /// ceil(numerator / stride) for a known-nonnegative numerator, when expressible.
 Dim divideRoundingUp(const Dim &numerator, int64_t stride) {
@@ -34,9 +23,9 @@ Dim divideRoundingUp(const Dim &numerator, int64_t stride) {
   return exact ? *exact : Dim::unknown();
 }
 
-Dim convOutputDim(const Node &node, const Dim &in, int64_t kernel, int64_t stride,
-                  int64_t dilation, int64_t padBegin, int64_t padEnd, const std::string &autoPad) {
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")
+Dim convOutputDim(const Node &node, const Dim &in, int64_t kernel, int64_t stride, int64_t dilation,
+                  int64_t padBegin, int64_t padEnd, bool samePadding) {
+  if (samePadding)
     return divideRoundingUp(in, stride);
   int64_t extent = (kernel - 1) * dilation + 1;
   Dim room = in + Dim(padBegin + padEnd - extent);
@@ -83,25 +72,23 @@ void inferConv(Node &node, InferenceContext &) {
     if (std::optional<int64_t> k = w[2 + i].constant())
       kernel[i] = *k;
   if (node.hasAttr("kernel_shape")) {
-    std::vector<int64_t> attr = spatialAttr(node, "kernel_shape", n, 1, 1);
+    std::vector<int64_t> attr = convSpatialAttr(node, "kernel_shape", n, 1, 1);
     for (size_t i = 0; i < n; ++i) {
       if (kernel[i] >= 0 && kernel[i] != attr[i])
         fail(node.describe(), ": kernel_shape does not match weights ", w.str());
       kernel[i] = attr[i];
     }
   }
-  std::vector<int64_t> strides = spatialAttr(node, "strides", n, 1, 1);
-  std::vector<int64_t> dilations = spatialAttr(node, "dilations", n, 1, 1);
-  std::string autoPad = node.getString("auto_pad", "NOTSET");
-  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
-    fail(node.describe(), ": unknown auto_pad '", autoPad, "'");
-  std::vector<int64_t> pads = autoPad == "NOTSET" ? spatialAttr(node, "pads", 2 * n, 0, 0)
-                                                  : std::vector<int64_t>(2 * n, 0);
+  std::vector<int64_t> strides = convSpatialAttr(node, "strides", n, 1, 1);
+  std::vector<int64_t> dilations = convSpatialAttr(node, "dilations", n, 1, 1);
+  ConvPadding padding = convPadding(node, n);
+  const std::vector<int64_t> &pads = padding.pads;
   std::vector<Dim> dims = {x[0], w[0]};
   for (size_t i = 0; i < n; ++i)
-    dims.push_back(kernel[i] < 0 ? Dim::unknown()
-                                 : convOutputDim(node, x[2 + i], kernel[i], strides[i],
-                                                 dilations[i], pads[i], pads[n + i], autoPad));
+    dims.push_back(kernel[i] < 0
+                       ? Dim::unknown()
+                       : convOutputDim(node, x[2 + i], kernel[i], strides[i], dilations[i], pads[i],
+                                       pads[n + i], padding.isSame()));
   node.result(0)->setType({dtype, Shape(std::move(dims))});
 }
 

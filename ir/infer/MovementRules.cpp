@@ -1,39 +1,35 @@
 //===- ir/infer/MovementRules.cpp - Shape rules of data movement ops ------===//
 //
 // Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze, Unsqueeze,
-// Flatten, Expand, Tile, Shape, Size, Range, ConstantOfShape, Constant,
-// Identity, Dropout, Trilu. Shape operands are read through the known
-// contents of InferenceContext, so shapes computed at run time by exported
-// models still come out symbolic. A dimension that exists but cannot be
-// expressed gets a fresh symbol, so values that share it stay comparable.
+// Flatten, Expand, Tile, Identity, Dropout, Trilu; the creation ops (Shape,
+// Range, Constant, ...) are in CreationRules.cpp. Shape operands are read
+// through the known contents of InferenceContext, so shapes computed at run
+// time by exported models still come out symbolic. A dimension that exists
+// but cannot be expressed gets a fresh symbol, so values that share it stay
+// comparable.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/infer/MovementRulesInternal.h"
+
 #include "ir/Error.h"
+#include "ir/OpAttributes.h"
 #include "ir/infer/KnownContents.h"
-#include "ir/infer/ShapeRules.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace onnxc {
 
-namespace {
+// --- shared operand checks ----------------------------------------------------
 
-// Ends at least this large mean "to the end" (exporters write INT64_MAX,
-// some INT32_MAX).
-constexpr int64_t kHugeIndex = 2147483647;
-
-const Value *requireOperand(const Node &node, size_t i, const char *what) {
+const Value *requireNamedOperand(const Node &node, size_t i, const char *what) {
   const Value *value = node.operand(i);
   if (!value)
     fail(node.describe(), ": missing operand '", what, "'");
   return value;
 }
 
-/// A shape-like operand: integer, and rank 1 (or 0 when `allowScalar`).
-const Value *requireIndexOperand(const Node &node, size_t i, const char *what,
-                                 bool allowScalar = false) {
-  const Value *value = requireOperand(node, i, what);
+const Value *requireIndexOperand(const Node &node, size_t i, const char *what, bool allowScalar) {
+  const Value *value = requireNamedOperand(node, i, what);
   if (!isInteger(value->dtype()))
     fail(node.describe(), ": operand '", what, "' must be an integer tensor, not ",
          dtypeName(value->dtype()));
@@ -47,19 +43,18 @@ void setResult(Node &node, size_t i, DType dtype, Shape shape) {
   node.result(i)->setType({dtype, std::move(shape)});
 }
 
-int64_t checkedAxis(const Node &node, int64_t axis, int64_t rank) {
-  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-  if (!normalized)
-    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return *normalized;
-}
-
 std::vector<Dim> freshDims(InferenceContext &context, size_t count, const std::string &hint) {
   std::vector<Dim> dims;
   for (size_t i = 0; i < count; ++i)
     dims.push_back(context.freshSymbol(hint));
   return dims;
 }
+
+namespace {
+
+// Ends at least this large mean "to the end" (exporters write INT64_MAX,
+// some INT32_MAX).
+constexpr int64_t kHugeIndex = 2147483647;
 
 /// Two dims that must be equal at run time: the more informative one.
 Dim unifyDims(const Node &node, const Dim &a, const Dim &b, size_t axis) {
@@ -111,7 +106,7 @@ int64_t resolveReshapeTarget(const Node &node, InferenceContext &context, const 
 }
 
 void inferReshape(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "data");
+  const Value *data = requireNamedOperand(node, 0, "data");
   const Value *shape = requireIndexOperand(node, 1, "shape");
   std::optional<std::vector<Dim>> target = contentsOrUnknowns(context, shape);
   if (!target) {
@@ -145,30 +140,16 @@ void inferReshape(Node &node, InferenceContext &context) {
 // --- Transpose, Concat, Split -----------------------------------------------
 
 void inferTranspose(Node &node, InferenceContext &) {
-  const Value *data = requireOperand(node, 0, "data");
-  std::vector<int64_t> perm = node.getInts("perm");
-  bool hasPerm = node.hasAttr("perm");
-  if (!data->shape().isRanked()) {
-    setResult(node, 0, data->dtype(), hasPerm ? Shape(std::vector<Dim>(perm.size())) : Shape());
+  const Value *data = requireNamedOperand(node, 0, "data");
+  const Shape &input = data->shape();
+  if (!input.isRanked()) {
+    std::vector<int64_t> perm = node.getInts("perm");
+    setResult(node, 0, data->dtype(),
+              node.hasAttr("perm") ? Shape(std::vector<Dim>(perm.size())) : Shape());
     return;
   }
-  const Shape &input = data->shape();
-  size_t rank = input.rank();
-  if (!hasPerm)
-    for (size_t i = 0; i < rank; ++i)
-      perm.push_back(int64_t(rank - 1 - i));
-  std::vector<bool> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (size_t i = 0; valid && i < perm.size(); ++i) {
-    valid = perm[i] >= 0 && perm[i] < int64_t(rank) && !seen[size_t(perm[i])];
-    if (valid)
-      seen[size_t(perm[i])] = true;
-  }
-  if (!valid)
-    fail(node.describe(), ": perm ", Shape::fromConstants(perm).str(),
-         " is not a permutation of the ", rank, " axes");
   std::vector<Dim> dims;
-  for (int64_t p : perm)
+  for (int64_t p : transposePermutation(node, input.rank()))
     dims.push_back(input[size_t(p)]);
   setResult(node, 0, data->dtype(), Shape(std::move(dims)));
 }
@@ -177,10 +158,10 @@ void inferConcat(Node &node, InferenceContext &context) {
   if (node.numOperands() == 0)
     fail(node.describe(), ": concat needs at least one operand");
   int64_t axis = node.requireInt("axis");
-  const Value *first = requireOperand(node, 0, "inputs");
+  const Value *first = requireNamedOperand(node, 0, "inputs");
   std::optional<size_t> rank;
   for (size_t i = 0; i < node.numOperands(); ++i) {
-    const Value *v = requireOperand(node, i, "inputs");
+    const Value *v = requireNamedOperand(node, i, "inputs");
     if (v->dtype() != first->dtype())
       fail(node.describe(), ": operand ", i, " is ", dtypeName(v->dtype()), ", expected ",
            dtypeName(first->dtype()));
@@ -195,7 +176,7 @@ void inferConcat(Node &node, InferenceContext &context) {
     setResult(node, 0, first->dtype(), Shape());
     return;
   }
-  size_t a = size_t(checkedAxis(node, axis, int64_t(*rank)));
+  size_t a = size_t(normalizeAxisOrFail(node, axis, int64_t(*rank)));
   std::vector<Dim> dims(*rank);
   Dim sum(0);
   for (const Value *v : node.operands()) {
@@ -235,9 +216,7 @@ std::vector<Dim> splitSizes(const Node &node, InferenceContext &context, const D
            dim.str());
     return *sizes;
   }
-  if (node.hasAttr("num_outputs") && node.getInt("num_outputs", 0) != int64_t(parts))
-    fail(node.describe(), ": num_outputs is ", node.getInt("num_outputs", 0), " but the node has ",
-         parts, " results");
+  checkSplitNumOutputs(node, parts);
   // Equal parts; when not divisible every part but the last has ceil(dim/n).
   if (std::optional<int64_t> length = dim.constant()) {
     int64_t chunk = (*length + int64_t(parts) - 1) / int64_t(parts);
@@ -258,14 +237,14 @@ std::vector<Dim> splitSizes(const Node &node, InferenceContext &context, const D
 }
 
 void inferSplit(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "input");
+  const Value *data = requireNamedOperand(node, 0, "input");
   if (!data->shape().isRanked()) {
     for (size_t i = 0; i < node.numResults(); ++i)
       setResult(node, i, data->dtype(), Shape());
     return;
   }
   const Shape &input = data->shape();
-  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(input.rank())));
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(input.rank())));
   std::vector<Dim> sizes = splitSizes(node, context, input[axis]);
   for (size_t i = 0; i < node.numResults(); ++i) {
     Shape shape = input;
@@ -314,7 +293,7 @@ Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, co
 }
 
 void inferSlice(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "data");
+  const Value *data = requireNamedOperand(node, 0, "data");
   const Value *startsValue = requireIndexOperand(node, 1, "starts");
   const Value *endsValue = requireIndexOperand(node, 2, "ends");
   if (node.hasOperand(3))
@@ -350,7 +329,7 @@ void inferSlice(Node &node, InferenceContext &context) {
   std::vector<Dim> dims = input.dims();
   std::vector<bool> sliced(input.rank(), false);
   for (size_t i = 0; i < axes->size(); ++i) {
-    size_t axis = size_t(checkedAxis(node, (*axes)[i], rank));
+    size_t axis = size_t(normalizeAxisOrFail(node, (*axes)[i], rank));
     if (sliced[axis])
       fail(node.describe(), ": axis ", (*axes)[i], " is sliced twice");
     sliced[axis] = true;
@@ -362,8 +341,8 @@ void inferSlice(Node &node, InferenceContext &context) {
 // --- Gather, Squeeze, Unsqueeze, Flatten ------------------------------------
 
 void inferGather(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "data");
-  const Value *indices = requireOperand(node, 1, "indices");
+  const Value *data = requireNamedOperand(node, 0, "data");
+  const Value *indices = requireNamedOperand(node, 1, "indices");
   if (!isInteger(indices->dtype()))
     fail(node.describe(), ": indices must be an integer tensor, not ", dtypeName(indices->dtype()));
   if (!data->shape().isRanked() || !indices->shape().isRanked()) {
@@ -371,7 +350,7 @@ void inferGather(Node &node, InferenceContext &context) {
     return;
   }
   const Shape &input = data->shape();
-  size_t axis = size_t(checkedAxis(node, node.getInt("axis", 0), int64_t(input.rank())));
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(input.rank())));
   std::optional<int64_t> size = input[axis].constant();
   std::optional<std::vector<int64_t>> values = constantContents(context, indices);
   if (size && values)
@@ -389,7 +368,7 @@ void inferGather(Node &node, InferenceContext &context) {
 std::vector<int64_t> checkedAxes(const Node &node, const std::vector<int64_t> &axes, int64_t rank) {
   std::vector<int64_t> out;
   for (int64_t axis : axes) {
-    int64_t a = checkedAxis(node, axis, rank);
+    int64_t a = normalizeAxisOrFail(node, axis, rank);
     if (std::find(out.begin(), out.end(), a) != out.end())
       fail(node.describe(), ": axis ", axis, " appears twice");
     out.push_back(a);
@@ -398,7 +377,7 @@ std::vector<int64_t> checkedAxes(const Node &node, const std::vector<int64_t> &a
 }
 
 void inferSqueeze(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "data");
+  const Value *data = requireNamedOperand(node, 0, "data");
   const Shape &input = data->shape();
   if (node.hasOperand(1))
     requireIndexOperand(node, 1, "axes", true);
@@ -441,7 +420,7 @@ void inferSqueeze(Node &node, InferenceContext &context) {
 }
 
 void inferUnsqueeze(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "data");
+  const Value *data = requireNamedOperand(node, 0, "data");
   const Value *axesValue = requireIndexOperand(node, 1, "axes", true);
   const Shape &input = data->shape();
   std::optional<std::vector<int64_t>> axes = constantContents(context, axesValue);
@@ -463,18 +442,14 @@ void inferUnsqueeze(Node &node, InferenceContext &context) {
 }
 
 void inferFlatten(Node &node, InferenceContext &) {
-  const Value *data = requireOperand(node, 0, "input");
+  const Value *data = requireNamedOperand(node, 0, "input");
   const Shape &input = data->shape();
   if (!input.isRanked()) {
     setResult(node, 0, data->dtype(), Shape(std::vector<Dim>(2)));
     return;
   }
   int64_t rank = int64_t(input.rank());
-  int64_t axis = node.getInt("axis", 1);
-  if (axis < -rank || axis > rank)
-    fail(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  if (axis < 0)
-    axis += rank;
+  int64_t axis = flattenAxis(node, rank);
   Dim outer(1), inner(1);
   for (int64_t i = 0; i < rank; ++i)
     (i < axis ? outer : inner) = (i < axis ? outer : inner) * input[size_t(i)];
@@ -498,7 +473,7 @@ Dim expandDim(const Node &node, InferenceContext &context, const Dim &a, const D
 }
 
 void inferExpand(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "input");
+  const Value *data = requireNamedOperand(node, 0, "input");
   std::optional<std::vector<Dim>> target =
       contentsOrUnknowns(context, requireIndexOperand(node, 1, "shape"));
   const Shape &input = data->shape();
@@ -518,7 +493,7 @@ void inferExpand(Node &node, InferenceContext &context) {
 }
 
 void inferTile(Node &node, InferenceContext &context) {
-  const Value *data = requireOperand(node, 0, "input");
+  const Value *data = requireNamedOperand(node, 0, "input");
   std::optional<std::vector<Dim>> repeats =
       contentsOrUnknowns(context, requireIndexOperand(node, 1, "repeats"));
   const Shape &input = data->shape();
@@ -542,137 +517,14 @@ void inferTile(Node &node, InferenceContext &context) {
   setResult(node, 0, data->dtype(), Shape(std::move(dims)));
 }
 
-// --- Shape, Size, Range, ConstantOfShape, Constant --------------------------
-
-void inferShapeOp(Node &node, InferenceContext &) {
-  const Shape &input = requireOperand(node, 0, "data")->shape();
-  if (!input.isRanked()) {
-    setResult(node, 0, DType::I64, Shape({Dim::unknown()}));
-    return;
-  }
-  auto [first, last] = shapeOpRange(node, int64_t(input.rank()));
-  setResult(node, 0, DType::I64, Shape::fromConstants({last - first}));
-}
-
-void inferSize(Node &node, InferenceContext &) {
-  requireOperand(node, 0, "data");
-  setResult(node, 0, DType::I64, Shape::scalar());
-}
-
-/// Operand i of Range as a Dim: known contents, or a float constant when
-/// its value is integral.
-Dim rangeOperand(const InferenceContext &context, const Value *value) {
-  if (const std::vector<Dim> *contents = context.knownContents(value))
-    return contents->size() == 1 ? (*contents)[0] : Dim::unknown();
-  if (const Tensor *tensor = constantTensorOf(value))
-    if (tensor->numElements() == 1 &&
-        std::trunc(tensor->elementAsDouble(0)) == tensor->elementAsDouble(0))
-      return Dim(int64_t(tensor->elementAsDouble(0)));
-  return Dim::unknown();
-}
-
-/// The length of a Range with constant float operands (non-integral values).
-std::optional<int64_t> floatRangeLength(const Node &node) {
-  const Tensor *start = constantTensorOf(node.operand(0));
-  const Tensor *limit = constantTensorOf(node.operand(1));
-  const Tensor *delta = constantTensorOf(node.operand(2));
-  if (!start || !limit || !delta || start->numElements() != 1 || limit->numElements() != 1 ||
-      delta->numElements() != 1 || delta->elementAsDouble(0) == 0.0)
-    return std::nullopt;
-  double count = std::ceil((limit->elementAsDouble(0) - start->elementAsDouble(0)) /
-                           delta->elementAsDouble(0));
-  return count > 0 ? int64_t(count) : 0;
-}
-
-void inferRange(Node &node, InferenceContext &context) {
-  const char *names[] = {"start", "limit", "delta"};
-  DType dtype = requireOperand(node, 0, "start")->dtype();
-  for (size_t i = 0; i < 3; ++i) {
-    const Value *v = requireOperand(node, i, names[i]);
-    if (v->dtype() != dtype)
-      fail(node.describe(), ": ", names[i], " is ", dtypeName(v->dtype()), ", expected ",
-           dtypeName(dtype));
-    if (v->shape().isRanked() && v->shape().numElements() != Dim(1))
-      fail(node.describe(), ": ", names[i], " must be a scalar");
-  }
-  if (dtype == DType::Bool)
-    fail(node.describe(), ": range of bool is not defined");
-  Dim start = rangeOperand(context, node.operand(0));
-  Dim limit = rangeOperand(context, node.operand(1));
-  Dim delta = rangeOperand(context, node.operand(2));
-  std::optional<int64_t> s = start.constant(), l = limit.constant(), d = delta.constant();
-  if (d && *d == 0)
-    fail(node.describe(), ": range delta is 0");
-  Dim length;
-  // As in the kernel, the count is computed in floating point, where the
-  // difference of two int64 values cannot overflow.
-  if (s && l && d)
-    length = Dim(int64_t(
-        std::clamp(std::ceil((double(*l) - double(*s)) / double(*d)), 0.0, double(1LL << 62))));
-  else if (std::optional<int64_t> count = floatRangeLength(node))
-    length = Dim(*count);
-  else if (d && *d > 0)
-    length = (limit - start).divideExactly(delta).value_or(Dim::unknown());
-  if (length.isUnknown())
-    length = context.freshSymbol("range");
-  setResult(node, 0, dtype, Shape({length}));
-}
-
-void inferConstantOfShape(Node &node, InferenceContext &context) {
-  const Value *shape = requireIndexOperand(node, 0, "input");
-  DType dtype = DType::F32;
-  if (const Attribute *value = node.findAttr("value")) {
-    if (value->kind() != Attribute::Kind::Tensor || value->asTensor().numElements() != 1)
-      fail(node.describe(), ": attribute 'value' must be a one-element tensor");
-    dtype = value->asTensor().dtype();
-  }
-  std::optional<std::vector<Dim>> dims = contentsOrUnknowns(context, shape);
-  if (!dims) {
-    std::optional<int64_t> length = staticLength(shape);
-    setResult(node, 0, dtype, length ? Shape(freshDims(context, size_t(*length), "dim")) : Shape());
-    return;
-  }
-  for (Dim &d : *dims) {
-    if (d.isUnknown())
-      d = context.freshSymbol("dim");
-    else if (d.constant() && *d.constant() < 0)
-      fail(node.describe(), ": negative dimension ", *d.constant());
-  }
-  setResult(node, 0, dtype, Shape(std::move(*dims)));
-}
-
-void inferConstant(Node &node, InferenceContext &) {
-  for (const char *unsupported : {"sparse_value", "value_string", "value_strings"})
-    if (node.hasAttr(unsupported))
-      fail(node.describe(), ": constant attribute '", unsupported, "' is not supported");
-  if (node.hasAttr("value")) {
-    const Tensor &value = node.requireTensor("value");
-    setResult(node, 0, value.dtype(), Shape::fromConstants(value.dims()));
-  } else if (node.hasAttr("value_float")) {
-    node.getFloat("value_float", 0);
-    setResult(node, 0, DType::F32, Shape::scalar());
-  } else if (node.hasAttr("value_floats")) {
-    setResult(node, 0, DType::F32,
-              Shape::fromConstants({int64_t(node.getFloats("value_floats").size())}));
-  } else if (node.hasAttr("value_int")) {
-    node.getInt("value_int", 0);
-    setResult(node, 0, DType::I64, Shape::scalar());
-  } else if (node.hasAttr("value_ints")) {
-    setResult(node, 0, DType::I64,
-              Shape::fromConstants({int64_t(node.getInts("value_ints").size())}));
-  } else {
-    fail(node.describe(), ": constant has no value attribute");
-  }
-}
-
 // --- Identity, Dropout, Trilu -------------------------------------------------
 
 void inferIdentity(Node &node, InferenceContext &) {
-  node.result()->setType(requireOperand(node, 0, "input")->type());
+  node.result()->setType(requireNamedOperand(node, 0, "input")->type());
 }
 
 void inferDropout(Node &node, InferenceContext &) {
-  const Value *data = requireOperand(node, 0, "data");
+  const Value *data = requireNamedOperand(node, 0, "data");
   if (node.hasOperand(1) && !isFloat(node.operand(1)->dtype()))
     fail(node.describe(), ": ratio must be a float scalar");
   if (node.hasOperand(2) && node.operand(2)->dtype() != DType::Bool)
@@ -683,7 +535,7 @@ void inferDropout(Node &node, InferenceContext &) {
 }
 
 void inferTrilu(Node &node, InferenceContext &) {
-  const Value *data = requireOperand(node, 0, "input");
+  const Value *data = requireNamedOperand(node, 0, "input");
   if (data->shape().isRanked() && data->shape().rank() < 2)
     fail(node.describe(), ": trilu needs rank at least 2, not ", data->shape().rank());
   if (node.hasOperand(1)) {
@@ -697,6 +549,7 @@ void inferTrilu(Node &node, InferenceContext &) {
 } // namespace
 
 void registerMovementShapeRules(ShapeRuleTable &table) {
+  registerCreationShapeRules(table);
   table.add(OpKind::Reshape, inferReshape);
   table.add(OpKind::Transpose, inferTranspose);
   table.add(OpKind::Concat, inferConcat);
@@ -708,11 +561,6 @@ void registerMovementShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::Flatten, inferFlatten);
   table.add(OpKind::Expand, inferExpand);
   table.add(OpKind::Tile, inferTile);
-  table.add(OpKind::Shape, inferShapeOp);
-  table.add(OpKind::Size, inferSize);
-  table.add(OpKind::Range, inferRange);
-  table.add(OpKind::ConstantOfShape, inferConstantOfShape);
-  table.add(OpKind::Constant, inferConstant);
   table.add(OpKind::Identity, inferIdentity);
   table.add(OpKind::Dropout, inferDropout);
   table.add(OpKind::Trilu, inferTrilu);

@@ -16,9 +16,7 @@
 
 namespace onnxc {
 
-namespace {
-
-const ShapeRuleTable &ruleTable() {
+const ShapeRuleTable &shapeRules() {
   static const ShapeRuleTable table = [] {
     ShapeRuleTable t;
     registerElementwiseShapeRules(t);
@@ -28,6 +26,8 @@ const ShapeRuleTable &ruleTable() {
   }();
   return table;
 }
+
+namespace {
 
 void recordSymbols(const Shape &shape, std::vector<std::string> &used) {
   for (const Dim &d : shape.dims())
@@ -83,7 +83,7 @@ void checkCounts(const Node &node) {
 
 void inferNodeShapes(Node &node, InferenceContext &context) {
   checkCounts(node);
-  ShapeRule rule = ruleTable().rules[unsigned(node.kind())];
+  ShapeRule rule = shapeRules().rules[unsigned(node.kind())];
   if (!rule)
     fail(node.describe(), ": op ", node.opName(), " has no shape rule");
   // Constants added by a pass after the context was made are picked up here.

@@ -25,4 +25,9 @@ void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, log
 void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
 
+/// Every family's rules: the table inferNodeShapes applies (unit tests call
+/// rules from it directly, without the driver's count checks and contents
+/// propagation).
+const ShapeRuleTable &shapeRules();
+
 } // namespace onnxc

@@ -1,4 +1,6 @@
 //===- tests/unit/ElementwiseRulesTest.cpp - Elementwise shape rules ------===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
 #include "ir/infer/ShapeInference.h"
@@ -6,11 +8,9 @@
 #include <gtest/gtest.h>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-Dim sym(const char *name) { return Dim::symbol(name); }
-TensorType type(DType dtype, std::vector<Dim> dims) { return {dtype, Shape(std::move(dims))}; }
 
 /// Builds `kind(a, b, ...)` on graph inputs of the given types and infers it.
 TensorType inferOne(OpKind kind, const std::vector<TensorType> &operandTypes,

@@ -4,57 +4,20 @@
 // written here element by element, on small random inputs.
 //
 //===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Kernels.h"
-#include "ir/infer/ShapeRules.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-std::vector<Tensor> runKernel(const Node &node, const std::vector<const Tensor *> &operands) {
-  KernelTable table;
-  registerAttentionKernels(table);
-  std::vector<Tensor> results(node.numResults());
-  table.kernels[unsigned(node.kind())](node, operands, results);
-  return results;
-}
-
-void inferNode(Node &node) {
-  ShapeRuleTable table;
-  registerLinearAlgebraShapeRules(table);
-  InferenceContext context(*node.graph());
-  table.rules[unsigned(node.kind())](node, context);
-}
-
-Tensor randomTensor(std::vector<int64_t> dims, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::F32, std::move(dims));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-Node *makeNode(Graph &g, OpKind kind, const std::vector<const Tensor *> &operands,
-               unsigned numResults = 1) {
-  std::vector<Value *> values;
-  for (size_t i = 0; i < operands.size(); ++i)
-    values.push_back(operands[i] ? g.addInput(g.uniqueName("in" + std::to_string(i)),
-                                              {operands[i]->dtype(),
-                                               Shape::fromConstants(operands[i]->dims())})
-                                 : nullptr);
-  return g.createNode(kind, values, numResults, "attn");
-}
-
-TensorType f32(std::vector<Dim> dims) { return {DType::F32, Shape(std::move(dims))}; }
 
 /// Expected attention for 4-D Q [B,Hq,S,D], K/V [B,Hkv,T,D]: `bias(i, j)` is
 /// added to the scaled scores (use -inf to mask).
@@ -87,12 +50,6 @@ std::vector<double> expectedAttention(const Tensor &q, const Tensor &k, const Te
       }
     }
   return out;
-}
-
-void expectNear(const Tensor &got, const std::vector<double> &expected, double tolerance = 1e-5) {
-  ASSERT_EQ(size_t(got.numElements()), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(got.elementAsDouble(int64_t(i)), expected[i], tolerance) << "element " << i;
 }
 
 const double kMinusInf = -std::numeric_limits<double>::infinity();

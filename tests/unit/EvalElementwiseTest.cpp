@@ -1,4 +1,6 @@
 //===- tests/unit/EvalElementwiseTest.cpp - Elementwise reference kernels -===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
 #include "ir/eval/Evaluator.h"
@@ -7,38 +9,11 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-/// Runs one node of `kind` on the given operands (nullopt = absent).
-Tensor runOp(OpKind kind, const std::vector<std::optional<Tensor>> &inputs,
-             const AttributeMap &attrs = {}) {
-  Graph g;
-  std::vector<Value *> values;
-  std::vector<const Tensor *> operands;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i] ? g.addConstant("c" + std::to_string(i), *inputs[i]) : nullptr);
-    operands.push_back(inputs[i] ? &*inputs[i] : nullptr);
-  }
-  Node *node = g.createNode(kind, values, 1, "n");
-  for (const auto &[name, value] : attrs)
-    node->setAttr(name, value);
-  return evaluateNode(*node, operands)[0];
-}
-
-template <typename T> std::vector<T> values(const Tensor &t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numElements());
-}
-
-std::vector<double> asDoubles(const Tensor &t) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    out.push_back(t.elementAsDouble(i));
-  return out;
-}
 
 Tensor f32(std::vector<int64_t> dims, std::vector<float> v) {
   return Tensor::fromVector<float>(std::move(dims), v);

@@ -1,68 +1,19 @@
 //===- tests/unit/EvalLinearAlgebraTest.cpp - MatMul, Gemm, Einsum, Conv --===//
 //
-// Kernels and shape rules are called straight from their tables, so these
-// tests do not depend on the evaluator or inference drivers.
+// Kernels and shape rules are called straight from their tables (runKernel
+// and inferNode in TestUtil.h), without the evaluator's and the inference
+// driver's checks in front of them.
 //
 //===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Kernels.h"
-#include "ir/infer/ShapeRules.h"
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 using namespace onnxc;
-
-namespace {
-
-std::vector<Tensor> runKernel(const Node &node, const std::vector<const Tensor *> &operands) {
-  KernelTable table;
-  registerLinearAlgebraKernels(table);
-  registerConvolutionKernels(table);
-  std::vector<Tensor> results(node.numResults());
-  table.kernels[unsigned(node.kind())](node, operands, results);
-  return results;
-}
-
-void inferNode(Node &node) {
-  ShapeRuleTable table;
-  registerLinearAlgebraShapeRules(table);
-  InferenceContext context(*node.graph());
-  table.rules[unsigned(node.kind())](node, context);
-}
-
-Tensor randomTensor(std::vector<int64_t> dims, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::F32, std::move(dims));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-/// A node of `kind` over fresh graph inputs typed like `operands`.
-Node *makeNode(Graph &g, OpKind kind, const std::vector<const Tensor *> &operands,
-               unsigned numResults = 1) {
-  std::vector<Value *> values;
-  for (size_t i = 0; i < operands.size(); ++i)
-    values.push_back(operands[i] ? g.addInput(g.uniqueName("in" + std::to_string(i)),
-                                              {operands[i]->dtype(),
-                                               Shape::fromConstants(operands[i]->dims())})
-                                 : nullptr);
-  return g.createNode(kind, values, numResults, "n");
-}
-
-TensorType f32(std::vector<Dim> dims) { return {DType::F32, Shape(std::move(dims))}; }
-
-void expectNear(const Tensor &got, const std::vector<double> &expected, double tolerance = 1e-5) {
-  ASSERT_EQ(size_t(got.numElements()), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(got.elementAsDouble(int64_t(i)), expected[i], tolerance) << "element " << i;
-}
-
-} // namespace
+using namespace onnxc::test;
 
 TEST(EvalMatMul, BroadcastBatchDims) {
   Tensor a = randomTensor({2, 1, 3, 4}, 1), b = randomTensor({3, 4, 5}, 2);

@@ -3,49 +3,43 @@
 // Small hand-computed cases, calling the kernels straight from their table.
 //
 //===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Kernels.h"
 
 #include <gtest/gtest.h>
 
 #include <climits>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
 
 /// Owns a one-node graph whose operands are graph inputs typed like the
-/// given tensors, and runs the node's kernel on those tensors.
+/// given tensors (undefined = absent), and runs the node's kernel on those
+/// tensors.
 class KernelRunner {
 public:
   KernelRunner(OpKind kind, std::vector<Tensor> operands, AttributeMap attrs = {},
                unsigned results = 1)
       : operands_(std::move(operands)) {
-    std::vector<Value *> values;
-    for (size_t i = 0; i < operands_.size(); ++i)
-      values.push_back(
-          operands_[i].isDefined()
-              ? graph_.addInput("in" + std::to_string(i),
-                                {operands_[i].dtype(), Shape::fromConstants(operands_[i].dims())})
-              : nullptr);
-    node_ = graph_.createNode(kind, values, results, "n");
+    node_ = makeNode(graph_, kind, operandPointers(), results);
     for (auto &[name, value] : attrs)
       node_->setAttr(name, value);
   }
 
-  std::vector<Tensor> run() const {
-    KernelTable table;
-    registerMovementKernels(table);
+  std::vector<Tensor> run() const { return runKernel(*node_, operandPointers()); }
+
+private:
+  std::vector<const Tensor *> operandPointers() const {
     std::vector<const Tensor *> pointers;
     for (const Tensor &t : operands_)
       pointers.push_back(t.isDefined() ? &t : nullptr);
-    std::vector<Tensor> results(node_->numResults());
-    table.kernels[unsigned(node_->kind())](*node_, pointers, results);
-    return results;
+    return pointers;
   }
 
-private:
   Graph graph_;
   Node *node_;
   std::vector<Tensor> operands_;
@@ -69,13 +63,6 @@ Tensor iota(std::vector<int64_t> dims) {
   return t;
 }
 
-std::vector<double> values(const Tensor &t) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    out.push_back(t.elementAsDouble(i));
-  return out;
-}
-
 using V = std::vector<double>;
 using D = std::vector<int64_t>;
 
@@ -83,7 +70,7 @@ TEST(EvalMovement, ReshapeZeroMinusOneAndAllowZero) {
   Tensor x = iota({2, 3, 4});
   Tensor r = KernelRunner(OpKind::Reshape, {x, ints1({0, -1})}).run()[0];
   EXPECT_EQ(r.dims(), (D{2, 12}));
-  EXPECT_EQ(values(r), values(x));
+  EXPECT_EQ(asDoubles(r), asDoubles(x));
   Tensor empty(DType::F32, {0, 3});
   Tensor z =
       KernelRunner(OpKind::Reshape, {empty, ints1({3, 0})}, {{"allowzero", int64_t(1)}}).run()[0];
@@ -96,11 +83,11 @@ TEST(EvalMovement, TransposeAnyDType) {
   Tensor x = iota({2, 3});
   Tensor t = KernelRunner(OpKind::Transpose, {x}).run()[0];
   EXPECT_EQ(t.dims(), (D{3, 2}));
-  EXPECT_EQ(values(t), (V{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(asDoubles(t), (V{0, 3, 1, 4, 2, 5}));
   Tensor bytes = Tensor::fromVector<int8_t>({1, 2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor u = KernelRunner(OpKind::Transpose, {bytes}, {{"perm", D{2, 0, 1}}}).run()[0];
   EXPECT_EQ(u.dims(), (D{3, 1, 2}));
-  EXPECT_EQ(values(u), (V{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(asDoubles(u), (V{1, 4, 2, 5, 3, 6}));
   EXPECT_THROW(KernelRunner(OpKind::Transpose, {x}, {{"perm", D{0, 0}}}).run(), Error);
 }
 
@@ -108,7 +95,7 @@ TEST(EvalMovement, ConcatOnInnerAxis) {
   Tensor c =
       KernelRunner(OpKind::Concat, {iota({2, 1}), iota({2, 2})}, {{"axis", int64_t(-1)}}).run()[0];
   EXPECT_EQ(c.dims(), (D{2, 3}));
-  EXPECT_EQ(values(c), (V{0, 0, 1, 1, 2, 3}));
+  EXPECT_EQ(asDoubles(c), (V{0, 0, 1, 1, 2, 3}));
   EXPECT_THROW(
       KernelRunner(OpKind::Concat, {iota({2, 1}), iota({3, 1})}, {{"axis", int64_t(1)}}).run(),
       Error);
@@ -118,16 +105,16 @@ TEST(EvalMovement, SplitAllForms) {
   Tensor x = iota({2, 7});
   auto sizes = KernelRunner(OpKind::Split, {x, ints1({2, 5})}, {{"axis", int64_t(1)}}, 2).run();
   EXPECT_EQ(sizes[0].dims(), (D{2, 2}));
-  EXPECT_EQ(values(sizes[0]), (V{0, 1, 7, 8}));
-  EXPECT_EQ(values(sizes[1]), (V{2, 3, 4, 5, 6, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(asDoubles(sizes[0]), (V{0, 1, 7, 8}));
+  EXPECT_EQ(asDoubles(sizes[1]), (V{2, 3, 4, 5, 6, 9, 10, 11, 12, 13}));
   auto chunks =
       KernelRunner(OpKind::Split, {x}, {{"axis", int64_t(1)}, {"num_outputs", int64_t(3)}}, 3)
           .run();
   EXPECT_EQ(chunks[0].dims(), (D{2, 3}));
   EXPECT_EQ(chunks[2].dims(), (D{2, 1}));
-  EXPECT_EQ(values(chunks[2]), (V{6, 13}));
+  EXPECT_EQ(asDoubles(chunks[2]), (V{6, 13}));
   auto halves = KernelRunner(OpKind::Split, {x}, {}, 2).run();
-  EXPECT_EQ(values(halves[1]), (V{7, 8, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(asDoubles(halves[1]), (V{7, 8, 9, 10, 11, 12, 13}));
   EXPECT_THROW(KernelRunner(OpKind::Split, {x, ints1({2, 2})}, {{"axis", int64_t(1)}}, 2).run(),
                Error);
 }
@@ -135,7 +122,7 @@ TEST(EvalMovement, SplitAllForms) {
 TEST(EvalMovement, SliceNegativeStepsAndClamping) {
   Tensor x = iota({10});
   auto slice = [&](std::vector<int64_t> s, std::vector<int64_t> e, std::vector<int64_t> st) {
-    return values(
+    return asDoubles(
         KernelRunner(OpKind::Slice, {x, ints1(s), ints1(e), ints1({0}), ints1(st)}).run()[0]);
   };
   EXPECT_EQ(slice({-1}, {-11}, {-2}), (V{9, 7, 5, 3, 1}));
@@ -147,10 +134,10 @@ TEST(EvalMovement, SliceNegativeStepsAndClamping) {
   // Default axes and steps; negative axis.
   Tensor a = KernelRunner(OpKind::Slice, {m, ints1({1, 1}), ints1({3, -1})}).run()[0];
   EXPECT_EQ(a.dims(), (D{2, 2}));
-  EXPECT_EQ(values(a), (V{5, 6, 9, 10}));
+  EXPECT_EQ(asDoubles(a), (V{5, 6, 9, 10}));
   Tensor b =
       KernelRunner(OpKind::Slice, {m, ints1({-1}), ints1({-5}), ints1({-1}), ints1({-2})}).run()[0];
-  EXPECT_EQ(values(b), (V{3, 1, 7, 5, 11, 9}));
+  EXPECT_EQ(asDoubles(b), (V{3, 1, 7, 5, 11, 9}));
   EXPECT_THROW(slice({0}, {5}, {0}), Error);
 }
 
@@ -158,14 +145,14 @@ TEST(EvalMovement, GatherNegativeIndicesAndRange) {
   Tensor x = iota({3, 2});
   Tensor rows = KernelRunner(OpKind::Gather, {x, ints1({-1, 0})}).run()[0];
   EXPECT_EQ(rows.dims(), (D{2, 2}));
-  EXPECT_EQ(values(rows), (V{4, 5, 0, 1}));
+  EXPECT_EQ(asDoubles(rows), (V{4, 5, 0, 1}));
   Tensor cols =
       KernelRunner(OpKind::Gather, {x, ints({1, 1}, {-1})}, {{"axis", int64_t(1)}}).run()[0];
   EXPECT_EQ(cols.dims(), (D{3, 1, 1}));
-  EXPECT_EQ(values(cols), (V{1, 3, 5}));
+  EXPECT_EQ(asDoubles(cols), (V{1, 3, 5}));
   Tensor scalar = KernelRunner(OpKind::Gather, {ints1({7, 8, 9}), ints({}, {1})}).run()[0];
   EXPECT_EQ(scalar.rank(), 0u);
-  EXPECT_EQ(values(scalar), (V{8}));
+  EXPECT_EQ(asDoubles(scalar), (V{8}));
   try {
     KernelRunner(OpKind::Gather, {x, ints1({3})}).run();
     FAIL() << "expected an error";
@@ -194,66 +181,66 @@ TEST(EvalMovement, ExpandAndTile) {
   Tensor x = floats({3, 1}, {1, 2, 3});
   Tensor e = KernelRunner(OpKind::Expand, {x, ints1({2, 1, 2})}).run()[0];
   EXPECT_EQ(e.dims(), (D{2, 3, 2}));
-  EXPECT_EQ(values(e), (V{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(asDoubles(e), (V{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
   EXPECT_THROW(KernelRunner(OpKind::Expand, {x, ints1({2, 2})}).run(), Error);
   Tensor t = KernelRunner(OpKind::Tile, {iota({2, 2}), ints1({1, 2})}).run()[0];
   EXPECT_EQ(t.dims(), (D{2, 4}));
-  EXPECT_EQ(values(t), (V{0, 1, 0, 1, 2, 3, 2, 3}));
+  EXPECT_EQ(asDoubles(t), (V{0, 1, 0, 1, 2, 3, 2, 3}));
 }
 
 TEST(EvalMovement, ShapeSizeRangeConstantOfShape) {
   Tensor x = iota({2, 3, 4, 5});
-  EXPECT_EQ(values(KernelRunner(OpKind::Shape, {x}).run()[0]), (V{2, 3, 4, 5}));
-  EXPECT_EQ(values(KernelRunner(OpKind::Shape, {x}, {{"start", int64_t(-3)}, {"end", int64_t(-1)}})
-                       .run()[0]),
-            (V{3, 4}));
-  EXPECT_EQ(values(KernelRunner(OpKind::Shape, {x}, {{"start", int64_t(10)}}).run()[0]), V{});
-  EXPECT_EQ(values(KernelRunner(OpKind::Size, {x}).run()[0]), (V{120}));
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Shape, {x}).run()[0]), (V{2, 3, 4, 5}));
+  Tensor middle =
+      KernelRunner(OpKind::Shape, {x}, {{"start", int64_t(-3)}, {"end", int64_t(-1)}}).run()[0];
+  EXPECT_EQ(asDoubles(middle), (V{3, 4}));
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Shape, {x}, {{"start", int64_t(10)}}).run()[0]), V{});
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Size, {x}).run()[0]), (V{120}));
   Tensor r = KernelRunner(OpKind::Range, {ints({}, {10}), ints({}, {4}), ints({}, {-3})}).run()[0];
   EXPECT_EQ(r.dtype(), DType::I64);
-  EXPECT_EQ(values(r), (V{10, 7}));
+  EXPECT_EQ(asDoubles(r), (V{10, 7}));
   Tensor f = KernelRunner(OpKind::Range,
                           {Tensor::scalar(1.0f), Tensor::scalar(2.0f), Tensor::scalar(0.25f)})
                  .run()[0];
-  EXPECT_EQ(values(f), (V{1, 1.25, 1.5, 1.75}));
+  EXPECT_EQ(asDoubles(f), (V{1, 1.25, 1.5, 1.75}));
   Tensor c = KernelRunner(OpKind::ConstantOfShape, {ints1({2, 2})},
                           {{"value", Tensor::fromVector<int32_t>({1}, {7})}})
                  .run()[0];
   EXPECT_EQ(c.dtype(), DType::I32);
-  EXPECT_EQ(values(c), (V{7, 7, 7, 7}));
+  EXPECT_EQ(asDoubles(c), (V{7, 7, 7, 7}));
   Tensor zero = KernelRunner(OpKind::ConstantOfShape, {ints1({})}).run()[0];
   EXPECT_EQ(zero.dtype(), DType::F32);
   EXPECT_EQ(zero.rank(), 0u);
 }
 
 TEST(EvalMovement, ConstantIdentityDropout) {
-  EXPECT_EQ(values(KernelRunner(OpKind::Constant, {}, {{"value_ints", D{4, 5}}}).run()[0]),
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Constant, {}, {{"value_ints", D{4, 5}}}).run()[0]),
             (V{4, 5}));
   Tensor x = iota({2, 2});
   auto out = KernelRunner(OpKind::Dropout, {x}, {}, 2).run();
-  EXPECT_EQ(values(out[0]), values(x));
+  EXPECT_EQ(asDoubles(out[0]), asDoubles(x));
   EXPECT_EQ(out[1].dtype(), DType::Bool);
-  EXPECT_EQ(values(out[1]), (V{1, 1, 1, 1}));
+  EXPECT_EQ(asDoubles(out[1]), (V{1, 1, 1, 1}));
   try {
     KernelRunner(OpKind::Dropout, {x, Tensor::scalar(0.5f), Tensor::boolScalar(true)}).run();
     FAIL() << "expected an error";
   } catch (const Error &e) {
     EXPECT_STREQ(e.what(), "node 'n': training-mode dropout is not supported");
   }
-  EXPECT_EQ(values(KernelRunner(OpKind::Identity, {x}).run()[0]), values(x));
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Identity, {x}).run()[0]), asDoubles(x));
 }
 
 TEST(EvalMovement, TriluWithK) {
   Tensor x = floats({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-  EXPECT_EQ(values(KernelRunner(OpKind::Trilu, {x}).run()[0]),
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Trilu, {x}).run()[0]),
             (V{1, 2, 3, 4, 0, 6, 7, 8, 0, 0, 11, 12}));
-  EXPECT_EQ(values(KernelRunner(OpKind::Trilu, {x, ints({}, {1})}).run()[0]),
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Trilu, {x, ints({}, {1})}).run()[0]),
             (V{0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12}));
   EXPECT_EQ(
-      values(KernelRunner(OpKind::Trilu, {x, ints({}, {-1})}, {{"upper", int64_t(0)}}).run()[0]),
+      asDoubles(KernelRunner(OpKind::Trilu, {x, ints({}, {-1})}, {{"upper", int64_t(0)}}).run()[0]),
       (V{0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0}));
   Tensor batched = iota({2, 2, 2});
-  EXPECT_EQ(values(KernelRunner(OpKind::Trilu, {batched}, {{"upper", int64_t(0)}}).run()[0]),
+  EXPECT_EQ(asDoubles(KernelRunner(OpKind::Trilu, {batched}, {{"upper", int64_t(0)}}).run()[0]),
             (V{0, 0, 2, 3, 4, 0, 6, 7}));
 }
 

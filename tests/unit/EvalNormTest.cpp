@@ -1,41 +1,19 @@
 //===- tests/unit/EvalNormTest.cpp - Softmax, LayerNorm, RMSNorm kernels --===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Evaluator.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <optional>
 
 using namespace onnxc;
-
-namespace {
-
-std::vector<Tensor> runOp(OpKind kind, const std::vector<std::optional<Tensor>> &inputs,
-                          const AttributeMap &attrs = {}, unsigned numResults = 1) {
-  Graph g;
-  std::vector<Value *> values;
-  std::vector<const Tensor *> operands;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i] ? g.addConstant("c" + std::to_string(i), *inputs[i]) : nullptr);
-    operands.push_back(inputs[i] ? &*inputs[i] : nullptr);
-  }
-  Node *node = g.createNode(kind, values, numResults, "n");
-  for (const auto &[name, value] : attrs)
-    node->setAttr(name, value);
-  return evaluateNode(*node, operands);
-}
-
-template <typename T> std::vector<T> values(const Tensor &t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numElements());
-}
-
-} // namespace
+using namespace onnxc::test;
 
 TEST(EvalNorm, SoftmaxRowsSumToOne) {
   Tensor x = Tensor::fromVector<float>({2, 3}, {1, 2, 3, 1000, 1000, -1000});
-  Tensor y = runOp(OpKind::Softmax, {x})[0];
+  Tensor y = runOp(OpKind::Softmax, {x});
   std::vector<float> v = values<float>(y);
   EXPECT_NEAR(v[0] + v[1] + v[2], 1.0f, 1e-6);
   EXPECT_NEAR(v[3] + v[4] + v[5], 1.0f, 1e-6);
@@ -47,15 +25,15 @@ TEST(EvalNorm, SoftmaxRowsSumToOne) {
 
 TEST(EvalNorm, SoftmaxAlongAnInnerAxis) {
   Tensor x = Tensor::fromVector<float>({2, 2}, {0, 5, 0, 5});
-  std::vector<float> v = values<float>(runOp(OpKind::Softmax, {x}, {{"axis", 0}})[0]);
+  std::vector<float> v = values<float>(runOp(OpKind::Softmax, {x}, {{"axis", 0}}));
   EXPECT_EQ(v, (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f}));
   EXPECT_THROW(runOp(OpKind::Softmax, {x}, {{"axis", 2}}), Error);
 }
 
 TEST(EvalNorm, LogSoftmaxMatchesLogOfSoftmax) {
   Tensor x = Tensor::fromVector<double>({3}, {0.5, -1, 2});
-  std::vector<double> soft = values<double>(runOp(OpKind::Softmax, {x})[0]);
-  std::vector<double> logSoft = values<double>(runOp(OpKind::LogSoftmax, {x})[0]);
+  std::vector<double> soft = values<double>(runOp(OpKind::Softmax, {x}));
+  std::vector<double> logSoft = values<double>(runOp(OpKind::LogSoftmax, {x}));
   for (size_t i = 0; i < 3; ++i)
     EXPECT_NEAR(logSoft[i], std::log(soft[i]), 1e-12);
 }
@@ -66,7 +44,7 @@ TEST(EvalNorm, LayerNormAgainstHandComputation) {
   Tensor scale = Tensor::fromVector<float>({3}, {1, 2, 3});
   Tensor bias = Tensor::fromVector<float>({3}, {0, 1, 0});
   std::vector<Tensor> out =
-      runOp(OpKind::LayerNormalization, {x, scale, bias}, {{"epsilon", 0.0f}}, 3);
+      runOpResults(OpKind::LayerNormalization, {x, scale, bias}, {{"epsilon", 0.0f}}, 3);
   std::vector<float> y = values<float>(out[0]);
   double a = 1 / std::sqrt(2.0 / 3), b = 1 / std::sqrt(8.0 / 3);
   std::vector<double> expected = {-a, 1, 3 * a, -2 * b, 1, 3 * 2 * b};
@@ -82,7 +60,7 @@ TEST(EvalNorm, LayerNormOverTwoAxesWithoutBias) {
   Tensor x = Tensor::fromVector<double>({1, 2, 2}, {1, 3, 1, 3});
   Tensor scale = Tensor::fromVector<double>({2}, {1, 10}); // broadcasts over [2, 2]
   std::vector<Tensor> out =
-      runOp(OpKind::LayerNormalization, {x, scale}, {{"axis", 1}, {"epsilon", 0.0f}}, 2);
+      runOpResults(OpKind::LayerNormalization, {x, scale}, {{"axis", 1}, {"epsilon", 0.0f}}, 2);
   EXPECT_EQ(values<double>(out[0]), (std::vector<double>{-1, 10, -1, 10}));
   EXPECT_EQ(out[1].dims(), (std::vector<int64_t>{1, 1, 1}));
   Tensor badScale = Tensor::fromVector<double>({3}, {1, 1, 1});
@@ -94,7 +72,7 @@ TEST(EvalNorm, RMSNormAgainstHandComputation) {
   Tensor x = Tensor::fromVector<float>({1, 2}, {3, 4});
   Tensor scale = Tensor::fromVector<float>({2}, {1, 2});
   std::vector<float> y =
-      values<float>(runOp(OpKind::RMSNormalization, {x, scale}, {{"epsilon", 0.5f}})[0]);
+      values<float>(runOp(OpKind::RMSNormalization, {x, scale}, {{"epsilon", 0.5f}}));
   EXPECT_NEAR(y[0], 3 / std::sqrt(13.0), 1e-6);
   EXPECT_NEAR(y[1], 8 / std::sqrt(13.0), 1e-6);
 }

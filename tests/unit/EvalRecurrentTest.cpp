@@ -1,54 +1,17 @@
 //===- tests/unit/EvalRecurrentTest.cpp - LSTM, GRU, RNN kernels and rules -===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Kernels.h"
-#include "ir/infer/ShapeRules.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-std::vector<Tensor> runKernel(const Node &node, const std::vector<const Tensor *> &operands) {
-  KernelTable table;
-  registerRecurrentKernels(table);
-  std::vector<Tensor> results(node.numResults());
-  table.kernels[unsigned(node.kind())](node, operands, results);
-  return results;
-}
-
-void inferNode(Node &node) {
-  ShapeRuleTable table;
-  registerLinearAlgebraShapeRules(table);
-  InferenceContext context(*node.graph());
-  table.rules[unsigned(node.kind())](node, context);
-}
-
-Tensor randomTensor(std::vector<int64_t> dims, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::F32, std::move(dims));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-Node *makeNode(Graph &g, OpKind kind, const std::vector<const Tensor *> &operands,
-               unsigned numResults) {
-  std::vector<Value *> values;
-  for (size_t i = 0; i < operands.size(); ++i)
-    values.push_back(operands[i] ? g.addInput(g.uniqueName("in" + std::to_string(i)),
-                                              {operands[i]->dtype(),
-                                               Shape::fromConstants(operands[i]->dims())})
-                                 : nullptr);
-  return g.createNode(kind, values, numResults, "rnn");
-}
-
-TensorType f32(std::vector<Dim> dims) { return {DType::F32, Shape(std::move(dims))}; }
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
@@ -59,19 +22,6 @@ double dotRow(const Tensor &w, int64_t row, const std::vector<double> &vec) {
   for (int64_t k = 0; k < cols; ++k)
     sum += w.data<float>()[row * cols + k] * vec[size_t(k)];
   return sum;
-}
-
-std::vector<double> values(const Tensor &t) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    out.push_back(t.elementAsDouble(i));
-  return out;
-}
-
-void expectNear(const Tensor &got, const std::vector<double> &expected, double tolerance = 1e-5) {
-  ASSERT_EQ(size_t(got.numElements()), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(got.elementAsDouble(int64_t(i)), expected[i], tolerance) << "element " << i;
 }
 
 } // namespace
@@ -87,7 +37,8 @@ TEST(EvalLSTM, OneStepMatchesHandComputedGates) {
   n->setAttr("hidden_size", hidden);
   std::vector<Tensor> out = runKernel(*n, {&x, &w, &r, &b, nullptr, &h0, &c0, &p});
 
-  std::vector<double> xv = values(x), hv = values(h0), cv = values(c0), bv = values(b), pv = values(p);
+  std::vector<double> xv = asDoubles(x), hv = asDoubles(h0), cv = asDoubles(c0);
+  std::vector<double> bv = asDoubles(b), pv = asDoubles(p);
   std::vector<double> expectedH, expectedC;
   for (int64_t j = 0; j < hidden; ++j) {
     // W/R/B rows are in gate order input, output, forget, cell.
@@ -114,7 +65,7 @@ TEST(EvalGRU, OneStepBothResetVariants) {
   Tensor x = randomTensor({1, 1, input}, 8);
   Tensor w = randomTensor({1, 3 * hidden, input}, 9), r = randomTensor({1, 3 * hidden, hidden}, 10);
   Tensor b = randomTensor({1, 6 * hidden}, 11), h0 = randomTensor({1, 1, hidden}, 12);
-  std::vector<double> xv = values(x), hv = values(h0), bv = values(b);
+  std::vector<double> xv = asDoubles(x), hv = asDoubles(h0), bv = asDoubles(b);
   for (int64_t linearBeforeReset : {0, 1}) {
     Graph g;
     Node *n = makeNode(g, OpKind::GRU, {&x, &w, &r, &b, nullptr, &h0}, 2);
@@ -192,7 +143,7 @@ TEST(EvalRNN, ActivationsAndErrors) {
   Node *n = makeNode(g, OpKind::RNN, {&x, &w, &r}, 1);
   n->setAttr("activations", std::vector<std::string>{"LeakyRelu"});
   n->setAttr("activation_alpha", std::vector<float>{0.5f});
-  std::vector<double> xv = values(x);
+  std::vector<double> xv = asDoubles(x);
   Tensor y = runKernel(*n, {&x, &w, &r})[0];
   for (int64_t j = 0; j < 2; ++j) {
     double pre = dotRow(w, j, xv);

@@ -1,35 +1,17 @@
 //===- tests/unit/EvalReductionTest.cpp - Reduce*, ArgMax, CumSum kernels -===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "ir/eval/Evaluator.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <optional>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-Tensor runOp(OpKind kind, const std::vector<std::optional<Tensor>> &inputs,
-             const AttributeMap &attrs = {}) {
-  Graph g;
-  std::vector<Value *> values;
-  std::vector<const Tensor *> operands;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    values.push_back(inputs[i] ? g.addConstant("c" + std::to_string(i), *inputs[i]) : nullptr);
-    operands.push_back(inputs[i] ? &*inputs[i] : nullptr);
-  }
-  Node *node = g.createNode(kind, values, 1, "n");
-  for (const auto &[name, value] : attrs)
-    node->setAttr(name, value);
-  return evaluateNode(*node, operands)[0];
-}
-
-template <typename T> std::vector<T> values(const Tensor &t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.numElements());
-}
 
 Tensor axes(std::vector<int64_t> v) {
   int64_t n = int64_t(v.size());

@@ -1,14 +1,13 @@
 //===- tests/unit/GraphTest.cpp - Graph construction and mutation ----------===//
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
 
 #include <gtest/gtest.h>
 
 using namespace onnxc;
-
-namespace {
-TensorType f32(std::vector<int64_t> dims) { return {DType::F32, Shape::fromConstants(dims)}; }
-} // namespace
+using namespace onnxc::test;
 
 TEST(Graph, BuildKeepsUseLists) {
   Graph g;

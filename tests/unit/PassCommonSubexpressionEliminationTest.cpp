@@ -1,22 +1,15 @@
 //===- tests/unit/PassCommonSubexpressionEliminationTest.cpp - cse --------===//
+#include "TestUtil.h"
+
 #include "ir/Graph.h"
-#include "ir/eval/Evaluator.h"
 #include "passes/Pass.h"
 
 #include <gtest/gtest.h>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-TensorType f32(std::vector<int64_t> dims) { return {DType::F32, Shape::fromConstants(dims)}; }
-
-size_t countKind(const Graph &g, OpKind kind) {
-  size_t n = 0;
-  for (const auto &node : g.nodes())
-    n += node->kind() == kind;
-  return n;
-}
 
 // Two Softmax(x, axis=-1) (merge), a Softmax with another axis (kept),
 // Add(a, c) and Add(c, b) (merge: commutative once a and b are one),
@@ -82,17 +75,12 @@ TEST(PassCommonSubexpressionElimination, DifferentAttributesOrLargeConstantsStay
 }
 
 TEST(PassCommonSubexpressionElimination, OutputsUnchanged) {
-  for (OpKind kind : {OpKind::Softmax, OpKind::Add, OpKind::Sub, OpKind::Mul})
-    if (!hasReferenceKernel(kind))
-      GTEST_SKIP() << "reference kernels not available yet";
+  if (!hasReferenceKernels({OpKind::Softmax, OpKind::Add, OpKind::Sub, OpKind::Mul}))
+    GTEST_SKIP() << "reference kernels not available yet";
   auto reference = buildGraph();
   auto g = buildGraph();
   PassContext context("cse");
   createCommonSubexpressionEliminationPass()->run(*g, context);
   std::map<std::string, Tensor> inputs = {{"x", Tensor::fromVector<float>({2, 3}, {1, -2, 3, 0.5f, 0, -1})}};
-  std::vector<Tensor> before = evaluateGraph(*reference, inputs);
-  std::vector<Tensor> after = evaluateGraph(*g, inputs);
-  ASSERT_EQ(before.size(), after.size());
-  for (size_t i = 0; i < before.size(); ++i)
-    EXPECT_TRUE(before[i].identicalTo(after[i])) << "output " << i;
+  expectSameOutputs(*reference, *g, inputs);
 }

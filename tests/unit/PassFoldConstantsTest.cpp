@@ -1,4 +1,6 @@
 //===- tests/unit/PassFoldConstantsTest.cpp - The fold-constants pass -----===//
+#include "TestUtil.h"
+
 #include "ir/Graph.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
@@ -7,22 +9,9 @@
 #include <gtest/gtest.h>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-size_t countKind(const Graph &g, OpKind kind) {
-  size_t n = 0;
-  for (const auto &node : g.nodes())
-    n += node->kind() == kind;
-  return n;
-}
-
-bool kernelsFor(std::initializer_list<OpKind> kinds) {
-  for (OpKind kind : kinds)
-    if (!hasReferenceKernel(kind))
-      return false;
-  return true;
-}
 
 // y = x + Neg(Transpose(w)): the Neg(Transpose(w)) chain folds.
 std::unique_ptr<Graph> buildConstantChain() {
@@ -41,7 +30,7 @@ std::unique_ptr<Graph> buildConstantChain() {
 } // namespace
 
 TEST(PassFoldConstants, FoldsConstantChainUnderResultNames) {
-  if (!kernelsFor({OpKind::Transpose, OpKind::Neg, OpKind::Add}))
+  if (!hasReferenceKernels({OpKind::Transpose, OpKind::Neg, OpKind::Add}))
     GTEST_SKIP() << "reference kernels not available yet";
   auto reference = buildConstantChain();
   auto g = buildConstantChain();
@@ -57,7 +46,7 @@ TEST(PassFoldConstants, FoldsConstantChainUnderResultNames) {
   EXPECT_EQ(folded->constantValue().data<float>()[1], -4.0f);
 
   std::map<std::string, Tensor> inputs = {{"x", Tensor::fromVector<float>({3, 2}, {1, 1, 2, 2, 3, 3})}};
-  EXPECT_TRUE(evaluateGraph(*reference, inputs)[0].identicalTo(evaluateGraph(*g, inputs)[0]));
+  expectSameOutputs(*reference, *g, inputs);
 }
 
 TEST(PassFoldConstants, LeavesNonConstantAndElidedAlone) {

@@ -1,22 +1,15 @@
 //===- tests/unit/PassRemoveIdentityTest.cpp - The remove-identity pass ---===//
+#include "TestUtil.h"
+
 #include "ir/Graph.h"
-#include "ir/eval/Evaluator.h"
 #include "passes/Pass.h"
 
 #include <gtest/gtest.h>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-TensorType f32(std::vector<int64_t> dims) { return {DType::F32, Shape::fromConstants(dims)}; }
-
-size_t countKind(const Graph &g, OpKind kind) {
-  size_t n = 0;
-  for (const auto &node : g.nodes())
-    n += node->kind() == kind;
-  return n;
-}
 
 // x -> Identity -> Dropout(ratio) -> Relu -> Identity -> out "y"
 std::unique_ptr<Graph> buildChain() {
@@ -79,13 +72,12 @@ TEST(PassRemoveIdentity, ConstantFalseTrainingModeIsInference) {
 }
 
 TEST(PassRemoveIdentity, OutputsUnchanged) {
-  for (OpKind kind : {OpKind::Relu, OpKind::Identity, OpKind::Dropout})
-    if (!hasReferenceKernel(kind))
-      GTEST_SKIP() << "reference kernels not available yet";
+  if (!hasReferenceKernels({OpKind::Relu, OpKind::Identity, OpKind::Dropout}))
+    GTEST_SKIP() << "reference kernels not available yet";
   auto reference = buildChain();
   auto g = buildChain();
   PassContext context("remove-identity");
   createRemoveIdentityPass()->run(*g, context);
   std::map<std::string, Tensor> inputs = {{"x", Tensor::fromVector<float>({4}, {-1, 0, 2, 3})}};
-  EXPECT_TRUE(evaluateGraph(*reference, inputs)[0].identicalTo(evaluateGraph(*g, inputs)[0]));
+  expectSameOutputs(*reference, *g, inputs);
 }

@@ -1,4 +1,6 @@
 //===- tests/unit/PrinterParserTest.cpp - Text IR, round trips, DOT ---------===//
+#include "TestUtil.h"
+
 #include "ir/DotExport.h"
 #include "ir/Error.h"
 #include "ir/Parser.h"
@@ -15,10 +17,9 @@
 #include <sstream>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-TensorType typeOf(DType dtype, std::vector<Dim> dims) { return {dtype, Shape(std::move(dims))}; }
 
 std::string roundTrip(const std::string &text, const PrintOptions &options = {}) {
   return printGraphToString(*parseGraph(text), options);
@@ -40,13 +41,13 @@ std::string parseError(const std::string &text) {
 TEST(Printer, PrintsTheDocumentedForm) {
   Graph g("encoder");
   Dim batch = Dim::symbol("batch"), seq = Dim::symbol("seq");
-  Value *ids = g.addInput("input_ids", typeOf(DType::I64, {batch, seq}));
+  Value *ids = g.addInput("input_ids", type(DType::I64, {batch, seq}));
   Value *emb = g.addConstant("emb.weight", Tensor(DType::F32, {100, 64}));
   Value *axes = g.addConstant("axes", Tensor::fromVector<int64_t>({1}, {-1}));
   Value *eps = g.addConstant("eps", Tensor::scalar<float>(1e-12f));
   Node *gather = g.createNode(OpKind::Gather, {emb, ids}, 1, "", {"x"});
   gather->setAttr("axis", 0);
-  gather->result()->setType(typeOf(DType::F32, {batch, seq, 64}));
+  gather->result()->setType(type(DType::F32, {batch, seq, 64}));
   Node *mean = g.createNode(OpKind::ReduceMean, {gather->result(), axes}, 1, "/enc/Mean",
                             {"/enc/Mean_output_0"});
   mean->setAttr("keepdims", 1);

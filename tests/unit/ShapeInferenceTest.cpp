@@ -5,6 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/infer/ShapeInference.h"
+
+#include "TestUtil.h"
+
 #include "ir/Error.h"
 #include "ir/Graph.h"
 #include "ir/infer/KnownContents.h"
@@ -14,12 +17,9 @@
 #include <climits>
 
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-Dim sym(const std::string &name) { return Dim::symbol(name); }
-
-TensorType type(DType dtype, std::vector<Dim> dims) { return {dtype, Shape(std::move(dims))}; }
 
 /// Builds graphs with short calls; values are named by the graph.
 class Builder {

@@ -1,42 +1,27 @@
 //===- tests/unit/VerifierTest.cpp - Structural checks, broken on purpose ---===//
 //
 // The public Graph API keeps use lists and result bookkeeping consistent, so
-// the few invariants it cannot break are broken through private access: the
-// standard headers are included first, then the IR headers with `private`
-// opened up. Only this test does that.
+// the few invariants it cannot break are broken through GraphTestAccess, the
+// test-only friend of Value.
 //
 //===----------------------------------------------------------------------===//
-#include <gtest/gtest.h>
-
-#include <array>
-#include <cassert>
-#include <cstdint>
-#include <list>
-#include <map>
-#include <memory>
-#include <optional>
-#include <ostream>
-#include <sstream>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <variant>
-#include <vector>
-
-#define private public
-#include "ir/Graph.h"
-#undef private
+#include "GraphTestAccess.h"
+#include "TestUtil.h"
 
 #include "ir/Error.h"
+#include "ir/Graph.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
 using namespace onnxc;
+using namespace onnxc::test;
 
 namespace {
-
-TensorType f32(std::vector<int64_t> dims) { return {DType::F32, Shape::fromConstants(dims)}; }
 
 std::string verifyError(const Graph &g) {
   try {
@@ -115,17 +100,17 @@ TEST(Verifier, OperandAndResultCounts) {
 TEST(Verifier, UseListsMirrorOperands) {
   {
     SmallGraph s;
-    s.x->uses_.clear(); // Relu still reads x
+    GraphTestAccess::uses(*s.x).clear(); // Relu still reads x
     EXPECT_VERIFY_ERROR(s.g, "node 'relu': the use list of '%x' does not record operand 0");
   }
   {
     SmallGraph s;
-    s.x->uses_.push_back({s.relu, 0}); // recorded twice
+    GraphTestAccess::uses(*s.x).push_back({s.relu, 0}); // recorded twice
     EXPECT_VERIFY_ERROR(s.g, "does not record operand 0 exactly once");
   }
   {
     SmallGraph s;
-    s.one->uses_.push_back({s.relu, 0}); // relu's operand 0 is x, not one
+    GraphTestAccess::uses(*s.one).push_back({s.relu, 0}); // relu's operand 0 is x, not one
     EXPECT_VERIFY_ERROR(s.g, "value '%one' records a use as operand 0 of node 'relu'");
   }
   {
@@ -175,18 +160,18 @@ TEST(Verifier, ConstantTypeMatchesItsData) {
 TEST(Verifier, ResultsKnowTheirDefinition) {
   {
     SmallGraph s;
-    s.relu->result()->resultIndex_ = 1;
+    GraphTestAccess::setResultIndex(*s.relu->result(), 1);
     EXPECT_VERIFY_ERROR(s.g, "value '%r' is result 0 of node 'relu' but does not record it");
   }
   {
     SmallGraph s;
-    s.relu->result()->definingNode_ = s.add;
+    GraphTestAccess::setDefiningNode(*s.relu->result(), s.add);
     EXPECT_VERIFY_ERROR(s.g, "value '%r' is result 0 of node 'relu'");
   }
   {
     SmallGraph s;
     s.g.renameValue(s.x, "x2");
-    s.x->name_ = "x"; // renamed behind the graph's back
+    GraphTestAccess::setName(*s.x, "x"); // renamed behind the graph's back
     EXPECT_VERIFY_ERROR(s.g, "value '%x' is not registered under its name");
   }
 }

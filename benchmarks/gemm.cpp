@@ -1,0 +1,196 @@
+//===- benchmarks/gemm.cpp - onnxc's JIT'd GEMM vs OpenBLAS, one thread ----===//
+//
+// For transformer GEMM shapes (M tokens = 128, 512, 2048; K, N from the
+// 384/768/1536/3072 of MiniLM and BERT-base layers) and 1024^3, times the
+// packed-B kernel of codegen/GemmEmitter and cblas_sgemm (one thread) in the
+// same process on the same buffers, alternating between the two, and prints
+// min/median GFLOP/s, fraction of the measured FMA peak, and the ratio.
+// Weight packing is not timed: onnxc packs weights at compile time.
+//
+//   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N]
+//
+//===----------------------------------------------------------------------===//
+#include "PeakFlops.h"
+
+#include "codegen/GemmEmitter.h"
+#include "codegen/KernelJit.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+
+using namespace onnxc;
+using namespace onnxc::bench;
+
+namespace {
+
+struct Shape {
+  int64_t m, k, n;
+};
+
+struct AlignedFree {
+  void operator()(float *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float[], AlignedFree>;
+
+Buffer allocate(int64_t count) {
+  size_t bytes = (size_t(count) * sizeof(float) + 63) / 64 * 64;
+  return Buffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
+}
+
+Buffer randomBuffer(int64_t count, unsigned seed) {
+  Buffer buffer = allocate(count);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < count; ++i)
+    buffer[size_t(i)] = dist(rng);
+  return buffer;
+}
+
+template <typename F> double seconds(F &&f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct Options {
+  int runs = 0; // 0: enough runs for ~0.5 s per library and shape, at least 5
+  std::vector<Shape> shapes;
+  GemmBlocking blocking{0, 0};
+};
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "missing value after %s\n", arg.c_str());
+        std::exit(2);
+      }
+      return std::string(argv[++i]);
+    };
+    if (arg == "--runs")
+      options.runs = std::stoi(value());
+    else if (arg == "--kc")
+      options.blocking.kc = std::stoll(value());
+    else if (arg == "--mc")
+      options.blocking.mc = std::stoll(value());
+    else if (arg == "--shape") {
+      Shape s;
+      if (std::sscanf(value().c_str(), "%ldx%ldx%ld", &s.m, &s.k, &s.n) != 3) {
+        std::fprintf(stderr, "--shape wants MxKxN\n");
+        std::exit(2);
+      }
+      options.shapes.push_back(s);
+    } else {
+      std::fprintf(stderr, "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  if (options.shapes.empty()) {
+    const std::pair<int64_t, int64_t> layers[] = {{384, 384}, {384, 1536}, {1536, 384},
+                                                  {768, 768}, {768, 3072}, {3072, 768}};
+    for (int64_t m : {128, 512, 2048})
+      for (auto [k, n] : layers)
+        options.shapes.push_back({m, k, n});
+    options.shapes.push_back({1024, 1024, 1024});
+  }
+  return options;
+}
+
+/// Timing of one shape; printed once all shapes ran, against the best peak.
+struct Result {
+  Shape shape;
+  int64_t kc;
+  int runs;
+  std::vector<double> onnxcGflops, blasGflops;
+  double worstError;
+};
+
+Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
+  GemmBlocking blocking = chooseGemmBlocking(s.k);
+  if (options.blocking.kc > 0)
+    blocking.kc = options.blocking.kc;
+  if (options.blocking.mc > 0)
+    blocking.mc = options.blocking.mc;
+  std::string name =
+      "gemm_" + std::to_string(s.m) + "_" + std::to_string(s.k) + "_" + std::to_string(s.n);
+  emitPackedGemm(jit.newModule(name), PackedGemmSpec{name, s.k, s.n, {}, blocking});
+  jit.compile();
+  auto *kernel = jit.lookup<PackedGemmFn>(name);
+
+  Buffer a = randomBuffer(s.m * s.k, 1), b = randomBuffer(s.k * s.n, 2);
+  Buffer packed = allocate(packedGemmWeightsSize(s.k, s.n));
+  packGemmWeights(b.get(), s.k, s.n, false, blocking, packed.get());
+  Buffer cOnnxc = allocate(s.m * s.n), cBlas = allocate(s.m * s.n);
+  auto runOnnxc = [&] {
+    kernel(a.get(), s.k, packed.get(), cOnnxc.get(), s.n, 0, s.m, nullptr, nullptr, 0);
+  };
+  auto runBlas = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f,
+                a.get(), int(s.k), b.get(), int(s.n), 0.0f, cBlas.get(), int(s.n));
+  };
+  double flop = 2.0 * double(s.m) * double(s.k) * double(s.n);
+  int runs = options.runs;
+  if (runs <= 0) {
+    double once = seconds(runBlas) + seconds(runOnnxc);
+    runs = std::max(5, std::min(200, int(1.0 / once)));
+  }
+  std::vector<double> onnxcGflops, blasGflops;
+  for (int r = 0; r < runs; ++r) {
+    onnxcGflops.push_back(flop / seconds(runOnnxc) * 1e-9);
+    blasGflops.push_back(flop / seconds(runBlas) * 1e-9);
+  }
+  double worstError = 0;
+  for (int64_t i = 0; i < s.m * s.n; ++i)
+    worstError = std::max(worstError, double(std::fabs(cOnnxc[size_t(i)] - cBlas[size_t(i)])));
+
+  return Result{s, blocking.kc, runs, onnxcGflops, blasGflops, worstError};
+}
+
+void printResult(const Result &r, double peak) {
+  // "best" is the fastest run (what min time gives), "median" the typical one.
+  auto best = [](const std::vector<double> &v) { return *std::max_element(v.begin(), v.end()); };
+  double onnxcBest = best(r.onnxcGflops), blasBest = best(r.blasGflops);
+  std::printf("%5ld %5ld %5ld | %6.1f %6.1f %5.1f%% | %6.1f %6.1f %5.1f%% | %5.2f %5.2f | %4d "
+              "kc=%ld %.0e\n",
+              r.shape.m, r.shape.k, r.shape.n, onnxcBest, median(r.onnxcGflops),
+              100 * onnxcBest / peak, blasBest, median(r.blasGflops), 100 * blasBest / peak,
+              onnxcBest / blasBest, median(r.onnxcGflops) / median(r.blasGflops), r.runs, r.kc,
+              r.worstError);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  openblas_set_num_threads(1);
+  KernelJit jit = KernelJit::forHost();
+  // Peak samples are taken between shapes too: on a shared machine the
+  // contention changes during the run, and the best sample is the peak.
+  std::vector<double> peakRuns = measurePeakGflops(5);
+  std::vector<Result> results;
+  for (const Shape &shape : options.shapes) {
+    results.push_back(benchmarkShape(jit, shape, options));
+    for (double sample : measurePeakGflops(2))
+      peakRuns.push_back(sample);
+  }
+  double peak = *std::max_element(peakRuns.begin(), peakRuns.end());
+  std::printf("one thread; onnxc JIT for cpu '%s'; OpenBLAS core %s (%s)\n", jit.cpuName().c_str(),
+              openblas_get_corename(), openblas_get_config());
+  std::printf("measured fp32 FMA peak %.1f GFLOP/s (best of %zu samples, median %.1f)\n", peak,
+              peakRuns.size(), median(peakRuns));
+  std::printf("GFLOP/s: best = fastest run, med = median run; %%pk = best / peak\n");
+  std::printf("    M     K     N |  onnxc    med   %%pk | OpenBLAS  med   %%pk | ratio  med | "
+              "runs\n");
+  for (const Result &result : results)
+    printResult(result, peak);
+  return 0;
+}

@@ -1,0 +1,99 @@
+//===- codegen/GemmEmitter.h - LLVM IR for packed, register-tiled GEMM -----===//
+//
+// Emits single-precision GEMM kernels as LLVM IR with explicit <8 x float>
+// vectors and llvm.fma, for AVX2+FMA-class targets (any x86-64 works; the
+// code is just slower without FMA). The loop nest follows the BLIS
+// structure, with B already packed (GemmPacking.h):
+//
+//   for each K block (kc rows of B, from the packed layout)
+//     for each block of mc rows of A (within [rowBegin, rowEnd))
+//       pack the A block into 6-row panels (stack buffer, rows zero-padded)
+//       for each 16-column panel of B            <- stays in L1
+//         for each 6-row panel of the A block    <- streams from L2
+//           6x16 micro-kernel: 12 accumulators, per k one broadcast of each
+//           of 6 A values, two B vector loads, 12 FMAs
+//           store: + previous C (K blocks after the first), and on the
+//           last K block the fused epilogue (+bias, activation, +residual)
+//
+// Column tails are masked stores (the padded B columns are zero); row tails
+// come from zero-padded A panels and a store loop over the valid rows.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/GemmPacking.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llvm {
+class Function;
+class Module;
+} // namespace llvm
+
+namespace onnxc {
+
+/// Activation applied in the GEMM store. The GELU forms use vector
+/// approximations emitted inline (GemmActivation.h documents their error).
+enum class GemmActivation { None, Relu, GeluErf, GeluTanh };
+
+/// What is fused into the store of each output element, in this order:
+///   c = activation(a.b + bias[col]) + residual[row, col]
+struct GemmEpilogue {
+  bool bias = false;
+  GemmActivation activation = GemmActivation::None;
+  bool residual = false;
+};
+
+/// A GEMM whose B is a constant pre-packed with packGemmWeights: K and N are
+/// compile-time constants, M is the runtime row range.
+struct PackedGemmSpec {
+  std::string name;
+  int64_t k = 0;
+  int64_t n = 0;
+  GemmEpilogue epilogue;
+  /// Must match the blocking the weights were packed with.
+  GemmBlocking blocking;
+};
+
+/// C signature of a packed-B kernel. Computes rows [rowBegin, rowEnd) of
+/// C[M, N] = epilogue(A[M, K] * B). `a`, `c` and `residual` are row-major
+/// with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N
+/// floats. Pointers the epilogue does not use may be null. Uses
+/// mc * kc * 4 bytes of stack.
+using PackedGemmFn = void(const float *a, int64_t lda, const float *packedB, float *c, int64_t ldc,
+                          int64_t rowBegin, int64_t rowEnd, const float *bias,
+                          const float *residual, int64_t ldResidual);
+
+/// Emits the kernel `spec.name` into `module` (external linkage); throws
+/// onnxc::Error for non-positive dims or an invalid blocking.
+llvm::Function *emitPackedGemm(llvm::Module &module, const PackedGemmSpec &spec);
+
+/// A batched GEMM of two run-time operands (Q * K^T, P * V): each batch item
+/// packs its B into a caller-provided buffer, then runs the same blocked
+/// loop nest as the packed kernel. K and N are constants when positive, or
+/// read from the `k` / `n` arguments when 0 (sequence-length dims).
+struct RuntimeGemmSpec {
+  std::string name;
+  int64_t k = 0;
+  int64_t n = 0;
+  /// B items are [n, k] row-major (so the kernel computes A * B^T).
+  bool transposedB = false;
+  /// kc fixes the packing buffer's layout; 256 when K is unknown.
+  GemmBlocking blocking;
+};
+
+/// C signature of a runtime-B kernel. For items i in [batchBegin, batchEnd):
+///   C_i[m, n] = A_i[m, k] * B_i   with  X_i = x + i * strideX
+/// B_i is [k, n] with leading dimension ldb, or [n, k] when transposed.
+/// `packBuffer` holds packedGemmWeightsSize(k, n) floats, private to the
+/// calling thread. `k` / `n` are ignored when the spec fixed them.
+using RuntimeGemmFn = void(const float *a, int64_t lda, int64_t strideA, const float *b,
+                           int64_t ldb, int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                           int64_t m, int64_t k, int64_t n, int64_t batchBegin, int64_t batchEnd,
+                           float *packBuffer);
+
+/// Emits the kernel `spec.name` into `module` (external linkage).
+llvm::Function *emitRuntimeGemm(llvm::Module &module, const RuntimeGemmSpec &spec);
+
+} // namespace onnxc

@@ -1,0 +1,368 @@
+//===- codegen/GemmIRBuilder.cpp - Loop-nest emission shared by GEMM kernels ===//
+#include "codegen/GemmIRBuilder.h"
+
+#include "codegen/GemmActivation.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Metadata.h"
+
+#include <cassert>
+
+namespace onnxc {
+namespace {
+
+bool isConstantFalse(llvm::Value *value) {
+  auto *constant = llvm::dyn_cast_or_null<llvm::Constant>(value);
+  return constant && constant->isNullValue();
+}
+
+} // namespace
+
+GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &blocking)
+    : builder_(llvm::BasicBlock::Create(function.getContext(), "entry", &function)),
+      blocking_(blocking) {
+  floatType_ = builder_.getFloatTy();
+  vectorType_ = llvm::FixedVectorType::get(floatType_, 8);
+  // Both buffers are fixed-size allocas in the entry block, so they cost one
+  // stack-pointer adjustment per call and nothing per tile.
+  auto *packedA = builder_.CreateAlloca(
+      llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc)), nullptr, "packedA");
+  packedA->setAlignment(llvm::Align(64));
+  packedA_ = packedA;
+  auto *scratch =
+      builder_.CreateAlloca(llvm::ArrayType::get(floatType_, GemmMR * GemmNR), nullptr, "tile");
+  scratch->setAlignment(llvm::Align(64));
+  tileScratch_ = scratch;
+}
+
+std::vector<llvm::Value *> GemmIRBuilder::emitLoop(llvm::Value *begin, llvm::Value *end,
+                                                   int64_t step,
+                                                   llvm::ArrayRef<llvm::Value *> initial,
+                                                   LoopBody body) {
+  llvm::LLVMContext &context = builder_.getContext();
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  llvm::BasicBlock *preheader = builder_.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(context, "loop", function);
+  auto *bodyBlock = llvm::BasicBlock::Create(context, "loop.body", function);
+  auto *exit = llvm::BasicBlock::Create(context, "loop.exit", function);
+  builder_.CreateBr(header);
+
+  builder_.SetInsertPoint(header);
+  llvm::PHINode *iv = builder_.CreatePHI(builder_.getInt64Ty(), 2, "iv");
+  iv->addIncoming(begin, preheader);
+  std::vector<llvm::PHINode *> phis;
+  for (llvm::Value *value : initial) {
+    phis.push_back(builder_.CreatePHI(value->getType(), 2));
+    phis.back()->addIncoming(value, preheader);
+  }
+  builder_.CreateCondBr(builder_.CreateICmpSLT(iv, end), bodyBlock, exit);
+
+  builder_.SetInsertPoint(bodyBlock);
+  std::vector<llvm::Value *> carried(phis.begin(), phis.end());
+  std::vector<llvm::Value *> next = body(iv, carried);
+  assert(next.size() == phis.size() && "loop body must return every carried value");
+  llvm::Value *ivNext = builder_.CreateNSWAdd(iv, index(step));
+  llvm::BasicBlock *latch = builder_.GetInsertBlock();
+  llvm::BranchInst *backEdge = builder_.CreateBr(header);
+  // The loops that matter are unrolled by hand; with K and N constant, LLVM
+  // would otherwise fully unroll every short loop and multiply code size
+  // (and JIT time) for no speed.
+  llvm::Metadata *disable =
+      llvm::MDNode::get(context, llvm::MDString::get(context, "llvm.loop.unroll.disable"));
+  llvm::MDNode *loopId = llvm::MDNode::getDistinct(context, {nullptr, disable});
+  loopId->replaceOperandWith(0, loopId);
+  backEdge->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  iv->addIncoming(ivNext, latch);
+  for (size_t i = 0; i < phis.size(); ++i)
+    phis[i]->addIncoming(next[i], latch);
+
+  builder_.SetInsertPoint(exit);
+  return std::vector<llvm::Value *>(phis.begin(), phis.end());
+}
+
+void GemmIRBuilder::emitLoop(llvm::Value *begin, llvm::Value *end, int64_t step,
+                             llvm::function_ref<void(llvm::Value *)> body) {
+  emitLoop(begin, end, step, {}, [&](llvm::Value *iv, llvm::ArrayRef<llvm::Value *>) {
+    body(iv);
+    return std::vector<llvm::Value *>{};
+  });
+}
+
+void GemmIRBuilder::emitIf(llvm::Value *condition, llvm::function_ref<void()> then,
+                           llvm::function_ref<void()> otherwise) {
+  // Conditions on specialized dims are constants: emit only the live side.
+  if (auto *constant = llvm::dyn_cast<llvm::ConstantInt>(condition)) {
+    if (!constant->isZero())
+      then();
+    else if (otherwise)
+      otherwise();
+    return;
+  }
+  llvm::LLVMContext &context = builder_.getContext();
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *thenBlock = llvm::BasicBlock::Create(context, "if.then", function);
+  auto *elseBlock = otherwise ? llvm::BasicBlock::Create(context, "if.else", function) : nullptr;
+  auto *join = llvm::BasicBlock::Create(context, "if.end", function);
+  builder_.CreateCondBr(condition, thenBlock, elseBlock ? elseBlock : join);
+  builder_.SetInsertPoint(thenBlock);
+  then();
+  builder_.CreateBr(join);
+  if (elseBlock) {
+    builder_.SetInsertPoint(elseBlock);
+    otherwise();
+    builder_.CreateBr(join);
+  }
+  builder_.SetInsertPoint(join);
+}
+
+llvm::Value *GemmIRBuilder::floatAt(llvm::Value *base, llvm::Value *offset) {
+  return builder_.CreateInBoundsGEP(floatType_, base, offset);
+}
+
+llvm::Value *GemmIRBuilder::min(llvm::Value *a, llvm::Value *b) {
+  return builder_.CreateSelect(builder_.CreateICmpSLT(a, b), a, b);
+}
+
+llvm::Value *GemmIRBuilder::laneMask(llvm::Value *width, int half) {
+  if (auto *constant = llvm::dyn_cast<llvm::ConstantInt>(width))
+    if (constant->getSExtValue() >= GemmNR)
+      return nullptr;
+  std::vector<llvm::Constant *> lanes;
+  for (int lane = 0; lane < 8; ++lane)
+    lanes.push_back(builder_.getInt32(half * 8 + lane));
+  llvm::Value *clamped = builder_.CreateTrunc(min(width, index(GemmNR)), builder_.getInt32Ty());
+  return builder_.CreateICmpSLT(llvm::ConstantVector::get(lanes),
+                                builder_.CreateVectorSplat(8, clamped));
+}
+
+llvm::Value *GemmIRBuilder::loadVector(llvm::Value *pointer, llvm::Value *mask) {
+  if (!mask)
+    return builder_.CreateAlignedLoad(vectorType_, pointer, llvm::Align(4));
+  return builder_.CreateMaskedLoad(vectorType_, pointer, llvm::Align(4), mask,
+                                   llvm::Constant::getNullValue(vectorType_));
+}
+
+void GemmIRBuilder::storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask) {
+  if (!mask)
+    builder_.CreateAlignedStore(value, pointer, llvm::Align(4));
+  else
+    builder_.CreateMaskedStore(value, pointer, llvm::Align(4), mask);
+}
+
+void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows,
+                                   llvm::Value *depth) {
+  // Panel p holds rows [6p, 6p+6) k-major: element (r, k) at k*6 + r, so the
+  // micro-kernel's six broadcasts per k read one contiguous 24-byte group.
+  emitLoop(index(0), rows, GemmMR, [&](llvm::Value *panelRow) {
+    llvm::Value *panel = floatAt(packedA_, builder_.CreateMul(panelRow, depth));
+    llvm::Value *source = floatAt(a, builder_.CreateMul(panelRow, lda));
+    llvm::Value *panelRows = min(index(GemmMR), builder_.CreateSub(rows, panelRow));
+    auto copyRow = [&](llvm::Value *r, llvm::Value *k) {
+      llvm::Value *value = builder_.CreateLoad(
+          floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(r, lda), k)));
+      builder_.CreateStore(
+          value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), r)));
+    };
+    emitIf(
+        builder_.CreateICmpEQ(panelRows, index(GemmMR)),
+        [&] {
+          emitLoop(index(0), depth, 1, [&](llvm::Value *k) {
+            for (int64_t r = 0; r < GemmMR; ++r)
+              copyRow(index(r), k);
+          });
+        },
+        [&] {
+          // Rows past the end are zeros, so the tile computes them harmlessly.
+          builder_.CreateMemSet(panel, builder_.getInt8(0),
+                                builder_.CreateMul(depth, index(GemmMR * 4)), llvm::Align(4));
+          emitLoop(index(0), panelRows, 1, [&](llvm::Value *r) {
+            emitLoop(index(0), depth, 1, [&](llvm::Value *k) { copyRow(r, k); });
+          });
+        });
+  });
+}
+
+GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel,
+                                                           llvm::Value *depth) {
+  auto stepK = [&](llvm::Value *k, std::vector<llvm::Value *> &acc) {
+    llvm::Value *bRow = floatAt(bPanel, builder_.CreateMul(k, index(GemmNR)));
+    llvm::Value *b0 = builder_.CreateAlignedLoad(vectorType_, bRow, llvm::Align(4));
+    llvm::Value *b1 =
+        builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(8)), llvm::Align(4));
+    llvm::Value *aColumn = floatAt(aPanel, builder_.CreateMul(k, index(GemmMR)));
+    for (int64_t r = 0; r < GemmMR; ++r) {
+      llvm::Value *a = builder_.CreateLoad(floatType_, floatAt(aColumn, index(r)));
+      llvm::Value *broadcast = builder_.CreateVectorSplat(8, a);
+      acc[2 * r] = builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_},
+                                            {broadcast, b0, acc[2 * r]});
+      acc[2 * r + 1] = builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_},
+                                                {broadcast, b1, acc[2 * r + 1]});
+    }
+  };
+  // Unrolled by 4 so loop overhead is small next to 48 FMAs per iteration;
+  // a one-step loop finishes depths that are not a multiple of 4.
+  constexpr int64_t unroll = 4;
+  std::vector<llvm::Value *> zeros(GemmMR * 2, llvm::Constant::getNullValue(vectorType_));
+  llvm::Value *unrolledEnd = builder_.CreateAnd(depth, index(~(unroll - 1)));
+  auto unrolled = emitLoop(index(0), unrolledEnd, unroll, zeros,
+                           [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+                             std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+                             for (int64_t u = 0; u < unroll; ++u)
+                               stepK(builder_.CreateAdd(k, index(u)), acc);
+                             return acc;
+                           });
+  auto final = emitLoop(unrolledEnd, depth, 1, unrolled,
+                        [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+                          std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+                          stepK(k, acc);
+                          return acc;
+                        });
+  Accumulators result;
+  std::copy(final.begin(), final.end(), result.begin());
+  return result;
+}
+
+void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                  llvm::Value *row, llvm::Value *rows, llvm::Value *col,
+                                  llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue) {
+  std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
+  std::array<llvm::Value *, 2> bias = {nullptr, nullptr};
+  if (applyEpilogue && epilogue.bias)
+    for (int half = 0; half < 2; ++half)
+      if (!isConstantFalse(masks[half]))
+        bias[half] = loadVector(floatAt(operands.bias, builder_.CreateAdd(col, index(half * 8))),
+                                masks[half]);
+  llvm::Value *zero = llvm::Constant::getNullValue(vectorType_);
+  emitLoop(index(0), rows, 1, [&](llvm::Value *r) {
+    llvm::Value *outRow = builder_.CreateAdd(row, r);
+    llvm::Value *cRow =
+        floatAt(operands.c, builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldc), col));
+    for (int half = 0; half < 2; ++half) {
+      if (isConstantFalse(masks[half]))
+        continue;
+      llvm::Value *offset =
+          builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), index(half * 8));
+      llvm::Value *value =
+          builder_.CreateAlignedLoad(vectorType_, floatAt(tileScratch_, offset), llvm::Align(32));
+      // K blocks after the first add to what earlier blocks stored. The
+      // load is harmless on the first block (C is the caller's buffer) and
+      // cheaper than a second copy of this loop.
+      llvm::Value *cPointer = floatAt(cRow, index(half * 8));
+      llvm::Value *previous = loadVector(cPointer, masks[half]);
+      value = builder_.CreateFAdd(value, builder_.CreateSelect(isFirst, zero, previous));
+      if (applyEpilogue) {
+        if (bias[half])
+          value = builder_.CreateFAdd(value, bias[half]);
+        value = emitGemmActivation(builder_, value, epilogue.activation);
+        if (epilogue.residual) {
+          llvm::Value *residualOffset =
+              builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),
+                                 builder_.CreateAdd(col, index(half * 8)));
+          value = builder_.CreateFAdd(
+              value, loadVector(floatAt(operands.residual, residualOffset), masks[half]));
+        }
+      }
+      storeVector(value, cPointer, masks[half]);
+    }
+  });
+}
+
+void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                    llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
+                                    llvm::Value *bPanel, llvm::Value *col, llvm::Value *isFirst,
+                                    llvm::Value *isLast, bool fullWidth) {
+  llvm::Value *width = fullWidth ? index(GemmNR) : builder_.CreateSub(operands.n, col);
+  emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
+    Accumulators acc =
+        emitMicroKernel(floatAt(packedA_, builder_.CreateMul(tileRow, depth)), bPanel, depth);
+    // The tile goes through a 384-byte scratch so that one store loop serves
+    // full tiles and row tails alike (12 extra L1 stores per tile).
+    for (size_t i = 0; i < acc.size(); ++i)
+      builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
+                                  llvm::Align(32));
+    llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
+    llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
+    emitIf(
+        isLast,
+        [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true); },
+        [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, false); });
+  });
+}
+
+void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpilogue &epilogue) {
+  llvm::Value *nPadded = builder_.CreateMul(
+      builder_.CreateSDiv(builder_.CreateAdd(operands.n, index(GemmNR - 1)), index(GemmNR)),
+      index(GemmNR));
+  llvm::Value *fullPanels = builder_.CreateSDiv(operands.n, index(GemmNR));
+  llvm::Value *tailCol = builder_.CreateMul(fullPanels, index(GemmNR));
+  emitLoop(index(0), operands.k, blocking_.kc, [&](llvm::Value *kBlock) {
+    llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(operands.k, kBlock));
+    llvm::Value *bBlock = floatAt(operands.packedB, builder_.CreateMul(kBlock, nPadded));
+    llvm::Value *isFirst = builder_.CreateICmpEQ(kBlock, index(0));
+    llvm::Value *isLast = builder_.CreateICmpEQ(builder_.CreateAdd(kBlock, depth), operands.k);
+    emitLoop(operands.rowBegin, operands.rowEnd, blocking_.mc, [&](llvm::Value *rowBlock) {
+      llvm::Value *rows = min(index(blocking_.mc), builder_.CreateSub(operands.rowEnd, rowBlock));
+      llvm::Value *aBlock = floatAt(
+          operands.a, builder_.CreateAdd(builder_.CreateMul(rowBlock, operands.lda), kBlock));
+      emitPackABlock(aBlock, operands.lda, rows, depth);
+      emitLoop(index(0), fullPanels, 1, [&](llvm::Value *panel) {
+        llvm::Value *col = builder_.CreateMul(panel, index(GemmNR));
+        emitPanelColumn(operands, epilogue, rowBlock, rows, depth,
+                        floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,
+                        /*fullWidth=*/true);
+      });
+      emitIf(builder_.CreateICmpNE(tailCol, operands.n), [&] {
+        emitPanelColumn(operands, epilogue, rowBlock, rows, depth,
+                        floatAt(bBlock, builder_.CreateMul(tailCol, depth)), tailCol, isFirst,
+                        isLast, /*fullWidth=*/false);
+      });
+    });
+  });
+}
+
+void GemmIRBuilder::emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, llvm::Value *n,
+                              bool transposed, llvm::Value *out) {
+  llvm::Value *nPadded = builder_.CreateMul(
+      builder_.CreateSDiv(builder_.CreateAdd(n, index(GemmNR - 1)), index(GemmNR)), index(GemmNR));
+  emitLoop(index(0), k, blocking_.kc, [&](llvm::Value *kBlock) {
+    llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(k, kBlock));
+    llvm::Value *block = floatAt(out, builder_.CreateMul(kBlock, nPadded));
+    emitLoop(index(0), nPadded, GemmNR, [&](llvm::Value *panelCol) {
+      llvm::Value *panel = floatAt(block, builder_.CreateMul(panelCol, depth));
+      llvm::Value *width = min(index(GemmNR), builder_.CreateSub(n, panelCol));
+      if (!transposed) {
+        // Rows of B are contiguous: two (masked) vector copies per k.
+        std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
+        emitLoop(index(0), depth, 1, [&](llvm::Value *r) {
+          llvm::Value *source =
+              floatAt(b, builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(kBlock, r), ldb),
+                                            panelCol));
+          llvm::Value *target = floatAt(panel, builder_.CreateMul(r, index(GemmNR)));
+          for (int half = 0; half < 2; ++half)
+            storeVector(loadVector(floatAt(source, index(half * 8)), masks[half]),
+                        floatAt(target, index(half * 8)), nullptr);
+        });
+        return;
+      }
+      // B^T: each panel column is a contiguous run of k in the source.
+      emitIf(builder_.CreateICmpSLT(width, index(GemmNR)), [&] {
+        builder_.CreateMemSet(panel, builder_.getInt8(0),
+                              builder_.CreateMul(depth, index(GemmNR * 4)), llvm::Align(4));
+      });
+      emitLoop(index(0), width, 1, [&](llvm::Value *j) {
+        llvm::Value *source =
+            floatAt(b, builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(panelCol, j), ldb),
+                                          kBlock));
+        emitLoop(index(0), depth, 1, [&](llvm::Value *r) {
+          llvm::Value *value = builder_.CreateLoad(floatType_, floatAt(source, r));
+          builder_.CreateStore(
+              value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), j)));
+        });
+      });
+    });
+  });
+}
+
+} // namespace onnxc

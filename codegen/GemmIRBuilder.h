@@ -1,0 +1,95 @@
+//===- codegen/GemmIRBuilder.h - Loop-nest emission shared by GEMM kernels -===//
+//
+// Codegen-internal. Wraps an IRBuilder positioned in a kernel function and
+// emits the pieces of GemmEmitter.h's loop nest: counted loops with carried
+// values, A-block packing, the 6x16 micro-kernel, the tile store with its
+// fused epilogue, and run-time B packing. Dims are llvm::Values that are
+// constants when the kernel is specialized, so one emitter serves both
+// specialized and run-time shapes (IRBuilder folds the constant cases).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/GemmEmitter.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/IR/IRBuilder.h"
+
+#include <array>
+#include <vector>
+
+namespace onnxc {
+
+/// Run-time operands of one C[rowBegin:rowEnd, 0:N] = A * packedB product.
+struct GemmOperands {
+  llvm::Value *a, *lda;
+  llvm::Value *packedB;
+  llvm::Value *c, *ldc;
+  llvm::Value *rowBegin, *rowEnd;
+  llvm::Value *k, *n;
+  /// Used only when the epilogue asks for them.
+  llvm::Value *bias = nullptr, *residual = nullptr, *ldResidual = nullptr;
+};
+
+class GemmIRBuilder {
+public:
+  /// Positions at the end of a new entry block of `function` and allocates
+  /// the packed-A buffer and the tile scratch there.
+  GemmIRBuilder(llvm::Function &function, const GemmBlocking &blocking);
+
+  llvm::IRBuilder<> &ir() { return builder_; }
+  llvm::Value *index(int64_t value) { return builder_.getInt64(value); }
+
+  /// for (iv = begin; iv < end; iv += step) with loop-carried values; returns
+  /// the carried values after the loop (`initial` if it runs zero times).
+  using LoopBody =
+      llvm::function_ref<std::vector<llvm::Value *>(llvm::Value *, llvm::ArrayRef<llvm::Value *>)>;
+  std::vector<llvm::Value *> emitLoop(llvm::Value *begin, llvm::Value *end, int64_t step,
+                                      llvm::ArrayRef<llvm::Value *> initial, LoopBody body);
+  /// The same without carried values.
+  void emitLoop(llvm::Value *begin, llvm::Value *end, int64_t step,
+                llvm::function_ref<void(llvm::Value *)> body);
+  /// if (condition) { then() } else { otherwise() }; `otherwise` may be empty.
+  void emitIf(llvm::Value *condition, llvm::function_ref<void()> then,
+              llvm::function_ref<void()> otherwise = nullptr);
+
+  /// The blocked loop nest over K blocks, A row blocks, B panels and tiles.
+  void emitBlockedGemm(const GemmOperands &operands, const GemmEpilogue &epilogue);
+
+  /// Packs B ([k, n] with leading dimension ldb, or [n, k] when transposed)
+  /// into `out` in the GemmPacking.h layout for this builder's kc.
+  void emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, llvm::Value *n, bool transposed,
+                 llvm::Value *out);
+
+private:
+  using Accumulators = std::array<llvm::Value *, GemmMR * 2>;
+
+  llvm::Value *floatAt(llvm::Value *base, llvm::Value *offset);
+  llvm::Value *min(llvm::Value *a, llvm::Value *b);
+  /// Lanes [half*8, half*8+8) of a 16-column panel that are < width, or
+  /// nullptr when `width` is statically >= 16 (a full panel).
+  llvm::Value *laneMask(llvm::Value *width, int half);
+  llvm::Value *loadVector(llvm::Value *pointer, llvm::Value *mask);
+  void storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask);
+
+  void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
+  Accumulators emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel, llvm::Value *depth);
+  /// Columns [col, col + 16) of the whole A block, one tile per 6 rows.
+  void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                       llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
+                       llvm::Value *bPanel, llvm::Value *col, llvm::Value *isFirst,
+                       llvm::Value *isLast, bool fullWidth);
+  void emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *row,
+                     llvm::Value *rows, llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,
+                     bool applyEpilogue);
+
+  llvm::IRBuilder<> builder_;
+  GemmBlocking blocking_;
+  llvm::Type *floatType_;
+  llvm::VectorType *vectorType_;
+  llvm::Value *packedA_ = nullptr;
+  llvm::Value *tileScratch_ = nullptr;
+};
+
+} // namespace onnxc

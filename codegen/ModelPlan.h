@@ -1,0 +1,111 @@
+//===- codegen/ModelPlan.h - What lowering hands to the artifact emitters ---===//
+//
+// Lowering turns an ir::Graph into kernels (llvm::Functions in one module)
+// plus a ModelPlan: the symbols, the model's inputs and outputs, every
+// buffer a step touches, and the steps in execution order. The plan is the
+// C++ mirror of onnxc_model_descriptor (runtime/include/onnxc/model_abi.h);
+// DescriptorEmitter turns it into that descriptor as constant data, so the
+// JIT and the shared library describe the model the same way.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/DType.h"
+#include "ir/Dim.h"
+#include "ir/Shape.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Function;
+class FunctionType;
+class LLVMContext;
+} // namespace llvm
+
+namespace onnxc {
+
+/// A symbolic dimension and the input axis its value is read from at run
+/// time (model_abi.h's onnxc_symbol_source).
+struct PlanSymbol {
+  std::string name;
+  int32_t input = 0;
+  int32_t axis = 0;
+};
+
+/// A model input or output: name, element type and (symbolic) shape.
+struct PlanTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+/// Values equal to onnxc_buffer_kind.
+enum class BufferKind : int32_t { Input = 1, Output = 2, Intermediate = 3, Constant = 4 };
+
+/// The bytes of a constant buffer. Either shared (the plan keeps them alive)
+/// or borrowed (the caller keeps `data` alive until the descriptor is
+/// emitted; LLVM copies the bytes into the module).
+struct ConstantBytes {
+  ConstantBytes() = default;
+  explicit ConstantBytes(std::shared_ptr<const std::vector<uint8_t>> bytes)
+      : owner(bytes), data(bytes->data()), size(bytes->size()) {}
+  ConstantBytes(const void *borrowed, size_t byteCount)
+      : data(static_cast<const uint8_t *>(borrowed)), size(byteCount) {}
+
+  std::shared_ptr<const void> owner;
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
+/// One buffer of the model. `index` is the input/output number for
+/// Input/Output buffers and unused otherwise. Intermediates live in the
+/// runtime's arena from `firstStep` to `lastStep` (inclusive).
+struct PlanBuffer {
+  BufferKind kind = BufferKind::Intermediate;
+  int32_t index = 0;
+  Dim sizeBytes = Dim(0);
+  ConstantBytes constant; // BufferKind::Constant only
+  int32_t firstStep = 0;
+  int32_t lastStep = 0;
+};
+
+/// One kernel invocation. `kernel` has kernelFunctionType() and `taskCount`
+/// (null: one task) has taskCountFunctionType(); both must live in the
+/// module the descriptor is emitted into. `buffers` index ModelPlan::buffers
+/// and are passed to the kernel in this order.
+struct PlanStep {
+  std::string name;
+  llvm::Function *kernel = nullptr;
+  llvm::Function *taskCount = nullptr;
+  std::vector<int32_t> buffers;
+};
+
+/// Everything the runtime needs to run a compiled model, as lowering sees it.
+struct ModelPlan {
+  std::string name;
+  std::vector<PlanSymbol> symbols;
+  std::vector<PlanTensor> inputs;
+  std::vector<PlanTensor> outputs;
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanStep> steps;
+
+  /// Symbol name -> position in `symbols`, as encodeDim wants it.
+  std::map<std::string, int32_t> symbolIndex() const {
+    std::map<std::string, int32_t> index;
+    for (size_t i = 0; i < symbols.size(); ++i)
+      index.emplace(symbols[i].name, int32_t(i));
+    return index;
+  }
+};
+
+/// void (void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end):
+/// the type of onnxc_kernel_fn.
+llvm::FunctionType *kernelFunctionType(llvm::LLVMContext &context);
+/// int64_t (const int64_t *symbols): the type of onnxc_task_count_fn.
+llvm::FunctionType *taskCountFunctionType(llvm::LLVMContext &context);
+
+} // namespace onnxc

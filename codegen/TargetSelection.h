@@ -1,0 +1,74 @@
+//===- codegen/TargetSelection.h - Which CPU the generated code is for -----===//
+//
+// Kernels are emitted for the host CPU by default ("native": its name and
+// every feature it reports), or for a named CPU (--mcpu) with features
+// added or removed (--mattr=+avx2,-fma). Names are checked against LLVM's
+// tables for the target, so a typo is an error rather than a silent
+// fallback to a baseline CPU. The JIT and the object emitter build their
+// TargetMachines from the same selection, so both compile the same code.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace onnxc {
+
+/// What the user asked for on the command line.
+struct TargetRequest {
+  /// "native" (the host CPU), or an LLVM CPU name such as "x86-64",
+  /// "x86-64-v3", "skylake-avx512".
+  std::string cpu = "native";
+  /// Comma-separated "+feature" / "-feature" list, applied after the CPU's
+  /// own features ("native" includes the host's features).
+  std::string attributes;
+};
+
+/// A validated CPU + feature choice for the host's target triple.
+class TargetSelection {
+public:
+  /// Validates `request` and resolves "native"; throws onnxc::Error naming
+  /// an unknown CPU or feature.
+  static TargetSelection select(const TargetRequest &request = {});
+  /// The baseline x86-64 CPU with no extra features: runs on any x86-64.
+  static TargetSelection genericX86_64() { return select({"x86-64", ""}); }
+
+  const llvm::Triple &triple() const { return triple_; }
+  const std::string &cpu() const { return cpu_; }
+  /// The resolved feature string ("+avx2,+fma,-avx512f,...").
+  const std::string &features() const { return features_; }
+
+  /// A TargetMachine for ahead-of-time code: position independent (it goes
+  /// into a shared library) and optimized at -O3.
+  std::unique_ptr<llvm::TargetMachine> createTargetMachine() const;
+  /// The same choice for ORC's LLJIT.
+  llvm::orc::JITTargetMachineBuilder jitTargetMachineBuilder() const;
+  /// Sets the module's triple and data layout; emitters need the layout
+  /// before they lay out descriptor structs.
+  void configureModule(llvm::Module &module) const;
+
+  /// Every CPU name valid for the host triple (for --mcpu=help).
+  static std::vector<std::string> availableCpus();
+  /// Every feature name valid for the host triple (for --mattr=help).
+  static std::vector<std::string> availableFeatures();
+
+private:
+  llvm::Triple triple_;
+  std::string cpu_;
+  std::string features_;
+};
+
+/// Registers the host target with LLVM once; safe to call from anywhere.
+void initializeNativeTarget();
+
+} // namespace onnxc

@@ -1,0 +1,110 @@
+//===- runtime/InputBinding.cpp - Checking inputs and binding symbols ------===//
+#include "InputBinding.h"
+
+#include "DimExpr.h"
+#include "DimExprQueries.h"
+#include "Dtype.h"
+
+namespace onnxc::runtime {
+
+namespace {
+
+std::string inputLabel(const onnxc_tensor_info &info) {
+  return "input '" + std::string(info.name) + "'";
+}
+
+std::string describeCount(const onnxc_model_descriptor &model) {
+  std::string text =
+      std::to_string(model.num_inputs) + " input" + (model.num_inputs == 1 ? "" : "s");
+  for (int32_t i = 0; i < model.num_inputs; ++i)
+    text += std::string(i == 0 ? " (" : ", ") + "'" + model.inputs[i].name + "'";
+  return model.num_inputs > 0 ? text + ")" : text;
+}
+
+/// Dtype, rank, non-negative dims and data present; no symbol involved yet.
+std::string checkInputLayout(const onnxc_tensor_info &info, const onnxc_tensor &input) {
+  auto label = [&] { return inputLabel(info); };
+  if (input.dtype != info.dtype)
+    return label() + ": dtype is " + dtypeName(input.dtype) + " but the model needs " +
+           dtypeName(info.dtype);
+  if (input.rank != info.rank)
+    return label() + ": rank is " + std::to_string(input.rank) + " but the model needs " +
+           std::to_string(info.rank) + " " + (info.shape_text ? info.shape_text : "");
+  bool empty = false;
+  for (int32_t axis = 0; axis < input.rank; ++axis) {
+    if (input.dims[axis] < 0)
+      return label() + ": dim " + std::to_string(axis) + " is " + std::to_string(input.dims[axis]) +
+             "; dims must be >= 0";
+    empty |= input.dims[axis] == 0;
+  }
+  if (!input.data && !empty)
+    return label() + ": data is NULL";
+  return "";
+}
+
+/// "seq = 7 (bound by input 'input_ids')", or just "4" for a constant dim.
+std::string describeExpected(const onnxc_model_descriptor &model, int32_t inputIndex,
+                             onnxc_dim_expr expr, int64_t expected, const int64_t *symbols) {
+  std::string text = formatDimExpr(expr, model.symbol_names);
+  std::vector<int32_t> used = symbolsOf(expr);
+  if (used.empty())
+    return text;
+  text += " = " + std::to_string(expected) + " (";
+  bool justOneSymbol = singleSymbolOf(expr).has_value();
+  for (size_t i = 0; i < used.size(); ++i) {
+    int32_t symbol = used[i];
+    onnxc_symbol_source source = model.symbol_sources[symbol];
+    if (i > 0)
+      text += ", ";
+    if (!justOneSymbol)
+      text +=
+          std::string(model.symbol_names[symbol]) + " = " + std::to_string(symbols[symbol]) + " ";
+    if (source.input == inputIndex)
+      text += "bound by dim " + std::to_string(source.axis) + " of this input";
+    else
+      text += "bound by " + inputLabel(model.inputs[source.input]);
+  }
+  return text + ")";
+}
+
+std::string checkInputDims(const onnxc_model_descriptor &model, int32_t inputIndex,
+                           const onnxc_tensor &input, const int64_t *symbols) {
+  const onnxc_tensor_info &info = model.inputs[inputIndex];
+  for (int32_t axis = 0; axis < info.rank; ++axis) {
+    onnxc_dim_expr expr = info.dims[axis];
+    std::optional<int64_t> expected = evaluateDimExpr(expr, symbols, model.num_symbols);
+    // Messages are built only on failure: a run that passes allocates nothing.
+    auto where = [&] { return inputLabel(info) + ": dim " + std::to_string(axis); };
+    if (!expected)
+      return where() + " must be " + formatDimExpr(expr, model.symbol_names) +
+             ", which overflows for the bound symbols";
+    if (input.dims[axis] != *expected)
+      return where() + " is " + std::to_string(input.dims[axis]) + " but the model needs " +
+             describeExpected(model, inputIndex, expr, *expected, symbols);
+  }
+  return "";
+}
+
+} // namespace
+
+std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
+                       int32_t numInputs, int64_t *symbols) {
+  if (numInputs != model.num_inputs)
+    return "the model takes " + describeCount(model) + " but " + std::to_string(numInputs) +
+           (numInputs == 1 ? " was" : " were") + " given";
+  if (numInputs > 0 && !inputs)
+    return "the input array is NULL";
+  for (int32_t i = 0; i < numInputs; ++i)
+    if (std::string error = checkInputLayout(model.inputs[i], inputs[i]); !error.empty())
+      return error;
+  for (int32_t s = 0; s < model.num_symbols; ++s) {
+    onnxc_symbol_source source = model.symbol_sources[s];
+    symbols[s] = inputs[source.input].dims[source.axis];
+  }
+  for (int32_t i = 0; i < numInputs; ++i)
+    if (std::string error = checkInputDims(model, i, inputs[i], symbols); !error.empty())
+      return error;
+  return "";
+}
+
+} // namespace onnxc::runtime

@@ -1,0 +1,24 @@
+//===- runtime/InputBinding.h - Checking inputs and binding symbols --------===//
+//
+// The only place a run learns its shapes: each symbol takes the value of the
+// input axis the descriptor names as its source, and every other input dim
+// is then checked against its expression, so that kernels, which trust the
+// symbols blindly, never see an inconsistent shape.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "onnxc/onnxc.h"
+
+#include <cstdint>
+#include <string>
+
+namespace onnxc::runtime {
+
+/// Checks the inputs' count, dtypes, ranks and dims against a checked
+/// descriptor and writes the symbol values into `symbols` (num_symbols
+/// entries). Returns "" on success, else one line naming the input at fault.
+std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
+                       int32_t numInputs, int64_t *symbols);
+
+} // namespace onnxc::runtime

@@ -1,0 +1,171 @@
+//===- runtime/Session.cpp - One model's runs on one thread pool -----------===//
+#include "Session.h"
+
+#include "DescriptorCheck.h"
+#include "InputBinding.h"
+
+#include <algorithm>
+
+namespace onnxc::runtime {
+
+namespace {
+
+/// Distinct shapes a session keeps plans for. A server typically sees a few
+/// padded lengths; beyond that, replanning costs microseconds anyway.
+constexpr size_t kPlanCacheSize = 8;
+
+} // namespace
+
+std::unique_ptr<Session> Session::create(const onnxc_model_descriptor *model, int numThreads,
+                                         std::string &error) {
+  error = checkDescriptor(model);
+  if (!error.empty())
+    return nullptr;
+  if (numThreads < 0) {
+    error = "num_threads is " + std::to_string(numThreads) + "; use 0 for one per core";
+    return nullptr;
+  }
+  return std::unique_ptr<Session>(new Session(*model, numThreads));
+}
+
+Session::Session(const onnxc_model_descriptor &model, int numThreads)
+    : model_(model), pool_(numThreads), symbols_(model.num_symbols),
+      ownedOutputs_(model.num_outputs), bufferPointers_(model.num_buffers) {
+  // The per-step pointer lists are laid out once; a run only refills them.
+  stepBufferStart_.reserve(model.num_steps);
+  size_t total = 0;
+  for (int32_t s = 0; s < model.num_steps; ++s) {
+    stepBufferStart_.push_back(total);
+    total += model.steps[s].num_buffers;
+  }
+  stepBufferPointers_.assign(total, nullptr);
+  plans_.reserve(kPlanCacheSize);
+}
+
+bool Session::fail(std::string message) {
+  error_ = std::move(message);
+  return false;
+}
+
+const ExecutionPlan *Session::findOrBuildPlan() {
+  for (const std::unique_ptr<ExecutionPlan> &plan : plans_)
+    if (std::equal(symbols_.begin(), symbols_.end(), plan->symbols.begin()))
+      return plan.get();
+
+  // Build aside: a half-built plan left in the cache would match later runs.
+  auto plan = std::make_unique<ExecutionPlan>();
+  if (std::string error = buildExecutionPlan(model_, symbols_.data(), *plan); !error.empty()) {
+    fail(std::move(error));
+    return nullptr;
+  }
+  ++plansBuilt_;
+  if (plans_.size() < kPlanCacheSize) {
+    plans_.push_back(std::move(plan));
+    return plans_.back().get();
+  }
+  size_t slot = nextEvicted_;
+  nextEvicted_ = (nextEvicted_ + 1) % kPlanCacheSize;
+  plans_[slot] = std::move(plan);
+  return plans_[slot].get();
+}
+
+bool Session::prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs) {
+  // A caller that passes back last run's tensors hands us our own buffer;
+  // treating it as library-owned lets it grow with the shapes.
+  auto isLibraryOwned = [&](int32_t o) {
+    return !outputs[o].data || outputs[o].data == ownedOutputs_[o].data();
+  };
+  // Check every caller buffer before touching any output, so a failed run
+  // leaves the caller's tensors as they were.
+  for (int32_t o = 0; o < model_.num_outputs; ++o)
+    if (!isLibraryOwned(o) && outputs[o].size_bytes < plan.outputBytes[o])
+      return fail("output '" + std::string(model_.outputs[o].name) + "': the buffer holds " +
+                  std::to_string(outputs[o].size_bytes) + " bytes but the model needs " +
+                  std::to_string(plan.outputBytes[o]));
+  for (int32_t o = 0; o < model_.num_outputs; ++o) {
+    onnxc_tensor &output = outputs[o];
+    const onnxc_tensor_info &info = model_.outputs[o];
+    if (isLibraryOwned(o)) {
+      ownedOutputs_[o].reserve(plan.outputBytes[o]);
+      output.data = ownedOutputs_[o].data();
+    }
+    output.dtype = info.dtype;
+    output.rank = info.rank;
+    const int64_t *dims = &plan.outputDims[size_t(o) * ONNXC_MAX_RANK];
+    std::copy(dims, dims + ONNXC_MAX_RANK, output.dims);
+    output.size_bytes = plan.outputBytes[o];
+  }
+  return true;
+}
+
+void Session::resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
+                             const onnxc_tensor *outputs) {
+  for (int32_t b = 0; b < model_.num_buffers; ++b) {
+    const onnxc_buffer &buffer = model_.buffers[b];
+    void *pointer = nullptr;
+    switch (buffer.kind) {
+    case ONNXC_BUFFER_INPUT:
+      // Kernels only read inputs; the ABI has one pointer type for all.
+      pointer = inputs[buffer.index].data;
+      break;
+    case ONNXC_BUFFER_OUTPUT:
+      pointer = outputs[buffer.index].data;
+      break;
+    case ONNXC_BUFFER_INTERMEDIATE:
+      pointer = arena_.data() + plan.arenaOffsets[b];
+      break;
+    case ONNXC_BUFFER_CONSTANT:
+      pointer = const_cast<void *>(buffer.constant_data);
+      break;
+    }
+    bufferPointers_[b] = pointer;
+  }
+  for (int32_t s = 0; s < model_.num_steps; ++s) {
+    const onnxc_step &step = model_.steps[s];
+    void **list = stepBufferPointers_.data() + stepBufferStart_[s];
+    for (int32_t i = 0; i < step.num_buffers; ++i)
+      list[i] = bufferPointers_[step.buffers[i]];
+  }
+}
+
+void Session::runSteps(const ExecutionPlan &plan) {
+  const int64_t *symbols = plan.symbols.data();
+  for (int32_t s = 0; s < model_.num_steps; ++s) {
+    int64_t tasks = plan.taskCounts[s];
+    if (tasks == 0)
+      continue;
+    onnxc_kernel_fn kernel = model_.steps[s].kernel;
+    void *const *buffers = stepBufferPointers_.data() + stepBufferStart_[s];
+    pool_.parallelFor(tasks, [kernel, buffers, symbols](int64_t begin, int64_t end) {
+      kernel(buffers, symbols, begin, end);
+    });
+  }
+}
+
+bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,
+                  int32_t numOutputs) {
+  error_.clear();
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+    return fail(std::move(error));
+  if (numOutputs != model_.num_outputs)
+    return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +
+                std::to_string(numOutputs) + " were given");
+  if (numOutputs > 0 && !outputs)
+    return fail("the output array is NULL");
+  try {
+    const ExecutionPlan *plan = findOrBuildPlan();
+    if (!plan)
+      return false;
+    arena_.reserve(plan->arenaBytes);
+    if (!prepareOutputs(*plan, outputs))
+      return false;
+    resolveBuffers(*plan, inputs, outputs);
+    runSteps(*plan);
+    lastArenaBytes_ = plan->arenaBytes;
+    return true;
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  }
+}
+
+} // namespace onnxc::runtime

@@ -1,0 +1,66 @@
+//===- runtime/Session.h - One model's runs on one thread pool -------------===//
+//
+// A session owns what a run needs besides the model: the thread pool, the
+// arena, library-owned outputs and a small cache of execution plans keyed
+// by the symbol values. After the first run with given shapes, a run only
+// checks its inputs, resolves pointers and calls the steps: no planning and
+// no allocation.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "AlignedBuffer.h"
+#include "ExecutionPlan.h"
+#include "ThreadPool.h"
+#include "onnxc/onnxc.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc::runtime {
+
+class Session {
+public:
+  /// Checks the descriptor and starts the pool. On failure returns null and
+  /// sets `error`. May throw std::bad_alloc / std::system_error.
+  static std::unique_ptr<Session> create(const onnxc_model_descriptor *model, int numThreads,
+                                         std::string &error);
+
+  /// See onnxc_session_run. Returns false with error() set on bad input.
+  bool run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,
+           int32_t numOutputs);
+
+  const std::string &error() const { return error_; }
+  /// The arena the last successful run planned.
+  size_t arenaBytes() const { return lastArenaBytes_; }
+  /// Plans built so far; lets tests see that repeated shapes are not replanned.
+  size_t plansBuilt() const { return plansBuilt_; }
+  int numThreads() const { return pool_.numThreads(); }
+
+private:
+  Session(const onnxc_model_descriptor &model, int numThreads);
+
+  bool fail(std::string message);
+  const ExecutionPlan *findOrBuildPlan();
+  bool prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs);
+  void resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
+                      const onnxc_tensor *outputs);
+  void runSteps(const ExecutionPlan &plan);
+
+  const onnxc_model_descriptor &model_;
+  ThreadPool pool_;
+  std::vector<int64_t> symbols_;
+  std::vector<std::unique_ptr<ExecutionPlan>> plans_;
+  size_t nextEvicted_ = 0;
+  size_t plansBuilt_ = 0;
+  AlignedBuffer arena_;
+  std::vector<AlignedBuffer> ownedOutputs_;
+  std::vector<void *> bufferPointers_;     ///< Per descriptor buffer, this run.
+  std::vector<void *> stepBufferPointers_; ///< Every step's buffer list, back to back.
+  std::vector<size_t> stepBufferStart_;    ///< Where each step's list starts.
+  size_t lastArenaBytes_ = 0;
+  std::string error_;
+};
+
+} // namespace onnxc::runtime

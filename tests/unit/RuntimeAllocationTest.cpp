@@ -1,0 +1,70 @@
+//===- tests/unit/RuntimeAllocationTest.cpp - Steady-state runs allocate nothing ===//
+//
+// Replaces the global operator new of the unit-test binary with one that
+// forwards to malloc and, only on a thread that asked for it, counts calls.
+// Other tests see no difference beyond one thread-local check per allocation.
+//
+//===----------------------------------------------------------------------===//
+#include "RuntimeTestModel.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+thread_local bool countingAllocations = false;
+thread_local int64_t allocationCount = 0;
+
+void *allocate(std::size_t size, std::size_t alignment) {
+  if (countingAllocations)
+    ++allocationCount;
+  if (size == 0)
+    size = 1;
+  void *pointer = nullptr;
+  if (alignment <= alignof(std::max_align_t))
+    pointer = std::malloc(size);
+  else if (posix_memalign(&pointer, alignment, size) != 0)
+    pointer = nullptr;
+  if (!pointer)
+    throw std::bad_alloc();
+  return pointer;
+}
+
+} // namespace
+
+void *operator new(std::size_t size) { return allocate(size, 0); }
+void *operator new(std::size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<std::size_t>(alignment));
+}
+void operator delete(void *pointer) noexcept { std::free(pointer); }
+void operator delete(void *pointer, std::size_t) noexcept { std::free(pointer); }
+void operator delete(void *pointer, std::align_val_t) noexcept { std::free(pointer); }
+void operator delete(void *pointer, std::size_t, std::align_val_t) noexcept { std::free(pointer); }
+
+using namespace onnxc::runtime::testing;
+
+TEST(RuntimeAllocation, RepeatedShapesRunWithoutAllocating) {
+  TestModel model;
+  onnxc_session *session = onnxc_session_create(model.descriptor(), 2);
+  ASSERT_NE(session, nullptr) << onnxc_last_error();
+  TestCase small(2, 3), large(3, 8);
+  std::vector<onnxc_tensor> smallInputs = small.inputs(), largeInputs = large.inputs();
+  onnxc_tensor outputs[2] = {};
+  // Warm up both shapes: plans and buffers are made here.
+  ASSERT_EQ(onnxc_session_run(session, largeInputs.data(), 3, outputs, 2), 0);
+  ASSERT_EQ(onnxc_session_run(session, smallInputs.data(), 3, outputs, 2), 0);
+
+  countingAllocations = true;
+  allocationCount = 0;
+  int failures = 0;
+  for (int round = 0; round < 10; ++round) {
+    std::vector<onnxc_tensor> &inputs = round % 2 ? smallInputs : largeInputs;
+    failures += onnxc_session_run(session, inputs.data(), 3, outputs, 2) != 0;
+  }
+  countingAllocations = false;
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(allocationCount, 0);
+  onnxc_session_destroy(session);
+}

@@ -1,0 +1,221 @@
+//===- tests/unit/RuntimeErrorsTest.cpp - Every way a session refuses -------===//
+#include "RuntimeTestModel.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace onnxc::runtime::testing;
+
+namespace {
+
+struct SessionDeleter {
+  void operator()(onnxc_session *session) const { onnxc_session_destroy(session); }
+};
+using SessionPtr = std::unique_ptr<onnxc_session, SessionDeleter>;
+
+/// The message a run of `inputs` fails with, or "" if it succeeds.
+std::string runError(onnxc_session *session, std::vector<onnxc_tensor> inputs,
+                     onnxc_tensor *outputs = nullptr, int32_t numOutputs = 2) {
+  onnxc_tensor libraryOwned[2] = {};
+  if (!outputs)
+    outputs = libraryOwned;
+  if (onnxc_session_run(session, inputs.data(), int32_t(inputs.size()), outputs, numOutputs) == 0)
+    return "";
+  return onnxc_session_error(session);
+}
+
+/// The message session creation fails with, or "" if it succeeds.
+std::string createError(TestModel &model, int threads = 1) {
+  SessionPtr session(onnxc_session_create(model.descriptor(), threads));
+  return session ? "" : onnxc_last_error();
+}
+
+class RuntimeRunErrors : public ::testing::Test {
+protected:
+  void SetUp() override { session_.reset(onnxc_session_create(model_.descriptor(), 2)); }
+
+  TestModel model_;
+  SessionPtr session_;
+  TestCase test_{2, 7};
+};
+
+} // namespace
+
+TEST_F(RuntimeRunErrors, WrongDtype) {
+  auto inputs = test_.inputs();
+  inputs[2].dtype = ONNXC_I32;
+  EXPECT_EQ(runError(session_.get(), inputs), "input 'mask': dtype is i32 but the model needs i64");
+}
+
+TEST_F(RuntimeRunErrors, WrongRank) {
+  auto inputs = test_.inputs();
+  inputs[0].rank = 2;
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "input 'x': rank is 2 but the model needs 3 [batch, seq, 4]");
+}
+
+TEST_F(RuntimeRunErrors, DimBoundByAnotherInput) {
+  auto inputs = test_.inputs();
+  inputs[2].dims[1] = 9;
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "input 'mask': dim 1 is 9 but the model needs seq = 7 (bound by input 'x')");
+}
+
+TEST_F(RuntimeRunErrors, ConstantDim) {
+  auto inputs = test_.inputs();
+  inputs[1].dims[0] = 5;
+  EXPECT_EQ(runError(session_.get(), inputs), "input 'c': dim 0 is 5 but the model needs 4");
+}
+
+TEST_F(RuntimeRunErrors, NegativeDimAndMissingData) {
+  auto inputs = test_.inputs();
+  inputs[2].dims[0] = -1;
+  EXPECT_EQ(runError(session_.get(), inputs), "input 'mask': dim 0 is -1; dims must be >= 0");
+  inputs = test_.inputs();
+  inputs[0].data = nullptr;
+  EXPECT_EQ(runError(session_.get(), inputs), "input 'x': data is NULL");
+}
+
+TEST_F(RuntimeRunErrors, WrongCounts) {
+  auto inputs = test_.inputs();
+  inputs.pop_back();
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "the model takes 3 inputs ('x', 'c', 'mask') but 2 were given");
+  EXPECT_EQ(runError(session_.get(), test_.inputs(), nullptr, 1),
+            "the model has 2 outputs but 1 were given");
+}
+
+TEST_F(RuntimeRunErrors, OutputBufferTooSmall) {
+  std::vector<float> z(10);
+  onnxc_tensor outputs[2] = {};
+  outputs[0].data = z.data();
+  outputs[0].size_bytes = z.size() * sizeof(float);
+  EXPECT_EQ(runError(session_.get(), test_.inputs(), outputs),
+            "output 'z': the buffer holds 40 bytes but the model needs 224");
+  // A failed run leaves the caller's tensors alone.
+  EXPECT_EQ(outputs[1].data, nullptr);
+  EXPECT_EQ(outputs[0].rank, 0);
+}
+
+TEST_F(RuntimeRunErrors, SizeOverflow) {
+  auto inputs = test_.inputs();
+  int64_t huge = int64_t(1) << 32;
+  inputs[0].dims[0] = inputs[0].dims[1] = huge;
+  inputs[2].dims[0] = inputs[2].dims[1] = huge;
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "the size of input 'x' overflows for batch = 4294967296, seq = 4294967296");
+}
+
+TEST_F(RuntimeRunErrors, ExpressionDimsNameTheirSymbols) {
+  const int64_t twoSeq[] = {1, 2, 1, 1};
+  const int64_t batchTimesSeq[] = {1, 1, 2, 0, 1};
+  model_.inputDims[2] = {batchTimesSeq, twoSeq};
+  SessionPtr session(onnxc_session_create(model_.descriptor(), 1));
+  ASSERT_TRUE(session) << onnxc_last_error();
+  auto inputs = test_.inputs();
+  EXPECT_EQ(runError(session.get(), inputs),
+            "input 'mask': dim 0 is 2 but the model needs batch*seq = 14 (batch = 2 bound by "
+            "input 'x', seq = 7 bound by input 'x')");
+  inputs[2].dims[0] = 14;
+  EXPECT_EQ(runError(session.get(), inputs),
+            "input 'mask': dim 1 is 7 but the model needs 2*seq = 14 (seq = 7 bound by input "
+            "'x')");
+}
+
+TEST_F(RuntimeRunErrors, SameInputBindingIsNamed) {
+  // A square input: n comes from axis 0 and axis 1 must agree.
+  model_.symbolSources[1] = {2, 0};
+  model_.inputDims[2] = {kSeqExpr, kSeqExpr};
+  SessionPtr session(onnxc_session_create(model_.descriptor(), 1));
+  ASSERT_TRUE(session) << onnxc_last_error();
+  auto inputs = test_.inputs();
+  inputs[2].dims[0] = 7;
+  inputs[2].dims[1] = 6;
+  EXPECT_EQ(runError(session.get(), inputs),
+            "input 'mask': dim 1 is 6 but the model needs seq = 7 (bound by dim 0 of this input)");
+}
+
+TEST_F(RuntimeRunErrors, SessionRecoversAfterAnError) {
+  auto bad = test_.inputs();
+  bad[2].dims[1] = 9;
+  EXPECT_NE(runError(session_.get(), bad), "");
+  EXPECT_EQ(runError(session_.get(), test_.inputs()), "");
+  EXPECT_STREQ(onnxc_session_error(session_.get()), "");
+}
+
+TEST(RuntimeCreateErrors, AbiMismatch) {
+  TestModel model;
+  model.abiVersion = 2;
+  EXPECT_EQ(createError(model), "model was compiled for ABI v2, this runtime is v1");
+}
+
+TEST(RuntimeCreateErrors, NullDescriptorAndNegativeThreads) {
+  EXPECT_EQ(onnxc_session_create(nullptr, 1), nullptr);
+  EXPECT_STREQ(onnxc_last_error(), "the model descriptor is NULL");
+  TestModel model;
+  EXPECT_EQ(createError(model, -1), "num_threads is -1; use 0 for one per core");
+  EXPECT_EQ(createError(model, 0), "");
+}
+
+TEST(RuntimeCreateErrors, BadSymbolSources) {
+  TestModel model;
+  model.symbolSources[1] = {3, 1};
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale': symbol 'seq' is read from input 3, but the model has 3 inputs");
+  model.symbolSources[1] = {1, 1};
+  EXPECT_EQ(createError(model), "model 'relu_scale': symbol 'seq' is read from axis 1 of input "
+                                "'c', which has rank 1");
+  model.symbolSources[1] = {0, 2};
+  EXPECT_EQ(createError(model), "model 'relu_scale': symbol 'seq' is read from input 'x' dim 2, "
+                                "which is 4, not the symbol itself");
+}
+
+TEST(RuntimeCreateErrors, BadTensorInfos) {
+  TestModel model;
+  model.inputs[1].dtype = 99;
+  EXPECT_EQ(createError(model), "model 'relu_scale': input 'c' has unknown dtype 99");
+  model = TestModel();
+  model.outputs[0].rank = 9;
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale': output 'z' has rank 9; the runtime supports 0..8");
+  model = TestModel();
+  const int64_t unknownSymbol[] = {1, 1, 1, 5};
+  model.inputDims[0][2] = unknownSymbol;
+  EXPECT_EQ(createError(model), "model 'relu_scale': input 'x' dim 2 is a malformed expression");
+}
+
+TEST(RuntimeCreateErrors, BadBuffersAndSteps) {
+  TestModel model;
+  model.stepBuffers[2][1] = 42;
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale': step 2 ('scale') uses buffer 42, but the model has 9");
+  model = TestModel();
+  model.buffers[TestModel::T].first_step = 3;
+  EXPECT_EQ(createError(model), "model 'relu_scale': step 2 ('scale') uses buffer 8 outside its "
+                                "lifetime [3, 3]");
+  model = TestModel();
+  model.buffers[TestModel::T].last_step = 5;
+  EXPECT_EQ(createError(model), "model 'relu_scale': buffer 8 has lifetime [2, 5], outside the "
+                                "model's 5 steps");
+  model = TestModel();
+  model.buffers[TestModel::S].index = 0;
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale': output 'z' has 2 buffers; it needs exactly one");
+  model = TestModel();
+  model.buffers[TestModel::D].constant_data = nullptr;
+  EXPECT_EQ(createError(model), "model 'relu_scale': buffer 5 is a constant without data");
+  model = TestModel();
+  model.steps[4].kernel = nullptr;
+  EXPECT_EQ(createError(model), "model 'relu_scale': step 4 ('rowsum') has no kernel");
+}
+
+TEST(RuntimeCreateErrors, LastErrorIsPerThread) {
+  TestModel bad;
+  bad.abiVersion = 7;
+  EXPECT_EQ(createError(bad), "model was compiled for ABI v7, this runtime is v1");
+  std::string otherThreadError = "unset";
+  std::thread([&] { otherThreadError = onnxc_last_error(); }).join();
+  EXPECT_EQ(otherThreadError, "");
+  EXPECT_STREQ(onnxc_last_error(), "model was compiled for ABI v7, this runtime is v1");
+}
