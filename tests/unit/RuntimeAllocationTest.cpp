@@ -32,16 +32,60 @@ void *allocate(std::size_t size, std::size_t alignment) {
   return pointer;
 }
 
+// Out of line so GCC does not see free() meet operator new's pointer after
+// inlining and warn about a mismatch that this replacement makes correct.
+[[gnu::noinline]] void release(void *pointer) noexcept { std::free(pointer); }
+
 } // namespace
 
+// Every form is replaced, not only the two the others default to: a
+// sanitizer runtime supplies its own for each form left alone, and would
+// then see its allocation freed by ours.
 void *operator new(std::size_t size) { return allocate(size, 0); }
+void *operator new[](std::size_t size) { return allocate(size, 0); }
 void *operator new(std::size_t size, std::align_val_t alignment) {
   return allocate(size, static_cast<std::size_t>(alignment));
 }
-void operator delete(void *pointer) noexcept { std::free(pointer); }
-void operator delete(void *pointer, std::size_t) noexcept { std::free(pointer); }
-void operator delete(void *pointer, std::align_val_t) noexcept { std::free(pointer); }
-void operator delete(void *pointer, std::size_t, std::align_val_t) noexcept { std::free(pointer); }
+void *operator new[](std::size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<std::size_t>(alignment));
+}
+void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
+  try {
+    return allocate(size, 0);
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+}
+void *operator new[](std::size_t size, const std::nothrow_t &tag) noexcept {
+  return operator new(size, tag);
+}
+void *operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t &) noexcept {
+  try {
+    return allocate(size, static_cast<std::size_t>(alignment));
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+}
+void *operator new[](std::size_t size, std::align_val_t alignment,
+                     const std::nothrow_t &tag) noexcept {
+  return operator new(size, alignment, tag);
+}
+void operator delete(void *pointer) noexcept { release(pointer); }
+void operator delete[](void *pointer) noexcept { release(pointer); }
+void operator delete(void *pointer, std::size_t) noexcept { release(pointer); }
+void operator delete[](void *pointer, std::size_t) noexcept { release(pointer); }
+void operator delete(void *pointer, std::align_val_t) noexcept { release(pointer); }
+void operator delete[](void *pointer, std::align_val_t) noexcept { release(pointer); }
+void operator delete(void *pointer, std::size_t, std::align_val_t) noexcept { release(pointer); }
+void operator delete[](void *pointer, std::size_t, std::align_val_t) noexcept { release(pointer); }
+void operator delete(void *pointer, const std::nothrow_t &) noexcept { release(pointer); }
+void operator delete[](void *pointer, const std::nothrow_t &) noexcept { release(pointer); }
+void operator delete(void *pointer, std::align_val_t, const std::nothrow_t &) noexcept {
+  release(pointer);
+}
+void operator delete[](void *pointer, std::align_val_t, const std::nothrow_t &) noexcept {
+  release(pointer);
+}
 
 using namespace onnxc::runtime::testing;
 
