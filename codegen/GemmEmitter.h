@@ -33,8 +33,8 @@ class Module;
 
 namespace onnxc {
 
-/// Activation applied in the GEMM store. The GELU forms use vector
-/// approximations emitted inline (GemmActivation.h documents their error).
+/// Activation applied in the GEMM store. The GELU forms are VectorMath.h's
+/// (their accuracy is in docs/KERNEL_ACCURACY.md).
 enum class GemmActivation { None, Relu, GeluErf, GeluTanh };
 
 /// What is fused into the store of each output element, in this order:

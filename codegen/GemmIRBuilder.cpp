@@ -1,7 +1,7 @@
 //===- codegen/GemmIRBuilder.cpp - Loop-nest emission shared by GEMM kernels ===//
 #include "codegen/GemmIRBuilder.h"
 
-#include "codegen/GemmActivation.h"
+#include "codegen/VectorMath.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -16,6 +16,25 @@ namespace {
 bool isConstantFalse(llvm::Value *value) {
   auto *constant = llvm::dyn_cast_or_null<llvm::Constant>(value);
   return constant && constant->isNullValue();
+}
+
+/// `activation` applied lane-wise to the float vector `x`.
+llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x,
+                            GemmActivation activation) {
+  switch (activation) {
+  case GemmActivation::None:
+    return x;
+  case GemmActivation::Relu: {
+    // select(x > 0, x, 0) maps to one vmaxps and sends NaN to 0, like max(x, 0).
+    llvm::Value *zero = llvm::Constant::getNullValue(x->getType());
+    return builder.CreateSelect(builder.CreateFCmpOGT(x, zero), x, zero);
+  }
+  case GemmActivation::GeluErf:
+    return vmath::emitGeluErf(builder, x);
+  case GemmActivation::GeluTanh:
+    return vmath::emitGeluTanh(builder, x);
+  }
+  return x;
 }
 
 } // namespace
@@ -255,7 +274,7 @@ void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilog
       if (applyEpilogue) {
         if (bias[half])
           value = builder_.CreateFAdd(value, bias[half]);
-        value = emitGemmActivation(builder_, value, epilogue.activation);
+        value = emitActivation(builder_, value, epilogue.activation);
         if (epilogue.residual) {
           llvm::Value *residualOffset =
               builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),

@@ -1,13 +1,10 @@
 //===- codegen/KernelJit.cpp - JIT-compile emitted kernels for this process ===//
 #include "codegen/KernelJit.h"
 
+#include "codegen/ObjectEmitter.h"
 #include "ir/Error.h"
 
-#include "llvm/Analysis/CGSCCPassManager.h"
-#include "llvm/Analysis/LoopAnalysisManager.h"
-#include "llvm/IR/PassManager.h"
 #include "llvm/IR/Verifier.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
@@ -38,21 +35,6 @@ void check(llvm::Error error, const char *what) {
 }
 
 } // namespace
-
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &targetMachine,
-                    llvm::OptimizationLevel level) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&targetMachine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  builder.buildPerModuleDefaultPipeline(level).run(module, modules);
-}
 
 KernelJit::KernelJit(llvm::orc::JITTargetMachineBuilder target) {
   initializeHostTargetOnce();

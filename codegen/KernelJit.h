@@ -1,10 +1,10 @@
 //===- codegen/KernelJit.h - JIT-compile emitted kernels for this process --===//
 //
 // A thin wrapper over ORC's LLJIT for tests, benchmarks and `onnxc run`:
-// optimize a module at -O3 (new pass manager) for the chosen CPU, hand it to
-// the JIT, and look symbols up by name. Code is generated for the host CPU
-// (its name and every feature it reports) unless a JITTargetMachineBuilder
-// for another choice is given.
+// optimize a module with ObjectEmitter's optimizeModule (the -O3 pipeline the
+// AOT path runs) for the chosen CPU, hand it to the JIT, and look symbols up
+// by name. Code is generated for the host CPU (its name and every feature it
+// reports) unless a JITTargetMachineBuilder for another choice is given.
 //
 //   KernelJit jit = KernelJit::forHost();
 //   llvm::Module &m = jit.newModule("kernels");    // already has triple + layout
@@ -18,7 +18,6 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Passes/OptimizationLevel.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <memory>
@@ -26,11 +25,6 @@
 #include <vector>
 
 namespace onnxc {
-
-/// Runs LLVM's default per-module pipeline at `level` on `module`, with the
-/// cost model of `targetMachine` (so vector widths and FMA are known).
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &targetMachine,
-                    llvm::OptimizationLevel level = llvm::OptimizationLevel::O3);
 
 /// Owns one LLJIT instance and the modules compiled into it.
 class KernelJit {

@@ -7,7 +7,9 @@ Environment:
   ONNXC            the onnxc binary; without it the onnxc tests are skipped (the ORT checks still run)
   ONNXC_MODEL_DIR  built models (default: build/models); built by build_models.py when the
                    manifest is missing or older than the model scripts
-  ONNXC_BACKENDS   comma-separated `onnxc run --backend` values to test (default: ref)
+  ONNXC_BACKENDS   comma-separated backends to test (default: ref,jit,so): `ref` and `jit` are
+                   `onnxc run --backend`; `so` compiles the model once with `onnxc compile` and runs
+                   the library at every test shape (one artifact serves every shape)
 
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
 graph); a second test checks that ORT's fully optimized run agrees with it.
@@ -31,7 +33,7 @@ from ort_reference import output_file_name, run_ort  # noqa: E402
 import build_models  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
-BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref").split(",") if b.strip()]
+BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref,jit,so").split(",") if b.strip()]
 ONNXC_TIMEOUT_SECONDS = 600
 
 
@@ -100,8 +102,37 @@ def onnxc_binary() -> str:
     return path
 
 
+def run_checked(command: list, what: str) -> subprocess.CompletedProcess:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"timed out after {ONNXC_TIMEOUT_SECONDS}s: {' '.join(command)}")
+    if result.returncode != 0:
+        pytest.fail(f"{what}: exit code {result.returncode}: {' '.join(command)}\n"
+                    f"stderr: {result.stderr.strip()[-3000:]}\nstdout: {result.stdout.strip()[-1000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def compiled_libraries(tmp_path_factory):
+    """model name -> model.so compiled once per test session (every shape runs the same file)."""
+    cache = {}
+
+    def get(entry: dict) -> str:
+        if entry["name"] not in cache:
+            directory = tmp_path_factory.mktemp(entry["name"])
+            library = str(directory / f"{entry['name']}.so")
+            start = time.time()
+            result = run_checked([onnxc_binary(), "compile", model_path(entry), "-o", library], "onnxc compile")
+            print(f"onnxc compile: {time.time() - start:.2f}s: {result.stdout.strip()}")
+            cache[entry["name"]] = library
+        return cache[entry["name"]]
+    return get
+
+
 def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> str:
-    """Runs `onnxc run` on .npy files of the inputs; returns the output directory."""
+    """Runs `onnxc run` on .npy files of the inputs; returns the output directory. For the `so`
+    backend, `model` is the compiled library."""
     input_dir = os.path.join(workdir, "inputs")
     output_dir = os.path.join(workdir, "outputs")
     os.makedirs(input_dir)
@@ -110,7 +141,9 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
         path = os.path.join(input_dir, output_file_name(name))
         np.save(path, value)
         command += ["--input", f"{name}={path}"]
-    command += ["--output-dir", output_dir, f"--backend={backend}"]
+    command += ["--output-dir", output_dir]
+    if backend != "so":
+        command.append(f"--backend={backend}")
     start = time.time()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
@@ -125,10 +158,11 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("entry, dims", CASES)
-def test_onnxc_matches_ort(entry, dims, backend, tmp_path):
+def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
     onnxc = onnxc_binary()
     feeds, want = reference(entry, dims)
-    output_dir = run_onnxc(onnxc, model_path(entry), feeds, str(tmp_path), backend)
+    model = compiled_libraries(entry) if backend == "so" else model_path(entry)
+    output_dir = run_onnxc(onnxc, model, feeds, str(tmp_path), backend)
     for name, expected in want.items():
         path = os.path.join(output_dir, output_file_name(name))
         if not os.path.exists(path):
@@ -163,3 +197,53 @@ def test_dump_is_fully_typed_and_round_trips(entry, opt_level, tmp_path):
     assert not untyped, f"{len(untyped)} lines with unknown types, e.g.:\n" + "\n".join(untyped[:5])
     second = run_dump(onnxc, str(tmp_path / "first.ir"), str(tmp_path / "second.ir"))
     assert first == second, "print -> parse -> print changed the text"
+
+
+def c_example_inputs(entry: dict, symbols: dict) -> dict:
+    """The inputs examples/c/run_model.c fills in: element i is i % 10 / 4 - 1 (f32) or i % 7
+    (integers), at the shapes the symbol values give."""
+    import onnx
+    model = onnx.load(model_path(entry), load_external_data=False)
+    initializers = {init.name for init in model.graph.initializer}
+    feeds = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else symbols[d.dim_param] for d in tensor_type.shape.dim]
+        count = int(np.prod(dims)) if dims else 1
+        index = np.arange(count)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+        if dtype == np.float32:
+            data = (index % 10).astype(np.float32) * np.float32(0.25) - np.float32(1.0)
+        else:
+            data = (index % 7).astype(dtype)
+        feeds[value.name] = data.reshape(dims)
+    return feeds
+
+
+C_EXAMPLE_MODELS = [pytest.param(entry, id=entry["name"]) for entry in MANIFEST["models"]
+                    if entry["name"] in ("gpt_op17", "vit_op17")]
+
+
+@pytest.mark.parametrize("entry", C_EXAMPLE_MODELS)
+def test_c_example_runs_compiled_model(entry, tmp_path, compiled_libraries):
+    """examples/c/run_model.c, built against a compiled transformer and its generated header,
+    prints what onnxruntime computes on the same inputs."""
+    library = compiled_libraries(entry)
+    header = os.path.splitext(library)[0] + ".h"
+    program = str(tmp_path / "run_model")
+    run_checked(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(REPO, "runtime", "include"),
+                 f"-DONNXC_MODEL_HEADER=\"{header}\"", os.path.join(REPO, "examples", "c", "run_model.c"),
+                 library, f"-Wl,-rpath,{os.path.dirname(library)}", "-o", program], "building the C example")
+    symbols = {name: value for name, value in entry["test_shapes"][0].items()}
+    result = run_checked([program] + [f"{name}={value}" for name, value in symbols.items()], "run_model")
+    want = run_ort(model_path(entry), c_example_inputs(entry, symbols), "disable")
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(want), f"expected {len(want)} output lines, got:\n{result.stdout}"
+    for line, (name, expected) in zip(lines, want.items()):
+        head, _, values = line.partition(" = ")
+        assert head.startswith(f"{name}: "), line
+        shown = [float(v) for v in values.split() if v != "..."]
+        flat = expected.reshape(-1)[:len(shown)].astype(np.float64)
+        np.testing.assert_allclose(shown, flat, rtol=1e-4, atol=entry["tolerance"]["atol"], err_msg=line)

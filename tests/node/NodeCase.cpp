@@ -6,6 +6,8 @@
 #include "frontend/TensorProto.h"
 #include "ir/Error.h"
 #include "ir/OpKind.h"
+#include "codegen/CompiledSession.h"
+#include "codegen/ModelCompiler.h"
 #include "ir/eval/Evaluator.h"
 #include "tests/node/TensorCompare.h"
 
@@ -76,6 +78,25 @@ void reinterpretBfloat16(std::vector<Tensor> &tensors, const std::vector<int32_t
   }
 }
 
+Backend gBackend = Backend::Reference;
+
+/// Outputs of `graph` on `feeds` with the chosen backend.
+std::vector<Tensor> runGraph(const Graph &graph, const std::map<std::string, Tensor> &feeds) {
+  if (gBackend == Backend::Reference)
+    return evaluateGraph(graph, feeds);
+  static const TargetSelection target = TargetSelection::select({});
+  std::unique_ptr<JitModel> model = compileModelJit(graph, target);
+  std::vector<const Tensor *> ordered;
+  for (const Value *input : graph.inputs()) {
+    auto it = feeds.find(input->name());
+    if (it == feeds.end())
+      fail("no data for graph input '", input->name(), "'");
+    ordered.push_back(&it->second);
+  }
+  CompiledSession session(model->descriptor(), 1);
+  return session.run(ordered);
+}
+
 /// Feeds one data set through the graph; nullopt when every output matches.
 std::optional<std::string> runDataSet(const Graph &graph, const CaseInfo &info,
                                       const fs::path &dataSet) {
@@ -100,7 +121,7 @@ std::optional<std::string> runDataSet(const Graph &graph, const CaseInfo &info,
     if (graphInputs.count(info.dataInputs[k]))
       feeds[info.dataInputs[k]] = inputTensors[k];
 
-  std::vector<Tensor> actual = evaluateGraph(graph, feeds);
+  std::vector<Tensor> actual = runGraph(graph, feeds);
   if (actual.size() != graph.outputs().size())
     return where + "evaluator returned " + std::to_string(actual.size()) + " tensors for " +
            std::to_string(graph.outputs().size()) + " graph outputs";
@@ -130,6 +151,8 @@ std::string oneLine(std::string text) {
 }
 
 } // namespace
+
+void setCaseBackend(Backend backend) { gBackend = backend; }
 
 CaseInfo readCaseInfo(const std::string &directory) {
   fs::path dir(directory);

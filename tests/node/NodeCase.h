@@ -35,6 +35,11 @@ struct CaseInfo {
   bool inScope() const { return undeclaredOps.empty(); }
 };
 
+/// What runs a case's graph: the reference evaluator, or lowering + ORC
+/// JIT + runtime (compiled for the host CPU, one thread).
+enum class Backend { Reference, Jit };
+void setCaseBackend(Backend backend);
+
 /// Reads the case's model.onnx protobuf (no import). Throws onnxc::Error if
 /// the model file cannot be read or parsed.
 CaseInfo readCaseInfo(const std::string &directory);

@@ -1,7 +1,7 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
 // onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]
-//                  [--timeout SECONDS] [--no-fork] [--verbose]
+//                  [--timeout SECONDS] [--backend ref|jit] [--no-fork] [--verbose]
 //
 // Runs every in-scope ONNX node-test case under each ROOT through the
 // importer and the reference evaluator. A case is in scope when all of its
@@ -48,12 +48,13 @@ struct Options {
   int timeoutSeconds = 120;
   bool fork = true;
   bool verbose = false;
+  Backend backend = Backend::Reference;
 };
 
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING] "
-               "[--timeout SECONDS] [--no-fork] [--verbose]\n";
+               "[--timeout SECONDS] [--backend ref|jit] [--no-fork] [--verbose]\n";
   std::exit(2);
 }
 
@@ -72,7 +73,15 @@ Options parseOptions(int argc, char **argv) {
       options.filter = value();
     else if (arg == "--timeout")
       options.timeoutSeconds = std::max(1, std::atoi(value().c_str()));
-    else if (arg == "--no-fork")
+    else if (arg == "--backend") {
+      std::string name = value();
+      if (name == "ref")
+        options.backend = Backend::Reference;
+      else if (name == "jit")
+        options.backend = Backend::Jit;
+      else
+        usage("unknown --backend '" + name + "' (use ref or jit)");
+    } else if (arg == "--no-fork")
       options.fork = false;
     else if (arg == "--verbose" || arg == "-v")
       options.verbose = true;
@@ -238,6 +247,7 @@ void printReport(const Tally &tally) {
 
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
+  setCaseBackend(options.backend);
   try {
     Exclusions exclusions;
     for (const std::string &file : options.exclusionsFiles)

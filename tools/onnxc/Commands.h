@@ -4,7 +4,9 @@
 #include "tools/onnxc/CommandLine.h"
 
 #include "ir/Graph.h"
+#include "codegen/TargetSelection.h"
 #include "passes/PassManager.h"
+#include "tools/onnxc/RunInputs.h"
 
 #include <memory>
 #include <string>
@@ -28,7 +30,6 @@ struct Command {
 Command inspectCommand();
 Command dumpCommand();
 Command runCommand();
-/// compile and bench: placeholders until codegen lands.
 Command compileCommand();
 Command benchCommand();
 
@@ -45,7 +46,22 @@ std::vector<OptionSpec> pipelineOptions();
 /// --passes. Called before the model loads, so that option mistakes are
 /// usage errors however broken the model is.
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
-                                           const PrintOptions &printOptions);
+                                           const PrintOptions &printOptions, int defaultLevel = 0);
+/// --input, --shape, --seed (run and bench) and what they ask for.
+std::vector<OptionSpec> inputOptions();
+InputRequest inputRequest(const ParsedArgs &args);
+
+/// --mcpu, --mattr (compile, run, bench).
+std::vector<OptionSpec> targetOptions();
+/// The target the options ask for (native by default); throws UsageError
+/// naming an unknown CPU or feature.
+TargetSelection selectTarget(const ParsedArgs &args);
+/// Prints the CPU or feature list for --mcpu=help / --mattr=help; returns
+/// whether it did (the command then exits 0).
+bool printTargetHelp(const ParsedArgs &args);
+/// --threads N (0 or absent: one per core).
+int threadCount(const ParsedArgs &args);
+
 /// Runs the pipeline on `graph`; statistics and explanations go to stderr.
 void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args);
 

@@ -45,7 +45,7 @@ std::string modelArgument(const ParsedArgs &args, const std::string &command) {
 
 std::vector<OptionSpec> pipelineOptions() {
   return {
-      {"O", "<0-3>", "optimization level: 0 none, 1 cleanup, 2 and 3 as 1 for now (default 0)"},
+      {"O", "<0-3>", "optimization level: 0 none, 1 cleanup, 2 and 3 as 1 for now (default 0; 3 when compiling)"},
       {"passes", "a,b,...", "run these passes (after the -O pipeline)", true},
       {"print-ir-after", "NAME", "print the IR after each run of pass NAME (comma list)", true},
       {"print-ir-after-all", "", "print the IR after every pass"},
@@ -56,8 +56,8 @@ std::vector<OptionSpec> pipelineOptions() {
 }
 
 namespace {
-int optimizationLevel(const ParsedArgs &args, const std::string &command) {
-  std::string level = args.get("O", "0");
+int optimizationLevel(const ParsedArgs &args, const std::string &command, int defaultLevel) {
+  std::string level = args.get("O", std::to_string(defaultLevel));
   if (level.size() != 1 || level[0] < '0' || level[0] > '3')
     throw UsageError("unknown optimization level '-O" + level + "' (use -O0 to -O3; see 'onnxc " +
                      command + " --help')");
@@ -85,7 +85,7 @@ std::vector<std::string> passNames(const ParsedArgs &args, const std::string &op
 } // namespace
 
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
-                                           const PrintOptions &printOptions) {
+                                           const PrintOptions &printOptions, int defaultLevel) {
   PassManagerOptions options;
   options.printIrAfter = passNames(args, "print-ir-after", command);
   options.printIrAfterAll = args.has("print-ir-after-all");
@@ -93,7 +93,7 @@ std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::st
   options.explain = args.has("explain");
   options.printOptions = printOptions;
   auto pm = std::make_unique<PassManager>(options, &std::cout);
-  addOptimizationPipeline(*pm, optimizationLevel(args, command));
+  addOptimizationPipeline(*pm, optimizationLevel(args, command, defaultLevel));
   addPassesByName(*pm, passNames(args, "passes", command));
   return pm;
 }

@@ -3,6 +3,9 @@
 
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
+#include "codegen/CompiledSession.h"
+#include "codegen/ModelCompiler.h"
+#include "tools/onnxc/CompiledLibrary.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
 
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 namespace onnxc {
 
@@ -73,6 +77,95 @@ std::pair<std::string, std::string> splitAssignment(const std::string &text, con
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+/// Outputs of a compiled model: from a model.so, or the graph JIT-compiled.
+std::vector<Tensor> runCompiledModel(const onnxc_model_descriptor &model, const Graph &signature,
+                                     const std::map<std::string, Tensor> &inputs, int threads) {
+  std::vector<const Tensor *> ordered;
+  for (const Value *input : signature.inputs())
+    ordered.push_back(&inputs.at(input->name()));
+  CompiledSession session(&model, threads);
+  return session.run(ordered);
+}
+
+int runRun(const ParsedArgs &args) {
+  if (printTargetHelp(args))
+    return 0;
+  std::string path = modelArgument(args, "run");
+  bool library = isCompiledLibraryPath(path);
+  std::string backend = args.get("backend", library ? "so" : "jit");
+  if (backend != "ref" && backend != "jit" && backend != "so")
+    throw UsageError("unknown --backend '" + backend + "' (use jit or ref; see 'onnxc run --help')");
+  if (library && backend != "so")
+    throw UsageError("'" + path + "' is already compiled: --backend=" + backend +
+                     " applies to .onnx and .ir models only");
+  if (!library && backend == "so")
+    throw UsageError("--backend=so needs a model library (MODEL.so)");
+  InputRequest request = inputRequest(args);
+  int threads = threadCount(args);
+  std::optional<TargetSelection> target;
+  if (backend == "jit")
+    target = selectTarget(args);
+
+  std::vector<Tensor> outputs;
+  std::vector<std::string> outputNames;
+  if (library) {
+    CompiledLibrary compiled(path);
+    const onnxc_model_descriptor &model = *compiled.descriptor();
+    std::unique_ptr<Graph> signature = signatureGraph(model);
+    std::map<std::string, Tensor> inputs = prepareInputs(*signature, request);
+    outputs = runCompiledModel(model, *signature, inputs, threads);
+    for (int32_t i = 0; i < model.num_outputs; ++i)
+      outputNames.push_back(model.outputs[i].name);
+  } else {
+    std::unique_ptr<PassManager> pm =
+        buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
+    std::unique_ptr<Graph> graph = loadModel(path);
+    runPipeline(*pm, *graph, args);
+    std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
+    if (backend == "ref") {
+      outputs = evaluateGraph(*graph, inputs);
+    } else {
+      std::unique_ptr<JitModel> model = compileModelJit(*graph, *target);
+      outputs = runCompiledModel(*model->descriptor(), *graph, inputs, threads);
+    }
+    for (const GraphOutput &output : graph->outputs())
+      outputNames.push_back(output.name);
+  }
+  assert(outputs.size() == outputNames.size());
+
+  std::string outputDir = args.get("output-dir");
+  if (!outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(outputDir, ec);
+    if (ec)
+      fail(outputDir, ": cannot create directory (", ec.message(), ")");
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    printOutput(outputNames[i], outputs[i]);
+    if (!outputDir.empty())
+      writeNpy((std::filesystem::path(outputDir) / fileNameFor(outputNames[i])).string(), outputs[i]);
+  }
+  return 0;
+}
+
+std::vector<OptionSpec> runOptions() {
+  std::vector<OptionSpec> options = inputOptions();
+  std::vector<OptionSpec> own = {
+      {"output-dir", "DIR", "write each output to DIR/<output name>.npy"},
+      {"backend", "jit|ref", "compile with the JIT (default for .onnx/.ir) or run the reference evaluator"},
+      {"threads", "N", "runtime threads for compiled models (default: one per core)"},
+  };
+  for (OptionSpec &spec : own)
+    options.push_back(std::move(spec));
+  for (OptionSpec &spec : targetOptions())
+    options.push_back(std::move(spec));
+  for (OptionSpec &spec : pipelineOptions())
+    options.push_back(std::move(spec));
+  return options;
+}
+
+} // namespace
+
 InputRequest inputRequest(const ParsedArgs &args) {
   InputRequest request;
   for (const std::string &text : args.getAll("input")) {
@@ -92,74 +185,18 @@ InputRequest inputRequest(const ParsedArgs &args) {
   return request;
 }
 
-int runRun(const ParsedArgs &args) {
-  std::string path = modelArgument(args, "run");
-  std::string backend = args.get("backend", "ref");
-  if (backend == "jit")
-    fail("the jit backend lands with codegen (use --backend=ref)");
-  if (backend != "ref")
-    throw UsageError("unknown --backend '" + backend + "' (use ref or jit; see 'onnxc run --help')");
-  InputRequest request = inputRequest(args);
-
-  std::unique_ptr<PassManager> pm = buildPipeline(args, "run", PrintOptions());
-  std::unique_ptr<Graph> graph = loadModel(path);
-  runPipeline(*pm, *graph, args);
-  std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
-  std::vector<Tensor> outputs = evaluateGraph(*graph, inputs);
-  assert(outputs.size() == graph->outputs().size());
-
-  std::string outputDir = args.get("output-dir");
-  if (!outputDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(outputDir, ec);
-    if (ec)
-      fail(outputDir, ": cannot create directory (", ec.message(), ")");
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string &name = graph->outputs()[i].name;
-    printOutput(name, outputs[i]);
-    if (!outputDir.empty())
-      writeNpy((std::filesystem::path(outputDir) / fileNameFor(name)).string(), outputs[i]);
-  }
-  return 0;
-}
-
-std::vector<OptionSpec> runOptions() {
-  std::vector<OptionSpec> options = {
+std::vector<OptionSpec> inputOptions() {
+  return {
       {"input", "NAME=FILE.npy", "read input NAME from a .npy file", true},
       {"shape", "NAME=1x128", "generate input NAME with these dims (binds its symbolic dims)", true},
       {"seed", "N", "seed of generated inputs (default 0)"},
-      {"output-dir", "DIR", "write each output to DIR/<output name>.npy"},
-      {"backend", "ref|jit", "execute with the reference evaluator (default) or the JIT"},
   };
-  for (OptionSpec &spec : pipelineOptions())
-    options.push_back(std::move(spec));
-  return options;
 }
-
-} // namespace
 
 Command runCommand() {
   return {"run", "run a model on .npy or generated inputs and print its outputs",
-          "run MODEL.onnx|MODEL.ir [--input NAME=FILE.npy]... [--shape NAME=1x128]... [options]", runOptions(),
+          "run MODEL.onnx|MODEL.ir|MODEL.so [--input NAME=FILE.npy]... [--shape NAME=1x128]... [options]", runOptions(),
           runRun};
-}
-
-namespace {
-int notYetCompile(const ParsedArgs &) {
-  fail("'compile' is not available yet (codegen lands in a later issue)");
-}
-int notYetBench(const ParsedArgs &) { fail("'bench' is not available yet (codegen lands in a later issue)"); }
-} // namespace
-
-Command compileCommand() {
-  return {"compile", "compile a model to a shared library (not available yet)",
-          "compile MODEL.onnx -o model.so [-O3] [--mcpu=native] [--emit=so|obj|llvm|asm]", {}, notYetCompile, true};
-}
-
-Command benchCommand() {
-  return {"bench", "measure a model's run time (not available yet)",
-          "bench MODEL.onnx|model.so [--shape ...] [--threads N] [--iters N]", {}, notYetBench, true};
 }
 
 } // namespace onnxc

@@ -1,0 +1,89 @@
+//===- codegen/ModelCompiler.cpp - Graph -> JIT model or model.so -----------===//
+
+#include "codegen/ModelCompiler.h"
+
+#include "codegen/DescriptorEmitter.h"
+#include "codegen/HeaderWriter.h"
+#include "codegen/SharedLibraryLinker.h"
+#include "codegen/lower/Lowering.h"
+#include "ir/Error.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace onnxc {
+
+namespace {
+
+bool hasFeature(const std::string &features, const std::string &name) {
+  return ("," + features + ",").find(",+" + name + ",") != std::string::npos;
+}
+
+/// Removes a file when it goes out of scope (the intermediate object of a
+/// shared-library build).
+struct TemporaryFile {
+  std::string path;
+  ~TemporaryFile() {
+    if (!path.empty())
+      std::filesystem::remove(path);
+  }
+};
+
+} // namespace
+
+LoweredModel lowerModel(const Graph &graph, const TargetSelection &target) {
+  LoweredModel model;
+  model.context = std::make_unique<llvm::LLVMContext>();
+  std::string name = graph.name().empty() ? "model" : graph.name();
+  model.module = std::make_unique<llvm::Module>(name, *model.context);
+  target.configureModule(*model.module);
+  LoweringOptions options;
+  options.avx2Fma = hasFeature(target.features(), "avx2") && hasFeature(target.features(), "fma");
+  model.plan = lowerGraph(graph, *model.module, options);
+  model.plan.name = name;
+  model.accessor = emitDescriptor(*model.module, model.plan);
+  return model;
+}
+
+std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target) {
+  LoweredModel model = lowerModel(graph, target);
+  return compileModelJit(std::move(model.module), std::move(model.context), target, model.accessor);
+}
+
+ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
+                               const ArtifactRequest &request) {
+  LoweredModel model = lowerModel(graph, target);
+  using Kind = ArtifactRequest::Kind;
+  switch (request.kind) {
+  case Kind::Object:
+    emitModule(*model.module, target, EmitKind::Object, request.outputPath);
+    break;
+  case Kind::Assembly:
+    emitModule(*model.module, target, EmitKind::Assembly, request.outputPath);
+    break;
+  case Kind::LlvmIr:
+    emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath);
+    break;
+  case Kind::SharedLibrary: {
+    // The object goes next to the library (same file system, so a partially
+    // written library never replaces a good one mid-way) and is removed after.
+    TemporaryFile object{request.outputPath + ".tmp" + std::to_string(getpid()) + ".o"};
+    emitModule(*model.module, target, EmitKind::Object, object.path);
+    linkSharedLibrary(
+        {object.path, request.outputPath, {model.accessor, GenericDescriptorAccessor}, "", ""});
+    std::string header = request.headerPath;
+    if (header.empty()) {
+      std::filesystem::path path(request.outputPath);
+      header = path.replace_extension(".h").string();
+    }
+    writeModelHeader(model.plan, header);
+    break;
+  }
+  }
+  return std::move(model.plan);
+}
+
+} // namespace onnxc

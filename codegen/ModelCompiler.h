@@ -1,0 +1,61 @@
+//===- codegen/ModelCompiler.h - Graph -> JIT model or model.so -------------===//
+//
+// The two ends of code generation behind one call each: lower a graph into
+// a fresh module with its descriptor, then either JIT it into this process
+// (`onnxc run`) or write an object / assembly / LLVM IR file, or a shared
+// library plus its C header (`onnxc compile`).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/ModelJit.h"
+#include "codegen/ModelPlan.h"
+#include "codegen/ObjectEmitter.h"
+#include "codegen/TargetSelection.h"
+#include "ir/Graph.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace onnxc {
+
+/// A lowered model: the module (kernels, constants, descriptor) and the plan
+/// it was emitted from.
+struct LoweredModel {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  ModelPlan plan;
+  /// The model-specific descriptor accessor ("onnxc_model_<name>").
+  std::string accessor;
+};
+
+/// Lowers `graph` for `target` and emits its descriptor. Throws onnxc::Error
+/// naming what cannot be compiled.
+LoweredModel lowerModel(const Graph &graph, const TargetSelection &target);
+
+/// lowerModel + ORC JIT.
+std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target);
+
+/// What `onnxc compile` writes.
+struct ArtifactRequest {
+  /// Output path: the shared library (EmitKind::Object means "link a .so"
+  /// here), or the .o / .s / .ll file for --emit.
+  std::string outputPath;
+  /// --emit: Object (the default, a linked shared library), or one of the
+  /// inspection forms.
+  enum class Kind { SharedLibrary, Object, Assembly, LlvmIr } kind = Kind::SharedLibrary;
+  /// The C header next to a shared library; empty: outputPath with ".h".
+  std::string headerPath;
+};
+
+/// Lowers `graph` and writes the artifact. Returns the lowered plan (for
+/// reporting). Throws onnxc::Error naming the file or the node at fault.
+ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
+                               const ArtifactRequest &request);
+
+} // namespace onnxc

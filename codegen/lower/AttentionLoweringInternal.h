@@ -1,0 +1,46 @@
+//===- codegen/lower/AttentionLoweringInternal.h - Head layouts, shapes ----===//
+//
+// Internal to the Attention and RotaryEmbedding lowerings: where element
+// (batch, head, position, i) of a per-head tensor lives in the 3-D
+// [batch, seq, heads*size] or the 4-D [batch, heads, seq, size] layout, and
+// the dims of an Attention node in the 4-D view.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/lower/LoweringContext.h"
+#include "ir/Dim.h"
+
+namespace onnxc::lower {
+
+/// Element strides of the batch, head and position axes; the last axis
+/// (within a head) is contiguous.
+struct HeadLayout {
+  Dim batch, head, position;
+};
+
+inline HeadLayout headLayout(bool is3d, const Dim &heads, const Dim &seq, const Dim &size) {
+  if (is3d)
+    return {seq * heads * size, size, heads * size};
+  return {heads * seq * size, seq * size, size};
+}
+
+/// An Attention node's dims in the 4-D view and the layouts of Q, K, V, Y.
+struct AttentionShape {
+  DType dtype = DType::F32;
+  bool is3d = false, hasPast = false;
+  Dim batch, qHeads, kvHeads, qSeq, kvSeq, past = Dim(0), total, headSize, vHeadSize;
+  HeadLayout q, k, v, y;
+};
+
+/// Reads and checks the node's operand shapes (refusing what the kernel
+/// cannot index with one clear line).
+AttentionShape attentionShape(const LoweringContext &ctx, const Node &node);
+
+/// `hidden / heads`, refused when not provably exact.
+Dim headSizeOf(const LoweringContext &ctx, const Node &node, const Dim &hidden, int64_t heads,
+               const char *what);
+
+void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node);
+
+} // namespace onnxc::lower

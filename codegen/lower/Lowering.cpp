@@ -1,0 +1,121 @@
+//===- codegen/lower/Lowering.cpp - ir::Graph -> kernels + ModelPlan --------===//
+
+#include "codegen/lower/Lowering.h"
+
+#include "codegen/lower/LoweringContext.h"
+#include "codegen/lower/OpLowerings.h"
+#include "ir/Error.h"
+
+#include "llvm/IR/Module.h"
+
+#include <set>
+#include <sstream>
+
+namespace onnxc {
+
+namespace lower {
+
+const LoweringTable &opLowerings() {
+  static const LoweringTable table = [] {
+    LoweringTable t;
+    registerElementwiseLowerings(t);
+    registerMovementLowerings(t);
+    registerReductionLowerings(t);
+    registerNormalizationLowerings(t);
+    registerLinearAlgebraLowerings(t);
+    registerAttentionLowerings(t);
+    registerConvolutionLowerings(t);
+    registerRecurrentLowerings(t);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace lower
+
+namespace {
+
+/// Every symbol is read from the first input axis whose dim is exactly it.
+void bindSymbols(const Graph &graph, ModelPlan &plan) {
+  std::set<std::string> bound;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Shape &shape = graph.inputs()[i]->shape();
+    for (size_t axis = 0; axis < shape.rank(); ++axis)
+      if (shape[axis].isSymbol() && bound.insert(shape[axis].symbolName()).second)
+        plan.symbols.push_back({shape[axis].symbolName(), int32_t(i), int32_t(axis)});
+  }
+  auto checkValue = [&](const Value *value) {
+    for (size_t axis = 0; axis < value->shape().rank(); ++axis) {
+      const Dim &d = value->shape()[axis];
+      if (d.isUnknown())
+        fail("cannot compile: value '", value->name(), "' has a data-dependent dimension (shape ",
+             value->shape().str(), "); the compiled path needs shapes known from the inputs'");
+      for (const std::string &symbol : d.symbols())
+        if (!bound.count(symbol))
+          fail("cannot compile: symbol '", symbol, "' of value '", value->name(),
+               "' is not a whole dimension of any graph input, so its value is unknown at run time");
+    }
+  };
+  for (const Value *input : graph.inputs())
+    checkValue(input);
+  for (const Node *node : graph.topologicalOrder())
+    for (const Value *result : node->results())
+      if (result->hasUses() || graph.isOutput(result))
+        checkValue(result);
+}
+
+void describeTensors(const Graph &graph, ModelPlan &plan) {
+  for (const Value *input : graph.inputs())
+    plan.inputs.push_back({input->name(), input->dtype(), input->shape()});
+  for (const GraphOutput &output : graph.outputs())
+    plan.outputs.push_back({output.name, output.value->dtype(), output.value->shape()});
+}
+
+/// Names every op in the graph that has no lowering, all in one message.
+void checkEveryOpLowers(const std::vector<Node *> &order) {
+  std::set<std::string> missing;
+  for (const Node *node : order)
+    if (!lower::opLowerings().lowerings[unsigned(node->kind())])
+      missing.insert(std::string(node->opName()));
+  if (missing.empty())
+    return;
+  std::ostringstream os;
+  bool firstOp = true;
+  for (const std::string &op : missing) {
+    os << (firstOp ? "" : ", ") << op;
+    firstOp = false;
+  }
+  fail("cannot compile: codegen has no kernel for op", missing.size() > 1 ? "s " : " ", os.str(),
+       " (use `onnxc run --backend=ref` to evaluate such a model)");
+}
+
+} // namespace
+
+bool hasLowering(OpKind kind) { return lower::opLowerings().lowerings[unsigned(kind)] != nullptr; }
+
+ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOptions &options) {
+  ModelPlan plan;
+  plan.name = graph.name();
+  std::vector<Node *> order = graph.topologicalOrder();
+  checkEveryOpLowers(order);
+  bindSymbols(graph, plan);
+  describeTensors(graph, plan);
+
+  lower::LoweringContext context(graph, module, plan);
+  context.setAvx2Fma(options.avx2Fma);
+  for (const Node *node : order) {
+    if (context.isClaimed(*node))
+      continue;
+    bool used = graph.isOutput(node->result(0));
+    for (const Value *result : node->results())
+      used = used || result->hasUses() || graph.isOutput(result);
+    if (!used)
+      continue; // dead code the pipeline did not remove (e.g. at -O0)
+    lower::opLowerings().lowerings[unsigned(node->kind())](context, *node);
+    context.markLowered(*node);
+  }
+  context.finalize();
+  return plan;
+}
+
+} // namespace onnxc

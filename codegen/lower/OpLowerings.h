@@ -1,0 +1,36 @@
+//===- codegen/lower/OpLowerings.h - The table of op lowerings -------------===//
+//
+// Internal to codegen/lower: each op-family file registers the lowerings of
+// its ops here, mirroring ir/eval/Kernels.h. An op without a lowering is a
+// compile-time error naming the node.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/lower/LoweringContext.h"
+#include "ir/OpKind.h"
+
+#include <array>
+
+namespace onnxc::lower {
+
+using OpLowering = void (*)(LoweringContext &context, const Node &node);
+
+struct LoweringTable {
+  std::array<OpLowering, kNumOpKinds> lowerings{};
+  void add(OpKind kind, OpLowering lowering) { lowerings[unsigned(kind)] = lowering; }
+};
+
+void registerElementwiseLowerings(LoweringTable &table);   // arithmetic, unary, logic, Cast, Where, Clip
+void registerMovementLowerings(LoweringTable &table);      // Reshape ... Trilu, creation ops, Identity
+void registerReductionLowerings(LoweringTable &table);     // Reduce*, ArgMax/Min, CumSum
+void registerNormalizationLowerings(LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
+void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
+void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryEmbedding
+void registerConvolutionLowerings(LoweringTable &table);   // Conv
+void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
+
+/// Every family's lowerings.
+const LoweringTable &opLowerings();
+
+} // namespace onnxc::lower

@@ -1,0 +1,335 @@
+//===- codegen/lower/ReductionLowering.cpp - Reduce* lowering --------------===//
+//
+// A Reduce* node becomes one step whose tasks are ranges of kept (output)
+// elements. The axes are first grouped: axes of constant extent 1 dropped,
+// runs of reduced or kept axes merged. Then:
+//
+//   [K, R]      f32 Sum/Mean/Max/Min: contiguous rows, vector accumulators
+//   [K, R, N]   f32 Sum/Mean/Max/Min, N >= 8: 32-column blocks down R rows
+//   otherwise   a scalar loop nest per output element
+//
+// The scalar path mirrors ir/eval/ReductionKernels.cpp: floats sum and
+// multiply in double, integers wrap in their own width (the same bits as
+// the evaluator's 64-bit accumulator, truncated), integer means divide the
+// exact 64-bit sum, Max/Min let any NaN win. One difference: an empty
+// integer Max/Min gives the type's lowest/highest value (as ONNX says); the
+// evaluator truncates the 64-bit extremes instead.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/OpLowerings.h"
+#include "codegen/lower/ReductionSupport.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Intrinsics.h"
+
+#include <limits>
+
+using namespace llvm;
+
+namespace onnxc::lower {
+
+using llvm::Value;
+
+namespace {
+
+/// A run of adjacent axes that are all reduced or all kept.
+struct AxisGroup {
+  Dim extent;
+  bool reduced = false;
+};
+
+struct ReducePlan {
+  bool identity = false; // the result is the input's bytes
+  std::vector<AxisGroup> groups;
+  Dim groupSize = Dim(1); // input elements per result element
+};
+
+std::vector<int64_t> reduceAxes(const LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *axes = node.operand(1);
+  if (!axes)
+    return {};
+  if (const Tensor *contents = ctx.constantValue(axes))
+    return contents->toInt64Vector();
+  if (isConstantDim(axes->shape().numElements(), 0))
+    return {};
+  ctx.unsupported(node, "axes must be a compile-time constant");
+}
+
+ReducePlan planReduce(const LoweringContext &ctx, const Node &node) {
+  const Shape &shape = node.operand(0)->shape();
+  int64_t rank = int64_t(shape.rank());
+  std::vector<int64_t> axes = reduceAxes(ctx, node);
+  ReducePlan plan;
+  std::vector<bool> reduced(size_t(rank), axes.empty());
+  if (axes.empty() && node.getInt("noop_with_empty_axes", 0) != 0) {
+    plan.identity = true;
+    return plan;
+  }
+  for (int64_t axis : axes) {
+    int64_t a = normalizedAxis(ctx, node, axis, rank);
+    if (reduced[size_t(a)] && !axes.empty())
+      ctx.unsupported(node, "axis " + std::to_string(axis) + " is listed twice");
+    reduced[size_t(a)] = true;
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    const Dim &extent = shape[size_t(i)];
+    bool isReduced = reduced[size_t(i)];
+    if (isReduced)
+      plan.groupSize = plan.groupSize * extent;
+    if (isConstantDim(extent, 1))
+      continue;
+    if (!plan.groups.empty() && plan.groups.back().reduced == isReduced)
+      plan.groups.back().extent = plan.groups.back().extent * extent;
+    else
+      plan.groups.push_back({extent, isReduced});
+  }
+  bool anyReduced = false;
+  for (const AxisGroup &group : plan.groups)
+    anyReduced = anyReduced || group.reduced;
+  // Reducing only axes of extent 1 leaves every element as it is.
+  plan.identity = !anyReduced;
+  return plan;
+}
+
+/// The scalar accumulator of one reduction kind and dtype.
+class ScalarAccumulator {
+public:
+  ScalarAccumulator(KernelBuilder &k, ReduceKind kind, DType dtype)
+      : k_(k), b_(k.ir()), kind_(kind), dtype_(dtype) {
+    bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
+    if (isFloat(dtype) && !extreme)
+      accType_ = DType::F64;
+    else if (kind == ReduceKind::Mean && isInteger(dtype))
+      accType_ = isSignedInt(dtype) ? DType::I64 : DType::U64;
+    else
+      accType_ = dtype;
+  }
+
+  Value *initial() {
+    Type *type = k_.computeType(accType_);
+    switch (kind_) {
+    case ReduceKind::Prod:
+      return k_.constant(accType_, 1);
+    case ReduceKind::Max:
+    case ReduceKind::Min: {
+      bool isMax = kind_ == ReduceKind::Max;
+      if (type->isFloatingPointTy())
+        return ConstantFP::getInfinity(type, /*Negative=*/isMax);
+      unsigned bits = type->getIntegerBitWidth();
+      if (isSignedInt(accType_))
+        return b_.getInt(isMax ? APInt::getSignedMinValue(bits) : APInt::getSignedMaxValue(bits));
+      return b_.getInt(isMax ? APInt::getMinValue(bits) : APInt::getMaxValue(bits));
+    }
+    default:
+      return k_.constant(accType_, 0);
+    }
+  }
+
+  /// Folds `element` (computeType of the dtype) into `acc`.
+  Value *step(Value *acc, Value *element) {
+    Value *v = k_.convert(element, dtype_, accType_);
+    bool isFloatAcc = v->getType()->isFloatingPointTy();
+    switch (kind_) {
+    case ReduceKind::Sum:
+    case ReduceKind::Mean:
+      return isFloatAcc ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+    case ReduceKind::Prod:
+      return isFloatAcc ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+    case ReduceKind::Max:
+      if (isFloatAcc)
+        return b_.CreateBinaryIntrinsic(Intrinsic::maximum, acc, v);
+      if (dtype_ == DType::Bool)
+        return b_.CreateOr(acc, v);
+      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smax : Intrinsic::umax, acc, v);
+    case ReduceKind::Min:
+      if (isFloatAcc)
+        return b_.CreateBinaryIntrinsic(Intrinsic::minimum, acc, v);
+      if (dtype_ == DType::Bool)
+        return b_.CreateAnd(acc, v);
+      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smin : Intrinsic::umin, acc, v);
+    }
+    return acc;
+  }
+
+  /// The result element (computeType of the dtype) from the accumulator
+  /// of `groupSize` elements.
+  Value *finish(Value *acc, Value *groupSize) {
+    if (kind_ == ReduceKind::Mean) {
+      if (isFloat(dtype_)) {
+        // 0/0 = NaN for an empty group, as the evaluator (and numpy).
+        acc = b_.CreateFDiv(acc, b_.CreateSIToFP(groupSize, b_.getDoubleTy()));
+      } else {
+        Value *isEmpty = b_.CreateICmpEQ(groupSize, k_.i64(0));
+        Value *divisor = b_.CreateSelect(isEmpty, k_.i64(1), groupSize);
+        Value *quotient = isSignedInt(dtype_) ? b_.CreateSDiv(acc, divisor) : b_.CreateUDiv(acc, divisor);
+        acc = b_.CreateSelect(isEmpty, k_.i64(0), quotient);
+      }
+    }
+    return k_.convert(acc, accType_, dtype_);
+  }
+
+private:
+  KernelBuilder &k_;
+  IRBuilder<> &b_;
+  ReduceKind kind_;
+  DType dtype_;
+  DType accType_;
+};
+
+/// [K, R] -> [K]: one contiguous f32 row per result.
+void emitContiguousRows(StepBuilder &step, ReduceKind kind, unsigned in, unsigned out,
+                        const Dim &rows, const Dim &rowLength) {
+  auto [begin, end] = splitByWork(step, rows, rowLength);
+  KernelBuilder &k = step.kernel();
+  IRBuilder<> &b = k.ir();
+  Value *length = k.dim(rowLength);
+  k.forRange(begin, end, [&](Value *row) {
+    Value *rowBase = b.CreateInBoundsGEP(b.getFloatTy(), k.buffer(in), b.CreateMul(row, length));
+    Value *result = emitContiguousReduce(k, kind, rowBase, length);
+    if (kind == ReduceKind::Mean)
+      result = b.CreateFDiv(result, b.CreateSIToFP(length, b.getDoubleTy()));
+    if (result->getType()->isDoubleTy())
+      result = b.CreateFPTrunc(result, b.getFloatTy());
+    k.storeElement(DType::F32, result, k.buffer(out), row);
+  });
+}
+
+/// [K, R, N] -> [K, N]: blocks of 32 columns, each reduced down its R rows.
+void emitColumnBlocks(StepBuilder &step, ReduceKind kind, unsigned in, unsigned out,
+                      const Dim &outer, const Dim &rows, const Dim &columns) {
+  auto blocksPerSlice = [&](FunctionBuilder &f) {
+    return f.ceilDiv(f.dim(columns), f.i64(kColumnBlock));
+  };
+  auto [begin, end] = splitByWork(
+      step,
+      [&](FunctionBuilder &f) { return f.ir().CreateMul(f.dim(outer), blocksPerSlice(f)); },
+      [&](FunctionBuilder &f) { return f.ir().CreateMul(f.dim(rows), f.i64(kColumnBlock)); });
+  KernelBuilder &k = step.kernel();
+  IRBuilder<> &b = k.ir();
+  Value *rowCount = k.dim(rows);
+  Value *columnCount = k.dim(columns);
+  Value *blocks = blocksPerSlice(k);
+  k.forRange(begin, end, [&](Value *item) {
+    Value *slice = b.CreateUDiv(item, blocks);
+    Value *column = b.CreateMul(b.CreateURem(item, blocks), k.i64(kColumnBlock));
+    Value *sliceIn = b.CreateInBoundsGEP(b.getFloatTy(), k.buffer(in),
+                                         b.CreateMul(slice, b.CreateMul(rowCount, columnCount)));
+    Value *sliceOut =
+        b.CreateInBoundsGEP(b.getFloatTy(), k.buffer(out), b.CreateMul(slice, columnCount));
+    emitColumnBlockReduce(k, kind, sliceIn, sliceOut, rowCount, columnCount, column, columnCount);
+  });
+}
+
+/// Any groups, any dtype: per result element, nested loops over the reduced
+/// groups.
+void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned in,
+                       unsigned out, const ReducePlan &plan) {
+  std::vector<Dim> keptExtents, reducedExtents, keptStrides, reducedStrides;
+  Dim stride(1);
+  for (size_t g = plan.groups.size(); g-- > 0;) {
+    const AxisGroup &group = plan.groups[g];
+    (group.reduced ? reducedExtents : keptExtents).insert(
+        (group.reduced ? reducedExtents : keptExtents).begin(), group.extent);
+    (group.reduced ? reducedStrides : keptStrides).insert(
+        (group.reduced ? reducedStrides : keptStrides).begin(), stride);
+    stride = stride * group.extent;
+  }
+  Dim results(1);
+  for (const Dim &extent : keptExtents)
+    results = results * extent;
+  auto [begin, end] = splitByWork(step, results, plan.groupSize);
+
+  KernelBuilder &k = step.kernel();
+  IRBuilder<> &b = k.ir();
+  auto values = [&](const std::vector<Dim> &dims) {
+    std::vector<Value *> v;
+    for (const Dim &d : dims)
+      v.push_back(k.dim(d));
+    return v;
+  };
+  std::vector<Value *> keptSize = values(keptExtents), keptStep = values(keptStrides);
+  std::vector<Value *> reducedSize = values(reducedExtents), reducedStep = values(reducedStrides);
+  Value *groupSize = k.dim(plan.groupSize);
+  Value *input = k.buffer(in);
+  ScalarAccumulator accumulator(k, kind, dtype);
+
+  // Reduces the groups from `level` on, starting at element `at`.
+  std::function<Value *(size_t, Value *, Value *)> reduceFrom = [&](size_t level, Value *at,
+                                                                     Value *acc) -> Value * {
+    if (level == reducedSize.size())
+      return accumulator.step(acc, k.loadElement(dtype, input, at));
+    return k.forRangeCarried(
+        k.i64(0), reducedSize[level], {acc},
+        [&](Value *i, ArrayRef<Value *> carried) -> std::vector<Value *> {
+          Value *next = b.CreateAdd(at, b.CreateMul(i, reducedStep[level]));
+          return {reduceFrom(level + 1, next, carried[0])};
+        },
+        1, "red")[0];
+  };
+  k.forRange(begin, end, [&](Value *result) {
+    Value *at = k.offset(k.unflatten(result, keptSize), keptStep);
+    Value *acc = reduceFrom(0, at, accumulator.initial());
+    k.storeElement(dtype, accumulator.finish(acc, groupSize), k.buffer(out), result);
+  });
+}
+
+const char *kernelName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum: return "reduce_sum";
+  case ReduceKind::Mean: return "reduce_mean";
+  case ReduceKind::Prod: return "reduce_prod";
+  case ReduceKind::Max: return "reduce_max";
+  case ReduceKind::Min: return "reduce_min";
+  }
+  return "reduce";
+}
+
+void lowerReduce(LoweringContext &ctx, const Node &node, ReduceKind kind) {
+  const onnxc::Value *x = node.operand(0);
+  const onnxc::Value *y = node.result(0);
+  DType dtype = x->dtype();
+  bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
+  if (dtype == DType::Unknown || (dtype == DType::Bool && !extreme))
+    ctx.unsupported(node, "input of type " + std::string(dtypeName(dtype)));
+  ReducePlan plan = planReduce(ctx, node);
+  if (plan.identity)
+    return ctx.alias(y, x);
+
+  StepBuilder step = ctx.beginStep(node, kernelName(kind));
+  unsigned in = step.input(x);
+  unsigned out = step.output(y);
+  const std::vector<AxisGroup> &groups = plan.groups;
+  size_t n = groups.size();
+  bool vectorKind = dtype == DType::F32 && kind != ReduceKind::Prod;
+  // Fewer than 8 columns would leave most vector lanes idle.
+  bool wideColumns = n >= 2 && !groups[n - 1].reduced && groups[n - 2].reduced &&
+                     !(groups[n - 1].extent.constant() && *groups[n - 1].extent.constant() < 8);
+  if (vectorKind && groups[n - 1].reduced && n <= 2) {
+    emitContiguousRows(step, kind, in, out, n == 2 ? groups[0].extent : Dim(1), groups[n - 1].extent);
+  } else if (vectorKind && wideColumns && n <= 3) {
+    emitColumnBlocks(step, kind, in, out, n == 3 ? groups[0].extent : Dim(1), groups[n - 2].extent,
+                     groups[n - 1].extent);
+  } else {
+    emitGeneralReduce(step, kind, dtype, in, out, plan);
+  }
+  step.finish();
+}
+
+template <ReduceKind Kind> void lowerReduceOf(LoweringContext &ctx, const Node &node) {
+  lowerReduce(ctx, node, Kind);
+}
+
+} // namespace
+
+void registerReductionLowerings(LoweringTable &table) {
+  table.add(OpKind::ReduceSum, lowerReduceOf<ReduceKind::Sum>);
+  table.add(OpKind::ReduceMean, lowerReduceOf<ReduceKind::Mean>);
+  table.add(OpKind::ReduceProd, lowerReduceOf<ReduceKind::Prod>);
+  table.add(OpKind::ReduceMax, lowerReduceOf<ReduceKind::Max>);
+  table.add(OpKind::ReduceMin, lowerReduceOf<ReduceKind::Min>);
+  table.add(OpKind::ArgMax, lowerArgMax);
+  table.add(OpKind::ArgMin, lowerArgMin);
+  table.add(OpKind::CumSum, lowerCumSum);
+}
+
+} // namespace onnxc::lower

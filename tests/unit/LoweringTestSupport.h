@@ -1,0 +1,49 @@
+//===- tests/unit/LoweringTestSupport.h - Run graphs through codegen --------===//
+//
+// The lowering tests compile a small graph (text IR or built in C++) with
+// the real pipeline: lowering, descriptor, -O3, ORC JIT, runtime session;
+// and compare the outputs with the reference evaluator's on the same inputs.
+//
+//   auto g = parseGraph(R"(graph g(x: f32[n, 8]) -> (y) { y = Relu(x) })");
+//   expectCompiledMatchesReference(*g, {{"x", randomTensor({3, 8}, 1)}});
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/ModelPlan.h"
+#include "ir/Graph.h"
+#include "ir/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc::lowertest {
+
+/// Parses text IR, verifies it and infers shapes (like `onnxc` loads an .ir).
+std::unique_ptr<Graph> parseGraph(const std::string &text);
+
+/// The plan lowering produces for `graph` (for counting steps and buffers).
+ModelPlan lowerOnly(const Graph &graph);
+
+/// Compiles `graph` for the host and runs it on `inputs` (by input name)
+/// with `threads` runtime threads; returns the outputs in graph order.
+std::vector<Tensor> runCompiled(const Graph &graph, const std::map<std::string, Tensor> &inputs,
+                                int threads = 1);
+
+/// Runs the reference evaluator on the same inputs.
+std::vector<Tensor> runReference(const Graph &graph, const std::map<std::string, Tensor> &inputs);
+
+/// Compiles and evaluates, then expects every output to have the reference's
+/// dtype and dims, and values within |a - r| <= atol + rtol * |r| (floats;
+/// NaNs must match NaNs) or equal (integers, bool). `threads` as above.
+void expectCompiledMatchesReference(const Graph &graph, const std::map<std::string, Tensor> &inputs,
+                                    double rtol = 1e-4, double atol = 1e-6, int threads = 1);
+
+/// A tensor of `dtype` with deterministic pseudo-random contents: floats in
+/// [-1, 1) (well, [lo, hi) if given), integers in [lo, hi), bools 0/1.
+Tensor randomOf(DType dtype, std::vector<int64_t> dims, unsigned seed, double lo = -1.0,
+                double hi = 1.0);
+
+} // namespace onnxc::lowertest

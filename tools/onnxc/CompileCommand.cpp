@@ -1,0 +1,154 @@
+//===- tools/onnxc/CompileCommand.cpp - onnxc compile -----------------------===//
+//
+//   onnxc compile model.onnx -o model.so            shared library + model.h
+//   onnxc compile model.onnx -o m.s --emit=asm      inspection forms: obj, asm, llvm
+//   onnxc compile model.onnx -o m.so --mcpu=x86-64  any x86-64 (portable vector code)
+//
+//===----------------------------------------------------------------------===//
+#include "tools/onnxc/Commands.h"
+
+#include "codegen/ModelCompiler.h"
+#include "ir/Error.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+namespace onnxc {
+
+std::vector<OptionSpec> targetOptions() {
+  return {
+      {"mcpu", "CPU", "generate code for CPU (default native; 'help' lists them)"},
+      {"mattr", "+f,-g", "add or remove CPU features (e.g. -avx2; 'help' lists them)"},
+  };
+}
+
+TargetSelection selectTarget(const ParsedArgs &args) {
+  TargetRequest request;
+  request.cpu = args.get("mcpu", "native");
+  request.attributes = args.get("mattr", "");
+  try {
+    return TargetSelection::select(request);
+  } catch (const Error &error) {
+    throw UsageError(error.what());
+  }
+}
+
+bool printTargetHelp(const ParsedArgs &args) {
+  bool printed = false;
+  if (args.get("mcpu", "") == "help") {
+    std::cout << "CPUs (--mcpu):\n";
+    for (const std::string &cpu : TargetSelection::availableCpus())
+      std::cout << "  " << cpu << "\n";
+    printed = true;
+  }
+  if (args.get("mattr", "") == "help") {
+    std::cout << "features (--mattr=+name,-name):\n";
+    for (const std::string &feature : TargetSelection::availableFeatures())
+      std::cout << "  " << feature << "\n";
+    printed = true;
+  }
+  return printed;
+}
+
+int threadCount(const ParsedArgs &args) {
+  std::string text = args.get("threads", "0");
+  if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("--threads needs a number of threads (0 = one per core), got '" + text + "'");
+  return std::stoi(text);
+}
+
+namespace {
+
+ArtifactRequest::Kind emitKind(const std::string &text) {
+  if (text == "so")
+    return ArtifactRequest::Kind::SharedLibrary;
+  if (text == "obj")
+    return ArtifactRequest::Kind::Object;
+  if (text == "asm")
+    return ArtifactRequest::Kind::Assembly;
+  if (text == "llvm")
+    return ArtifactRequest::Kind::LlvmIr;
+  throw UsageError("unknown --emit '" + text + "' (use so, obj, asm or llvm)");
+}
+
+std::string formatBytes(double bytes) {
+  char text[32];
+  if (bytes >= 1 << 20)
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1 << 20));
+  else if (bytes >= 1 << 10)
+    std::snprintf(text, sizeof text, "%.1f KiB", bytes / (1 << 10));
+  else
+    std::snprintf(text, sizeof text, "%.0f B", bytes);
+  return text;
+}
+
+int runCompile(const ParsedArgs &args) {
+  if (printTargetHelp(args))
+    return 0;
+  std::string path = modelArgument(args, "compile");
+  std::string output = args.get("o");
+  if (output.empty())
+    throw UsageError("compile needs an output file: -o model.so (see 'onnxc compile --help')");
+  ArtifactRequest request;
+  request.outputPath = output;
+  request.kind = emitKind(args.get("emit", "so"));
+  request.headerPath = args.get("header");
+  if (!request.headerPath.empty() && request.kind != ArtifactRequest::Kind::SharedLibrary)
+    throw UsageError("--header applies to --emit=so only");
+  TargetSelection target = selectTarget(args);
+  std::unique_ptr<PassManager> pm = buildPipeline(args, "compile", PrintOptions(), 3);
+
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Graph> graph = loadModel(path);
+  runPipeline(*pm, *graph, args);
+  ModelPlan plan = compileModelArtifact(*graph, target, request);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  double constantBytes = 0;
+  for (const PlanBuffer &buffer : plan.buffers)
+    if (buffer.kind == BufferKind::Constant)
+      constantBytes += double(buffer.constant.size);
+  std::cout << "compiled '" << plan.name << "' for " << target.cpu() << ": " << plan.steps.size()
+            << " steps, " << formatBytes(constantBytes) << " of constants -> " << output;
+  if (request.kind == ArtifactRequest::Kind::SharedLibrary) {
+    std::string header = request.headerPath;
+    if (header.empty()) {
+      header = output;
+      size_t dot = header.rfind('.');
+      size_t slash = header.rfind('/');
+      header = (dot != std::string::npos && (slash == std::string::npos || dot > slash)
+                    ? header.substr(0, dot)
+                    : header) +
+               ".h";
+    }
+    std::cout << ", " << header;
+  }
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " (%.2f s)\n", seconds);
+  std::cout << timing;
+  return 0;
+}
+
+std::vector<OptionSpec> compileOptions() {
+  std::vector<OptionSpec> options = {
+      {"o", "FILE", "output file (model.so, or the --emit form)"},
+      {"emit", "so|obj|asm|llvm", "shared library + C header (default), object, assembly, LLVM IR"},
+      {"header", "FILE", "where to write the C header (default: FILE with .h)"},
+  };
+  for (OptionSpec &spec : targetOptions())
+    options.push_back(std::move(spec));
+  for (OptionSpec &spec : pipelineOptions())
+    options.push_back(std::move(spec));
+  return options;
+}
+
+} // namespace
+
+Command compileCommand() {
+  return {"compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
+          "compile MODEL.onnx|MODEL.ir -o model.so [--emit=so|obj|asm|llvm] [--mcpu=CPU] [options]",
+          compileOptions(), runCompile};
+}
+
+} // namespace onnxc
