@@ -50,4 +50,10 @@ std::vector<Tensor> CompiledSession::run(const std::vector<const Tensor *> &inpu
 
 size_t CompiledSession::arenaBytes() const { return onnxc_session_arena_bytes(session_); }
 
+void CompiledSession::setProfiling(bool enabled) { onnxc_session_set_profiling(session_, enabled); }
+
+int64_t CompiledSession::stepNanoseconds(int32_t step) const {
+  return onnxc_session_step_nanoseconds(session_, step);
+}
+
 } // namespace onnxc

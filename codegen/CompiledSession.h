@@ -35,6 +35,10 @@ public:
   /// Bytes of the session's intermediate arena after the last run.
   size_t arenaBytes() const;
 
+  /// Per-step wall time (onnxc_session_set_profiling): enabling resets it.
+  void setProfiling(bool enabled);
+  int64_t stepNanoseconds(int32_t step) const;
+
 private:
   const onnxc_model_descriptor *model_;
   onnxc_session *session_;

@@ -11,6 +11,7 @@
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -47,8 +48,12 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(functionAnalyses);
   builder.registerLoopAnalyses(loopAnalyses);
   builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
-  llvm::ModulePassManager pipeline =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  // Layers repeat, so many step kernels are identical (same op, same
+  // shapes; buffers arrive through the step's pointer table). Merging them
+  // before -O3 optimizes and compiles each distinct kernel once.
+  llvm::ModulePassManager pipeline;
+  pipeline.addPass(llvm::MergeFunctionsPass());
+  pipeline.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
   pipeline.run(module, moduleAnalyses);
   verifyOrFail(module, "after optimization");
 }

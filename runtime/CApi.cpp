@@ -64,4 +64,13 @@ size_t onnxc_session_arena_bytes(const onnxc_session *session) {
   return session ? session->impl->arenaBytes() : 0;
 }
 
+void onnxc_session_set_profiling(onnxc_session *session, int enabled) {
+  if (session)
+    session->impl->setProfiling(enabled != 0);
+}
+
+int64_t onnxc_session_step_nanoseconds(const onnxc_session *session, int32_t step) {
+  return session ? session->impl->stepNanoseconds(step) : 0;
+}
+
 } // extern "C"

@@ -5,6 +5,7 @@
 #include "InputBinding.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace onnxc::runtime {
 
@@ -136,10 +137,27 @@ void Session::runSteps(const ExecutionPlan &plan) {
       continue;
     onnxc_kernel_fn kernel = model_.steps[s].kernel;
     void *const *buffers = stepBufferPointers_.data() + stepBufferStart_[s];
+    auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     pool_.parallelFor(tasks, [kernel, buffers, symbols](int64_t begin, int64_t end) {
       kernel(buffers, symbols, begin, end);
     });
+    if (profiling_)
+      stepNanoseconds_[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
   }
+}
+
+void Session::setProfiling(bool enabled) {
+  profiling_ = enabled;
+  if (enabled)
+    stepNanoseconds_.assign(size_t(model_.num_steps), 0);
+}
+
+int64_t Session::stepNanoseconds(int32_t step) const {
+  if (step < 0 || size_t(step) >= stepNanoseconds_.size())
+    return 0;
+  return stepNanoseconds_[size_t(step)];
 }
 
 bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,

@@ -37,6 +37,9 @@ public:
   /// Plans built so far; lets tests see that repeated shapes are not replanned.
   size_t plansBuilt() const { return plansBuilt_; }
   int numThreads() const { return pool_.numThreads(); }
+  /// See onnxc_session_set_profiling / onnxc_session_step_nanoseconds.
+  void setProfiling(bool enabled);
+  int64_t stepNanoseconds(int32_t step) const;
 
 private:
   Session(const onnxc_model_descriptor &model, int numThreads);
@@ -60,6 +63,8 @@ private:
   std::vector<void *> stepBufferPointers_; ///< Every step's buffer list, back to back.
   std::vector<size_t> stepBufferStart_;    ///< Where each step's list starts.
   size_t lastArenaBytes_ = 0;
+  bool profiling_ = false;
+  std::vector<int64_t> stepNanoseconds_; ///< Per step, while profiling.
   std::string error_;
 };
 

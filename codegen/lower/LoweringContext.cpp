@@ -55,6 +55,8 @@ StepBuilder::StepBuilder(LoweringContext &context, std::string name, std::string
                                   GlobalValue::InternalLinkage, context.uniqueName(kernelName),
                                   module);
   step_.kernel->addFnAttr(llvm::Attribute::NoUnwind);
+  // No one compares kernel addresses: identical kernels may be merged.
+  step_.kernel->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
   for (unsigned i = 0; i < 2; ++i)
     step_.kernel->addParamAttr(i, llvm::Attribute::NoAlias);
   kernel_ = std::make_unique<KernelBuilder>(step_.kernel, context.symbolIndex());
@@ -102,6 +104,7 @@ void StepBuilder::setTaskCount(const SymbolicValue &count) {
                                      GlobalValue::InternalLinkage,
                                      step_.kernel->getName() + ".tasks", module);
   step_.taskCount->addFnAttr(llvm::Attribute::NoUnwind);
+  step_.taskCount->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
   FunctionBuilder f(step_.taskCount, step_.taskCount->getArg(0), context_.symbolIndex());
   llvm::Value *n = count(f);
   f.finish(f.max(n, f.i64(0)));
@@ -142,7 +145,10 @@ const Tensor *LoweringContext::constantValue(const onnxc::Value *value) const {
 }
 
 StepBuilder LoweringContext::beginStep(const Node &node, const std::string &kernelName) {
-  std::string name = node.name().empty() ? std::string(node.opName()) : node.name();
+  // "MatMul /encoder/layer.0/MatMul": the op first, so profiles group by it.
+  std::string name = std::string(node.opName());
+  if (!node.name().empty())
+    name += " " + node.name();
   return StepBuilder(*this, name, kernelName);
 }
 

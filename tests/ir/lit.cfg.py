@@ -17,3 +17,12 @@ config.test_exec_root = config.onnxc_test_build_dir
 config.environment["PATH"] = os.pathsep.join(
     [config.onnxc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 )
+
+# %python runs helper scripts that need numpy: the repository's venv (made by
+# scripts/setup.sh) when present, else the interpreter running lit.
+import sys
+
+repo = os.path.dirname(os.path.dirname(config.onnxc_test_source_dir))
+venv_python = os.path.join(repo, ".venv", "bin", "python")
+config.substitutions.append(("%python", venv_python if os.path.exists(venv_python) else sys.executable))
+config.substitutions.append(("%repo", repo))

@@ -21,8 +21,9 @@ TEST(LowerFramework, EveryEvaluatorOpHasALowering) {
   // The compiled path promises every op the reference evaluator runs.
   for (unsigned k = 0; k < kNumOpKinds; ++k) {
     OpKind kind = OpKind(k);
-    if (hasReferenceKernel(kind))
+    if (hasReferenceKernel(kind)) {
       EXPECT_TRUE(hasLowering(kind)) << "no lowering for " << opName(kind);
+    }
   }
 }
 
@@ -30,7 +31,7 @@ TEST(LowerFramework, OutputsThatNoKernelWritesAreCopied) {
   // An input returned twice and a constant returned: three copy steps into
   // three distinct Output buffers.
   auto graph = parseGraph(R"(
-graph @passthrough(%x: f32[n, 5]) -> (%x: f32[n, 5], %x: f32[n, 5], %k: i64[3]) {
+graph @passthrough(%x: f32[n, 5]) -> (%a: f32[n, 5], %b: f32[n, 5], %c: i64[3]) {
   const %k: i64[3] = dense<[7, -1, 3]>
   return %x, %x, %k
 }

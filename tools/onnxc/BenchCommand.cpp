@@ -17,7 +17,9 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <sys/resource.h>
+#include <map>
+#include <fstream>
+#include <string>
 
 namespace onnxc {
 
@@ -37,10 +39,51 @@ int positiveOption(const ParsedArgs &args, const std::string &name, int defaultV
   return std::stoi(text);
 }
 
+/// The process's peak resident set (VmHWM). Not getrusage's ru_maxrss:
+/// Linux carries that over from the parent across fork and exec, so a
+/// benchmark started from a big Python process would report the parent's.
 double peakResidentMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return double(usage.ru_maxrss) / 1024.0; // ru_maxrss is in KiB on Linux
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::stod(line.substr(6)) / 1024.0; // the line is "VmHWM:  123456 kB"
+  return 0;
+}
+
+/// Time per run by op (the first word of each step name: the op, or the
+/// fused group), most expensive first, then the ten slowest single steps.
+void printProfile(const onnxc_model_descriptor &model, const CompiledSession &session, int runs) {
+  std::map<std::string, std::pair<double, int>> byOp;
+  std::vector<std::pair<double, std::string>> bySteps;
+  double total = 0;
+  for (int32_t s = 0; s < model.num_steps; ++s) {
+    double ms = double(session.stepNanoseconds(s)) / 1e6 / runs;
+    std::string name = model.steps[s].name ? model.steps[s].name : "?";
+    std::string op = name.substr(0, name.find(' '));
+    byOp[op].first += ms;
+    byOp[op].second += 1;
+    bySteps.emplace_back(ms, name);
+    total += ms;
+  }
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto &[op, entry] : byOp)
+    ops.emplace_back(entry.first, op);
+  std::sort(ops.rbegin(), ops.rend());
+  std::sort(bySteps.rbegin(), bySteps.rend());
+  char line[256];
+  std::snprintf(line, sizeof line, "profile (%d runs, %.3f ms per run in steps):\n", runs, total);
+  std::cout << line;
+  for (const auto &[ms, op] : ops) {
+    std::snprintf(line, sizeof line, "  %-28s %5d steps %9.3f ms %5.1f%%\n", op.c_str(),
+                  byOp[op].second, ms, total > 0 ? 100 * ms / total : 0.0);
+    std::cout << line;
+  }
+  std::cout << "slowest steps:\n";
+  for (size_t i = 0; i < bySteps.size() && i < 10; ++i) {
+    std::snprintf(line, sizeof line, "  %9.3f ms  %s\n", bySteps[i].first, bySteps[i].second.c_str());
+    std::cout << line;
+  }
 }
 
 int runBench(const ParsedArgs &args) {
@@ -107,6 +150,12 @@ int runBench(const ParsedArgs &args) {
   std::snprintf(line, sizeof line, "arena %.1f MiB, peak resident memory %.1f MiB\n",
                 double(session.arenaBytes()) / (1 << 20), peakResidentMiB());
   std::cout << line;
+  if (args.has("profile")) {
+    session.setProfiling(true);
+    for (int i = 0; i < iterations; ++i)
+      session.run(ordered);
+    printProfile(*model, session, iterations);
+  }
   return 0;
 }
 
@@ -116,6 +165,7 @@ std::vector<OptionSpec> benchOptions() {
       {"threads", "N", "runtime threads (default: one per core)"},
       {"iters", "N", "timed runs (default 50)"},
       {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
+      {"profile", "", "after timing, run again with per-step timers and print time by op"},
   };
   for (OptionSpec &spec : own)
     options.push_back(std::move(spec));

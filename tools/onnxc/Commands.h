@@ -23,8 +23,6 @@ struct Command {
   std::vector<OptionSpec> options;
   /// Runs the command; returns the exit code. Throws Error / UsageError.
   int (*run)(const ParsedArgs &args);
-  /// Placeholder commands run without parsing their arguments.
-  bool placeholder = false;
 };
 
 Command inspectCommand();

@@ -67,8 +67,6 @@ int dispatch(const std::vector<std::string> &args) {
     printCommandHelp(*it);
     return 0;
   }
-  if (it->placeholder)
-    return it->run(ParsedArgs());
   return it->run(parseArguments(rest, it->options, it->name));
 }
 

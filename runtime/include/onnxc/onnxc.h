@@ -56,6 +56,13 @@ const char *onnxc_last_error(void);
 /* Bytes of arena the last run planned, and the symbol values it bound. */
 size_t onnxc_session_arena_bytes(const onnxc_session *session);
 
+/* Per-step profiling (off by default): while enabled, every run adds each
+ * step's wall time to that step's total. Enabling resets the totals. */
+void onnxc_session_set_profiling(onnxc_session *session, int enabled);
+/* Accumulated nanoseconds of step `step` (an index into the descriptor's
+ * steps); 0 for an index out of range. */
+int64_t onnxc_session_step_nanoseconds(const onnxc_session *session, int32_t step);
+
 #ifdef __cplusplus
 }
 #endif

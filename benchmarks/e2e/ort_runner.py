@@ -1,0 +1,68 @@
+"""Times onnxruntime on one model in a process of its own (so its peak memory is its own).
+
+    python ort_runner.py MODEL.onnx --threads N --iters N --warmup N --input NAME=FILE.npy ...
+
+Prints one JSON object: session creation time, first run, every timed latency (ms), peak RSS (MiB).
+ORT runs with all graph optimizations (its fused attention, LayerNorm, GELU), sequential execution,
+intra-op threads = N, no spinning after a run (like onnxc's pool, which blocks when idle).
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+
+def peak_resident_mib() -> float:
+    """VmHWM of this process; ru_maxrss would include the parent's peak (Linux keeps it across exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--save-outputs", default="")
+    args = parser.parse_args()
+
+    feeds = {}
+    for pair in args.input:
+        name, _, path = pair.partition("=")
+        feeds[name] = np.load(path)
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    start = time.perf_counter()
+    session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
+    session_ms = (time.perf_counter() - start) * 1e3
+
+    start = time.perf_counter()
+    outputs = session.run(None, feeds)
+    first_ms = (time.perf_counter() - start) * 1e3
+    for _ in range(args.warmup - 1):
+        session.run(None, feeds)
+    times = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        times.append((time.perf_counter() - start) * 1e3)
+    if args.save_outputs:
+        np.savez(args.save_outputs, **{o.name: v for o, v in zip(session.get_outputs(), outputs)})
+    print(json.dumps({"session_ms": session_ms, "first_ms": first_ms, "times_ms": times,
+                      "peak_mib": peak_resident_mib()}))
+
+
+if __name__ == "__main__":
+    main()

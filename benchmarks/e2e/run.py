@@ -1,0 +1,180 @@
+"""End-to-end benchmark: onnxc vs onnxruntime on the same models, inputs and machine, in one run.
+
+    .venv/bin/python benchmarks/e2e/run.py [--onnxc build/tools/onnxc] [--models minilm,bert_op17]
+                                          [--seqs 128,512] [--threads 1,2] [--iters 30]
+
+Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
+vocab 30522, exported with torch.onnx at opset 17, random weights); the other names are the
+transformer test models of tests/models (built into build/models by build_models.py).
+
+For every model, sequence length and thread count it prints onnxc's and ORT's latency (min and
+median of --iters runs after warm-up), their ratio (onnxc / ORT: below 1 means onnxc is faster),
+each side's peak resident memory, onnxc's compile time and .so load time next to ORT's session
+creation time, and the largest difference between the two outputs. Each side runs in a process of
+its own, one after the other, on identical .npy inputs. Timings are not asserted anywhere: the
+machine is shared and noisy; read the ratio.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "models"))
+
+from model_inputs import make_inputs  # noqa: E402
+
+MINILM = {"name": "minilm", "layers": 6, "hidden": 384, "heads": 12, "ffn": 1536, "vocab": 30522,
+          "max_positions": 512}
+
+
+def build_minilm(directory: str) -> dict:
+    """Exports the MiniLM-sized encoder once; returns a manifest-like entry."""
+    path = os.path.join(directory, "minilm_op17.onnx")
+    entry = {"name": "minilm", "file": path,
+             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "seq"],
+                         "generator": {"kind": "token_ids", "low": 0, "high": MINILM["vocab"]}},
+                        {"name": "attention_mask", "dtype": "int64", "shape": ["batch", "seq"],
+                         "generator": {"kind": "attention_mask"}}],
+             "max_seq": MINILM["max_positions"]}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    cfg = zoo.BertConfig(vocab_size=MINILM["vocab"], hidden=MINILM["hidden"], heads=MINILM["heads"],
+                         ffn=MINILM["ffn"], layers=MINILM["layers"], max_positions=MINILM["max_positions"])
+    model = zoo.BertEncoder(cfg)
+    ids = torch.randint(0, cfg.vocab_size, (2, 5))
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+            "last_hidden_state": {0: "batch", 1: "seq"}}
+    zoo.export_onnx(model, (ids, mask), path, ["input_ids", "attention_mask"], ["last_hidden_state"], axes, 17)
+    return entry
+
+
+def test_model_entries(model_dir: str) -> dict:
+    manifest = os.path.join(model_dir, "manifest.json")
+    if not os.path.exists(manifest):
+        subprocess.run([sys.executable, os.path.join(REPO, "tests", "models", "build_models.py"), model_dir,
+                        "--quiet"], check=True)
+    with open(manifest) as f:
+        entries = json.load(f)["models"]
+    for entry in entries:
+        entry["file"] = os.path.join(model_dir, entry["file"])
+    return {entry["name"]: entry for entry in entries}
+
+
+def run(command: list) -> str:
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr.strip()[-2000:]}")
+    return result.stdout
+
+
+def onnxc_bench(onnxc: str, library: str, inputs: list, threads: int, iters: int) -> dict:
+    out = run([onnxc, "bench", library, "--threads", str(threads), "--iters", str(iters)] + inputs)
+    first = re.search(r"load ([\d.]+) ms, session ([\d.]+) ms, first run ([\d.]+) ms", out)
+    latency = re.search(r"min ([\d.]+) ms\s+median ([\d.]+) ms", out)
+    memory = re.search(r"peak resident memory ([\d.]+) MiB", out)
+    if not (first and latency and memory):
+        raise RuntimeError(f"unexpected onnxc bench output:\n{out}")
+    return {"load_ms": float(first.group(1)), "session_ms": float(first.group(2)),
+            "min_ms": float(latency.group(1)), "median_ms": float(latency.group(2)),
+            "peak_mib": float(memory.group(1))}
+
+
+def ort_bench(model: str, inputs: list, threads: int, iters: int, outputs: str) -> dict:
+    out = run([sys.executable, os.path.join(HERE, "ort_runner.py"), model, "--threads", str(threads),
+               "--iters", str(iters), "--save-outputs", outputs] + inputs)
+    data = json.loads(out.strip().splitlines()[-1])
+    times = sorted(data["times_ms"])
+    return {"session_ms": data["session_ms"], "min_ms": times[0], "median_ms": times[len(times) // 2],
+            "peak_mib": data["peak_mib"]}
+
+
+def max_difference(onnxc: str, library: str, inputs: list, ort_outputs: str, workdir: str) -> float:
+    out_dir = os.path.join(workdir, "onnxc_out")
+    run([onnxc, "run", library, "--output-dir", out_dir] + inputs)
+    reference = np.load(ort_outputs)
+    worst = 0.0
+    for name in reference.files:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        got = np.load(os.path.join(out_dir, safe + ".npy"))
+        worst = max(worst, float(np.abs(got.astype(np.float64) - reference[name]).max()))
+    return worst
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--onnxc", default=os.path.join(REPO, "build", "tools", "onnxc"))
+    parser.add_argument("--models", default="minilm")
+    parser.add_argument("--seqs", default="128,512")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-e2e"))
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+
+    entries = {}
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    if "minilm" in names:
+        entries["minilm"] = build_minilm(args.workdir)
+    if any(n != "minilm" for n in names):
+        zoo = test_model_entries(os.path.join(REPO, "build", "models"))
+        for n in names:
+            if n != "minilm":
+                entries[n] = zoo[n]
+
+    print(f"{'model':<12} {'seq':>4} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
+          f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|")
+    notes = []
+    for name in names:
+        entry = entries[name]
+        library = os.path.join(args.workdir, f"{name}.so")
+        start = time.perf_counter()
+        run([args.onnxc, "compile", entry["file"], "-o", library])
+        compile_s = time.perf_counter() - start
+        for seq in [int(s) for s in args.seqs.split(",")]:
+            limit = entry.get("max_seq")
+            if limit and seq > limit:
+                notes.append(f"{name}: seq {seq} skipped (model positions {limit})")
+                continue
+            feeds = make_inputs(entry, {"batch": 1, "seq": seq}, seed=0)
+            with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+                inputs = []
+                for input_name, value in feeds.items():
+                    path = os.path.join(workdir, f"{input_name}.npy")
+                    np.save(path, value)
+                    inputs += ["--input", f"{input_name}={path}"]
+                for threads in [int(t) for t in args.threads.split(",")]:
+                    ort_outputs = os.path.join(workdir, "ort.npz")
+                    try:
+                        theirs = ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs)
+                        ours = onnxc_bench(args.onnxc, library, inputs, threads, args.iters)
+                        diff = max_difference(args.onnxc, library, inputs, ort_outputs, workdir)
+                    except RuntimeError as error:
+                        notes.append(f"{name} seq {seq} threads {threads}: {str(error).splitlines()[-1]}")
+                        continue
+                    ratio = ours["min_ms"] / theirs["min_ms"]
+                    print(f"{name:<12} {seq:>4} {threads:>3} | {ours['min_ms']:>9.2f} {ours['median_ms']:>8.2f} |"
+                          f" {theirs['min_ms']:>8.2f} {theirs['median_ms']:>8.2f} | {ratio:>5.2f} |"
+                          f" {ours['peak_mib']:>9.1f} {theirs['peak_mib']:>8.1f} | {diff:.2e}", flush=True)
+                    notes.append(f"{name} seq {seq} threads {threads}: onnxc .so load {ours['load_ms']:.1f} ms"
+                                 f" + session {ours['session_ms']:.2f} ms; ORT session creation"
+                                 f" {theirs['session_ms']:.1f} ms")
+        notes.append(f"{name}: onnxc compile {compile_s:.2f} s")
+    print("\n" + "\n".join(notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
