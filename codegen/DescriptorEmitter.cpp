@@ -22,7 +22,7 @@ namespace onnxc {
 llvm::FunctionType *kernelFunctionType(llvm::LLVMContext &context) {
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
-  return llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr, ptr, i64, i64}, false);
+  return llvm::FunctionType::get(llvm::Type::getInt32Ty(context), {ptr, ptr, i64, i64}, false);
 }
 
 llvm::FunctionType *taskCountFunctionType(llvm::LLVMContext &context) {
@@ -48,7 +48,7 @@ struct AbiTypes {
     tensorInfo = named(context, "onnxc_tensor_info", {ptr, i32, i32, ptr, ptr});
     symbolSource = named(context, "onnxc_symbol_source", {i32, i32});
     buffer = named(context, "onnxc_buffer", {i32, i32, ptr, ptr, i32, i32});
-    step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr});
+    step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr});
     descriptor = named(context, "onnxc_model_descriptor",
                        {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
   }
@@ -332,7 +332,9 @@ llvm::Constant *DescriptorBuilder::steps() {
         {string(step.name),
          kernelPointer(step.kernel, kernelFunctionType(context_), step, "kernel"),
          kernelPointer(step.taskCount, taskCountFunctionType(context_), step, "task count"),
-         i32(int64_t(indices.size())), array(types_.i32, indices, "step_buffers")}));
+         i32(int64_t(indices.size())), array(types_.i32, indices, "step_buffers"),
+         step.failure.empty() ? llvm::ConstantPointerNull::get(types_.ptr)
+                              : string(step.failure)}));
   }
   return array(types_.step, steps, "steps");
 }
@@ -380,7 +382,7 @@ void checkDescriptorLayout(const llvm::Module &module) {
   checkStruct(layout, types.step, sizeof(onnxc_step),
               {offsetof(onnxc_step, name), offsetof(onnxc_step, kernel),
                offsetof(onnxc_step, task_count), offsetof(onnxc_step, num_buffers),
-               offsetof(onnxc_step, buffers)});
+               offsetof(onnxc_step, buffers), offsetof(onnxc_step, failure)});
   using D = onnxc_model_descriptor;
   checkStruct(layout, types.descriptor, sizeof(D),
               {offsetof(D, abi_version), offsetof(D, model_name), offsetof(D, num_symbols),

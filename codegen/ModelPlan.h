@@ -82,6 +82,9 @@ struct PlanStep {
   llvm::Function *kernel = nullptr;
   llvm::Function *taskCount = nullptr;
   std::vector<int32_t> buffers;
+  /// Why the kernel may return non-zero ("an index of 'ids' is out of
+  /// range"); empty when it always returns 0.
+  std::string failure;
 };
 
 /// Everything the runtime needs to run a compiled model, as lowering sees it.
@@ -102,8 +105,8 @@ struct ModelPlan {
   }
 };
 
-/// void (void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end):
-/// the type of onnxc_kernel_fn.
+/// int32_t (void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end):
+/// the type of onnxc_kernel_fn (0 = success).
 llvm::FunctionType *kernelFunctionType(llvm::LLVMContext &context);
 /// int64_t (const int64_t *symbols): the type of onnxc_task_count_fn.
 llvm::FunctionType *taskCountFunctionType(llvm::LLVMContext &context);

@@ -5,6 +5,7 @@
 #include "InputBinding.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 namespace onnxc::runtime {
@@ -129,7 +130,7 @@ void Session::resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inpu
   }
 }
 
-void Session::runSteps(const ExecutionPlan &plan) {
+bool Session::runSteps(const ExecutionPlan &plan) {
   const int64_t *symbols = plan.symbols.data();
   for (int32_t s = 0; s < model_.num_steps; ++s) {
     int64_t tasks = plan.taskCounts[s];
@@ -138,14 +139,22 @@ void Session::runSteps(const ExecutionPlan &plan) {
     onnxc_kernel_fn kernel = model_.steps[s].kernel;
     void *const *buffers = stepBufferPointers_.data() + stepBufferStart_[s];
     auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    pool_.parallelFor(tasks, [kernel, buffers, symbols](int64_t begin, int64_t end) {
-      kernel(buffers, symbols, begin, end);
+    std::atomic<int32_t> status{0};
+    pool_.parallelFor(tasks, [kernel, buffers, symbols, &status](int64_t begin, int64_t end) {
+      if (int32_t result = kernel(buffers, symbols, begin, end))
+        status.store(result, std::memory_order_relaxed);
     });
     if (profiling_)
       stepNanoseconds_[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
+    if (status.load(std::memory_order_relaxed) != 0) {
+      const onnxc_step &step = model_.steps[s];
+      return fail(std::string("step '") + (step.name ? step.name : "?") +
+                  "': " + (step.failure ? step.failure : "the kernel reported invalid input data"));
+    }
   }
+  return true;
 }
 
 void Session::setProfiling(bool enabled) {
@@ -178,7 +187,8 @@ bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *o
     if (!prepareOutputs(*plan, outputs))
       return false;
     resolveBuffers(*plan, inputs, outputs);
-    runSteps(*plan);
+    if (!runSteps(*plan))
+      return false;
     lastArenaBytes_ = plan->arenaBytes;
     return true;
   } catch (const std::bad_alloc &) {

@@ -49,7 +49,8 @@ private:
   bool prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs);
   void resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
                       const onnxc_tensor *outputs);
-  void runSteps(const ExecutionPlan &plan);
+  /// Runs every step; false with error() set when a kernel reports bad data.
+  bool runSteps(const ExecutionPlan &plan);
 
   const onnxc_model_descriptor &model_;
   ThreadPool pool_;

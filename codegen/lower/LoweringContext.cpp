@@ -42,6 +42,18 @@ llvm::Value *KernelBuilder::buffer(unsigned slot) {
   return pointer;
 }
 
+void KernelBuilder::failIf(llvm::Value *condition) {
+  IRBuilder<> &b = ir();
+  if (!failBlock_) {
+    failBlock_ = llvm::BasicBlock::Create(context(), "fail", function_);
+    IRBuilder<> failBuilder(failBlock_);
+    failBuilder.CreateRet(failBuilder.getInt32(1));
+  }
+  llvm::BasicBlock *next = llvm::BasicBlock::Create(context(), "ok", function_);
+  b.CreateCondBr(condition, failBlock_, next);
+  b.SetInsertPoint(next);
+}
+
 llvm::Value *KernelBuilder::taskBegin() { return function_->getArg(2); }
 llvm::Value *KernelBuilder::taskEnd() { return function_->getArg(3); }
 
@@ -124,7 +136,7 @@ std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicV
 }
 
 void StepBuilder::finish() {
-  kernel_->finish();
+  kernel_->finish(kernel_->ir().getInt32(0));
   finished_ = true;
   context_.addStep(std::move(step_));
   step_ = PlanStep();

@@ -56,9 +56,14 @@ public:
   llvm::Value *buffer(unsigned slot);
   llvm::Value *taskBegin();
   llvm::Value *taskEnd();
+  /// When `condition` (i1) holds, the kernel returns at once, and the run
+  /// fails with the step's failure message (StepBuilder::setFailure). For
+  /// invalid input data only (an index out of range), never for a bug.
+  void failIf(llvm::Value *condition);
 
 private:
   llvm::Value *buffers_;
+  llvm::BasicBlock *failBlock_ = nullptr;
   std::map<unsigned, llvm::Value *> bufferCache_;
 };
 
@@ -93,6 +98,10 @@ public:
   /// ceil(total / grain) and returns this call's item range [begin, end),
   /// computed in the kernel's entry block.
   std::pair<llvm::Value *, llvm::Value *> splitEvenly(const SymbolicValue &total, int64_t grain);
+
+  /// What a failing kernel (KernelBuilder::failIf) tells the user, e.g.
+  /// "an index of 'input_ids' is out of range for axis 0 of size 30522".
+  void setFailure(std::string message) { step_.failure = std::move(message); }
 
   /// Terminates the kernel and appends the step to the plan.
   void finish();

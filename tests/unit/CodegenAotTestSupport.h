@@ -80,7 +80,7 @@ inline llvm::Function *emitAddRowKernel(llvm::Module &module) {
   b.CreateCondBr(b.CreateICmpSLT(next, end), loop, exit);
 
   b.SetInsertPoint(exit);
-  b.CreateRetVoid();
+  b.CreateRet(b.getInt32(0));
   return kernel;
 }
 

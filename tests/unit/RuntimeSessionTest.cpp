@@ -153,14 +153,21 @@ const int64_t kNI32Bytes[] = {1, 4, 1, 0};
 
 int64_t nTasks(const int64_t *symbols) { return symbols[0]; }
 
-void zeroCounts(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
+int32_t zeroCounts(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
   std::memset(buffers[0], 0, size_t(symbols[0]) * sizeof(int32_t));
+  return 0;
 }
 
-void countVisits(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
+int32_t countVisits(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
   auto *counts = static_cast<int32_t *>(buffers[0]);
   for (int64_t i = begin; i < end; ++i)
     std::atomic_ref<int32_t>(counts[i]).fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+/// Fails in the task that holds element 5, as a Gather does on a bad index.
+int32_t failAtFive(void *const *, const int64_t *, int64_t begin, int64_t end) {
+  return begin <= 5 && 5 < end ? 1 : 0;
 }
 
 } // namespace
@@ -199,6 +206,51 @@ TEST(RuntimeSession, ManyTasksRunExactlyOnce) {
       for (int64_t i = 0; i < n; ++i)
         ASSERT_EQ(counts[i], 1) << "task " << i << " of " << n << ", " << threads << " threads";
     }
+  }
+}
+
+
+TEST(RuntimeSession, KernelReportingBadDataFailsTheRunWithTheStepsMessage) {
+  const char *symbolNames[] = {"n"};
+  onnxc_symbol_source sources[] = {{0, 0}};
+  const onnxc_dim_expr dims[] = {kNExpr};
+  onnxc_tensor_info inputs[] = {{"x", ONNXC_U8, 1, dims, "[n]"}};
+  onnxc_tensor_info outputs[] = {{"counts", ONNXC_I32, 1, dims, "[n]"}};
+  onnxc_buffer buffers[] = {{ONNXC_BUFFER_OUTPUT, 0, kNI32Bytes, nullptr, 0, 0}};
+  const int32_t stepBuffers[] = {0};
+  onnxc_step steps[] = {{"Gather ids", failAtFive, nTasks, 1, stepBuffers,
+                         "an index of 'ids' is out of range"},
+                        {"count", countVisits, nTasks, 1, stepBuffers, nullptr}};
+  onnxc_model_descriptor model = {.abi_version = ONNXC_ABI_VERSION,
+                                  .model_name = "fails",
+                                  .num_symbols = 1,
+                                  .symbol_names = symbolNames,
+                                  .symbol_sources = sources,
+                                  .num_inputs = 1,
+                                  .inputs = inputs,
+                                  .num_outputs = 1,
+                                  .outputs = outputs,
+                                  .num_buffers = 1,
+                                  .buffers = buffers,
+                                  .num_steps = 2,
+                                  .steps = steps};
+  for (int threads : {1, 2}) {
+    SessionPtr session = createSession(&model, threads);
+    std::vector<uint8_t> x(4);
+    onnxc_tensor input = {x.data(), ONNXC_U8, 1, {4}, 0};
+    onnxc_tensor output = {};
+    EXPECT_EQ(onnxc_session_run(session.get(), &input, 1, &output, 1), 0) << "no task holds 5";
+    x.resize(100);
+    input = {x.data(), ONNXC_U8, 1, {100}, 0};
+    output = {};
+    ASSERT_NE(onnxc_session_run(session.get(), &input, 1, &output, 1), 0);
+    EXPECT_STREQ(onnxc_session_error(session.get()),
+                 "step 'Gather ids': an index of 'ids' is out of range");
+    // The session stays usable.
+    x.resize(3);
+    input = {x.data(), ONNXC_U8, 1, {3}, 0};
+    output = {};
+    EXPECT_EQ(onnxc_session_run(session.get(), &input, 1, &output, 1), 0);
   }
 }
 

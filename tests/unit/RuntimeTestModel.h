@@ -41,30 +41,33 @@ inline int64_t rowsOf(const int64_t *symbols) { return symbols[0] * symbols[1]; 
 inline int64_t rowTasks(const int64_t *symbols) { return rowsOf(symbols); }
 inline int64_t batchTasks(const int64_t *symbols) { return symbols[0]; }
 
-inline void addKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
+inline int32_t addKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
   auto *x = static_cast<const float *>(buffers[0]);
   auto *c = static_cast<const float *>(buffers[1]);
   auto *a = static_cast<float *>(buffers[2]);
   for (int64_t row = begin; row < end; ++row)
     for (int64_t ch = 0; ch < kChannels; ++ch)
       a[row * kChannels + ch] = x[row * kChannels + ch] + c[ch];
+  return 0;
 }
 
-inline void reluKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
+inline int32_t reluKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
   auto *a = static_cast<const float *>(buffers[0]);
   auto *b = static_cast<float *>(buffers[1]);
   for (int64_t i = begin * kChannels; i < end * kChannels; ++i)
     b[i] = std::max(a[i], 0.0f);
+  return 0;
 }
 
-inline void scaleKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
+inline int32_t scaleKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
   auto *b = static_cast<const float *>(buffers[0]);
   auto *t = static_cast<float *>(buffers[1]);
   for (int64_t i = begin * kChannels; i < end * kChannels; ++i)
     t[i] = b[i] * 2.0f;
+  return 0;
 }
 
-inline void biasMaskKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
+inline int32_t biasMaskKernel(void *const *buffers, const int64_t *, int64_t begin, int64_t end) {
   auto *t = static_cast<const float *>(buffers[0]);
   auto *d = static_cast<const float *>(buffers[1]);
   auto *mask = static_cast<const int64_t *>(buffers[2]);
@@ -72,9 +75,10 @@ inline void biasMaskKernel(void *const *buffers, const int64_t *, int64_t begin,
   for (int64_t row = begin; row < end; ++row)
     for (int64_t ch = 0; ch < kChannels; ++ch)
       z[row * kChannels + ch] = (t[row * kChannels + ch] + d[ch]) * float(mask[row]);
+  return 0;
 }
 
-inline void rowSumKernel(void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end) {
+inline int32_t rowSumKernel(void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end) {
   auto *z = static_cast<const float *>(buffers[0]);
   auto *s = static_cast<float *>(buffers[1]);
   int64_t perBatch = symbols[1] * kChannels;
@@ -84,6 +88,7 @@ inline void rowSumKernel(void *const *buffers, const int64_t *symbols, int64_t b
       sum += z[b * perBatch + i];
     s[b] = sum;
   }
+  return 0;
 }
 
 struct TestModel {

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 1
+#define ONNXC_ABI_VERSION 2
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -78,8 +78,10 @@ typedef struct onnxc_buffer {
 
 /* A kernel processes tasks [task_begin, task_end) of its step. `buffers`
  * are the step's buffers in the order of onnxc_step.buffers; `symbols` the
- * bound symbol values. Kernels never allocate, block or fail. */
-typedef void (*onnxc_kernel_fn)(void *const *buffers, const int64_t *symbols, int64_t task_begin,
+ * bound symbol values. Kernels never allocate or block. They return 0, or
+ * non-zero when the input data is invalid (an index out of range): the run
+ * then fails with the step's name and `failure` message. */
+typedef int32_t (*onnxc_kernel_fn)(void *const *buffers, const int64_t *symbols, int64_t task_begin,
                                 int64_t task_end);
 /* Number of independent tasks of a step for the bound symbols (>= 0). */
 typedef int64_t (*onnxc_task_count_fn)(const int64_t *symbols);
@@ -90,6 +92,7 @@ typedef struct onnxc_step {
   onnxc_task_count_fn task_count; /* NULL: one task */
   int32_t num_buffers;
   const int32_t *buffers; /* indices into onnxc_model_descriptor.buffers */
+  const char *failure;    /* what a non-zero kernel result means; NULL if it never fails */
 } onnxc_step;
 
 typedef struct onnxc_model_descriptor {
