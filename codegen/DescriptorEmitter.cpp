@@ -249,8 +249,10 @@ llvm::Constant *DescriptorBuilder::constantData(const PlanBuffer &buffer, size_t
   if (!size || uint64_t(*size) != buffer.constant.size)
     fail("model '", plan_.name, "': ", where, " holds ", buffer.constant.size,
          " bytes but its size is ", buffer.sizeBytes.str());
+  // An empty tensor still needs a non-null pointer (the runtime refuses
+  // constants without data); no kernel reads this byte.
   if (buffer.constant.size == 0)
-    return null();
+    return global(llvm::ConstantDataArray::get(context_, llvm::ArrayRef<uint8_t>{0}), "const", 64);
   if (!buffer.constant.data)
     fail("model '", plan_.name, "': ", where, " has no data");
   llvm::StringRef bytes(reinterpret_cast<const char *>(buffer.constant.data), buffer.constant.size);

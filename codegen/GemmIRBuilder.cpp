@@ -19,8 +19,7 @@ bool isConstantFalse(llvm::Value *value) {
 }
 
 /// `activation` applied lane-wise to the float vector `x`.
-llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x,
-                            GemmActivation activation) {
+llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x, GemmActivation activation) {
   switch (activation) {
   case GemmActivation::None:
     return x;

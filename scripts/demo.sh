@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example, from a fresh clone: setup, build, then
 # build a small BERT-style encoder (torch.onnx export, fixed seed), inspect it,
-# show its optimized IR, run it with onnxc and compare with onnxruntime.
+# show its optimized IR, compile it to a shared library, run it, benchmark it,
+# and compare with onnxruntime.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$repo/scripts/setup.sh"
@@ -26,11 +27,17 @@ step "onnxc dump -O1 (the graph header and its first 20 nodes; weights are elide
 head -n 1 "$demo/tiny_bert.O1.ir"; grep -v "^  const " "$demo/tiny_bert.O1.ir" | sed -n 2,21p
 echo "... ($(wc -l < "$demo/tiny_bert.O1.ir") lines in $demo/tiny_bert.O1.ir)"
 
-step "onnxc run"
-"$onnxc" run "$demo/tiny_bert.onnx" -O1 \
+step "onnxc compile: native code for this CPU in a shared library, with a C header"
+"$onnxc" compile "$demo/tiny_bert.onnx" -o "$demo/tiny_bert.so"
+
+step "onnxc run the compiled model"
+"$onnxc" run "$demo/tiny_bert.so" \
   --input input_ids="$demo/inputs/input_ids.npy" \
   --input attention_mask="$demo/inputs/attention_mask.npy" \
   --output-dir "$demo/onnxc_out"
+
+step "onnxc bench (batch 1, sequence 32: the longest this example allows; one thread)"
+"$onnxc" bench "$demo/tiny_bert.so" --shape input_ids=1x32 --threads 1 --iters 20
 
 step "compare with onnxruntime on the same inputs"
 "$python" "$repo/tests/models/ort_reference.py" "$demo/tiny_bert.onnx" \

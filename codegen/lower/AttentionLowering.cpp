@@ -139,13 +139,13 @@ Value *AttentionKernel::bias(const QueryRow &row, Value *key) {
     Value *index = k_.offset({row.batch, row.head, row.position, key}, maskView_.strides);
     Value *inside = b.CreateICmpSLT(key, maskView_.columns);
     // Keys outside a short mask read column 0 (always in bounds) and are discarded.
-    index = b.CreateSelect(inside, index, k_.offset({row.batch, row.head, row.position},
-                                                    {maskView_.strides[0], maskView_.strides[1],
-                                                     maskView_.strides[2]}));
+    index = b.CreateSelect(
+        inside, index,
+        k_.offset({row.batch, row.head, row.position},
+                  {maskView_.strides[0], maskView_.strides[1], maskView_.strides[2]}));
     Value *m = k_.loadElement(maskView_.dtype, k_.buffer(unsigned(mask_)), index);
-    Value *maskBias = maskView_.dtype == DType::Bool
-                          ? b.CreateSelect(m, zero, minusInf)
-                          : k_.convert(m, maskView_.dtype, real_);
+    Value *maskBias = maskView_.dtype == DType::Bool ? b.CreateSelect(m, zero, minusInf)
+                                                     : k_.convert(m, maskView_.dtype, real_);
     value = b.CreateSelect(inside, maskBias, minusInf);
   }
   if (node_.getInt("is_causal", 0) != 0) {
@@ -155,13 +155,11 @@ Value *AttentionKernel::bias(const QueryRow &row, Value *key) {
   return value;
 }
 
-std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *key,
-                                                    bool isValue) {
+std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *key, bool isValue) {
   IRBuilder<> &b = k_.ir();
   const HeadLayout &layout = isValue ? shape_.v : shape_.k;
   Value *current = k_.buffer(isValue ? value_ : key_);
-  Value *headBase = k_.offset({row.batch, row.kvHead},
-                              {dim(layout.batch), dim(layout.head)});
+  Value *headBase = k_.offset({row.batch, row.kvHead}, {dim(layout.batch), dim(layout.head)});
   if (!shape_.hasPast)
     return {current, b.CreateAdd(headBase, b.CreateMul(key, dim(layout.position)))};
   Value *past = dim(shape_.past);
@@ -210,7 +208,8 @@ void AttentionKernel::emit() {
   const AttentionShape &s = shape_;
   Dim rows = s.batch * s.qHeads * s.qSeq;
   auto [begin, end] = step_.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, 1);
-  k_.forRange(begin, end, [&](Value *row) { emitRow(row); }, 1, "row");
+  k_.forRange(
+      begin, end, [&](Value *row) { emitRow(row); }, 1, "row");
   step_.finish();
 }
 
@@ -307,7 +306,8 @@ void AttentionKernel::emitSoftmaxOutput(const QueryRow &row, Value *rowMax) {
 void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShape &s,
                      bool isValue) {
   const onnxc::Value *present = node.result(isValue ? 2 : 1);
-  StepBuilder step = ctx.beginStep(node, isValue ? "attention_present_value" : "attention_present_key");
+  StepBuilder step =
+      ctx.beginStep(node, isValue ? "attention_present_value" : "attention_present_key");
   unsigned current = step.input(node.operand(isValue ? 2 : 1));
   int past = s.hasPast ? int(step.input(node.operand(isValue ? 5 : 4))) : -1;
   unsigned out = step.output(present);
@@ -319,7 +319,8 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, 16);
   Type *storage = k.storageType(s.dtype);
   k.forRange(begin, end, [&](Value *row) {
-    std::vector<Value *> index = k.unflatten(row, {k.dim(s.batch), k.dim(s.kvHeads), k.dim(s.total)});
+    std::vector<Value *> index =
+        k.unflatten(row, {k.dim(s.batch), k.dim(s.kvHeads), k.dim(s.total)});
     Value *pastLength = k.dim(s.past);
     Value *position = b.CreateSub(index[2], pastLength);
     Value *source = k.buffer(current);
@@ -336,7 +337,8 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
     }
     Value *targetRow = b.CreateMul(row, k.dim(size));
     k.forRange(k.i64(0), k.dim(size), [&](Value *d) {
-      Value *element = b.CreateLoad(storage, k.elementAddress(s.dtype, source, b.CreateAdd(sourceRow, d)));
+      Value *element =
+          b.CreateLoad(storage, k.elementAddress(s.dtype, source, b.CreateAdd(sourceRow, d)));
       b.CreateStore(element, k.elementAddress(s.dtype, k.buffer(out), b.CreateAdd(targetRow, d)));
     });
   });

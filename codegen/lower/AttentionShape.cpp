@@ -39,8 +39,8 @@ void checkMask(const LoweringContext &ctx, const Node &node, const AttentionShap
     const Dim &d = m[axis + m.rank() - 4];
     if (!d.provablyEqual(Dim(1)) && !d.provablyEqual(expected[axis]))
       ctx.unsupported(node, "attention mask " + m.str() + " does not provably broadcast to [" +
-                                s.batch.str() + ", " + s.qHeads.str() + ", " + s.qSeq.str() +
-                                ", " + s.total.str() + "]");
+                                s.batch.str() + ", " + s.qHeads.str() + ", " + s.qSeq.str() + ", " +
+                                s.total.str() + "]");
   }
 }
 

@@ -50,13 +50,12 @@ ConvShape convShape(const LoweringContext &ctx, const Node &node) {
   c.outChannels = ws[0];
   c.group = node.getInt("group", 1);
   std::optional<int64_t> out = c.outChannels.constant();
-  if (c.group <= 0 || !out || *out % c.group != 0 ||
-      !xs[1].provablyEqual(ws[1] * Dim(c.group)))
+  if (c.group <= 0 || !out || *out % c.group != 0 || !xs[1].provablyEqual(ws[1] * Dim(c.group)))
     ctx.unsupported(node, "conv channels of X " + xs.str() + " and W " + ws.str() +
                               " do not provably fit group " + std::to_string(c.group));
   if (bias && (bias->shape().rank() != 1 || !bias->shape()[0].provablyEqual(c.outChannels)))
-    ctx.unsupported(node, "conv bias must be [" + c.outChannels.str() + "], got " +
-                              bias->shape().str());
+    ctx.unsupported(node,
+                    "conv bias must be [" + c.outChannels.str() + "], got " + bias->shape().str());
   c.inSpatial.assign(xs.dims().begin() + 2, xs.dims().end());
   c.kernel.assign(ws.dims().begin() + 2, ws.dims().end());
   c.outSpatial.assign(ys.dims().begin() + 2, ys.dims().end());
@@ -86,7 +85,8 @@ std::vector<Value *> padsBefore(KernelBuilder &k, const ConvShape &c) {
     Value *extent = b.CreateAdd(
         b.CreateMul(b.CreateSub(k.dim(c.kernel[i]), k.i64(1)), k.i64(c.dilations[i])), k.i64(1));
     Value *out = k.ceilDiv(in, stride);
-    Value *needed = b.CreateSub(b.CreateAdd(b.CreateMul(b.CreateSub(out, k.i64(1)), stride), extent), in);
+    Value *needed =
+        b.CreateSub(b.CreateAdd(b.CreateMul(b.CreateSub(out, k.i64(1)), stride), extent), in);
     Value *total = k.max(needed, k.i64(0));
     // SAME_UPPER puts the odd extra pad at the end, SAME_LOWER at the start.
     Value *half = b.CreateSDiv(total, k.i64(2));
@@ -142,29 +142,33 @@ void lowerConv(LoweringContext &ctx, const Node &node) {
     Value *batch = index[0], *channel = index[1];
     Value *firstInput = b.CreateMul(b.CreateUDiv(channel, groupOut), groupIn);
     Value *outputRow = b.CreateMul(item, k.dim(c.outSpatial[n - 1]));
-    Value *initial = bias >= 0 ? loadReal(k, c.dtype, k.buffer(unsigned(bias)), channel)
-                               : k.constant(real, 0.0);
+    Value *initial =
+        bias >= 0 ? loadReal(k, c.dtype, k.buffer(unsigned(bias)), channel) : k.constant(real, 0.0);
     k.forRange(k.i64(0), k.dim(c.outSpatial[n - 1]), [&](Value *last) {
       std::vector<Value *> outIndex(index.begin() + 2, index.end());
       outIndex.push_back(last);
       b.CreateStore(initial, accumulator);
       k.forRange(k.i64(0), groupIn, [&](Value *inChannel) {
         Value *inputChannel = b.CreateAdd(firstInput, inChannel);
-        Value *xBase = b.CreateMul(b.CreateAdd(b.CreateMul(batch, k.dim(c.inChannels)), inputChannel), inSize);
-        Value *wBase = b.CreateMul(b.CreateAdd(b.CreateMul(channel, groupIn), inChannel), kernelSize);
+        Value *xBase =
+            b.CreateMul(b.CreateAdd(b.CreateMul(batch, k.dim(c.inChannels)), inputChannel), inSize);
+        Value *wBase =
+            b.CreateMul(b.CreateAdd(b.CreateMul(channel, groupIn), inChannel), kernelSize);
         k.loopNest(kernelExtents, [&](ArrayRef<Value *> tap) {
           Value *inside = b.getTrue();
           std::vector<Value *> position(n);
           for (size_t i = 0; i < n; ++i) {
-            position[i] = b.CreateAdd(
-                b.CreateSub(b.CreateMul(outIndex[i], k.i64(c.strides[i])), pads[i]),
-                b.CreateMul(tap[i], k.i64(c.dilations[i])));
+            position[i] =
+                b.CreateAdd(b.CreateSub(b.CreateMul(outIndex[i], k.i64(c.strides[i])), pads[i]),
+                            b.CreateMul(tap[i], k.i64(c.dilations[i])));
             // One unsigned compare covers both 0 <= pos and pos < size.
             inside = b.CreateAnd(inside, b.CreateICmpULT(position[i], k.dim(c.inSpatial[i])));
           }
           k.ifThen(inside, [&] {
-            Value *xv = loadReal(k, c.dtype, k.buffer(x), b.CreateAdd(xBase, k.offset(position, inStrides)));
-            Value *wv = loadReal(k, c.dtype, k.buffer(w), b.CreateAdd(wBase, k.offset(tap, kernelStrides)));
+            Value *xv = loadReal(k, c.dtype, k.buffer(x),
+                                 b.CreateAdd(xBase, k.offset(position, inStrides)));
+            Value *wv =
+                loadReal(k, c.dtype, k.buffer(w), b.CreateAdd(wBase, k.offset(tap, kernelStrides)));
             Value *sum = b.CreateLoad(k.computeType(real), accumulator);
             b.CreateStore(b.CreateFAdd(sum, b.CreateFMul(xv, wv)), accumulator);
           });

@@ -158,11 +158,13 @@ void lowerConstant(LoweringContext &ctx, const Node &node) {
   auto bytes = std::make_shared<std::vector<uint8_t>>(raw, raw + (raw ? value.byteSize() : 0));
   int64_t byteCount = int64_t(bytes->size());
   StepBuilder step = ctx.beginStep(node, "constant");
-  unsigned in = step.constant(ConstantBytes(bytes));
   unsigned out = step.output(node.result(0));
-  KernelBuilder &k = step.kernel();
-  if (byteCount > 0)
+  // An empty value has no bytes to embed (and a constant buffer must have some).
+  if (byteCount > 0) {
+    unsigned in = step.constant(ConstantBytes(bytes));
+    KernelBuilder &k = step.kernel();
     copyElements(k, k.buffer(out), k.buffer(in), k.i64(byteCount), 1);
+  }
   step.finish();
 }
 

@@ -8,19 +8,27 @@
 // summed stride of the axes carrying a label, so a repeated label walks the
 // diagonal, and a unit axis has stride 0 (ellipsis broadcasting).
 //
+// Equations that are a batched matrix product ("bhqd,bhkd->bhqk",
+// "bij,bjk->bik": shared leading labels, then m k times k n or n k) are
+// lowered as a MatMul instead, for its GEMM kernels; the evaluator computes
+// those the same way (double or wrapping i64 sums).
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/LinearAlgebraLowering.h"
 
 #include "ir/Attribute.h"
 #include "ir/infer/LinearAlgebraRulesInternal.h"
 
+#include <optional>
+#include <set>
+
 namespace onnxc::lower {
 namespace {
 
 /// Run-time sizes and per-operand strides of every label.
 struct LabelLayout {
-  std::vector<llvm::Value *> sizes;                 // null for unused labels
-  std::vector<std::vector<llvm::Value *>> strides;  // [operand][label]
+  std::vector<llvm::Value *> sizes;                // null for unused labels
+  std::vector<std::vector<llvm::Value *>> strides; // [operand][label]
 };
 
 LabelLayout layoutLabels(FunctionBuilder &f, const Node &node, const EinsumSpec &spec) {
@@ -47,6 +55,49 @@ LabelLayout layoutLabels(FunctionBuilder &f, const Node &node, const EinsumSpec 
   return layout;
 }
 
+/// The equation as "P m k, P k n -> P m n" (B also as "P n k"), P the same
+/// leading labels everywhere and m, n, k distinct: a batched MatMul.
+std::optional<MatMulProblem> planEinsumAsMatMul(const Node &node, const EinsumSpec &spec) {
+  if (node.numOperands() != 2)
+    return std::nullopt;
+  const std::vector<int> &a = spec.inputLabels[0], &b = spec.inputLabels[1];
+  const std::vector<int> &out = spec.outputLabels;
+  if (a.size() < 2 || b.size() != a.size() || out.size() != a.size())
+    return std::nullopt;
+  const size_t r = a.size() - 2;
+  for (size_t i = 0; i < r; ++i)
+    if (b[i] != a[i] || out[i] != a[i])
+      return std::nullopt;
+  const int m = a[r], k = a[r + 1];
+  const bool transB = b[r + 1] == k;
+  const int n = transB ? b[r] : b[r + 1];
+  if ((transB ? b[r + 1] : b[r]) != k || out[r] != m || out[r + 1] != n)
+    return std::nullopt;
+  std::set<int> labels(a.begin(), a.end());
+  labels.insert(n);
+  if (labels.size() != r + 3)
+    return std::nullopt;
+
+  MatMulProblem problem;
+  problem.node = &node;
+  problem.dtype = node.operand(0)->dtype();
+  problem.a = node.operand(0);
+  problem.b = node.operand(1);
+  problem.result = node.result(0);
+  const Shape &aShape = problem.a->shape(), &bShape = problem.b->shape();
+  problem.m = aShape[r];
+  problem.k = aShape[r + 1];
+  problem.n = transB ? bShape[r] : bShape[r + 1];
+  problem.transB = transB;
+  for (size_t i = 0; i < r; ++i) {
+    problem.batchDims.push_back(problem.result->shape()[i]);
+    problem.aBatchDims.push_back(aShape[i]);
+    problem.bBatchDims.push_back(bShape[i]);
+  }
+  foldBatchIntoRows(problem);
+  return problem;
+}
+
 struct EinsumLowering {
   KernelBuilder &k;
   const Node &node;
@@ -64,8 +115,9 @@ struct EinsumLowering {
       for (size_t op = 0; op < operands.size(); ++op) {
         llvm::Value *value =
             widenForSum(k, dtype, k.loadElement(dtype, operands[op], offsets[op]), toDouble);
-        product = !product ? value : toDouble ? ir.CreateFMul(product, value)
-                                              : ir.CreateMul(product, value);
+        product = !product   ? value
+                  : toDouble ? ir.CreateFMul(product, value)
+                             : ir.CreateMul(product, value);
       }
       return toDouble ? ir.CreateFAdd(acc, product) : ir.CreateAdd(acc, product);
     }
@@ -101,6 +153,8 @@ void lowerEinsum(LoweringContext &ctx, const Node &node) {
   if (!equation || equation->kind() != Attribute::Kind::String)
     ctx.unsupported(node, "einsum needs a string attribute 'equation'");
   EinsumSpec spec = parseEinsumEquation(node, equation->asString(), ranks);
+  if (std::optional<MatMulProblem> problem = planEinsumAsMatMul(node, spec))
+    return lowerMatMulProblem(ctx, *problem);
 
   std::vector<bool> used(size_t(spec.numLabels()), false), inOutput(used);
   for (const auto &labels : spec.inputLabels)
@@ -135,28 +189,32 @@ void lowerEinsum(LoweringContext &ctx, const Node &node) {
       [resultShape](FunctionBuilder &f) { return f.numElements(resultShape); }, grain);
 
   KernelBuilder &k = step.kernel();
-  EinsumLowering lowering{k, node, dtype, isFloat(dtype), {}, layoutLabels(k, node, spec),
+  EinsumLowering lowering{k,           node, dtype, isFloat(dtype), {}, layoutLabels(k, node, spec),
                           summedLabels};
   for (unsigned slot : inputSlots)
     lowering.operands.push_back(k.buffer(slot));
   llvm::Value *output = k.buffer(outputSlot);
   std::vector<llvm::Value *> extents = k.dims(resultShape);
   llvm::IRBuilder<> &ir = k.ir();
-  k.forRange(begin, end, [&](llvm::Value *element) {
-    std::vector<llvm::Value *> index = k.unflatten(element, extents);
-    std::vector<llvm::Value *> offsets(lowering.operands.size(), k.i64(0));
-    for (size_t axis = 0; axis < index.size(); ++axis)
-      for (size_t op = 0; op < offsets.size(); ++op)
-        offsets[op] = ir.CreateAdd(
-            offsets[op],
-            ir.CreateMul(index[axis],
-                         lowering.layout.strides[op][size_t(spec.outputLabels[axis])]));
-    llvm::Value *zero = lowering.toDouble
-                            ? static_cast<llvm::Value *>(llvm::ConstantFP::get(ir.getDoubleTy(), 0))
-                            : k.i64(0);
-    llvm::Value *sum = lowering.emitSum(0, offsets, zero);
-    k.storeElement(dtype, narrowSum(k, dtype, sum), output, element);
-  }, 1, "element");
+  k.forRange(
+      begin, end,
+      [&](llvm::Value *element) {
+        std::vector<llvm::Value *> index = k.unflatten(element, extents);
+        std::vector<llvm::Value *> offsets(lowering.operands.size(), k.i64(0));
+        for (size_t axis = 0; axis < index.size(); ++axis)
+          for (size_t op = 0; op < offsets.size(); ++op)
+            offsets[op] = ir.CreateAdd(
+                offsets[op],
+                ir.CreateMul(index[axis],
+                             lowering.layout.strides[op][size_t(spec.outputLabels[axis])]));
+        llvm::Value *zero =
+            lowering.toDouble
+                ? static_cast<llvm::Value *>(llvm::ConstantFP::get(ir.getDoubleTy(), 0))
+                : k.i64(0);
+        llvm::Value *sum = lowering.emitSum(0, offsets, zero);
+        k.storeElement(dtype, narrowSum(k, dtype, sum), output, element);
+      },
+      1, "element");
   step.finish();
 }
 

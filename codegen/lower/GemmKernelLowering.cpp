@@ -44,7 +44,8 @@ RowsFn rowsOf(const MatMulProblem &problem) {
 
 RowsFn chunkRowsOf(const MatMulProblem &problem, int64_t minRows, int64_t maxRows) {
   Dim items = problem.items(), rows = problem.m;
-  return [=](FunctionBuilder &f) { return chunkRows(f, f.dim(items), f.dim(rows), minRows, maxRows); };
+  return
+      [=](FunctionBuilder &f) { return chunkRows(f, f.dim(items), f.dim(rows), minRows, maxRows); };
 }
 
 /// How Gemm's C reaches the packed kernel.
@@ -66,7 +67,8 @@ PackedBias planPackedBias(LoweringContext &ctx, StepBuilder &step, const MatMulP
   if (!problem.c)
     return plan;
   bool row = problem.cRows.constant() == 1 && problem.cCols.provablyEqual(problem.n);
-  bool full = !row && problem.cRows.provablyEqual(problem.m) && problem.cCols.provablyEqual(problem.n);
+  bool full =
+      !row && problem.cRows.provablyEqual(problem.m) && problem.cCols.provablyEqual(problem.n);
   const Tensor *constant = ctx.constantValue(problem.c);
   bool folded = constant && constant->hasData();
   if (!(row || full) || !(folded || problem.beta == 1)) {
@@ -128,8 +130,8 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
 
   // Enough rows per task that each pass over the packed B does >= 64K
   // multiply-adds, at most one packed-A block (mc rows).
-  int64_t minRows = std::clamp<int64_t>((65536 / (k * n) + GemmMR - 1) / GemmMR * GemmMR, 24,
-                                        blocking.mc);
+  int64_t minRows =
+      std::clamp<int64_t>((65536 / (k * n) + GemmMR - 1) / GemmMR * GemmMR, 24, blocking.mc);
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
   splitItemsAndRows(
@@ -158,8 +160,8 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
   std::optional<int64_t> kConstant = problem.k.constant(), nConstant = problem.n.constant();
   // With both dims known and small, B is packed whole by a kernel
   // specialized to them; otherwise in column blocks of run-time width.
-  const bool wholeB = kConstant && nConstant &&
-                      packedGemmWeightsSize(*kConstant, *nConstant) <= kMaxPackFloats;
+  const bool wholeB =
+      kConstant && nConstant && packedGemmWeightsSize(*kConstant, *nConstant) <= kMaxPackFloats;
   RuntimeGemmSpec spec;
   spec.name = ctx.uniqueName("gemm_runtime_kernel");
   spec.k = kConstant.value_or(0);
@@ -211,17 +213,20 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
           auto call = [&](llvm::Value *column, llvm::Value *width) {
             llvm::Value *bBlock =
                 floatAddress(kb, b, problem.transB ? ir.CreateMul(column, depth) : column);
-            ir.CreateCall(gemm, {a, depth, kb.i64(0), bBlock, ldb, kb.i64(0),
-                                 floatAddress(kb, c, column), n, kb.i64(0), rows, depth, width,
-                                 kb.i64(0), kb.i64(1), packBuffer});
+            ir.CreateCall(gemm,
+                          {a, depth, kb.i64(0), bBlock, ldb, kb.i64(0), floatAddress(kb, c, column),
+                           n, kb.i64(0), rows, depth, width, kb.i64(0), kb.i64(1), packBuffer});
           };
           if (wholeB) {
             call(kb.i64(0), n);
           } else {
-            kb.forRange(kb.i64(0), kb.ceilDiv(n, blockColumns), [&](llvm::Value *block) {
-              llvm::Value *column = ir.CreateMul(block, blockColumns);
-              call(column, kb.min(blockColumns, ir.CreateSub(n, column)));
-            }, 1, "block");
+            kb.forRange(
+                kb.i64(0), kb.ceilDiv(n, blockColumns),
+                [&](llvm::Value *block) {
+                  llvm::Value *column = ir.CreateMul(block, blockColumns);
+                  call(column, kb.min(blockColumns, ir.CreateSub(n, column)));
+                },
+                1, "block");
           }
           if (scaleOrBias)
             emitGemmScaleAndBias(kb, problem, slots, problem.alpha, rowBegin, rowEnd);
@@ -235,8 +240,7 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
         llvm::Value *useLoops = ir.CreateOr(ir.CreateICmpEQ(depth, kb.i64(0)),
                                             ir.CreateICmpSGT(depth, kb.i64(kMaxRuntimeGemmDepth)));
         kb.ifThenElse(
-            useLoops,
-            [&] { emitMatMulLoopRows(kb, problem, slots, offsets, rowBegin, rowEnd); },
+            useLoops, [&] { emitMatMulLoopRows(kb, problem, slots, offsets, rowBegin, rowEnd); },
             runGemm);
       });
   step.finish();

@@ -28,19 +28,6 @@ void requireNumericDType(LoweringContext &ctx, const Node &node, DType dtype) {
                               " is not supported");
 }
 
-/// With B unbatched, A's batch dims are the result's and A is contiguous:
-/// they fold into the rows, so the GEMM sees one tall [batch*m, k] matrix.
-void foldBatchIntoRows(MatMulProblem &problem) {
-  for (const Dim &d : problem.bBatchDims)
-    if (d.constant() != 1)
-      return;
-  for (const Dim &d : problem.aBatchDims)
-    problem.m = problem.m * d;
-  problem.batchDims.clear();
-  problem.aBatchDims.clear();
-  problem.bBatchDims.clear();
-}
-
 MatMulProblem planMatMul(LoweringContext &ctx, const Node &node) {
   MatMulProblem problem;
   problem.node = &node;
@@ -115,7 +102,35 @@ MatMulProblem planGemm(LoweringContext &ctx, const Node &node) {
   return problem;
 }
 
-void lowerProblem(LoweringContext &ctx, const MatMulProblem &problem) {
+void lowerMatMul(LoweringContext &ctx, const Node &node) {
+  lowerMatMulProblem(ctx, planMatMul(ctx, node));
+}
+void lowerGemm(LoweringContext &ctx, const Node &node) {
+  lowerMatMulProblem(ctx, planGemm(ctx, node));
+}
+
+/// Stride of an operand's batch axis: 0 where its dim is 1 (broadcast), as
+/// the evaluator decides it from the bound value.
+llvm::Value *batchStride(FunctionBuilder &f, const Dim &dim, llvm::Value *stride) {
+  if (std::optional<int64_t> value = dim.constant())
+    return *value == 1 ? f.i64(0) : stride;
+  return f.ir().CreateSelect(f.ir().CreateICmpEQ(f.dim(dim), f.i64(1)), f.i64(0), stride);
+}
+
+} // namespace
+
+void foldBatchIntoRows(MatMulProblem &problem) {
+  for (const Dim &d : problem.bBatchDims)
+    if (d.constant() != 1)
+      return;
+  for (const Dim &d : problem.aBatchDims)
+    problem.m = problem.m * d;
+  problem.batchDims.clear();
+  problem.aBatchDims.clear();
+  problem.bBatchDims.clear();
+}
+
+void lowerMatMulProblem(LoweringContext &ctx, const MatMulProblem &problem) {
   if (problem.dtype == DType::F32 && ctx.hasAvx2Fma() && !problem.transA) {
     std::optional<int64_t> k = problem.k.constant(), n = problem.n.constant();
     const Tensor *weights = ctx.constantValue(problem.b);
@@ -130,19 +145,6 @@ void lowerProblem(LoweringContext &ctx, const MatMulProblem &problem) {
   }
   lowerMatMulLoops(ctx, problem);
 }
-
-void lowerMatMul(LoweringContext &ctx, const Node &node) { lowerProblem(ctx, planMatMul(ctx, node)); }
-void lowerGemm(LoweringContext &ctx, const Node &node) { lowerProblem(ctx, planGemm(ctx, node)); }
-
-/// Stride of an operand's batch axis: 0 where its dim is 1 (broadcast), as
-/// the evaluator decides it from the bound value.
-llvm::Value *batchStride(FunctionBuilder &f, const Dim &dim, llvm::Value *stride) {
-  if (std::optional<int64_t> value = dim.constant())
-    return *value == 1 ? f.i64(0) : stride;
-  return f.ir().CreateSelect(f.ir().CreateICmpEQ(f.dim(dim), f.i64(1)), f.i64(0), stride);
-}
-
-} // namespace
 
 Dim MatMulProblem::items() const {
   Dim count = 1;
@@ -194,14 +196,17 @@ void splitItemsAndRows(StepBuilder &step, const Dim &items, const RowsFn &rows,
   llvm::Value *firstItem = ir.CreateSDiv(begin, chunks);
   llvm::Value *lastItem = k.min(k.dim(items), k.ceilDiv(end, chunks));
   // A task range covers consecutive chunks: per item, one merged row range.
-  k.forRange(firstItem, lastItem, [&](llvm::Value *item) {
-    llvm::Value *itemTask = ir.CreateMul(item, chunks);
-    llvm::Value *first = ir.CreateSub(k.max(begin, itemTask), itemTask);
-    llvm::Value *last = ir.CreateSub(k.min(end, ir.CreateAdd(itemTask, chunks)), itemTask);
-    llvm::Value *rowBegin = ir.CreateMul(first, perChunk);
-    llvm::Value *rowEnd = k.min(rowCount, ir.CreateMul(last, perChunk));
-    k.ifThen(ir.CreateICmpSLT(rowBegin, rowEnd), [&] { body(item, rowBegin, rowEnd); });
-  }, 1, "item");
+  k.forRange(
+      firstItem, lastItem,
+      [&](llvm::Value *item) {
+        llvm::Value *itemTask = ir.CreateMul(item, chunks);
+        llvm::Value *first = ir.CreateSub(k.max(begin, itemTask), itemTask);
+        llvm::Value *last = ir.CreateSub(k.min(end, ir.CreateAdd(itemTask, chunks)), itemTask);
+        llvm::Value *rowBegin = ir.CreateMul(first, perChunk);
+        llvm::Value *rowEnd = k.min(rowCount, ir.CreateMul(last, perChunk));
+        k.ifThen(ir.CreateICmpSLT(rowBegin, rowEnd), [&] { body(item, rowBegin, rowEnd); });
+      },
+      1, "item");
 }
 
 void registerLinearAlgebraLowerings(LoweringTable &table) {

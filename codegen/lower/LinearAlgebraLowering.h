@@ -11,6 +11,9 @@
 //   loops    every dtype:       a plain loop nest, accumulating like the
 //                               evaluator (double for floats, wrapping i64)
 //
+// Einsum equations that are batched matrix products are planned as a
+// MatMulProblem too; the rest get their own loop nest (EinsumLowering.cpp).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -29,6 +32,7 @@ inline constexpr int64_t kMaxPackFloats = 65536;
 /// products take the loop nest.
 inline constexpr int64_t kMaxRuntimeGemmDepth = kMaxPackFloats / 16;
 
+/// One MatMul, Gemm or matrix-product Einsum, as its emitters see it.
 struct MatMulProblem {
   const Node *node = nullptr;
   DType dtype = DType::F32;
@@ -47,6 +51,13 @@ struct MatMulProblem {
   /// Product of batchDims.
   Dim items() const;
 };
+
+/// With B unbatched, A's batch dims are the result's and A is contiguous:
+/// they fold into the rows, so the GEMM sees one tall [batch*m, k] matrix.
+void foldBatchIntoRows(MatMulProblem &problem);
+
+/// Lowers a planned problem with the best emitter for it.
+void lowerMatMulProblem(LoweringContext &ctx, const MatMulProblem &problem);
 
 /// Element offsets of item `item` in A, B and the result.
 struct ItemOffsets {

@@ -96,7 +96,7 @@ unsigned StepBuilder::output(const onnxc::Value *value) {
 
 unsigned StepBuilder::constant(ConstantBytes bytes) {
   PlanBuffer buffer;
-  buffer.kind = BufferKind::Constant;
+  buffer.kind = bytes.size ? BufferKind::Constant : BufferKind::Intermediate;
   buffer.sizeBytes = Dim(int64_t(bytes.size));
   buffer.constant = std::move(bytes);
   step_.buffers.push_back(context_.addBuffer(std::move(buffer)));
@@ -218,6 +218,9 @@ int32_t LoweringContext::bufferOf(const onnxc::Value *value) {
     buffer.kind = BufferKind::Input;
     const auto &inputs = graph_.inputs();
     buffer.index = int32_t(std::find(inputs.begin(), inputs.end(), value) - inputs.begin());
+  } else if (value->isConstant() && value->constantValue().byteSize() == 0) {
+    // An empty constant has no bytes to embed; nothing reads any either.
+    buffer.kind = BufferKind::Intermediate;
   } else if (value->isConstant()) {
     buffer.kind = BufferKind::Constant;
     const Tensor &tensor = value->constantValue();

@@ -71,37 +71,46 @@ void emitMatMulLoopRows(KernelBuilder &k, const MatMulProblem &problem, const Ma
   llvm::Value *c = slots.c != ~0u ? k.buffer(slots.c) : nullptr;
   llvm::Value *m = k.dim(problem.m), *depth = k.dim(problem.k), *n = k.dim(problem.n);
   llvm::Value *zero = toDouble ? llvm::ConstantFP::get(ir.getDoubleTy(), 0.0) : k.i64(0);
-  k.forRange(rowBegin, rowEnd, [&](llvm::Value *row) {
-    k.forRange(k.i64(0), n, [&](llvm::Value *col) {
-      auto step = [&](llvm::Value *p, llvm::ArrayRef<llvm::Value *> sum) {
-        llvm::Value *aIndex = problem.transA ? ir.CreateAdd(ir.CreateMul(p, m), row)
-                                             : ir.CreateAdd(ir.CreateMul(row, depth), p);
-        llvm::Value *bIndex = problem.transB ? ir.CreateAdd(ir.CreateMul(col, depth), p)
-                                             : ir.CreateAdd(ir.CreateMul(p, n), col);
-        llvm::Value *x =
-            widenForSum(k, dtype, k.loadElement(dtype, a, ir.CreateAdd(offsets.a, aIndex)), toDouble);
-        llvm::Value *w =
-            widenForSum(k, dtype, k.loadElement(dtype, b, ir.CreateAdd(offsets.b, bIndex)), toDouble);
-        llvm::Value *next = toDouble ? ir.CreateFAdd(sum[0], ir.CreateFMul(x, w))
-                                     : ir.CreateAdd(sum[0], ir.CreateMul(x, w));
-        return std::vector<llvm::Value *>{next};
-      };
-      llvm::Value *sum = k.forRangeCarried(k.i64(0), depth, {zero}, step, 1, "p")[0];
-      if (problem.isGemm) {
-        // alpha * sum + beta * C, in double like the evaluator.
-        auto constant = [&](double v) { return llvm::ConstantFP::get(ir.getDoubleTy(), v); };
-        sum = ir.CreateFMul(constant(problem.alpha), sum);
-        llvm::Value *bias = constant(0.0);
-        if (c) {
-          llvm::Value *cValue = k.loadElement(dtype, c, biasOffset(k, problem, row, col));
-          bias = ir.CreateFMul(constant(problem.beta), widenForSum(k, dtype, cValue, true));
-        }
-        sum = ir.CreateFAdd(sum, bias);
-      }
-      llvm::Value *index = ir.CreateAdd(offsets.result, ir.CreateAdd(ir.CreateMul(row, n), col));
-      k.storeElement(dtype, narrowSum(k, dtype, sum), y, index);
-    }, 1, "j");
-  }, 1, "r");
+  k.forRange(
+      rowBegin, rowEnd,
+      [&](llvm::Value *row) {
+        k.forRange(
+            k.i64(0), n,
+            [&](llvm::Value *col) {
+              auto step = [&](llvm::Value *p, llvm::ArrayRef<llvm::Value *> sum) {
+                llvm::Value *aIndex = problem.transA ? ir.CreateAdd(ir.CreateMul(p, m), row)
+                                                     : ir.CreateAdd(ir.CreateMul(row, depth), p);
+                llvm::Value *bIndex = problem.transB ? ir.CreateAdd(ir.CreateMul(col, depth), p)
+                                                     : ir.CreateAdd(ir.CreateMul(p, n), col);
+                llvm::Value *x = widenForSum(
+                    k, dtype, k.loadElement(dtype, a, ir.CreateAdd(offsets.a, aIndex)), toDouble);
+                llvm::Value *w = widenForSum(
+                    k, dtype, k.loadElement(dtype, b, ir.CreateAdd(offsets.b, bIndex)), toDouble);
+                llvm::Value *next = toDouble ? ir.CreateFAdd(sum[0], ir.CreateFMul(x, w))
+                                             : ir.CreateAdd(sum[0], ir.CreateMul(x, w));
+                return std::vector<llvm::Value *>{next};
+              };
+              llvm::Value *sum = k.forRangeCarried(k.i64(0), depth, {zero}, step, 1, "p")[0];
+              if (problem.isGemm) {
+                // alpha * sum + beta * C, in double like the evaluator.
+                auto constant = [&](double v) {
+                  return llvm::ConstantFP::get(ir.getDoubleTy(), v);
+                };
+                sum = ir.CreateFMul(constant(problem.alpha), sum);
+                llvm::Value *bias = constant(0.0);
+                if (c) {
+                  llvm::Value *cValue = k.loadElement(dtype, c, biasOffset(k, problem, row, col));
+                  bias = ir.CreateFMul(constant(problem.beta), widenForSum(k, dtype, cValue, true));
+                }
+                sum = ir.CreateFAdd(sum, bias);
+              }
+              llvm::Value *index =
+                  ir.CreateAdd(offsets.result, ir.CreateAdd(ir.CreateMul(row, n), col));
+              k.storeElement(dtype, narrowSum(k, dtype, sum), y, index);
+            },
+            1, "j");
+      },
+      1, "r");
 }
 
 void emitGemmScaleAndBias(KernelBuilder &k, const MatMulProblem &problem, const MatMulSlots &slots,
@@ -110,19 +119,26 @@ void emitGemmScaleAndBias(KernelBuilder &k, const MatMulProblem &problem, const 
   llvm::Value *y = k.buffer(slots.result);
   llvm::Value *c = slots.c != ~0u ? k.buffer(slots.c) : nullptr;
   llvm::Value *n = k.dim(problem.n);
-  k.forRange(rowBegin, rowEnd, [&](llvm::Value *row) {
-    k.forRange(k.i64(0), n, [&](llvm::Value *col) {
-      llvm::Value *index = ir.CreateAdd(ir.CreateMul(row, n), col);
-      llvm::Value *value = k.loadElement(DType::F32, y, index);
-      if (alpha != 1)
-        value = ir.CreateFMul(value, k.constant(DType::F32, alpha));
-      if (c) {
-        llvm::Value *bias = k.loadElement(DType::F32, c, biasOffset(k, problem, row, col));
-        value = ir.CreateFAdd(value, ir.CreateFMul(bias, k.constant(DType::F32, problem.beta)));
-      }
-      k.storeElement(DType::F32, value, y, index);
-    }, 1, "j");
-  }, 1, "r");
+  k.forRange(
+      rowBegin, rowEnd,
+      [&](llvm::Value *row) {
+        k.forRange(
+            k.i64(0), n,
+            [&](llvm::Value *col) {
+              llvm::Value *index = ir.CreateAdd(ir.CreateMul(row, n), col);
+              llvm::Value *value = k.loadElement(DType::F32, y, index);
+              if (alpha != 1)
+                value = ir.CreateFMul(value, k.constant(DType::F32, alpha));
+              if (c) {
+                llvm::Value *bias = k.loadElement(DType::F32, c, biasOffset(k, problem, row, col));
+                value =
+                    ir.CreateFAdd(value, ir.CreateFMul(bias, k.constant(DType::F32, problem.beta)));
+              }
+              k.storeElement(DType::F32, value, y, index);
+            },
+            1, "j");
+      },
+      1, "r");
 }
 
 void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem) {

@@ -49,7 +49,8 @@ Value *expMinusOne(FunctionBuilder &f, Value *x) {
   Type *type = x->getType();
   Value *u = emitRealMath(f, vmath::MathFunction::Exp, x);
   Value *naive = b.CreateFSub(u, ConstantFP::get(type, 1.0));
-  Value *corrected = b.CreateFDiv(b.CreateFMul(naive, x), emitRealMath(f, vmath::MathFunction::Log, u));
+  Value *corrected =
+      b.CreateFDiv(b.CreateFMul(naive, x), emitRealMath(f, vmath::MathFunction::Log, u));
   Value *exact = b.CreateFCmpOEQ(u, ConstantFP::get(type, 1.0));
   Value *far = b.CreateFCmpOLT(x, ConstantFP::get(type, -0.5));
   return b.CreateSelect(exact, x, b.CreateSelect(far, naive, corrected));
@@ -133,8 +134,9 @@ Value *emitActivation(FunctionBuilder &f, const RecurrentActivation &activation,
   case ActivationKind::HardSigmoid:
     return clamp(f, b.CreateFAdd(b.CreateFMul(alpha, x), beta), zero, one);
   case ActivationKind::Elu:
-    return b.CreateSelect(b.CreateFCmpOGE(x, zero), x,
-                          b.CreateFMul(alpha, expMinusOne(f, b.CreateSelect(b.CreateFCmpOGE(x, zero), zero, x))));
+    return b.CreateSelect(
+        b.CreateFCmpOGE(x, zero), x,
+        b.CreateFMul(alpha, expMinusOne(f, b.CreateSelect(b.CreateFCmpOGE(x, zero), zero, x))));
   case ActivationKind::Softsign:
     return b.CreateFDiv(x, b.CreateFAdd(one, b.CreateUnaryIntrinsic(Intrinsic::fabs, x)));
   case ActivationKind::Softplus: {

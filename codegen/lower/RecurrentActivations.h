@@ -16,8 +16,17 @@
 namespace onnxc::lower {
 
 enum class ActivationKind {
-  Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
-  Softsign, Softplus,
+  Relu,
+  Tanh,
+  Sigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  HardSigmoid,
+  Elu,
+  Softsign,
+  Softplus,
 };
 
 struct RecurrentActivation {

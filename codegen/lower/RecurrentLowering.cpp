@@ -80,9 +80,9 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   rec.directions = direction == "bidirectional" ? 2 : 1;
   rec.reverseOnly = direction == "reverse";
   const Shape &rs = node.operand(R)->shape();
-  std::optional<int64_t> hidden =
-      node.hasAttr("hidden_size") ? std::optional<int64_t>(node.getInt("hidden_size", 0))
-                                  : (rs.rank() == 3 ? rs[2].constant() : std::nullopt);
+  std::optional<int64_t> hidden = node.hasAttr("hidden_size")
+                                      ? std::optional<int64_t>(node.getInt("hidden_size", 0))
+                                      : (rs.rank() == 3 ? rs[2].constant() : std::nullopt);
   if (!hidden || *hidden <= 0)
     ctx.unsupported(node, "the hidden size must be a known positive constant");
   rec.hidden = *hidden;
@@ -95,8 +95,8 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   requireShape(ctx, node, W, "W", {dirs, rows, rec.input});
   requireShape(ctx, node, R, "R", {dirs, rows, h});
   requireShape(ctx, node, Bias, "B", {dirs, Dim(2) * rows});
-  std::vector<Dim> state = rec.batchMajor ? std::vector<Dim>{rec.batch, dirs, h}
-                                          : std::vector<Dim>{dirs, rec.batch, h};
+  std::vector<Dim> state =
+      rec.batchMajor ? std::vector<Dim>{rec.batch, dirs, h} : std::vector<Dim>{dirs, rec.batch, h};
   requireShape(ctx, node, InitialH, "initial_h", state);
   if (const onnxc::Value *lens = node.operand(SequenceLens);
       lens && (!isInteger(lens->dtype()) || lens->shape().rank() != 1 ||
@@ -112,12 +112,12 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   rec.clip = node.getFloat("clip", 0.0f);
   if (rec.clip < 0)
     ctx.unsupported(node, "clip must be positive, got " + std::to_string(rec.clip));
-  static const std::vector<std::string> lstm = {"Sigmoid", "Tanh", "Tanh"}, gru = {"Sigmoid", "Tanh"},
-                                        rnn = {"Tanh"};
-  const std::vector<std::string> &defaults =
-      kind == CellKind::LSTM ? lstm : kind == CellKind::GRU ? gru : rnn;
-  rec.activations =
-      readRecurrentActivations(ctx, node, defaults.size(), rec.directions, defaults);
+  static const std::vector<std::string> lstm = {"Sigmoid", "Tanh", "Tanh"},
+                                        gru = {"Sigmoid", "Tanh"}, rnn = {"Tanh"};
+  const std::vector<std::string> &defaults = kind == CellKind::LSTM  ? lstm
+                                             : kind == CellKind::GRU ? gru
+                                                                     : rnn;
+  rec.activations = readRecurrentActivations(ctx, node, defaults.size(), rec.directions, defaults);
   return rec;
 }
 
@@ -128,9 +128,7 @@ public:
   void emit();
 
 private:
-  int optionalInput(const onnxc::Value *value) {
-    return value ? int(step_.input(value)) : -1;
-  }
+  int optionalInput(const onnxc::Value *value) { return value ? int(step_.input(value)) : -1; }
   int optionalOutput(LoweringContext &ctx, size_t result) {
     if (node_.numResults() <= result || !isNeeded(ctx, node_.result(result)))
       return -1;
@@ -165,10 +163,9 @@ private:
 };
 
 RecurrentKernel::RecurrentKernel(LoweringContext &ctx, const Node &node, const Recurrence &rec)
-    : node_(node), rec_(rec),
-      step_(ctx.beginStep(node, rec.kind == CellKind::LSTM  ? "lstm"
-                                : rec.kind == CellKind::GRU ? "gru"
-                                                            : "rnn")),
+    : node_(node), rec_(rec), step_(ctx.beginStep(node, rec.kind == CellKind::LSTM  ? "lstm"
+                                                        : rec.kind == CellKind::GRU ? "gru"
+                                                                                    : "rnn")),
       k_(step_.kernel()), real_(realDType(rec.dtype)) {
   x_ = step_.input(node.operand(X));
   w_ = step_.input(node.operand(W));
@@ -217,8 +214,8 @@ void RecurrentKernel::emit() {
       emitSequence(0, row);
       return;
     }
-    k_.ifThenElse(b.CreateICmpULT(item, batch), [&] { emitSequence(0, row); },
-                  [&] { emitSequence(1, row); });
+    k_.ifThenElse(
+        b.CreateICmpULT(item, batch), [&] { emitSequence(0, row); }, [&] { emitSequence(1, row); });
   });
   step_.finish();
 }
@@ -241,36 +238,39 @@ void RecurrentKernel::emitSequence(int64_t direction, Value *row) {
   }
   Value *dirs = k_.i64(rec_.directions), *d = k_.i64(direction);
   auto yIndex = [&](Value *t, Value *j) {
-    Value *outer = rec_.batchMajor
-                       ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
-                       : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), dim(rec_.batch)), row);
+    Value *outer =
+        rec_.batchMajor
+            ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
+            : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), dim(rec_.batch)), row);
     return b.CreateAdd(b.CreateMul(outer, hidden), j);
   };
   if (y_ >= 0)
     k_.forRange(length, seq, [&](Value *t) {
-      k_.forRange(k_.i64(0), hidden, [&](Value *j) {
-        storeReal(k_, rec_.dtype, zero, buffer(y_), yIndex(t, j));
-      });
+      k_.forRange(k_.i64(0), hidden,
+                  [&](Value *j) { storeReal(k_, rec_.dtype, zero, buffer(y_), yIndex(t, j)); });
     });
 
   int64_t rows = rec_.gates * rec_.hidden;
   Value *input = dim(rec_.input);
-  k_.forRange(k_.i64(0), length, [&](Value *i) {
-    Value *t = reverse ? b.CreateSub(b.CreateSub(length, k_.i64(1)), i) : i;
-    Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
-                                  : b.CreateAdd(b.CreateMul(t, dim(rec_.batch)), row);
-    Value *xBase = b.CreateMul(xRow, input);
-    emitGateProducts(xw_, w_, direction, input, 0, 0, rows, [&](Value *kk) {
-      return loadReal(k_, rec_.dtype, buffer(int(x_)), b.CreateAdd(xBase, kk));
-    });
-    emitGateProducts(hr_, r_, direction, hidden, rows, 0, rows,
-                     [&](Value *kk) { return loadScratch(h_, kk); });
-    emitCell(direction);
-    if (y_ >= 0)
-      k_.forRange(k_.i64(0), hidden, [&](Value *j) {
-        storeReal(k_, rec_.dtype, loadScratch(h_, j), buffer(y_), yIndex(t, j));
-      });
-  }, 1, "t");
+  k_.forRange(
+      k_.i64(0), length,
+      [&](Value *i) {
+        Value *t = reverse ? b.CreateSub(b.CreateSub(length, k_.i64(1)), i) : i;
+        Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
+                                      : b.CreateAdd(b.CreateMul(t, dim(rec_.batch)), row);
+        Value *xBase = b.CreateMul(xRow, input);
+        emitGateProducts(xw_, w_, direction, input, 0, 0, rows, [&](Value *kk) {
+          return loadReal(k_, rec_.dtype, buffer(int(x_)), b.CreateAdd(xBase, kk));
+        });
+        emitGateProducts(hr_, r_, direction, hidden, rows, 0, rows,
+                         [&](Value *kk) { return loadScratch(h_, kk); });
+        emitCell(direction);
+        if (y_ >= 0)
+          k_.forRange(k_.i64(0), hidden, [&](Value *j) {
+            storeReal(k_, rec_.dtype, loadScratch(h_, j), buffer(y_), yIndex(t, j));
+          });
+      },
+      1, "t");
   k_.forRange(k_.i64(0), hidden, [&](Value *j) {
     Value *index = stateIndex(direction, row, j);
     if (yh_ >= 0)
@@ -285,21 +285,24 @@ void RecurrentKernel::emitGateProducts(Value *out, unsigned weights, int64_t dir
                                        int64_t rowEnd, function_ref<Value *(Value *)> vec) {
   IRBuilder<> &b = k_.ir();
   int64_t rows = rec_.gates * rec_.hidden;
-  k_.forRange(k_.i64(rowBegin), k_.i64(rowEnd), [&](Value *r) {
-    Value *initial = k_.constant(real_, 0.0);
-    if (bias_ >= 0)
-      initial = loadReal(k_, rec_.dtype, buffer(bias_),
-                         b.CreateAdd(k_.i64(direction * 2 * rows + biasOffset), r));
-    Value *weightRow = b.CreateMul(b.CreateAdd(k_.i64(direction * rows), r), width);
-    Value *sum = k_.forRangeCarried(
-        k_.i64(0), width, {initial},
-        [&](Value *kk, ArrayRef<Value *> acc) -> std::vector<Value *> {
-          Value *wv = loadReal(k_, rec_.dtype, k_.buffer(weights), b.CreateAdd(weightRow, kk));
-          return {b.CreateFAdd(acc[0], b.CreateFMul(vec(kk), wv))};
-        },
-        1, "k")[0];
-    storeScratch(sum, out, r);
-  }, 1, "gate");
+  k_.forRange(
+      k_.i64(rowBegin), k_.i64(rowEnd),
+      [&](Value *r) {
+        Value *initial = k_.constant(real_, 0.0);
+        if (bias_ >= 0)
+          initial = loadReal(k_, rec_.dtype, buffer(bias_),
+                             b.CreateAdd(k_.i64(direction * 2 * rows + biasOffset), r));
+        Value *weightRow = b.CreateMul(b.CreateAdd(k_.i64(direction * rows), r), width);
+        Value *sum = k_.forRangeCarried(
+            k_.i64(0), width, {initial},
+            [&](Value *kk, ArrayRef<Value *> acc) -> std::vector<Value *> {
+              Value *wv = loadReal(k_, rec_.dtype, k_.buffer(weights), b.CreateAdd(weightRow, kk));
+              return {b.CreateFAdd(acc[0], b.CreateFMul(vec(kk), wv))};
+            },
+            1, "k")[0];
+        storeScratch(sum, out, r);
+      },
+      1, "gate");
 }
 
 void RecurrentKernel::emitCell(int64_t direction) {
@@ -337,7 +340,8 @@ void RecurrentKernel::emitCell(int64_t direction) {
                        [&](Value *kk) { return loadScratch(resetH_, kk); });
     k_.forRange(k_.i64(0), k_.i64(hs), [&](Value *j) {
       Value *z = at(xw_, 0, j), *reset = at(xw_, 1, j);
-      Value *recurrent = rec_.linearBeforeReset ? b.CreateFMul(reset, at(hr_, 2, j)) : at(hr_, 2, j);
+      Value *recurrent =
+          rec_.linearBeforeReset ? b.CreateFMul(reset, at(hr_, 2, j)) : at(hr_, 2, j);
       Value *candidate =
           emitActivation(k_, act[1], clipped(b.CreateFAdd(at(xw_, 2, j), recurrent)));
       Value *h = loadScratch(h_, j);

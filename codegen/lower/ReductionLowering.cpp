@@ -23,6 +23,7 @@
 #include "llvm/IR/Intrinsics.h"
 
 #include <limits>
+#include <optional>
 
 using namespace llvm;
 
@@ -44,33 +45,64 @@ struct ReducePlan {
   Dim groupSize = Dim(1); // input elements per result element
 };
 
-std::vector<int64_t> reduceAxes(const LoweringContext &ctx, const Node &node) {
-  const onnxc::Value *axes = node.operand(1);
-  if (!axes)
-    return {};
-  if (const Tensor *contents = ctx.constantValue(axes))
-    return contents->toInt64Vector();
-  if (isConstantDim(axes->shape().numElements(), 0))
-    return {};
-  ctx.unsupported(node, "axes must be a compile-time constant");
+/// Which axes an axes operand known only at run time reduces. Shape
+/// inference knew its contents (Shape -> Range chains) or the result could
+/// not have a shape the runtime binds, so they are read back from the
+/// shapes: with keepdims, an axis is reduced where the result has 1 and the
+/// input may not; without, only "all" and "none" are unambiguous.
+std::vector<bool> reducedAxesFromShapes(const LoweringContext &ctx, const Node &node) {
+  const Shape &in = node.operand(0)->shape();
+  const Shape &out = node.result(0)->shape();
+  size_t rank = in.rank();
+  if (out.rank() == 0 && rank != 0)
+    return std::vector<bool>(rank, true);
+  if (out.rank() != rank)
+    ctx.unsupported(node, "axes must be a compile-time constant when keepdims is 0");
+  std::vector<bool> reduced(rank, false);
+  for (size_t i = 0; i < rank; ++i) {
+    if (in[i].provablyEqual(out[i]))
+      continue;
+    if (!isConstantDim(out[i], 1))
+      ctx.unsupported(node, "axes must be a compile-time constant (result shape " + out.str() + ")");
+    reduced[i] = true;
+  }
+  return reduced;
+}
+
+/// The reduced axes, or nullopt when the node is the identity
+/// (noop_with_empty_axes without axes).
+std::optional<std::vector<bool>> reducedAxes(const LoweringContext &ctx, const Node &node) {
+  int64_t rank = int64_t(node.operand(0)->shape().rank());
+  const onnxc::Value *axesOperand = node.operand(1);
+  std::vector<int64_t> axes;
+  if (axesOperand && !isConstantDim(axesOperand->shape().numElements(), 0)) {
+    const Tensor *contents = ctx.constantValue(axesOperand);
+    if (!contents)
+      return reducedAxesFromShapes(ctx, node);
+    axes = contents->toInt64Vector();
+  }
+  if (axes.empty() && node.getInt("noop_with_empty_axes", 0) != 0)
+    return std::nullopt;
+  std::vector<bool> reduced(size_t(rank), axes.empty());
+  for (int64_t axis : axes) {
+    int64_t a = normalizedAxis(ctx, node, axis, rank);
+    if (reduced[size_t(a)])
+      ctx.unsupported(node, "axis " + std::to_string(axis) + " is listed twice");
+    reduced[size_t(a)] = true;
+  }
+  return reduced;
 }
 
 ReducePlan planReduce(const LoweringContext &ctx, const Node &node) {
   const Shape &shape = node.operand(0)->shape();
   int64_t rank = int64_t(shape.rank());
-  std::vector<int64_t> axes = reduceAxes(ctx, node);
   ReducePlan plan;
-  std::vector<bool> reduced(size_t(rank), axes.empty());
-  if (axes.empty() && node.getInt("noop_with_empty_axes", 0) != 0) {
+  std::optional<std::vector<bool>> reducedOrNone = reducedAxes(ctx, node);
+  if (!reducedOrNone) {
     plan.identity = true;
     return plan;
   }
-  for (int64_t axis : axes) {
-    int64_t a = normalizedAxis(ctx, node, axis, rank);
-    if (reduced[size_t(a)] && !axes.empty())
-      ctx.unsupported(node, "axis " + std::to_string(axis) + " is listed twice");
-    reduced[size_t(a)] = true;
-  }
+  const std::vector<bool> &reduced = *reducedOrNone;
   for (int64_t i = 0; i < rank; ++i) {
     const Dim &extent = shape[size_t(i)];
     bool isReduced = reduced[size_t(i)];

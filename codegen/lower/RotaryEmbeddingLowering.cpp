@@ -65,8 +65,8 @@ RotaryShape rotaryShape(const LoweringContext &ctx, const Node &node) {
 
   const Shape &cache = cosCache->shape();
   if (cache != sinCache->shape())
-    ctx.unsupported(node, "cos_cache " + cache.str() + " and sin_cache " +
-                              sinCache->shape().str() + " differ in shape");
+    ctx.unsupported(node, "cos_cache " + cache.str() + " and sin_cache " + sinCache->shape().str() +
+                              " differ in shape");
   size_t cacheRank = positions ? 2 : 3;
   bool fits = cache.rank() == cacheRank && cache[cacheRank - 1].provablyEqual(r.half);
   if (fits && !positions)
@@ -105,7 +105,8 @@ void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node) {
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, 16);
   Value *half = k.dim(r.half);
   k.forRange(begin, end, [&](Value *linear) {
-    std::vector<Value *> index = k.unflatten(linear, {k.dim(r.batch), k.dim(r.seq), k.dim(r.heads)});
+    std::vector<Value *> index =
+        k.unflatten(linear, {k.dim(r.batch), k.dim(r.seq), k.dim(r.heads)});
     Value *base = k.offset({index[0], index[2], index[1]},
                            {k.dim(r.layout.batch), k.dim(r.layout.head), k.dim(r.layout.position)});
     Value *cacheRow = b.CreateAdd(b.CreateMul(index[0], k.dim(r.seq)), index[1]);

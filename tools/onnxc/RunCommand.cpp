@@ -5,6 +5,7 @@
 #include "ir/eval/Evaluator.h"
 #include "codegen/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
+#include "codegen/ShapeSpecialization.h"
 #include "tools/onnxc/CompiledLibrary.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
@@ -125,7 +126,16 @@ int runRun(const ParsedArgs &args) {
     if (backend == "ref") {
       outputs = evaluateGraph(*graph, inputs);
     } else {
-      std::unique_ptr<JitModel> model = compileModelJit(*graph, *target);
+      // Shapes that follow input contents compile for the values at hand.
+      InputSpecificJit jit = compileForInputs(*graph, inputs, *target);
+      if (!jit.specialized.empty()) {
+        std::string list;
+        for (const std::string &name : jit.specialized)
+          list += (list.empty() ? "'" : ", '") + name + "'";
+        std::cerr << "note: compiled for the given values of input"
+                  << (jit.specialized.size() > 1 ? "s " : " ") << list << "\n";
+      }
+      std::unique_ptr<JitModel> model = std::move(jit.model);
       outputs = runCompiledModel(*model->descriptor(), *graph, inputs, threads);
     }
     for (const GraphOutput &output : graph->outputs())

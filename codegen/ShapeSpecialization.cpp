@@ -1,0 +1,89 @@
+//===- codegen/ShapeSpecialization.cpp - Compile for given input values ---===//
+
+#include "codegen/ShapeSpecialization.h"
+
+#include "codegen/ModelCompiler.h"
+#include "ir/Error.h"
+#include "passes/PassManager.h"
+#include "passes/Pipelines.h"
+#include "ir/infer/ShapeInference.h"
+
+#include <set>
+
+namespace onnxc {
+
+bool hasDataDependentShapes(const Graph &graph) {
+  std::set<std::string> bound;
+  for (const Value *input : graph.inputs())
+    for (size_t axis = 0; axis < input->shape().rank(); ++axis)
+      if (input->shape()[axis].isSymbol())
+        bound.insert(input->shape()[axis].symbolName());
+  auto dependent = [&](const Value *value) {
+    if (!value->shape().isRanked())
+      return true;
+    for (size_t axis = 0; axis < value->shape().rank(); ++axis) {
+      const Dim &d = value->shape()[axis];
+      if (d.isUnknown())
+        return true;
+      for (const std::string &symbol : d.symbols())
+        if (!bound.count(symbol))
+          return true;
+    }
+    return false;
+  };
+  for (const Node *node : graph.topologicalOrder())
+    for (const Value *result : node->results())
+      if (dependent(result))
+        return true;
+  return false;
+}
+
+std::vector<std::string> specializeSmallInputs(Graph &graph,
+                                               const std::map<std::string, Tensor> &inputs,
+                                               int64_t maxElements) {
+  std::vector<std::string> specialized;
+  std::vector<Value *> candidates = graph.inputs();
+  for (Value *input : candidates) {
+    auto it = inputs.find(input->name());
+    if (it == inputs.end() || it->second.numElements() > maxElements)
+      continue;
+    std::string name = input->name();
+    Value *constant =
+        graph.addConstant(graph.uniqueName(name + ".value"), std::make_shared<const Tensor>(it->second));
+    graph.replaceAllUsesWith(input, constant);
+    graph.eraseInput(input);
+    specialized.push_back(name);
+  }
+  if (!specialized.empty())
+    inferShapes(graph);
+  // Fold what is constant now (a Range over a specialized size computed
+  // through Cast and Sub; Shape of a fixed-size input), so shapes become known.
+  PassManager cleanup;
+  addOptimizationPipeline(cleanup, 1);
+  cleanup.run(graph);
+  return specialized;
+}
+
+InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
+                                  const TargetSelection &target) {
+  InputSpecificJit result;
+  if (!hasDataDependentShapes(graph)) {
+    try {
+      result.model = compileModelJit(graph, target);
+      return result;
+    } catch (const Error &firstError) {
+      result.specialized = specializeSmallInputs(graph, inputs);
+      try {
+        result.model = compileModelJit(graph, target);
+      } catch (const Error &) {
+        throw firstError;
+      }
+      return result;
+    }
+  }
+  result.specialized = specializeSmallInputs(graph, inputs);
+  result.model = compileModelJit(graph, target);
+  return result;
+}
+
+} // namespace onnxc

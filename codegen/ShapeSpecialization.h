@@ -1,0 +1,54 @@
+//===- codegen/ShapeSpecialization.h - Compile for given input values -----===//
+//
+// Compiled code needs every shape known from the inputs' dims. Some graphs
+// compute shapes from input *contents* instead (a Reshape whose target shape
+// is a graph input, Range over input scalars, Slice with input starts): the
+// reference evaluator follows them at run time, the AOT compiler refuses
+// them, and the JIT, which has the inputs at hand, specializes: small graph
+// inputs become constants with the given values, shapes are re-inferred, and
+// the compiled model is only valid for those values.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/ModelJit.h"
+#include "codegen/TargetSelection.h"
+#include "ir/Graph.h"
+#include "ir/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+/// Whether some value's shape is not determined by the graph inputs' dims:
+/// an unknown dim, or a symbol that is not a whole dim of any input.
+bool hasDataDependentShapes(const Graph &graph);
+
+/// Turns every graph input with at most `maxElements` elements into a
+/// constant holding its value in `inputs`, re-infers shapes and cleans the
+/// graph up at -O1 (constant folding). Returns the names of the inputs that
+/// became constants (they are no longer inputs).
+std::vector<std::string> specializeSmallInputs(Graph &graph,
+                                               const std::map<std::string, Tensor> &inputs,
+                                               int64_t maxElements = 64);
+
+/// A JIT-compiled model for particular input values.
+struct InputSpecificJit {
+  std::unique_ptr<JitModel> model;
+  /// Inputs that became constants (the model no longer takes them).
+  std::vector<std::string> specialized;
+};
+
+/// JIT-compiles `graph` for `inputs`: as it is when it compiles; otherwise
+/// (shapes follow input contents, or a lowering needs an operand's value at
+/// compile time, like a training-mode Dropout ratio given as an input) small
+/// inputs become constants, the graph is cleaned up at -O1 (folding what
+/// now has constant operands) and compiled again. `graph` is modified in
+/// that case. Throws the first compile error when specializing does not help.
+InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
+                                  const TargetSelection &target);
+
+} // namespace onnxc
