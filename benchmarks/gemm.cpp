@@ -7,13 +7,22 @@
 // min/median GFLOP/s, fraction of the measured FMA peak, and the ratio.
 // Weight packing is not timed: onnxc packs weights at compile time.
 //
-//   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N]
+//   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--asm PATH]
+//
+// --asm writes the -O3 assembly of the first shape's kernel (as the JIT
+// compiles it for this host) to PATH, for checking the micro-kernel's inner
+// loop for spills and its loads and broadcasts.
 //
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
 #include "codegen/GemmEmitter.h"
 #include "codegen/KernelJit.h"
+#include "codegen/ObjectEmitter.h"
+#include "codegen/TargetSelection.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 
 #include <cblas.h>
 
@@ -63,6 +72,7 @@ struct Options {
   int runs = 0; // 0: enough runs for ~0.5 s per library and shape, at least 5
   std::vector<Shape> shapes;
   GemmBlocking blocking{0, 0};
+  std::string asmPath;
 };
 
 Options parseOptions(int argc, char **argv) {
@@ -82,6 +92,8 @@ Options parseOptions(int argc, char **argv) {
       options.blocking.kc = std::stoll(value());
     else if (arg == "--mc")
       options.blocking.mc = std::stoll(value());
+    else if (arg == "--asm")
+      options.asmPath = value();
     else if (arg == "--shape") {
       Shape s;
       if (std::sscanf(value().c_str(), "%ldx%ldx%ld", &s.m, &s.k, &s.n) != 3) {
@@ -90,7 +102,7 @@ Options parseOptions(int argc, char **argv) {
       }
       options.shapes.push_back(s);
     } else {
-      std::fprintf(stderr, "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--asm PATH]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -114,12 +126,27 @@ struct Result {
   double worstError;
 };
 
-Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
+GemmBlocking blockingFor(const Shape &s, const Options &options) {
   GemmBlocking blocking = chooseGemmBlocking(s.k);
   if (options.blocking.kc > 0)
     blocking.kc = options.blocking.kc;
   if (options.blocking.mc > 0)
     blocking.mc = options.blocking.mc;
+  return blocking;
+}
+
+/// Writes the host assembly of the kernel benchmarkShape would run.
+void writeAssembly(const Shape &s, const Options &options) {
+  llvm::LLVMContext context;
+  llvm::Module module("gemm_asm", context);
+  emitPackedGemm(module, PackedGemmSpec{"gemm", s.k, s.n, {}, blockingFor(s, options)});
+  emitModule(module, TargetSelection::select(), EmitKind::Assembly, options.asmPath);
+  std::printf("wrote the assembly of %ldx%ldx%ld to %s\n", s.m, s.k, s.n,
+              options.asmPath.c_str());
+}
+
+Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
+  GemmBlocking blocking = blockingFor(s, options);
   std::string name =
       "gemm_" + std::to_string(s.m) + "_" + std::to_string(s.k) + "_" + std::to_string(s.n);
   emitPackedGemm(jit.newModule(name), PackedGemmSpec{name, s.k, s.n, {}, blocking});
@@ -172,6 +199,8 @@ void printResult(const Result &r, double peak) {
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
   openblas_set_num_threads(1);
+  if (!options.asmPath.empty())
+    writeAssembly(options.shapes.front(), options);
   KernelJit jit = KernelJit::forHost();
   // Peak samples are taken between shapes too: on a shared machine the
   // contention changes during the run, and the best sample is the peak.

@@ -45,8 +45,10 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
   vectorType_ = llvm::FixedVectorType::get(floatType_, 8);
   // Both buffers are fixed-size allocas in the entry block, so they cost one
   // stack-pointer adjustment per call and nothing per tile.
+  // 8 floats of slack: the vectorized packing's last store may overrun.
   auto *packedA = builder_.CreateAlloca(
-      llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc)), nullptr, "packedA");
+      llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc + 8)), nullptr,
+      "packedA");
   packedA->setAlignment(llvm::Align(64));
   packedA_ = packedA;
   auto *scratch =
@@ -169,6 +171,60 @@ void GemmIRBuilder::storeVector(llvm::Value *value, llvm::Value *pointer, llvm::
     builder_.CreateMaskedStore(value, pointer, llvm::Align(4), mask);
 }
 
+llvm::Value *GemmIRBuilder::shuffle(llvm::Value *x, llvm::Value *y,
+                                    llvm::ArrayRef<int> lanes) {
+  return builder_.CreateShuffleVector(x, y, lanes);
+}
+
+void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
+                                      llvm::Value *depth) {
+  // 8 k at a time: six 8-wide row loads, an 8x8 transposition (rows 6 and
+  // 7 are don't-care) and eight 8-wide stores of 6 useful lanes each, at
+  // 24-byte steps. Each store's two extra lanes land on the next group's
+  // first two floats, which the following store (or the remainder loop)
+  // overwrites; the buffer has slack for the last group's overrun.
+  llvm::Value *vectorEnd = builder_.CreateAnd(depth, index(~int64_t(7)));
+  emitLoop(index(0), vectorEnd, 8, [&](llvm::Value *k) {
+    std::array<llvm::Value *, 8> rows;
+    for (int64_t r = 0; r < GemmMR; ++r)
+      rows[size_t(r)] = builder_.CreateAlignedLoad(
+          vectorType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)),
+          llvm::Align(4));
+    rows[6] = rows[7] = llvm::PoisonValue::get(vectorType_);
+    std::array<llvm::Value *, 8> t, u;
+    for (int pair = 0; pair < 4; ++pair) {
+      t[size_t(2 * pair)] =
+          shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)], {0, 8, 1, 9, 4, 12, 5, 13});
+      t[size_t(2 * pair + 1)] = shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)],
+                                        {2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    // u[0..3]: rows 0-3 of columns {0,4}, {1,5}, {2,6}, {3,7}; u[4..7]: rows 4-7.
+    for (int half = 0; half < 2; ++half) {
+      size_t base = size_t(4 * half);
+      u[base + 0] = shuffle(t[base + 0], t[base + 2], {0, 1, 8, 9, 4, 5, 12, 13});
+      u[base + 1] = shuffle(t[base + 0], t[base + 2], {2, 3, 10, 11, 6, 7, 14, 15});
+      u[base + 2] = shuffle(t[base + 1], t[base + 3], {0, 1, 8, 9, 4, 5, 12, 13});
+      u[base + 3] = shuffle(t[base + 1], t[base + 3], {2, 3, 10, 11, 6, 7, 14, 15});
+    }
+    llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(GemmMR)));
+    for (int64_t column = 0; column < 8; ++column) {
+      size_t j = size_t(column % 4);
+      llvm::Value *value =
+          column < 4 ? shuffle(u[j], u[j + 4], {0, 1, 2, 3, 8, 9, 10, 11})
+                     : shuffle(u[j], u[j + 4], {4, 5, 6, 7, 12, 13, 14, 15});
+      builder_.CreateAlignedStore(value, floatAt(out, index(column * GemmMR)), llvm::Align(4));
+    }
+  });
+  emitLoop(vectorEnd, depth, 1, [&](llvm::Value *k) {
+    for (int64_t r = 0; r < GemmMR; ++r) {
+      llvm::Value *value = builder_.CreateLoad(
+          floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)));
+      builder_.CreateStore(
+          value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), index(r))));
+    }
+  });
+}
+
 void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows,
                                    llvm::Value *depth) {
   // Panel p holds rows [6p, 6p+6) k-major: element (r, k) at k*6 + r, so the
@@ -177,26 +233,21 @@ void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value
     llvm::Value *panel = floatAt(packedA_, builder_.CreateMul(panelRow, depth));
     llvm::Value *source = floatAt(a, builder_.CreateMul(panelRow, lda));
     llvm::Value *panelRows = min(index(GemmMR), builder_.CreateSub(rows, panelRow));
-    auto copyRow = [&](llvm::Value *r, llvm::Value *k) {
-      llvm::Value *value = builder_.CreateLoad(
-          floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(r, lda), k)));
-      builder_.CreateStore(
-          value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), r)));
-    };
     emitIf(
         builder_.CreateICmpEQ(panelRows, index(GemmMR)),
-        [&] {
-          emitLoop(index(0), depth, 1, [&](llvm::Value *k) {
-            for (int64_t r = 0; r < GemmMR; ++r)
-              copyRow(index(r), k);
-          });
-        },
+        [&] { emitPackFullPanel(source, lda, panel, depth); },
         [&] {
           // Rows past the end are zeros, so the tile computes them harmlessly.
           builder_.CreateMemSet(panel, builder_.getInt8(0),
                                 builder_.CreateMul(depth, index(GemmMR * 4)), llvm::Align(4));
           emitLoop(index(0), panelRows, 1, [&](llvm::Value *r) {
-            emitLoop(index(0), depth, 1, [&](llvm::Value *k) { copyRow(r, k); });
+            emitLoop(index(0), depth, 1, [&](llvm::Value *k) {
+              llvm::Value *value = builder_.CreateLoad(
+                  floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(r, lda), k)));
+              builder_.CreateStore(
+                  value,
+                  floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), r)));
+            });
           });
         });
   });
@@ -242,21 +293,56 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, 
   return result;
 }
 
-void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
-                                  llvm::Value *row, llvm::Value *rows, llvm::Value *col,
-                                  llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue) {
-  std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
+std::array<llvm::Value *, 2> GemmIRBuilder::loadBias(const GemmOperands &operands,
+                                                      const GemmEpilogue &epilogue,
+                                                      llvm::Value *col,
+                                                      const std::array<llvm::Value *, 2> &masks,
+                                                      bool applyEpilogue) {
   std::array<llvm::Value *, 2> bias = {nullptr, nullptr};
   if (applyEpilogue && epilogue.bias)
     for (int half = 0; half < 2; ++half)
       if (!isConstantFalse(masks[half]))
         bias[half] = loadVector(floatAt(operands.bias, builder_.CreateAdd(col, index(half * 8))),
                                 masks[half]);
-  llvm::Value *zero = llvm::Constant::getNullValue(vectorType_);
+  return bias;
+}
+
+void GemmIRBuilder::emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                  llvm::Value *value, llvm::Value *outRow, llvm::Value *col,
+                                  int half, llvm::Value *mask, llvm::Value *bias,
+                                  llvm::Value *isFirst, bool applyEpilogue) {
+  llvm::Value *cRow =
+      floatAt(operands.c, builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldc), col));
+  llvm::Value *cPointer = floatAt(cRow, index(half * 8));
+  // K blocks after the first add to what earlier blocks stored.
+  if (!llvm::isa<llvm::ConstantInt>(isFirst) || llvm::cast<llvm::ConstantInt>(isFirst)->isZero()) {
+    // The load is harmless on the first block (C is the caller's buffer) and
+    // cheaper than another copy of the store code.
+    llvm::Value *previous = loadVector(cPointer, mask);
+    value = builder_.CreateFAdd(
+        value, builder_.CreateSelect(isFirst, llvm::Constant::getNullValue(vectorType_), previous));
+  }
+  if (applyEpilogue) {
+    if (bias)
+      value = builder_.CreateFAdd(value, bias);
+    value = emitActivation(builder_, value, epilogue.activation);
+    if (epilogue.residual) {
+      llvm::Value *residualOffset =
+          builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),
+                             builder_.CreateAdd(col, index(half * 8)));
+      value = builder_.CreateFAdd(value,
+                                  loadVector(floatAt(operands.residual, residualOffset), mask));
+    }
+  }
+  storeVector(value, cPointer, mask);
+}
+
+void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                  llvm::Value *row, llvm::Value *rows, llvm::Value *col,
+                                  llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue) {
+  std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
+  std::array<llvm::Value *, 2> bias = loadBias(operands, epilogue, col, masks, applyEpilogue);
   emitLoop(index(0), rows, 1, [&](llvm::Value *r) {
-    llvm::Value *outRow = builder_.CreateAdd(row, r);
-    llvm::Value *cRow =
-        floatAt(operands.c, builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldc), col));
     for (int half = 0; half < 2; ++half) {
       if (isConstantFalse(masks[half]))
         continue;
@@ -264,27 +350,44 @@ void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilog
           builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), index(half * 8));
       llvm::Value *value =
           builder_.CreateAlignedLoad(vectorType_, floatAt(tileScratch_, offset), llvm::Align(32));
-      // K blocks after the first add to what earlier blocks stored. The
-      // load is harmless on the first block (C is the caller's buffer) and
-      // cheaper than a second copy of this loop.
-      llvm::Value *cPointer = floatAt(cRow, index(half * 8));
-      llvm::Value *previous = loadVector(cPointer, masks[half]);
-      value = builder_.CreateFAdd(value, builder_.CreateSelect(isFirst, zero, previous));
-      if (applyEpilogue) {
-        if (bias[half])
-          value = builder_.CreateFAdd(value, bias[half]);
-        value = emitActivation(builder_, value, epilogue.activation);
-        if (epilogue.residual) {
-          llvm::Value *residualOffset =
-              builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),
-                                 builder_.CreateAdd(col, index(half * 8)));
-          value = builder_.CreateFAdd(
-              value, loadVector(floatAt(operands.residual, residualOffset), masks[half]));
-        }
-      }
-      storeVector(value, cPointer, masks[half]);
+      emitStoreHalf(operands, epilogue, value, builder_.CreateAdd(row, r), col, half,
+                    masks[half], bias[half], isFirst, applyEpilogue);
     }
   });
+}
+
+void GemmIRBuilder::emitFullTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                      const Accumulators &acc, llvm::Value *row,
+                                      llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,
+                                      bool applyEpilogue) {
+  std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
+  std::array<llvm::Value *, 2> bias = loadBias(operands, epilogue, col, masks, applyEpilogue);
+  for (int64_t r = 0; r < GemmMR; ++r)
+    for (int half = 0; half < 2; ++half)
+      if (!isConstantFalse(masks[half]))
+        emitStoreHalf(operands, epilogue, acc[size_t(2 * r + half)],
+                      builder_.CreateAdd(row, index(r)), col, half, masks[half], bias[half],
+                      isFirst, applyEpilogue);
+}
+
+void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *row,
+                                     llvm::Value *col) {
+  // The tile's C rows (64 bytes each, two lines when unaligned) are needed
+  // right after the k loop; fetching them now hides an L2/L3 miss per row.
+  // Prefetches never fault, so rows past M are harmless.
+  llvm::Function *prefetch = llvm::Intrinsic::getDeclaration(
+      builder_.GetInsertBlock()->getModule(), llvm::Intrinsic::prefetch,
+      {builder_.getPtrTy()});
+  for (int64_t r = 0; r < GemmMR; ++r) {
+    llvm::Value *offset = builder_.CreateAdd(
+        builder_.CreateMul(builder_.CreateAdd(row, index(r)), operands.ldc), col);
+    for (int64_t line : {int64_t(0), GemmNR - 1}) {
+      llvm::Value *pointer = builder_.CreateGEP(floatType_, operands.c,
+                                                builder_.CreateAdd(offset, index(line)));
+      builder_.CreateCall(prefetch, {pointer, builder_.getInt32(1), builder_.getInt32(3),
+                                     builder_.getInt32(1)});
+    }
+  }
 }
 
 void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
@@ -293,19 +396,36 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
                                     llvm::Value *isLast, bool fullWidth) {
   llvm::Value *width = fullWidth ? index(GemmNR) : builder_.CreateSub(operands.n, col);
   emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
+    llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
+    emitPrefetchTile(operands, row, col);
     Accumulators acc =
         emitMicroKernel(floatAt(packedA_, builder_.CreateMul(tileRow, depth)), bPanel, depth);
-    // The tile goes through a 384-byte scratch so that one store loop serves
-    // full tiles and row tails alike (12 extra L1 stores per tile).
-    for (size_t i = 0; i < acc.size(); ++i)
-      builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
-                                  llvm::Align(32));
     llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
-    llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
     emitIf(
-        isLast,
-        [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true); },
-        [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, false); });
+        builder_.CreateICmpEQ(tileRows, index(GemmMR)),
+        [&] {
+          // Full tiles store straight from the accumulators.
+          emitIf(
+              isLast,
+              [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, true); },
+              [&] {
+                emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false);
+              });
+        },
+        [&] {
+          // Row tails go through a 384-byte scratch and a loop over the valid rows.
+          for (size_t i = 0; i < acc.size(); ++i)
+            builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
+                                        llvm::Align(32));
+          emitIf(
+              isLast,
+              [&] {
+                emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true);
+              },
+              [&] {
+                emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, false);
+              });
+        });
   });
 }
 

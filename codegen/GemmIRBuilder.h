@@ -73,6 +73,10 @@ private:
   llvm::Value *loadVector(llvm::Value *pointer, llvm::Value *mask);
   void storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask);
 
+  llvm::Value *shuffle(llvm::Value *x, llvm::Value *y, llvm::ArrayRef<int> lanes);
+  /// Packs 6 full rows of A ([6, depth] at `source`) into one k-major panel.
+  void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
+                         llvm::Value *depth);
   void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
   Accumulators emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel, llvm::Value *depth);
   /// Columns [col, col + 16) of the whole A block, one tile per 6 rows.
@@ -80,6 +84,21 @@ private:
                        llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
                        llvm::Value *bPanel, llvm::Value *col, llvm::Value *isFirst,
                        llvm::Value *isLast, bool fullWidth);
+  std::array<llvm::Value *, 2> loadBias(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                        llvm::Value *col, const std::array<llvm::Value *, 2> &masks,
+                                        bool applyEpilogue);
+  /// Adds the previous C (later K blocks), applies the epilogue and stores
+  /// one 8-column half of row `outRow`.
+  void emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                     llvm::Value *value, llvm::Value *outRow, llvm::Value *col, int half,
+                     llvm::Value *mask, llvm::Value *bias, llvm::Value *isFirst,
+                     bool applyEpilogue);
+  /// A full 6-row tile, straight from the accumulators.
+  void emitFullTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                         const Accumulators &acc, llvm::Value *row, llvm::Value *col,
+                         llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue);
+  void emitPrefetchTile(const GemmOperands &operands, llvm::Value *row, llvm::Value *col);
+  /// A tile of `rows` <= 6 valid rows, from the tile scratch.
   void emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *row,
                      llvm::Value *rows, llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,
                      bool applyEpilogue);

@@ -114,15 +114,16 @@ std::optional<int64_t> constantCumSumAxis(const LoweringContext &ctx, const Node
   return normalizedAxis(ctx, node, contents->toInt64Vector()[0], rank);
 }
 
-/// The [outer, size, inner] extents around an axis read at run time (a bad
-/// axis is clamped: kernels cannot fail).
+/// The [outer, size, inner] extents around an axis read at run time (an
+/// axis outside [-rank, rank) fails the run, as in the reference).
 std::array<Value *, 3> runtimeAxisSplit(KernelBuilder &k, const Shape &shape, unsigned axisSlot,
                                         DType axisType) {
   IRBuilder<> &b = k.ir();
   int64_t rank = int64_t(shape.rank());
-  Value *axis = k.convert(k.loadElement(axisType, k.buffer(axisSlot), k.i64(0)), axisType, DType::I64);
+  Value *axis =
+      k.convert(k.loadElement(axisType, k.buffer(axisSlot), k.i64(0)), axisType, DType::I64);
   axis = b.CreateSelect(b.CreateICmpSLT(axis, k.i64(0)), b.CreateAdd(axis, k.i64(rank)), axis);
-  axis = k.max(k.min(axis, k.i64(rank - 1)), k.i64(0));
+  k.failIf(b.CreateICmpUGE(axis, k.i64(rank)));
   Value *outer = k.i64(1), *size = k.i64(1), *inner = k.i64(1);
   for (int64_t i = 0; i < rank; ++i) {
     Value *d = k.dim(shape[size_t(i)]);
@@ -156,8 +157,12 @@ void lowerCumSum(LoweringContext &ctx, const Node &node) {
   unsigned in = step.input(x);
   unsigned out = step.output(node.result(0));
   std::optional<unsigned> axisSlot;
-  if (!axis)
+  if (!axis) {
     axisSlot = step.input(node.operand(1));
+    step.setFailure("the axis in '" + node.operand(1)->name() + "' is out of range [-" +
+                    std::to_string(rank) + ", " + std::to_string(rank) + ") for '" +
+                    x->name() + "'");
+  }
   Value *begin, *end, *size, *inner;
   if (axis) {
     Dim outerDim = dimProduct(shape, 0, size_t(*axis));

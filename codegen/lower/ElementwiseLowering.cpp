@@ -10,7 +10,8 @@
 // op needs scalar code, rows are processed in <8 x T> chunks with one masked
 // chunk for the row's tail; otherwise one element at a time. Operands that
 // are one-element constants become immediates; other one-element operands
-// are loaded once per call.
+// are loaded once per call. An integer Div/Mod by zero fails the kernel
+// (one check per chunk), as the evaluator fails.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ElementwiseFusion.h"
@@ -243,6 +244,15 @@ void GroupKernel::emitChunk(llvm::Value *j, llvm::Value *mask, llvm::Value *rowS
       result = roundToStorage(type, result);
     values[node->result(0)] = result;
   }
+  // Integer Div/Mod by zero: one branch per chunk, on the lanes in range.
+  llvm::Value *anyZero = nullptr;
+  for (const ElementEmitter::DivisorCheck &check : emitter.takeDivisorChecks())
+    anyZero = anyZero ? b.CreateOr(anyZero, check.isZero) : check.isZero;
+  if (anyZero) {
+    if (mask)
+      anyZero = b.CreateAnd(anyZero, mask);
+    k_.failIf(width_ == 1 ? anyZero : b.CreateOrReduce(anyZero));
+  }
   const onnxc::Value *result = group_.result();
   llvm::Value *index = b.CreateAdd(rowStart, j);
   if (width_ == 1)
@@ -284,6 +294,14 @@ void GroupKernel::emitSegment(llvm::Value *jBegin, llvm::Value *jEnd, llvm::Valu
 }
 
 void GroupKernel::emit() {
+  // The step's name may list a whole chain: the message names the Div/Mod.
+  std::string failure;
+  for (const Node *node : group_.nodes)
+    if ((node->kind() == OpKind::Div || node->kind() == OpKind::Mod) &&
+        !isFloat(node->operand(0)->dtype()))
+      failure += (failure.empty() ? "" : "; or ") + divisionByZeroMessage(*node);
+  if (!failure.empty())
+    step_.setFailure(failure);
   collectOperands();
   width_ = chooseWidth();
   bool expensive = false;

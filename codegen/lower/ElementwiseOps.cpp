@@ -93,16 +93,16 @@ llvm::Value *ElementEmitter::divide(DType type, llvm::Value *a, llvm::Value *c) 
   if (isFloat(type))
     return ir.CreateFDiv(a, c);
   // Divisors 0 and -1 are replaced by 1 before dividing: x86 traps on both
-  // a zero divisor and INT_MIN / -1.
+  // a zero divisor and INT_MIN / -1. A zero divisor fails the kernel
+  // (binary() records the check), so its lanes' quotients are never seen.
   llvm::Value *zero = constant(type, 0), *one = constant(type, 1);
   llvm::Value *isZero = ir.CreateICmpEQ(c, zero);
   if (!isSignedInt(type))
-    return ir.CreateSelect(isZero, zero, ir.CreateUDiv(a, ir.CreateSelect(isZero, one, c)));
+    return ir.CreateUDiv(a, ir.CreateSelect(isZero, one, c));
   llvm::Value *isMinusOne = ir.CreateICmpEQ(c, constant(type, -1));
   llvm::Value *safe = ir.CreateSelect(ir.CreateOr(isZero, isMinusOne), one, c);
   llvm::Value *quotient = ir.CreateSDiv(a, safe);
-  quotient = ir.CreateSelect(isMinusOne, ir.CreateSub(zero, a), quotient);
-  return ir.CreateSelect(isZero, zero, quotient);
+  return ir.CreateSelect(isMinusOne, ir.CreateSub(zero, a), quotient);
 }
 
 llvm::Value *ElementEmitter::modulo(DType type, llvm::Value *a, llvm::Value *c, bool fmod) {
@@ -112,7 +112,7 @@ llvm::Value *ElementEmitter::modulo(DType type, llvm::Value *a, llvm::Value *c, 
   llvm::Value *zero = constant(type, 0), *one = constant(type, 1);
   llvm::Value *isZero = ir.CreateICmpEQ(c, zero);
   if (!isSignedInt(type))
-    return ir.CreateURem(a, ir.CreateSelect(isZero, one, c)); // x % 1 == 0
+    return ir.CreateURem(a, ir.CreateSelect(isZero, one, c));
   llvm::Value *isMinusOne = ir.CreateICmpEQ(c, constant(type, -1));
   llvm::Value *remainder =
       ir.CreateSRem(a, ir.CreateSelect(ir.CreateOr(isZero, isMinusOne), one, c));
@@ -152,8 +152,11 @@ llvm::Value *ElementEmitter::binary(OpKind kind, DType type, llvm::Value *a, llv
   case OpKind::Mul:
     return fp ? ir.CreateFMul(a, c) : ir.CreateMul(a, c);
   case OpKind::Div:
-    return divide(type, a, c);
   case OpKind::Mod:
+    if (!fp)
+      divisorChecks_.push_back({&node, ir.CreateICmpEQ(c, constant(type, 0))});
+    if (kind == OpKind::Div)
+      return divide(type, a, c);
     return modulo(type, a, c, node.getInt("fmod", 0) != 0);
   case OpKind::Max: case OpKind::Min:
     return extremum(kind == OpKind::Max, type, a, c);
@@ -421,6 +424,13 @@ llvm::Value *ElementEmitter::clip(DType type, llvm::Value *x, llvm::Value *low,
     x = ir.CreateSelect(above, high, x);
   }
   return x;
+}
+
+std::string divisionByZeroMessage(const Node &node) {
+  const onnxc::Value *divisor = node.operand(1);
+  std::string name = divisor && !divisor->name().empty() ? divisor->name() : "B";
+  return "integer " + std::string(node.opName()) + " by zero in " + node.describe() +
+         ": an element of the divisor '" + name + "' is 0 (must be non-zero)";
 }
 
 // ---- dispatch ------------------------------------------------------------------

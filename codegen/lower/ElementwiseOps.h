@@ -10,7 +10,8 @@
 // Where the reference computes f32 in double (Pow, Sin, Cos), so does this
 // file; exp/log/erf/tanh/sigmoid/GELU of float types use codegen/VectorMath,
 // of f64 the C library. Integer Div and Mod by zero, which the evaluator
-// reports as an error, give 0 here: a kernel cannot fail.
+// reports as an error, are recorded as divisor checks (takeDivisorChecks):
+// the kernel must fail when one holds (KernelBuilder::failIf).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,6 +23,7 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <string>
+#include <vector>
 
 namespace onnxc::lower {
 
@@ -64,6 +66,14 @@ public:
   /// optional operand or one the op does not read, CastLike's second).
   llvm::Value *emit(const Node &node, llvm::ArrayRef<llvm::Value *> operands);
 
+  /// An integer Div or Mod emitted since the last take: `isZero` (i1, or
+  /// per lane) holds where its divisor is 0, which the evaluator rejects.
+  struct DivisorCheck {
+    const Node *node;
+    llvm::Value *isZero;
+  };
+  std::vector<DivisorCheck> takeDivisorChecks() { return std::move(divisorChecks_); }
+
 private:
   llvm::IRBuilder<> &b() { return f_.ir(); }
   llvm::Value *fold(const Node &node, llvm::ArrayRef<llvm::Value *> operands);
@@ -84,6 +94,11 @@ private:
 
   FunctionBuilder &f_;
   unsigned width_;
+  std::vector<DivisorCheck> divisorChecks_;
 };
+
+/// The failure message of a kernel computing integer Div/Mod `node`: names
+/// the node and its divisor operand.
+std::string divisionByZeroMessage(const Node &node);
 
 } // namespace onnxc::lower

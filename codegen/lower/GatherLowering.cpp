@@ -5,9 +5,8 @@
 // part of each matrix row while zeroing the rest. Gather splits its work by
 // element count, so one long row or many short ones parallelize alike.
 //
-// Out-of-range indices: the evaluator throws, but a kernel cannot fail, so
-// the row of an index outside [-size, size) is filled with zeros (never read
-// out of bounds, never clamped to a neighbouring row).
+// An index outside [-size, size) fails the run, as the evaluator throws
+// (checked once per copied row, before reading).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/MovementLoweringInternal.h"
@@ -52,6 +51,9 @@ void lowerGather(LoweringContext &ctx, const Node &node) {
   unsigned src = step.input(data);
   unsigned idx = step.input(indices);
   unsigned dst = step.output(result);
+  step.setFailure("an index of '" + indices->name() + "' is out of range [-" + in[axis].str() +
+                  ", " + in[axis].str() + ") for axis " + std::to_string(axis) + " of '" +
+                  data->name() + "'");
   llvm::Value *tasks = setCopyTaskCount(step, total, size);
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
@@ -75,23 +77,17 @@ void lowerGather(LoweringContext &ctx, const Node &node) {
                                          indices->dtype(), DType::I64);
           index = b.CreateSelect(b.CreateICmpSLT(index, k.i64(0)), b.CreateAdd(index, axisLength),
                                  index);
-          llvm::Value *valid = b.CreateICmpULT(index, axisLength);
+          k.failIf(b.CreateICmpUGE(index, axisLength));
           llvm::Value *to = elementPointer(k, k.buffer(dst), b.CreateAdd(rowStart, first), size);
-          k.ifThenElse(
-              valid,
-              [&] {
-                llvm::Value *sourceRow = b.CreateMul(b.CreateAdd(b.CreateMul(outer, axisLength), index),
-                                                     rowLength);
-                llvm::Value *from =
-                    elementPointer(k, k.buffer(src), b.CreateAdd(sourceRow, first), size);
-                if (inner == Dim(1)) {
-                  Type *bits = elementBitsType(k, size);
-                  b.CreateStore(b.CreateLoad(bits, from), to);
-                } else {
-                  copyElements(k, to, from, n, size);
-                }
-              },
-              [&] { zeroElements(k, to, n, size); });
+          llvm::Value *sourceRow =
+              b.CreateMul(b.CreateAdd(b.CreateMul(outer, axisLength), index), rowLength);
+          llvm::Value *from = elementPointer(k, k.buffer(src), b.CreateAdd(sourceRow, first), size);
+          if (inner == Dim(1)) {
+            Type *bits = elementBitsType(k, size);
+            b.CreateStore(b.CreateLoad(bits, from), to);
+          } else {
+            copyElements(k, to, from, n, size);
+          }
           llvm::Value *nextPosition = b.CreateAdd(position, k.i64(1));
           llvm::Value *wraps = b.CreateICmpEQ(nextPosition, indexCount);
           return {b.CreateSelect(wraps, b.CreateAdd(outer, k.i64(1)), outer),

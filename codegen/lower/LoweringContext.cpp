@@ -128,7 +128,14 @@ std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicV
   setTaskCount([&](FunctionBuilder &f) { return f.ceilDiv(total(f), f.i64(grain)); });
   KernelBuilder &k = *kernel_;
   IRBuilder<> &b = k.hoisted();
-  llvm::Value *n = total(k);
+  // total(k) may emit through k.ir() too (ceilDiv, products): emit all of it
+  // in the entry block, where begin/end are computed.
+  llvm::Value *n;
+  {
+    IRBuilderBase::InsertPointGuard guard(k.ir());
+    k.ir().SetInsertPoint(b.GetInsertBlock(), b.GetInsertPoint());
+    n = total(k);
+  }
   llvm::Value *begin = b.CreateMul(k.taskBegin(), b.getInt64(grain));
   llvm::Value *endRaw = b.CreateMul(k.taskEnd(), b.getInt64(grain));
   llvm::Value *end = b.CreateSelect(b.CreateICmpSLT(endRaw, n), endRaw, n);

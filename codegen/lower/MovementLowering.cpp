@@ -118,21 +118,26 @@ void lowerSplit(LoweringContext &ctx, const Node &node) {
 
   StepBuilder step = ctx.beginStep(node, "split");
   unsigned in = step.input(data);
-  std::vector<unsigned> outputs;
+  // Unused parts are not written (their dims may not even be bound).
+  std::vector<std::optional<unsigned>> outputs;
   for (const Value *result : node.results())
-    outputs.push_back(step.output(result));
+    outputs.push_back(isNeeded(ctx, result) ? std::optional(step.output(result)) : std::nullopt);
   llvm::Value *tasks = setCopyTaskCount(step, shape.numElements(), size);
   KernelBuilder &k = step.kernel();
   Dim offset(0);
   for (size_t i = 0; i < node.numResults(); ++i) {
     const Shape &part = node.result(i)->shape();
+    if (!outputs[i]) {
+      offset = offset + part[axis];
+      continue;
+    }
     std::vector<Dim> partStrides = contiguousStrides(part);
     StridedCopy copy(size);
     for (size_t d = 0; d < part.rank(); ++d)
       copy.addAxis({part[d], inStrides[d], partStrides[d]});
     copy.simplify();
     llvm::Value *src = elementPointer(k, k.buffer(in), k.dim(offset * inStrides[axis]), size);
-    copy.emit(k, src, k.buffer(outputs[i]), tasks);
+    copy.emit(k, src, k.buffer(*outputs[i]), tasks);
     offset = offset + part[axis];
   }
   step.finish();

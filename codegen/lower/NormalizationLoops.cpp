@@ -104,8 +104,7 @@ void emitGeneralSoftmax(LoweringContext &ctx, const Node &node, bool logarithmic
           return {b.CreateFAdd(carried[0], b.CreateFPExt(e, b.getDoubleTy()))};
         },
         1, "sum")[0];
-    Value *logSum =
-        logarithmic ? logarithm(b, b.CreateFPTrunc(sum, computeType)) : nullptr;
+    Value *logSum = logarithmic ? logarithm(b, b.CreateFPTrunc(sum, computeType)) : nullptr;
     k.forRange(k.i64(0), sizeValue, [&](Value *j) {
       auto [at, v] = element(j);
       Value *shifted = b.CreateFSub(v, maximum);
@@ -190,8 +189,8 @@ void emitGeneralNormalization(LoweringContext &ctx, const Node &node,
       } else {
         result = b.CreateFMul(b.CreateFMul(v, inverse), gamma);
       }
-      k.storeElement(spec.y->dtype(), k.convert(result, DType::F64, spec.y->dtype()),
-                     k.buffer(out), at);
+      k.storeElement(spec.y->dtype(), k.convert(result, DType::F64, spec.y->dtype()), k.buffer(out),
+                     at);
     });
     if (spec.mean)
       k.storeElement(spec.mean->dtype(), k.convert(mean, DType::F64, spec.mean->dtype()),

@@ -64,8 +64,12 @@ void emitRowKernelStep(LoweringContext &ctx, const Node &node, RowKernelKind kin
   auto [begin, end] = splitByWork(step, rows, rowLength);
   KernelBuilder &k = step.kernel();
   Value *none = ConstantPointerNull::get(k.ir().getPtrTy());
-  std::vector<Value *> args = {k.buffer(in), k.buffer(out), gamma ? k.buffer(scale) : none,
-                               beta ? k.buffer(bias) : none, begin, end};
+  std::vector<Value *> args = {k.buffer(in),
+                               k.buffer(out),
+                               gamma ? k.buffer(scale) : none,
+                               beta ? k.buffer(bias) : none,
+                               begin,
+                               end};
   if (spec.rowLength == 0)
     args.push_back(k.dim(rowLength));
   k.ir().CreateCall(kernel, args);
@@ -99,7 +103,8 @@ template <bool Log> void lowerSoftmax(LoweringContext &ctx, const Node &node) {
   if (rank == 0)
     ctx.unsupported(node, "a rank-0 input");
   int64_t axis = normalizedAxis(ctx, node, node.getInt("axis", -1), rank);
-  if (x->dtype() == DType::F32 && isConstantDim(dimProduct(shape, size_t(axis) + 1, size_t(rank)), 1))
+  if (x->dtype() == DType::F32 &&
+      isConstantDim(dimProduct(shape, size_t(axis) + 1, size_t(rank)), 1))
     return emitRowKernelStep(ctx, node, Log ? RowKernelKind::LogSoftmax : RowKernelKind::Softmax, x,
                              node.result(0), nullptr, nullptr, dimProduct(shape, 0, size_t(axis)),
                              shape[size_t(axis)], 1e-5f);
@@ -119,7 +124,8 @@ template <bool IsLayerNorm> void lowerNormalization(LoweringContext &ctx, const 
     spec.invStdDev = node.result(2);
   for (const onnxc::Value *v : {spec.x, spec.scale, spec.bias})
     if (v && !isFloat(v->dtype()))
-      ctx.unsupported(node, "operand '" + v->name() + "' of type " + std::string(dtypeName(v->dtype())));
+      ctx.unsupported(node,
+                      "operand '" + v->name() + "' of type " + std::string(dtypeName(v->dtype())));
   const Shape &shape = spec.x->shape();
   int64_t rank = int64_t(shape.rank());
   if (rank == 0)

@@ -19,14 +19,14 @@ struct NormalizationSpec {
   const Value *scale = nullptr;
   const Value *bias = nullptr; // LayerNorm only, optional
   const Value *y = nullptr;
-  const Value *mean = nullptr;   // LayerNorm's Mean, when something reads it
+  const Value *mean = nullptr;      // LayerNorm's Mean, when something reads it
   const Value *invStdDev = nullptr; // LayerNorm's InvStdDev, likewise
 };
 
 /// `operand` (scale or bias) with leading 1s dropped so that it broadcasts
 /// one way to `normalized`; ctx.unsupported when it cannot.
-Shape normalizationOperandShape(const LoweringContext &ctx, const Node &node,
-                                const Value *operand, const Shape &normalized, const char *what);
+Shape normalizationOperandShape(const LoweringContext &ctx, const Node &node, const Value *operand,
+                                const Shape &normalized, const char *what);
 
 /// Softmax/LogSoftmax along `axis` for any float dtype and axis: per line
 /// along the axis, max, sum of exp in double, then the outputs.

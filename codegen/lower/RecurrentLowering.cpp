@@ -8,7 +8,7 @@
 // constant (it is whenever W and R are initializers). The body is emitted
 // once per direction so the direction's activations and time order are
 // constants. Steps past a row's length give zeros in Y; Y_h / Y_c hold the
-// state after the last valid step.
+// state after the last valid step. A length outside [0, seq] fails the run.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ComplexKernelSupport.h"
@@ -172,6 +172,10 @@ RecurrentKernel::RecurrentKernel(LoweringContext &ctx, const Node &node, const R
   r_ = step_.input(node.operand(R));
   bias_ = optionalInput(node.operand(Bias));
   lens_ = optionalInput(node.operand(SequenceLens));
+  if (lens_ >= 0)
+    step_.setFailure("a length in '" + node.operand(SequenceLens)->name() +
+                     "' is out of range [0, " + rec.seq.str() + "] for axis " +
+                     (rec.batchMajor ? "1" : "0") + " of '" + node.operand(X)->name() + "'");
   h0_ = optionalInput(node.operand(InitialH));
   bool lstm = rec.kind == CellKind::LSTM;
   c0_ = lstm ? optionalInput(node.operand(InitialC)) : -1;
@@ -234,7 +238,8 @@ void RecurrentKernel::emitSequence(int64_t direction, Value *row) {
   Value *length = seq;
   if (lens_ >= 0) {
     Value *given = loadIndex(k_, node_.operand(SequenceLens)->dtype(), buffer(lens_), row);
-    length = k_.max(k_.min(given, seq), k_.i64(0)); // the reference rejects others
+    k_.failIf(b.CreateICmpUGT(given, seq)); // negative lengths too, as the reference
+    length = given;
   }
   Value *dirs = k_.i64(rec_.directions), *d = k_.i64(direction);
   auto yIndex = [&](Value *t, Value *j) {

@@ -63,7 +63,8 @@ std::vector<bool> reducedAxesFromShapes(const LoweringContext &ctx, const Node &
     if (in[i].provablyEqual(out[i]))
       continue;
     if (!isConstantDim(out[i], 1))
-      ctx.unsupported(node, "axes must be a compile-time constant (result shape " + out.str() + ")");
+      ctx.unsupported(node,
+                      "axes must be a compile-time constant (result shape " + out.str() + ")");
     reduced[i] = true;
   }
   return reduced;
@@ -172,13 +173,15 @@ public:
         return b_.CreateBinaryIntrinsic(Intrinsic::maximum, acc, v);
       if (dtype_ == DType::Bool)
         return b_.CreateOr(acc, v);
-      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smax : Intrinsic::umax, acc, v);
+      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smax : Intrinsic::umax, acc,
+                                      v);
     case ReduceKind::Min:
       if (isFloatAcc)
         return b_.CreateBinaryIntrinsic(Intrinsic::minimum, acc, v);
       if (dtype_ == DType::Bool)
         return b_.CreateAnd(acc, v);
-      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smin : Intrinsic::umin, acc, v);
+      return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smin : Intrinsic::umin, acc,
+                                      v);
     }
     return acc;
   }
@@ -193,7 +196,8 @@ public:
       } else {
         Value *isEmpty = b_.CreateICmpEQ(groupSize, k_.i64(0));
         Value *divisor = b_.CreateSelect(isEmpty, k_.i64(1), groupSize);
-        Value *quotient = isSignedInt(dtype_) ? b_.CreateSDiv(acc, divisor) : b_.CreateUDiv(acc, divisor);
+        Value *quotient =
+            isSignedInt(dtype_) ? b_.CreateSDiv(acc, divisor) : b_.CreateUDiv(acc, divisor);
         acc = b_.CreateSelect(isEmpty, k_.i64(0), quotient);
       }
     }
@@ -233,8 +237,7 @@ void emitColumnBlocks(StepBuilder &step, ReduceKind kind, unsigned in, unsigned 
     return f.ceilDiv(f.dim(columns), f.i64(kColumnBlock));
   };
   auto [begin, end] = splitByWork(
-      step,
-      [&](FunctionBuilder &f) { return f.ir().CreateMul(f.dim(outer), blocksPerSlice(f)); },
+      step, [&](FunctionBuilder &f) { return f.ir().CreateMul(f.dim(outer), blocksPerSlice(f)); },
       [&](FunctionBuilder &f) { return f.ir().CreateMul(f.dim(rows), f.i64(kColumnBlock)); });
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
@@ -254,17 +257,20 @@ void emitColumnBlocks(StepBuilder &step, ReduceKind kind, unsigned in, unsigned 
 
 /// Any groups, any dtype: per result element, nested loops over the reduced
 /// groups.
-void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned in,
-                       unsigned out, const ReducePlan &plan) {
-  std::vector<Dim> keptExtents, reducedExtents, keptStrides, reducedStrides;
+void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned in, unsigned out,
+                       const ReducePlan &plan) {
+  // Row-major strides of the groups in the input.
+  std::vector<Dim> strides(plan.groups.size());
   Dim stride(1);
   for (size_t g = plan.groups.size(); g-- > 0;) {
-    const AxisGroup &group = plan.groups[g];
-    (group.reduced ? reducedExtents : keptExtents).insert(
-        (group.reduced ? reducedExtents : keptExtents).begin(), group.extent);
-    (group.reduced ? reducedStrides : keptStrides).insert(
-        (group.reduced ? reducedStrides : keptStrides).begin(), stride);
-    stride = stride * group.extent;
+    strides[g] = stride;
+    stride = stride * plan.groups[g].extent;
+  }
+  std::vector<Dim> keptExtents, reducedExtents, keptStrides, reducedStrides;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    bool reduced = plan.groups[g].reduced;
+    (reduced ? reducedExtents : keptExtents).push_back(plan.groups[g].extent);
+    (reduced ? reducedStrides : keptStrides).push_back(strides[g]);
   }
   Dim results(1);
   for (const Dim &extent : keptExtents)
@@ -287,7 +293,7 @@ void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned
 
   // Reduces the groups from `level` on, starting at element `at`.
   std::function<Value *(size_t, Value *, Value *)> reduceFrom = [&](size_t level, Value *at,
-                                                                     Value *acc) -> Value * {
+                                                                    Value *acc) -> Value * {
     if (level == reducedSize.size())
       return accumulator.step(acc, k.loadElement(dtype, input, at));
     return k.forRangeCarried(
@@ -307,11 +313,16 @@ void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned
 
 const char *kernelName(ReduceKind kind) {
   switch (kind) {
-  case ReduceKind::Sum: return "reduce_sum";
-  case ReduceKind::Mean: return "reduce_mean";
-  case ReduceKind::Prod: return "reduce_prod";
-  case ReduceKind::Max: return "reduce_max";
-  case ReduceKind::Min: return "reduce_min";
+  case ReduceKind::Sum:
+    return "reduce_sum";
+  case ReduceKind::Mean:
+    return "reduce_mean";
+  case ReduceKind::Prod:
+    return "reduce_prod";
+  case ReduceKind::Max:
+    return "reduce_max";
+  case ReduceKind::Min:
+    return "reduce_min";
   }
   return "reduce";
 }
@@ -337,7 +348,8 @@ void lowerReduce(LoweringContext &ctx, const Node &node, ReduceKind kind) {
   bool wideColumns = n >= 2 && !groups[n - 1].reduced && groups[n - 2].reduced &&
                      !(groups[n - 1].extent.constant() && *groups[n - 1].extent.constant() < 8);
   if (vectorKind && groups[n - 1].reduced && n <= 2) {
-    emitContiguousRows(step, kind, in, out, n == 2 ? groups[0].extent : Dim(1), groups[n - 1].extent);
+    emitContiguousRows(step, kind, in, out, n == 2 ? groups[0].extent : Dim(1),
+                       groups[n - 1].extent);
   } else if (vectorKind && wideColumns && n <= 3) {
     emitColumnBlocks(step, kind, in, out, n == 3 ? groups[0].extent : Dim(1), groups[n - 2].extent,
                      groups[n - 1].extent);

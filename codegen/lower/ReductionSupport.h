@@ -65,9 +65,9 @@ llvm::Value *emitContiguousReduce(KernelBuilder &k, ReduceKind kind, llvm::Value
 /// matrix at `base` over its rows and stores the 32 results (as float, Mean
 /// divided by `rows`) at `out + column`. Columns at or past `columns` are
 /// neither read nor written.
-void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, llvm::Value *base,
-                           llvm::Value *out, llvm::Value *rows, llvm::Value *rowStride,
-                           llvm::Value *column, llvm::Value *columns);
+void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, llvm::Value *base, llvm::Value *out,
+                           llvm::Value *rows, llvm::Value *rowStride, llvm::Value *column,
+                           llvm::Value *columns);
 
 /// Columns per work item of emitColumnBlockReduce.
 constexpr int64_t kColumnBlock = 32;

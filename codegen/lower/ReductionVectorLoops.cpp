@@ -156,8 +156,8 @@ Value *emitContiguousReduce(KernelBuilder &k, ReduceKind kind, Value *base, Valu
               return next;
             },
             block, "r32");
-        Value *partial = reducer.combine(reducer.combine(accs[0], accs[1]),
-                                         reducer.combine(accs[2], accs[3]));
+        Value *partial =
+            reducer.combine(reducer.combine(accs[0], accs[1]), reducer.combine(accs[2], accs[3]));
         return {reducer.flush(carried[0], partial)};
       },
       RowFlush, "stretch")[0];
@@ -177,8 +177,8 @@ Value *emitContiguousReduce(KernelBuilder &k, ReduceKind kind, Value *base, Valu
   return reducer.flush(total, acc);
 }
 
-void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, Value *base, Value *out,
-                           Value *rows, Value *rowStride, Value *column, Value *columns) {
+void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, Value *base, Value *out, Value *rows,
+                           Value *rowStride, Value *column, Value *columns) {
   IRBuilder<> &b = k.ir();
   VectorReducer reducer(k, kind);
 
@@ -214,7 +214,8 @@ void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, Value *base, Value
             std::vector<Value *> partial = accumulateRows(first, last, init);
             std::vector<Value *> next;
             for (unsigned u = 0; u < Unroll; ++u)
-              next.push_back(b.CreateFAdd(carried[u], b.CreateFPExt(partial[u], carried[u]->getType())));
+              next.push_back(
+                  b.CreateFAdd(carried[u], b.CreateFPExt(partial[u], carried[u]->getType())));
             return next;
           },
           ColumnFlush, "rows64");
@@ -233,7 +234,8 @@ void emitColumnBlockReduce(KernelBuilder &k, ReduceKind kind, Value *base, Value
   };
 
   Value *full = b.CreateICmpSLE(b.CreateAdd(column, k.i64(kColumnBlock)), columns);
-  k.ifThenElse(full, [&] { emitBlock(false); }, [&] { emitBlock(true); });
+  k.ifThenElse(
+      full, [&] { emitBlock(false); }, [&] { emitBlock(true); });
 }
 
 } // namespace onnxc::lower

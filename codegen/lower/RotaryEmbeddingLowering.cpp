@@ -4,9 +4,9 @@
 // rotary_embedding_dim values are rotated in pairs (adjacent when
 // interleaved, else the two halves) by the cos/sin cache row of the
 // position, the rest are copied. With position_ids the cache is
-// [max_position, half] and the row is the position id (clamped into the
-// cache: a kernel cannot fail, and the reference rejects such ids); without
-// it the cache is [batch, seq, half].
+// [max_position, half] and the row is the position id (an id outside the
+// cache fails the run, as the reference rejects it); without it the cache
+// is [batch, seq, half].
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/AttentionLoweringInternal.h"
@@ -99,6 +99,9 @@ void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node) {
   unsigned sinCache = step.input(node.operand(2));
   int positions = positionIds ? int(step.input(positionIds)) : -1;
   unsigned y = step.output(node.result(0));
+  if (positionIds)
+    step.setFailure("a position id in '" + positionIds->name() + "' is out of range [0, " +
+                    r.cacheRows.str() + ") for axis 0 of '" + node.operand(1)->name() + "'");
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
   Dim rows = r.batch * r.seq * r.heads;
@@ -112,7 +115,8 @@ void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node) {
     Value *cacheRow = b.CreateAdd(b.CreateMul(index[0], k.dim(r.seq)), index[1]);
     if (positions >= 0) {
       Value *id = loadIndex(k, positionIds->dtype(), k.buffer(unsigned(positions)), cacheRow);
-      cacheRow = k.max(k.min(id, b.CreateSub(k.dim(r.cacheRows), k.i64(1))), k.i64(0));
+      k.failIf(b.CreateICmpUGE(id, k.dim(r.cacheRows))); // negative ids too
+      cacheRow = id;
     }
     Value *cacheBase = b.CreateMul(cacheRow, k.dim(r.cacheWidth));
     k.forRange(k.i64(0), half, [&](Value *i) {

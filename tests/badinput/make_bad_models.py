@@ -159,6 +159,22 @@ def write_runtime_defects(out: Path) -> None:
     save(model_of(twice, [x], [y]), out / "duplicate_output.onnx")
 
 
+def write_bad_index_data(out: Path) -> None:
+    """A valid model whose int64 indices come from the user: the data decides.
+
+    Compiled runs (JIT and .so) must fail the step with one error line, as the
+    evaluator does, rather than read out of bounds or return zeros."""
+    table = helper.make_tensor("table", TensorProto.FLOAT, [8, 3],
+                               np.arange(24, dtype=np.float32).tolist())
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [4])
+    gather = [helper.make_node("Gather", ["table", "ids"], ["y"], name="embed_lookup", axis=0)]
+    model = model_of(gather, [ids], [tensor_info("y", [4, 3])], [table], name="lookup")
+    onnx.checker.check_model(model)
+    save(model, out / "gather_ids.onnx")
+    np.save(out / "good_ids.npy", np.array([0, 7, -8, 3], dtype=np.int64))
+    np.save(out / "bad_ids.npy", np.array([1, 2, 8, 0], dtype=np.int64))
+
+
 def write_npy_cases(out: Path) -> None:
     relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     model = model_of(relu, [tensor_info("x", [2, 3])], [tensor_info("y", [2, 3])], name="good")
@@ -189,6 +205,7 @@ def main() -> int:
     write_weight_defects(out)
     write_external_defects(out)
     write_runtime_defects(out)
+    write_bad_index_data(out)
     write_npy_cases(out)
     print(f"bad inputs written to {os.fspath(out)}")
     return 0

@@ -214,6 +214,53 @@ def runtime_cases(onnxc: str, out: Path, scratch: Path) -> list:
     return cases
 
 
+def gather_output_check(output_dir: str, ids: np.ndarray) -> Callable:
+    def check(result: Result) -> Optional[str]:
+        if result.code != 0:
+            return f"exit code {result.code}, expected 0: {result.stderr.strip()[:200]!r}"
+        produced = Path(output_dir) / "y.npy"
+        if not produced.exists():
+            return f"no {produced.name} in the output folder"
+        got = np.load(produced)
+        want = np.arange(24, dtype=np.float32).reshape(8, 3)[ids]
+        if got.shape != want.shape or not np.array_equal(got, want):
+            return f"y.npy is {got.dtype}{list(got.shape)}, not the gathered rows"
+        return None
+    return check
+
+
+def bad_data_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """A valid model fed invalid index data: the compiled runs (JIT and a
+    compiled .so) must fail the step with one error line naming the step and
+    the indices input; the evaluator names the node."""
+    model = str(out / "gather_ids.onnx")
+    library = str(scratch / "gather_ids.so")
+
+    def compiled(result: Result) -> Optional[str]:
+        if result.code != 0 or not Path(library).exists():
+            return f"compile exit code {result.code}: {result.stderr.strip()[:200]!r}"
+        return None
+    # Cases run in order: this one writes the library the "so" cases run.
+    cases = [Case("compile gather_ids.onnx", [onnxc, "compile", model, "-o", library],
+                  mode="custom", check=compiled)]
+    good, bad = str(out / "good_ids.npy"), str(out / "bad_ids.npy")
+    step_names = ["step 'Gather embed_lookup'", "'ids'"]
+    for label, target, backend in (("jit", model, ["--backend=jit"]), ("so", library, []),
+                                   ("ref", model, ["--backend=ref"])):
+        output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        cases.append(Case(f"run gather_ids ({label}) with good ids (control)",
+                          [onnxc, "run", target, "--input", f"ids={good}", "--output-dir",
+                           output_dir] + backend, mode="custom",
+                          check=gather_output_check(output_dir, np.load(good))))
+        output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        names = ["embed_lookup"] if label == "ref" else step_names
+        cases.append(Case(f"run gather_ids ({label}) with an out-of-range id",
+                          [onnxc, "run", target, "--input", f"ids={bad}", "--output-dir",
+                           output_dir] + backend, names, [r"out of range"],
+                          strip=[bad, "bad_ids.npy"]))
+    return cases
+
+
 def npy_cases(onnxc: str, out: Path, scratch: Path) -> list:
     good = str(out / "good.onnx")
 
@@ -259,7 +306,7 @@ def main() -> int:
     scratch.mkdir(exist_ok=True)
     passed = failed = 0
     cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
-             + npy_cases(onnxc, out, scratch))
+             + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch))
     for case in cases:
         problem = judge(case, run(case.argv))
         if problem:

@@ -225,6 +225,25 @@ TEST(CodegenGemm, SmallBlocksExerciseEveryLoop) {
       }
 }
 
+TEST(CodegenGemm, VectorizedAPackingEdges) {
+  // A is packed 8 k at a time with overlapping stores: depths around
+  // multiples of 8 cover the remainder loop, and rows == mc with
+  // depth == kc makes the last store of a block overrun the block's end.
+  GemmBlocking blocking{16, 12};
+  const int64_t depths[] = {5, 8, 9, 15, 16, 17, 24, 32, 40};
+  GemmKernels kernels;
+  for (int64_t k : depths)
+    kernels.add(PackedGemmSpec{kernelName(k, 40), k, 40, {true, GemmActivation::None, true},
+                               blocking});
+  for (int64_t k : depths)
+    for (int64_t m : {6, 12, 17, 24, 36}) {
+      Problem p(m, k, 40, unsigned(7 * k + m));
+      p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, blocking, false),
+              {true, GemmActivation::None, true},
+              "M=" + std::to_string(m) + " K=" + std::to_string(k));
+    }
+}
+
 TEST(CodegenGemm, EpiloguesMatchReference) {
   const GemmActivation activations[] = {GemmActivation::None, GemmActivation::Relu,
                                         GemmActivation::GeluErf, GemmActivation::GeluTanh};

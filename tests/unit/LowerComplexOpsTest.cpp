@@ -240,6 +240,40 @@ TEST(LowerRotaryEmbedding, ThreeDimensionalWithoutPositionIds) {
   }
 }
 
+/// Expects the compiled run (and the evaluator) to fail on `feeds`, the
+/// compiled one with exactly `message`.
+void expectRunFails(const Graph &graph, const Feeds &feeds, const std::string &message,
+                    int threads = 1) {
+  EXPECT_THROW(lowertest::runReference(graph, feeds), Error);
+  try {
+    lowertest::runCompiled(graph, feeds, threads);
+    ADD_FAILURE() << "the run did not fail";
+  } catch (const Error &e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(LowerRotaryEmbedding, PositionIdOutsideTheCacheFailsTheRun) {
+  GraphText g;
+  g.input("x", "f32[b, 3, s, 8]").input("cos", "f32[16, 4]");
+  g.input("sin", "f32[16, 4]").input("pos", "i64[b, s]");
+  g.node("%y = RotaryEmbedding(%x, %cos, %sin, %pos) loc(\"rope\")").output("y", "f32[b, 3, s, 8]");
+  auto graph = parseGraph(g.str());
+  for (int64_t bad : {16, -1}) {
+    SCOPED_TRACE(bad);
+    Tensor pos = randomOf(DType::I64, {2, 5}, 34, 0, 16);
+    pos.setElementFromDouble(7, double(bad));
+    expectRunFails(*graph,
+                   {{"x", randomOf(DType::F32, {2, 3, 5, 8}, 31)},
+                    {"cos", randomOf(DType::F32, {16, 4}, 32)},
+                    {"sin", randomOf(DType::F32, {16, 4}, 33)},
+                    {"pos", pos}},
+                   "step 'RotaryEmbedding rope': a position id in 'pos' is out of range [0, 16) "
+                   "for axis 0 of 'cos'",
+                   2);
+  }
+}
+
 // ---- Conv ----------------------------------------------------------------------------
 
 TEST(LowerConv, TwoDimensionalPadsStridesDilationsGroups) {
@@ -440,6 +474,23 @@ TEST(LowerRecurrent, MinimalOperandsAndSkippedOutputs) {
                                             {"r", randomOf(DType::F32, {1, 16, 4}, 102)},
                                             {"wg", randomOf(DType::F32, {2, 12, 3}, 103)},
                                             {"rg", randomOf(DType::F32, {2, 12, 4}, 104)}});
+}
+
+TEST(LowerRecurrent, LengthOutsideTheSequenceFailsTheRun) {
+  for (bool batchMajor : {false, true})
+    for (int32_t bad : {6, -1}) {
+      SCOPED_TRACE(std::to_string(bad) + (batchMajor ? " layout 1" : " layout 0"));
+      auto graph = parseGraph(
+          recurrentGraph("GRU", 3, 2, batchMajor, "direction = \"bidirectional\"", false));
+      Feeds feeds =
+          only(recurrentFeeds(3, 2, 5, 3, batchMajor, 80), {"x", "w", "r", "b", "lens", "h0"});
+      feeds["lens"] = feeds["lens"].clone();
+      feeds["lens"].setElementFromDouble(2, double(bad));
+      expectRunFails(*graph, feeds,
+                     std::string("step 'GRU': a length in 'lens' is out of range [0, t] for axis ") +
+                         (batchMajor ? "1" : "0") + " of 'x'",
+                     2);
+    }
 }
 
 TEST(LowerRecurrent, RefusesHugeHiddenSize) {

@@ -201,8 +201,7 @@ TEST(LowerElementwise, IntegerArithmeticEveryWidth) {
 }
 
 TEST(LowerElementwise, IntegerEdgeCases) {
-  // INT_MIN / -1 wraps, % -1 is 0, and division by zero (an error in the
-  // evaluator) gives 0 instead of trapping.
+  // INT_MIN / -1 wraps and % -1 is 0 (neither traps).
   GraphText g;
   g.input("a", "i32[6]").input("b", "i32[6]");
   g.output("div", "i32[6]", "Div(%a, %b)");
@@ -211,15 +210,69 @@ TEST(LowerElementwise, IntegerEdgeCases) {
   auto graph = parseGraph(g.str());
   const int32_t min = std::numeric_limits<int32_t>::min();
   Tensor a = Tensor::fromVector<int32_t>({6}, {min, -7, 7, -7, 5, 9});
-  Tensor b = Tensor::fromVector<int32_t>({6}, {-1, 2, -2, -2, 0, 0});
+  Tensor b = Tensor::fromVector<int32_t>({6}, {-1, 2, -2, -2, 3, -4});
   std::vector<Tensor> out = runCompiled(*graph, {{"a", a}, {"b", b}});
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(std::vector<int32_t>(out[0].data<int32_t>(), out[0].data<int32_t>() + 6),
-            (std::vector<int32_t>{min, -3, -3, 3, 0, 0}));
+            (std::vector<int32_t>{min, -3, -3, 3, 1, -2}));
   EXPECT_EQ(std::vector<int32_t>(out[1].data<int32_t>(), out[1].data<int32_t>() + 6),
-            (std::vector<int32_t>{0, 1, -1, -1, 0, 0}));
+            (std::vector<int32_t>{0, 1, -1, -1, 2, -3}));
   EXPECT_EQ(std::vector<int32_t>(out[2].data<int32_t>(), out[2].data<int32_t>() + 6),
-            (std::vector<int32_t>{0, -1, 1, -1, 0, 0}));
+            (std::vector<int32_t>{0, -1, 1, -1, 2, 1}));
+}
+
+/// A scalar of `dtype` holding `value`.
+Tensor scalarOf(DType dtype, double value) {
+  Tensor t(dtype, {});
+  t.setElementFromDouble(0, value);
+  return t;
+}
+
+/// Expects the compiled run (and the evaluator) to fail on `inputs`, the
+/// compiled one with exactly `message`.
+void expectRunFails(const Graph &graph, const std::map<std::string, Tensor> &inputs,
+                    const std::string &message) {
+  EXPECT_THROW(lowertest::runReference(graph, inputs), Error);
+  try {
+    runCompiled(graph, inputs);
+    ADD_FAILURE() << "the run did not fail";
+  } catch (const Error &e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(LowerElementwise, IntegerDivisionByZeroFailsTheRun) {
+  // The evaluator throws; the compiled run fails naming the Div/Mod node,
+  // also inside a fused chain whose step is named after the whole chain.
+  for (const char *type : {"i32", "u8", "i64"}) {
+    SCOPED_TRACE(type);
+    DType dtype = *parseDType(type);
+    std::string t = std::string(type) + "[n]";
+    GraphText g;
+    g.input("a", t).input("b", t).input("s", std::string(type) + "[]");
+    g.node("%q = Div(%a, %b) loc(\"div1\")");
+    g.output("r", t, "Add(%q, %a) loc(\"add1\")");
+    g.output("m", t, "Mod(%a, %s) {fmod = 1} loc(\"mod1\")");
+    auto graph = parseGraph(g.str());
+    for (int64_t n : {3, 8, 11}) {
+      SCOPED_TRACE(n);
+      Tensor a = randomOf(dtype, {n}, 1, 0, 100);
+      Tensor b = nonzeroInts(dtype, {n}, 2, 0, 9);
+      Tensor s = scalarOf(dtype, 7);
+      // Masked tail lanes must not count as zero divisors.
+      expectCompiledMatchesReference(*graph, {{"a", a}, {"b", b}, {"s", s}});
+      for (int64_t at : {int64_t(0), n - 1}) {
+        Tensor zeroB = b.clone();
+        zeroB.setElementFromDouble(at, 0);
+        expectRunFails(*graph, {{"a", a}, {"b", zeroB}, {"s", s}},
+                       "step 'div1 + add1': integer Div by zero in node 'div1': an element of "
+                       "the divisor 'b' is 0 (must be non-zero)");
+      }
+      expectRunFails(*graph, {{"a", a}, {"b", b}, {"s", scalarOf(dtype, 0)}},
+                     "step 'mod1': integer Mod by zero in node 'mod1': an element of the "
+                     "divisor 's' is 0 (must be non-zero)");
+    }
+  }
 }
 
 TEST(LowerElementwise, HalfBfloatAndDouble) {

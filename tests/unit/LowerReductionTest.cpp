@@ -66,7 +66,8 @@ std::string reduceGraph(const std::string &op, DType dtype, const Dims &dims,
   std::set<int64_t> reduced(axes.begin(), axes.end());
   Dims resultDims;
   for (size_t i = 0; i < dims.size(); ++i) {
-    bool isReduced = axes.empty() || reduced.count(int64_t(i)) || reduced.count(int64_t(i) - int64_t(dims.size()));
+    bool isReduced = axes.empty() || reduced.count(int64_t(i)) ||
+                     reduced.count(int64_t(i) - int64_t(dims.size()));
     if (!isReduced)
       resultDims.push_back(dims[i]);
     else if (keepDims)
@@ -119,8 +120,8 @@ TEST(LowerReduction, EveryAxisSubsetWithSymbolicDims) {
 
 TEST(LowerReduction, NegativeAxesAndNoopWithEmptyAxes) {
   expectReduce("ReduceSum", DType::F32, {"3", "8", "5"}, {-1, -3}, false, {3, 8, 5});
-  auto noop = parseGraph(unaryGraph("ReduceSum", "f32[n, 4]", "f32[n, 4]",
-                                    "keepdims = 0, noop_with_empty_axes = 1"));
+  auto noop = parseGraph(
+      unaryGraph("ReduceSum", "f32[n, 4]", "f32[n, 4]", "keepdims = 0, noop_with_empty_axes = 1"));
   expectCompiledMatchesReference(*noop, {{"x", randomOf(DType::F32, {3, 4}, 1)}});
 }
 
@@ -128,11 +129,11 @@ TEST(LowerReduction, RowLengthsAroundTheVectorWidth) {
   for (int64_t length : {1, 7, 8, 33, 384}) {
     std::string l = std::to_string(length);
     for (const std::string &op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
-      expectReduce(op, DType::F32, {"6", l}, {1}, true, {6, length});      // contiguous rows
-      expectReduce(op, DType::F32, {"n", "m"}, {1}, false, {6, length});   // length at run time
-      expectReduce(op, DType::F32, {l, "40"}, {0}, false, {length, 40});   // columns
+      expectReduce(op, DType::F32, {"6", l}, {1}, true, {6, length});    // contiguous rows
+      expectReduce(op, DType::F32, {"n", "m"}, {1}, false, {6, length}); // length at run time
+      expectReduce(op, DType::F32, {l, "40"}, {0}, false, {length, 40}); // columns
       expectReduce(op, DType::F32, {"3", l, "33"}, {1}, true, {3, length, 33});
-      expectReduce(op, DType::F32, {"n", "m"}, {0}, true, {length, 9});    // symbolic columns
+      expectReduce(op, DType::F32, {"n", "m"}, {0}, true, {length, 9}); // symbolic columns
     }
   }
 }
@@ -146,8 +147,8 @@ TEST(LowerReduction, LongFloatSumsStayCloseToTheDoubleReference) {
 TEST(LowerReduction, SplitsAcrossThreads) {
   expectReduce("ReduceMean", DType::F32, {"n", "64"}, {1}, false, {4099, 64}, -1, 1, 1e-4, 2);
   expectReduce("ReduceMax", DType::F32, {"64", "n"}, {0}, false, {64, 4099}, -1, 1, 1e-4, 2);
-  expectReduce("ReduceSum", DType::I32, {"n", "5", "64"}, {0, 2}, false, {300, 5, 64}, -50, 50,
-               0, 2);
+  expectReduce("ReduceSum", DType::I32, {"n", "5", "64"}, {0, 2}, false, {300, 5, 64}, -50, 50, 0,
+               2);
 }
 
 TEST(LowerReduction, IntegersAreExact) {
@@ -210,7 +211,8 @@ TEST(LowerReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
   // same but truncates its 64-bit extremes, giving 0 and -1 for i32.)
   for (const std::string &op : {"ReduceMax", "ReduceMin"}) {
     auto graph = parseGraph(reduceGraph(op, DType::I32, {"n", "2"}, {0}, false));
-    std::vector<Tensor> y = lowertest::runCompiled(*graph, {{"x", randomOf(DType::I32, {0, 2}, 1)}});
+    std::vector<Tensor> y =
+        lowertest::runCompiled(*graph, {{"x", randomOf(DType::I32, {0, 2}, 1)}});
     ASSERT_EQ(y.size(), 1u);
     int32_t expected = op == "ReduceMax" ? std::numeric_limits<int32_t>::lowest()
                                          : std::numeric_limits<int32_t>::max();
@@ -246,8 +248,8 @@ graph @g(%x: f32[3, n, 5], %z: f32[1]) -> (%y: f32[3, 1, 5]) {
   return %y
 }
 )");
-  expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {3, 4, 5}, 1)},
-                                          {"z", randomOf(DType::F32, {1}, 2)}});
+  expectCompiledMatchesReference(
+      *graph, {{"x", randomOf(DType::F32, {3, 4, 5}, 1)}, {"z", randomOf(DType::F32, {1}, 2)}});
 }
 
 TEST(LowerArgReduce, EveryAxisKeepDimsAndSelectLast) {
@@ -261,11 +263,12 @@ TEST(LowerArgReduce, EveryAxisKeepDimsAndSelectLast) {
             for (int64_t i = 0; i < 3; ++i)
               if (i != a || keepDims)
                 result.push_back(i == a ? "1" : dims[size_t(i)]);
-            std::string attrs = "axis = " + std::to_string(axis) + ", keepdims = " +
-                                std::to_string(keepDims) + ", select_last_index = " +
-                                std::to_string(last);
+            std::string attrs = "axis = " + std::to_string(axis) +
+                                ", keepdims = " + std::to_string(keepDims) +
+                                ", select_last_index = " + std::to_string(last);
             SCOPED_TRACE(op + " " + attrs + " " + std::string(dtypeName(dtype)));
-            auto graph = parseGraph(unaryGraph(op, type(dtype, dims), type(DType::I64, result), attrs));
+            auto graph =
+                parseGraph(unaryGraph(op, type(dtype, dims), type(DType::I64, result), attrs));
             // Few distinct values, so ties are common.
             expectCompiledMatchesReference(*graph, {{"x", randomOf(dtype, {4, 7, 5}, 5, 0, 3)}});
           }
@@ -278,9 +281,10 @@ TEST(LowerCumSum, EveryAxisExclusiveReverse) {
         for (int reverse : {0, 1}) {
           std::string attrs =
               "exclusive = " + std::to_string(exclusive) + ", reverse = " + std::to_string(reverse);
-          std::string text = "graph @g(%x: " + type(dtype, {"3", "n", "5"}) + ") -> (%y: " +
-                             type(dtype, {"3", "n", "5"}) + ") {\n  const %axis: i64[] = dense<" +
-                             std::to_string(axis) + ">\n  %y = CumSum(%x, %axis) {" + attrs +
+          std::string text = "graph @g(%x: " + type(dtype, {"3", "n", "5"}) +
+                             ") -> (%y: " + type(dtype, {"3", "n", "5"}) +
+                             ") {\n  const %axis: i64[] = dense<" + std::to_string(axis) +
+                             ">\n  %y = CumSum(%x, %axis) {" + attrs +
                              "} : " + type(dtype, {"3", "n", "5"}) + "\n  return %y\n}\n";
           SCOPED_TRACE(text);
           expectCompiledMatchesReference(*parseGraph(text),
@@ -295,9 +299,22 @@ graph @g(%x: f32[3, n, 5], %axis: i32[]) -> (%y: f32[3, n, 5]) {
   return %y
 }
 )");
-  for (int32_t axis : {0, 1, -1})
+  for (int32_t axis : {0, 1, -1, -3, 2})
     expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {3, 4, 5}, 2)},
                                             {"axis", Tensor::scalar<int32_t>(axis)}});
+  // An axis outside [-3, 3) fails the run, as the evaluator fails.
+  for (int32_t axis : {3, -4}) {
+    SCOPED_TRACE(axis);
+    std::map<std::string, Tensor> inputs = {{"x", randomOf(DType::F32, {3, 4, 5}, 2)},
+                                            {"axis", Tensor::scalar<int32_t>(axis)}};
+    EXPECT_THROW(lowertest::runReference(*graph, inputs), Error);
+    try {
+      lowertest::runCompiled(*graph, inputs);
+      ADD_FAILURE() << "the run did not fail";
+    } catch (const Error &e) {
+      EXPECT_STREQ(e.what(), "step 'CumSum': the axis in 'axis' is out of range [-3, 3) for 'x'");
+    }
+  }
 }
 
 // ---- normalization ---------------------------------------------------------
@@ -311,7 +328,8 @@ TEST(LowerSoftmax, RowsOfEveryLength) {
         SCOPED_TRACE(op + " " + join(dims));
         std::vector<int64_t> input = dims.size() == 4 ? std::vector<int64_t>{2, 3, length, 1}
                                                       : std::vector<int64_t>{6, length};
-        auto graph = parseGraph(unaryGraph(op, type(DType::F32, dims), type(DType::F32, dims), attrs));
+        auto graph =
+            parseGraph(unaryGraph(op, type(DType::F32, dims), type(DType::F32, dims), attrs));
         expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, input, 4, -5, 5)}});
       }
     }
@@ -323,8 +341,8 @@ TEST(LowerSoftmax, OtherAxesAndDtypes) {
       for (int64_t axis : {0, 1, 2}) {
         Dims dims = {"2", "n", "33"};
         SCOPED_TRACE(op + " " + std::string(dtypeName(dtype)) + " axis " + std::to_string(axis));
-        auto graph = parseGraph(unaryGraph(op, type(dtype, dims), type(dtype, dims),
-                                           "axis = " + std::to_string(axis)));
+        auto graph = parseGraph(
+            unaryGraph(op, type(dtype, dims), type(dtype, dims), "axis = " + std::to_string(axis)));
         double rtol = dtype == DType::F64 ? 1e-6 : dtype == DType::F32 ? 1e-4 : 1e-2;
         expectCompiledMatchesReference(*graph, {{"x", randomOf(dtype, {2, 3, 33}, 8, -5, 5)}}, rtol,
                                        1e-5);
@@ -346,8 +364,8 @@ std::string normGraph(const std::string &op, DType dtype, const Dims &dims, int6
     results += ", %mean, %inv";
     types += ", " + type(DType::F32, statDims) + ", " + type(DType::F32, statDims);
   }
-  std::string text = "graph @g(%x: " + xt + ", %scale: " + st +
-                     (bias ? ", %bias: " + st : "") + ") -> (" + outputs + ") {\n";
+  std::string text = "graph @g(%x: " + xt + ", %scale: " + st + (bias ? ", %bias: " + st : "") +
+                     ") -> (" + outputs + ") {\n";
   text += "  " + results + " = " + op + "(%x, %scale" + (bias ? ", %bias" : "") +
           ") {axis = " + std::to_string(axis) + ", epsilon = 1e-3} : " + types + "\n";
   return text + "  return " + results + "\n}\n";
@@ -376,8 +394,8 @@ TEST(LowerNormalization, RowKernelLengths) {
       expectNorm("LayerNormalization", DType::F32, {"n", "m"}, 1, {"m"}, bias, false, {4, length},
                  {length});
     }
-    expectNorm("RMSNormalization", DType::F32, {"3", "5", l}, -1, {l}, false, false,
-               {3, 5, length}, {length});
+    expectNorm("RMSNormalization", DType::F32, {"3", "5", l}, -1, {l}, false, false, {3, 5, length},
+               {length});
     expectNorm("RMSNormalization", DType::F32, {"n", "m"}, -1, {"m"}, false, false, {4, length},
                {length});
   }
@@ -387,15 +405,15 @@ TEST(LowerNormalization, TrailingAxesBroadcastScaleAndStatistics) {
   // Two normalized axes, exact and broadcast scale.
   expectNorm("LayerNormalization", DType::F32, {"3", "5", "33"}, 1, {"5", "33"}, true, false,
              {3, 5, 33}, {5, 33});
-  expectNorm("LayerNormalization", DType::F32, {"3", "5", "33"}, 1, {"33"}, true, false,
-             {3, 5, 33}, {33});
+  expectNorm("LayerNormalization", DType::F32, {"3", "5", "33"}, 1, {"33"}, true, false, {3, 5, 33},
+             {33});
   expectNorm("LayerNormalization", DType::F32, {"3", "5", "33"}, 1, {"5", "1"}, false, false,
              {3, 5, 33}, {5, 1});
   expectNorm("RMSNormalization", DType::F32, {"n", "5", "8"}, 1, {"8"}, false, false, {3, 5, 8},
              {8});
   // Mean and InvStdDev outputs.
-  expectNorm("LayerNormalization", DType::F32, {"3", "n", "33"}, -1, {"33"}, true, true,
-             {3, 4, 33}, {33});
+  expectNorm("LayerNormalization", DType::F32, {"3", "n", "33"}, -1, {"33"}, true, true, {3, 4, 33},
+             {33});
   expectNorm("LayerNormalization", DType::F32, {"3", "n", "33"}, 1, {"n", "33"}, false, true,
              {3, 4, 33}, {4, 33});
 }
