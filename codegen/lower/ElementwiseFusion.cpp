@@ -49,13 +49,15 @@ bool canAbsorb(const LoweringContext &context, const Value *value, const Node &n
 } // namespace
 
 std::string ElementwiseGroup::stepName() const {
-  std::string name;
+  // "Div+Erf+Add+Mul /layers.1/Div /layers.1/Erf ...": the ops first, as
+  // one word, so profiles group fused chains by what they compute.
+  std::string ops, names;
   for (const Node *node : nodes) {
-    if (!name.empty())
-      name += " + ";
-    name += node->name().empty() ? std::string(node->opName()) : node->name();
+    ops += (ops.empty() ? "" : "+") + std::string(node->opName());
+    if (!node->name().empty())
+      names += " " + node->name();
   }
-  return name;
+  return ops + names;
 }
 
 std::string ElementwiseGroup::kernelName() const {

@@ -123,6 +123,29 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   PackedBias bias = planPackedBias(ctx, step, problem);
   if (bias.postPass)
     slots.c = bias.slot;
+  // Graph nodes fused into the store (MatMul only; Gemm's C is `bias`).
+  unsigned residualSlot = ~0u;
+  const FusedEpilogue &fused = problem.fused;
+  if (!fused.empty()) {
+    if (fused.bias) {
+      bias.epilogue.bias = true;
+      bias.slot = step.input(fused.bias);
+    }
+    bias.epilogue.activation = fused.activation;
+    if (fused.residual) {
+      bias.epilogue.residual = true;
+      residualSlot = step.input(fused.residual);
+    }
+    std::string ops = "MatMul", names = problem.node->name().empty() ? "" : " " + problem.node->name();
+    for (const Node *node : fused.nodes) {
+      ops += "+" + std::string(node->opName());
+      if (!node->name().empty())
+        names += " " + node->name();
+    }
+    step.setName(ops + names);
+  } else if (bias.epilogue.residual) {
+    residualSlot = bias.slot;
+  }
 
   PackedGemmSpec spec{ctx.uniqueName("gemm_packed_kernel"), k, n, bias.epilogue, blocking};
   llvm::Function *gemm = emitPackedGemm(ctx.module(), spec);
@@ -145,7 +168,7 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
         if (bias.epilogue.bias)
           biasPointer = kb.buffer(bias.slot);
         if (bias.epilogue.residual)
-          residualPointer = kb.buffer(bias.slot);
+          residualPointer = floatAddress(kb, kb.buffer(residualSlot), offsets.result);
         ir.CreateCall(gemm, {floatAddress(kb, kb.buffer(slots.a), offsets.a), kb.i64(k),
                              floatAddress(kb, kb.buffer(slots.b), packedOffset),
                              floatAddress(kb, kb.buffer(slots.result), offsets.result), kb.i64(n),

@@ -102,8 +102,89 @@ MatMulProblem planGemm(LoweringContext &ctx, const Node &node) {
   return problem;
 }
 
+/// The single node reading `value`, when nothing else (no other node, no
+/// graph output) does.
+const Node *soleUser(const LoweringContext &ctx, const Value *value) {
+  if (value->numUses() != 1 || ctx.graph().isOutput(value))
+    return nullptr;
+  return value->uses()[0].user;
+}
+
+/// The operand of a two-operand Add that is not `value` (null otherwise).
+const Value *otherAddend(const Node &add, const Value *value) {
+  if (add.kind() != OpKind::Add || add.numOperands() != 2)
+    return nullptr;
+  if (add.operand(0) == value && add.operand(1) != value)
+    return add.operand(1);
+  if (add.operand(1) == value && add.operand(0) != value)
+    return add.operand(0);
+  return nullptr;
+}
+
+/// Bias add, activation and residual add after an f32 MatMul whose B is
+/// packed at compile time, as exporters write a Linear layer
+/// (MatMul -> Add bias) and a residual connection (-> Add x). Each step
+/// needs the previous value used once, the same result shape, and, for the
+/// residual, an addend already computed.
+FusedEpilogue planFusedEpilogue(LoweringContext &ctx, const MatMulProblem &problem) {
+  FusedEpilogue fused;
+  const Value *current = problem.result;
+  const Shape &shape = current->shape();
+  auto sameShape = [&](const Value *v) { return v->dtype() == DType::F32 && v->shape() == shape; };
+  const Node *user = soleUser(ctx, current);
+  if (user) {
+    const Value *bias = otherAddend(*user, current);
+    if (bias && bias->dtype() == DType::F32 && ctx.constantValue(bias) &&
+        sameShape(user->result(0))) {
+      const Shape &b = bias->shape();
+      bool row = b.rank() >= 1 && b[b.rank() - 1].provablyEqual(problem.n);
+      for (size_t i = 0; row && i + 1 < b.rank(); ++i)
+        row = b[i].constant() == 1;
+      if (row) {
+        fused.bias = bias;
+        fused.nodes.push_back(user);
+        current = user->result(0);
+        user = soleUser(ctx, current);
+      }
+    }
+  }
+  if (user && sameShape(user->result(0))) {
+    GemmActivation activation = GemmActivation::None;
+    if (user->kind() == OpKind::Relu)
+      activation = GemmActivation::Relu;
+    else if (user->kind() == OpKind::Gelu)
+      activation = user->getString("approximate", "none") == "tanh" ? GemmActivation::GeluTanh
+                                                                    : GemmActivation::GeluErf;
+    if (activation != GemmActivation::None) {
+      fused.activation = activation;
+      fused.nodes.push_back(user);
+      current = user->result(0);
+      user = soleUser(ctx, current);
+    }
+  }
+  if (user) {
+    const Value *residual = otherAddend(*user, current);
+    if (residual && sameShape(residual) && sameShape(user->result(0)) &&
+        ctx.isAvailable(residual)) {
+      fused.residual = residual;
+      fused.nodes.push_back(user);
+    }
+  }
+  return fused;
+}
+
 void lowerMatMul(LoweringContext &ctx, const Node &node) {
-  lowerMatMulProblem(ctx, planMatMul(ctx, node));
+  MatMulProblem problem = planMatMul(ctx, node);
+  const Tensor *weights = ctx.constantValue(problem.b);
+  if (problem.dtype == DType::F32 && ctx.hasAvx2Fma() && problem.batchDims.empty() &&
+      weights && weights->hasData() && problem.k.isConstant() && problem.n.isConstant()) {
+    problem.fused = planFusedEpilogue(ctx, problem);
+    for (const Node *fused : problem.fused.nodes)
+      ctx.claim(*fused);
+    if (!problem.fused.empty())
+      problem.result = problem.fused.nodes.back()->result(0);
+  }
+  lowerMatMulProblem(ctx, problem);
 }
 void lowerGemm(LoweringContext &ctx, const Node &node) {
   lowerMatMulProblem(ctx, planGemm(ctx, node));

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/GemmEmitter.h"
 #include "codegen/lower/LoweringContext.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -31,6 +32,17 @@ inline constexpr int64_t kMaxPackFloats = 65536;
 /// The deepest runtime B whose 16-column panel fits the pack buffer; deeper
 /// products take the loop nest.
 inline constexpr int64_t kMaxRuntimeGemmDepth = kMaxPackFloats / 16;
+
+/// Graph nodes after a MatMul that the packed GEMM computes in its store
+/// (GemmEmitter's epilogue): result = act(A*B + bias) + residual.
+struct FusedEpilogue {
+  const Value *bias = nullptr;     ///< [N] (or [1, N]) f32, added per column
+  GemmActivation activation = GemmActivation::None;
+  const Value *residual = nullptr; ///< shaped like the result, added last
+  /// The absorbed nodes, in order (claimed from the lowering driver).
+  std::vector<const Node *> nodes;
+  bool empty() const { return nodes.empty(); }
+};
 
 /// One MatMul, Gemm or matrix-product Einsum, as its emitters see it.
 struct MatMulProblem {
@@ -47,6 +59,9 @@ struct MatMulProblem {
   double alpha = 1, beta = 1;
   /// C's shape left-padded to [cRows, cCols].
   Dim cRows = 1, cCols = 1;
+  /// MatMul only: Add/Relu/Gelu/Add after it, fused into the packed GEMM's
+  /// store; `result` is then the last fused node's result.
+  FusedEpilogue fused;
 
   /// Product of batchDims.
   Dim items() const;

@@ -103,6 +103,9 @@ public:
   /// "an index of 'input_ids' is out of range for axis 0 of size 30522".
   void setFailure(std::string message) { step_.failure = std::move(message); }
 
+  /// Renames the step (beginStep names it after its node).
+  void setName(std::string name) { step_.name = std::move(name); }
+
   /// Terminates the kernel and appends the step to the plan.
   void finish();
 

@@ -345,3 +345,54 @@ graph @g(%a: f64[2, 1, 3, 4], %c: f64[5, 4, 2], %i: i64[3, 3], %j: i32[2, 3], %l
 
 } // namespace
 } // namespace onnxc
+
+namespace onnxc {
+namespace {
+
+// A Linear layer with a residual, as torch exports it: MatMul -> Add bias ->
+// Relu -> Add x. With the weights constant, the three nodes after the MatMul
+// go into the GEMM's store: one step, same numbers as the evaluator.
+TEST(LowerMatMulEpilogue, BiasActivationAndResidualFuseIntoOneStep) {
+  std::string weights, bias;
+  for (int i = 0; i < 40 * 40; ++i)
+    weights += (i ? ", " : "") + std::to_string(((i * 29) % 23 - 11) / 50.0);
+  for (int i = 0; i < 40; ++i)
+    bias += (i ? ", " : "") + std::to_string((i % 7 - 3) / 10.0);
+  auto graph = lowertest::parseGraph(R"(
+graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
+  const %w: f32[40, 40] = dense<[)" + weights + R"(]>
+  const %b: f32[40] = dense<[)" + bias + R"(]>
+  %h = MatMul(%x, %w)
+  %a = Add(%b, %h)
+  %r = Relu(%a)
+  %y = Add(%r, %x)
+  return %y
+}
+)");
+  ModelPlan plan = lowertest::lowerOnly(*graph);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].name.rfind("MatMul+Add+Relu+Add", 0), 0u) << plan.steps[0].name;
+  for (int64_t seq : {1, 7, 50})
+    lowertest::expectCompiledMatchesReference(
+        *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5, 2);
+}
+
+// The same chain where the MatMul's result is also read elsewhere: nothing
+// fuses (the GEMM must store the plain product), and results still match.
+TEST(LowerMatMulEpilogue, SharedResultIsNotFused) {
+  auto graph = lowertest::parseGraph(R"(
+graph @shared(%x: f32[n, 4]) -> (%y: f32[n, 4], %h: f32[n, 4]) {
+  const %w: f32[4, 4] = dense<[1.0, 0.5, -0.5, 2.0, 0.25, -1.0, 1.5, 0.0, 0.75, 0.5, -0.25, 1.0, -2.0, 1.0, 0.5, 0.125]>
+  const %b: f32[4] = dense<[0.1, 0.2, 0.3, 0.4]>
+  %h = MatMul(%x, %w)
+  %y = Add(%h, %b)
+  return %y, %h
+}
+)");
+  ModelPlan plan = lowertest::lowerOnly(*graph);
+  EXPECT_EQ(plan.steps.size(), 2u);
+  lowertest::expectCompiledMatchesReference(*graph, {{"x", lowertest::randomOf(DType::F32, {9, 4}, 3)}});
+}
+
+} // namespace
+} // namespace onnxc
