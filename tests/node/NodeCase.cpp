@@ -7,6 +7,7 @@
 #include "ir/Error.h"
 #include "ir/OpKind.h"
 #include "codegen/CompiledSession.h"
+#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ShapeSpecialization.h"
 #include "ir/eval/Evaluator.h"
@@ -15,6 +16,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,6 +84,37 @@ void reinterpretBfloat16(std::vector<Tensor> &tensors, const std::vector<int32_t
 
 Backend gBackend = Backend::Reference;
 
+/// A graph compiled to a .so in a private temporary folder, dlopened.
+struct LoadedLibrary {
+  LoadedLibrary(const Graph &graph, const TargetSelection &target) {
+    char pattern[] = "/tmp/onnxc-node-XXXXXX";
+    if (!mkdtemp(pattern))
+      fail("cannot create a temporary folder");
+    folder = pattern;
+    std::string path = folder + "/model.so";
+    ArtifactRequest request;
+    request.outputPath = path;
+    compileModelArtifact(graph, target, request);
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      fail("dlopen of the compiled model failed: ", dlerror());
+    auto accessor = reinterpret_cast<const onnxc_model_descriptor *(*)()>(
+        dlsym(handle, GenericDescriptorAccessor));
+    if (!accessor)
+      fail("the compiled model exports no descriptor");
+    descriptor = accessor();
+  }
+  ~LoadedLibrary() {
+    if (handle)
+      dlclose(handle);
+    std::error_code ignored;
+    fs::remove_all(folder, ignored);
+  }
+  std::string folder;
+  void *handle = nullptr;
+  const onnxc_model_descriptor *descriptor = nullptr;
+};
+
 /// Outputs of `graph` on `feeds` with the chosen backend. The JIT compiles
 /// for the inputs at hand like `onnxc run`: many node tests feed Reshape's
 /// shape or Slice's starts as inputs, which the compiled model then takes as
@@ -93,6 +127,13 @@ std::vector<Tensor> runGraph(const Graph &imported, const CaseInfo &info,
   // compileForInputs may specialize the graph: work on a fresh import.
   std::unique_ptr<Graph> graph = importOnnxFile((fs::path(info.directory) / "model.onnx").string());
   std::unique_ptr<JitModel> model = compileForInputs(*graph, feeds, target).model;
+  std::unique_ptr<LoadedLibrary> library;
+  const onnxc_model_descriptor *descriptor = model->descriptor();
+  if (gBackend == Backend::SharedLibrary) {
+    // The graph as compileForInputs left it, now through the AOT path.
+    library = std::make_unique<LoadedLibrary>(*graph, target);
+    descriptor = library->descriptor;
+  }
   std::vector<const Tensor *> ordered;
   for (const Value *input : graph->inputs()) {
     auto it = feeds.find(input->name());
@@ -100,7 +141,7 @@ std::vector<Tensor> runGraph(const Graph &imported, const CaseInfo &info,
       fail("no data for graph input '", input->name(), "'");
     ordered.push_back(&it->second);
   }
-  CompiledSession session(model->descriptor(), 1);
+  CompiledSession session(descriptor, 1);
   return session.run(ordered);
 }
 

@@ -35,9 +35,10 @@ struct CaseInfo {
   bool inScope() const { return undeclaredOps.empty(); }
 };
 
-/// What runs a case's graph: the reference evaluator, or lowering + ORC
-/// JIT + runtime (compiled for the host CPU, one thread).
-enum class Backend { Reference, Jit };
+/// What runs a case's graph: the reference evaluator; lowering + ORC JIT +
+/// runtime (compiled for the host CPU, one thread); or the same lowering
+/// written as a shared library (`onnxc compile`), dlopened and run.
+enum class Backend { Reference, Jit, SharedLibrary };
 void setCaseBackend(Backend backend);
 
 /// Reads the case's model.onnx protobuf (no import). Throws onnxc::Error if

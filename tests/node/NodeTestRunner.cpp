@@ -1,10 +1,11 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
 // onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]
-//                  [--timeout SECONDS] [--backend ref|jit] [--no-fork] [--verbose]
+//                  [--timeout SECONDS] [--backend ref|jit|so] [--no-fork] [--verbose]
 //
 // Runs every in-scope ONNX node-test case under each ROOT through the
-// importer and the reference evaluator. A case is in scope when all of its
+// importer and a backend: the reference evaluator (default), the JIT
+// (lowering + ORC + runtime) or a compiled shared library. A case is in scope when all of its
 // nodes are ai.onnx ops declared in ir/Ops.def. Cases whose opset is outside
 // the importer's window (13 to 23) and cases listed in the exclusions file
 // are skipped with their reason. Prints one line per failure, the excluded cases, failures
@@ -54,7 +55,7 @@ struct Options {
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING] "
-               "[--timeout SECONDS] [--backend ref|jit] [--no-fork] [--verbose]\n";
+               "[--timeout SECONDS] [--backend ref|jit|so] [--no-fork] [--verbose]\n";
   std::exit(2);
 }
 
@@ -79,8 +80,10 @@ Options parseOptions(int argc, char **argv) {
         options.backend = Backend::Reference;
       else if (name == "jit")
         options.backend = Backend::Jit;
+      else if (name == "so")
+        options.backend = Backend::SharedLibrary;
       else
-        usage("unknown --backend '" + name + "' (use ref or jit)");
+        usage("unknown --backend '" + name + "' (use ref, jit or so)");
     } else if (arg == "--no-fork")
       options.fork = false;
     else if (arg == "--verbose" || arg == "-v")
