@@ -7,16 +7,19 @@
 //
 //   for each K block (kc rows of B, from the packed layout)
 //     for each block of mc rows of A (within [rowBegin, rowEnd))
-//       pack the A block into 6-row panels (stack buffer, rows zero-padded)
+//       pack the A block into 6-row panels (stack buffer, rows zero-padded;
+//       full panels 8 k at a time by an in-register 8x8 transposition)
 //       for each 16-column panel of B            <- stays in L1
 //         for each 6-row panel of the A block    <- streams from L2
+//           prefetch the tile's 6 C rows (read back after the k loop)
 //           6x16 micro-kernel: 12 accumulators, per k one broadcast of each
 //           of 6 A values, two B vector loads, 12 FMAs
 //           store: + previous C (K blocks after the first), and on the
 //           last K block the fused epilogue (+bias, activation, +residual)
 //
-// Column tails are masked stores (the padded B columns are zero); row tails
-// come from zero-padded A panels and a store loop over the valid rows.
+// Full tiles store straight from the accumulators; column tails are masked
+// stores (the padded B columns are zero); row tails come from zero-padded A
+// panels, a 384-byte tile scratch and a store loop over the valid rows.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -60,7 +63,7 @@ struct PackedGemmSpec {
 /// C[M, N] = epilogue(A[M, K] * B). `a`, `c` and `residual` are row-major
 /// with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N
 /// floats. Pointers the epilogue does not use may be null. Uses
-/// mc * kc * 4 bytes of stack.
+/// (mc * kc + 8) * 4 bytes of stack, plus the tile scratch.
 using PackedGemmFn = void(const float *a, int64_t lda, const float *packedB, float *c, int64_t ldc,
                           int64_t rowBegin, int64_t rowEnd, const float *bias,
                           const float *residual, int64_t ldResidual);

@@ -171,8 +171,7 @@ void GemmIRBuilder::storeVector(llvm::Value *value, llvm::Value *pointer, llvm::
     builder_.CreateMaskedStore(value, pointer, llvm::Align(4), mask);
 }
 
-llvm::Value *GemmIRBuilder::shuffle(llvm::Value *x, llvm::Value *y,
-                                    llvm::ArrayRef<int> lanes) {
+llvm::Value *GemmIRBuilder::shuffle(llvm::Value *x, llvm::Value *y, llvm::ArrayRef<int> lanes) {
   return builder_.CreateShuffleVector(x, y, lanes);
 }
 
@@ -195,8 +194,8 @@ void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llv
     for (int pair = 0; pair < 4; ++pair) {
       t[size_t(2 * pair)] =
           shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)], {0, 8, 1, 9, 4, 12, 5, 13});
-      t[size_t(2 * pair + 1)] = shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)],
-                                        {2, 10, 3, 11, 6, 14, 7, 15});
+      t[size_t(2 * pair + 1)] =
+          shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)], {2, 10, 3, 11, 6, 14, 7, 15});
     }
     // u[0..3]: rows 0-3 of columns {0,4}, {1,5}, {2,6}, {3,7}; u[4..7]: rows 4-7.
     for (int half = 0; half < 2; ++half) {
@@ -209,9 +208,8 @@ void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llv
     llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(GemmMR)));
     for (int64_t column = 0; column < 8; ++column) {
       size_t j = size_t(column % 4);
-      llvm::Value *value =
-          column < 4 ? shuffle(u[j], u[j + 4], {0, 1, 2, 3, 8, 9, 10, 11})
-                     : shuffle(u[j], u[j + 4], {4, 5, 6, 7, 12, 13, 14, 15});
+      llvm::Value *value = column < 4 ? shuffle(u[j], u[j + 4], {0, 1, 2, 3, 8, 9, 10, 11})
+                                      : shuffle(u[j], u[j + 4], {4, 5, 6, 7, 12, 13, 14, 15});
       builder_.CreateAlignedStore(value, floatAt(out, index(column * GemmMR)), llvm::Align(4));
     }
   });
@@ -220,7 +218,8 @@ void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llv
       llvm::Value *value = builder_.CreateLoad(
           floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)));
       builder_.CreateStore(
-          value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), index(r))));
+          value,
+          floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), index(r))));
     }
   });
 }
@@ -294,10 +293,9 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, 
 }
 
 std::array<llvm::Value *, 2> GemmIRBuilder::loadBias(const GemmOperands &operands,
-                                                      const GemmEpilogue &epilogue,
-                                                      llvm::Value *col,
-                                                      const std::array<llvm::Value *, 2> &masks,
-                                                      bool applyEpilogue) {
+                                                     const GemmEpilogue &epilogue, llvm::Value *col,
+                                                     const std::array<llvm::Value *, 2> &masks,
+                                                     bool applyEpilogue) {
   std::array<llvm::Value *, 2> bias = {nullptr, nullptr};
   if (applyEpilogue && epilogue.bias)
     for (int half = 0; half < 2; ++half)
@@ -330,8 +328,8 @@ void GemmIRBuilder::emitStoreHalf(const GemmOperands &operands, const GemmEpilog
       llvm::Value *residualOffset =
           builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),
                              builder_.CreateAdd(col, index(half * 8)));
-      value = builder_.CreateFAdd(value,
-                                  loadVector(floatAt(operands.residual, residualOffset), mask));
+      value =
+          builder_.CreateFAdd(value, loadVector(floatAt(operands.residual, residualOffset), mask));
     }
   }
   storeVector(value, cPointer, mask);
@@ -350,15 +348,15 @@ void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilog
           builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), index(half * 8));
       llvm::Value *value =
           builder_.CreateAlignedLoad(vectorType_, floatAt(tileScratch_, offset), llvm::Align(32));
-      emitStoreHalf(operands, epilogue, value, builder_.CreateAdd(row, r), col, half,
-                    masks[half], bias[half], isFirst, applyEpilogue);
+      emitStoreHalf(operands, epilogue, value, builder_.CreateAdd(row, r), col, half, masks[half],
+                    bias[half], isFirst, applyEpilogue);
     }
   });
 }
 
 void GemmIRBuilder::emitFullTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
-                                      const Accumulators &acc, llvm::Value *row,
-                                      llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,
+                                      const Accumulators &acc, llvm::Value *row, llvm::Value *col,
+                                      llvm::Value *width, llvm::Value *isFirst,
                                       bool applyEpilogue) {
   std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
   std::array<llvm::Value *, 2> bias = loadBias(operands, epilogue, col, masks, applyEpilogue);
@@ -376,16 +374,15 @@ void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *
   // right after the k loop; fetching them now hides an L2/L3 miss per row.
   // Prefetches never fault, so rows past M are harmless.
   llvm::Function *prefetch = llvm::Intrinsic::getDeclaration(
-      builder_.GetInsertBlock()->getModule(), llvm::Intrinsic::prefetch,
-      {builder_.getPtrTy()});
+      builder_.GetInsertBlock()->getModule(), llvm::Intrinsic::prefetch, {builder_.getPtrTy()});
   for (int64_t r = 0; r < GemmMR; ++r) {
     llvm::Value *offset = builder_.CreateAdd(
         builder_.CreateMul(builder_.CreateAdd(row, index(r)), operands.ldc), col);
     for (int64_t line : {int64_t(0), GemmNR - 1}) {
-      llvm::Value *pointer = builder_.CreateGEP(floatType_, operands.c,
-                                                builder_.CreateAdd(offset, index(line)));
-      builder_.CreateCall(prefetch, {pointer, builder_.getInt32(1), builder_.getInt32(3),
-                                     builder_.getInt32(1)});
+      llvm::Value *pointer =
+          builder_.CreateGEP(floatType_, operands.c, builder_.CreateAdd(offset, index(line)));
+      builder_.CreateCall(
+          prefetch, {pointer, builder_.getInt32(1), builder_.getInt32(3), builder_.getInt32(1)});
     }
   }
 }
@@ -408,9 +405,7 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
           emitIf(
               isLast,
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, true); },
-              [&] {
-                emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false);
-              });
+              [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false); });
         },
         [&] {
           // Row tails go through a 384-byte scratch and a loop over the valid rows.
@@ -419,9 +414,7 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
                                         llvm::Align(32));
           emitIf(
               isLast,
-              [&] {
-                emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true);
-              },
+              [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true); },
               [&] {
                 emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, false);
               });

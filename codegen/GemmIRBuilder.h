@@ -89,10 +89,9 @@ private:
                                         bool applyEpilogue);
   /// Adds the previous C (later K blocks), applies the epilogue and stores
   /// one 8-column half of row `outRow`.
-  void emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue,
-                     llvm::Value *value, llvm::Value *outRow, llvm::Value *col, int half,
-                     llvm::Value *mask, llvm::Value *bias, llvm::Value *isFirst,
-                     bool applyEpilogue);
+  void emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *value,
+                     llvm::Value *outRow, llvm::Value *col, int half, llvm::Value *mask,
+                     llvm::Value *bias, llvm::Value *isFirst, bool applyEpilogue);
   /// A full 6-row tile, straight from the accumulators.
   void emitFullTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
                          const Accumulators &acc, llvm::Value *row, llvm::Value *col,

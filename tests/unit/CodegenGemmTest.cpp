@@ -233,8 +233,8 @@ TEST(CodegenGemm, VectorizedAPackingEdges) {
   const int64_t depths[] = {5, 8, 9, 15, 16, 17, 24, 32, 40};
   GemmKernels kernels;
   for (int64_t k : depths)
-    kernels.add(PackedGemmSpec{kernelName(k, 40), k, 40, {true, GemmActivation::None, true},
-                               blocking});
+    kernels.add(
+        PackedGemmSpec{kernelName(k, 40), k, 40, {true, GemmActivation::None, true}, blocking});
   for (int64_t k : depths)
     for (int64_t m : {6, 12, 17, 24, 36}) {
       Problem p(m, k, 40, unsigned(7 * k + m));
