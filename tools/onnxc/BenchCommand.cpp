@@ -160,20 +160,14 @@ int runBench(const ParsedArgs &args) {
 }
 
 std::vector<OptionSpec> benchOptions() {
-  std::vector<OptionSpec> options = inputOptions();
-  std::vector<OptionSpec> own = {
-      {"threads", "N", "runtime threads (default: one per core)"},
-      {"iters", "N", "timed runs (default 50)"},
-      {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
-      {"profile", "", "after timing, run again with per-step timers and print time by op"},
-  };
-  for (OptionSpec &spec : own)
-    options.push_back(std::move(spec));
-  for (OptionSpec &spec : targetOptions())
-    options.push_back(std::move(spec));
-  for (OptionSpec &spec : pipelineOptions())
-    options.push_back(std::move(spec));
-  return options;
+  return joinOptions({inputOptions(),
+                      {
+                          {"threads", "N", "runtime threads (default: one per core)"},
+                          {"iters", "N", "timed runs (default 50)"},
+                          {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
+                          {"profile", "", "after timing, run again with per-step timers and print time by op"},
+                      },
+                      targetOptions(), pipelineOptions()});
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "passes/PassManager.h"
 #include "tools/onnxc/RunInputs.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,14 @@ std::vector<OptionSpec> pipelineOptions();
 /// usage errors however broken the model is.
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
                                            const PrintOptions &printOptions, int defaultLevel = 0);
+/// The option groups of a command, in order, as one list.
+inline std::vector<OptionSpec> joinOptions(std::initializer_list<std::vector<OptionSpec>> groups) {
+  std::vector<OptionSpec> all;
+  for (const std::vector<OptionSpec> &group : groups)
+    all.insert(all.end(), group.begin(), group.end());
+  return all;
+}
+
 /// --input, --shape, --seed (run and bench) and what they ask for.
 std::vector<OptionSpec> inputOptions();
 InputRequest inputRequest(const ParsedArgs &args);

@@ -131,16 +131,12 @@ int runCompile(const ParsedArgs &args) {
 }
 
 std::vector<OptionSpec> compileOptions() {
-  std::vector<OptionSpec> options = {
-      {"o", "FILE", "output file (model.so, or the --emit form)"},
-      {"emit", "so|obj|asm|llvm", "shared library + C header (default), object, assembly, LLVM IR"},
-      {"header", "FILE", "where to write the C header (default: FILE with .h)"},
-  };
-  for (OptionSpec &spec : targetOptions())
-    options.push_back(std::move(spec));
-  for (OptionSpec &spec : pipelineOptions())
-    options.push_back(std::move(spec));
-  return options;
+  return joinOptions({{
+                          {"o", "FILE", "output file (model.so, or the --emit form)"},
+                          {"emit", "so|obj|asm|llvm", "shared library + C header (default), object, assembly, LLVM IR"},
+                          {"header", "FILE", "where to write the C header (default: FILE with .h)"},
+                      },
+                      targetOptions(), pipelineOptions()});
 }
 
 } // namespace

@@ -159,19 +159,14 @@ int runRun(const ParsedArgs &args) {
 }
 
 std::vector<OptionSpec> runOptions() {
-  std::vector<OptionSpec> options = inputOptions();
-  std::vector<OptionSpec> own = {
-      {"output-dir", "DIR", "write each output to DIR/<output name>.npy"},
-      {"backend", "jit|ref", "compile with the JIT (default for .onnx/.ir) or run the reference evaluator"},
-      {"threads", "N", "runtime threads for compiled models (default: one per core)"},
-  };
-  for (OptionSpec &spec : own)
-    options.push_back(std::move(spec));
-  for (OptionSpec &spec : targetOptions())
-    options.push_back(std::move(spec));
-  for (OptionSpec &spec : pipelineOptions())
-    options.push_back(std::move(spec));
-  return options;
+  return joinOptions(
+      {inputOptions(),
+       {
+           {"output-dir", "DIR", "write each output to DIR/<output name>.npy"},
+           {"backend", "jit|ref", "compile with the JIT (default for .onnx/.ir) or run the reference evaluator"},
+           {"threads", "N", "runtime threads for compiled models (default: one per core)"},
+       },
+       targetOptions(), pipelineOptions()});
 }
 
 } // namespace
