@@ -52,8 +52,10 @@ void bindSymbols(const Graph &graph, ModelPlan &plan) {
              value->shape().str(), "); the compiled path needs shapes known from the inputs'");
       for (const std::string &symbol : d.symbols())
         if (!bound.count(symbol))
-          fail("cannot compile: symbol '", symbol, "' of value '", value->name(),
-               "' is not a whole dimension of any graph input, so its value is unknown at run time");
+          fail("cannot compile: the shape of value '", value->name(), "' (", value->shape().str(),
+               ") depends on symbol '", symbol,
+               "', which is not a dimension of any graph input (it follows from input contents); "
+               "`onnxc run` compiles such a graph for given input values");
     }
   };
   for (const Value *input : graph.inputs())
