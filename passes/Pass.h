@@ -88,5 +88,6 @@ std::unique_ptr<Pass> createDeadCodeEliminationPass();
 std::unique_ptr<Pass> createFoldConstantsPass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();
+std::unique_ptr<Pass> createFuseGeluPass();
 
 } // namespace onnxc

@@ -16,6 +16,7 @@ constexpr PassFactory kPassFactories[] = {
     createRemoveIdentityPass,
     createCommonSubexpressionEliminationPass,
     createDeadCodeEliminationPass,
+    createFuseGeluPass,
 };
 } // namespace
 
