@@ -258,8 +258,10 @@ void FunctionBuilder::storeElement(DType type, llvm::Value *value, llvm::Value *
 llvm::Value *FunctionBuilder::convert(llvm::Value *value, DType from, DType to) {
   IRBuilder<> &b = builder_;
   Type *target = computeType(to);
-  if (from == to || value->getType() == target && isFloat(from) == isFloat(to) &&
-                        isSignedInt(from) == isSignedInt(to))
+  // Same dtype, or the same register type with the same meaning (f16 and
+  // bf16 are both computed as float).
+  if (from == to || (value->getType() == target && isFloat(from) == isFloat(to) &&
+                     isSignedInt(from) == isSignedInt(to)))
     return value;
   if (to == DType::Bool) {
     if (isFloat(from))
