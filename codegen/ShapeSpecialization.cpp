@@ -64,25 +64,33 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
   return specialized;
 }
 
+std::vector<std::string> compileForInputs(Graph &graph,
+                                          const std::map<std::string, Tensor> &inputs,
+                                          const std::function<void(const Graph &)> &compile) {
+  if (hasDataDependentShapes(graph)) {
+    std::vector<std::string> specialized = specializeSmallInputs(graph, inputs);
+    compile(graph);
+    return specialized;
+  }
+  try {
+    compile(graph);
+    return {};
+  } catch (const Error &firstError) {
+    std::vector<std::string> specialized = specializeSmallInputs(graph, inputs);
+    try {
+      compile(graph);
+    } catch (const Error &) {
+      throw firstError;
+    }
+    return specialized;
+  }
+}
+
 InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
                                   const TargetSelection &target) {
   InputSpecificJit result;
-  if (!hasDataDependentShapes(graph)) {
-    try {
-      result.model = compileModelJit(graph, target);
-      return result;
-    } catch (const Error &firstError) {
-      result.specialized = specializeSmallInputs(graph, inputs);
-      try {
-        result.model = compileModelJit(graph, target);
-      } catch (const Error &) {
-        throw firstError;
-      }
-      return result;
-    }
-  }
-  result.specialized = specializeSmallInputs(graph, inputs);
-  result.model = compileModelJit(graph, target);
+  result.specialized = compileForInputs(
+      graph, inputs, [&](const Graph &g) { result.model = compileModelJit(g, target); });
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,16 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
                                                const std::map<std::string, Tensor> &inputs,
                                                int64_t maxElements = 64);
 
+/// Calls `compile(graph)`: as the graph is when that works; otherwise
+/// (shapes follow input contents, or a lowering needs an operand's value at
+/// compile time, like a training-mode Dropout ratio given as an input) after
+/// specializeSmallInputs, modifying `graph`. Returns the inputs that became
+/// constants. Rethrows the first compile error when specializing does not
+/// help.
+std::vector<std::string> compileForInputs(Graph &graph,
+                                          const std::map<std::string, Tensor> &inputs,
+                                          const std::function<void(const Graph &)> &compile);
+
 /// A JIT-compiled model for particular input values.
 struct InputSpecificJit {
   std::unique_ptr<JitModel> model;
@@ -42,12 +53,7 @@ struct InputSpecificJit {
   std::vector<std::string> specialized;
 };
 
-/// JIT-compiles `graph` for `inputs`: as it is when it compiles; otherwise
-/// (shapes follow input contents, or a lowering needs an operand's value at
-/// compile time, like a training-mode Dropout ratio given as an input) small
-/// inputs become constants, the graph is cleaned up at -O1 (folding what
-/// now has constant operands) and compiled again. `graph` is modified in
-/// that case. Throws the first compile error when specializing does not help.
+/// compileForInputs with the JIT.
 InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
                                   const TargetSelection &target);
 

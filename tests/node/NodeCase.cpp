@@ -126,14 +126,15 @@ std::vector<Tensor> runGraph(const Graph &imported, const CaseInfo &info,
   static const TargetSelection target = TargetSelection::select({});
   // compileForInputs may specialize the graph: work on a fresh import.
   std::unique_ptr<Graph> graph = importOnnxFile((fs::path(info.directory) / "model.onnx").string());
-  std::unique_ptr<JitModel> model = compileForInputs(*graph, feeds, target).model;
+  std::unique_ptr<JitModel> jit;
   std::unique_ptr<LoadedLibrary> library;
-  const onnxc_model_descriptor *descriptor = model->descriptor();
-  if (gBackend == Backend::SharedLibrary) {
-    // The graph as compileForInputs left it, now through the AOT path.
-    library = std::make_unique<LoadedLibrary>(*graph, target);
-    descriptor = library->descriptor;
-  }
+  compileForInputs(*graph, feeds, [&](const Graph &g) {
+    if (gBackend == Backend::SharedLibrary)
+      library = std::make_unique<LoadedLibrary>(g, target);
+    else
+      jit = compileModelJit(g, target);
+  });
+  const onnxc_model_descriptor *descriptor = library ? library->descriptor : jit->descriptor();
   std::vector<const Tensor *> ordered;
   for (const Value *input : graph->inputs()) {
     auto it = feeds.find(input->name());

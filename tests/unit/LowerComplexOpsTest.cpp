@@ -24,35 +24,10 @@ namespace onnxc {
 namespace {
 
 using lowertest::expectCompiledMatchesReference;
+using lowertest::GraphText;
 using lowertest::lowerOnly;
 using lowertest::parseGraph;
 using lowertest::randomOf;
-
-/// The text of a graph: typed inputs, node lines, typed outputs.
-class GraphText {
-public:
-  GraphText &input(const std::string &name, const std::string &type) {
-    inputs_ += (inputs_.empty() ? "%" : ", %") + name + ": " + type;
-    return *this;
-  }
-  GraphText &node(const std::string &line) {
-    body_ += "  " + line + "\n";
-    return *this;
-  }
-  /// Declares the value `name` (defined by some node line) as an output.
-  GraphText &output(const std::string &name, const std::string &type) {
-    outputs_ += (outputs_.empty() ? "%" : ", %") + name + ": " + type;
-    returns_ += (returns_.empty() ? "%" : ", %") + name;
-    return *this;
-  }
-  std::string str() const {
-    return "graph @g(" + inputs_ + ") -> (" + outputs_ + ") {\n" + body_ + "  return " + returns_ +
-           "\n}\n";
-  }
-
-private:
-  std::string inputs_, outputs_, body_, returns_;
-};
 
 using Feeds = std::map<std::string, Tensor>;
 

@@ -22,41 +22,11 @@ namespace onnxc {
 namespace {
 
 using lowertest::expectCompiledMatchesReference;
+using lowertest::GraphText;
 using lowertest::lowerOnly;
 using lowertest::parseGraph;
 using lowertest::randomOf;
 using lowertest::runCompiled;
-
-/// Builds the text of a graph with inputs, one-node-per-line body and outputs.
-class GraphText {
-public:
-  GraphText &input(const std::string &name, const std::string &type) {
-    inputs_ += (inputs_.empty() ? "%" : ", %") + name + ": " + type;
-    return *this;
-  }
-  GraphText &constant(const std::string &line) {
-    constants_ += "  const " + line + "\n";
-    return *this;
-  }
-  GraphText &node(const std::string &line) {
-    body_ += "  " + line + "\n";
-    return *this;
-  }
-  /// A node whose result is a graph output of `type`.
-  GraphText &output(const std::string &name, const std::string &type, const std::string &expr) {
-    node("%" + name + " = " + expr);
-    outputs_ += (outputs_.empty() ? "%" : ", %") + name + ": " + type;
-    returns_ += (returns_.empty() ? "%" : ", %") + name;
-    return *this;
-  }
-  std::string str() const {
-    return "graph @g(" + inputs_ + ") -> (" + outputs_ + ") {\n" + constants_ + body_ +
-           "  return " + returns_ + "\n}\n";
-  }
-
-private:
-  std::string inputs_, outputs_, constants_, body_, returns_;
-};
 
 /// Random floats with NaN, +-inf and +-0 in the first elements.
 Tensor withSpecials(DType type, std::vector<int64_t> dims, unsigned seed, double lo, double hi) {

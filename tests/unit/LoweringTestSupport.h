@@ -21,6 +21,42 @@
 
 namespace onnxc::lowertest {
 
+/// Builds the text of a test graph: typed inputs, constants, one node per
+/// line, typed outputs.
+class GraphText {
+public:
+  GraphText &input(const std::string &name, const std::string &type) {
+    inputs_ += (inputs_.empty() ? "%" : ", %") + name + ": " + type;
+    return *this;
+  }
+  GraphText &constant(const std::string &line) {
+    constants_ += "  const " + line + "\n";
+    return *this;
+  }
+  GraphText &node(const std::string &line) {
+    body_ += "  " + line + "\n";
+    return *this;
+  }
+  /// Declares the value `name` (defined by some node line) as an output.
+  GraphText &output(const std::string &name, const std::string &type) {
+    outputs_ += (outputs_.empty() ? "%" : ", %") + name + ": " + type;
+    returns_ += (returns_.empty() ? "%" : ", %") + name;
+    return *this;
+  }
+  /// A node `%name = expr` whose result is an output of `type`.
+  GraphText &output(const std::string &name, const std::string &type, const std::string &expr) {
+    node("%" + name + " = " + expr);
+    return output(name, type);
+  }
+  std::string str() const {
+    return "graph @g(" + inputs_ + ") -> (" + outputs_ + ") {\n" + constants_ + body_ +
+           "  return " + returns_ + "\n}\n";
+  }
+
+private:
+  std::string inputs_, outputs_, constants_, body_, returns_;
+};
+
 /// Parses text IR, verifies it and infers shapes (like `onnxc` loads an .ir).
 std::unique_ptr<Graph> parseGraph(const std::string &text);
 

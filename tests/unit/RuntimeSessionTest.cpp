@@ -170,31 +170,44 @@ int32_t failAtFive(void *const *, const int64_t *, int64_t begin, int64_t end) {
   return begin <= 5 && 5 < end ? 1 : 0;
 }
 
+/// x: u8[n] -> counts: i32[n], computed by `first` and then the counting
+/// step (n tasks, each adding 1 to its own element).
+struct CountingModel {
+  static constexpr int32_t StepBuffers[] = {0};
+
+  CountingModel(const char *name, onnxc_step first) {
+    steps[0] = first;
+    model = {.abi_version = ONNXC_ABI_VERSION,
+             .model_name = name,
+             .num_symbols = 1,
+             .symbol_names = symbolNames,
+             .symbol_sources = sources,
+             .num_inputs = 1,
+             .inputs = inputs,
+             .num_outputs = 1,
+             .outputs = outputs,
+             .num_buffers = 1,
+             .buffers = buffers,
+             .num_steps = 2,
+             .steps = steps};
+  }
+  CountingModel(const CountingModel &) = delete;
+
+  const char *symbolNames[1] = {"n"};
+  onnxc_symbol_source sources[1] = {{0, 0}};
+  const onnxc_dim_expr dims[1] = {kNExpr};
+  onnxc_tensor_info inputs[1] = {{"x", ONNXC_U8, 1, dims, "[n]"}};
+  onnxc_tensor_info outputs[1] = {{"counts", ONNXC_I32, 1, dims, "[n]"}};
+  onnxc_buffer buffers[1] = {{ONNXC_BUFFER_OUTPUT, 0, kNI32Bytes, nullptr, 0, 0}};
+  onnxc_step steps[2] = {{}, {"count", countVisits, nTasks, 1, StepBuffers, nullptr}};
+  onnxc_model_descriptor model{};
+};
+
 } // namespace
 
 TEST(RuntimeSession, ManyTasksRunExactlyOnce) {
-  const char *symbolNames[] = {"n"};
-  onnxc_symbol_source sources[] = {{0, 0}};
-  const onnxc_dim_expr dims[] = {kNExpr};
-  onnxc_tensor_info inputs[] = {{"x", ONNXC_U8, 1, dims, "[n]"}};
-  onnxc_tensor_info outputs[] = {{"counts", ONNXC_I32, 1, dims, "[n]"}};
-  onnxc_buffer buffers[] = {{ONNXC_BUFFER_OUTPUT, 0, kNI32Bytes, nullptr, 0, 0}};
-  const int32_t stepBuffers[] = {0};
-  onnxc_step steps[] = {{"zero", zeroCounts, nullptr, 1, stepBuffers},
-                        {"count", countVisits, nTasks, 1, stepBuffers}};
-  onnxc_model_descriptor model = {.abi_version = ONNXC_ABI_VERSION,
-                                  .model_name = "count",
-                                  .num_symbols = 1,
-                                  .symbol_names = symbolNames,
-                                  .symbol_sources = sources,
-                                  .num_inputs = 1,
-                                  .inputs = inputs,
-                                  .num_outputs = 1,
-                                  .outputs = outputs,
-                                  .num_buffers = 1,
-                                  .buffers = buffers,
-                                  .num_steps = 2,
-                                  .steps = steps};
+  CountingModel counting("count", {"zero", zeroCounts, nullptr, 1, CountingModel::StepBuffers});
+  const onnxc_model_descriptor &model = counting.model;
   for (int threads : {1, 2, 4}) {
     SessionPtr session = createSession(&model, threads);
     for (int64_t n : {1, 2, 3, 5, 1000, 4097}) {
@@ -209,31 +222,10 @@ TEST(RuntimeSession, ManyTasksRunExactlyOnce) {
   }
 }
 
-
 TEST(RuntimeSession, KernelReportingBadDataFailsTheRunWithTheStepsMessage) {
-  const char *symbolNames[] = {"n"};
-  onnxc_symbol_source sources[] = {{0, 0}};
-  const onnxc_dim_expr dims[] = {kNExpr};
-  onnxc_tensor_info inputs[] = {{"x", ONNXC_U8, 1, dims, "[n]"}};
-  onnxc_tensor_info outputs[] = {{"counts", ONNXC_I32, 1, dims, "[n]"}};
-  onnxc_buffer buffers[] = {{ONNXC_BUFFER_OUTPUT, 0, kNI32Bytes, nullptr, 0, 0}};
-  const int32_t stepBuffers[] = {0};
-  onnxc_step steps[] = {{"Gather ids", failAtFive, nTasks, 1, stepBuffers,
-                         "an index of 'ids' is out of range"},
-                        {"count", countVisits, nTasks, 1, stepBuffers, nullptr}};
-  onnxc_model_descriptor model = {.abi_version = ONNXC_ABI_VERSION,
-                                  .model_name = "fails",
-                                  .num_symbols = 1,
-                                  .symbol_names = symbolNames,
-                                  .symbol_sources = sources,
-                                  .num_inputs = 1,
-                                  .inputs = inputs,
-                                  .num_outputs = 1,
-                                  .outputs = outputs,
-                                  .num_buffers = 1,
-                                  .buffers = buffers,
-                                  .num_steps = 2,
-                                  .steps = steps};
+  CountingModel counting("fails", {"Gather ids", failAtFive, nTasks, 1, CountingModel::StepBuffers,
+                                   "an index of 'ids' is out of range"});
+  const onnxc_model_descriptor &model = counting.model;
   for (int threads : {1, 2}) {
     SessionPtr session = createSession(&model, threads);
     std::vector<uint8_t> x(4);
