@@ -89,5 +89,6 @@ std::unique_ptr<Pass> createFoldConstantsPass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();
 std::unique_ptr<Pass> createFuseGeluPass();
+std::unique_ptr<Pass> createFuseAttentionPass();
 
 } // namespace onnxc

@@ -17,6 +17,7 @@ constexpr PassFactory kPassFactories[] = {
     createCommonSubexpressionEliminationPass,
     createDeadCodeEliminationPass,
     createFuseGeluPass,
+    createFuseAttentionPass,
 };
 } // namespace
 

@@ -14,6 +14,7 @@
 #include "ir/Error.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace onnxc {
@@ -131,6 +132,9 @@ std::vector<double> attentionBias(const Node &node, const Tensor *mask, int64_t 
   }
   bool isBool = mask && mask->dtype() == DType::Bool;
   bool causal = node.getInt("is_causal", 0) != 0;
+  // onnxc's own attribute (set by fuse-attention for banded masks): query i
+  // sees key j only when |j - (i + past)| <= window; -1 means no window.
+  int64_t window = node.getInt("window", -1);
   size_t index = 0;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)
@@ -148,6 +152,8 @@ std::vector<double> attentionBias(const Node &node, const Tensor *mask, int64_t 
             }
           }
           if (causal && j > i + past)
+            value += minusInf;
+          if (window >= 0 && std::abs(j - (i + past)) > window)
             value += minusInf;
           bias[index] = value;
         }

@@ -1,0 +1,506 @@
+//===- passes/FuseAttention.cpp - Exported attention -> one Attention op ---===//
+//
+// The scaled dot-product core, as exporters write it (anchored at Softmax):
+//
+//   %s = MatMul(%q, %kt)            q [b,h,Sq,d] (optionally * c), kt [b,h,d,Skv]
+//   %s = Div(%s, √d) | Mul(%s, 1/√d)   (or the scale folded into q and/or k)
+//   %s = Add(%s, %mask)             zero or more masks: additive, or
+//   %s = Where(%hidden, -inf, %s)   Where replacing hidden scores
+//   %p = Softmax(%s) {axis = -1}
+//   %o = MatMul(%p, %v)             v [b,h,Skv,dv]
+//
+// and the multi-head wrapper around it:
+//
+//   %q = Transpose(Reshape(%q_proj [b,S,h*d] -> [b,S,h,d])) {perm = [0,2,1,3]}
+//   %kt = Transpose(Reshape(%k_proj ...)) {perm = [0,2,3,1]}   (or Kᵀ of the 4-D k)
+//   %y = Reshape(Transpose(%o) {perm = [0,2,1,3]}) -> [b,Sq,h*dv]
+//   ViT: %q = Gather(Transpose(Reshape(%qkv [b,S,3hd] -> [b,S,3,h,d])) {perm = [2,0,3,1,4]}, 0)
+//
+// become %y = Attention(%q_proj, %k_proj, %v_proj, [%mask]) {q_num_heads = h,
+// kv_num_heads = h, scale, [is_causal], [window]}: the 3-D form, which reads
+// the projections in place and writes the merged heads (a ViT's packed qkv
+// is sliced first). When the plumbing is not recognized, the 4-D form
+// Attention(%q, %k, %v) replaces %o.
+//
+// Masks that depend only on the sequence length are probed (see
+// AttentionMasks.h): a causal triangle becomes is_causal, a band |i-j| <= r
+// the onnxc attribute window = r; a data-dependent additive mask (padding)
+// stays an operand, a data-dependent Where with a -inf fill becomes a bool
+// mask. Dead nodes are left for dce.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Error.h"
+#include "ir/infer/ShapeInference.h"
+#include "passes/AttentionMasks.h"
+#include "passes/MatchSupport.h"
+#include "passes/Pass.h"
+
+#include <cmath>
+#include <limits>
+
+namespace onnxc {
+
+namespace {
+
+using match::definedBy;
+using match::scalarConstant;
+using match::soleUser;
+using match::transposePerm;
+
+/// A hidden score must not leak through softmax: only fills this negative.
+constexpr double kHidingFill = -1e4;
+
+/// Where a head's [b, S, h*d] tensor comes from: a value, or a slice of the
+/// last axis of one (a ViT's packed qkv projection).
+struct Heads3d {
+  Value *source = nullptr;
+  int64_t heads = 0, size = 0;
+  bool sliced = false;
+  int64_t begin = 0, end = 0;
+};
+
+/// A mask term between the scale and Softmax.
+struct MaskTerm {
+  Value *mask;
+  MaskEncoding encoding;
+  double fill = 0; // Where forms only
+};
+
+/// A rejected candidate's reason (a static string, so equal reasons tally).
+struct Rejection {
+  const char *reason;
+};
+
+/// Peels Mul/Div by scalar constants off `value`, folding them into `scale`.
+Value *stripScale(Value *value, double &scale) {
+  while (Node *node = value->definingNode()) {
+    if (node->kind() == OpKind::Div) {
+      std::optional<double> c = scalarConstant(node->operand(1));
+      if (!c || *c == 0)
+        break;
+      scale /= *c;
+      value = node->operand(0);
+    } else if (node->kind() == OpKind::Mul) {
+      std::optional<double> c0 = scalarConstant(node->operand(0));
+      std::optional<double> c1 = scalarConstant(node->operand(1));
+      if (c1) {
+        scale *= *c1;
+        value = node->operand(0);
+      } else if (c0) {
+        scale *= *c0;
+        value = node->operand(1);
+      } else {
+        break;
+      }
+    } else {
+      break;
+    }
+  }
+  return value;
+}
+
+bool isPerm(const Node *node, std::initializer_list<int64_t> perm) {
+  return node && node->kind() == OpKind::Transpose && transposePerm(*node) == std::vector<int64_t>(perm);
+}
+
+std::optional<int64_t> constantDim(const Shape &shape, size_t i) {
+  return shape.isRanked() && i < shape.rank() ? shape[i].constant() : std::nullopt;
+}
+
+/// `reshaped` = Reshape(P [b, S, C]) -> [b, S, dims...] with C the product
+/// of the (constant) trailing dims: P, or null.
+Value *splitLastAxisSource(const Value *reshaped, size_t trailing) {
+  Node *reshape = definedBy(reshaped, OpKind::Reshape);
+  if (!reshape)
+    return nullptr;
+  Value *source = reshape->operand(0);
+  const Shape &in = source->shape(), &out = reshaped->shape();
+  if (!in.isRanked() || !out.isRanked() || in.rank() != 3 || out.rank() != 2 + trailing)
+    return nullptr;
+  if (in[0] != out[0] || in[1] != out[1])
+    return nullptr;
+  int64_t product = 1;
+  for (size_t i = 2; i < out.rank(); ++i) {
+    std::optional<int64_t> d = out[i].constant();
+    if (!d)
+      return nullptr;
+    product *= *d;
+  }
+  std::optional<int64_t> channels = in[2].constant();
+  return channels && *channels == product ? source : nullptr;
+}
+
+/// The [b, S, h*d] form of a [b, h, S, d] head tensor, if the graph split
+/// heads out of one.
+std::optional<Heads3d> headsSource(const Value *v4) {
+  const Shape &shape = v4->shape();
+  std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 3);
+  if (!heads || !size)
+    return std::nullopt;
+  Node *node = v4->definingNode();
+  if (isPerm(node, {0, 2, 1, 3})) {
+    if (Value *source = splitLastAxisSource(node->operand(0), 2))
+      return Heads3d{source, *heads, *size};
+    return std::nullopt;
+  }
+  // ViT: Gather(Transpose(Reshape(qkv -> [b,S,k,h,d])) {perm = [2,0,3,1,4]}, i).
+  if (node && node->kind() == OpKind::Gather && node->getInt("axis", 0) == 0) {
+    std::optional<double> index = scalarConstant(node->operand(1));
+    Node *transpose = node->operand(0)->definingNode();
+    if (!index || node->operand(1)->shape().rank() != 0 || !isPerm(transpose, {2, 0, 3, 1, 4}))
+      return std::nullopt;
+    Value *source = splitLastAxisSource(transpose->operand(0), 3);
+    std::optional<int64_t> parts = source ? constantDim(transpose->operand(0)->shape(), 2) : std::nullopt;
+    int64_t i = int64_t(*index);
+    if (!parts || i < 0 || i >= *parts)
+      return std::nullopt;
+    int64_t width = *heads * *size;
+    return Heads3d{source, *heads, *size, true, i * width, (i + 1) * width};
+  }
+  return std::nullopt;
+}
+
+/// What Kᵀ [b, h, d, Skv] was made from.
+struct KeyForms {
+  Value *k4 = nullptr;        // [b, h, Skv, d], when the graph has it
+  Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
+  std::optional<Heads3d> k3;
+};
+
+KeyForms keyForms(Value *kt, double &scale) {
+  KeyForms forms;
+  Node *node = kt->definingNode();
+  if (isPerm(node, {0, 2, 3, 1})) {
+    forms.splitHeads = node->operand(0);
+    const Shape &shape = kt->shape();
+    std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
+    if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
+      forms.k3 = Heads3d{source, *heads, *size};
+  } else if (isPerm(node, {0, 1, 3, 2})) {
+    forms.k4 = stripScale(node->operand(0), scale);
+    forms.k3 = headsSource(forms.k4);
+  }
+  return forms;
+}
+
+/// The Reshape merging heads after the transposed output: its node, or null.
+Node *mergeHeadsRoot(const Graph &graph, const Value *o4) {
+  Node *transpose = soleUser(graph, o4);
+  if (!isPerm(transpose, {0, 2, 1, 3}))
+    return nullptr;
+  Node *reshape = soleUser(graph, transpose->result(0));
+  if (!reshape || reshape->kind() != OpKind::Reshape || reshape->operand(0) != transpose->result(0))
+    return nullptr;
+  const Shape &in = o4->shape(), &out = reshape->result(0)->shape();
+  std::optional<int64_t> heads = constantDim(in, 1), size = constantDim(in, 3);
+  std::optional<int64_t> merged = constantDim(out, 2);
+  if (!out.isRanked() || out.rank() != 3 || out[0] != in[0] || out[1] != in[2] || !heads || !size ||
+      !merged || *merged != *heads * *size)
+    return nullptr;
+  return reshape;
+}
+
+/// Whether `value` is computed (through masks and scales) from a MatMul.
+bool leadsToScoreMatMul(const Value *value, int depth = 0) {
+  const Node *node = value ? value->definingNode() : nullptr;
+  if (!node || depth > 8)
+    return false;
+  switch (node->kind()) {
+  case OpKind::MatMul:
+    return true;
+  case OpKind::Add:
+  case OpKind::Mul:
+  case OpKind::Div:
+    return leadsToScoreMatMul(node->operand(0), depth + 1) || leadsToScoreMatMul(node->operand(1), depth + 1);
+  case OpKind::Where:
+    return leadsToScoreMatMul(node->operand(1), depth + 1) || leadsToScoreMatMul(node->operand(2), depth + 1);
+  default:
+    return false;
+  }
+}
+
+bool isHidingFill(std::optional<double> fill) { return fill && *fill <= kHidingFill; }
+
+/// Everything found between the score MatMul and the value MatMul.
+struct CoreMatch {
+  Node *scores = nullptr, *softmax = nullptr, *output = nullptr;
+  Value *q = nullptr, *kt = nullptr, *v = nullptr;
+  double scale = 1.0;
+  std::vector<MaskTerm> masks;
+};
+
+CoreMatch matchCore(const Graph &graph, Node &softmax) {
+  CoreMatch m;
+  m.softmax = &softmax;
+  const Shape &shape = softmax.result(0)->shape();
+  if (!shape.isRanked() || shape.rank() != 4)
+    throw Rejection{"scores are not 4-D [batch, heads, q, k]"};
+  int64_t axis = softmax.getInt("axis", -1);
+  if (axis != -1 && axis != 3)
+    throw Rejection{"Softmax is not over the last (key) axis"};
+  m.output = soleUser(graph, softmax.result(0));
+  if (!m.output || m.output->kind() != OpKind::MatMul || m.output->operand(0) != softmax.result(0))
+    throw Rejection{"Softmax output is not multiplied by V alone"};
+
+  Value *value = softmax.operand(0);
+  Node *consumer = &softmax;
+  // Walking backwards, masks come first; a scale seen before a mask means
+  // the mask was scaled too.
+  bool sawScale = false;
+  for (;;) {
+    Node *node = value->definingNode();
+    if (!node)
+      throw Rejection{"scores do not come from a MatMul"};
+    if (soleUser(graph, value) != consumer)
+      throw Rejection{"an intermediate score tensor is used elsewhere"};
+    if (node->result(0)->shape() != shape)
+      throw Rejection{"a mask or scale broadcasts the scores to another shape"};
+    if (node->kind() == OpKind::MatMul) {
+      m.scores = node;
+      break;
+    }
+    if (node->kind() == OpKind::Add) {
+      bool first = leadsToScoreMatMul(node->operand(0)), second = leadsToScoreMatMul(node->operand(1));
+      if (first == second)
+        throw Rejection{"an Add before Softmax does not add a mask to the scores"};
+      Value *mask = node->operand(first ? 1 : 0);
+      if (mask->dtype() != value->dtype() || mask->shape().rank() == 0 || mask->shape().rank() > 4)
+        throw Rejection{"an additive mask is not a float tensor of rank 1 to 4"};
+      m.masks.push_back({mask, MaskEncoding::Additive});
+      value = node->operand(first ? 0 : 1);
+      if (sawScale)
+        throw Rejection{"the scores are scaled after the mask"};
+    } else if (node->kind() == OpKind::Where) {
+      std::optional<double> onTrue = scalarConstant(node->operand(1));
+      std::optional<double> onFalse = scalarConstant(node->operand(2));
+      Value *cond = node->operand(0);
+      if (isHidingFill(onTrue) && leadsToScoreMatMul(node->operand(2))) {
+        m.masks.push_back({cond, MaskEncoding::HiddenWhereTrue, *onTrue});
+        value = node->operand(2);
+      } else if (isHidingFill(onFalse) && leadsToScoreMatMul(node->operand(1))) {
+        m.masks.push_back({cond, MaskEncoding::HiddenWhereFalse, *onFalse});
+        value = node->operand(1);
+      } else {
+        throw Rejection{"a Where before Softmax does not replace scores by a large negative constant"};
+      }
+      if (cond->shape().rank() == 0 || cond->shape().rank() > 4)
+        throw Rejection{"a Where mask is not of rank 1 to 4"};
+      if (sawScale)
+        throw Rejection{"the scores are scaled after the mask"};
+    } else if (node->kind() == OpKind::Div || node->kind() == OpKind::Mul) {
+      sawScale = true;
+      bool isDiv = node->kind() == OpKind::Div;
+      std::optional<double> c1 = scalarConstant(node->operand(1));
+      std::optional<double> c0 = isDiv ? std::nullopt : scalarConstant(node->operand(0));
+      if (c1 && *c1 != 0) {
+        m.scale = isDiv ? m.scale / *c1 : m.scale * *c1;
+        value = node->operand(0);
+      } else if (c0) {
+        m.scale *= *c0;
+        value = node->operand(1);
+      } else {
+        throw Rejection{"the scores are multiplied by something other than a scalar constant"};
+      }
+    } else {
+      throw Rejection{"an unexpected op sits between the score MatMul and Softmax"};
+    }
+    consumer = node;
+  }
+  m.q = stripScale(m.scores->operand(0), m.scale);
+  m.kt = stripScale(m.scores->operand(1), m.scale);
+  m.v = m.output->operand(1);
+
+  const Shape &q = m.q->shape(), &kt = m.kt->shape(), &v = m.v->shape();
+  if (!q.isRanked() || !kt.isRanked() || !v.isRanked() || q.rank() != 4 || kt.rank() != 4 || v.rank() != 4)
+    throw Rejection{"Q, Kᵀ or V is not 4-D"};
+  if (q[0] != kt[0] || q[0] != v[0] || q[1] != kt[1] || q[1] != v[1])
+    throw Rejection{"Q, K and V do not share batch and heads (broadcast or grouped heads)"};
+  if (q[3] != kt[2] || kt[3] != v[2])
+    throw Rejection{"Q·Kᵀ·V dimensions do not chain"};
+  if (!isFloat(m.q->dtype()) || m.q->dtype() != m.kt->dtype() ||
+      m.q->dtype() != m.v->dtype())
+    throw Rejection{"Q, K and V do not share one floating type"};
+  return m;
+}
+
+/// Mask attributes and the operand that remain after probing.
+struct MaskPlan {
+  KeyBand band;
+  Value *operand = nullptr; // data-dependent mask, before any Not
+  bool negate = false;      // operand is a "hidden" bool: Not() it
+};
+
+MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
+  MaskPlan plan;
+  const Shape &scores = m.scores->result(0)->shape();
+  const Dim &qSeq = scores[2], &kvSeq = scores[3];
+  for (const MaskTerm &term : m.masks) {
+    std::string why;
+    if (std::optional<KeyBand> band = probeBandMask(term.mask, term.encoding, qSeq, kvSeq, why)) {
+      plan.band = plan.band.intersect(*band);
+      continue;
+    }
+    context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
+    if (plan.operand)
+      throw Rejection{"more than one data-dependent mask"};
+    if (term.encoding == MaskEncoding::Additive) {
+      plan.operand = term.mask;
+      continue;
+    }
+    if (term.mask->dtype() != DType::Bool)
+      throw Rejection{"a Where mask condition is not bool"};
+    if (!std::isinf(term.fill))
+      throw Rejection{"a data-dependent Where mask fills a finite value (rows hiding every key would differ)"};
+    plan.operand = term.mask;
+    plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
+  }
+  const KeyBand &b = plan.band;
+  bool expressible = b.isEverything() || (b.above == 0) || (b.above == b.below);
+  if (!expressible)
+    throw Rejection{"a band mask is wider on one side than the other"};
+  return plan;
+}
+
+class FuseAttention : public Pass {
+public:
+  std::string_view name() const override { return "fuse-attention"; }
+  std::string_view description() const override {
+    return "replace exported scaled dot-product attention (and its head plumbing) by one Attention op";
+  }
+
+  bool run(Graph &graph, PassContext &context) override {
+    context.count("fused", 0);
+    std::vector<Node *> candidates;
+    for (Node *node : graph.nodeList())
+      if (node->kind() == OpKind::Softmax)
+        candidates.push_back(node);
+    bool changed = false;
+    for (Node *softmax : candidates) {
+      // A chain left dead by an earlier fusion waits for dce.
+      if (!softmax->result(0)->hasUses())
+        continue;
+      try {
+        CoreMatch core = matchCore(graph, *softmax);
+        if (!core.output->result(0)->hasUses() && !graph.isOutput(core.output->result(0)))
+          continue;
+        MaskPlan masks = planMasks(core, context);
+        rewrite(graph, core, masks, context);
+        changed = true;
+      } catch (const Rejection &r) {
+        context.reject(*softmax, r.reason);
+      }
+    }
+    return changed;
+  }
+
+private:
+  static Value *constantI64(Graph &graph, const std::string &base, std::vector<int64_t> values) {
+    int64_t n = int64_t(values.size());
+    return graph.addConstant(graph.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
+  }
+
+  static void rollBack(Graph &graph, std::vector<Node *> &created) {
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      graph.eraseNode(*it);
+  }
+
+  /// Creates a node before `before` and infers its result types.
+  static Node *create(Graph &graph, std::vector<Node *> &created, OpKind kind,
+                      const std::vector<Value *> &operands, const std::string &name, Node *before,
+                      std::vector<int64_t> perm = {}) {
+    Node *node = graph.createNode(kind, operands, 1, name, {}, before);
+    created.push_back(node);
+    if (!perm.empty())
+      node->setAttr("perm", Attribute(std::move(perm)));
+    InferenceContext inference(graph);
+    inferNodeShapes(*node, inference);
+    return node;
+  }
+
+  static Value *materialize(Graph &graph, std::vector<Node *> &created, const Heads3d &heads,
+                            const std::string &name, Node *before) {
+    if (!heads.sliced)
+      return heads.source;
+    std::vector<Value *> operands = {heads.source, constantI64(graph, name + ".start", {heads.begin}),
+                                     constantI64(graph, name + ".end", {heads.end}),
+                                     constantI64(graph, name + ".axes", {2})};
+    return create(graph, created, OpKind::Slice, operands, name, before)->result(0);
+  }
+
+  void rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks, PassContext &context) {
+    double scale = core.scale;
+    KeyForms key = keyForms(core.kt, scale);
+    std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(core.v);
+    Node *merge = mergeHeadsRoot(graph, core.output->result(0));
+    bool threeD = q3 && key.k3 && v3 && merge && q3->heads == key.k3->heads && q3->heads == v3->heads;
+    Node *root = threeD ? merge : core.output;
+    std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
+
+    std::vector<Node *> created;
+    try {
+      std::vector<Value *> operands;
+      if (threeD) {
+        operands = {materialize(graph, created, *q3, base + ".q", root),
+                    materialize(graph, created, *key.k3, base + ".k", root),
+                    materialize(graph, created, *v3, base + ".v", root)};
+      } else {
+        // The 4-D op wants K itself: undo the exporter's transpose.
+        Value *k4 = key.k4;
+        if (!k4 && key.splitHeads)
+          k4 = create(graph, created, OpKind::Transpose, {key.splitHeads}, base + ".k", root, {0, 2, 1, 3})
+                   ->result(0);
+        else if (!k4)
+          k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", root, {0, 1, 3, 2})
+                   ->result(0);
+        operands = {core.q, k4, core.v};
+      }
+      if (masks.operand) {
+        Value *mask = masks.operand;
+        if (masks.negate)
+          mask = create(graph, created, OpKind::Not, {mask}, base + ".visible", root)->result(0);
+        operands.push_back(mask);
+      }
+      Node *attention = graph.createNode(OpKind::Attention, operands, 1, base, {}, root);
+      created.push_back(attention);
+      attention->setAttr("scale", Attribute(float(scale)));
+      if (threeD) {
+        attention->setAttr("q_num_heads", Attribute(q3->heads));
+        attention->setAttr("kv_num_heads", Attribute(q3->heads));
+      }
+      const KeyBand &band = masks.band;
+      if (band.above == 0 && !band.isEverything())
+        attention->setAttr("is_causal", Attribute(int64_t(1)));
+      if (band.below != KeyBand::kUnbounded)
+        attention->setAttr("window", Attribute(band.below));
+      InferenceContext inference(graph);
+      inferNodeShapes(*attention, inference);
+      if (attention->result(0)->type() != root->result(0)->type())
+        throw Rejection{"the fused op's result type differs from the pattern's"};
+      std::string resultName = root->result(0)->name();
+      graph.replaceAllUsesWith(root->result(0), attention->result(0));
+      graph.eraseNode(root);
+      graph.renameValue(attention->result(0), resultName);
+    } catch (const Error &) {
+      rollBack(graph, created);
+      throw Rejection{"shape inference rejects the fused op"};
+    } catch (const Rejection &) {
+      rollBack(graph, created);
+      throw;
+    }
+    context.count("fused");
+    if (!threeD)
+      context.count("in 4-D form");
+    if (masks.band.above == 0 && !masks.band.isEverything())
+      context.count("causal");
+    if (masks.band.below != KeyBand::kUnbounded)
+      context.count("windowed");
+    if (masks.operand)
+      context.count("with a mask operand");
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createFuseAttentionPass() { return std::make_unique<FuseAttention>(); }
+
+} // namespace onnxc

@@ -1,0 +1,69 @@
+//===- passes/MatchSupport.h - Small helpers of the pattern-matching passes ===//
+//
+// What every fusion pass asks of the graph around a candidate: is this value
+// a one-element constant, who is its only user, which operand of a binary op
+// is the other one.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace onnxc::match {
+
+/// The value of a one-element floating or integer constant, if `value` is one.
+inline std::optional<double> scalarConstant(const Value *value) {
+  if (!value || !value->isConstant())
+    return std::nullopt;
+  const Tensor &t = value->constantValue();
+  if (!t.hasData() || t.numElements() != 1)
+    return std::nullopt;
+  return t.elementAsDouble(0);
+}
+
+/// Whether `value` is within a relative 1e-4 of `expected`.
+inline bool near(std::optional<double> value, double expected) {
+  return value && std::fabs(*value - expected) <= 1e-4 * std::fabs(expected);
+}
+
+/// For a two-operand `kind` node, the operand that is not `known` (null if
+/// `known` is not an operand).
+inline Value *otherOperand(const Node &node, OpKind kind, const Value *known) {
+  if (node.kind() != kind || node.numOperands() != 2)
+    return nullptr;
+  if (node.operand(0) == known)
+    return node.operand(1);
+  if (node.operand(1) == known)
+    return node.operand(0);
+  return nullptr;
+}
+
+/// The only node reading `value`, when the value is not a graph output.
+inline Node *soleUser(const Graph &graph, const Value *value) {
+  if (value->numUses() != 1 || graph.isOutput(value))
+    return nullptr;
+  return value->uses()[0].user;
+}
+
+/// The node defining `value` if it is of `kind`.
+inline Node *definedBy(const Value *value, OpKind kind) {
+  Node *node = value ? value->definingNode() : nullptr;
+  return node && node->kind() == kind ? node : nullptr;
+}
+
+/// A Transpose's permutation (the reversal when the attribute is absent).
+inline std::vector<int64_t> transposePerm(const Node &transpose) {
+  if (transpose.hasAttr("perm"))
+    return transpose.getInts("perm");
+  std::vector<int64_t> perm;
+  const Shape &shape = transpose.operand(0)->shape();
+  for (size_t i = shape.rank(); i-- > 0;)
+    perm.push_back(int64_t(i));
+  return perm;
+}
+
+} // namespace onnxc::match
