@@ -408,7 +408,7 @@ private:
   static Node *create(Graph &graph, std::vector<Node *> &created, OpKind kind,
                       const std::vector<Value *> &operands, const std::string &name, Node *before,
                       std::vector<int64_t> perm = {}) {
-    Node *node = graph.createNode(kind, operands, 1, name, {}, before);
+    Node *node = graph.createNode(kind, operands, 1, name, {graph.uniqueName(name)}, before);
     created.push_back(node);
     if (!perm.empty())
       node->setAttr("perm", Attribute(std::move(perm)));
