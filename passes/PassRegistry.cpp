@@ -14,9 +14,14 @@ namespace {
 constexpr PassFactory kPassFactories[] = {
     createFoldConstantsPass,
     createRemoveIdentityPass,
+    createSimplifyShapesPass,
+    createSimplifyTransposesPass,
     createCommonSubexpressionEliminationPass,
     createDeadCodeEliminationPass,
     createFuseGeluPass,
+    createFuseLayerNormPass,
+    createFuseRmsNormPass,
+    createFuseSkipLayerNormPass,
     createFuseAttentionPass,
 };
 } // namespace

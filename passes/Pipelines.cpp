@@ -8,12 +8,25 @@ namespace onnxc {
 
 namespace {
 // Folding exposes identities and duplicates, merging exposes dead nodes, and
-// removing dead nodes can leave more to fold, hence the fixed point.
+// removing dead nodes can leave more to fold, hence the fixed point. Shape
+// simplification gives Reshapes constant targets, which leaves the Shape ->
+// Gather -> Concat chains that computed them dead.
 void addCleanup(PassManager &pm) {
   std::vector<std::unique_ptr<Pass>> group;
-  for (const char *name : {"fold-constants", "remove-identity", "cse", "dce"})
+  for (const char *name :
+       {"fold-constants", "remove-identity", "simplify-shapes", "simplify-transposes", "cse", "dce"})
     group.push_back(createPass(name));
   pm.addFixedPointGroup(std::move(group), kCleanupRounds);
+}
+
+// The transformer fusions. Each matches exported patterns independently of
+// the others, except skip-LayerNorm, which takes the LayerNormalization ops
+// fuse-layernorm made (and the opset-17 ones) with the residual Add before
+// them. The cleanup after them removes what the fusions left dead.
+void addFusions(PassManager &pm) {
+  for (const char *name : {"fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm"})
+    pm.addPass(name);
+  addCleanup(pm);
 }
 } // namespace
 
@@ -23,10 +36,11 @@ void addOptimizationPipeline(PassManager &pm, int level) {
   if (level == 0)
     return;
   addCleanup(pm);
-  // -O2 and -O3 are -O1 for now. The transformer fusions (attention,
-  // layer norm, gelu, elementwise groups) of a later issue join at -O2,
-  // followed by another cleanup round; -O3 adds codegen-level fusion and
-  // weight pre-packing once codegen exists.
+  if (level >= 2)
+    addFusions(pm);
+  // -O3 adds nothing at the graph level: its codegen-level fusion
+  // (elementwise chains, GEMM epilogues) and weight pre-packing happen in
+  // lowering whenever a model is compiled.
 }
 
 void addPassesByName(PassManager &pm, const std::vector<std::string> &names) {

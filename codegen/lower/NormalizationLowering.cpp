@@ -6,7 +6,9 @@
 // normalized shape and whose statistics outputs nobody reads. The step's
 // tasks are ranges of rows; the row kernel (one per kind, length and
 // epsilon, shared by every step that needs it) walks them. Everything else
-// takes the general loop nests of NormalizationLoops.cpp.
+// takes the general loop nests of NormalizationLoops.cpp. SkipLayerNorm
+// (onnxc's x + skip then LayerNorm) adds each row and normalizes it with
+// the same row kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/NormalizationLowering.h"
@@ -147,6 +149,93 @@ template <bool IsLayerNorm> void lowerNormalization(LoweringContext &ctx, const 
                     dimProduct(shape, size_t(spec.axis), size_t(rank)), spec.epsilon);
 }
 
+/// x + skip for one row into `dest`, eight lanes at a time, then the
+/// remaining L mod 8 elements.
+void emitRowSum(KernelBuilder &k, Value *x, Value *skip, Value *dest, Value *base, Value *length) {
+  IRBuilder<> &b = k.ir();
+  Type *f32 = b.getFloatTy();
+  auto *vector = FixedVectorType::get(f32, 8);
+  auto at = [&](Value *buffer, Value *j) {
+    return b.CreateInBoundsGEP(f32, buffer, b.CreateAdd(base, j));
+  };
+  auto addAt = [&](Type *type, Value *j) {
+    Value *sum = b.CreateFAdd(b.CreateAlignedLoad(type, at(x, j), Align(4)),
+                              b.CreateAlignedLoad(type, at(skip, j), Align(4)));
+    b.CreateAlignedStore(sum, at(dest, j), Align(4));
+  };
+  Value *vectorEnd = b.CreateAnd(length, k.i64(-8));
+  k.forRange(
+      k.i64(0), vectorEnd, [&](Value *j) { addAt(vector, j); }, 8, "j");
+  k.forRange(
+      vectorEnd, length, [&](Value *j) { addAt(f32, j); }, 1, "t");
+}
+
+/// SkipLayerNormalization (what fuse-skip-layernorm makes: f32, the last
+/// axis, per-channel scale and bias): per row, x + skip is stored (into the
+/// sum result when something reads it, else into Y) and the LayerNorm row
+/// kernel normalizes that row in place while it is still in L1.
+void lowerSkipLayerNormalization(LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *x = node.operand(0), *skip = node.operand(1);
+  const onnxc::Value *gamma = node.operand(2), *beta = node.operand(3);
+  const onnxc::Value *y = node.result(0);
+  const onnxc::Value *sum =
+      node.numResults() > 1 && isResultNeeded(ctx, node.result(1)) ? node.result(1) : nullptr;
+  for (const onnxc::Value *v : {x, skip, gamma, beta, y, sum})
+    if (v && v->dtype() != DType::F32)
+      ctx.unsupported(node, "'" + v->name() + "' of type " + std::string(dtypeName(v->dtype())) +
+                                " (only f32 is compiled)");
+  const Shape &shape = x->shape();
+  int64_t rank = int64_t(shape.rank());
+  if (rank == 0)
+    ctx.unsupported(node, "a rank-0 input");
+  if (normalizedAxis(ctx, node, node.getInt("axis", -1), rank) != rank - 1)
+    ctx.unsupported(node, "a normalized axis other than the last");
+  bool sameShape = skip->shape().rank() == shape.rank();
+  for (size_t i = 0; sameShape && i < shape.rank(); ++i)
+    sameShape = skip->shape()[i].provablyEqual(shape[i]);
+  if (!sameShape)
+    ctx.unsupported(node, "skip of shape " + skip->shape().str() + " for an input of shape " +
+                              shape.str());
+  Shape normalized(std::vector<Dim>{shape[size_t(rank - 1)]});
+  for (const onnxc::Value *v : {gamma, beta})
+    if (v && !hasNormalizedLayout(v, normalized))
+      ctx.unsupported(node, "'" + v->name() + "' of shape " + v->shape().str() +
+                                " is not a vector of the last axis");
+  float epsilon = node.getFloat("epsilon", 1e-5f);
+  if (!std::isfinite(epsilon) || epsilon < 0)
+    ctx.unsupported(node, "epsilon " + std::to_string(epsilon));
+
+  const Dim &rowLength = shape[size_t(rank - 1)];
+  RowKernelSpec spec;
+  spec.kind = RowKernelKind::LayerNorm;
+  spec.rowLength = rowLength.constant().value_or(0);
+  spec.epsilon = epsilon;
+  spec.hasBeta = beta != nullptr;
+  Function *kernel = rowKernel(ctx, spec);
+
+  StepBuilder step = ctx.beginStep(node, "skip_layer_norm");
+  unsigned xSlot = step.input(x), skipSlot = step.input(skip), scaleSlot = step.input(gamma);
+  unsigned biasSlot = beta ? step.input(beta) : 0;
+  unsigned out = step.output(y);
+  unsigned sumSlot = sum ? step.output(sum) : 0;
+  auto [begin, end] = splitByWork(step, dimProduct(shape, 0, size_t(rank - 1)), rowLength * Dim(2));
+  KernelBuilder &k = step.kernel();
+  IRBuilder<> &b = k.ir();
+  Value *length = k.dim(rowLength);
+  Value *output = k.buffer(out);
+  Value *dest = sum ? k.buffer(sumSlot) : output;
+  Value *biasPointer = beta ? k.buffer(biasSlot) : ConstantPointerNull::get(b.getPtrTy());
+  k.forRange(begin, end, [&](Value *row) {
+    emitRowSum(k, k.buffer(xSlot), k.buffer(skipSlot), dest, b.CreateMul(row, length), length);
+    std::vector<Value *> args = {dest,        output, k.buffer(scaleSlot),
+                                 biasPointer, row,    b.CreateAdd(row, k.i64(1))};
+    if (spec.rowLength == 0)
+      args.push_back(length);
+    b.CreateCall(kernel, args);
+  });
+  step.finish();
+}
+
 } // namespace
 
 void registerNormalizationLowerings(LoweringTable &table) {
@@ -154,6 +243,7 @@ void registerNormalizationLowerings(LoweringTable &table) {
   table.add(OpKind::LogSoftmax, lowerSoftmax<true>);
   table.add(OpKind::LayerNormalization, lowerNormalization<true>);
   table.add(OpKind::RMSNormalization, lowerNormalization<false>);
+  table.add(OpKind::SkipLayerNormalization, lowerSkipLayerNormalization);
 }
 
 } // namespace onnxc::lower

@@ -179,6 +179,34 @@ void rmsNormKernel(const Node &node, const std::vector<const Tensor *> &operands
   results[0] = fromDoubles(x.dtype(), x.dims(), v);
 }
 
+/// SkipLayerNormalization (onnxc): y = LayerNorm(x + skip), the sum rounded
+/// to x's type first as the unfused Add would; the optional second result
+/// is that sum.
+void skipLayerNormKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                         std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  const Tensor &skip = requireOperand(node, operands, 1);
+  requireDType(node, x, kFloatTypes, 0);
+  if (skip.dtype() != x.dtype() || skip.dims() != x.dims())
+    fail(node.describe(), ": skip ", skip.typeString(), " differs from the input ", x.typeString(),
+         " (SkipLayerNormalization does not broadcast)");
+  int64_t axis = node.getInt("axis", -1);
+  if (x.rank() > 0 && axis != -1 && axis != int64_t(x.rank()) - 1)
+    fail(node.describe(), ": SkipLayerNormalization normalizes the last axis only, got axis ",
+         axis);
+  std::vector<double> sum = toDoubles(x), addend = toDoubles(skip);
+  for (size_t i = 0; i < sum.size(); ++i)
+    sum[i] += addend[i];
+  Tensor rounded = fromDoubles(x.dtype(), x.dims(), sum);
+  std::vector<const Tensor *> normOperands = {&rounded, &requireOperand(node, operands, 2),
+                                              operands.size() > 3 ? operands[3] : nullptr};
+  std::vector<Tensor> normResults(1);
+  layerNormKernel(node, normOperands, normResults);
+  results[0] = std::move(normResults[0]);
+  if (results.size() > 1)
+    results[1] = std::move(rounded);
+}
+
 } // namespace
 
 void registerNormalizationKernels(KernelTable &table) {
@@ -186,6 +214,7 @@ void registerNormalizationKernels(KernelTable &table) {
   table.add(OpKind::LogSoftmax, softmaxKernel<true>);
   table.add(OpKind::LayerNormalization, layerNormKernel);
   table.add(OpKind::RMSNormalization, rmsNormKernel);
+  table.add(OpKind::SkipLayerNormalization, skipLayerNormKernel);
 }
 
 } // namespace onnxc

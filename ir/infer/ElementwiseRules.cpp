@@ -221,6 +221,34 @@ void inferNormalization(Node &node, InferenceContext &) {
     node.result(i)->setType({statType, statShape});
 }
 
+/// SkipLayerNormalization (onnxc): LayerNorm of x + skip over the last axis;
+/// Y and the optional sum are typed like x, and skip must have x's type and
+/// shape (the op does not broadcast).
+void inferSkipLayerNormalization(Node &node, InferenceContext &context) {
+  const Value &x = requireOperandValue(node, 0);
+  const Value &skip = requireOperandValue(node, 1);
+  inferNormalization(node, context);
+  if (x.dtype() != skip.dtype())
+    fail(node.describe(), ": skip of type ", skip.type().str(), " differs from the input's ",
+         x.type().str());
+  if (x.shape().isRanked() && skip.shape().isRanked()) {
+    bool same = x.shape().rank() == skip.shape().rank();
+    for (size_t i = 0; same && i < x.shape().rank(); ++i) {
+      std::optional<int64_t> a = x.shape()[i].constant(), b = skip.shape()[i].constant();
+      same = !(a && b && *a != *b);
+    }
+    if (!same)
+      fail(node.describe(), ": skip of shape ", skip.shape().str(), " differs from the input's ",
+           x.shape().str(), " (SkipLayerNormalization does not broadcast)");
+  }
+  int64_t axis = node.getInt("axis", -1);
+  if (x.shape().isRanked() && axis != -1 && axis != int64_t(x.shape().rank()) - 1)
+    fail(node.describe(), ": SkipLayerNormalization normalizes the last axis only, got axis ",
+         axis);
+  for (size_t i = 0; i < node.numResults(); ++i)
+    node.result(i)->setType(x.type());
+}
+
 // --- reductions ----------------------------------------------------------------------
 
 /// The reduced axes of a Reduce* node: nullopt when not known statically.
@@ -340,6 +368,7 @@ void registerElementwiseShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::LogSoftmax, inferSoftmax);
   table.add(OpKind::LayerNormalization, inferNormalization);
   table.add(OpKind::RMSNormalization, inferNormalization);
+  table.add(OpKind::SkipLayerNormalization, inferSkipLayerNormalization);
   for (OpKind kind : {OpKind::ReduceMean, OpKind::ReduceSum, OpKind::ReduceMax, OpKind::ReduceMin,
                       OpKind::ReduceProd})
     table.add(kind, inferReduce);
