@@ -29,9 +29,14 @@ llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x, GemmActi
     return builder.CreateSelect(builder.CreateFCmpOGT(x, zero), x, zero);
   }
   case GemmActivation::GeluErf:
-    return vmath::emitGeluErf(builder, x);
-  case GemmActivation::GeluTanh:
-    return vmath::emitGeluTanh(builder, x);
+  case GemmActivation::GeluTanh: {
+    llvm::Value *y = activation == GemmActivation::GeluErf ? vmath::emitGeluErf(builder, x)
+                                                           : vmath::emitGeluTanh(builder, x);
+    // As the Gelu op's lowering: the evaluator's x/2 * (1 + erf(..)) is NaN at -inf.
+    llvm::Value *minusInf = llvm::ConstantFP::getInfinity(x->getType(), /*Negative=*/true);
+    return builder.CreateSelect(builder.CreateFCmpOEQ(x, minusInf),
+                                llvm::ConstantFP::getNaN(x->getType()), y);
+  }
   }
   return x;
 }

@@ -37,6 +37,12 @@ constexpr float ErfSmallTail[] = {-0x1.812706p-2f, 0x1.ce2008p-4f, -0x1.b6e1d4p-
 constexpr float ErfcLog[] = {-0x1.9efc70p+0f, -0x1.54b78ep-2f,  0x1.9d1d22p-5f,  -0x1.331f1ep-7f,
                              0x1.da311ep-10f, -0x1.673f2cp-12f, 0x1.02c660p-14f, -0x1.63b0b8p-17f,
                              0x1.b2dd38p-20f, -0x1.705530p-24f, -0x1.aca8d4p-26f};
+/// erf(x / sqrt 2) = x * P(x^2) / Q(x^2) on |x| <= GeluErfLimit (Q(0) = 1):
+/// a rational minimax fit of relative error 2e-8, so float rounding dominates.
+constexpr float GeluErfNumerator[] = {0x1.988452p-1f,  0x1.13991ap-4f,  0x1.317df2p-7f,
+                                      0x1.5cac7ap-12f, 0x1.a67d00p-17f, 0x1.8588d6p-25f};
+constexpr float GeluErfDenominator[] = {0x1.000000p+0f,  0x1.0104e4p-2f,  0x1.d33c48p-6f,
+                                        0x1.ea4686p-10f, 0x1.3092fap-14f, 0x1.3fbac2p-20f};
 /// tanh(a) = a + a^3 * p(a^2) on a in [0, TanhSplit].
 constexpr float TanhSmall[] = {-0x1.555530p-2f, 0x1.11066cp-3f, -0x1.b822cap-5f, 0x1.5179a2p-6f,
                                -0x1.72c44cp-8f};
@@ -46,9 +52,11 @@ constexpr float QuietNaN = std::numeric_limits<float>::quiet_NaN();
 
 constexpr float ErfSplit = 0.875f;
 constexpr float ErfCenter = 2.6875f;
-/// erfc(4.5) = 2e-10: erf rounds to 1 well before, and GELU's tail is < 1e-9.
+/// erfc(4.5) = 2e-10: erf rounds to 1 well before.
 constexpr float ErfLimit = 4.5f;
 constexpr float TanhSplit = 0.625f;
+/// erf(5.54 / sqrt 2) = 1 - 5e-8: past this, GELU is x above and 0 below.
+constexpr float GeluErfLimit = 5.54f;
 
 /// ln2 split so that n * Ln2Hi is exact for |n| < 2^15 (Ln2Hi has 9 bits).
 constexpr float Ln2Hi = 0x1.63p-1f;
@@ -239,24 +247,22 @@ Value *emitTanh(IRBuilderBase &builder, Value *x) {
 Value *emitSigmoid(IRBuilderBase &builder, Value *x) { return MathEmitter(builder, x).sigmoid(x); }
 
 Value *emitGeluErf(IRBuilderBase &builder, Value *x) {
+  // x/2 + x/2 * erf(x / sqrt 2) with erf rational on a clamped x: no exp, one
+  // division. The fused add cancels exactly for negative x, so the error is
+  // erf's absolute error times |x|/2 (<= 8e-7, docs/KERNEL_ACCURACY.md), not
+  // relative to a y that fades toward 0: the price of skipping erfc's exp.
   MathEmitter m(builder, x);
-  Value *z = m.mul(x, m.f(0x1.6a09e6p-1f)); // x / sqrt(2)
-  Value *a = m.abs(z);
-  // z^2 = x^2 / 2 exactly, which is more accurate than squaring rounded z.
-  auto [xxHi, xxLo] = m.exactSquare(x);
-  Value *hi = m.mul(xxHi, m.f(0.5f));
-  Value *lo = m.mul(xxLo, m.f(0.5f));
-  auto [erfSmall, erfcLarge] = m.erfParts(a, hi, lo);
-  Value *isSmall = m.less(a, m.f(ErfSplit));
-  Value *erfAbs = m.select(isSmall, erfSmall, m.sub(m.f(1.0f), erfcLarge));
-  // 1 + erf(z): for z <= -ErfSplit that is erfc(|z|), taken directly rather
-  // than from a cancelling 1 - erf(|z|).
-  Value *onePlusErf = m.add(m.f(1.0f), m.copySign(erfAbs, z));
-  Value *negativeTail = builder.CreateAnd(m.less(z, m.f(0.0f)), builder.CreateNot(isSmall));
-  Value *factor = m.select(negativeTail, erfcLarge, onePlusErf);
-  Value *result = m.mul(m.mul(x, m.f(0.5f)), factor);
-  // -inf * 0 would be NaN; the limit is 0 from below.
-  return m.select(m.equal(x, m.f(-Infinity)), m.f(-0.0f), result);
+  Value *below = m.less(x, m.f(-GeluErfLimit));
+  // Ordered compares leave NaN unclamped, so it reaches the result.
+  Value *clamped =
+      m.select(m.greater(x, m.f(GeluErfLimit)), m.f(GeluErfLimit), m.select(below, m.f(-GeluErfLimit), x));
+  Value *square = m.mul(clamped, clamped);
+  Value *ratio = m.div(m.polynomial(square, GeluErfNumerator), m.polynomial(square, GeluErfDenominator));
+  Value *halfX = m.mul(x, m.f(0.5f));
+  Value *result = m.mulAdd(halfX, m.mul(clamped, ratio), halfX);
+  // Past the limit erf rounds to -1, but the rational may miss it by an ulp
+  // that |x|/2 would magnify; GELU is -0 there (and at -inf).
+  return m.select(below, m.f(-0.0f), result);
 }
 
 Value *emitGeluTanh(IRBuilderBase &builder, Value *x) {

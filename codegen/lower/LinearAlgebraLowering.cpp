@@ -150,12 +150,12 @@ FusedEpilogue planFusedEpilogue(LoweringContext &ctx, const MatMulProblem &probl
   }
   if (user && sameShape(user->result(0))) {
     GemmActivation activation = GemmActivation::None;
-    // Only Relu: a GELU in the store measured slower than the GEMM plus a
-    // separate vectorized GELU pass (MiniLM FFN: 13.7 vs 12.6 ms), as the
-    // erf polynomial on every 6x16 tile competes with the micro-kernel for
-    // registers. GemmEmitter still supports it for when that changes.
     if (user->kind() == OpKind::Relu)
       activation = GemmActivation::Relu;
+    else if (user->kind() == OpKind::Gelu && user->getString("approximate", "none") == "none")
+      activation = GemmActivation::GeluErf;
+    else if (user->kind() == OpKind::Gelu && user->getString("approximate", "none") == "tanh")
+      activation = GemmActivation::GeluTanh;
     if (activation != GemmActivation::None) {
       fused.activation = activation;
       fused.nodes.push_back(user);

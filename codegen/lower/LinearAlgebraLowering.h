@@ -59,7 +59,7 @@ struct MatMulProblem {
   double alpha = 1, beta = 1;
   /// C's shape left-padded to [cRows, cCols].
   Dim cRows = 1, cCols = 1;
-  /// MatMul only: Add/Relu/Add after it, fused into the packed GEMM's
+  /// MatMul only: Add/Relu or Gelu/Add after it, fused into the packed GEMM's
   /// store; `result` is then the last fused node's result.
   FusedEpilogue fused;
 

@@ -377,6 +377,44 @@ graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
         *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5, 2);
 }
 
+// The FFN-in of a transformer after fuse-gelu: MatMul -> Add bias -> Gelu
+// (erf and tanh forms), alone and with a residual Add. The Gelu joins the
+// GEMM's store; pre-activations reach about +-6, through GELU's negative tail.
+TEST(LowerMatMulEpilogue, BiasAndGeluFuseIntoOneStep) {
+  std::string weights, bias;
+  for (int i = 0; i < 40 * 48; ++i)
+    weights += (i ? ", " : "") + std::to_string(((i * 29) % 23 - 11) / 20.0);
+  for (int i = 0; i < 48; ++i)
+    bias += (i ? ", " : "") + std::to_string((i % 7 - 3) / 2.0);
+  for (const char *approximate : {"none", "tanh"})
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(std::string(approximate) + (residual ? " + residual" : ""));
+      std::string tail = residual ? "  %g = Gelu(%a) {approximate = \"" + std::string(approximate) +
+                                        "\"}\n  %y = Add(%g, %r)\n"
+                                  : "  %y = Gelu(%a) {approximate = \"" + std::string(approximate) +
+                                        "\"}\n";
+      auto graph = lowertest::parseGraph(R"(
+graph @ffn(%x: f32[batch, seq, 40], %r: f32[batch, seq, 48]) -> (%y: f32[batch, seq, 48]) {
+  const %w: f32[40, 48] = dense<[)" + weights + R"(]>
+  const %b: f32[48] = dense<[)" + bias + R"(]>
+  %h = MatMul(%x, %w)
+  %a = Add(%h, %b)
+)" + tail + R"(  return %y
+}
+)");
+      ModelPlan plan = lowertest::lowerOnly(*graph);
+      ASSERT_EQ(plan.steps.size(), 1u);
+      std::string expected = residual ? "MatMul+Add+Gelu+Add" : "MatMul+Add+Gelu";
+      EXPECT_EQ(plan.steps[0].name.rfind(expected, 0), 0u) << plan.steps[0].name;
+      for (int64_t seq : {1, 7, 50})
+        lowertest::expectCompiledMatchesReference(
+            *graph,
+            {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))},
+             {"r", lowertest::randomOf(DType::F32, {2, seq, 48}, unsigned(seq + 100))}},
+            1e-4, 1e-5, 2);
+    }
+}
+
 // The same chain where the MatMul's result is also read elsewhere: nothing
 // fuses (the GEMM must store the plain product), and results still match.
 TEST(LowerMatMulEpilogue, SharedResultIsNotFused) {
