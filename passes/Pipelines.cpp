@@ -24,7 +24,7 @@ void addCleanup(PassManager &pm) {
 // fuse-layernorm made (and the opset-17 ones) with the residual Add before
 // them. The cleanup after them removes what the fusions left dead.
 void addFusions(PassManager &pm) {
-  for (const char *name : {"fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+  for (const char *name : {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);
   addCleanup(pm);
 }

@@ -11,6 +11,9 @@
 //
 // Like the reference, a row whose keys are all masked gives NaN.
 //
+// This is the general path; f32 attention without past, softcap or a read
+// qk_matmul_output takes the fused kernel of FlashAttentionLowering.cpp.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/AttentionLoweringInternal.h"
 #include "codegen/lower/ComplexKernelSupport.h"
@@ -56,6 +59,7 @@ public:
       : node_(node), shape_(shape), step_(ctx.beginStep(node, "attention")), k_(step_.kernel()) {
     real_ = realDType(shape.dtype);
     mode_ = node.getInt("qk_matmul_output_mode", 0);
+    window_ = attentionWindow(ctx, node);
     if (mode_ < 0 || mode_ > 3)
       ctx.unsupported(node, "qk_matmul_output_mode " + std::to_string(mode_) + " is not 0 to 3");
     q_ = step_.input(node.operand(0));
@@ -93,7 +97,7 @@ private:
   StepBuilder step_;
   KernelBuilder &k_;
   DType real_;
-  int64_t mode_;
+  int64_t mode_, window_;
   unsigned q_, key_, value_, y_;
   int mask_ = -1, pastKey_ = -1, pastValue_ = -1, qk_ = -1;
   const onnxc::Value *maskValue_ = nullptr;
@@ -148,9 +152,14 @@ Value *AttentionKernel::bias(const QueryRow &row, Value *key) {
                                                      : k_.convert(m, maskView_.dtype, real_);
     value = b.CreateSelect(inside, maskBias, minusInf);
   }
-  if (node_.getInt("is_causal", 0) != 0) {
-    Value *limit = b.CreateAdd(row.position, dim(shape_.past));
-    value = b.CreateSelect(b.CreateICmpSGT(key, limit), b.CreateFAdd(value, minusInf), value);
+  Value *diagonal = b.CreateAdd(row.position, dim(shape_.past));
+  if (node_.getInt("is_causal", 0) != 0)
+    value = b.CreateSelect(b.CreateICmpSGT(key, diagonal), b.CreateFAdd(value, minusInf), value);
+  if (window_ >= 0) {
+    // |key - diagonal| > window, as one unsigned compare of the shifted distance.
+    Value *shifted = b.CreateAdd(b.CreateSub(key, diagonal), k_.i64(window_));
+    Value *outside = b.CreateICmpUGT(shifted, k_.i64(2 * window_));
+    value = b.CreateSelect(outside, b.CreateFAdd(value, minusInf), value);
   }
   return value;
 }
@@ -347,7 +356,9 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
 
 void lowerAttention(LoweringContext &ctx, const Node &node) {
   AttentionShape shape = attentionShape(ctx, node);
-  {
+  if (canUseFlashAttention(ctx, node, shape)) {
+    emitFlashAttention(ctx, node, shape);
+  } else {
     AttentionKernel kernel(ctx, node, shape);
     kernel.emit();
   }

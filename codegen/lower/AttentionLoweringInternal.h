@@ -41,6 +41,20 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node);
 Dim headSizeOf(const LoweringContext &ctx, const Node &node, const Dim &hidden, int64_t heads,
                const char *what);
 
+/// The `window` attribute (onnxc's own): query i sees key j only when
+/// |j - (i + past)| <= window; -1 (the default) means no window.
+int64_t attentionWindow(const LoweringContext &ctx, const Node &node);
+
+/// Whether the fused f32 kernel of FlashAttentionLowering.cpp computes
+/// `node`: f32 on an AVX2+FMA target, constant head sizes, no past, no
+/// softcap and no qk_matmul_output read. Everything else takes the general
+/// kernel of AttentionLowering.cpp.
+bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
+                          const AttentionShape &shape);
+
+/// Emits the fused kernel's step that writes Y (result 0).
+void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+
 void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node);
 
 } // namespace onnxc::lower

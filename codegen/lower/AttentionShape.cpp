@@ -55,6 +55,13 @@ Dim headSizeOf(const LoweringContext &ctx, const Node &node, const Dim &hidden, 
   return *size;
 }
 
+int64_t attentionWindow(const LoweringContext &ctx, const Node &node) {
+  int64_t window = node.getInt("window", -1);
+  if (window < -1)
+    ctx.unsupported(node, "window " + std::to_string(window) + " must be -1 (none) or at least 0");
+  return window;
+}
+
 AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
   const Value *query = node.operand(0), *key = node.operand(1), *value = node.operand(2);
   if (!query || !key || !value)

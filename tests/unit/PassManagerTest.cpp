@@ -118,7 +118,7 @@ TEST(Pipelines, Levels) {
                   "dce"};
     if (level > 1)
       for (const char *fusion :
-           {"fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+           {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }

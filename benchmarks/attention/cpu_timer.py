@@ -1,0 +1,104 @@
+"""Per-run CPU time of one side, in a process of its own (for a loaded machine).
+
+    python cpu_timer.py ort MODEL.onnx --threads N --iters N --input NAME=FILE.npy ...
+    python cpu_timer.py onnxc MODEL.so --threads N --iters N --input NAME=FILE.npy ...
+
+Runs onnxruntime (as benchmarks/e2e/ort_runner.py configures it) or a model compiled by
+`onnxc compile` (through its C API, runtime/include/onnxc/onnxc.h, with ctypes) and times every
+run by the process's CPU time (CLOCK_PROCESS_CPUTIME_ID): time spent descheduled while other
+work shares the core is not counted. Prints one JSON object: times_ms, peak_mib (VmHWM).
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import time
+
+import numpy as np
+
+ONNXC_F32 = 1
+ONNXC_MAX_RANK = 8
+
+
+class OnnxcTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("dims", ctypes.c_int64 * ONNXC_MAX_RANK), ("size_bytes", ctypes.c_size_t)]
+
+
+def peak_resident_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def onnxc_runner(library: str, feeds: dict, threads: int):
+    lib = ctypes.CDLL(os.path.abspath(library))
+    lib.onnxc_descriptor.restype = ctypes.c_void_p
+    lib.onnxc_session_create.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.onnxc_session_create.restype = ctypes.c_void_p
+    lib.onnxc_session_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(OnnxcTensor), ctypes.c_int32,
+                                      ctypes.POINTER(OnnxcTensor), ctypes.c_int32]
+    lib.onnxc_session_error.argtypes = [ctypes.c_void_p]
+    lib.onnxc_session_error.restype = ctypes.c_char_p
+    session = lib.onnxc_session_create(lib.onnxc_descriptor(), threads)
+    if not session:
+        raise RuntimeError("onnxc_session_create failed")
+    # Inputs in the model's order: the benchmark's models take q, k, v.
+    arrays = [np.ascontiguousarray(feeds[name], dtype=np.float32) for name in ("q", "k", "v")]
+    inputs = (OnnxcTensor * len(arrays))()
+    for tensor, array in zip(inputs, arrays):
+        tensor.data = array.ctypes.data
+        tensor.dtype = ONNXC_F32
+        tensor.rank = array.ndim
+        for axis, extent in enumerate(array.shape):
+            tensor.dims[axis] = extent
+        tensor.size_bytes = array.nbytes
+    outputs = (OnnxcTensor * 1)()
+
+    def run() -> None:
+        outputs[0].data = None
+        if lib.onnxc_session_run(session, inputs, len(arrays), outputs, 1) != 0:
+            raise RuntimeError(lib.onnxc_session_error(session).decode())
+    return run
+
+
+def ort_runner(model: str, feeds: dict, threads: int):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return lambda: session.run(None, feeds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("side", choices=["ort", "onnxc"])
+    parser.add_argument("model")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--input", action="append", default=[])
+    args = parser.parse_args()
+    feeds = {}
+    for pair in args.input:
+        name, _, path = pair.partition("=")
+        feeds[name] = np.load(path)
+    run = (ort_runner if args.side == "ort" else onnxc_runner)(args.model, feeds, args.threads)
+    for _ in range(args.warmup):
+        run()
+    times = []
+    for _ in range(args.iters):
+        start = time.process_time()
+        run()
+        times.append((time.process_time() - start) * 1e3)
+    print(json.dumps({"times_ms": times, "peak_mib": peak_resident_mib()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,573 @@
+//===- codegen/lower/FlashAttentionLowering.cpp - Fused f32 attention -----===//
+//
+// The fast path of Attention (see canUseFlashAttention): one task computes a
+// block of kRows = 16 query rows of one (batch, head) against the keys, in
+// tiles of kTileKeys, with an online softmax, so no score matrix exists:
+//
+//   Qt[c][r] = scale * Q[i0 + r][c]            packed once per task
+//   for each key tile [j0, j1) of the block's visible key range:
+//     S[t][r] = sum_c K[j0 + t][c] * Qt[c][r]  6 keys x 16 rows in registers
+//     S += attn_mask; causal / window only in tiles crossing a band edge
+//     m' = max(m, max_t S); alpha = e^(m - m'); P = e^(S - m')
+//     l = alpha * l + sum_t P
+//     Ot[c][r] = alpha * Ot[c][r] + sum_t V[j0 + t][c] * P[t][r]
+//   Y[i0 + r][c] = Ot[c][r] / l[r]
+//
+// The vector lanes run over query rows: the softmax statistics are plain
+// vectors (no horizontal reductions), and both products are the GEMM's
+// broadcast-A x vector-B micro-kernel (K and V elements are broadcast from
+// memory, so neither needs packing; K rows are prefetched a group ahead).
+// The exp is FlashVectorIR's softmax-only form. Key tiles outside the causal
+// or window band are never visited: causal attention does about half the
+// work, windowed O(S * window). Scratch is fixed-size stack (Qt, one tile of
+// scores, Ot: 14 KiB at head size 64), whatever the sequence lengths.
+//
+// As in the reference, a row whose keys are all masked gives NaN (0 / 0).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/AttentionLoweringInternal.h"
+#include "codegen/lower/ComplexKernelSupport.h"
+#include "codegen/lower/FlashVectorIR.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+using namespace llvm;
+
+namespace onnxc::lower {
+
+using llvm::Value;
+
+namespace {
+
+constexpr unsigned kWidth = FlashVectorIR::kWidth;
+/// Query rows per task: two vectors of lanes.
+constexpr int64_t kRowVectors = 2;
+constexpr int64_t kRows = kWidth * kRowVectors;
+/// Keys (Q·Kᵀ) or value columns (P·V) per micro-kernel step: with
+/// kRowVectors that is 12 accumulators, 2 row loads and 1 broadcast.
+constexpr int64_t kGroup = 6;
+constexpr int64_t kTileKeys = 16 * kGroup;
+/// Head sizes up to this keep Qt and Ot within a few tens of KiB of stack.
+constexpr int64_t kMaxHeadSize = 512;
+
+using Values = FlashVectorIR::Values;
+
+/// The task's block of query rows and the bases it reads from.
+struct Block {
+  Value *batch, *head, *first, *last; // first and last valid row
+  Value *rows;                        // valid rows (1 to kRows)
+  Value *keyBase, *valueBase, *maskBase;
+  std::array<Value *, kRowVectors> position; // <8 x i32> row index per lane
+  std::array<Value *, kRowVectors> maskRow;  // <8 x i64> mask offset per lane
+  Value *keyEnd;                             // keys [.., keyEnd) may be visible
+};
+
+/// One key tile: keys [begin, end); a boundary tile applies causal, window
+/// and key-end masks element-wise and clamps its key reads to keyEnd - 1.
+struct Tile {
+  Value *begin, *end;
+  bool boundary;
+};
+
+class FlashAttentionEmitter {
+public:
+  FlashAttentionEmitter(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+  void emit();
+
+private:
+  IRBuilder<> &ir() { return k_.ir(); }
+  Value *dim(const Dim &d) { return k_.dim(d); }
+
+  void prepareMask();
+  void emitTask(Value *task);
+  Block decodeTask(Value *task);
+  void packQuery(const Block &block);
+  Value *keyBegin(const Block &block);
+  Value *isInterior(const Block &block, Value *begin);
+  Values emitTile(const Block &block, const Tile &tile, ArrayRef<Value *> state);
+  Values emitScores(const Block &block, const Tile &tile, Value *groups);
+  void applyMasks(const Block &block, const Tile &tile, Value *key, Value *clampedKey, Value **acc);
+  Value *keyIndex(const Block &block, const Tile &tile, Value *key);
+  Values emitExponentials(Value *count, ArrayRef<Value *> shift);
+  void emitValues(const Block &block, const Tile &tile, Value *count, ArrayRef<Value *> alpha);
+  void emitValueGroup(const Block &block, const Tile &tile, Value *count, ArrayRef<Value *> alpha,
+                      Value *firstColumn, int64_t columns);
+  /// Index of row vector `v` of column (or key) `column` in Ot (or P).
+  Value *outputIndex(Value *column, int64_t v) {
+    return ir().CreateAdd(ir().CreateMul(column, ir().getInt64(kRows)), ir().getInt64(v * kWidth));
+  }
+  void emitOutput(const Block &block, ArrayRef<Value *> sums);
+
+  const Node &node_;
+  const AttentionShape &shape_;
+  StepBuilder step_;
+  KernelBuilder &k_;
+  FlashVectorIR v_;
+  int64_t headSize_, valueSize_, window_;
+  bool causal_;
+  float scale_;
+  unsigned q_, key_, value_, y_;
+  int mask_ = -1;
+  // The mask in the [batch, heads, qSeq, keys] view (AttentionLowering.cpp's
+  // MaskView); rowBroadcast_ when its qSeq axis is provably 1.
+  std::array<Value *, 4> maskStrides_{};
+  Value *maskColumns_ = nullptr;
+  DType maskType_ = DType::Bool;
+  bool rowBroadcast_ = true;
+  Value *queryT_ = nullptr, *scores_ = nullptr, *output_ = nullptr; // stack scratch
+};
+
+FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &node,
+                                             const AttentionShape &shape)
+    : node_(node), shape_(shape), step_(ctx.beginStep(node, "flash_attention")), k_(step_.kernel()),
+      v_(k_.ir()) {
+  headSize_ = *shape.headSize.constant();
+  valueSize_ = *shape.vHeadSize.constant();
+  // Positions are compared in 32-bit lanes; a wider window is no window.
+  window_ = attentionWindow(ctx, node);
+  if (window_ > (int64_t(1) << 30))
+    window_ = -1;
+  causal_ = node.getInt("is_causal", 0) != 0;
+  scale_ = node.hasAttr("scale") ? node.getFloat("scale", 1.0f)
+                                 : float(1.0 / std::sqrt(double(headSize_)));
+  q_ = step_.input(node.operand(0));
+  key_ = step_.input(node.operand(1));
+  value_ = step_.input(node.operand(2));
+  if (node.operand(3))
+    mask_ = int(step_.input(node.operand(3)));
+  y_ = step_.output(node.result(0));
+}
+
+/// A mask of rank r is right-aligned to [batch, heads, qSeq, keys]; an axis
+/// of extent 1 broadcasts, and keys at or past its last extent are masked
+/// out (so the kernel never visits them).
+void FlashAttentionEmitter::prepareMask() {
+  const onnxc::Value *mask = node_.operand(3);
+  const Shape &shape = mask->shape();
+  std::array<Dim, 4> dims = {Dim(1), Dim(1), Dim(1), Dim(1)};
+  for (size_t i = 0; i < shape.rank(); ++i)
+    dims[4 - shape.rank() + i] = shape[i];
+  IRBuilder<> &b = k_.hoisted();
+  Dim rowStride(1);
+  for (int i = 3; i >= 0; --i) {
+    Value *isOne = b.CreateICmpEQ(dim(dims[size_t(i)]), b.getInt64(1));
+    maskStrides_[size_t(i)] = b.CreateSelect(isOne, b.getInt64(0), dim(rowStride));
+    rowStride = rowStride * dims[size_t(i)];
+  }
+  maskColumns_ = dim(dims[3]);
+  maskType_ = mask->dtype();
+  rowBroadcast_ = dims[2].provablyEqual(Dim(1));
+}
+
+void FlashAttentionEmitter::emit() {
+  if (mask_ >= 0)
+    prepareMask();
+  IRBuilder<> &entry = k_.hoisted();
+  auto alignedArray = [&](int64_t count, const char *name) {
+    AllocaInst *array =
+        entry.CreateAlloca(ArrayType::get(ir().getFloatTy(), uint64_t(count)), nullptr, name);
+    array->setAlignment(Align(64));
+    return array;
+  };
+  queryT_ = alignedArray(headSize_ * kRows, "qt");
+  scores_ = alignedArray(kTileKeys * kRows, "scores");
+  output_ = alignedArray(valueSize_ * kRows, "ot");
+  const AttentionShape &s = shape_;
+  step_.setTaskCount([&s](FunctionBuilder &f) {
+    Value *heads = f.ir().CreateMul(f.dim(s.batch), f.dim(s.qHeads));
+    return f.ir().CreateMul(heads, f.ceilDiv(f.dim(s.qSeq), f.i64(kRows)));
+  });
+  v_.loop(k_.taskBegin(), k_.taskEnd(), 1, [&](Value *task) { emitTask(task); });
+  step_.finish();
+}
+
+Block FlashAttentionEmitter::decodeTask(Value *task) {
+  IRBuilder<> &b = ir();
+  const AttentionShape &s = shape_;
+  Value *blocksPerHead = k_.ceilDiv(dim(s.qSeq), b.getInt64(kRows));
+  Value *blockIndex = b.CreateURem(task, blocksPerHead);
+  Value *headIndex = b.CreateUDiv(task, blocksPerHead);
+  if (causal_) {
+    // Causal blocks grow with their index; interleaving short and long ones
+    // (0, n-1, 1, n-2, ...) lets contiguous task ranges carry equal work.
+    Value *half = b.CreateLShr(blockIndex, 1);
+    Value *odd = b.CreateTrunc(blockIndex, b.getInt1Ty());
+    Value *fromEnd = b.CreateSub(b.CreateSub(blocksPerHead, b.getInt64(1)), half);
+    blockIndex = b.CreateSelect(odd, fromEnd, half);
+  }
+  Block block;
+  block.head = b.CreateURem(headIndex, dim(s.qHeads));
+  block.batch = b.CreateUDiv(headIndex, dim(s.qHeads));
+  block.first = b.CreateMul(blockIndex, b.getInt64(kRows));
+  block.rows = k_.min(b.CreateSub(dim(s.qSeq), block.first), b.getInt64(kRows));
+  block.last = b.CreateSub(b.CreateAdd(block.first, block.rows), b.getInt64(1));
+  int64_t group = *s.qHeads.constant() / *s.kvHeads.constant();
+  Value *kvHead = b.CreateUDiv(block.head, b.getInt64(group));
+  block.keyBase = k_.offset({block.batch, kvHead}, {dim(s.k.batch), dim(s.k.head)});
+  block.valueBase = k_.offset({block.batch, kvHead}, {dim(s.v.batch), dim(s.v.head)});
+  block.maskBase = nullptr;
+
+  SmallVector<Constant *, kWidth> lanes32, lanes64;
+  for (unsigned lane = 0; lane < kWidth; ++lane) {
+    lanes32.push_back(b.getInt32(lane));
+    lanes64.push_back(b.getInt64(lane));
+  }
+  Value *lastQuery = b.CreateSub(dim(s.qSeq), b.getInt64(1));
+  for (int64_t v = 0; v < kRowVectors; ++v) {
+    Value *firstLane = b.CreateAdd(block.first, b.getInt64(v * kWidth));
+    Value *first32 = b.CreateTrunc(firstLane, b.getInt32Ty());
+    block.position[size_t(v)] =
+        b.CreateAdd(b.CreateVectorSplat(kWidth, first32), ConstantVector::get(lanes32));
+    block.maskRow[size_t(v)] = nullptr;
+    if (mask_ >= 0 && !rowBroadcast_) {
+      // Padding lanes past the last query read the last query's mask row.
+      Value *row =
+          b.CreateAdd(b.CreateVectorSplat(kWidth, firstLane), ConstantVector::get(lanes64));
+      Value *lastVec = b.CreateVectorSplat(kWidth, lastQuery);
+      row = b.CreateSelect(b.CreateICmpSLT(row, lastVec), row, lastVec);
+      block.maskRow[size_t(v)] = b.CreateMul(row, b.CreateVectorSplat(kWidth, maskStrides_[2]));
+    }
+  }
+  if (mask_ >= 0)
+    block.maskBase = k_.offset({block.batch, block.head}, {maskStrides_[0], maskStrides_[1]});
+
+  // The block's visible keys end at the causal diagonal of its last row, the
+  // window's far edge, the key count and the mask's last extent.
+  Value *end = dim(s.kvSeq);
+  if (causal_)
+    end = k_.min(end, b.CreateAdd(block.last, b.getInt64(1)));
+  if (window_ >= 0)
+    end = k_.min(end, b.CreateAdd(block.last, b.getInt64(window_ + 1)));
+  if (mask_ >= 0)
+    end = k_.min(end, maskColumns_);
+  block.keyEnd = end;
+  return block;
+}
+
+/// Qt[c][r] = scale * Q[first + r][c]; padding rows repeat the last row.
+void FlashAttentionEmitter::packQuery(const Block &block) {
+  IRBuilder<> &b = ir();
+  const AttentionShape &s = shape_;
+  Value *query = k_.buffer(q_);
+  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.q.batch), dim(s.q.head)});
+  Value *scale = ConstantFP::get(b.getFloatTy(), scale_);
+  v_.loop(b.getInt64(0), b.getInt64(kRows), 1, [&](Value *r) {
+    Value *row = b.CreateAdd(block.first, k_.min(r, b.CreateSub(block.rows, b.getInt64(1))));
+    Value *rowBase = b.CreateAdd(headBase, b.CreateMul(row, dim(s.q.position)));
+    v_.loop(b.getInt64(0), b.getInt64(headSize_), 1, [&](Value *c) {
+      Value *x = b.CreateAlignedLoad(
+          b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), query, b.CreateAdd(rowBase, c)),
+          Align(4));
+      Value *target = b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), r);
+      b.CreateAlignedStore(b.CreateFMul(x, scale),
+                           b.CreateInBoundsGEP(b.getFloatTy(), queryT_, target), Align(4));
+    });
+  });
+}
+
+Value *FlashAttentionEmitter::keyBegin(const Block &block) {
+  if (window_ < 0)
+    return ir().getInt64(0);
+  return k_.max(ir().CreateSub(block.first, ir().getInt64(window_)), ir().getInt64(0));
+}
+
+/// Whether the full tile starting at `begin` needs no element-wise mask
+/// (attn_mask, which is data, is applied in every tile).
+Value *FlashAttentionEmitter::isInterior(const Block &block, Value *begin) {
+  IRBuilder<> &b = ir();
+  Value *lastKey = b.CreateAdd(begin, b.getInt64(kTileKeys - 1));
+  Value *interior = b.CreateICmpSLT(lastKey, block.keyEnd);
+  if (causal_)
+    interior = b.CreateAnd(interior, b.CreateICmpSLE(lastKey, block.first));
+  if (window_ >= 0) {
+    Value *low = b.CreateSub(block.last, b.getInt64(window_));
+    Value *high = b.CreateAdd(block.first, b.getInt64(window_));
+    interior = b.CreateAnd(interior, b.CreateICmpSGE(begin, low));
+    interior = b.CreateAnd(interior, b.CreateICmpSLE(lastKey, high));
+  }
+  return interior;
+}
+
+void FlashAttentionEmitter::emitTask(Value *task) {
+  IRBuilder<> &b = ir();
+  Block block = decodeTask(task);
+  packQuery(block);
+  int64_t outputVectors = valueSize_ * kRowVectors;
+  v_.loop(b.getInt64(0), b.getInt64(outputVectors), 1,
+          [&](Value *i) { v_.store(v_.splat(0.0f), output_, b.CreateMul(i, b.getInt64(kWidth))); });
+
+  // Running max m and sum l of each row vector.
+  Values state;
+  for (int64_t v = 0; v < kRowVectors; ++v)
+    state.push_back(v_.splat(-std::numeric_limits<float>::infinity()));
+  for (int64_t v = 0; v < kRowVectors; ++v)
+    state.push_back(v_.splat(0.0f));
+  state = v_.loop(keyBegin(block), block.keyEnd, kTileKeys, state,
+                  [&](Value *begin, ArrayRef<Value *> carried) {
+                    Value *end = k_.min(b.CreateAdd(begin, b.getInt64(kTileKeys)), block.keyEnd);
+                    return v_.branch(
+                        isInterior(block, begin),
+                        [&] {
+                          return emitTile(block, {begin, end, false}, carried);
+                        },
+                        [&] {
+                          return emitTile(block, {begin, end, true}, carried);
+                        });
+                  });
+  emitOutput(block, ArrayRef<Value *>(state).drop_front(kRowVectors));
+}
+
+Value *FlashAttentionEmitter::keyIndex(const Block &block, const Tile &tile, Value *key) {
+  return tile.boundary ? k_.min(key, ir().CreateSub(block.keyEnd, ir().getInt64(1))) : key;
+}
+
+Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
+                                       ArrayRef<Value *> state) {
+  IRBuilder<> &b = ir();
+  Value *groups = b.getInt64(kTileKeys / kGroup);
+  if (tile.boundary)
+    groups = k_.ceilDiv(b.CreateSub(tile.end, tile.begin), b.getInt64(kGroup));
+  Value *count = b.CreateMul(groups, b.getInt64(kGroup));
+  Values tileMax = emitScores(block, tile, groups);
+  Values shift, alpha, next(state.size());
+  Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
+  for (int64_t v = 0; v < kRowVectors; ++v) {
+    Value *newMax = v_.max(state[size_t(v)], tileMax[size_t(v)]);
+    // While a row has seen only masked keys its max is -inf; shifting by 0
+    // keeps e^(S - shift) at 0 instead of NaN.
+    Value *safe = b.CreateSelect(b.CreateFCmpOEQ(newMax, minusInf), v_.splat(0.0f), newMax);
+    shift.push_back(safe);
+    alpha.push_back(v_.expNonPositive(b.CreateFSub(state[size_t(v)], safe)));
+    next[size_t(v)] = newMax;
+  }
+  Values sums = emitExponentials(count, shift);
+  for (int64_t v = 0; v < kRowVectors; ++v)
+    next[size_t(kRowVectors + v)] =
+        v_.fma(state[size_t(kRowVectors + v)], alpha[size_t(v)], sums[size_t(v)]);
+  emitValues(block, tile, count, alpha);
+  return next;
+}
+
+/// S[t][r] of the tile into scores_, returning the tile's max per row.
+Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, Value *groups) {
+  IRBuilder<> &b = ir();
+  Value *keys = k_.buffer(key_);
+  Value *keyStride = dim(shape_.k.position);
+  Values init(kRowVectors, v_.splat(-std::numeric_limits<float>::infinity()));
+  return v_.loop(b.getInt64(0), groups, 1, init, [&](Value *g, ArrayRef<Value *> tileMax) {
+    Value *firstKey = b.CreateAdd(tile.begin, b.CreateMul(g, b.getInt64(kGroup)));
+    std::array<Value *, kGroup> key, clamped, rowBase;
+    for (int64_t i = 0; i < kGroup; ++i) {
+      key[size_t(i)] = b.CreateAdd(firstKey, b.getInt64(i));
+      clamped[size_t(i)] = keyIndex(block, tile, key[size_t(i)]);
+      rowBase[size_t(i)] = b.CreateAdd(block.keyBase, b.CreateMul(clamped[size_t(i)], keyStride));
+      // The next group's K rows: rows far apart (the 3-D layout, one page
+      // or more between rows) defeat the hardware prefetchers.
+      Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(kGroup));
+      v_.prefetch(keys, b.CreateAdd(block.keyBase, b.CreateMul(next, keyStride)), headSize_);
+    }
+    Values zero(kGroup * kRowVectors, v_.splat(0.0f));
+    Values acc = v_.loop(
+        b.getInt64(0), b.getInt64(headSize_), 1, zero, [&](Value *c, ArrayRef<Value *> carried) {
+          std::array<Value *, kRowVectors> q;
+          Value *row = b.CreateMul(c, b.getInt64(kRows));
+          for (int64_t v = 0; v < kRowVectors; ++v)
+            q[size_t(v)] = v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * kWidth)));
+          Values next(carried.begin(), carried.end());
+          for (int64_t i = 0; i < kGroup; ++i) {
+            Value *k = v_.broadcast(keys, b.CreateAdd(rowBase[size_t(i)], c));
+            for (int64_t v = 0; v < kRowVectors; ++v) {
+              Value *&a = next[size_t(i * kRowVectors + v)];
+              a = v_.fma(k, q[size_t(v)], a);
+            }
+          }
+          return next;
+        });
+    Values nextMax(tileMax.begin(), tileMax.end());
+    for (int64_t i = 0; i < kGroup; ++i) {
+      Value **row = &acc[size_t(i * kRowVectors)];
+      applyMasks(block, tile, key[size_t(i)], clamped[size_t(i)], row);
+      Value *t = b.CreateSub(key[size_t(i)], tile.begin);
+      for (int64_t v = 0; v < kRowVectors; ++v) {
+        Value *index = b.CreateAdd(b.CreateMul(t, b.getInt64(kRows)), b.getInt64(v * kWidth));
+        v_.store(row[v], scores_, index);
+        nextMax[size_t(v)] = v_.max(nextMax[size_t(v)], row[v]);
+      }
+    }
+    return nextMax;
+  });
+}
+
+/// Adds attn_mask to the scores of `key` (all row vectors), then in a
+/// boundary tile sets the scores of keys past the tile, past the causal
+/// diagonal or outside the window to -inf.
+void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Value *key,
+                                       Value *clampedKey, Value **acc) {
+  IRBuilder<> &b = ir();
+  Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
+  if (mask_ >= 0) {
+    Value *mask = k_.buffer(unsigned(mask_));
+    Value *offset = b.CreateAdd(block.maskBase, b.CreateMul(clampedKey, maskStrides_[3]));
+    Type *element = k_.storageType(maskType_);
+    for (int64_t v = 0; v < kRowVectors; ++v) {
+      Value *m;
+      if (rowBroadcast_) {
+        Value *scalar = b.CreateLoad(element, b.CreateInBoundsGEP(element, mask, offset));
+        m = b.CreateVectorSplat(kWidth, scalar);
+      } else {
+        Value *indices = b.CreateAdd(block.maskRow[size_t(v)], b.CreateVectorSplat(kWidth, offset));
+        Value *pointers = b.CreateInBoundsGEP(element, mask, indices);
+        m = b.CreateMaskedGather(FixedVectorType::get(element, kWidth), pointers, Align(1));
+      }
+      if (maskType_ == DType::Bool)
+        acc[v] = b.CreateSelect(b.CreateICmpNE(m, Constant::getNullValue(m->getType())), acc[v],
+                                minusInf);
+      else
+        acc[v] = b.CreateFAdd(acc[v], m);
+    }
+  }
+  if (!tile.boundary)
+    return;
+  Value *inTile = b.CreateICmpSLT(key, tile.end);
+  Value *key32 = b.CreateVectorSplat(kWidth, b.CreateTrunc(key, b.getInt32Ty()));
+  for (int64_t v = 0; v < kRowVectors; ++v) {
+    Value *visible = b.CreateVectorSplat(kWidth, inTile);
+    Value *position = block.position[size_t(v)];
+    if (causal_)
+      visible = b.CreateAnd(visible, b.CreateICmpSLE(key32, position));
+    if (window_ >= 0) {
+      Value *distance = b.CreateSub(key32, position);
+      Value *radius = ConstantInt::get(distance->getType(), uint64_t(window_));
+      Value *negRadius = ConstantInt::get(distance->getType(), uint64_t(-window_), true);
+      visible = b.CreateAnd(visible, b.CreateICmpSLE(distance, radius));
+      visible = b.CreateAnd(visible, b.CreateICmpSGE(distance, negRadius));
+    }
+    acc[v] = b.CreateSelect(visible, acc[v], minusInf);
+  }
+}
+
+/// P = e^(S - shift) in place over the first `count` keys; returns the sums.
+Values FlashAttentionEmitter::emitExponentials(Value *count, ArrayRef<Value *> shift) {
+  IRBuilder<> &b = ir();
+  Values zero(kRowVectors, v_.splat(0.0f));
+  return v_.loop(b.getInt64(0), count, 1, zero, [&](Value *t, ArrayRef<Value *> sums) {
+    Values next;
+    for (int64_t v = 0; v < kRowVectors; ++v) {
+      Value *index = b.CreateAdd(b.CreateMul(t, b.getInt64(kRows)), b.getInt64(v * kWidth));
+      Value *x = b.CreateFSub(v_.load(scores_, index), shift[size_t(v)]);
+      Value *p = v_.expNonPositive(x);
+      v_.store(p, scores_, index);
+      next.push_back(b.CreateFAdd(sums[size_t(v)], p));
+    }
+    return next;
+  });
+}
+
+/// Ot[c][r] = alpha[r] * Ot[c][r] + sum_t V[t][c] * P[t][r] for `columns`
+/// (up to kGroup) value columns from `firstColumn`, over the tile's keys.
+void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile, Value *count,
+                                           ArrayRef<Value *> alpha, Value *firstColumn,
+                                           int64_t columns) {
+  IRBuilder<> &b = ir();
+  Value *values = k_.buffer(value_);
+  Value *valueStride = dim(shape_.v.position);
+  Values acc;
+  for (int64_t i = 0; i < columns; ++i)
+    for (int64_t v = 0; v < kRowVectors; ++v) {
+      Value *index = outputIndex(b.CreateAdd(firstColumn, b.getInt64(i)), v);
+      acc.push_back(b.CreateFMul(v_.load(output_, index), alpha[size_t(v)]));
+    }
+  acc = v_.loop(b.getInt64(0), count, 1, acc, [&](Value *t, ArrayRef<Value *> carried) {
+    Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
+    Value *rowBase = b.CreateAdd(block.valueBase, b.CreateMul(key, valueStride));
+    std::array<Value *, kRowVectors> p;
+    for (int64_t v = 0; v < kRowVectors; ++v)
+      p[size_t(v)] = v_.load(scores_, outputIndex(t, v));
+    Values next(carried.begin(), carried.end());
+    for (int64_t i = 0; i < columns; ++i) {
+      Value *x =
+          v_.broadcast(values, b.CreateAdd(rowBase, b.CreateAdd(firstColumn, b.getInt64(i))));
+      for (int64_t v = 0; v < kRowVectors; ++v) {
+        Value *&a = next[size_t(i * kRowVectors + v)];
+        a = v_.fma(x, p[size_t(v)], a);
+      }
+    }
+    return next;
+  });
+  for (int64_t i = 0; i < columns; ++i)
+    for (int64_t v = 0; v < kRowVectors; ++v)
+      v_.store(acc[size_t(i * kRowVectors + v)], output_,
+               outputIndex(b.CreateAdd(firstColumn, b.getInt64(i)), v));
+}
+
+/// Ot = alpha * Ot + Vᵀ P over the tile: kGroup columns at a time, then the
+/// last valueSize_ mod kGroup columns.
+void FlashAttentionEmitter::emitValues(const Block &block, const Tile &tile, Value *count,
+                                       ArrayRef<Value *> alpha) {
+  IRBuilder<> &b = ir();
+  int64_t fullGroups = valueSize_ / kGroup, rest = valueSize_ % kGroup;
+  v_.loop(b.getInt64(0), b.getInt64(fullGroups), 1, [&](Value *g) {
+    emitValueGroup(block, tile, count, alpha, b.CreateMul(g, b.getInt64(kGroup)), kGroup);
+  });
+  if (rest)
+    emitValueGroup(block, tile, count, alpha, b.getInt64(fullGroups * kGroup), rest);
+}
+
+/// Y[first + r][c] = Ot[c][r] / l[r] for the valid rows.
+void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> sums) {
+  IRBuilder<> &b = ir();
+  const AttentionShape &s = shape_;
+  // No keys at all (an empty K) gives 0 as in the reference; keys that are
+  // all masked give l = 0 and so NaN.
+  Value *noKeys = b.CreateICmpEQ(dim(s.kvSeq), b.getInt64(0));
+  std::array<Value *, kRowVectors> inverse;
+  for (int64_t v = 0; v < kRowVectors; ++v)
+    inverse[size_t(v)] =
+        b.CreateSelect(noKeys, v_.splat(0.0f), b.CreateFDiv(v_.splat(1.0f), sums[size_t(v)]));
+  v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+    for (int64_t v = 0; v < kRowVectors; ++v) {
+      Value *index = b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), b.getInt64(v * kWidth));
+      v_.store(b.CreateFMul(v_.load(output_, index), inverse[size_t(v)]), output_, index);
+    }
+  });
+  Value *y = k_.buffer(y_);
+  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.y.batch), dim(s.y.head)});
+  v_.loop(b.getInt64(0), block.rows, 1, [&](Value *r) {
+    Value *rowBase =
+        b.CreateAdd(headBase, b.CreateMul(b.CreateAdd(block.first, r), dim(s.y.position)));
+    v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+      Value *x = b.CreateAlignedLoad(
+          b.getFloatTy(),
+          b.CreateInBoundsGEP(b.getFloatTy(), output_,
+                              b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), r)),
+          Align(4));
+      b.CreateAlignedStore(x, b.CreateInBoundsGEP(b.getFloatTy(), y, b.CreateAdd(rowBase, c)),
+                           Align(4));
+    });
+  });
+}
+
+} // namespace
+
+bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
+                          const AttentionShape &shape) {
+  if (shape.dtype != DType::F32 || !ctx.hasAvx2Fma() || shape.hasPast)
+    return false;
+  if (node.getFloat("softcap", 0.0f) != 0.0f)
+    return false;
+  if (node.numResults() > 3 && isNeeded(ctx, node.result(3)))
+    return false;
+  std::optional<int64_t> headSize = shape.headSize.constant();
+  std::optional<int64_t> valueSize = shape.vHeadSize.constant();
+  return headSize && valueSize && *headSize > 0 && *valueSize > 0 && *headSize <= kMaxHeadSize &&
+         *valueSize <= kMaxHeadSize;
+}
+
+void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape) {
+  FlashAttentionEmitter emitter(ctx, node, shape);
+  emitter.emit();
+}
+
+} // namespace onnxc::lower

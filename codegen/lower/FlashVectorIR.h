@@ -1,0 +1,60 @@
+//===- codegen/lower/FlashVectorIR.h - Vector IR of the fused attention ---===//
+//
+// Internal to FlashAttentionLowering.cpp: the <8 x float> building blocks
+// its micro-kernels are written in (aligned loads and stores, broadcasts
+// from memory, FMA, max), loops whose unrolling is left to the code (LLVM
+// would otherwise unroll the constant head-size loops completely, for code
+// size and no speed), two-way branches that yield values, L1 prefetch, and
+// the softmax's exp of non-positive arguments.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/IR/IRBuilder.h"
+
+#include <vector>
+
+namespace onnxc::lower {
+
+class FlashVectorIR {
+public:
+  static constexpr unsigned kWidth = 8;
+  using Values = std::vector<llvm::Value *>;
+  using LoopBody =
+      llvm::function_ref<Values(llvm::Value *iv, llvm::ArrayRef<llvm::Value *> carried)>;
+
+  explicit FlashVectorIR(llvm::IRBuilder<> &builder);
+
+  llvm::FixedVectorType *type() const { return vecTy_; }
+  llvm::Value *splat(float value) { return llvm::ConstantFP::get(vecTy_, value); }
+  /// Vector `index` (in floats, a multiple of 8) of a 32-byte aligned array.
+  llvm::Value *load(llvm::Value *base, llvm::Value *index);
+  void store(llvm::Value *value, llvm::Value *base, llvm::Value *index);
+  /// Float `index` of `base`, in every lane.
+  llvm::Value *broadcast(llvm::Value *base, llvm::Value *index);
+  llvm::Value *fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
+  /// a > b ? a : b (one vmaxps).
+  llvm::Value *max(llvm::Value *a, llvm::Value *b);
+  /// e^x for the x <= 0 (or -inf) of a softmax (see the definition).
+  llvm::Value *expNonPositive(llvm::Value *x);
+  /// Prefetches into L1 the cache lines of `floats` floats at float
+  /// `offset` of `base`; the address may lie past the buffer.
+  void prefetch(llvm::Value *base, llvm::Value *offset, int64_t floats);
+
+  /// for (iv = begin; iv < end; iv += step), carrying `init`; returns the
+  /// carried values after the loop.
+  Values loop(llvm::Value *begin, llvm::Value *end, int64_t step,
+              llvm::ArrayRef<llvm::Value *> init, LoopBody body);
+  void loop(llvm::Value *begin, llvm::Value *end, int64_t step,
+            llvm::function_ref<void(llvm::Value *)> body);
+  /// condition ? then() : otherwise(), each yielding the same number of values.
+  Values branch(llvm::Value *condition, llvm::function_ref<Values()> then,
+                llvm::function_ref<Values()> otherwise);
+
+private:
+  llvm::IRBuilder<> &b_;
+  llvm::FixedVectorType *vecTy_;
+};
+
+} // namespace onnxc::lower

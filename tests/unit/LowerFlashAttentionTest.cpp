@@ -1,0 +1,231 @@
+//===- tests/unit/LowerFlashAttentionTest.cpp - The fused attention kernel ===//
+//
+// The f32 fast path of Attention (codegen/lower/FlashAttentionLowering.cpp)
+// against the reference evaluator: 3-D and 4-D layouts, equal and grouped
+// heads, head sizes 16/20/64/80, no mask, causal, window, causal+window,
+// additive and bool masks (padding [b,1,1,S], full [S,S], short), cross-
+// attention with Sq != Skv, sequence lengths off the 16-row block and
+// 96-key tile, S = 1, fully masked rows (NaN like the reference), and two
+// threads. Also which cases take the fast path, and the general path's
+// `window`.
+//
+//===----------------------------------------------------------------------===//
+#include "LoweringTestSupport.h"
+
+#include "codegen/TargetSelection.h"
+#include "codegen/lower/Lowering.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+namespace {
+
+using lowertest::expectCompiledMatchesReference;
+using lowertest::GraphText;
+using lowertest::parseGraph;
+using lowertest::randomOf;
+
+using Feeds = std::map<std::string, Tensor>;
+
+std::string str(int64_t value) { return std::to_string(value); }
+
+/// Whether lowering `graph` emits the fused kernel.
+bool usesFlashKernel(const Graph &graph) {
+  llvm::LLVMContext context;
+  llvm::Module module("flash", context);
+  TargetSelection::select({}).configureModule(module);
+  lowerGraph(graph, module);
+  for (const llvm::Function &function : module)
+    if (function.getName().contains("flash_attention"))
+      return true;
+  return false;
+}
+
+/// 3-D self-attention [b, s, heads*size] with `attrs`.
+std::unique_ptr<Graph> selfAttention3d(int64_t qHeads, int64_t kvHeads, int64_t size,
+                                       const std::string &attrs) {
+  std::string q = "f32[b, s, " + str(qHeads * size) + "]";
+  std::string kv = "f32[b, s, " + str(kvHeads * size) + "]";
+  GraphText g;
+  g.input("q", q).input("k", kv).input("v", kv);
+  g.node("%y = Attention(%q, %k, %v) {kv_num_heads = " + str(kvHeads) +
+         ", q_num_heads = " + str(qHeads) + (attrs.empty() ? "" : ", " + attrs) + "}");
+  g.output("y", q);
+  return parseGraph(g.str());
+}
+
+Feeds selfFeeds(int64_t b, int64_t s, int64_t qHidden, int64_t kvHidden, unsigned seed) {
+  return {{"q", randomOf(DType::F32, {b, s, qHidden}, seed, -3, 3)},
+          {"k", randomOf(DType::F32, {b, s, kvHidden}, seed + 1, -3, 3)},
+          {"v", randomOf(DType::F32, {b, s, kvHidden}, seed + 2)}};
+}
+
+TEST(LowerFlashAttention, ThreeDimensionalMasksHeadsAndLengths) {
+  struct Heads {
+    int64_t q, kv, size;
+  };
+  for (Heads h : {Heads{4, 4, 16}, Heads{4, 2, 64}, Heads{2, 1, 80}}) {
+    for (const char *attrs : {"", "is_causal = 1", "window = 5", "is_causal = 1, window = 7"}) {
+      SCOPED_TRACE(std::string(attrs) + " heads " + str(h.q) + "/" + str(h.kv) + " size " +
+                   str(h.size));
+      auto graph = selfAttention3d(h.q, h.kv, h.size, attrs);
+      ASSERT_TRUE(usesFlashKernel(*graph));
+      // Y averages V values in [-1, 1]; an output that cancels to ~1e-3 keeps
+      // f32's absolute error of ~1e-6 (scores up to ~10), hence atol 1e-5.
+      for (auto [b, s] : std::vector<std::array<int64_t, 2>>{{1, 1}, {2, 37}, {1, 100}})
+        expectCompiledMatchesReference(*graph, selfFeeds(b, s, h.q * h.size, h.kv * h.size, 1),
+                                       1e-4, 1e-5);
+    }
+  }
+}
+
+TEST(LowerFlashAttention, LongSequencesWithInteriorTiles) {
+  // 300 keys: several full 96-key tiles, some inside the causal and window
+  // bands (no element-wise mask), some crossing them, one partial.
+  for (const char *attrs :
+       {"", "is_causal = 1", "window = 120", "is_causal = 1, window = 120", "scale = 0.05"}) {
+    SCOPED_TRACE(attrs);
+    auto graph = selfAttention3d(2, 2, 16, attrs);
+    expectCompiledMatchesReference(*graph, selfFeeds(1, 300, 32, 32, 4));
+    expectCompiledMatchesReference(*graph, selfFeeds(1, 203, 32, 32, 5), 1e-4, 1e-6,
+                                   /*threads=*/2);
+  }
+}
+
+TEST(LowerFlashAttention, FourDimensionalCrossAttention) {
+  // Q and K head size 20, V head size 12; 4 query heads over 2 kv heads.
+  for (const char *attrs : {"", "is_causal = 1", "window = 3", "is_causal = 1, window = 4"}) {
+    SCOPED_TRACE(attrs);
+    GraphText g;
+    g.input("q", "f32[b, 4, s, 20]").input("k", "f32[b, 2, t, 20]").input("v", "f32[b, 2, t, 12]");
+    g.node("%y = Attention(%q, %k, %v)" + std::string(*attrs ? " {" : "") + attrs +
+           (*attrs ? "}" : ""));
+    g.output("y", "f32[b, 4, s, 12]");
+    auto graph = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*graph));
+    // Queries past the last key + window see no key at all: NaN, as in the reference.
+    for (auto [b, s, t] :
+         std::vector<std::array<int64_t, 3>>{{1, 1, 50}, {2, 37, 5}, {1, 100, 200}, {1, 1, 1}})
+      expectCompiledMatchesReference(*graph, {{"q", randomOf(DType::F32, {b, 4, s, 20}, 7, -2, 2)},
+                                              {"k", randomOf(DType::F32, {b, 2, t, 20}, 8, -2, 2)},
+                                              {"v", randomOf(DType::F32, {b, 2, t, 12}, 9)}});
+  }
+}
+
+/// [batch, 1, 1, keys]: keys at or past lengths[b] get `masked`, others 0.
+Tensor paddingMask(DType dtype, int64_t keys, const std::vector<int64_t> &lengths, double masked) {
+  int64_t batch = int64_t(lengths.size());
+  Tensor mask(dtype, {batch, 1, 1, keys});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < keys; ++j) {
+      bool visible = j < lengths[size_t(b)];
+      double value = dtype == DType::Bool ? (visible ? 1.0 : 0.0) : (visible ? 0.0 : masked);
+      mask.setElementFromDouble(b * keys + j, value);
+    }
+  return mask;
+}
+
+TEST(LowerFlashAttention, PaddingMasksAloneAndWithCausal) {
+  const double minusInf = -std::numeric_limits<double>::infinity();
+  struct Case {
+    DType dtype;
+    double masked;
+    const char *attrs;
+  };
+  for (Case c :
+       {Case{DType::F32, -10000.0, ""}, Case{DType::F32, minusInf, ""}, Case{DType::Bool, 0.0, ""},
+        Case{DType::F32, -10000.0, "is_causal = 1, "}, Case{DType::Bool, 0.0, "is_causal = 1, "},
+        Case{DType::F32, minusInf, "window = 9, "}}) {
+    SCOPED_TRACE(std::string(dtypeName(c.dtype)) + " " + c.attrs + str(int64_t(c.masked)));
+    GraphText g;
+    g.input("q", "f32[b, s, 128]").input("k", "f32[b, s, 128]").input("v", "f32[b, s, 128]");
+    g.input("mask", std::string(dtypeName(c.dtype)) + "[b, 1, 1, s]");
+    g.node(std::string("%y = Attention(%q, %k, %v, %mask) {") + c.attrs +
+           "kv_num_heads = 2, q_num_heads = 2}");
+    g.output("y", "f32[b, s, 128]");
+    auto graph = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*graph));
+    for (auto [s, lengths] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+             {1, {1}}, {41, {41, 17}}, {130, {100, 3, 130}}}) {
+      Feeds feeds = selfFeeds(int64_t(lengths.size()), s, 128, 128, 11);
+      feeds["mask"] = paddingMask(c.dtype, s, lengths, c.masked);
+      expectCompiledMatchesReference(*graph, feeds);
+    }
+  }
+}
+
+TEST(LowerFlashAttention, FullShortAndFullyMaskedMasks) {
+  GraphText g;
+  g.input("q", "f32[2, 3, 21, 16]").input("k", "f32[2, 3, 30, 16]").input("v", "f32[2, 3, 30, 16]");
+  g.input("fmask", "f32[21, 30]").input("bmask", "bool[2, 3, 21, 30]");
+  g.input("short", "f32[2, 1, 1, 25]");
+  g.node("%yf = Attention(%q, %k, %v, %fmask)").output("yf", "f32[2, 3, 21, 16]");
+  g.node("%yc = Attention(%q, %k, %v, %fmask) {is_causal = 1}").output("yc", "f32[2, 3, 21, 16]");
+  g.node("%yb = Attention(%q, %k, %v, %bmask) {window = 6}").output("yb", "f32[2, 3, 21, 16]");
+  g.node("%ys = Attention(%q, %k, %v, %short)").output("ys", "f32[2, 3, 21, 16]");
+  auto graph = parseGraph(g.str());
+  ASSERT_TRUE(usesFlashKernel(*graph));
+  Tensor bmask = randomOf(DType::Bool, {2, 3, 21, 30}, 12);
+  for (int64_t j = 0; j < 30; ++j) // row 5 of (0, 1) has every key masked: NaN
+    bmask.setElementFromDouble((21 + 5) * 30 + j, 0.0);
+  expectCompiledMatchesReference(*graph, {{"q", randomOf(DType::F32, {2, 3, 21, 16}, 13, -2, 2)},
+                                          {"k", randomOf(DType::F32, {2, 3, 30, 16}, 14, -2, 2)},
+                                          {"v", randomOf(DType::F32, {2, 3, 30, 16}, 15)},
+                                          {"fmask", randomOf(DType::F32, {21, 30}, 16, -3, 0)},
+                                          {"bmask", bmask},
+                                          {"short", randomOf(DType::F32, {2, 1, 1, 25}, 17)}});
+}
+
+TEST(LowerFlashAttention, TakesTheFastPathOnlyWhereItApplies) {
+  auto attention = [](const std::string &type, const std::string &attrs,
+                      const std::string &results = "%y") {
+    GraphText g;
+    g.input("q", type + "[1, 2, s, 8]").input("k", type + "[1, 2, s, 8]");
+    g.input("v", type + "[1, 2, s, 8]");
+    g.node(results + " = Attention(%q, %k, %v)" + attrs).output("y", type + "[1, 2, s, 8]");
+    return parseGraph(g.str());
+  };
+  EXPECT_TRUE(usesFlashKernel(*attention("f32", " {is_causal = 1, window = 2}")));
+  EXPECT_FALSE(usesFlashKernel(*attention("f16", "")));
+  EXPECT_FALSE(usesFlashKernel(*attention("f64", " {is_causal = 1}")));
+  EXPECT_FALSE(usesFlashKernel(*attention("f32", " {softcap = 2.0}")));
+  GraphText qk;
+  qk.input("q", "f32[1, 2, s, 8]").input("k", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
+  qk.node("%y, %pk, %pv, %qk = Attention(%q, %k, %v)").output("y", "f32[1, 2, s, 8]");
+  qk.output("qk", "f32[1, 2, s, s]");
+  EXPECT_FALSE(usesFlashKernel(*parseGraph(qk.str())));
+}
+
+TEST(LowerFlashAttention, GeneralPathHonoursWindow) {
+  // softcap, f64 and a past cache take the general kernel; window must hold there too.
+  GraphText g;
+  g.input("q", "f32[1, 2, s, 8]").input("k", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
+  g.input("q64", "f64[1, 2, s, 8]").input("pk", "f32[1, 2, 3, 8]").input("pv", "f32[1, 2, 3, 8]");
+  g.node("%yc = Attention(%q, %k, %v) {softcap = 2.0, window = 2}").output("yc", "f32[1, 2, s, 8]");
+  g.node("%k64 = Cast(%k) {to = 11}").node("%v64 = Cast(%v) {to = 11}");
+  g.node("%yd = Attention(%q64, %k64, %v64) {is_causal = 1, window = 3}");
+  g.output("yd", "f64[1, 2, s, 8]");
+  g.node("%yp = Attention(%q, %k, %v, _, %pk, %pv) {is_causal = 1, window = 2}");
+  g.output("yp", "f32[1, 2, s, 8]");
+  auto graph = parseGraph(g.str());
+  EXPECT_FALSE(usesFlashKernel(*graph));
+  for (int64_t s : {1, 9})
+    expectCompiledMatchesReference(*graph, {{"q", randomOf(DType::F32, {1, 2, s, 8}, 18, -2, 2)},
+                                            {"k", randomOf(DType::F32, {1, 2, s, 8}, 19, -2, 2)},
+                                            {"v", randomOf(DType::F32, {1, 2, s, 8}, 20)},
+                                            {"q64", randomOf(DType::F64, {1, 2, s, 8}, 21)},
+                                            {"pk", randomOf(DType::F32, {1, 2, 3, 8}, 22)},
+                                            {"pv", randomOf(DType::F32, {1, 2, 3, 8}, 23)}});
+}
+
+} // namespace
+} // namespace onnxc
