@@ -225,7 +225,13 @@ std::optional<KeyBand> probeBandMask(const Value *mask, MaskEncoding encoding, c
 
   std::optional<int64_t> below, above;
   int64_t belowAtLeast = 0, aboveAtLeast = 0, probes = 0;
-  for (int64_t n : kProbeLengths) {
+  // A fixed sequence length is the only one the graph runs at: one probe
+  // there is the whole truth.
+  std::vector<int64_t> lengths(std::begin(kProbeLengths), std::end(kProbeLengths));
+  std::optional<int64_t> fixedLength = qSeq.constant();
+  if (fixedLength)
+    lengths = {*fixedLength};
+  for (int64_t n : lengths) {
     std::map<std::string, int64_t> bindings;
     for (const std::string &s : symbols)
       bindings[s] = n;
@@ -255,7 +261,7 @@ std::optional<KeyBand> probeBandMask(const Value *mask, MaskEncoding encoding, c
       return std::nullopt;
     }
   }
-  if (probes < 3) {
+  if (probes < (fixedLength ? 1 : 3)) {
     reason = "mask could not be evaluated at enough sequence lengths";
     return std::nullopt;
   }
