@@ -35,6 +35,7 @@
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -227,7 +228,30 @@ struct CoreMatch {
   Value *q = nullptr, *kt = nullptr, *v = nullptr;
   double scale = 1.0;
   std::vector<MaskTerm> masks;
+  // Shape nodes reading an intermediate score tensor (a mask sized from
+  // the scores): rewired to the Attention's operands' dims.
+  std::vector<Node *> shapeReaders;
 };
+
+/// Whether `value` feeds `consumer` and is otherwise only measured by Shape
+/// nodes (collected into `shapeReaders`).
+bool feedsOnly(const Graph &graph, const Value *value, const Node *consumer,
+               std::vector<Node *> &shapeReaders) {
+  if (graph.isOutput(value))
+    return false;
+  bool consumed = false;
+  for (const Use &use : value->uses()) {
+    if (use.user == consumer) {
+      consumed = true;
+    } else if (use.user->kind() == OpKind::Shape) {
+      if (std::find(shapeReaders.begin(), shapeReaders.end(), use.user) == shapeReaders.end())
+        shapeReaders.push_back(use.user);
+    } else {
+      return false;
+    }
+  }
+  return consumed;
+}
 
 CoreMatch matchCore(const Graph &graph, Node &softmax) {
   CoreMatch m;
@@ -251,7 +275,7 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
     Node *node = value->definingNode();
     if (!node)
       throw Rejection{"scores do not come from a MatMul"};
-    if (soleUser(graph, value) != consumer)
+    if (!feedsOnly(graph, value, consumer, m.shapeReaders))
       throw Rejection{"an intermediate score tensor is used elsewhere"};
     if (node->result(0)->shape() != shape)
       throw Rejection{"a mask or scale broadcasts the scores to another shape"};
@@ -407,11 +431,11 @@ private:
   /// Creates a node before `before` and infers its result types.
   static Node *create(Graph &graph, std::vector<Node *> &created, OpKind kind,
                       const std::vector<Value *> &operands, const std::string &name, Node *before,
-                      std::vector<int64_t> perm = {}) {
+                      const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
     Node *node = graph.createNode(kind, operands, 1, name, {graph.uniqueName(name)}, before);
     created.push_back(node);
-    if (!perm.empty())
-      node->setAttr("perm", Attribute(std::move(perm)));
+    for (const auto &[key, value] : attributes)
+      node->setAttr(key, value);
     InferenceContext inference(graph);
     inferNodeShapes(*node, inference);
     return node;
@@ -425,6 +449,47 @@ private:
                                      constantI64(graph, name + ".end", {heads.end}),
                                      constantI64(graph, name + ".axes", {2})};
     return create(graph, created, OpKind::Slice, operands, name, before)->result(0);
+  }
+
+  /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
+  /// exists: rebuild them from values that do (the projections, or the 4-D
+  /// Q and V), placed before the Shape node so every reader stays in order.
+  static void rewireShapeReaders(Graph &graph, const CoreMatch &core, const Heads3d *q3,
+                                 const Heads3d *v3) {
+    for (Node *reader : core.shapeReaders) {
+      std::vector<Node *> created;
+      auto dimsOf = [&](Value *value, int64_t start, int64_t end) {
+        return create(graph, created, OpKind::Shape, {value}, "attention.dims", reader,
+                      {{"start", Attribute(start)}, {"end", Attribute(end)}})
+            ->result(0);
+      };
+      std::vector<Value *> dims; // one 1-element tensor per axis of the scores
+      if (q3) {
+        dims = {dimsOf(q3->source, 0, 1), constantI64(graph, "attention.heads", {q3->heads}),
+                dimsOf(q3->source, 1, 2), dimsOf(v3->source, 1, 2)};
+      } else {
+        Value *bhs = dimsOf(core.q, 0, 3);
+        dims = {bhs, dimsOf(core.v, 2, 3)};
+      }
+      int64_t rank = 4;
+      auto clampAxis = [rank](int64_t axis) {
+        return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
+      };
+      int64_t start = clampAxis(reader->getInt("start", 0)), end = clampAxis(reader->getInt("end", rank));
+      Value *full = create(graph, created, OpKind::Concat, dims, "attention.dims", reader,
+                           {{"axis", Attribute(int64_t(0))}})
+                        ->result(0);
+      Value *picked = full;
+      if (start != 0 || end != rank) {
+        std::vector<Value *> operands = {full, constantI64(graph, "attention.dims.start", {start}),
+                                         constantI64(graph, "attention.dims.end", {std::max(start, end)})};
+        picked = create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+      }
+      std::string name = reader->result(0)->name();
+      graph.replaceAllUsesWith(reader->result(0), picked);
+      graph.eraseNode(reader);
+      graph.renameValue(picked, name);
+    }
   }
 
   void rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks, PassContext &context) {
@@ -447,10 +512,12 @@ private:
         // The 4-D op wants K itself: undo the exporter's transpose.
         Value *k4 = key.k4;
         if (!k4 && key.splitHeads)
-          k4 = create(graph, created, OpKind::Transpose, {key.splitHeads}, base + ".k", root, {0, 2, 1, 3})
+          k4 = create(graph, created, OpKind::Transpose, {key.splitHeads}, base + ".k", root,
+                      {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
                    ->result(0);
         else if (!k4)
-          k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", root, {0, 1, 3, 2})
+          k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", root,
+                      {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
                    ->result(0);
         operands = {core.q, k4, core.v};
       }
@@ -487,6 +554,7 @@ private:
       rollBack(graph, created);
       throw;
     }
+    rewireShapeReaders(graph, core, threeD ? &*q3 : nullptr, threeD ? &*v3 : nullptr);
     context.count("fused");
     if (!threeD)
       context.count("in 4-D form");
