@@ -2,6 +2,7 @@
 #include "codegen/lower/FlashVectorIR.h"
 
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Metadata.h"
 
 #include <cassert>
@@ -120,29 +121,49 @@ Values FlashVectorIR::branch(Value *condition, function_ref<Values()> then,
   return merged;
 }
 
-/// e^x for the x <= 0 (or -inf) of a softmax: vmath::emitExp's reduction
-/// (x = n ln2 + r, |r| <= ln2/2) without its overflow and subnormal range,
-/// in about half the instructions. Results below 2^-126 (x < -87.3) are 0:
-/// they are under 1e-38 of the row's largest term, which is 1. NaN stays NaN.
+/// e^x for the x <= 0 (or -inf) of a softmax, in 13 vector operations of
+/// which 6 use the FMA ports (which both matrix products keep busy). x is
+/// clamped to -60 first, so the scale below needs no range checks. With
+/// n = round(8 x log2 e) and f = 8 x log2 e - n in [-1/2, 1/2],
+/// e^x = 2^(n >> 3) * 2^((n & 7) / 8) * 2^(f / 8): the first factor is built
+/// in the exponent bits, the second read from an 8-entry table by vpermps
+/// (which indexes by the low 3 bits of n), the third a degree-3 polynomial
+/// (fit error 2.5e-8). f is one FMA, whose only error is that of the rounded
+/// 8 log2 e: |x| * 1.6e-8 relative, which a softmax weighs by e^x
+/// (e^x |x| <= 0.37). Error: 1.7e-7 + 1.6e-8 |x| relative, at most 1.2e-7 of
+/// the row's largest term (docs/KERNEL_ACCURACY.md). Below -60 the result
+/// is e^-60 = 8.8e-27 rather than smaller (or 0 for -inf): beside the
+/// largest term, which is 1, that is nothing, and it keeps P and P·V free of
+/// subnormals. A row with no visible key must still give NaN: the caller
+/// checks its max. NaN stays NaN (the polynomial carries it).
 Value *FlashVectorIR::expNonPositive(Value *x) {
   IRBuilder<> &b = b_;
   Type *intVec = FixedVectorType::get(b.getInt32Ty(), kWidth);
-  // Adding 1.5 * 2^23 rounds x * log2(e) to the integer n in the low bits.
+  auto ints = [&](uint32_t value) { return ConstantInt::get(intVec, value); };
+  // -60 > x ? -60 : x is one vmaxps that keeps a NaN x.
+  Value *floor = splat(-60.0f);
+  x = b.CreateSelect(b.CreateFCmpOGT(floor, x), floor, x);
+  // Adding 1.5 * 2^23 rounds 8 x log2(e) to the integer n in the low bits.
   Value *shifter = splat(0x1.8p23f);
-  Value *shifted = fma(x, splat(0x1.715476p+0f), shifter);
+  Value *scale = splat(0x1.715476p+3f);
+  Value *shifted = fma(x, scale, shifter);
   Value *n = b.CreateFSub(shifted, shifter);
-  Value *r = fma(n, splat(-0x1.63p-1f), x); // n * ln2 in two parts: the first is exact
-  r = fma(n, splat(0x1.bd0106p-13f), r);
-  // e^r = 1 + r + r^2 (1/2 + r/6 + r^2/24 + r^3/120 + r^4/720): under 1.2e-7 relative.
-  Value *q = splat(1.0f / 720);
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f})
-    q = fma(q, r, splat(c));
-  Value *p = fma(fma(q, r, splat(1.0f)), r, splat(1.0f));
-  // 2^n from the bits of `shifted`, whose low bits hold n (n >= -126 here).
-  Value *exponent =
-      b.CreateShl(b.CreateAdd(b.CreateBitCast(shifted, intVec), ConstantInt::get(intVec, 127)), 23);
-  Value *result = b.CreateFMul(p, b.CreateBitCast(exponent, vecTy_));
-  return b.CreateSelect(b.CreateFCmpOLT(x, splat(-87.3f)), splat(0.0f), result);
+  Value *f = fma(x, scale, b.CreateFNeg(n));
+  Value *p = fma(fma(fma(splat(0x1.c6a004p-14f), f, splat(0x1.ec0c32p-9f)), f,
+                     splat(0x1.62e432p-4f)),
+                 f, splat(1.0f));
+  SmallVector<Constant *, kWidth> table;
+  for (float t : {0x1p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f,
+                  0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f})
+    table.push_back(ConstantFP::get(b.getFloatTy(), t));
+  Value *bits = b.CreateBitCast(shifted, intVec);
+  Value *fraction = b.CreateIntrinsic(Intrinsic::x86_avx2_permps, {},
+                                      {ConstantVector::get(table), bits});
+  // (n >> 3) << 23, from n's low 12 bits: the 9 sign and exponent bits wrap,
+  // so adding it to the table entry's exponent (127) subtracts for n < 0.
+  Value *power = b.CreateAnd(b.CreateShl(bits, 20), ints(0xff800000u));
+  Value *factor = b.CreateAdd(b.CreateBitCast(fraction, intVec), power);
+  return b.CreateFMul(p, b.CreateBitCast(factor, vecTy_));
 }
 
 } // namespace onnxc::lower

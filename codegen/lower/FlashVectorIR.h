@@ -36,7 +36,8 @@ public:
   llvm::Value *fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
   /// a > b ? a : b (one vmaxps).
   llvm::Value *max(llvm::Value *a, llvm::Value *b);
-  /// e^x for the x <= 0 (or -inf) of a softmax (see the definition).
+  /// e^x for the x <= 0 of a softmax, e^-60 for anything below -60 (-inf
+  /// included), NaN for NaN (see the definition).
   llvm::Value *expNonPositive(llvm::Value *x);
   /// Prefetches into L1 the cache lines of `floats` floats at float
   /// `offset` of `base`; the address may lie past the buffer.

@@ -4,9 +4,9 @@
 // against the reference evaluator: 3-D and 4-D layouts, equal and grouped
 // heads, head sizes 16/20/64/80, no mask, causal, window, causal+window,
 // additive and bool masks (padding [b,1,1,S], full [S,S], short), cross-
-// attention with Sq != Skv, sequence lengths off the 16-row block and
-// 96-key tile, S = 1, fully masked rows (NaN like the reference), and two
-// threads. Also which cases take the fast path, and the general path's
+// attention with Sq != Skv, sequence lengths off the 24-row block and
+// 96-key tile, S = 1, fully masked rows (NaN like the reference), score
+// ranges far beyond the exp's -60 floor, and two threads. Also which cases take the fast path, and the general path's
 // `window`.
 //
 //===----------------------------------------------------------------------===//
@@ -183,6 +183,30 @@ TEST(LowerFlashAttention, FullShortAndFullyMaskedMasks) {
                                           {"fmask", randomOf(DType::F32, {21, 30}, 16, -3, 0)},
                                           {"bmask", bmask},
                                           {"short", randomOf(DType::F32, {2, 1, 1, 25}, 17)}});
+}
+
+TEST(LowerFlashAttention, WideScoreRanges) {
+  // Scores of standard deviation 17 (scale 1): many probabilities lie below
+  // e^-60, where the kernel's exp gives e^-60 instead of nearly 0, and the
+  // row max can jump by more than 60 between tiles (alpha below e^-60 too).
+  // An additive mask of -1e30 on some keys, and 130 rows: off the 24-row
+  // block. Larger scores would only test f32's rounding of S - max.
+  GraphText g;
+  g.input("q", "f32[1, 2, 130, 32]").input("k", "f32[1, 2, 130, 32]");
+  g.input("v", "f32[1, 2, 130, 32]").input("mask", "f32[1, 1, 1, 130]");
+  g.node("%y = Attention(%q, %k, %v, %mask) {scale = 1.0}").output("y", "f32[1, 2, 130, 32]");
+  g.node("%yc = Attention(%q, %k, %v) {is_causal = 1, scale = 1.0}")
+      .output("yc", "f32[1, 2, 130, 32]");
+  auto graph = parseGraph(g.str());
+  ASSERT_TRUE(usesFlashKernel(*graph));
+  Tensor mask = randomOf(DType::F32, {1, 1, 1, 130}, 21, -1, 1);
+  for (int64_t j = 3; j < 130; j += 7)
+    mask.setElementFromDouble(j, -1e30);
+  expectCompiledMatchesReference(*graph, {{"q", randomOf(DType::F32, {1, 2, 130, 32}, 22, -3, 3)},
+                                          {"k", randomOf(DType::F32, {1, 2, 130, 32}, 23, -3, 3)},
+                                          {"v", randomOf(DType::F32, {1, 2, 130, 32}, 24)},
+                                          {"mask", mask}},
+                                 1e-4, 1e-5);
 }
 
 TEST(LowerFlashAttention, TakesTheFastPathOnlyWhereItApplies) {

@@ -206,7 +206,8 @@ struct CountingModel {
 } // namespace
 
 TEST(RuntimeSession, ManyTasksRunExactlyOnce) {
-  CountingModel counting("count", {"zero", zeroCounts, nullptr, 1, CountingModel::StepBuffers});
+  CountingModel counting("count",
+                         {"zero", zeroCounts, nullptr, 1, CountingModel::StepBuffers, nullptr});
   const onnxc_model_descriptor &model = counting.model;
   for (int threads : {1, 2, 4}) {
     SessionPtr session = createSession(&model, threads);

@@ -111,11 +111,11 @@ struct TestModel {
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 0, 1},
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 1, 2},
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 2, 3}};
-    steps = {{"add", addKernel, rowTasks, 0, nullptr},
-             {"relu", reluKernel, rowTasks, 0, nullptr},
-             {"scale", scaleKernel, rowTasks, 0, nullptr},
-             {"bias_mask", biasMaskKernel, rowTasks, 0, nullptr},
-             {"rowsum", rowSumKernel, batchTasks, 0, nullptr}};
+    steps = {{"add", addKernel, rowTasks, 0, nullptr, nullptr},
+             {"relu", reluKernel, rowTasks, 0, nullptr, nullptr},
+             {"scale", scaleKernel, rowTasks, 0, nullptr, nullptr},
+             {"bias_mask", biasMaskKernel, rowTasks, 0, nullptr, nullptr},
+             {"rowsum", rowSumKernel, batchTasks, 0, nullptr, nullptr}};
     stepBuffers = {{X, C, A}, {A, B}, {B, T}, {T, D, Mask, Z}, {Z, S}};
   }
 
