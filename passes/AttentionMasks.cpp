@@ -45,7 +45,8 @@ bool collectShapeOnlySubgraph(const Value *value, std::set<const Node *> &nodes)
 /// Evaluates values of a shape-only subgraph with every symbol bound.
 class MaskEvaluator {
 public:
-  explicit MaskEvaluator(std::map<std::string, int64_t> bindings) : bindings_(std::move(bindings)) {}
+  explicit MaskEvaluator(std::map<std::string, int64_t> bindings)
+      : bindings_(std::move(bindings)) {}
 
   const Tensor &value(const Value *value) {
     if (value->isConstant())
@@ -77,7 +78,9 @@ public:
       return Tensor::scalar<int64_t>(count);
     }
     int64_t rank = int64_t(dims.size());
-    auto clampAxis = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank); };
+    auto clampAxis = [rank](int64_t axis) {
+      return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
+    };
     int64_t start = clampAxis(node.getInt("start", 0)), end = clampAxis(node.getInt("end", rank));
     std::vector<int64_t> picked(dims.begin() + start, dims.begin() + std::max(start, end));
     return Tensor::fromVector<int64_t>({int64_t(picked.size())}, picked);

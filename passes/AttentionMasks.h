@@ -31,7 +31,7 @@ namespace onnxc {
 
 /// How a mask tensor hides a score.
 enum class MaskEncoding {
-  Additive,     // scores + m: 0 keeps, <= -1e4 (or -inf) hides
+  Additive,         // scores + m: 0 keeps, <= -1e4 (or -inf) hides
   HiddenWhereTrue,  // Where(m, fill, scores)
   HiddenWhereFalse, // Where(m, scores, fill)
 };

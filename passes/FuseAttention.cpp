@@ -101,7 +101,8 @@ Value *stripScale(Value *value, double &scale) {
 }
 
 bool isPerm(const Node *node, std::initializer_list<int64_t> perm) {
-  return node && node->kind() == OpKind::Transpose && transposePerm(*node) == std::vector<int64_t>(perm);
+  return node && node->kind() == OpKind::Transpose &&
+         transposePerm(*node) == std::vector<int64_t>(perm);
 }
 
 std::optional<int64_t> constantDim(const Shape &shape, size_t i) {
@@ -151,7 +152,8 @@ std::optional<Heads3d> headsSource(const Value *v4) {
     if (!index || node->operand(1)->shape().rank() != 0 || !isPerm(transpose, {2, 0, 3, 1, 4}))
       return std::nullopt;
     Value *source = splitLastAxisSource(transpose->operand(0), 3);
-    std::optional<int64_t> parts = source ? constantDim(transpose->operand(0)->shape(), 2) : std::nullopt;
+    std::optional<int64_t> parts =
+        source ? constantDim(transpose->operand(0)->shape(), 2) : std::nullopt;
     int64_t i = int64_t(*index);
     if (!parts || i < 0 || i >= *parts)
       return std::nullopt;
@@ -163,7 +165,7 @@ std::optional<Heads3d> headsSource(const Value *v4) {
 
 /// What Kᵀ [b, h, d, Skv] was made from.
 struct KeyForms {
-  Value *k4 = nullptr;        // [b, h, Skv, d], when the graph has it
+  Value *k4 = nullptr;         // [b, h, Skv, d], when the graph has it
   Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
   std::optional<Heads3d> k3;
 };
@@ -212,9 +214,11 @@ bool leadsToScoreMatMul(const Value *value, int depth = 0) {
   case OpKind::Add:
   case OpKind::Mul:
   case OpKind::Div:
-    return leadsToScoreMatMul(node->operand(0), depth + 1) || leadsToScoreMatMul(node->operand(1), depth + 1);
+    return leadsToScoreMatMul(node->operand(0), depth + 1) ||
+           leadsToScoreMatMul(node->operand(1), depth + 1);
   case OpKind::Where:
-    return leadsToScoreMatMul(node->operand(1), depth + 1) || leadsToScoreMatMul(node->operand(2), depth + 1);
+    return leadsToScoreMatMul(node->operand(1), depth + 1) ||
+           leadsToScoreMatMul(node->operand(2), depth + 1);
   default:
     return false;
   }
@@ -284,7 +288,8 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
       break;
     }
     if (node->kind() == OpKind::Add) {
-      bool first = leadsToScoreMatMul(node->operand(0)), second = leadsToScoreMatMul(node->operand(1));
+      bool first = leadsToScoreMatMul(node->operand(0)),
+           second = leadsToScoreMatMul(node->operand(1));
       if (first == second)
         throw Rejection{"an Add before Softmax does not add a mask to the scores"};
       Value *mask = node->operand(first ? 1 : 0);
@@ -305,7 +310,8 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
         m.masks.push_back({cond, MaskEncoding::HiddenWhereFalse, *onFalse});
         value = node->operand(1);
       } else {
-        throw Rejection{"a Where before Softmax does not replace scores by a large negative constant"};
+        throw Rejection{
+            "a Where before Softmax does not replace scores by a large negative constant"};
       }
       if (cond->shape().rank() == 0 || cond->shape().rank() > 4)
         throw Rejection{"a Where mask is not of rank 1 to 4"};
@@ -335,14 +341,14 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
   m.v = m.output->operand(1);
 
   const Shape &q = m.q->shape(), &kt = m.kt->shape(), &v = m.v->shape();
-  if (!q.isRanked() || !kt.isRanked() || !v.isRanked() || q.rank() != 4 || kt.rank() != 4 || v.rank() != 4)
+  if (!q.isRanked() || !kt.isRanked() || !v.isRanked() || q.rank() != 4 || kt.rank() != 4 ||
+      v.rank() != 4)
     throw Rejection{"Q, Kᵀ or V is not 4-D"};
   if (q[0] != kt[0] || q[0] != v[0] || q[1] != kt[1] || q[1] != v[1])
     throw Rejection{"Q, K and V do not share batch and heads (broadcast or grouped heads)"};
   if (q[3] != kt[2] || kt[3] != v[2])
     throw Rejection{"Q·Kᵀ·V dimensions do not chain"};
-  if (!isFloat(m.q->dtype()) || m.q->dtype() != m.kt->dtype() ||
-      m.q->dtype() != m.v->dtype())
+  if (!isFloat(m.q->dtype()) || m.q->dtype() != m.kt->dtype() || m.q->dtype() != m.v->dtype())
     throw Rejection{"Q, K and V do not share one floating type"};
   return m;
 }
@@ -374,7 +380,8 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     if (term.mask->dtype() != DType::Bool)
       throw Rejection{"a Where mask condition is not bool"};
     if (!std::isinf(term.fill))
-      throw Rejection{"a data-dependent Where mask fills a finite value (rows hiding every key would differ)"};
+      throw Rejection{
+          "a data-dependent Where mask fills a finite value (rows hiding every key would differ)"};
     plan.operand = term.mask;
     plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
   }
@@ -389,7 +396,8 @@ class FuseAttention : public Pass {
 public:
   std::string_view name() const override { return "fuse-attention"; }
   std::string_view description() const override {
-    return "replace exported scaled dot-product attention (and its head plumbing) by one Attention op";
+    return "replace exported scaled dot-product attention (and its head plumbing) by one Attention "
+           "op";
   }
 
   bool run(Graph &graph, PassContext &context) override {
@@ -445,9 +453,9 @@ private:
                             const std::string &name, Node *before) {
     if (!heads.sliced)
       return heads.source;
-    std::vector<Value *> operands = {heads.source, constantI64(graph, name + ".start", {heads.begin}),
-                                     constantI64(graph, name + ".end", {heads.end}),
-                                     constantI64(graph, name + ".axes", {2})};
+    std::vector<Value *> operands = {
+        heads.source, constantI64(graph, name + ".start", {heads.begin}),
+        constantI64(graph, name + ".end", {heads.end}), constantI64(graph, name + ".axes", {2})};
     return create(graph, created, OpKind::Slice, operands, name, before)->result(0);
   }
 
@@ -475,15 +483,18 @@ private:
       auto clampAxis = [rank](int64_t axis) {
         return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
       };
-      int64_t start = clampAxis(reader->getInt("start", 0)), end = clampAxis(reader->getInt("end", rank));
+      int64_t start = clampAxis(reader->getInt("start", 0)),
+              end = clampAxis(reader->getInt("end", rank));
       Value *full = create(graph, created, OpKind::Concat, dims, "attention.dims", reader,
                            {{"axis", Attribute(int64_t(0))}})
                         ->result(0);
       Value *picked = full;
       if (start != 0 || end != rank) {
-        std::vector<Value *> operands = {full, constantI64(graph, "attention.dims.start", {start}),
-                                         constantI64(graph, "attention.dims.end", {std::max(start, end)})};
-        picked = create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+        std::vector<Value *> operands = {
+            full, constantI64(graph, "attention.dims.start", {start}),
+            constantI64(graph, "attention.dims.end", {std::max(start, end)})};
+        picked =
+            create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
       }
       std::string name = reader->result(0)->name();
       graph.replaceAllUsesWith(reader->result(0), picked);
@@ -497,7 +508,8 @@ private:
     KeyForms key = keyForms(core.kt, scale);
     std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(core.v);
     Node *merge = mergeHeadsRoot(graph, core.output->result(0));
-    bool threeD = q3 && key.k3 && v3 && merge && q3->heads == key.k3->heads && q3->heads == v3->heads;
+    bool threeD =
+        q3 && key.k3 && v3 && merge && q3->heads == key.k3->heads && q3->heads == v3->heads;
     Node *root = threeD ? merge : core.output;
     std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
 

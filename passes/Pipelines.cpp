@@ -13,8 +13,8 @@ namespace {
 // Gather -> Concat chains that computed them dead.
 void addCleanup(PassManager &pm) {
   std::vector<std::unique_ptr<Pass>> group;
-  for (const char *name :
-       {"fold-constants", "remove-identity", "simplify-shapes", "simplify-transposes", "cse", "dce"})
+  for (const char *name : {"fold-constants", "remove-identity", "simplify-shapes",
+                           "simplify-transposes", "cse", "dce"})
     group.push_back(createPass(name));
   pm.addFixedPointGroup(std::move(group), kCleanupRounds);
 }
@@ -24,7 +24,8 @@ void addCleanup(PassManager &pm) {
 // fuse-layernorm made (and the opset-17 ones) with the residual Add before
 // them. The cleanup after them removes what the fusions left dead.
 void addFusions(PassManager &pm) {
-  for (const char *name : {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+  for (const char *name :
+       {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);
   addCleanup(pm);
 }
