@@ -258,42 +258,60 @@ void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value
 }
 
 GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel,
-                                                           llvm::Value *depth) {
-  auto stepK = [&](llvm::Value *k, std::vector<llvm::Value *> &acc) {
+                                                           llvm::Value *depth,
+                                                           llvm::Value *prefetchB, int64_t rows) {
+  // A full tile has 12 independent FMA chains, enough to hide the FMA
+  // latency; a short one (the row tails) splits k in two interleaved halves
+  // with their own accumulators, so 2 * rows FMAs per k still run at the
+  // FMA throughput instead of the latency (a 2-row tail then costs a third
+  // of a full tile, not all of it).
+  const int64_t splits = rows < GemmMR ? 2 : 1;
+  auto stepK = [&](llvm::Value *k, int64_t split, std::vector<llvm::Value *> &acc) {
     llvm::Value *bRow = floatAt(bPanel, builder_.CreateMul(k, index(GemmNR)));
     llvm::Value *b0 = builder_.CreateAlignedLoad(vectorType_, bRow, llvm::Align(4));
     llvm::Value *b1 =
         builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(8)), llvm::Align(4));
     llvm::Value *aColumn = floatAt(aPanel, builder_.CreateMul(k, index(GemmMR)));
-    for (int64_t r = 0; r < GemmMR; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       llvm::Value *a = builder_.CreateLoad(floatType_, floatAt(aColumn, index(r)));
       llvm::Value *broadcast = builder_.CreateVectorSplat(8, a);
-      acc[2 * r] = builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_},
-                                            {broadcast, b0, acc[2 * r]});
-      acc[2 * r + 1] = builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_},
-                                                {broadcast, b1, acc[2 * r + 1]});
+      size_t i = size_t(2 * (split * rows + r));
+      acc[i] =
+          builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_}, {broadcast, b0, acc[i]});
+      acc[i + 1] = builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_},
+                                            {broadcast, b1, acc[i + 1]});
     }
   };
   // Unrolled by 4 so loop overhead is small next to 48 FMAs per iteration;
   // a one-step loop finishes depths that are not a multiple of 4.
   constexpr int64_t unroll = 4;
-  std::vector<llvm::Value *> zeros(GemmMR * 2, llvm::Constant::getNullValue(vectorType_));
+  std::vector<llvm::Value *> zeros(size_t(splits * rows * 2),
+                                   llvm::Constant::getNullValue(vectorType_));
   llvm::Value *unrolledEnd = builder_.CreateAnd(depth, index(~(unroll - 1)));
-  auto unrolled = emitLoop(index(0), unrolledEnd, unroll, zeros,
-                           [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
-                             std::vector<llvm::Value *> acc(carried.begin(), carried.end());
-                             for (int64_t u = 0; u < unroll; ++u)
-                               stepK(builder_.CreateAdd(k, index(u)), acc);
-                             return acc;
-                           });
+  auto unrolled =
+      emitLoop(index(0), unrolledEnd, unroll, zeros,
+               [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+                 std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+                 if (prefetchB)
+                   emitPrefetch(floatAt(prefetchB, builder_.CreateMul(k, index(GemmNR))),
+                                /*write=*/false, /*locality=*/2);
+                 for (int64_t u = 0; u < unroll; ++u)
+                   stepK(builder_.CreateAdd(k, index(u)), u % splits, acc);
+                 return acc;
+               });
   auto final = emitLoop(unrolledEnd, depth, 1, unrolled,
                         [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
                           std::vector<llvm::Value *> acc(carried.begin(), carried.end());
-                          stepK(k, acc);
+                          stepK(k, 0, acc);
                           return acc;
                         });
   Accumulators result;
-  std::copy(final.begin(), final.end(), result.begin());
+  result.fill(llvm::Constant::getNullValue(vectorType_));
+  for (int64_t i = 0; i < rows * 2; ++i) {
+    result[size_t(i)] = final[size_t(i)];
+    if (splits == 2)
+      result[size_t(i)] = builder_.CreateFAdd(result[size_t(i)], final[size_t(rows * 2 + i)]);
+  }
   return result;
 }
 
@@ -373,21 +391,25 @@ void GemmIRBuilder::emitFullTileStore(const GemmOperands &operands, const GemmEp
                       isFirst, applyEpilogue);
 }
 
+void GemmIRBuilder::emitPrefetch(llvm::Value *pointer, bool write, int locality) {
+  llvm::Function *prefetch = llvm::Intrinsic::getDeclaration(
+      builder_.GetInsertBlock()->getModule(), llvm::Intrinsic::prefetch, {builder_.getPtrTy()});
+  builder_.CreateCall(prefetch, {pointer, builder_.getInt32(write ? 1 : 0),
+                                 builder_.getInt32(locality), builder_.getInt32(1)});
+}
+
 void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *row,
                                      llvm::Value *col) {
   // The tile's C rows (64 bytes each, two lines when unaligned) are needed
   // right after the k loop; fetching them now hides an L2/L3 miss per row.
   // Prefetches never fault, so rows past M are harmless.
-  llvm::Function *prefetch = llvm::Intrinsic::getDeclaration(
-      builder_.GetInsertBlock()->getModule(), llvm::Intrinsic::prefetch, {builder_.getPtrTy()});
   for (int64_t r = 0; r < GemmMR; ++r) {
     llvm::Value *offset = builder_.CreateAdd(
         builder_.CreateMul(builder_.CreateAdd(row, index(r)), operands.ldc), col);
     for (int64_t line : {int64_t(0), GemmNR - 1}) {
-      llvm::Value *pointer =
-          builder_.CreateGEP(floatType_, operands.c, builder_.CreateAdd(offset, index(line)));
-      builder_.CreateCall(
-          prefetch, {pointer, builder_.getInt32(1), builder_.getInt32(3), builder_.getInt32(1)});
+      emitPrefetch(
+          builder_.CreateGEP(floatType_, operands.c, builder_.CreateAdd(offset, index(line))),
+          /*write=*/true, /*locality=*/3);
     }
   }
 }
@@ -400,23 +422,48 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
   emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
     llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
     emitPrefetchTile(operands, row, col);
-    Accumulators acc =
-        emitMicroKernel(floatAt(packedA_, builder_.CreateMul(tileRow, depth)), bPanel, depth);
+    // The next panel in memory (the next column's, or the next K block's
+    // first) is read next. Weights larger than L3 (MiniLM's are 42 MB) come
+    // from DRAM, slower than a tile's k loop reads them (a line per 6
+    // cycles), which the first tile of each panel paid in full. Each tile
+    // fetches every 4th line of the next panel, at an offset cycling with
+    // the tile, so four tiles bring it all to L2 long before it is needed.
+    llvm::Value *line = builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(GemmMR)), index(3));
+    llvm::Value *prefetchB =
+        floatAt(bPanel, builder_.CreateMul(builder_.CreateAdd(depth, line), index(GemmNR)));
+    llvm::Value *aPanel = floatAt(packedA_, builder_.CreateMul(tileRow, depth));
     llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
     emitIf(
         builder_.CreateICmpEQ(tileRows, index(GemmMR)),
         [&] {
           // Full tiles store straight from the accumulators.
+          Accumulators acc = emitMicroKernel(aPanel, bPanel, depth, prefetchB, GemmMR);
           emitIf(
               isLast,
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, true); },
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false); });
         },
         [&] {
-          // Row tails go through a 384-byte scratch and a loop over the valid rows.
-          for (size_t i = 0; i < acc.size(); ++i)
-            builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
-                                        llvm::Align(32));
+          // Row tails go through a 384-byte scratch and a loop over the valid
+          // rows; up to 3 rows take a kernel of that many rows.
+          auto toScratch = [&](int64_t kernelRows) {
+            Accumulators acc = emitMicroKernel(aPanel, bPanel, depth, prefetchB, kernelRows);
+            for (size_t i = 0; i < size_t(kernelRows * 2); ++i)
+              builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
+                                          llvm::Align(32));
+          };
+          emitIf(
+              builder_.CreateICmpSLE(tileRows, index(2)),
+              [&] {
+                emitIf(
+                    builder_.CreateICmpEQ(tileRows, index(1)), [&] { toScratch(1); },
+                    [&] { toScratch(2); });
+              },
+              [&] {
+                emitIf(
+                    builder_.CreateICmpEQ(tileRows, index(3)), [&] { toScratch(3); },
+                    [&] { toScratch(GemmMR); });
+              });
           emitIf(
               isLast,
               [&] { emitTileStore(operands, epilogue, row, tileRows, col, width, isFirst, true); },

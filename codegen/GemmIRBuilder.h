@@ -78,7 +78,13 @@ private:
   void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                          llvm::Value *depth);
   void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
-  Accumulators emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel, llvm::Value *depth);
+  /// The first `rows` rows of the 6x16 tile over `depth` k (the other
+  /// accumulators are zero). When `prefetchB` is set, one line of it (every
+  /// 64 floats) is prefetched to L2 per 4 k.
+  Accumulators emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel, llvm::Value *depth,
+                               llvm::Value *prefetchB, int64_t rows);
+  /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
+  void emitPrefetch(llvm::Value *pointer, bool write, int locality);
   /// Columns [col, col + 16) of the whole A block, one tile per 6 rows.
   void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
                        llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
