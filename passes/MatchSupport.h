@@ -15,9 +15,9 @@
 
 namespace onnxc::match {
 
-/// The value of a one-element floating or integer constant, if `value` is one.
+/// The value of a one-element numeric (not bool) constant, if `value` is one.
 inline std::optional<double> scalarConstant(const Value *value) {
-  if (!value || !value->isConstant())
+  if (!value || !value->isConstant() || value->dtype() == DType::Bool)
     return std::nullopt;
   const Tensor &t = value->constantValue();
   if (!t.hasData() || t.numElements() != 1)
@@ -47,6 +47,16 @@ inline Node *soleUser(const Graph &graph, const Value *value) {
   if (value->numUses() != 1 || graph.isOutput(value))
     return nullptr;
   return value->uses()[0].user;
+}
+
+/// Whether two shapes have the same rank and provably equal dims.
+inline bool provablySameShape(const Shape &a, const Shape &b) {
+  if (!a.isRanked() || !b.isRanked() || a.rank() != b.rank())
+    return false;
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (!a[i].provablyEqual(b[i]))
+      return false;
+  return true;
 }
 
 /// The node defining `value` if it is of `kind`.

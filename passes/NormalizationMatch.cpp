@@ -78,31 +78,6 @@ Node *matchNormalize(const Graph &graph, const Node &statistic, const Value *num
 
 } // namespace
 
-std::optional<double> scalarConstant(const Value *value) {
-  if (!value || !value->isConstant() || value->dtype() == DType::Bool)
-    return std::nullopt;
-  const Tensor &t = value->constantValue();
-  if (!t.hasData() || t.numElements() != 1)
-    return std::nullopt;
-  return t.elementAsDouble(0);
-}
-
-Node *soleUser(const Graph &graph, const Value *value) {
-  if (value->numUses() != 1 || graph.isOutput(value))
-    return nullptr;
-  return value->uses()[0].user;
-}
-
-Value *otherOperand(const Node &node, OpKind kind, const Value *known) {
-  if (node.kind() != kind || node.numOperands() != 2)
-    return nullptr;
-  if (node.operand(0) == known)
-    return node.operand(1);
-  if (node.operand(1) == known)
-    return node.operand(0);
-  return nullptr;
-}
-
 bool reducesLastAxisOnly(const Node &reduce) {
   const Value *input = reduce.operand(0);
   const Value *axes = reduce.operand(1);
@@ -113,15 +88,6 @@ bool reducesLastAxisOnly(const Node &reduce) {
   int64_t rank = int64_t(input->shape().rank());
   int64_t axis = axes->constantValue().elementAsInt64(0);
   return axis == -1 || axis == rank - 1;
-}
-
-bool provablySameShape(const Shape &a, const Shape &b) {
-  if (!a.isRanked() || !b.isRanked() || a.rank() != b.rank())
-    return false;
-  for (size_t i = 0; i < a.rank(); ++i)
-    if (!a[i].provablyEqual(b[i]))
-      return false;
-  return true;
 }
 
 bool isPerChannel(const Value *operand, const Shape &x) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/MatchSupport.h"
 
 #include <optional>
 #include <unordered_set>
@@ -27,22 +28,14 @@
 
 namespace onnxc::normmatch {
 
-/// The value of a one-element floating constant, if `value` is one.
-std::optional<double> scalarConstant(const Value *value);
-
-/// The only node reading `value`, when the value is not a graph output.
-Node *soleUser(const Graph &graph, const Value *value);
-
-/// For a two-operand `kind` node, the operand that is not `known` (null if
-/// `known` is not an operand).
-Value *otherOperand(const Node &node, OpKind kind, const Value *known);
+using match::otherOperand;
+using match::provablySameShape;
+using match::scalarConstant;
+using match::soleUser;
 
 /// Whether `reduce` (a ReduceMean) averages its input over the last axis
 /// only, with keepdims = 1.
 bool reducesLastAxisOnly(const Node &reduce);
-
-/// Whether two shapes have the same rank and provably equal dims.
-bool provablySameShape(const Shape &a, const Shape &b);
 
 /// Whether `operand` is a per-channel vector for rows of `x`: rank at most
 /// x's, its last dim x's last dim, every other dim 1 (so it broadcasts over

@@ -39,15 +39,6 @@ std::optional<std::vector<int64_t>> expressReshapeTarget(const Shape &input, con
   return target;
 }
 
-bool provablySameShape(const Shape &a, const Shape &b) {
-  if (!a.isRanked() || !b.isRanked() || a.rank() != b.rank())
-    return false;
-  for (size_t i = 0; i < a.rank(); ++i)
-    if (!a[i].provablyEqual(b[i]))
-      return false;
-  return true;
-}
-
 Value *addIndexConstant(Graph &graph, const std::string &base, const std::vector<int64_t> &values) {
   Tensor tensor = Tensor::fromVector<int64_t>({int64_t(values.size())}, values);
   return graph.addConstant(graph.uniqueName(base), std::move(tensor));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/MatchSupport.h"
 
 #include <cstdint>
 #include <optional>
@@ -30,7 +31,7 @@ std::optional<std::vector<int64_t>> expressReshapeTarget(const Shape &input, con
 
 /// True when both shapes are ranked and every dim is provably equal: a
 /// Reshape or Expand between them moves no data.
-bool provablySameShape(const Shape &a, const Shape &b);
+using match::provablySameShape;
 
 /// Adds an i64[n] constant holding `values`, named `base` (made unique).
 Value *addIndexConstant(Graph &graph, const std::string &base, const std::vector<int64_t> &values);
