@@ -114,23 +114,10 @@ Value *AttentionKernel::scaleValue() {
   return b.CreateFDiv(ConstantFP::get(size->getType(), 1.0), root);
 }
 
-/// A mask of rank r is right-aligned to [batch, heads, qSeq, keys]; an axis
-/// of extent 1 broadcasts, and (as in the reference) keys past a shorter
-/// last axis are masked out.
 void AttentionKernel::prepareMask() {
-  const Shape &shape = maskValue_->shape();
-  std::array<Dim, 4> dims = {Dim(1), Dim(1), Dim(1), Dim(1)};
-  for (size_t i = 0; i < shape.rank(); ++i)
-    dims[4 - shape.rank() + i] = shape[i];
-  IRBuilder<> &b = k_.hoisted();
-  Dim rowStride(1);
-  for (int i = 3; i >= 0; --i) {
-    Value *extent = dim(dims[size_t(i)]);
-    Value *isOne = b.CreateICmpEQ(extent, b.getInt64(1));
-    maskView_.strides[size_t(i)] = b.CreateSelect(isOne, b.getInt64(0), dim(rowStride));
-    rowStride = rowStride * dims[size_t(i)];
-  }
-  maskView_.columns = dim(dims[3]);
+  MaskLayout layout = attentionMaskLayout(k_, maskValue_->shape());
+  maskView_.strides = layout.strides;
+  maskView_.columns = layout.columns;
   maskView_.dtype = maskValue_->dtype();
 }
 

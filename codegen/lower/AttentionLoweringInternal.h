@@ -11,6 +11,8 @@
 #include "codegen/lower/LoweringContext.h"
 #include "ir/Dim.h"
 
+#include <array>
+
 namespace onnxc::lower {
 
 /// Element strides of the batch, head and position axes; the last axis
@@ -54,6 +56,19 @@ bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
 
 /// Emits the fused kernel's step that writes Y (result 0).
 void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+
+/// An attn_mask in the 4-D [batch, heads, qSeq, keys] view: its shape
+/// right-aligned (1 on missing axes), element strides (0 on axes of extent
+/// 1, which broadcast) and its key extent (keys at or past it are masked
+/// out, as in the reference).
+struct MaskLayout {
+  std::array<Dim, 4> dims;
+  std::array<llvm::Value *, 4> strides{};
+  llvm::Value *columns = nullptr;
+};
+
+/// Computes the layout of a mask of shape `shape` in the kernel's entry block.
+MaskLayout attentionMaskLayout(KernelBuilder &k, const Shape &shape);
 
 void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node);
 

@@ -134,4 +134,20 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
   return s;
 }
 
+MaskLayout attentionMaskLayout(KernelBuilder &k, const Shape &shape) {
+  MaskLayout layout;
+  layout.dims = {Dim(1), Dim(1), Dim(1), Dim(1)};
+  for (size_t i = 0; i < shape.rank(); ++i)
+    layout.dims[4 - shape.rank() + i] = shape[i];
+  llvm::IRBuilder<> &b = k.hoisted();
+  Dim rowStride(1);
+  for (int i = 3; i >= 0; --i) {
+    llvm::Value *isOne = b.CreateICmpEQ(k.dim(layout.dims[size_t(i)]), b.getInt64(1));
+    layout.strides[size_t(i)] = b.CreateSelect(isOne, b.getInt64(0), k.dim(rowStride));
+    rowStride = rowStride * layout.dims[size_t(i)];
+  }
+  layout.columns = k.dim(layout.dims[3]);
+  return layout;
+}
+
 } // namespace onnxc::lower

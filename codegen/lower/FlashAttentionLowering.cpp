@@ -148,25 +148,15 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   y_ = step_.output(node.result(0));
 }
 
-/// A mask of rank r is right-aligned to [batch, heads, qSeq, keys]; an axis
-/// of extent 1 broadcasts, and keys at or past its last extent are masked
-/// out (so the kernel never visits them).
+/// The mask's broadcast strides (see MaskLayout); keys at or past its last
+/// extent are masked out, so the kernel never visits them.
 void FlashAttentionEmitter::prepareMask() {
   const onnxc::Value *mask = node_.operand(3);
-  const Shape &shape = mask->shape();
-  std::array<Dim, 4> dims = {Dim(1), Dim(1), Dim(1), Dim(1)};
-  for (size_t i = 0; i < shape.rank(); ++i)
-    dims[4 - shape.rank() + i] = shape[i];
-  IRBuilder<> &b = k_.hoisted();
-  Dim rowStride(1);
-  for (int i = 3; i >= 0; --i) {
-    Value *isOne = b.CreateICmpEQ(dim(dims[size_t(i)]), b.getInt64(1));
-    maskStrides_[size_t(i)] = b.CreateSelect(isOne, b.getInt64(0), dim(rowStride));
-    rowStride = rowStride * dims[size_t(i)];
-  }
-  maskColumns_ = dim(dims[3]);
+  MaskLayout layout = attentionMaskLayout(k_, mask->shape());
+  maskStrides_ = layout.strides;
+  maskColumns_ = layout.columns;
   maskType_ = mask->dtype();
-  rowBroadcast_ = dims[2].provablyEqual(Dim(1));
+  rowBroadcast_ = layout.dims[2].provablyEqual(Dim(1));
 }
 
 void FlashAttentionEmitter::emit() {
