@@ -2,6 +2,7 @@
 #include "codegen/GemmIRBuilder.h"
 
 #include "codegen/VectorMath.h"
+#include "codegen/VectorTranspose.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -176,10 +177,6 @@ void GemmIRBuilder::storeVector(llvm::Value *value, llvm::Value *pointer, llvm::
     builder_.CreateMaskedStore(value, pointer, llvm::Align(4), mask);
 }
 
-llvm::Value *GemmIRBuilder::shuffle(llvm::Value *x, llvm::Value *y, llvm::ArrayRef<int> lanes) {
-  return builder_.CreateShuffleVector(x, y, lanes);
-}
-
 void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                                       llvm::Value *depth) {
   // 8 k at a time: six 8-wide row loads, an 8x8 transposition (rows 6 and
@@ -195,28 +192,11 @@ void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llv
           vectorType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)),
           llvm::Align(4));
     rows[6] = rows[7] = llvm::PoisonValue::get(vectorType_);
-    std::array<llvm::Value *, 8> t, u;
-    for (int pair = 0; pair < 4; ++pair) {
-      t[size_t(2 * pair)] =
-          shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)], {0, 8, 1, 9, 4, 12, 5, 13});
-      t[size_t(2 * pair + 1)] =
-          shuffle(rows[size_t(2 * pair)], rows[size_t(2 * pair + 1)], {2, 10, 3, 11, 6, 14, 7, 15});
-    }
-    // u[0..3]: rows 0-3 of columns {0,4}, {1,5}, {2,6}, {3,7}; u[4..7]: rows 4-7.
-    for (int half = 0; half < 2; ++half) {
-      size_t base = size_t(4 * half);
-      u[base + 0] = shuffle(t[base + 0], t[base + 2], {0, 1, 8, 9, 4, 5, 12, 13});
-      u[base + 1] = shuffle(t[base + 0], t[base + 2], {2, 3, 10, 11, 6, 7, 14, 15});
-      u[base + 2] = shuffle(t[base + 1], t[base + 3], {0, 1, 8, 9, 4, 5, 12, 13});
-      u[base + 3] = shuffle(t[base + 1], t[base + 3], {2, 3, 10, 11, 6, 7, 14, 15});
-    }
+    std::array<llvm::Value *, 8> columns = transpose8x8(builder_, rows);
     llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(GemmMR)));
-    for (int64_t column = 0; column < 8; ++column) {
-      size_t j = size_t(column % 4);
-      llvm::Value *value = column < 4 ? shuffle(u[j], u[j + 4], {0, 1, 2, 3, 8, 9, 10, 11})
-                                      : shuffle(u[j], u[j + 4], {4, 5, 6, 7, 12, 13, 14, 15});
-      builder_.CreateAlignedStore(value, floatAt(out, index(column * GemmMR)), llvm::Align(4));
-    }
+    for (int64_t column = 0; column < 8; ++column)
+      builder_.CreateAlignedStore(columns[size_t(column)], floatAt(out, index(column * GemmMR)),
+                                  llvm::Align(4));
   });
   emitLoop(vectorEnd, depth, 1, [&](llvm::Value *k) {
     for (int64_t r = 0; r < GemmMR; ++r) {

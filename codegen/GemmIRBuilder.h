@@ -73,7 +73,6 @@ private:
   llvm::Value *loadVector(llvm::Value *pointer, llvm::Value *mask);
   void storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask);
 
-  llvm::Value *shuffle(llvm::Value *x, llvm::Value *y, llvm::ArrayRef<int> lanes);
   /// Packs 6 full rows of A ([6, depth] at `source`) into one k-major panel.
   void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                          llvm::Value *depth);

@@ -9,9 +9,9 @@
 namespace onnxc {
 
 GemmBlocking chooseGemmBlocking(int64_t k) {
-  constexpr int64_t maxKc = 320;
+  constexpr int64_t maxKc = 320, maxSingleBlock = 384;
   GemmBlocking blocking;
-  int64_t blocks = std::max<int64_t>(1, (k + maxKc - 1) / maxKc);
+  int64_t blocks = k <= maxSingleBlock ? 1 : (k + maxKc - 1) / maxKc;
   int64_t kc = (k + blocks - 1) / blocks;
   blocking.kc = std::max<int64_t>(8, (kc + 7) / 8 * 8);
   return blocking;

@@ -23,13 +23,15 @@
 // S = 2048 (4-D inputs: the same). The exp is FlashVectorIR's softmax-only
 // form. Key tiles outside the causal or window band are never visited:
 // causal attention does about half the work, windowed O(S * window).
-// Scratch is fixed-size stack (Qt, one tile of scores, Ot: 21 KiB at head
-// size 64), whatever the sequence lengths.
+// A last block of 1 to 16 rows runs on one or two row vectors instead of
+// three. Scratch is fixed-size stack (Qt, one tile of scores, Ot: 24 KiB at
+// head size 64), whatever the sequence lengths.
 //
 // As in the reference, a row whose keys are all masked gives NaN (checked
 // from its max at the end: masked keys get e^-60, not 0, see the exp).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/VectorTranspose.h"
 #include "codegen/lower/AttentionLoweringInternal.h"
 #include "codegen/lower/ComplexKernelSupport.h"
 #include "codegen/lower/FlashVectorIR.h"
@@ -55,7 +57,9 @@ constexpr int64_t kRows = kWidth * kRowVectors;
 /// kRowVectors that is 12 accumulators, 3 row loads and 1 broadcast: all
 /// 16 ymm registers, and 16 value-column groups at head size 64.
 constexpr int64_t kGroup = 4;
-constexpr int64_t kTileKeys = 24 * kGroup;
+/// 128 keys: a whole tile at S = 128 (3% faster there than 96 + 32 keys),
+/// the same speed at S = 2048.
+constexpr int64_t kTileKeys = 32 * kGroup;
 /// Head sizes up to this keep Qt and Ot within a few tens of KiB of stack.
 constexpr int64_t kMaxHeadSize = 512;
 
@@ -89,6 +93,7 @@ private:
 
   void prepareMask();
   void emitTask(Value *task);
+  void emitBlock(const Block &block);
   Block decodeTask(Value *task);
   void packQuery(const Block &block);
   Value *keyBegin(const Block &block);
@@ -118,6 +123,9 @@ private:
   float scale_;
   unsigned q_, key_, value_, y_;
   int mask_ = -1;
+  /// Row vectors of the block being emitted (1 to kRowVectors); the
+  /// scratch layouts keep kRows lanes per column whatever it is.
+  int64_t rowVectors_ = kRowVectors;
   // The mask in the [batch, heads, qSeq, keys] view (AttentionLowering.cpp's
   // MaskView); rowBroadcast_ when its qSeq axis is provably 1.
   std::array<Value *, 4> maskStrides_{};
@@ -245,21 +253,46 @@ Block FlashAttentionEmitter::decodeTask(Value *task) {
 }
 
 /// Qt[c][r] = scale * Q[first + r][c]; padding rows repeat the last row.
+/// Each row vector takes 8 columns at a time through a register
+/// transposition (at head size 32 and 128 keys a scalar copy was a sixth of
+/// the task); the last headSize mod 8 columns are copied one by one.
 void FlashAttentionEmitter::packQuery(const Block &block) {
   IRBuilder<> &b = ir();
   const AttentionShape &s = shape_;
   Value *query = k_.buffer(q_);
   Value *headBase = k_.offset({block.batch, block.head}, {dim(s.q.batch), dim(s.q.head)});
-  Value *scale = ConstantFP::get(b.getFloatTy(), scale_);
-  v_.loop(b.getInt64(0), b.getInt64(kRows), 1, [&](Value *r) {
-    Value *row = b.CreateAdd(block.first, k_.min(r, b.CreateSub(block.rows, b.getInt64(1))));
-    Value *rowBase = b.CreateAdd(headBase, b.CreateMul(row, dim(s.q.position)));
-    v_.loop(b.getInt64(0), b.getInt64(headSize_), 1, [&](Value *c) {
+  Value *lastRow = b.CreateSub(block.rows, b.getInt64(1));
+  auto rowBase = [&](Value *r) {
+    Value *row = b.CreateAdd(block.first, k_.min(r, lastRow));
+    return b.CreateAdd(headBase, b.CreateMul(row, dim(s.q.position)));
+  };
+  const int64_t wholeColumns = headSize_ / kWidth * kWidth;
+  Value *scale = v_.splat(scale_);
+  for (int64_t v = 0; v < rowVectors_; ++v) {
+    std::array<Value *, kWidth> base;
+    for (int64_t i = 0; i < int64_t(kWidth); ++i)
+      base[size_t(i)] = rowBase(b.getInt64(v * kWidth + i));
+    v_.loop(b.getInt64(0), b.getInt64(wholeColumns), kWidth, [&](Value *c) {
+      std::array<Value *, kWidth> rows;
+      for (size_t i = 0; i < kWidth; ++i)
+        rows[i] = v_.loadUnaligned(query, b.CreateAdd(base[i], c));
+      std::array<Value *, kWidth> columns = transpose8x8(b, rows);
+      for (int64_t j = 0; j < int64_t(kWidth); ++j)
+        v_.store(b.CreateFMul(columns[size_t(j)], scale), queryT_,
+                 outputIndex(b.CreateAdd(c, b.getInt64(j)), v));
+    });
+  }
+  if (wholeColumns == headSize_)
+    return;
+  Value *scalarScale = ConstantFP::get(b.getFloatTy(), scale_);
+  v_.loop(b.getInt64(0), b.getInt64(rowVectors_ * kWidth), 1, [&](Value *r) {
+    Value *base = rowBase(r);
+    v_.loop(b.getInt64(wholeColumns), b.getInt64(headSize_), 1, [&](Value *c) {
       Value *x = b.CreateAlignedLoad(
-          b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), query, b.CreateAdd(rowBase, c)),
+          b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), query, b.CreateAdd(base, c)),
           Align(4));
       Value *target = b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), r);
-      b.CreateAlignedStore(b.CreateFMul(x, scale),
+      b.CreateAlignedStore(b.CreateFMul(x, scalarScale),
                            b.CreateInBoundsGEP(b.getFloatTy(), queryT_, target), Align(4));
     });
   });
@@ -291,16 +324,35 @@ Value *FlashAttentionEmitter::isInterior(const Block &block, Value *begin) {
 void FlashAttentionEmitter::emitTask(Value *task) {
   IRBuilder<> &b = ir();
   Block block = decodeTask(task);
+  // A last block of 1 to 16 rows runs on fewer row vectors (at S = 128 its
+  // 8 rows would otherwise cost as much as 24).
+  Value *vectors = k_.ceilDiv(block.rows, b.getInt64(kWidth));
+  auto emitWith = [&](int64_t rowVectors) {
+    return [&, rowVectors] {
+      rowVectors_ = rowVectors;
+      emitBlock(block);
+    };
+  };
+  k_.ifThenElse(b.CreateICmpEQ(vectors, b.getInt64(kRowVectors)), emitWith(kRowVectors), [&] {
+    k_.ifThenElse(b.CreateICmpEQ(vectors, b.getInt64(2)), emitWith(2), emitWith(1));
+  });
+  rowVectors_ = kRowVectors;
+}
+
+/// The task's work on rowVectors_ vectors of rows.
+void FlashAttentionEmitter::emitBlock(const Block &block) {
+  IRBuilder<> &b = ir();
   packQuery(block);
-  int64_t outputVectors = valueSize_ * kRowVectors;
-  v_.loop(b.getInt64(0), b.getInt64(outputVectors), 1,
-          [&](Value *i) { v_.store(v_.splat(0.0f), output_, b.CreateMul(i, b.getInt64(kWidth))); });
+  v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+    for (int64_t v = 0; v < rowVectors_; ++v)
+      v_.store(v_.splat(0.0f), output_, outputIndex(c, v));
+  });
 
   // Running max m and sum l of each row vector.
   Values state;
-  for (int64_t v = 0; v < kRowVectors; ++v)
+  for (int64_t v = 0; v < rowVectors_; ++v)
     state.push_back(v_.splat(-std::numeric_limits<float>::infinity()));
-  for (int64_t v = 0; v < kRowVectors; ++v)
+  for (int64_t v = 0; v < rowVectors_; ++v)
     state.push_back(v_.splat(0.0f));
   state = v_.loop(keyBegin(block), block.keyEnd, kTileKeys, state,
                   [&](Value *begin, ArrayRef<Value *> carried) {
@@ -315,7 +367,7 @@ void FlashAttentionEmitter::emitTask(Value *task) {
                         });
                   });
   ArrayRef<Value *> all(state);
-  emitOutput(block, all.take_front(kRowVectors), all.drop_front(kRowVectors));
+  emitOutput(block, all.take_front(rowVectors_), all.drop_front(rowVectors_));
 }
 
 Value *FlashAttentionEmitter::keyIndex(const Block &block, const Tile &tile, Value *key) {
@@ -332,7 +384,7 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
   Values tileMax = emitScores(block, tile, groups);
   Values shift, alpha, next(state.size());
   Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
-  for (int64_t v = 0; v < kRowVectors; ++v) {
+  for (int64_t v = 0; v < rowVectors_; ++v) {
     Value *newMax = v_.max(state[size_t(v)], tileMax[size_t(v)]);
     // While a row has seen only masked keys its max is -inf; shifting by 0
     // keeps e^(S - shift) at 0 instead of NaN.
@@ -342,9 +394,9 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
     next[size_t(v)] = newMax;
   }
   Values sums = emitExponentials(block, tile, count, shift);
-  for (int64_t v = 0; v < kRowVectors; ++v)
-    next[size_t(kRowVectors + v)] =
-        v_.fma(state[size_t(kRowVectors + v)], alpha[size_t(v)], sums[size_t(v)]);
+  for (int64_t v = 0; v < rowVectors_; ++v)
+    next[size_t(rowVectors_ + v)] =
+        v_.fma(state[size_t(rowVectors_ + v)], alpha[size_t(v)], sums[size_t(v)]);
   emitValues(block, tile, count, alpha);
   return next;
 }
@@ -354,7 +406,7 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
   IRBuilder<> &b = ir();
   Value *keys = k_.buffer(key_);
   Value *keyStride = dim(shape_.k.position);
-  Values init(kRowVectors, v_.splat(-std::numeric_limits<float>::infinity()));
+  Values init(rowVectors_, v_.splat(-std::numeric_limits<float>::infinity()));
   return v_.loop(b.getInt64(0), groups, 1, init, [&](Value *g, ArrayRef<Value *> tileMax) {
     Value *firstKey = b.CreateAdd(tile.begin, b.CreateMul(g, b.getInt64(kGroup)));
     std::array<Value *, kGroup> key, clamped, rowBase;
@@ -367,18 +419,18 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
       Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(kGroup));
       v_.prefetch(keys, b.CreateAdd(block.keyBase, b.CreateMul(next, keyStride)), headSize_);
     }
-    Values zero(kGroup * kRowVectors, v_.splat(0.0f));
+    Values zero(kGroup * rowVectors_, v_.splat(0.0f));
     Values acc = v_.loop(
         b.getInt64(0), b.getInt64(headSize_), 1, zero, [&](Value *c, ArrayRef<Value *> carried) {
           std::array<Value *, kRowVectors> q;
           Value *row = b.CreateMul(c, b.getInt64(kRows));
-          for (int64_t v = 0; v < kRowVectors; ++v)
+          for (int64_t v = 0; v < rowVectors_; ++v)
             q[size_t(v)] = v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * kWidth)));
           Values next(carried.begin(), carried.end());
           for (int64_t i = 0; i < kGroup; ++i) {
             Value *k = v_.broadcast(keys, b.CreateAdd(rowBase[size_t(i)], c));
-            for (int64_t v = 0; v < kRowVectors; ++v) {
-              Value *&a = next[size_t(i * kRowVectors + v)];
+            for (int64_t v = 0; v < rowVectors_; ++v) {
+              Value *&a = next[size_t(i * rowVectors_ + v)];
               a = v_.fma(k, q[size_t(v)], a);
             }
           }
@@ -386,10 +438,10 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
         });
     Values nextMax(tileMax.begin(), tileMax.end());
     for (int64_t i = 0; i < kGroup; ++i) {
-      Value **row = &acc[size_t(i * kRowVectors)];
+      Value **row = &acc[size_t(i * rowVectors_)];
       applyMasks(block, tile, key[size_t(i)], clamped[size_t(i)], row);
       Value *t = b.CreateSub(key[size_t(i)], tile.begin);
-      for (int64_t v = 0; v < kRowVectors; ++v) {
+      for (int64_t v = 0; v < rowVectors_; ++v) {
         Value *index = b.CreateAdd(b.CreateMul(t, b.getInt64(kRows)), b.getInt64(v * kWidth));
         v_.store(row[v], scores_, index);
         nextMax[size_t(v)] = v_.max(nextMax[size_t(v)], row[v]);
@@ -410,7 +462,7 @@ void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Val
     Value *mask = k_.buffer(unsigned(mask_));
     Value *offset = b.CreateAdd(block.maskBase, b.CreateMul(clampedKey, maskStrides_[3]));
     Type *element = k_.storageType(maskType_);
-    for (int64_t v = 0; v < kRowVectors; ++v) {
+    for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *m;
       if (rowBroadcast_) {
         Value *scalar = b.CreateLoad(element, b.CreateInBoundsGEP(element, mask, offset));
@@ -431,7 +483,7 @@ void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Val
     return;
   Value *inTile = b.CreateICmpSLT(key, tile.end);
   Value *key32 = b.CreateVectorSplat(kWidth, b.CreateTrunc(key, b.getInt32Ty()));
-  for (int64_t v = 0; v < kRowVectors; ++v) {
+  for (int64_t v = 0; v < rowVectors_; ++v) {
     Value *visible = b.CreateVectorSplat(kWidth, inTile);
     Value *position = block.position[size_t(v)];
     if (causal_)
@@ -451,7 +503,7 @@ void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Val
 Values FlashAttentionEmitter::emitExponentials(const Block &block, const Tile &tile, Value *count,
                                                ArrayRef<Value *> shift) {
   IRBuilder<> &b = ir();
-  Values zero(kRowVectors, v_.splat(0.0f));
+  Values zero(rowVectors_, v_.splat(0.0f));
   Value *values = k_.buffer(value_);
   Value *valueStride = dim(shape_.v.position);
   return v_.loop(b.getInt64(0), count, 1, zero, [&](Value *t, ArrayRef<Value *> sums) {
@@ -462,7 +514,7 @@ Values FlashAttentionEmitter::emitExponentials(const Block &block, const Tile &t
     v_.prefetch(values, b.CreateAdd(block.valueBase, b.CreateMul(key, valueStride)),
                 std::min<int64_t>(valueSize_, 64));
     Values next;
-    for (int64_t v = 0; v < kRowVectors; ++v) {
+    for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *index = b.CreateAdd(b.CreateMul(t, b.getInt64(kRows)), b.getInt64(v * kWidth));
       Value *x = b.CreateFSub(v_.load(scores_, index), shift[size_t(v)]);
       Value *p = v_.expNonPositive(x);
@@ -483,7 +535,7 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
   Value *valueStride = dim(shape_.v.position);
   Values acc;
   for (int64_t i = 0; i < columns; ++i)
-    for (int64_t v = 0; v < kRowVectors; ++v) {
+    for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *index = outputIndex(b.CreateAdd(firstColumn, b.getInt64(i)), v);
       acc.push_back(b.CreateFMul(v_.load(output_, index), alpha[size_t(v)]));
     }
@@ -491,22 +543,22 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
     Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
     Value *rowBase = b.CreateAdd(block.valueBase, b.CreateMul(key, valueStride));
     std::array<Value *, kRowVectors> p;
-    for (int64_t v = 0; v < kRowVectors; ++v)
+    for (int64_t v = 0; v < rowVectors_; ++v)
       p[size_t(v)] = v_.load(scores_, outputIndex(t, v));
     Values next(carried.begin(), carried.end());
     for (int64_t i = 0; i < columns; ++i) {
       Value *x =
           v_.broadcast(values, b.CreateAdd(rowBase, b.CreateAdd(firstColumn, b.getInt64(i))));
-      for (int64_t v = 0; v < kRowVectors; ++v) {
-        Value *&a = next[size_t(i * kRowVectors + v)];
+      for (int64_t v = 0; v < rowVectors_; ++v) {
+        Value *&a = next[size_t(i * rowVectors_ + v)];
         a = v_.fma(x, p[size_t(v)], a);
       }
     }
     return next;
   });
   for (int64_t i = 0; i < columns; ++i)
-    for (int64_t v = 0; v < kRowVectors; ++v)
-      v_.store(acc[size_t(i * kRowVectors + v)], output_,
+    for (int64_t v = 0; v < rowVectors_; ++v)
+      v_.store(acc[size_t(i * rowVectors_ + v)], output_,
                outputIndex(b.CreateAdd(firstColumn, b.getInt64(i)), v));
 }
 
@@ -523,7 +575,9 @@ void FlashAttentionEmitter::emitValues(const Block &block, const Tile &tile, Val
     emitValueGroup(block, tile, count, alpha, b.getInt64(fullGroups * kGroup), rest);
 }
 
-/// Y[first + r][c] = Ot[c][r] / l[r] for the valid rows.
+/// Y[first + r][c] = Ot[c][r] / l[r] for the valid rows: 8 columns at a
+/// time through a register transposition, then the last valueSize mod 8
+/// columns one by one.
 void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> maxima,
                                        ArrayRef<Value *> sums) {
   IRBuilder<> &b = ir();
@@ -535,29 +589,65 @@ void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> max
   Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
   Value *nan = v_.splat(std::numeric_limits<float>::quiet_NaN());
   std::array<Value *, kRowVectors> inverse;
-  for (int64_t v = 0; v < kRowVectors; ++v) {
+  for (int64_t v = 0; v < rowVectors_; ++v) {
     Value *masked = b.CreateFCmpOEQ(maxima[size_t(v)], minusInf);
     Value *scale = b.CreateSelect(masked, nan, b.CreateFDiv(v_.splat(1.0f), sums[size_t(v)]));
     inverse[size_t(v)] = b.CreateSelect(noKeys, v_.splat(0.0f), scale);
   }
-  v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
-    for (int64_t v = 0; v < kRowVectors; ++v) {
-      Value *index = b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), b.getInt64(v * kWidth));
+  Value *y = k_.buffer(y_);
+  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.y.batch), dim(s.y.head)});
+  auto rowBase = [&](Value *r) {
+    return b.CreateAdd(headBase, b.CreateMul(b.CreateAdd(block.first, r), dim(s.y.position)));
+  };
+  const int64_t wholeColumns = valueSize_ / kWidth * kWidth;
+  for (int64_t v = 0; v < rowVectors_; ++v) {
+    Value *validRows = b.CreateSub(block.rows, b.getInt64(v * kWidth));
+    std::array<Value *, kWidth> base;
+    for (int64_t i = 0; i < int64_t(kWidth); ++i)
+      base[size_t(i)] = rowBase(b.getInt64(v * kWidth + i));
+    // Rows [0, rows) of this vector's 8, for 8 columns from c.
+    auto storeColumns = [&](int64_t rows) {
+      v_.loop(b.getInt64(0), b.getInt64(wholeColumns), kWidth, [&](Value *c) {
+        std::array<Value *, kWidth> columns;
+        for (int64_t j = 0; j < int64_t(kWidth); ++j)
+          columns[size_t(j)] = b.CreateFMul(
+              v_.load(output_, outputIndex(b.CreateAdd(c, b.getInt64(j)), v)), inverse[size_t(v)]);
+        std::array<Value *, kWidth> out = transpose8x8(b, columns);
+        for (int64_t i = 0; i < int64_t(kWidth); ++i) {
+          auto store = [&] {
+            v_.storeUnaligned(out[size_t(i)], y, b.CreateAdd(base[size_t(i)], c));
+          };
+          if (i < rows)
+            store();
+          else
+            k_.ifThen(b.CreateICmpSLT(b.getInt64(i), validRows), store);
+        }
+      });
+    };
+    if (wholeColumns > 0)
+      k_.ifThen(b.CreateICmpSGT(validRows, b.getInt64(0)), [&] {
+        k_.ifThenElse(
+            b.CreateICmpSGE(validRows, b.getInt64(kWidth)), [&] { storeColumns(kWidth); },
+            [&] { storeColumns(1); });
+      });
+  }
+  if (wholeColumns == valueSize_)
+    return;
+  v_.loop(b.getInt64(wholeColumns), b.getInt64(valueSize_), 1, [&](Value *c) {
+    for (int64_t v = 0; v < rowVectors_; ++v) {
+      Value *index = outputIndex(c, v);
       v_.store(b.CreateFMul(v_.load(output_, index), inverse[size_t(v)]), output_, index);
     }
   });
-  Value *y = k_.buffer(y_);
-  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.y.batch), dim(s.y.head)});
   v_.loop(b.getInt64(0), block.rows, 1, [&](Value *r) {
-    Value *rowBase =
-        b.CreateAdd(headBase, b.CreateMul(b.CreateAdd(block.first, r), dim(s.y.position)));
-    v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+    Value *base = rowBase(r);
+    v_.loop(b.getInt64(wholeColumns), b.getInt64(valueSize_), 1, [&](Value *c) {
       Value *x = b.CreateAlignedLoad(
           b.getFloatTy(),
           b.CreateInBoundsGEP(b.getFloatTy(), output_,
                               b.CreateAdd(b.CreateMul(c, b.getInt64(kRows)), r)),
           Align(4));
-      b.CreateAlignedStore(x, b.CreateInBoundsGEP(b.getFloatTy(), y, b.CreateAdd(rowBase, c)),
+      b.CreateAlignedStore(x, b.CreateInBoundsGEP(b.getFloatTy(), y, b.CreateAdd(base, c)),
                            Align(4));
     });
   });

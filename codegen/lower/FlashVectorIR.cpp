@@ -33,6 +33,14 @@ void FlashVectorIR::store(Value *value, Value *base, Value *index) {
   b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(32));
 }
 
+Value *FlashVectorIR::loadUnaligned(Value *base, Value *index) {
+  return b_.CreateAlignedLoad(vecTy_, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(4));
+}
+
+void FlashVectorIR::storeUnaligned(Value *value, Value *base, Value *index) {
+  b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(4));
+}
+
 Value *FlashVectorIR::broadcast(Value *base, Value *index) {
   Value *scalar = b_.CreateAlignedLoad(
       b_.getFloatTy(), b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(4));
@@ -149,16 +157,16 @@ Value *FlashVectorIR::expNonPositive(Value *x) {
   Value *shifted = fma(x, scale, shifter);
   Value *n = b.CreateFSub(shifted, shifter);
   Value *f = fma(x, scale, b.CreateFNeg(n));
-  Value *p = fma(fma(fma(splat(0x1.c6a004p-14f), f, splat(0x1.ec0c32p-9f)), f,
-                     splat(0x1.62e432p-4f)),
-                 f, splat(1.0f));
+  Value *p =
+      fma(fma(fma(splat(0x1.c6a004p-14f), f, splat(0x1.ec0c32p-9f)), f, splat(0x1.62e432p-4f)), f,
+          splat(1.0f));
   SmallVector<Constant *, kWidth> table;
   for (float t : {0x1p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f,
                   0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f})
     table.push_back(ConstantFP::get(b.getFloatTy(), t));
   Value *bits = b.CreateBitCast(shifted, intVec);
-  Value *fraction = b.CreateIntrinsic(Intrinsic::x86_avx2_permps, {},
-                                      {ConstantVector::get(table), bits});
+  Value *fraction =
+      b.CreateIntrinsic(Intrinsic::x86_avx2_permps, {}, {ConstantVector::get(table), bits});
   // (n >> 3) << 23, from n's low 12 bits: the 9 sign and exponent bits wrap,
   // so adding it to the table entry's exponent (127) subtracts for n < 0.
   Value *power = b.CreateAnd(b.CreateShl(bits, 20), ints(0xff800000u));

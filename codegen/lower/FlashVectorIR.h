@@ -1,7 +1,7 @@
 //===- codegen/lower/FlashVectorIR.h - Vector IR of the fused attention ---===//
 //
 // Internal to FlashAttentionLowering.cpp: the <8 x float> building blocks
-// its micro-kernels are written in (aligned loads and stores, broadcasts
+// its micro-kernels are written in (loads and stores, broadcasts
 // from memory, FMA, max), loops whose unrolling is left to the code (LLVM
 // would otherwise unroll the constant head-size loops completely, for code
 // size and no speed), two-way branches that yield values, L1 prefetch, and
@@ -31,6 +31,9 @@ public:
   /// Vector `index` (in floats, a multiple of 8) of a 32-byte aligned array.
   llvm::Value *load(llvm::Value *base, llvm::Value *index);
   void store(llvm::Value *value, llvm::Value *base, llvm::Value *index);
+  /// The same at any float `index` (4-byte alignment).
+  llvm::Value *loadUnaligned(llvm::Value *base, llvm::Value *index);
+  void storeUnaligned(llvm::Value *value, llvm::Value *base, llvm::Value *index);
   /// Float `index` of `base`, in every lane.
   llvm::Value *broadcast(llvm::Value *base, llvm::Value *index);
   llvm::Value *fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);

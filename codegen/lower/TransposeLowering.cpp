@@ -8,6 +8,7 @@
 // while a tile is copied.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/VectorTranspose.h"
 #include "codegen/lower/MovementLoweringInternal.h"
 #include "codegen/lower/StridedCopy.h"
 
@@ -31,38 +32,17 @@ constexpr int64_t kBlock = 8;
 
 /// Transposes an 8 x 8 block in vector registers: row r of the source (8
 /// elements contiguous in it, `srcStride` elements apart) becomes column r
-/// of the destination. The shuffles are the unpack / shuffle / 128-bit
-/// permute sequence x86 backends lower to one instruction each.
+/// of the destination.
 void emitBlock8x8(KernelBuilder &k, size_t elementSize, llvm::Value *src, llvm::Value *srcStride,
                   llvm::Value *dst, llvm::Value *dstStride) {
   IRBuilder<> &b = k.ir();
   Type *bits = elementBitsType(k, elementSize);
   auto *vector = FixedVectorType::get(bits, kBlock);
-  std::vector<llvm::Value *> rows;
+  std::array<llvm::Value *, 8> rows;
   for (int64_t r = 0; r < kBlock; ++r)
-    rows.push_back(b.CreateAlignedLoad(
-        vector, b.CreateGEP(bits, src, b.CreateMul(k.i64(r), srcStride)), Align(elementSize)));
-  auto shuffle = [&](llvm::Value *x, llvm::Value *y, ArrayRef<int> mask) {
-    return b.CreateShuffleVector(x, y, mask);
-  };
-  const int low[] = {0, 8, 1, 9, 4, 12, 5, 13}, high[] = {2, 10, 3, 11, 6, 14, 7, 15};
-  const int pairsLow[] = {0, 1, 8, 9, 4, 5, 12, 13}, pairsHigh[] = {2, 3, 10, 11, 6, 7, 14, 15};
-  const int halvesLow[] = {0, 1, 2, 3, 8, 9, 10, 11}, halvesHigh[] = {4, 5, 6, 7, 12, 13, 14, 15};
-  std::vector<llvm::Value *> t(8), u(8), out(8);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = shuffle(rows[i], rows[i + 1], low);
-    t[i + 1] = shuffle(rows[i], rows[i + 1], high);
-  }
-  for (int g = 0; g < 8; g += 4) {
-    u[g] = shuffle(t[g], t[g + 2], pairsLow);
-    u[g + 1] = shuffle(t[g], t[g + 2], pairsHigh);
-    u[g + 2] = shuffle(t[g + 1], t[g + 3], pairsLow);
-    u[g + 3] = shuffle(t[g + 1], t[g + 3], pairsHigh);
-  }
-  for (int c = 0; c < 4; ++c) {
-    out[c] = shuffle(u[c], u[c + 4], halvesLow);
-    out[c + 4] = shuffle(u[c], u[c + 4], halvesHigh);
-  }
+    rows[size_t(r)] = b.CreateAlignedLoad(
+        vector, b.CreateGEP(bits, src, b.CreateMul(k.i64(r), srcStride)), Align(elementSize));
+  std::array<llvm::Value *, 8> out = transpose8x8(b, rows);
   for (int64_t c = 0; c < kBlock; ++c)
     b.CreateAlignedStore(out[size_t(c)], b.CreateGEP(bits, dst, b.CreateMul(k.i64(c), dstStride)),
                          Align(elementSize));
@@ -136,19 +116,28 @@ public:
           llvm::Value *fromRow = b.CreateGEP(bits, from, qi);
           llvm::Value *toRow = b.CreateGEP(bits, to, b.CreateMul(qi, dstStrideQ));
           k.forRange(k.i64(0), cols, [&](llvm::Value *ji) {
-            llvm::Value *value = b.CreateLoad(bits, b.CreateGEP(bits, fromRow, b.CreateMul(ji, srcStrideJ)));
+            llvm::Value *value =
+                b.CreateLoad(bits, b.CreateGEP(bits, fromRow, b.CreateMul(ji, srcStrideJ)));
             b.CreateStore(value, b.CreateGEP(bits, toRow, ji));
           });
         });
       };
       auto copyFullTile = [&] {
-        k.forRange(k.i64(0), side, [&](llvm::Value *qb) {
-          k.forRange(k.i64(0), side, [&](llvm::Value *jb) {
-            llvm::Value *blockFrom = b.CreateGEP(bits, from, b.CreateAdd(qb, b.CreateMul(jb, srcStrideJ)));
-            llvm::Value *blockTo = b.CreateGEP(bits, to, b.CreateAdd(b.CreateMul(qb, dstStrideQ), jb));
-            emitBlock8x8(k, size_, blockFrom, srcStrideJ, blockTo, dstStrideQ);
-          }, kBlock, "jb");
-        }, kBlock, "qb");
+        k.forRange(
+            k.i64(0), side,
+            [&](llvm::Value *qb) {
+              k.forRange(
+                  k.i64(0), side,
+                  [&](llvm::Value *jb) {
+                    llvm::Value *blockFrom =
+                        b.CreateGEP(bits, from, b.CreateAdd(qb, b.CreateMul(jb, srcStrideJ)));
+                    llvm::Value *blockTo =
+                        b.CreateGEP(bits, to, b.CreateAdd(b.CreateMul(qb, dstStrideQ), jb));
+                    emitBlock8x8(k, size_, blockFrom, srcStrideJ, blockTo, dstStrideQ);
+                  },
+                  kBlock, "jb");
+            },
+            kBlock, "qb");
       };
       llvm::Value *rows = k.min(side, b.CreateSub(extentQ, q0));
       llvm::Value *cols = k.min(side, b.CreateSub(extentJ, j0));
@@ -185,9 +174,8 @@ void lowerTranspose(LoweringContext &ctx, const Node &node) {
   unsigned src = step.input(data);
   unsigned dst = step.output(result);
   const std::vector<CopyAxis> &axes = copy.axes();
-  auto contiguousInSource = std::find_if(axes.begin(), axes.end(), [](const CopyAxis &axis) {
-    return axis.srcStride == Dim(1);
-  });
+  auto contiguousInSource = std::find_if(
+      axes.begin(), axes.end(), [](const CopyAxis &axis) { return axis.srcStride == Dim(1); });
   if (copy.innerIsContiguous() || contiguousInSource == axes.end()) {
     llvm::Value *tasks = setCopyTaskCount(step, result->shape().numElements(), copy.elementSize());
     KernelBuilder &k = step.kernel();

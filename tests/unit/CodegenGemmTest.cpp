@@ -180,7 +180,10 @@ TEST(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
 TEST(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
   for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 3072}) {
     GemmBlocking blocking = chooseGemmBlocking(k);
-    EXPECT_LE(blocking.kc, 320) << k;
+    EXPECT_LE(blocking.kc, k <= 384 ? 384 : 320) << k;
+    if (k <= 384) {
+      EXPECT_GE(blocking.kc, k) << "K up to 384 is one block";
+    }
     EXPECT_EQ(blocking.mc % GemmMR, 0);
     int64_t blocks = (k + blocking.kc - 1) / blocking.kc;
     if (blocks > 1) {

@@ -6,8 +6,8 @@
 // additive and bool masks (padding [b,1,1,S], full [S,S], short), cross-
 // attention with Sq != Skv, sequence lengths off the 24-row block and
 // 96-key tile, S = 1, fully masked rows (NaN like the reference), score
-// ranges far beyond the exp's -60 floor, and two threads. Also which cases take the fast path, and the general path's
-// `window`.
+// ranges far beyond the exp's -60 floor, and two threads. Also which cases take the fast path, and
+// the general path's `window`.
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
@@ -84,6 +84,28 @@ TEST(LowerFlashAttention, ThreeDimensionalMasksHeadsAndLengths) {
       for (auto [b, s] : std::vector<std::array<int64_t, 2>>{{1, 1}, {2, 37}, {1, 100}})
         expectCompiledMatchesReference(*graph, selfFeeds(b, s, h.q * h.size, h.kv * h.size, 1),
                                        1e-4, 1e-5);
+    }
+  }
+}
+
+TEST(LowerFlashAttention, EveryLastBlockSize) {
+  // Blocks are 24 query rows; a last block of 1-8, 9-16 or 17-23 rows runs
+  // on one, two or three row vectors. Both ends of each range, with a
+  // padding mask, at head size 32 (whole 8-column groups only) and 12 (a
+  // 4-column remainder in the query packing and the output).
+  for (int64_t size : {32, 12}) {
+    GraphText g;
+    g.input("q", "f32[1, s, " + str(2 * size) + "]").input("k", "f32[1, s, " + str(2 * size) + "]");
+    g.input("v", "f32[1, s, " + str(2 * size) + "]").input("m", "f32[1, 1, 1, s]");
+    g.node("%y = Attention(%q, %k, %v, %m) {kv_num_heads = 2, q_num_heads = 2}");
+    g.output("y", "f32[1, s, " + str(2 * size) + "]");
+    auto graph = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*graph));
+    for (int64_t s : {25, 31, 32, 33, 39, 40, 41, 47, 48}) {
+      SCOPED_TRACE("size " + str(size) + " s " + str(s));
+      Feeds feeds = selfFeeds(1, s, 2 * size, 2 * size, unsigned(s));
+      feeds.emplace("m", randomOf(DType::F32, {1, 1, 1, s}, unsigned(s) + 7, -4, 0));
+      expectCompiledMatchesReference(*graph, feeds, 1e-4, 1e-5);
     }
   }
 }
@@ -202,10 +224,11 @@ TEST(LowerFlashAttention, WideScoreRanges) {
   Tensor mask = randomOf(DType::F32, {1, 1, 1, 130}, 21, -1, 1);
   for (int64_t j = 3; j < 130; j += 7)
     mask.setElementFromDouble(j, -1e30);
-  expectCompiledMatchesReference(*graph, {{"q", randomOf(DType::F32, {1, 2, 130, 32}, 22, -3, 3)},
-                                          {"k", randomOf(DType::F32, {1, 2, 130, 32}, 23, -3, 3)},
-                                          {"v", randomOf(DType::F32, {1, 2, 130, 32}, 24)},
-                                          {"mask", mask}},
+  expectCompiledMatchesReference(*graph,
+                                 {{"q", randomOf(DType::F32, {1, 2, 130, 32}, 22, -3, 3)},
+                                  {"k", randomOf(DType::F32, {1, 2, 130, 32}, 23, -3, 3)},
+                                  {"v", randomOf(DType::F32, {1, 2, 130, 32}, 24)},
+                                  {"mask", mask}},
                                  1e-4, 1e-5);
 }
 
