@@ -74,9 +74,11 @@ ReducePlan planReduction(const Node &node, const Tensor &x, const Tensor *axesTe
   return plan;
 }
 
-/// The identity of each reduction; Max/Min of an empty set give -inf/+inf
-/// (lowest/highest for integers), as ONNX specifies since opset 18.
-template <typename A> A reduceInit(ReduceKind kind) {
+/// The identity of each reduction, as accumulator A for elements computed
+/// in C. Max/Min of an empty set give -inf/+inf, or the lowest/highest C for
+/// integers (as ONNX specifies since opset 18): C's limits, not A's, which
+/// is wider and would wrap to 0 or -1 when stored back.
+template <typename A, typename C> A reduceInit(ReduceKind kind) {
   constexpr bool isFloat = std::is_floating_point_v<A>;
   switch (kind) {
   case ReduceKind::Prod:
@@ -85,12 +87,12 @@ template <typename A> A reduceInit(ReduceKind kind) {
     if constexpr (isFloat)
       return -std::numeric_limits<A>::infinity();
     else
-      return std::numeric_limits<A>::lowest();
+      return A(std::numeric_limits<C>::lowest());
   case ReduceKind::Min:
     if constexpr (isFloat)
       return std::numeric_limits<A>::infinity();
     else
-      return std::numeric_limits<A>::max();
+      return A(std::numeric_limits<C>::max());
   default:
     return A(0);
   }
@@ -137,7 +139,7 @@ void reduceKernel(const Node &node, const std::vector<const Tensor *> &operands,
     using T = ElementTraits<D>;
     using A = AccumulatorOf<typename T::Compute>;
     Tensor out(D, plan.resultDims);
-    std::vector<A> acc(size_t(out.numElements()), reduceInit<A>(Kind));
+    std::vector<A> acc(size_t(out.numElements()), reduceInit<A, typename T::Compute>(Kind));
     const StorageOf<D> *src = x.data<StorageOf<D>>();
     BroadcastWalker walker(x.dims(), {plan.keptDims});
     for (int64_t i = 0, n = x.numElements(); i < n; ++i, walker.next()) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace onnxc;
 using namespace onnxc::test;
@@ -65,6 +66,24 @@ TEST(EvalReduction, ReductionOfEmptySets) {
   EXPECT_EQ(values<float>(runOp(OpKind::ReduceProd, {empty, axes({0})})),
             (std::vector<float>{1, 1}));
   EXPECT_TRUE(std::isinf(values<float>(runOp(OpKind::ReduceMax, {empty, axes({0})}))[0]));
+}
+
+TEST(EvalReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
+  // ONNX: the lowest / highest value of the element type, not of the wider
+  // accumulator (whose extremes would wrap to 0 and -1).
+  Tensor i32(DType::I32, {0, 2});
+  EXPECT_EQ(values<int32_t>(runOp(OpKind::ReduceMax, {i32, axes({0})})),
+            (std::vector<int32_t>(2, std::numeric_limits<int32_t>::lowest())));
+  EXPECT_EQ(values<int32_t>(runOp(OpKind::ReduceMin, {i32, axes({0})})),
+            (std::vector<int32_t>(2, std::numeric_limits<int32_t>::max())));
+  Tensor u8(DType::U8, {3, 0});
+  EXPECT_EQ(values<uint8_t>(runOp(OpKind::ReduceMax, {u8, axes({1})})),
+            (std::vector<uint8_t>(3, 0)));
+  EXPECT_EQ(values<uint8_t>(runOp(OpKind::ReduceMin, {u8, axes({1})})),
+            (std::vector<uint8_t>(3, 255)));
+  Tensor i8(DType::I8, {0});
+  EXPECT_EQ(values<int8_t>(runOp(OpKind::ReduceMax, {i8}, {{"keepdims", 0}})),
+            (std::vector<int8_t>{-128}));
 }
 
 TEST(EvalReduction, BadAxesAreErrors) {

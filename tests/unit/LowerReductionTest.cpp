@@ -207,17 +207,25 @@ TEST(LowerReduction, EmptyReducedAxis) {
 }
 
 TEST(LowerReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
-  // ONNX: the lowest/highest value of the type. (The evaluator intends the
-  // same but truncates its 64-bit extremes, giving 0 and -1 for i32.)
+  // ONNX: the lowest/highest value of the element type.
   for (const std::string &op : {"ReduceMax", "ReduceMin"}) {
-    auto graph = parseGraph(reduceGraph(op, DType::I32, {"n", "2"}, {0}, false));
-    std::vector<Tensor> y =
-        lowertest::runCompiled(*graph, {{"x", randomOf(DType::I32, {0, 2}, 1)}});
-    ASSERT_EQ(y.size(), 1u);
-    int32_t expected = op == "ReduceMax" ? std::numeric_limits<int32_t>::lowest()
-                                         : std::numeric_limits<int32_t>::max();
-    EXPECT_EQ(y[0].elementAsInt64(0), expected) << op;
-    EXPECT_EQ(y[0].elementAsInt64(1), expected) << op;
+    for (DType dtype : {DType::I32, DType::I8, DType::U8}) {
+      auto graph = parseGraph(reduceGraph(op, dtype, {"n", "2"}, {0}, false));
+      std::vector<Tensor> y = lowertest::runCompiled(*graph, {{"x", randomOf(dtype, {0, 2}, 1)}});
+      ASSERT_EQ(y.size(), 1u);
+      int64_t expected = 0;
+      if (dtype == DType::I32)
+        expected = op == "ReduceMax" ? std::numeric_limits<int32_t>::lowest()
+                                     : std::numeric_limits<int32_t>::max();
+      else if (dtype == DType::I8)
+        expected = op == "ReduceMax" ? -128 : 127;
+      else
+        expected = op == "ReduceMax" ? 0 : 255;
+      EXPECT_EQ(y[0].elementAsInt64(0), expected) << op << " " << dtypeName(dtype);
+      EXPECT_EQ(y[0].elementAsInt64(1), expected) << op << " " << dtypeName(dtype);
+      // The evaluator agrees.
+      expectCompiledMatchesReference(*graph, {{"x", randomOf(dtype, {0, 2}, 1)}});
+    }
   }
 }
 
