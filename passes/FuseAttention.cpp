@@ -20,7 +20,9 @@
 // kv_num_heads = h, scale, [is_causal], [window]}: the 3-D form, which reads
 // the projections in place and writes the merged heads (a ViT's packed qkv
 // is sliced first). When the plumbing is not recognized, the 4-D form
-// Attention(%q, %k, %v) replaces %o.
+// Attention(%q, %k, %v) replaces %o. K and V repeated for grouped-query
+// attention (LLaMA's repeat_kv: Unsqueeze, Expand, Reshape) are read before
+// the repeat, with kv_num_heads (3-D) or the 4-D operands' heads saying so.
 //
 // Masks that depend only on the sequence length are probed (see
 // AttentionMasks.h): a causal triangle becomes is_causal, a band |i-j| <= r
@@ -109,6 +111,35 @@ std::optional<int64_t> constantDim(const Shape &shape, size_t i) {
   return shape.isRanked() && i < shape.rank() ? shape[i].constant() : std::nullopt;
 }
 
+/// LLaMA's repeat_kv, x [b, g, S, d] -> Reshape(Expand(Unsqueeze(x) ->
+/// [b, g, n, S, d])) -> [b, g*n, S, d]: each of x's g heads serves n
+/// consecutive heads, which is the Attention op's grouping. Returns x and
+/// sets `group` to n, or returns null. Checked on the inferred shapes alone:
+/// a unit dim inserted next to another unit dim lays the data out the same.
+Value *repeatedKvSource(Value *repeated, int64_t &group) {
+  Node *reshape = definedBy(repeated, OpKind::Reshape);
+  Node *expand = reshape ? definedBy(reshape->operand(0), OpKind::Expand) : nullptr;
+  Node *unsqueeze = expand ? definedBy(expand->operand(0), OpKind::Unsqueeze) : nullptr;
+  if (!unsqueeze)
+    return nullptr;
+  Value *source = unsqueeze->operand(0);
+  const Shape &x = source->shape(), &unit = expand->operand(0)->shape(),
+              &wide = expand->result(0)->shape(), &out = repeated->shape();
+  if (!x.isRanked() || !unit.isRanked() || !wide.isRanked() || !out.isRanked() || x.rank() != 4 ||
+      unit.rank() != 5 || wide.rank() != 5 || out.rank() != 4)
+    return nullptr;
+  std::optional<int64_t> kvHeads = x[1].constant(), copies = wide[2].constant();
+  std::optional<int64_t> heads = out[1].constant();
+  bool sameOthers = unit[0] == x[0] && unit[1] == x[1] && unit[3] == x[2] && unit[4] == x[3] &&
+                    wide[0] == x[0] && wide[1] == x[1] && wide[3] == x[2] && wide[4] == x[3] &&
+                    out[0] == x[0] && out[2] == x[2] && out[3] == x[3];
+  if (!sameOthers || !(unit[2] == Dim(1)) || !kvHeads || !copies || !heads ||
+      *heads != *kvHeads * *copies)
+    return nullptr;
+  group = *copies;
+  return source;
+}
+
 /// `reshaped` = Reshape(P [b, S, C]) -> [b, S, dims...] with C the product
 /// of the (constant) trailing dims: P, or null.
 Value *splitLastAxisSource(const Value *reshaped, size_t trailing) {
@@ -165,7 +196,8 @@ std::optional<Heads3d> headsSource(const Value *v4) {
 
 /// What Kᵀ [b, h, d, Skv] was made from.
 struct KeyForms {
-  Value *k4 = nullptr;         // [b, h, Skv, d], when the graph has it
+  Value *k4 = nullptr;         // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
+  int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
   Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
   std::optional<Heads3d> k3;
 };
@@ -181,6 +213,8 @@ KeyForms keyForms(Value *kt, double &scale) {
       forms.k3 = Heads3d{source, *heads, *size};
   } else if (isPerm(node, {0, 1, 3, 2})) {
     forms.k4 = stripScale(node->operand(0), scale);
+    if (Value *kv = repeatedKvSource(forms.k4, forms.group))
+      forms.k4 = kv;
     forms.k3 = headsSource(forms.k4);
   }
   return forms;
@@ -462,8 +496,8 @@ private:
   /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
   /// exists: rebuild them from values that do (the projections, or the 4-D
   /// Q and V), placed before the Shape node so every reader stays in order.
-  static void rewireShapeReaders(Graph &graph, const CoreMatch &core, const Heads3d *q3,
-                                 const Heads3d *v3) {
+  static void rewireShapeReaders(Graph &graph, const CoreMatch &core, Value *v4,
+                                 const Heads3d *q3, const Heads3d *v3) {
     for (Node *reader : core.shapeReaders) {
       std::vector<Node *> created;
       auto dimsOf = [&](Value *value, int64_t start, int64_t end) {
@@ -477,7 +511,7 @@ private:
                 dimsOf(q3->source, 1, 2), dimsOf(v3->source, 1, 2)};
       } else {
         Value *bhs = dimsOf(core.q, 0, 3);
-        dims = {bhs, dimsOf(core.v, 2, 3)};
+        dims = {bhs, dimsOf(v4, 2, 3)};
       }
       int64_t rank = 4;
       auto clampAxis = [rank](int64_t axis) {
@@ -506,10 +540,19 @@ private:
   void rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks, PassContext &context) {
     double scale = core.scale;
     KeyForms key = keyForms(core.kt, scale);
-    std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(core.v);
+    // Grouped-query attention: K and V repeated per group (repeat_kv) are
+    // read ungrouped, by an Attention with fewer KV heads.
+    int64_t valueGroup = 1;
+    Value *v4 = core.v;
+    if (Value *kv = repeatedKvSource(core.v, valueGroup))
+      v4 = kv;
+    if (key.group != valueGroup)
+      throw Rejection{"K and V are repeated for grouped heads differently"};
+    const int64_t group = key.group;
+    std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(v4);
     Node *merge = mergeHeadsRoot(graph, core.output->result(0));
-    bool threeD =
-        q3 && key.k3 && v3 && merge && q3->heads == key.k3->heads && q3->heads == v3->heads;
+    bool threeD = q3 && key.k3 && v3 && merge && key.k3->heads == v3->heads &&
+                  q3->heads == key.k3->heads * group;
     Node *root = threeD ? merge : core.output;
     std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
 
@@ -531,7 +574,7 @@ private:
           k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", root,
                       {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
                    ->result(0);
-        operands = {core.q, k4, core.v};
+        operands = {core.q, k4, v4};
       }
       if (masks.operand) {
         Value *mask = masks.operand;
@@ -544,7 +587,7 @@ private:
       attention->setAttr("scale", Attribute(float(scale)));
       if (threeD) {
         attention->setAttr("q_num_heads", Attribute(q3->heads));
-        attention->setAttr("kv_num_heads", Attribute(q3->heads));
+        attention->setAttr("kv_num_heads", Attribute(key.k3->heads));
       }
       const KeyBand &band = masks.band;
       if (band.above == 0 && !band.isEverything())
@@ -566,10 +609,12 @@ private:
       rollBack(graph, created);
       throw;
     }
-    rewireShapeReaders(graph, core, threeD ? &*q3 : nullptr, threeD ? &*v3 : nullptr);
+    rewireShapeReaders(graph, core, v4, threeD ? &*q3 : nullptr, threeD ? &*v3 : nullptr);
     context.count("fused");
     if (!threeD)
       context.count("in 4-D form");
+    if (group > 1)
+      context.count("grouped-query");
     if (masks.band.above == 0 && !masks.band.isEverything())
       context.count("causal");
     if (masks.band.below != KeyBand::kUnbounded)

@@ -95,6 +95,15 @@ def torch_vit():
     return model, (pixels,), inputs, {"logits": {0: "batch"}}, [{"batch": 1}, {"batch": 3}]
 
 
+def torch_llama():
+    import torch
+    import transformers_zoo as zoo
+    cfg = zoo.LlamaConfig()
+    model = zoo.LlamaDecoder(cfg)
+    return (model, (torch.randint(0, cfg.vocab_size, (2, 5)),), [ids_input("input_ids", cfg.vocab_size)],
+            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+
+
 def torch_lstm_attn():
     import torch
     import transformers_zoo as zoo
@@ -114,6 +123,7 @@ TORCH_FAMILIES = {
     "gpt": (torch_gpt, 1002, "GPT decoder, 4 pre-LN layers, causal tril buffer, GELU tanh, tied LM head"),
     "encdec": (torch_encdec, 1003, "Transformer encoder-decoder 2+2, sinusoidal positions, causal + cross attention"),
     "vit": (torch_vit, 1004, "ViT, conv patches 8x8 on 32x32, class token, 4 pre-LN layers"),
+    "llama": (torch_llama, 1006, "LLaMA-style decoder, 2 layers, RMSNorm, rotary, GQA 4/2 heads, SwiGLU"),
     "lstm_attn": (torch_lstm_attn, 1005, "BiLSTM encoder, LSTM+GRU decoder, additive (Bahdanau) attention"),
 }
 

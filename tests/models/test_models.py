@@ -194,9 +194,13 @@ EXPECTED_FUSIONS = {
     "encdec": {"Attention": 6, "LayerNorm": 10, "Gelu": 0},
     "vit": {"Attention": 4, "LayerNorm": 9, "Gelu": 4},
     "windowed_attn": {"Attention": 1, "LayerNorm": 1, "Gelu": 0},
+    "llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "attention_op23": {"Attention": 2, "RMSNormalization": 3},
     "lstm_attn": {"Attention": 0},
 }
+# Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
+# (with K and V read before repeat_kv: no Expand may remain).
+FOUR_D_ATTENTION = {"llama"}
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
 
@@ -218,7 +222,9 @@ def test_fusions(entry, tmp_path):
         "RMSNormalization": count_ops(text, "RMSNormalization"),
     }
     assert {k: found[k] for k in expected} == expected, f"{entry['name']}: fused ops {found}"
-    if entry["family"] != "lstm_attn":
+    if entry["family"] in FOUR_D_ATTENTION:
+        assert count_ops(text, "Expand") == 0, f"{entry['name']}: repeat_kv's Expand remains"
+    elif entry["family"] != "lstm_attn":
         attention_lines = [line for line in text.splitlines() if "= Attention(" in line]
         assert all("q_num_heads" in line for line in attention_lines), \
             f"{entry['name']}: an Attention is in the 4-D form (head plumbing not absorbed)"

@@ -1,7 +1,7 @@
 """Small PyTorch transformers for onnxc's model tests and examples.
 
 Each module is written the way the popular implementations write it (HF BERT, GPT-2, the
-original Transformer, timm's ViT, a Bahdanau seq2seq), so that torch.onnx.export produces the
+original Transformer, timm's ViT, HF LLaMA, a Bahdanau seq2seq), so that torch.onnx.export produces the
 graph shapes a compiler meets in the wild: hand-written attention with Reshape/Transpose
 plumbing, masks built from integer inputs, sliced constant buffers, Range-based positions.
 
@@ -382,6 +382,126 @@ class VisionTransformer(nn.Module):
             x = block(x)
         x = self.norm(x)
         return self.head(x[:, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# LLaMA-style decoder: RMSNorm, rotary positions, grouped-query attention, SwiGLU.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class LlamaConfig:
+    vocab_size: int = 128
+    hidden: int = 64
+    heads: int = 4
+    kv_heads: int = 2
+    ffn: int = 96
+    layers: int = 2
+    max_positions: int = 64
+    rms_eps: float = 1e-6
+    rope_theta: float = 10000.0
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """[b, kv_heads, s, d] -> [b, kv_heads * n_rep, s, d], each KV head repeated for its group."""
+    batch, kv_heads, seq, dim = x.shape
+    if n_rep == 1:
+        return x
+    x = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, seq, dim)
+    return x.reshape(batch, kv_heads * n_rep, seq, dim)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.heads, self.kv_heads = cfg.heads, cfg.kv_heads
+        self.head_dim = cfg.hidden // cfg.heads
+        self.q_proj = nn.Linear(cfg.hidden, cfg.heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(cfg.heads * self.head_dim, cfg.hidden, bias=False)
+        inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim))
+        freqs = torch.outer(torch.arange(cfg.max_positions).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        q = self.q_proj(x).view(batch, seq, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, seq, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, seq, self.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.cos_cached[:seq], self.sin_cached[:seq]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        n_rep = self.heads // self.kv_heads
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        # HF's causal mask: the dtype's lowest value above the diagonal, added.
+        mask = torch.triu(torch.full((seq, seq), torch.finfo(x.dtype).min), diagonal=1)
+        probs = F.softmax(scores + mask, dim=-1)
+        context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, -1)
+        return self.o_proj(context)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden, cfg.ffn, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden, cfg.ffn, bias=False)
+        self.down_proj = nn.Linear(cfg.ffn, cfg.hidden, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.input_layernorm = LlamaRMSNorm(cfg.hidden, cfg.rms_eps)
+        self.self_attn = LlamaAttention(cfg)
+        self.post_attention_layernorm = LlamaRMSNorm(cfg.hidden, cfg.rms_eps)
+        self.mlp = LlamaMLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaDecoder(nn.Module):
+    """input_ids (int64 [batch, seq]) -> logits [batch, seq, vocab]."""
+
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.layers = nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.layers))
+        self.norm = LlamaRMSNorm(cfg.hidden, cfg.rms_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab_size, bias=False)
+        for module in self.modules():
+            if isinstance(module, LlamaRMSNorm):
+                with torch.no_grad():
+                    module.weight.uniform_(0.5, 1.5)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.lm_head(self.norm(x))
 
 
 # ---------------------------------------------------------------------------------------------
