@@ -496,8 +496,8 @@ private:
   /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
   /// exists: rebuild them from values that do (the projections, or the 4-D
   /// Q and V), placed before the Shape node so every reader stays in order.
-  static void rewireShapeReaders(Graph &graph, const CoreMatch &core, Value *v4,
-                                 const Heads3d *q3, const Heads3d *v3) {
+  static void rewireShapeReaders(Graph &graph, const CoreMatch &core, Value *v4, const Heads3d *q3,
+                                 const Heads3d *v3) {
     for (Node *reader : core.shapeReaders) {
       std::vector<Node *> created;
       auto dimsOf = [&](Value *value, int64_t start, int64_t end) {
