@@ -4,6 +4,8 @@
 #include "ir/Error.h"
 #include "ir/Shape.h"
 
+#include <cctype>
+
 namespace onnxc {
 
 int64_t normalizeAxisOrFail(const Node &node, int64_t axis, int64_t rank, const char *what) {
@@ -64,6 +66,71 @@ ConvPadding convPadding(const Node &node, size_t spatialDims) {
   else if (padding.autoPad != "VALID" && !padding.isSame())
     fail(node.describe(), ": unknown auto_pad '", padding.autoPad, "'");
   return padding;
+}
+
+namespace {
+
+struct RecurrentActivationInfo {
+  const char *name; // lowercase
+  RecurrentActivationKind kind;
+  int parameters; // how many of (alpha, beta) it takes
+  double defaultAlpha, defaultBeta;
+};
+
+constexpr RecurrentActivationInfo kRecurrentActivations[] = {
+    {"relu", RecurrentActivationKind::Relu, 0, 0, 0},
+    {"tanh", RecurrentActivationKind::Tanh, 0, 0, 0},
+    {"sigmoid", RecurrentActivationKind::Sigmoid, 0, 0, 0},
+    {"affine", RecurrentActivationKind::Affine, 2, 1.0, 0.0},
+    {"leakyrelu", RecurrentActivationKind::LeakyRelu, 1, 0.01, 0},
+    {"thresholdedrelu", RecurrentActivationKind::ThresholdedRelu, 1, 1.0, 0},
+    {"scaledtanh", RecurrentActivationKind::ScaledTanh, 2, 1.0, 1.0},
+    {"hardsigmoid", RecurrentActivationKind::HardSigmoid, 2, 0.2, 0.5},
+    {"elu", RecurrentActivationKind::Elu, 1, 1.0, 0},
+    {"softsign", RecurrentActivationKind::Softsign, 0, 0, 0},
+    {"softplus", RecurrentActivationKind::Softplus, 0, 0, 0},
+};
+
+} // namespace
+
+std::vector<RecurrentActivation> recurrentActivations(const Node &node, size_t perDirection,
+                                                      int64_t directions,
+                                                      const std::vector<std::string> &defaults) {
+  std::vector<std::string> names = defaults;
+  if (const Attribute *attr = node.findAttr("activations")) {
+    if (attr->kind() != Attribute::Kind::Strings)
+      fail(node.describe(), ": attribute 'activations' must be a list of strings");
+    names = attr->asStrings();
+  }
+  if (names.size() == perDirection && directions == 2) {
+    std::vector<std::string> forward = names;
+    names.insert(names.end(), forward.begin(), forward.end());
+  }
+  if (names.size() != perDirection * size_t(directions))
+    fail(node.describe(), ": expected ", perDirection * size_t(directions), " activations, got ",
+         names.size());
+  std::vector<float> alphas = node.getFloats("activation_alpha");
+  std::vector<float> betas = node.getFloats("activation_beta");
+  size_t nextAlpha = 0, nextBeta = 0;
+  std::vector<RecurrentActivation> out;
+  for (const std::string &name : names) {
+    std::string lower;
+    for (char c : name)
+      lower += char(std::tolower(static_cast<unsigned char>(c)));
+    const RecurrentActivationInfo *info = nullptr;
+    for (const RecurrentActivationInfo &candidate : kRecurrentActivations)
+      if (lower == candidate.name)
+        info = &candidate;
+    if (!info)
+      fail(node.describe(), ": unsupported activation '", name, "'");
+    RecurrentActivation activation{info->kind, info->defaultAlpha, info->defaultBeta};
+    if (info->parameters >= 1 && nextAlpha < alphas.size())
+      activation.alpha = alphas[nextAlpha++];
+    if (info->parameters >= 2 && nextBeta < betas.size())
+      activation.beta = betas[nextBeta++];
+    out.push_back(activation);
+  }
+  return out;
 }
 
 } // namespace onnxc

@@ -46,4 +46,34 @@ struct ConvPadding {
 /// Reads Conv's `auto_pad` and, under NOTSET, `pads` for `spatialDims` dims.
 ConvPadding convPadding(const Node &node, size_t spatialDims);
 
+/// The functions LSTM, GRU and RNN accept in `activations`.
+enum class RecurrentActivationKind {
+  Relu,
+  Tanh,
+  Sigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  HardSigmoid,
+  Elu,
+  Softsign,
+  Softplus,
+};
+
+struct RecurrentActivation {
+  RecurrentActivationKind kind = RecurrentActivationKind::Tanh;
+  double alpha = 0, beta = 0;
+};
+
+/// A recurrent node's activations, `perDirection` for each of `directions`:
+/// `activations` (case-insensitive), `defaults` when absent, one direction's
+/// list repeated for a bidirectional node. `activation_alpha` and
+/// `activation_beta` are consumed in list order by the functions that take
+/// them (as onnxruntime reads them); the others keep their defaults. Throws
+/// naming the node for an unknown name or a list of the wrong length.
+std::vector<RecurrentActivation> recurrentActivations(const Node &node, size_t perDirection,
+                                                      int64_t directions,
+                                                      const std::vector<std::string> &defaults);
+
 } // namespace onnxc

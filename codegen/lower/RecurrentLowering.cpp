@@ -117,7 +117,7 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   const std::vector<std::string> &defaults = kind == CellKind::LSTM  ? lstm
                                              : kind == CellKind::GRU ? gru
                                                                      : rnn;
-  rec.activations = readRecurrentActivations(ctx, node, defaults.size(), rec.directions, defaults);
+  rec.activations = recurrentActivations(node, defaults.size(), rec.directions, defaults);
   return rec;
 }
 

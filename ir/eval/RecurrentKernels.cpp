@@ -9,9 +9,9 @@
 #include "ir/eval/Kernels.h"
 
 #include "ir/Error.h"
+#include "ir/OpAttributes.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 namespace onnxc {
@@ -26,100 +26,43 @@ int activationCount(CellKind kind) {
 
 // --- activations -------------------------------------------------------------
 
-enum class ActivationFn {
-  Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
-  Softsign, Softplus,
-};
-
-struct Activation {
-  ActivationFn fn = ActivationFn::Tanh;
-  double alpha = 0, beta = 0;
-
-  double operator()(double x) const {
-    switch (fn) {
-    case ActivationFn::Relu: return std::max(x, 0.0);
-    case ActivationFn::Tanh: return std::tanh(x);
-    case ActivationFn::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ActivationFn::Affine: return alpha * x + beta;
-    case ActivationFn::LeakyRelu: return x >= 0 ? x : alpha * x;
-    case ActivationFn::ThresholdedRelu: return x > alpha ? x : 0.0;
-    case ActivationFn::ScaledTanh: return alpha * std::tanh(beta * x);
-    case ActivationFn::HardSigmoid: return std::clamp(alpha * x + beta, 0.0, 1.0);
-    case ActivationFn::Elu: return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
-    case ActivationFn::Softsign: return x / (1.0 + std::abs(x));
-    case ActivationFn::Softplus: return std::log1p(std::exp(x));
-    }
-    return x;
+double activate(const RecurrentActivation &activation, double x) {
+  const double alpha = activation.alpha, beta = activation.beta;
+  switch (activation.kind) {
+  case RecurrentActivationKind::Relu:
+    return std::max(x, 0.0);
+  case RecurrentActivationKind::Tanh:
+    return std::tanh(x);
+  case RecurrentActivationKind::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case RecurrentActivationKind::Affine:
+    return alpha * x + beta;
+  case RecurrentActivationKind::LeakyRelu:
+    return x >= 0 ? x : alpha * x;
+  case RecurrentActivationKind::ThresholdedRelu:
+    return x > alpha ? x : 0.0;
+  case RecurrentActivationKind::ScaledTanh:
+    return alpha * std::tanh(beta * x);
+  case RecurrentActivationKind::HardSigmoid:
+    return std::clamp(alpha * x + beta, 0.0, 1.0);
+  case RecurrentActivationKind::Elu:
+    return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
+  case RecurrentActivationKind::Softsign:
+    return x / (1.0 + std::abs(x));
+  case RecurrentActivationKind::Softplus:
+    return std::log1p(std::exp(x));
   }
-};
-
-struct ActivationInfo {
-  const char *name;
-  ActivationFn fn;
-  int numParams; // how many of (alpha, beta) it takes
-  double defaultAlpha, defaultBeta;
-};
-
-constexpr ActivationInfo kActivations[] = {
-    {"relu", ActivationFn::Relu, 0, 0, 0},
-    {"tanh", ActivationFn::Tanh, 0, 0, 0},
-    {"sigmoid", ActivationFn::Sigmoid, 0, 0, 0},
-    {"affine", ActivationFn::Affine, 2, 1.0, 0.0},
-    {"leakyrelu", ActivationFn::LeakyRelu, 1, 0.01, 0},
-    {"thresholdedrelu", ActivationFn::ThresholdedRelu, 1, 1.0, 0},
-    {"scaledtanh", ActivationFn::ScaledTanh, 2, 1.0, 1.0},
-    {"hardsigmoid", ActivationFn::HardSigmoid, 2, 0.2, 0.5},
-    {"elu", ActivationFn::Elu, 1, 1.0, 0},
-    {"softsign", ActivationFn::Softsign, 0, 0, 0},
-    {"softplus", ActivationFn::Softplus, 0, 0, 0},
-};
+  return x;
+}
 
 /// The activations of every direction, `activationCount(kind)` per direction.
-/// activation_alpha / activation_beta are consumed in list order by the
-/// functions that take parameters (as onnxruntime reads them).
-std::vector<Activation> readActivations(const Node &node, CellKind kind, int64_t dirs) {
-  std::vector<std::string> names;
-  if (const Attribute *a = node.findAttr("activations")) {
-    if (a->kind() != Attribute::Kind::Strings)
-      fail(node.describe(), ": attribute 'activations' must be a list of strings");
-    names = a->asStrings();
-  } else if (kind == CellKind::LSTM) {
-    names = {"Sigmoid", "Tanh", "Tanh"};
-  } else if (kind == CellKind::GRU) {
-    names = {"Sigmoid", "Tanh"};
-  } else {
-    names = {"Tanh"};
-  }
-  size_t perDirection = size_t(activationCount(kind));
-  if (names.size() == perDirection && dirs == 2) {
-    std::vector<std::string> forward = names;
-    names.insert(names.end(), forward.begin(), forward.end());
-  }
-  if (names.size() != perDirection * size_t(dirs))
-    fail(node.describe(), ": expected ", perDirection * size_t(dirs), " activations, got ",
-         names.size());
-  std::vector<float> alphas = node.getFloats("activation_alpha");
-  std::vector<float> betas = node.getFloats("activation_beta");
-  size_t nextAlpha = 0, nextBeta = 0;
-  std::vector<Activation> out;
-  for (const std::string &name : names) {
-    std::string lower;
-    for (char c : name)
-      lower += char(std::tolower(static_cast<unsigned char>(c)));
-    const ActivationInfo *info = nullptr;
-    for (const ActivationInfo &candidate : kActivations)
-      if (lower == candidate.name)
-        info = &candidate;
-    if (!info)
-      fail(node.describe(), ": unsupported activation '", name, "'");
-    Activation act{info->fn, info->defaultAlpha, info->defaultBeta};
-    if (info->numParams >= 1 && nextAlpha < alphas.size())
-      act.alpha = alphas[nextAlpha++];
-    if (info->numParams >= 2 && nextBeta < betas.size())
-      act.beta = betas[nextBeta++];
-    out.push_back(act);
-  }
-  return out;
+std::vector<RecurrentActivation> readActivations(const Node &node, CellKind kind, int64_t dirs) {
+  std::vector<std::string> defaults = {"Tanh"};
+  if (kind == CellKind::LSTM)
+    defaults = {"Sigmoid", "Tanh", "Tanh"};
+  else if (kind == CellKind::GRU)
+    defaults = {"Sigmoid", "Tanh"};
+  return recurrentActivations(node, size_t(activationCount(kind)), dirs, defaults);
 }
 
 // --- problem setup -----------------------------------------------------------
@@ -130,9 +73,9 @@ struct Recurrence {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
   bool batchMajor = false; // layout = 1
   bool reverseOnly = false;
-  double clip = 0;         // 0: no clipping
+  double clip = 0; // 0: no clipping
   bool inputForget = false, linearBeforeReset = false;
-  std::vector<Activation> activations;
+  std::vector<RecurrentActivation> activations;
   std::vector<double> x, w, r, b, h0, c0, p;
   std::vector<int64_t> lengths;
 
@@ -191,7 +134,8 @@ std::vector<int64_t> readLengths(const Node &node, const Tensor *lens, const Rec
 
 Recurrence readRecurrence(const Node &node, CellKind kind,
                           const std::vector<const Tensor *> &operands) {
-  const Tensor *x = operandAt(operands, 0), *w = operandAt(operands, 1), *r = operandAt(operands, 2);
+  const Tensor *x = operandAt(operands, 0), *w = operandAt(operands, 1),
+               *r = operandAt(operands, 2);
   if (!x || !w || !r || !x->hasData() || !w->hasData() || !r->hasData())
     fail(node.describe(), ": operands X, W and R are required and must have data");
   if (!isFloat(x->dtype()) || x->rank() != 3 || w->rank() != 3 || r->rank() != 3)
@@ -211,18 +155,19 @@ Recurrence readRecurrence(const Node &node, CellKind kind,
   rec.reverseOnly = direction == "reverse";
   int64_t gates = gateCount(kind);
   rec.hidden = node.getInt("hidden_size", r->dims()[2]);
-  if (rec.hidden <= 0 || w->dims() != std::vector<int64_t>{rec.dirs, gates * rec.hidden, rec.input} ||
+  if (rec.hidden <= 0 ||
+      w->dims() != std::vector<int64_t>{rec.dirs, gates * rec.hidden, rec.input} ||
       r->dims() != std::vector<int64_t>{rec.dirs, gates * rec.hidden, rec.hidden})
-    fail(node.describe(), ": W ", w->typeString(), " and R ", r->typeString(),
-         " do not fit ", rec.dirs, " direction(s), hidden size ", rec.hidden, " and input ",
-         x->typeString());
+    fail(node.describe(), ": W ", w->typeString(), " and R ", r->typeString(), " do not fit ",
+         rec.dirs, " direction(s), hidden size ", rec.hidden, " and input ", x->typeString());
   rec.x = loadOptional(node, x, "X", x->dims());
   rec.w = loadOptional(node, w, "W", w->dims());
   rec.r = loadOptional(node, r, "R", r->dims());
   rec.b = loadOptional(node, operandAt(operands, 3), "B", {rec.dirs, 2 * gates * rec.hidden});
   rec.lengths = readLengths(node, operandAt(operands, 4), rec);
-  std::vector<int64_t> stateDims = rec.batchMajor ? std::vector<int64_t>{rec.batch, rec.dirs, rec.hidden}
-                                                  : std::vector<int64_t>{rec.dirs, rec.batch, rec.hidden};
+  std::vector<int64_t> stateDims = rec.batchMajor
+                                       ? std::vector<int64_t>{rec.batch, rec.dirs, rec.hidden}
+                                       : std::vector<int64_t>{rec.dirs, rec.batch, rec.hidden};
   rec.h0 = loadOptional(node, operandAt(operands, 5), "initial_h", stateDims);
   if (kind == CellKind::LSTM) {
     rec.c0 = loadOptional(node, operandAt(operands, 6), "initial_c", stateDims);
@@ -269,17 +214,17 @@ void step(const Recurrence &rec, int64_t d, const std::vector<double> &xt, std::
   size_t rows = size_t(gateCount(rec.kind)) * hs;
   std::vector<double> xw = gateProducts(rec, rec.w, xt, rec.input, d, 0);
   std::vector<double> hr = gateProducts(rec, rec.r, h, rec.hidden, d, int64_t(rows));
-  const Activation *act = rec.activations.data() + d * activationCount(rec.kind);
+  const RecurrentActivation *act = rec.activations.data() + d * activationCount(rec.kind);
   std::vector<double> next(hs);
   if (rec.kind == CellKind::RNN) {
     for (size_t j = 0; j < hs; ++j)
-      next[j] = act[0](clipped(rec, xw[j] + hr[j]));
+      next[j] = activate(act[0], clipped(rec, xw[j] + hr[j]));
   } else if (rec.kind == CellKind::GRU) {
     // Gate order z, r, h.
     std::vector<double> z(hs), reset(hs), resetH(hs);
     for (size_t j = 0; j < hs; ++j) {
-      z[j] = act[0](clipped(rec, xw[j] + hr[j]));
-      reset[j] = act[0](clipped(rec, xw[hs + j] + hr[hs + j]));
+      z[j] = activate(act[0], clipped(rec, xw[j] + hr[j]));
+      reset[j] = activate(act[0], clipped(rec, xw[hs + j] + hr[hs + j]));
       resetH[j] = reset[j] * h[j];
     }
     // Without linear_before_reset the candidate sees (r ⊙ h) Rhᵀ + Rbh.
@@ -287,22 +232,24 @@ void step(const Recurrence &rec, int64_t d, const std::vector<double> &xt, std::
     if (!rec.linearBeforeReset)
       resetProducts = gateProducts(rec, rec.r, resetH, rec.hidden, d, int64_t(rows));
     for (size_t j = 0; j < hs; ++j) {
-      double recurrent = rec.linearBeforeReset ? reset[j] * hr[2 * hs + j] : resetProducts[2 * hs + j];
-      double candidate = act[1](clipped(rec, xw[2 * hs + j] + recurrent));
+      double recurrent =
+          rec.linearBeforeReset ? reset[j] * hr[2 * hs + j] : resetProducts[2 * hs + j];
+      double candidate = activate(act[1], clipped(rec, xw[2 * hs + j] + recurrent));
       next[j] = (1 - z[j]) * candidate + z[j] * h[j];
     }
   } else {
     // Gate order i, o, f, c; peepholes p_i, p_o, p_f.
     const double *peep = rec.p.data() + size_t(d) * 3 * hs;
     for (size_t j = 0; j < hs; ++j) {
-      double in = act[0](clipped(rec, xw[j] + hr[j] + peep[j] * c[j]));
-      double forget = rec.inputForget ? 1 - in
-                                      : act[0](clipped(rec, xw[2 * hs + j] + hr[2 * hs + j] +
-                                                                peep[2 * hs + j] * c[j]));
-      double cell = act[1](clipped(rec, xw[3 * hs + j] + hr[3 * hs + j]));
+      double in = activate(act[0], clipped(rec, xw[j] + hr[j] + peep[j] * c[j]));
+      double forget = rec.inputForget
+                          ? 1 - in
+                          : activate(act[0], clipped(rec, xw[2 * hs + j] + hr[2 * hs + j] +
+                                                              peep[2 * hs + j] * c[j]));
+      double cell = activate(act[1], clipped(rec, xw[3 * hs + j] + hr[3 * hs + j]));
       c[j] = forget * c[j] + in * cell;
-      double out = act[0](clipped(rec, xw[hs + j] + hr[hs + j] + peep[hs + j] * c[j]));
-      next[j] = out * act[2](c[j]);
+      double out = activate(act[0], clipped(rec, xw[hs + j] + hr[hs + j] + peep[hs + j] * c[j]));
+      next[j] = out * activate(act[2], c[j]);
     }
   }
   h = std::move(next);
@@ -348,8 +295,9 @@ void recurrentKernel(CellKind kind, const Node &node, const std::vector<const Te
   };
   std::vector<int64_t> stateDims = rec.batchMajor ? std::vector<int64_t>{rec.batch, rec.dirs, hs}
                                                   : std::vector<int64_t>{rec.dirs, rec.batch, hs};
-  std::vector<int64_t> yDims = rec.batchMajor ? std::vector<int64_t>{rec.batch, rec.seq, rec.dirs, hs}
-                                              : std::vector<int64_t>{rec.seq, rec.dirs, rec.batch, hs};
+  std::vector<int64_t> yDims = rec.batchMajor
+                                   ? std::vector<int64_t>{rec.batch, rec.seq, rec.dirs, hs}
+                                   : std::vector<int64_t>{rec.seq, rec.dirs, rec.batch, hs};
   results[0] = make(yDims, y);
   if (results.size() > 1)
     results[1] = make(stateDims, yh);
