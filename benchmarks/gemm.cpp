@@ -7,7 +7,7 @@
 // min/median GFLOP/s, fraction of the measured FMA peak, and the ratio.
 // Weight packing is not timed: onnxc packs weights at compile time.
 //
-//   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--asm PATH]
+//   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--pack-a on|off] [--asm PATH]
 //                    [--cpu-clock]
 //
 // --cpu-clock times everything (the peak included) in this thread's CPU
@@ -105,6 +105,7 @@ struct Options {
   int runs = 0; // 0: enough runs for ~0.5 s per library and shape, at least 5
   std::vector<Shape> shapes;
   GemmBlocking blocking{0, 0};
+  int packA = -1; // -1: as chooseGemmBlocking decides
   std::string asmPath;
 };
 
@@ -123,6 +124,8 @@ Options parseOptions(int argc, char **argv) {
       options.runs = std::stoi(value());
     else if (arg == "--kc")
       options.blocking.kc = std::stoll(value());
+    else if (arg == "--pack-a")
+      options.packA = value() == "on" ? 1 : 0;
     else if (arg == "--mc")
       options.blocking.mc = std::stoll(value());
     else if (arg == "--cpu-clock")
@@ -138,7 +141,8 @@ Options parseOptions(int argc, char **argv) {
       options.shapes.push_back(s);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--asm PATH] "
+                   "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--pack-a on|off] "
+                   "[--asm PATH] "
                    "[--cpu-clock]\n",
                    argv[0]);
       std::exit(2);
@@ -159,6 +163,7 @@ Options parseOptions(int argc, char **argv) {
 struct Result {
   Shape shape;
   int64_t kc;
+  bool packA;
   int runs;
   std::vector<double> onnxcGflops, blasGflops;
   double worstError;
@@ -170,6 +175,8 @@ GemmBlocking blockingFor(const Shape &s, const Options &options) {
     blocking.kc = options.blocking.kc;
   if (options.blocking.mc > 0)
     blocking.mc = options.blocking.mc;
+  if (options.packA >= 0)
+    blocking.packA = options.packA != 0;
   return blocking;
 }
 
@@ -216,7 +223,7 @@ Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
   for (int64_t i = 0; i < s.m * s.n; ++i)
     worstError = std::max(worstError, double(std::fabs(cOnnxc[size_t(i)] - cBlas[size_t(i)])));
 
-  return Result{s, blocking.kc, runs, onnxcGflops, blasGflops, worstError};
+  return Result{s, blocking.kc, blocking.packA, runs, onnxcGflops, blasGflops, worstError};
 }
 
 void printResult(const Result &r, double peak) {
@@ -224,11 +231,11 @@ void printResult(const Result &r, double peak) {
   auto best = [](const std::vector<double> &v) { return *std::max_element(v.begin(), v.end()); };
   double onnxcBest = best(r.onnxcGflops), blasBest = best(r.blasGflops);
   std::printf("%5ld %5ld %5ld | %6.1f %6.1f %5.1f%% | %6.1f %6.1f %5.1f%% | %5.2f %5.2f | %4d "
-              "kc=%ld %.0e\n",
+              "kc=%ld %s %.0e\n",
               r.shape.m, r.shape.k, r.shape.n, onnxcBest, median(r.onnxcGflops),
               100 * onnxcBest / peak, blasBest, median(r.blasGflops), 100 * blasBest / peak,
               onnxcBest / blasBest, median(r.onnxcGflops) / median(r.blasGflops), r.runs, r.kc,
-              r.worstError);
+              r.packA ? "A packed" : "A direct", r.worstError);
 }
 
 } // namespace

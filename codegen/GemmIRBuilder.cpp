@@ -52,11 +52,13 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
   // Both buffers are fixed-size allocas in the entry block, so they cost one
   // stack-pointer adjustment per call and nothing per tile.
   // 8 floats of slack: the vectorized packing's last store may overrun.
-  auto *packedA = builder_.CreateAlloca(
-      llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc + 8)), nullptr,
-      "packedA");
-  packedA->setAlignment(llvm::Align(64));
-  packedA_ = packedA;
+  if (blocking.packA) {
+    auto *packedA = builder_.CreateAlloca(
+        llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc + 8)), nullptr,
+        "packedA");
+    packedA->setAlignment(llvm::Align(64));
+    packedA_ = packedA;
+  }
   auto *scratch =
       builder_.CreateAlloca(llvm::ArrayType::get(floatType_, GemmMR * GemmNR), nullptr, "tile");
   scratch->setAlignment(llvm::Align(64));
@@ -237,7 +239,7 @@ void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value
   });
 }
 
-GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel,
+GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, llvm::Value *bPanel,
                                                            llvm::Value *depth,
                                                            llvm::Value *prefetchB, int64_t rows) {
   // A full tile has 12 independent FMA chains, enough to hide the FMA
@@ -251,9 +253,11 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(llvm::Value *aPanel, 
     llvm::Value *b0 = builder_.CreateAlignedLoad(vectorType_, bRow, llvm::Align(4));
     llvm::Value *b1 =
         builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(8)), llvm::Align(4));
-    llvm::Value *aColumn = floatAt(aPanel, builder_.CreateMul(k, index(GemmMR)));
+    llvm::Value *aColumn =
+        aTile.panel ? floatAt(aTile.panel, builder_.CreateMul(k, index(GemmMR))) : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *a = builder_.CreateLoad(floatType_, floatAt(aColumn, index(r)));
+      llvm::Value *a = builder_.CreateLoad(floatType_, aColumn ? floatAt(aColumn, index(r))
+                                                               : floatAt(aTile.rows[size_t(r)], k));
       llvm::Value *broadcast = builder_.CreateVectorSplat(8, a);
       size_t i = size_t(2 * (split * rows + r));
       acc[i] =
@@ -395,9 +399,9 @@ void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *
 }
 
 void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
-                                    llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
-                                    llvm::Value *bPanel, llvm::Value *col, llvm::Value *isFirst,
-                                    llvm::Value *isLast, bool fullWidth) {
+                                    llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
+                                    llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
+                                    llvm::Value *isFirst, llvm::Value *isLast, bool fullWidth) {
   llvm::Value *width = fullWidth ? index(GemmNR) : builder_.CreateSub(operands.n, col);
   emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
     llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
@@ -411,13 +415,25 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
     llvm::Value *line = builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(GemmMR)), index(3));
     llvm::Value *prefetchB =
         floatAt(bPanel, builder_.CreateMul(builder_.CreateAdd(depth, line), index(GemmNR)));
-    llvm::Value *aPanel = floatAt(packedA_, builder_.CreateMul(tileRow, depth));
     llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
+    ATile aTile;
+    if (blocking_.packA) {
+      aTile.panel = floatAt(packedA_, builder_.CreateMul(tileRow, depth));
+    } else {
+      // Rows past a tail tile's last read that row again: the kernel of 6
+      // rows then runs on valid memory, and its extra rows are not stored.
+      for (int64_t r = 0; r < GemmMR; ++r) {
+        llvm::Value *inTile =
+            r == 0 ? index(0) : min(index(r), builder_.CreateSub(tileRows, index(1)));
+        aTile.rows[size_t(r)] =
+            floatAt(aBlock, builder_.CreateMul(builder_.CreateAdd(tileRow, inTile), operands.lda));
+      }
+    }
     emitIf(
         builder_.CreateICmpEQ(tileRows, index(GemmMR)),
         [&] {
           // Full tiles store straight from the accumulators.
-          Accumulators acc = emitMicroKernel(aPanel, bPanel, depth, prefetchB, GemmMR);
+          Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, GemmMR);
           emitIf(
               isLast,
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, true); },
@@ -427,7 +443,7 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
           // Row tails go through a 384-byte scratch and a loop over the valid
           // rows; up to 3 rows take a kernel of that many rows.
           auto toScratch = [&](int64_t kernelRows) {
-            Accumulators acc = emitMicroKernel(aPanel, bPanel, depth, prefetchB, kernelRows);
+            Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, kernelRows);
             for (size_t i = 0; i < size_t(kernelRows * 2); ++i)
               builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
                                           llvm::Align(32));
@@ -469,15 +485,16 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
       llvm::Value *rows = min(index(blocking_.mc), builder_.CreateSub(operands.rowEnd, rowBlock));
       llvm::Value *aBlock = floatAt(
           operands.a, builder_.CreateAdd(builder_.CreateMul(rowBlock, operands.lda), kBlock));
-      emitPackABlock(aBlock, operands.lda, rows, depth);
+      if (blocking_.packA)
+        emitPackABlock(aBlock, operands.lda, rows, depth);
       emitLoop(index(0), fullPanels, 1, [&](llvm::Value *panel) {
         llvm::Value *col = builder_.CreateMul(panel, index(GemmNR));
-        emitPanelColumn(operands, epilogue, rowBlock, rows, depth,
+        emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,
                         /*fullWidth=*/true);
       });
       emitIf(builder_.CreateICmpNE(tailCol, operands.n), [&] {
-        emitPanelColumn(operands, epilogue, rowBlock, rows, depth,
+        emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(tailCol, depth)), tailCol, isFirst,
                         isLast, /*fullWidth=*/false);
       });

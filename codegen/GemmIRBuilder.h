@@ -65,6 +65,14 @@ public:
 private:
   using Accumulators = std::array<llvm::Value *, GemmMR * 2>;
 
+  /// Where a tile's A values come from: a packed k-major panel (6 floats per
+  /// k), or the tile's rows of A itself (one pointer per row, at the K
+  /// block's first column).
+  struct ATile {
+    llvm::Value *panel = nullptr;
+    std::array<llvm::Value *, GemmMR> rows{};
+  };
+
   llvm::Value *floatAt(llvm::Value *base, llvm::Value *offset);
   llvm::Value *min(llvm::Value *a, llvm::Value *b);
   /// Lanes [half*8, half*8+8) of a 16-column panel that are < width, or
@@ -80,15 +88,15 @@ private:
   /// The first `rows` rows of the 6x16 tile over `depth` k (the other
   /// accumulators are zero). When `prefetchB` is set, one line of it (every
   /// 64 floats) is prefetched to L2 per 4 k.
-  Accumulators emitMicroKernel(llvm::Value *aPanel, llvm::Value *bPanel, llvm::Value *depth,
+  Accumulators emitMicroKernel(const ATile &a, llvm::Value *bPanel, llvm::Value *depth,
                                llvm::Value *prefetchB, int64_t rows);
   /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
   void emitPrefetch(llvm::Value *pointer, bool write, int locality);
   /// Columns [col, col + 16) of the whole A block, one tile per 6 rows.
   void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
-                       llvm::Value *rowBlock, llvm::Value *rows, llvm::Value *depth,
-                       llvm::Value *bPanel, llvm::Value *col, llvm::Value *isFirst,
-                       llvm::Value *isLast, bool fullWidth);
+                       llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
+                       llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
+                       llvm::Value *isFirst, llvm::Value *isLast, bool fullWidth);
   std::array<llvm::Value *, 2> loadBias(const GemmOperands &operands, const GemmEpilogue &epilogue,
                                         llvm::Value *col, const std::array<llvm::Value *, 2> &masks,
                                         bool applyEpilogue);

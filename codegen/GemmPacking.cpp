@@ -14,6 +14,7 @@ GemmBlocking chooseGemmBlocking(int64_t k) {
   int64_t blocks = k <= maxSingleBlock ? 1 : (k + maxKc - 1) / maxKc;
   int64_t kc = (k + blocks - 1) / blocks;
   blocking.kc = std::max<int64_t>(8, (kc + 7) / 8 * 8);
+  blocking.packA = blocks > 1;
   return blocking;
 }
 

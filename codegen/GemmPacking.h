@@ -36,6 +36,12 @@ struct GemmBlocking {
   /// Rows of A packed per block (a multiple of GemmMR). The packed A block
   /// (mc * kc * 4 bytes) lives on the kernel's stack and in L2.
   int64_t mc = 96;
+  /// Whether A blocks are packed into k-major 6-row panels first, or the
+  /// micro-kernel broadcasts A straight from its rows. Packing pays when K
+  /// takes several blocks (A's rows are then long and far apart: up to 3%
+  /// at K = 3072); with one block it is a copy of A for nothing (-1% at
+  /// 128x384x384), so chooseGemmBlocking packs only then.
+  bool packA = true;
 };
 
 /// Blocking for a GEMM of depth `k`: K is split into the fewest blocks of at

@@ -180,6 +180,7 @@ TEST(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
 TEST(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
   for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 3072}) {
     GemmBlocking blocking = chooseGemmBlocking(k);
+    EXPECT_EQ(blocking.packA, k > 384) << "A is packed when K takes several blocks, K=" << k;
     EXPECT_LE(blocking.kc, k <= 384 ? 384 : 320) << k;
     if (k <= 384) {
       EXPECT_GE(blocking.kc, k) << "K up to 384 is one block";
@@ -226,6 +227,25 @@ TEST(CodegenGemm, SmallBlocksExerciseEveryLoop) {
                 {true, GemmActivation::Relu, true},
                 "M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n));
       }
+}
+
+TEST(CodegenGemm, DirectAEveryTailAndBlock) {
+  // A read from its rows (no packing): every tail of 1 to 5 rows, several A
+  // blocks (mc = 12) and several K blocks (kc = 16, each starting A further
+  // right), with the fused epilogue.
+  GemmBlocking blocking{16, 12};
+  blocking.packA = false;
+  GemmKernels kernels;
+  for (int64_t k : {7, 40})
+    kernels.add(
+        PackedGemmSpec{kernelName(k, 24), k, 24, {true, GemmActivation::Relu, true}, blocking});
+  for (int64_t k : {7, 40})
+    for (int64_t m = 1; m <= 18; ++m) {
+      Problem p(m, k, 24, unsigned(31 * k + m));
+      p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(k, 24)), p, blocking, false),
+              {true, GemmActivation::Relu, true},
+              "M=" + std::to_string(m) + " K=" + std::to_string(k));
+    }
 }
 
 TEST(CodegenGemm, VectorizedAPackingEdges) {
