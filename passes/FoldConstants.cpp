@@ -11,7 +11,8 @@
 // whose contents shape inference knows to be constant dimensions (the shape
 // chains exported models use to compute Reshape targets) becomes a constant
 // even though its operands are not constants. Symbolic pieces stay as they
-// are. Each constant takes the name of the value it replaces. Results over
+// are. Each constant takes the name of the value it replaces (an Identity of
+// a constant is forwarded to it instead of copied). Results over
 // kMaxFoldedElements are left alone (counted as "skipped (too large)") so
 // that folding never blows up the model size. The two steps alternate until
 // nothing more folds, and inferShapes re-runs after each change.
@@ -41,7 +42,8 @@ void replaceWithConstants(Graph &graph, Node *node, std::vector<Tensor> tensors)
   for (size_t i = 0; i < node->numResults(); ++i) {
     Value *result = node->result(i);
     names.push_back(result->name());
-    Value *constant = graph.addConstant(graph.uniqueName(result->name() + ".folded"), std::move(tensors[i]));
+    Value *constant =
+        graph.addConstant(graph.uniqueName(result->name() + ".folded"), std::move(tensors[i]));
     graph.replaceAllUsesWith(result, constant);
     constants.push_back(constant);
   }
@@ -88,6 +90,16 @@ bool foldEvaluableNodes(Graph &graph, PassContext &context) {
     // explained: that would list most of the graph.
     if (!allOperandsConstant(*node))
       continue;
+    // An Identity of a constant: its readers read the constant itself.
+    // Folding would copy it, and torch writes a weight shared by several
+    // modules (ALBERT's layers) as one Identity per use: one copy each.
+    if (node->kind() == OpKind::Identity && node->operand(0) && !graph.isOutput(node->result(0))) {
+      graph.replaceAllUsesWith(node->result(0), node->operand(0));
+      graph.eraseNode(node);
+      context.count("folded");
+      changed = true;
+      continue;
+    }
     if (const char *reason = whyNotEvaluable(*node)) {
       context.explain(*node, reason);
       continue;

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <sstream>
 
 namespace onnxc::lower {
 namespace {
@@ -118,7 +119,12 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
   MatMulSlots slots;
   slots.a = step.input(problem.a);
-  slots.b = step.constant(ConstantBytes(packWeights(problem, weights, k, n, blocking)));
+  // Keyed by the weight value and everything the packing depends on.
+  std::ostringstream key;
+  key << "packed-gemm-weights:" << problem.b->name() << ":k" << k << ":n" << n << ":kc"
+      << blocking.kc << (problem.transB ? ":t" : "") << ":alpha" << std::hexfloat << problem.alpha;
+  slots.b = step.bufferSlot(ctx.sharedConstant(
+      key.str(), [&] { return ConstantBytes(packWeights(problem, weights, k, n, blocking)); }));
   slots.result = step.output(problem.result);
   PackedBias bias = planPackedBias(ctx, step, problem);
   if (bias.postPass)
@@ -136,7 +142,8 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
       bias.epilogue.residual = true;
       residualSlot = step.input(fused.residual);
     }
-    std::string ops = "MatMul", names = problem.node->name().empty() ? "" : " " + problem.node->name();
+    std::string ops = "MatMul",
+                names = problem.node->name().empty() ? "" : " " + problem.node->name();
     for (const Node *node : fused.nodes) {
       ops += "+" + std::string(node->opName());
       if (!node->name().empty())

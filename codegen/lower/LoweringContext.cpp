@@ -63,9 +63,9 @@ StepBuilder::StepBuilder(LoweringContext &context, std::string name, std::string
     : context_(context) {
   step_.name = std::move(name);
   Module &module = context.module();
-  step_.kernel = Function::Create(kernelFunctionType(module.getContext()),
-                                  GlobalValue::InternalLinkage, context.uniqueName(kernelName),
-                                  module);
+  step_.kernel =
+      Function::Create(kernelFunctionType(module.getContext()), GlobalValue::InternalLinkage,
+                       context.uniqueName(kernelName), module);
   step_.kernel->addFnAttr(llvm::Attribute::NoUnwind);
   // No one compares kernel addresses: identical kernels may be merged.
   step_.kernel->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
@@ -112,9 +112,9 @@ void StepBuilder::setTaskCount(const SymbolicValue &count) {
   Module &module = context_.module();
   if (step_.taskCount)
     step_.taskCount->eraseFromParent();
-  step_.taskCount = Function::Create(taskCountFunctionType(module.getContext()),
-                                     GlobalValue::InternalLinkage,
-                                     step_.kernel->getName() + ".tasks", module);
+  step_.taskCount =
+      Function::Create(taskCountFunctionType(module.getContext()), GlobalValue::InternalLinkage,
+                       step_.kernel->getName() + ".tasks", module);
   step_.taskCount->addFnAttr(llvm::Attribute::NoUnwind);
   step_.taskCount->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
   FunctionBuilder f(step_.taskCount, step_.taskCount->getArg(0), context_.symbolIndex());
@@ -122,7 +122,8 @@ void StepBuilder::setTaskCount(const SymbolicValue &count) {
   f.finish(f.max(n, f.i64(0)));
 }
 
-std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicValue &total, int64_t grain) {
+std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicValue &total,
+                                                                 int64_t grain) {
   if (grain <= 0)
     fail("codegen: splitEvenly needs a positive grain");
   setTaskCount([&](FunctionBuilder &f) { return f.ceilDiv(total(f), f.i64(grain)); });
@@ -210,6 +211,19 @@ int32_t LoweringContext::addBuffer(PlanBuffer buffer) {
   return int32_t(plan_.buffers.size() - 1);
 }
 
+int32_t LoweringContext::sharedConstant(const std::string &key,
+                                        const std::function<ConstantBytes()> &make) {
+  if (auto it = sharedConstants_.find(key); it != sharedConstants_.end())
+    return it->second;
+  PlanBuffer buffer;
+  buffer.constant = make();
+  buffer.kind = BufferKind::Constant;
+  buffer.sizeBytes = Dim(int64_t(buffer.constant.size));
+  int32_t index = addBuffer(std::move(buffer));
+  sharedConstants_.emplace(key, index);
+  return index;
+}
+
 int32_t LoweringContext::bufferOf(const onnxc::Value *value) {
   if (!value)
     fail("codegen: a step uses an absent optional value");
@@ -258,7 +272,8 @@ void LoweringContext::copyValue(const onnxc::Value *source, const onnxc::Value *
   copyBuffer(from, to, byteSizeOf(destination), name);
 }
 
-void LoweringContext::copyBuffer(int32_t from, int32_t to, const Dim &bytes, const std::string &name) {
+void LoweringContext::copyBuffer(int32_t from, int32_t to, const Dim &bytes,
+                                 const std::string &name) {
   // Chunks of 256 KiB: large enough to amortize a task, small enough that a
   // big copy spreads over the threads.
   constexpr int64_t Chunk = 256 * 1024;
@@ -272,9 +287,8 @@ void LoweringContext::copyBuffer(int32_t from, int32_t to, const Dim &bytes, con
   llvm::Value *source = b.CreateInBoundsGEP(b.getInt8Ty(), k.buffer(in), begin);
   llvm::Value *target = b.CreateInBoundsGEP(b.getInt8Ty(), k.buffer(out), begin);
   llvm::Value *count = b.CreateSub(end, begin);
-  k.ifThen(b.CreateICmpSGT(count, k.i64(0)), [&] {
-    b.CreateMemCpy(target, MaybeAlign(1), source, MaybeAlign(1), count);
-  });
+  k.ifThen(b.CreateICmpSGT(count, k.i64(0)),
+           [&] { b.CreateMemCpy(target, MaybeAlign(1), source, MaybeAlign(1), count); });
   step.finish();
 }
 

@@ -32,6 +32,7 @@
 #include "ir/Value.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -164,6 +165,10 @@ public:
   /// Intermediate by what the value is).
   int32_t bufferOf(const Value *value);
   int32_t addBuffer(PlanBuffer buffer);
+  /// The constant buffer made by `make` for `key` (say, one weight packed
+  /// one way), made on the first request: a weight several nodes share
+  /// (ALBERT's layers, a reused projection) is stored in the artifact once.
+  int32_t sharedConstant(const std::string &key, const std::function<ConstantBytes()> &make);
   /// Appends a step (lifetimes are derived later by finalizeLifetimes).
   void addStep(PlanStep step) { plan_.steps.push_back(std::move(step)); }
   /// Emits a byte copy step from `source`'s buffer into `destination`'s.
@@ -181,6 +186,7 @@ private:
   SymbolIndex symbolIndex_;
   bool avx2Fma_ = true;
   std::unordered_map<const Value *, int32_t> buffers_;
+  std::map<std::string, int32_t> sharedConstants_;
   std::map<std::string, int> names_;
   std::set<const Node *> claimed_;
   std::set<const Node *> lowered_;

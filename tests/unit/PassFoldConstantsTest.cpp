@@ -45,7 +45,8 @@ TEST(PassFoldConstants, FoldsConstantChainUnderResultNames) {
   EXPECT_EQ(folded->constantValue().dims(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(folded->constantValue().data<float>()[1], -4.0f);
 
-  std::map<std::string, Tensor> inputs = {{"x", Tensor::fromVector<float>({3, 2}, {1, 1, 2, 2, 3, 3})}};
+  std::map<std::string, Tensor> inputs = {
+      {"x", Tensor::fromVector<float>({3, 2}, {1, 1, 2, 2, 3, 3})}};
   expectSameOutputs(*reference, *g, inputs);
 }
 
@@ -105,4 +106,28 @@ TEST(PassFoldConstants, FoldsStaticPiecesOfShapeChains) {
   EXPECT_EQ(countKind(g, OpKind::Gather), 1u) << "the batch piece stays symbolic";
   EXPECT_EQ(g.outputs()[0].value, d1);
   EXPECT_EQ(g.outputs()[0].name, "d1");
+}
+
+TEST(PassFoldConstants, IdentityOfAConstantIsForwardedNotCopied) {
+  // Readers of Identity(w) read w itself (one stored weight however many
+  // modules share it); an Identity that is a graph output becomes a copy
+  // under the output's name, which the model's interface keeps.
+  Graph g;
+  Value *x = g.addInput("x", {DType::F32, Shape::fromConstants({2})});
+  Value *w = g.addConstant("w", Tensor::fromVector<float>({2}, {3, 4}));
+  Node *shared = g.createNode(OpKind::Identity, {w}, 1, "shared", {"w_again"});
+  Node *add = g.createNode(OpKind::Add, {x, shared->result()}, 1, "add", {"y"});
+  Node *out = g.createNode(OpKind::Identity, {w}, 1, "out", {"w_out"});
+  g.addOutput("y", add->result());
+  g.addOutput("w_out", out->result());
+  inferShapes(g);
+  PassContext context("fold-constants");
+  EXPECT_TRUE(createFoldConstantsPass()->run(g, context));
+  EXPECT_EQ(add->operand(1), w);
+  EXPECT_EQ(g.findValue("w_again"), nullptr);
+  Value *output = g.findValue("w_out");
+  ASSERT_NE(output, nullptr);
+  EXPECT_TRUE(output->isConstant());
+  EXPECT_NE(output, w);
+  EXPECT_EQ(output->constantValue().data<float>()[1], 4.0f);
 }
