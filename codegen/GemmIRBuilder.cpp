@@ -481,6 +481,11 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
     llvm::Value *bBlock = floatAt(operands.packedB, builder_.CreateMul(kBlock, nPadded));
     llvm::Value *isFirst = builder_.CreateICmpEQ(kBlock, index(0));
     llvm::Value *isLast = builder_.CreateICmpEQ(builder_.CreateAdd(kBlock, depth), operands.k);
+    // A K known to be one block: every store is the first and the last, so
+    // it neither reads C back nor needs the non-epilogue copy of its code.
+    if (auto *k = llvm::dyn_cast<llvm::ConstantInt>(operands.k);
+        k && k->getSExtValue() <= blocking_.kc)
+      isFirst = isLast = builder_.getTrue();
     emitLoop(operands.rowBegin, operands.rowEnd, blocking_.mc, [&](llvm::Value *rowBlock) {
       llvm::Value *rows = min(index(blocking_.mc), builder_.CreateSub(operands.rowEnd, rowBlock));
       llvm::Value *aBlock = floatAt(
