@@ -9,7 +9,7 @@
 namespace onnxc {
 
 GemmBlocking chooseGemmBlocking(int64_t k) {
-  constexpr int64_t maxKc = 320, maxSingleBlock = 384;
+  constexpr int64_t maxKc = 320, maxSingleBlock = 1536;
   GemmBlocking blocking;
   int64_t blocks = k <= maxSingleBlock ? 1 : (k + maxKc - 1) / maxKc;
   int64_t kc = (k + blocks - 1) / blocks;

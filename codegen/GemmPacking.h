@@ -30,31 +30,30 @@ inline constexpr int64_t GemmNR = 16;
 /// emitted kernel, and `kc` also fixes the packed-B layout, so a kernel and
 /// the weights it reads must agree on it.
 struct GemmBlocking {
-  /// Rows of B per K block. One 16-column panel of a block (kc * 64 bytes)
-  /// must stay in L1 while every 6-row tile of the A block streams past it.
+  /// Rows of B per K block (one 16-column panel of a block is kc * 64
+  /// bytes; see chooseGemmBlocking for where it lives).
   int64_t kc = 256;
   /// Rows of A packed per block (a multiple of GemmMR). The packed A block
   /// (mc * kc * 4 bytes) lives on the kernel's stack and in L2.
   int64_t mc = 96;
   /// Whether A blocks are packed into k-major 6-row panels first, or the
-  /// micro-kernel broadcasts A straight from its rows. Packing pays when K
-  /// takes several blocks (A's rows are then long and far apart: up to 3%
-  /// at K = 3072); with one block it is a copy of A for nothing (-1% at
-  /// 128x384x384), so chooseGemmBlocking packs only then.
+  /// micro-kernel broadcasts A straight from its rows (chooseGemmBlocking
+  /// packs only when K takes several blocks).
   bool packA = true;
 };
 
-/// Blocking for a GEMM of depth `k`: K is split into the fewest blocks of at
-/// most 320 rows, of equal size (rounded up to a multiple of 8), so that no
-/// block is a short remainder. 320 rows make a 20 KiB B panel, which leaves
-/// room in the 32 KiB L1 of Zen 3 / Skylake cores for the A micro-panel
-/// (7.5 KiB) streaming through. K up to 384 (the hidden size of MiniLM-class
-/// models) stays one block all the same: its 24 KiB panel crowds L1 a little,
-/// but C is written once instead of written, read back and written again
-/// (128x384x1536: 1% faster in isolation; in a model the 576 KiB of C of a
-/// 96x1536 block would make that round trip through L3). mc = 96 keeps the packed
-/// A block at <= 144 KiB, under a third of a 512 KiB L2, so B panels from
-/// L3 fit beside it.
+/// Blocking for a GEMM of depth `k`. K up to 1536 (the hidden and FFN sizes
+/// of BERT-base and smaller) is one block, with A read from its rows: C is
+/// written once, never read back between blocks, and A is not copied. Its
+/// B panel (up to 96 KiB) then streams from L2 rather than sitting in L1,
+/// which the 6x16 kernel's two B loads per 12 FMAs absorb: measured against
+/// blocks of <= 320 rows with packed A, 128x384x384 +1.3%, 128x1536x384
+/// +1.7%, 2048x1536x384 +4%, 1024^3 within noise. Deeper K (3072: 3% slower
+/// as one block) is split into the fewest blocks of at most 320 rows, of
+/// equal size (rounded up to a multiple of 8, so no block is a short
+/// remainder): a 20 KiB B panel stays in L1 beside the packed A micro-panel.
+/// mc = 96 keeps a packed A block at <= 120 KiB, under a quarter of a
+/// 512 KiB L2.
 GemmBlocking chooseGemmBlocking(int64_t k);
 
 /// Columns of B rounded up to whole panels.

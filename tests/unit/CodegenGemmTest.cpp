@@ -178,18 +178,18 @@ TEST(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
 }
 
 TEST(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
-  for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 3072}) {
+  for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 1537, 3072}) {
     GemmBlocking blocking = chooseGemmBlocking(k);
-    EXPECT_EQ(blocking.packA, k > 384) << "A is packed when K takes several blocks, K=" << k;
-    EXPECT_LE(blocking.kc, k <= 384 ? 384 : 320) << k;
-    if (k <= 384) {
-      EXPECT_GE(blocking.kc, k) << "K up to 384 is one block";
-    }
     EXPECT_EQ(blocking.mc % GemmMR, 0);
-    int64_t blocks = (k + blocking.kc - 1) / blocking.kc;
-    if (blocks > 1) {
-      EXPECT_GT(k - (blocks - 1) * blocking.kc, blocking.kc / 2) << "short last block for K=" << k;
+    if (k <= 1536) {
+      EXPECT_GE(blocking.kc, k) << "K up to 1536 is one block, K=" << k;
+      EXPECT_FALSE(blocking.packA) << "one block reads A directly, K=" << k;
+      continue;
     }
+    EXPECT_LE(blocking.kc, 320) << k;
+    EXPECT_TRUE(blocking.packA) << "several blocks pack A, K=" << k;
+    int64_t blocks = (k + blocking.kc - 1) / blocking.kc;
+    EXPECT_GT(k - (blocks - 1) * blocking.kc, blocking.kc / 2) << "short last block for K=" << k;
   }
 }
 
@@ -207,6 +207,23 @@ TEST(CodegenGemm, AllShapesMatchReference) {
             "M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n);
         p.check(runPacked(kernel, p, chooseGemmBlocking(k), false), {}, what);
       }
+    }
+}
+
+TEST(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
+  // K = 1536 is one block (A read directly, a 96 KiB B panel); K = 1537 is
+  // six blocks of at most 320 rows with A packed.
+  GemmKernels kernels;
+  for (int64_t k : {1536, 1537})
+    kernels.add(PackedGemmSpec{
+        kernelName(k, 40), k, 40, {true, GemmActivation::GeluErf, false}, chooseGemmBlocking(k)});
+  for (int64_t k : {1536, 1537})
+    for (int64_t m : {1, 8, 97}) {
+      Problem p(m, k, 40, unsigned(k + m));
+      p.check(
+          runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chooseGemmBlocking(k), false),
+          {true, GemmActivation::GeluErf, false},
+          "M=" + std::to_string(m) + " K=" + std::to_string(k));
     }
 }
 
