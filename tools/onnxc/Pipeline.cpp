@@ -45,7 +45,9 @@ std::string modelArgument(const ParsedArgs &args, const std::string &command) {
 
 std::vector<OptionSpec> pipelineOptions() {
   return {
-      {"O", "<0-3>", "optimization level: 0 none, 1 cleanup, 2 and 3 as 1 for now (default 0; 3 when compiling)"},
+      {"O", "<0-3>",
+       "optimization level: 0 none, 1 cleanup, 2 + transformer fusions, 3 + codegen fusion "
+       "(default 3 to compile, bench or JIT-run; 0 for dump and --backend=ref)"},
       {"passes", "a,b,...", "run these passes (after the -O pipeline)", true},
       {"print-ir-after", "NAME", "print the IR after each run of pass NAME (comma list)", true},
       {"print-ir-after-all", "", "print the IR after every pass"},

@@ -1,11 +1,11 @@
 //===- tools/onnxc/RunCommand.cpp - onnxc run -------------------------------===//
 #include "tools/onnxc/Commands.h"
 
-#include "ir/Error.h"
-#include "ir/eval/Evaluator.h"
 #include "codegen/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ShapeSpecialization.h"
+#include "ir/Error.h"
+#include "ir/eval/Evaluator.h"
 #include "tools/onnxc/CompiledLibrary.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
@@ -55,7 +55,8 @@ void printOutput(const std::string &name, const Tensor &t) {
     sum += v;
   }
   char buffer[128];
-  std::snprintf(buffer, sizeof buffer, "  min %.6g  max %.6g  mean %.6g\n", lo, hi, sum / double(n));
+  std::snprintf(buffer, sizeof buffer, "  min %.6g  max %.6g  mean %.6g\n", lo, hi,
+                sum / double(n));
   std::cout << buffer;
 }
 
@@ -95,7 +96,8 @@ int runRun(const ParsedArgs &args) {
   bool library = isCompiledLibraryPath(path);
   std::string backend = args.get("backend", library ? "so" : "jit");
   if (backend != "ref" && backend != "jit" && backend != "so")
-    throw UsageError("unknown --backend '" + backend + "' (use jit or ref; see 'onnxc run --help')");
+    throw UsageError("unknown --backend '" + backend +
+                     "' (use jit or ref; see 'onnxc run --help')");
   if (library && backend != "so")
     throw UsageError("'" + path + "' is already compiled: --backend=" + backend +
                      " applies to .onnx and .ir models only");
@@ -153,7 +155,8 @@ int runRun(const ParsedArgs &args) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     printOutput(outputNames[i], outputs[i]);
     if (!outputDir.empty())
-      writeNpy((std::filesystem::path(outputDir) / fileNameFor(outputNames[i])).string(), outputs[i]);
+      writeNpy((std::filesystem::path(outputDir) / fileNameFor(outputNames[i])).string(),
+               outputs[i]);
   }
   return 0;
 }
@@ -163,10 +166,12 @@ std::vector<OptionSpec> runOptions() {
       {inputOptions(),
        {
            {"output-dir", "DIR", "write each output to DIR/<output name>.npy"},
-           {"backend", "jit|ref", "compile with the JIT (default for .onnx/.ir) or run the reference evaluator"},
+           {"backend", "jit|ref",
+            "compile with the JIT (default for .onnx/.ir) or run the reference evaluator"},
            {"threads", "N", "runtime threads for compiled models (default: one per core)"},
        },
-       targetOptions(), pipelineOptions()});
+       targetOptions(),
+       pipelineOptions()});
 }
 
 } // namespace
@@ -193,15 +198,19 @@ InputRequest inputRequest(const ParsedArgs &args) {
 std::vector<OptionSpec> inputOptions() {
   return {
       {"input", "NAME=FILE.npy", "read input NAME from a .npy file", true},
-      {"shape", "NAME=1x128", "generate input NAME with these dims (binds its symbolic dims)", true},
+      {"shape", "NAME=1x128",
+       "generate input NAME with these dims (binds its symbolic dims); token ids are drawn below "
+       "the vocabulary size from a .onnx, in [0, 10) from a .so",
+       true},
       {"seed", "N", "seed of generated inputs (default 0)"},
   };
 }
 
 Command runCommand() {
   return {"run", "run a model on .npy or generated inputs and print its outputs",
-          "run MODEL.onnx|MODEL.ir|MODEL.so [--input NAME=FILE.npy]... [--shape NAME=1x128]... [options]", runOptions(),
-          runRun};
+          "run MODEL.onnx|MODEL.ir|MODEL.so [--input NAME=FILE.npy]... [--shape NAME=1x128]... "
+          "[options]",
+          runOptions(), runRun};
 }
 
 } // namespace onnxc

@@ -29,7 +29,10 @@ struct InputRequest {
 /// Builds a tensor for every graph input. Generated values: floats uniform
 /// in [-1, 1); integers used as Gather indices uniform in [0, size of the
 /// gathered axis); other integers named like "*mask*" (and bools) in {0, 1};
-/// other integers in [0, 10). Throws onnxc::Error naming the input when a
+/// other integers in [0, 10). A compiled model's signature has no Gather, so
+/// `onnxc run model.so` draws token ids in [0, 10) where `onnxc run
+/// model.onnx` draws them below the vocabulary size. Throws onnxc::Error
+/// naming the input when a
 /// file does not match the declared type, or a shape cannot be resolved.
 std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request);
 
