@@ -10,8 +10,8 @@
 //       pack the A block into 6-row panels (stack buffer, rows zero-padded;
 //       full panels 8 k at a time by an in-register 8x8 transposition),
 //       unless K is one block: then the micro-kernel broadcasts A from its
-//       rows directly (blocking.packA; 1% faster at 128x384x384)
-//       for each 16-column panel of B            <- stays in L1
+//       rows directly (blocking.packA; see chooseGemmBlocking)
+//       for each 16-column panel of B            <- L1 (L2 for one long block)
 //         for each 6-row panel of the A block    <- streams from L2
 //           prefetch the tile's 6 C rows (read back after the k loop)
 //           6x16 micro-kernel: 12 accumulators, per k one broadcast of each
@@ -65,7 +65,7 @@ struct PackedGemmSpec {
 /// C[M, N] = epilogue(A[M, K] * B). `a`, `c` and `residual` are row-major
 /// with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N
 /// floats. Pointers the epilogue does not use may be null. Uses
-/// (mc * kc + 8) * 4 bytes of stack, plus the tile scratch.
+/// (mc * kc + 8) * 4 bytes of stack when it packs A, plus the tile scratch.
 using PackedGemmFn = void(const float *a, int64_t lda, const float *packedB, float *c, int64_t ldc,
                           int64_t rowBegin, int64_t rowEnd, const float *bias,
                           const float *residual, int64_t ldResidual);
