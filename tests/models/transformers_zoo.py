@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 
 def randomize_norms(module: nn.Module, generator: torch.Generator) -> None:
-    """Moves LayerNorm scales away from 1 and shifts away from 0.
+    """Moves LayerNorm (and RMSNorm) scales away from 1 and shifts away from 0.
 
     With PyTorch's default init (gamma=1, beta=0) a compiler that drops or swaps them would
     still match the reference; random values make such bugs visible.
@@ -27,6 +27,8 @@ def randomize_norms(module: nn.Module, generator: torch.Generator) -> None:
             if isinstance(sub, nn.LayerNorm):
                 sub.weight.copy_(1.0 + 0.2 * torch.randn(sub.weight.shape, generator=generator))
                 sub.bias.copy_(0.1 * torch.randn(sub.bias.shape, generator=generator))
+            elif isinstance(sub, LlamaRMSNorm):
+                sub.weight.copy_(1.0 + 0.2 * torch.randn(sub.weight.shape, generator=generator))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,10 +494,6 @@ class LlamaDecoder(nn.Module):
         self.layers = nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.layers))
         self.norm = LlamaRMSNorm(cfg.hidden, cfg.rms_eps)
         self.lm_head = nn.Linear(cfg.hidden, cfg.vocab_size, bias=False)
-        for module in self.modules():
-            if isinstance(module, LlamaRMSNorm):
-                with torch.no_grad():
-                    module.weight.uniform_(0.5, 1.5)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         x = self.embed_tokens(input_ids)
