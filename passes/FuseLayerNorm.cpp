@@ -116,27 +116,14 @@ public:
           !isSubtracted(mean->result(0)))
         continue;
       LayerNormMatch match;
-      if (const char *reason = matchLayerNorm(graph, *mean, match)) {
+      const char *reason = matchLayerNorm(graph, *mean, match);
+      if (!reason)
+        reason = fuseNormalization(graph, OpKind::LayerNormalization, match.x, match.tail,
+                                   match.nodes, erased);
+      if (reason) {
         context.reject(*mean, reason);
         continue;
       }
-      const char *reason = nullptr;
-      Value *input = fusedInput(match.x, match.tail, reason);
-      Value *scale = input ? fusedScale(graph, input, match.tail, reason) : nullptr;
-      if (!scale) {
-        context.reject(*mean, reason);
-        continue;
-      }
-      std::vector<Value *> operands = {input, scale};
-      if (match.tail.beta)
-        operands.push_back(channelVector(graph, match.tail.beta));
-      Node *root = match.tail.root;
-      Node *fused =
-          graph.createNode(OpKind::LayerNormalization, operands, 1, root->name(), {}, root);
-      fused->setAttr("axis", int64_t(-1));
-      fused->setAttr("epsilon", float(match.tail.epsilon));
-      Node *inputCast = match.x != input ? match.x->definingNode() : nullptr;
-      replaceChain(graph, fused, match.nodes, inputCast, erased);
       context.count("fused");
       changed = true;
     }

@@ -100,19 +100,13 @@ public:
         continue;
       RmsNormMatch match;
       const char *reason = matchRmsNorm(graph, *mean, *square, match);
-      Value *input = reason ? nullptr : fusedInput(match.x, match.tail, reason);
-      Value *scale = input ? fusedScale(graph, input, match.tail, reason) : nullptr;
-      if (!scale) {
+      if (!reason)
+        reason = fuseNormalization(graph, OpKind::RMSNormalization, match.x, match.tail,
+                                   match.nodes, erased);
+      if (reason) {
         context.reject(*mean, reason);
         continue;
       }
-      Node *root = match.tail.root;
-      Node *fused =
-          graph.createNode(OpKind::RMSNormalization, {input, scale}, 1, root->name(), {}, root);
-      fused->setAttr("axis", int64_t(-1));
-      fused->setAttr("epsilon", float(match.tail.epsilon));
-      Node *inputCast = match.x != input ? match.x->definingNode() : nullptr;
-      replaceChain(graph, fused, match.nodes, inputCast, erased);
       context.count("fused");
       changed = true;
     }

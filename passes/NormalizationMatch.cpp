@@ -214,4 +214,24 @@ void replaceChain(Graph &graph, Node *fused, const std::vector<Node *> &chain, N
   }
 }
 
+const char *fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
+                              const std::vector<Node *> &nodes,
+                              std::unordered_set<const Node *> &erased) {
+  const char *reason = nullptr;
+  Value *input = fusedInput(x, tail, reason);
+  Value *scale = input ? fusedScale(graph, input, tail, reason) : nullptr;
+  if (!scale)
+    return reason;
+  std::vector<Value *> operands = {input, scale};
+  if (tail.beta)
+    operands.push_back(channelVector(graph, tail.beta));
+  Node *root = tail.root;
+  Node *fused = graph.createNode(kind, operands, 1, root->name(), {}, root);
+  fused->setAttr("axis", int64_t(-1));
+  fused->setAttr("epsilon", float(tail.epsilon));
+  Node *inputCast = x != input ? x->definingNode() : nullptr;
+  replaceChain(graph, fused, nodes, inputCast, erased);
+  return nullptr;
+}
+
 } // namespace onnxc::normmatch

@@ -85,4 +85,13 @@ Value *fusedScale(Graph &graph, const Value *input, const NormalizationTail &tai
 void replaceChain(Graph &graph, Node *fused, const std::vector<Node *> &chain, Node *inputCast,
                   std::unordered_set<const Node *> &erased);
 
+/// Replaces the chain `nodes`, matched on `x` and ending in `tail`, by one
+/// `kind` op (LayerNormalization or RMSNormalization) over the last axis
+/// with the tail's ε, γ and (if any) β: fusedInput, fusedScale, then
+/// replaceChain. Returns null on success, else why it cannot, with the
+/// graph unchanged.
+const char *fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
+                              const std::vector<Node *> &nodes,
+                              std::unordered_set<const Node *> &erased);
+
 } // namespace onnxc::normmatch

@@ -13,9 +13,13 @@ import argparse
 import ctypes
 import json
 import os
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from ort_runner import ort_session, peak_resident_mib  # noqa: E402
 
 ONNXC_F32 = 1
 ONNXC_MAX_RANK = 8
@@ -24,14 +28,6 @@ ONNXC_MAX_RANK = 8
 class OnnxcTensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
                 ("dims", ctypes.c_int64 * ONNXC_MAX_RANK), ("size_bytes", ctypes.c_size_t)]
-
-
-def peak_resident_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 def onnxc_runner(library: str, feeds: dict, threads: int):
@@ -66,13 +62,7 @@ def onnxc_runner(library: str, feeds: dict, threads: int):
 
 
 def ort_runner(model: str, feeds: dict, threads: int):
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    session = ort_session(model, threads)
     return lambda: session.run(None, feeds)
 
 
