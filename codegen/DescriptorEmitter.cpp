@@ -49,8 +49,9 @@ struct AbiTypes {
     symbolSource = named(context, "onnxc_symbol_source", {i32, i32});
     buffer = named(context, "onnxc_buffer", {i32, i32, ptr, ptr, i32, i32});
     step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr});
+    assumption = named(context, "onnxc_assumption", {ptr, i32, ptr});
     descriptor = named(context, "onnxc_model_descriptor",
-                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
+                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
   }
 
   static llvm::StructType *named(llvm::LLVMContext &context, const char *name,
@@ -62,7 +63,7 @@ struct AbiTypes {
 
   llvm::IntegerType *i32, *i64;
   llvm::PointerType *ptr;
-  llvm::StructType *tensorInfo, *symbolSource, *buffer, *step, *descriptor;
+  llvm::StructType *tensorInfo, *symbolSource, *buffer, *step, *assumption, *descriptor;
 };
 
 void checkStruct(const llvm::DataLayout &layout, llvm::StructType *type, size_t cSize,
@@ -141,6 +142,7 @@ private:
   llvm::Constant *buffers();
   llvm::Constant *constantData(const PlanBuffer &buffer, size_t position);
   llvm::Constant *steps();
+  llvm::Constant *assumptions();
   llvm::Constant *kernelPointer(llvm::Function *function, llvm::FunctionType *expected,
                                 const PlanStep &step, const char *role);
   llvm::Constant *i32(int64_t value) { return llvm::ConstantInt::get(types_.i32, value); }
@@ -341,6 +343,19 @@ llvm::Constant *DescriptorBuilder::steps() {
   return array(types_.step, steps, "steps");
 }
 
+llvm::Constant *DescriptorBuilder::assumptions() {
+  std::vector<llvm::Constant *> items;
+  for (const PlanAssumption &assumption : plan_.assumptions) {
+    if (assumption.kind != ONNXC_ASSUME_ZERO && assumption.kind != ONNXC_ASSUME_NONNEGATIVE)
+      fail("model '", plan_.name, "': assumption '", assumption.message, "' has an invalid kind ",
+           assumption.kind);
+    items.push_back(llvm::ConstantStruct::get(
+        types_.assumption, {dimExpr(assumption.expr, "assumption '" + assumption.message + "'"),
+                            i32(assumption.kind), string(assumption.message)}));
+  }
+  return array(types_.assumption, items, "assumptions");
+}
+
 llvm::GlobalVariable *DescriptorBuilder::build() {
   // Symbol sources first: they validate what every later dim expression relies on.
   llvm::Constant *sources = symbolSources();
@@ -350,7 +365,8 @@ llvm::GlobalVariable *DescriptorBuilder::build() {
        symbolNames(), sources, i32(int64_t(plan_.inputs.size())),
        tensorInfos(plan_.inputs, "input"), i32(int64_t(plan_.outputs.size())),
        tensorInfos(plan_.outputs, "output"), i32(int64_t(plan_.buffers.size())), buffers(),
-       i32(int64_t(plan_.steps.size())), steps()});
+       i32(int64_t(plan_.steps.size())), steps(), i32(int64_t(plan_.assumptions.size())),
+       assumptions()});
   return llvm::cast<llvm::GlobalVariable>(global(init, "descriptor", 8));
 }
 
@@ -385,13 +401,16 @@ void checkDescriptorLayout(const llvm::Module &module) {
               {offsetof(onnxc_step, name), offsetof(onnxc_step, kernel),
                offsetof(onnxc_step, task_count), offsetof(onnxc_step, num_buffers),
                offsetof(onnxc_step, buffers), offsetof(onnxc_step, failure)});
+  checkStruct(layout, types.assumption, sizeof(onnxc_assumption),
+              {offsetof(onnxc_assumption, expr), offsetof(onnxc_assumption, kind),
+               offsetof(onnxc_assumption, message)});
   using D = onnxc_model_descriptor;
   checkStruct(layout, types.descriptor, sizeof(D),
               {offsetof(D, abi_version), offsetof(D, model_name), offsetof(D, num_symbols),
                offsetof(D, symbol_names), offsetof(D, symbol_sources), offsetof(D, num_inputs),
                offsetof(D, inputs), offsetof(D, num_outputs), offsetof(D, outputs),
                offsetof(D, num_buffers), offsetof(D, buffers), offsetof(D, num_steps),
-               offsetof(D, steps)});
+               offsetof(D, steps), offsetof(D, num_assumptions), offsetof(D, assumptions)});
 }
 
 std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan) {

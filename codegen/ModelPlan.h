@@ -87,6 +87,14 @@ struct PlanStep {
   std::string failure;
 };
 
+/// A condition the runtime checks when binding inputs (onnxc_assumption):
+/// `expr` == 0 or >= 0, over the plan's symbols.
+struct PlanAssumption {
+  Dim expr;
+  int32_t kind = 1; // onnxc_assumption_kind
+  std::string message;
+};
+
 /// Everything the runtime needs to run a compiled model, as lowering sees it.
 struct ModelPlan {
   std::string name;
@@ -95,6 +103,7 @@ struct ModelPlan {
   std::vector<PlanTensor> outputs;
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
+  std::vector<PlanAssumption> assumptions;
 
   /// Symbol name -> position in `symbols`, as encodeDim wants it.
   std::map<std::string, int32_t> symbolIndex() const {

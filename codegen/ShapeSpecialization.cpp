@@ -44,10 +44,15 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
                                                int64_t maxElements) {
   std::vector<std::string> specialized;
   std::vector<Value *> candidates = graph.inputs();
+  std::map<std::string, int64_t> bindings; // the symbols only specialized inputs bind
   for (Value *input : candidates) {
     auto it = inputs.find(input->name());
     if (it == inputs.end() || it->second.numElements() > maxElements)
       continue;
+    const Shape &shape = input->shape();
+    for (size_t axis = 0; shape.isRanked() && axis < shape.rank(); ++axis)
+      if (shape[axis].isSymbol() && axis < it->second.rank())
+        bindings.emplace(shape[axis].symbolName(), it->second.dims()[axis]);
     std::string name = input->name();
     Value *constant = graph.addConstant(graph.uniqueName(name + ".value"),
                                         std::make_shared<const Tensor>(it->second));
@@ -55,6 +60,25 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
     graph.eraseInput(input);
     specialized.push_back(name);
   }
+  // Assumptions over the specialized inputs' symbols are decided now; the
+  // rest keep the symbols that the remaining inputs bind.
+  for (const Value *input : graph.inputs())
+    for (size_t axis = 0; input->shape().isRanked() && axis < input->shape().rank(); ++axis)
+      if (input->shape()[axis].isSymbol())
+        bindings.erase(input->shape()[axis].symbolName());
+  std::vector<ShapeAssumption> kept;
+  for (const ShapeAssumption &assumption : graph.assumptions()) {
+    ShapeAssumption bound = assumption;
+    bound.expr = assumption.expr.substitute(bindings);
+    if (bound.refuted())
+      fail(assumption.message, "; the values given bind ", assumption.expr.str(), " to ",
+           bound.expr.str());
+    if (!bound.provable())
+      kept.push_back(std::move(bound));
+  }
+  graph.eraseAssumptionsIf([](const ShapeAssumption &) { return true; });
+  for (ShapeAssumption &assumption : kept)
+    graph.addAssumption(std::move(assumption));
   if (!specialized.empty())
     inferShapes(graph);
   // Fold what is constant now (a Range over a specialized size computed

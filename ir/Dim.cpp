@@ -170,6 +170,21 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t> &bindi
   return total;
 }
 
+Dim Dim::substitute(const std::map<std::string, int64_t> &bindings) const {
+  if (unknown_)
+    return Dim();
+  Dim result(0);
+  for (const auto &[mono, coeff] : terms_) {
+    Dim term(coeff);
+    for (const std::string &sym : mono) {
+      auto it = bindings.find(sym);
+      term = term * (it == bindings.end() ? Dim::symbol(sym) : Dim(it->second));
+    }
+    result = result + term;
+  }
+  return result;
+}
+
 std::vector<std::string> Dim::symbols() const {
   std::vector<std::string> result;
   for (const auto &[mono, coeff] : terms_)

@@ -68,6 +68,9 @@ public:
   /// Substitutes values for symbols; nullopt if unknown or a symbol is
   /// unbound. Throws SizeError when the value does not fit in int64.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &bindings) const;
+  /// This dimension with the bound symbols replaced by their values (the
+  /// others kept). Throws SizeError on overflow.
+  Dim substitute(const std::map<std::string, int64_t> &bindings) const;
   /// The symbols occurring in this dimension.
   std::vector<std::string> symbols() const;
 

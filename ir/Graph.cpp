@@ -176,6 +176,11 @@ void Graph::eraseInput(Value *input) {
   destroyValue(input);
 }
 
+void Graph::addAssumption(ShapeAssumption assumption) {
+  if (std::find(assumptions_.begin(), assumptions_.end(), assumption) == assumptions_.end())
+    assumptions_.push_back(std::move(assumption));
+}
+
 bool Graph::isOutput(const Value *value) const {
   return std::any_of(outputs_.begin(), outputs_.end(),
                      [&](const GraphOutput &o) { return o.value == value; });

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ir/Node.h"
+#include "ir/ShapeAssumption.h"
 #include "ir/Value.h"
 
 #include <list>
@@ -82,6 +83,21 @@ public:
   /// Moves `node` to just before `position` (or to the end when null).
   void moveNodeBefore(Node *node, Node *position);
 
+  // --- assumptions (ir/ShapeAssumption.h) -----------------------------------
+  const std::vector<ShapeAssumption> &assumptions() const { return assumptions_; }
+  /// Records one, unless the same condition is already recorded.
+  void addAssumption(ShapeAssumption assumption);
+  /// Drops every assumption for which `drop` is true (a pass substituting
+  /// symbols, or rolling back a node it tried and did not keep).
+  template <typename Predicate> void eraseAssumptionsIf(Predicate drop) {
+    std::erase_if(assumptions_, drop);
+  }
+  /// Keeps the first `count` (those recorded before a pass tried something).
+  void truncateAssumptions(size_t count) {
+    if (count < assumptions_.size())
+      assumptions_.resize(count);
+  }
+
   /// Nodes in a topological order (Boost.Graph). Throws onnxc::Error naming a
   /// node on a cycle.
   std::vector<Node *> topologicalOrder() const;
@@ -99,6 +115,7 @@ private:
   std::vector<Value *> constants_;
   std::vector<GraphOutput> outputs_;
   std::unordered_map<std::string, std::unique_ptr<Value>> values_;
+  std::vector<ShapeAssumption> assumptions_;
   unsigned nextGeneratedName_ = 0;
 };
 

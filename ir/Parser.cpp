@@ -69,6 +69,7 @@ private:
   Shape parseShapeBody(const IRToken &open);
   DenseLiteral parseDenseLiteral();
   void parseConstant();
+  void parseAssumption();
   void parseNode();
   AttributeMap parseAttributes();
   Attribute parseAttributeValue();
@@ -97,6 +98,8 @@ std::unique_ptr<Graph> IRParser::parse() {
   parseHeader();
   while (atKeyword("const"))
     parseConstant();
+  while (atKeyword("assume"))
+    parseAssumption();
   while (!atKeyword("return")) {
     if (atKeyword("const"))
       errorAt(tok_, "constants must come before the first node");
@@ -243,6 +246,32 @@ void IRParser::parseConstant() {
     errorAt(tok_, "expected 'dense'");
   DenseLiteral literal = parseDenseLiteral();
   graph_->addConstant(name.text, buildTensor(lexer_, literal, type, typeToken));
+}
+
+// assume [DIM] == 0 "message"  |  assume [DIM] >= 0 "message"
+void IRParser::parseAssumption() {
+  expectKeyword("assume");
+  if (tok_.kind != Kind::LSquare)
+    errorAt(tok_, "expected '[' and a dimension expression after 'assume'");
+  IRToken open = tok_;
+  Shape body = parseShapeBody(open);
+  consume();
+  if (body.rank() != 1 || body[0].isUnknown())
+    errorAt(open, "an assumption takes one known dimension expression");
+  ShapeAssumption assumption;
+  assumption.expr = body[0];
+  if (consumeIf(Kind::Greater))
+    assumption.kind = ShapeAssumption::Kind::NonNegative;
+  else if (consumeIf(Kind::Equal))
+    assumption.kind = ShapeAssumption::Kind::Zero;
+  else
+    errorAt(tok_, "expected '==' or '>=' in an assumption");
+  expect(Kind::Equal);
+  IRToken zero = expect(Kind::Integer);
+  if (zero.text != "0")
+    errorAt(zero, "an assumption compares with 0");
+  assumption.message = expect(Kind::String).text;
+  graph_->addAssumption(std::move(assumption));
 }
 
 void IRParser::parseNode() {

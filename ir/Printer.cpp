@@ -247,6 +247,12 @@ void printGraph(const Graph &graph, std::ostream &os, const PrintOptions &option
       os << "dense<elided>";
     os << '\n';
   }
+  for (const ShapeAssumption &assumption : graph.assumptions()) {
+    os << "  assume [" << assumption.expr.str() << "] "
+       << (assumption.kind == ShapeAssumption::Kind::Zero ? "==" : ">=") << " 0 ";
+    printQuoted(os, assumption.message);
+    os << '\n';
+  }
   for (const auto &node : graph.nodes()) {
     os << "  ";
     printNodeTo(os, *node, options);

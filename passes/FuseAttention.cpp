@@ -465,7 +465,9 @@ private:
     return graph.addConstant(graph.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
   }
 
-  static void rollBack(Graph &graph, std::vector<Node *> &created) {
+  static void rollBack(Graph &graph, std::vector<Node *> &created, size_t assumptionsBefore) {
+    // What the tried nodes' shape rules assumed goes with them.
+    graph.truncateAssumptions(assumptionsBefore);
     for (auto it = created.rbegin(); it != created.rend(); ++it)
       graph.eraseNode(*it);
   }
@@ -557,6 +559,7 @@ private:
     std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
 
     std::vector<Node *> created;
+    size_t assumptionsBefore = graph.assumptions().size();
     try {
       std::vector<Value *> operands;
       if (threeD) {
@@ -603,10 +606,10 @@ private:
       graph.eraseNode(root);
       graph.renameValue(attention->result(0), resultName);
     } catch (const Error &) {
-      rollBack(graph, created);
+      rollBack(graph, created, assumptionsBefore);
       throw Rejection{"shape inference rejects the fused op"};
     } catch (const Rejection &) {
-      rollBack(graph, created);
+      rollBack(graph, created, assumptionsBefore);
       throw;
     }
     rewireShapeReaders(graph, core, v4, threeD ? &*q3 : nullptr, threeD ? &*v3 : nullptr);

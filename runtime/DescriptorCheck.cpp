@@ -135,6 +135,22 @@ std::string checkSteps(const onnxc_model_descriptor &model) {
   return "";
 }
 
+std::string checkAssumptions(const onnxc_model_descriptor &model) {
+  if (model.num_assumptions < 0 || (model.num_assumptions > 0 && !model.assumptions))
+    return "the assumption table is missing or has a negative count";
+  for (int32_t a = 0; a < model.num_assumptions; ++a) {
+    const onnxc_assumption &assumption = model.assumptions[a];
+    std::string what = "assumption " + std::to_string(a);
+    if (!assumption.message)
+      return what + " has no message";
+    if (assumption.kind != ONNXC_ASSUME_ZERO && assumption.kind != ONNXC_ASSUME_NONNEGATIVE)
+      return what + " has an invalid kind " + std::to_string(assumption.kind);
+    if (!isWellFormedDimExpr(assumption.expr, model.num_symbols))
+      return what + " (" + quoted(assumption.message) + ") has a malformed expression";
+  }
+  return "";
+}
+
 std::string checkModel(const onnxc_model_descriptor &model) {
   if (auto error = checkTensorInfos(model, "input", model.num_inputs, model.inputs); !error.empty())
     return error;
@@ -149,6 +165,8 @@ std::string checkModel(const onnxc_model_descriptor &model) {
     if (auto error = checkBuffer(model, b); !error.empty())
       return error;
   if (auto error = checkBufferCoverage(model); !error.empty())
+    return error;
+  if (auto error = checkAssumptions(model); !error.empty())
     return error;
   return checkSteps(model);
 }

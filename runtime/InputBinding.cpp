@@ -85,6 +85,24 @@ std::string checkInputDims(const onnxc_model_descriptor &model, int32_t inputInd
   return "";
 }
 
+/// The compiled code relies on these (model_abi.h, onnxc_assumption); an
+/// input breaking one would be computed on a shape it does not have.
+std::string checkAssumptions(const onnxc_model_descriptor &model, const int64_t *symbols) {
+  for (int32_t a = 0; a < model.num_assumptions; ++a) {
+    const onnxc_assumption &assumption = model.assumptions[a];
+    std::optional<int64_t> value = evaluateDimExpr(assumption.expr, symbols, model.num_symbols);
+    bool holds = value && (assumption.kind == ONNXC_ASSUME_ZERO ? *value == 0 : *value >= 0);
+    if (holds)
+      continue;
+    std::string bound;
+    for (int32_t symbol : symbolsOf(assumption.expr))
+      bound += (bound.empty() ? "" : ", ") + std::string(model.symbol_names[symbol]) + " = " +
+               std::to_string(symbols[symbol]);
+    return std::string(assumption.message) + "; the inputs give " + bound;
+  }
+  return "";
+}
+
 } // namespace
 
 std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
@@ -104,7 +122,7 @@ std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *
   for (int32_t i = 0; i < numInputs; ++i)
     if (std::string error = checkInputDims(model, i, inputs[i], symbols); !error.empty())
       return error;
-  return "";
+  return checkAssumptions(model, symbols);
 }
 
 } // namespace onnxc::runtime

@@ -66,6 +66,19 @@ void bindSymbols(const Graph &graph, ModelPlan &plan) {
         checkValue(result);
 }
 
+/// The graph's shape assumptions, for the runtime to check when it binds
+/// the inputs; each must be over symbols the runtime binds.
+void collectAssumptions(const Graph &graph, ModelPlan &plan) {
+  std::map<std::string, int32_t> bound = plan.symbolIndex();
+  for (const ShapeAssumption &assumption : graph.assumptions()) {
+    for (const std::string &symbol : assumption.expr.symbols())
+      if (!bound.count(symbol))
+        fail("cannot compile: ", assumption.message, ", and '", symbol,
+             "' is not a dimension of any graph input, so no run could check it");
+    plan.assumptions.push_back({assumption.expr, int32_t(assumption.kind), assumption.message});
+  }
+}
+
 void describeTensors(const Graph &graph, ModelPlan &plan) {
   for (const Value *input : graph.inputs())
     plan.inputs.push_back({input->name(), input->dtype(), input->shape()});
@@ -101,6 +114,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   std::vector<Node *> order = graph.topologicalOrder();
   checkEveryOpLowers(order);
   bindSymbols(graph, plan);
+  collectAssumptions(graph, plan);
   describeTensors(graph, plan);
 
   lower::LoweringContext context(graph, module, plan);

@@ -112,6 +112,23 @@ void checkAgainstInferred(const Node &node, size_t index, const Tensor &result,
   }
 }
 
+/// Shape inference relied on these (ir/ShapeAssumption.h); inputs that break
+/// one would make results disagree with the inferred types, so they are
+/// refused before any node runs, naming the node that needed it.
+void checkAssumptions(const Graph &graph, const Bindings &bindings) {
+  for (const ShapeAssumption &assumption : graph.assumptions()) {
+    if (assumption.holds(bindings) != false)
+      continue;
+    std::string bound;
+    for (const std::string &symbol : assumption.expr.symbols()) {
+      auto it = bindings.find(symbol);
+      bound += (bound.empty() ? "" : ", ") + symbol + " = " +
+               (it == bindings.end() ? std::string("?") : std::to_string(it->second));
+    }
+    fail(assumption.message, "; the inputs give ", bound);
+  }
+}
+
 /// For each value consumed by a node, the position (in `order`) of its last use.
 std::unordered_map<const Value *, size_t> lastUses(const std::vector<Node *> &order) {
   std::unordered_map<const Value *, size_t> last;
@@ -163,6 +180,7 @@ std::vector<Tensor> evaluateGraph(const Graph &graph, const std::map<std::string
   }
   for (const Value *input : graph.inputs())
     checkInputExpressions(*input, env[input], bindings);
+  checkAssumptions(graph, bindings);
   for (const Value *constant : graph.constants()) {
     if (!constant->constantValue().hasData())
       fail("constant '", constant->name(),

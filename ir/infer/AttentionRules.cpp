@@ -34,13 +34,13 @@ struct AttentionDims {
   Dim batch, qHeads, kvHeads, qSeq, kvSeq, headSize, kHeadSize, vHeadSize;
 };
 
-AttentionDims attentionDims(const Node &node, const Shape &q, const Shape &k, const Shape &v) {
+AttentionDims attentionDims(InferenceContext &context, const Node &node, const Shape &q, const Shape &k, const Shape &v) {
   AttentionDims d;
   d.batch = q[0];
   if (q.rank() == 4) {
     d.qHeads = q[1], d.qSeq = q[2], d.headSize = q[3];
     d.kvHeads = k[1], d.kvSeq = k[2], d.kHeadSize = k[3], d.vHeadSize = v[3];
-    requireSameDim(node, k[1], v[1], "attention key/value head count", k, v);
+    requireSameDim(context, node, k[1], v[1], "attention key/value head count", k, v);
     return d;
   }
   int64_t qHeads = positiveIntAttr(node, "q_num_heads");
@@ -53,7 +53,7 @@ AttentionDims attentionDims(const Node &node, const Shape &q, const Shape &k, co
   return d;
 }
 
-void inferAttention(Node &node, InferenceContext &) {
+void inferAttention(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 3);
   DType dtype = commonOperandDType(node, {0, 1, 2, 4, 5});
   if (dtype != DType::Unknown && !isFloat(dtype))
@@ -72,11 +72,11 @@ void inferAttention(Node &node, InferenceContext &) {
     fail(node.describe(), ": attention Q, K, V must all be 3-D or all 4-D, got ", q.str(), ", ",
          k.str(), ", ", v.str());
 
-  AttentionDims d = attentionDims(node, q, k, v);
-  requireSameDim(node, q[0], k[0], "attention batch", q, k);
-  requireSameDim(node, q[0], v[0], "attention batch", q, v);
-  requireSameDim(node, d.headSize, d.kHeadSize, "attention query/key head size", q, k);
-  requireSameDim(node, d.kvSeq, q.rank() == 4 ? v[2] : v[1], "attention key/value length", k, v);
+  AttentionDims d = attentionDims(context, node, q, k, v);
+  requireSameDim(context, node, q[0], k[0], "attention batch", q, k);
+  requireSameDim(context, node, q[0], v[0], "attention batch", q, v);
+  requireSameDim(context, node, d.headSize, d.kHeadSize, "attention query/key head size", q, k);
+  requireSameDim(context, node, d.kvSeq, q.rank() == 4 ? v[2] : v[1], "attention key/value length", k, v);
   std::optional<int64_t> qHeads = d.qHeads.constant(), kvHeads = d.kvHeads.constant();
   if (qHeads && kvHeads && (*kvHeads == 0 || *qHeads % *kvHeads != 0))
     fail(node.describe(), ": ", *qHeads, " query heads are not a multiple of ", *kvHeads,
@@ -98,7 +98,7 @@ void inferAttention(Node &node, InferenceContext &) {
     node.result(i)->setType({dtype, shapes[i]});
 }
 
-void inferRotaryEmbedding(Node &node, InferenceContext &) {
+void inferRotaryEmbedding(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 3);
   DType dtype = commonOperandDType(node, {0, 1, 2});
   if (dtype != DType::Unknown && !isFloat(dtype))

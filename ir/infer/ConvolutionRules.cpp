@@ -43,7 +43,7 @@ Dim convOutputDim(const Node &node, const Dim &in, int64_t kernel, int64_t strid
   return steps ? *steps + Dim(1) : Dim::unknown();
 }
 
-void inferConv(Node &node, InferenceContext &) {
+void inferConv(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 2);
   DType dtype = commonOperandDType(node, {0, 1, 2});
   if (dtype != DType::Unknown && !isFloat(dtype))
@@ -58,14 +58,14 @@ void inferConv(Node &node, InferenceContext &) {
   int64_t group = node.getInt("group", 1);
   if (group <= 0)
     fail(node.describe(), ": conv group must be positive, got ", group);
-  requireSameDim(node, x[1], w[1] * Dim(group),
+  requireSameDim(context, node, x[1], w[1] * Dim(group),
                  "conv input channels (X channels vs W channels * group)", x, w);
   if (std::optional<int64_t> m = w[0].constant(); m && *m % group != 0)
     fail(node.describe(), ": conv output channels ", *m, " are not a multiple of group ", group);
   if (const Value *bias = node.operand(2); bias && bias->shape().isRanked()) {
     if (bias->shape().rank() != 1)
       fail(node.describe(), ": conv bias must be 1-D, got ", bias->shape().str());
-    requireSameDim(node, bias->shape()[0], w[0], "conv bias length", bias->shape(), w);
+    requireSameDim(context, node, bias->shape()[0], w[0], "conv bias length", bias->shape(), w);
   }
 
   size_t n = x.rank() - 2;

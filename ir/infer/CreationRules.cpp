@@ -19,7 +19,7 @@ namespace onnxc {
 
 namespace {
 
-void inferShapeOp(Node &node, InferenceContext &) {
+void inferShapeOp(Node &node, InferenceContext &context) {
   const Shape &input = requireNamedOperand(node, 0, "data")->shape();
   if (!input.isRanked()) {
     setResult(node, 0, DType::I64, Shape({Dim::unknown()}));
@@ -29,7 +29,7 @@ void inferShapeOp(Node &node, InferenceContext &) {
   setResult(node, 0, DType::I64, Shape::fromConstants({last - first}));
 }
 
-void inferSize(Node &node, InferenceContext &) {
+void inferSize(Node &node, InferenceContext &context) {
   requireNamedOperand(node, 0, "data");
   setResult(node, 0, DType::I64, Shape::scalar());
 }
@@ -123,7 +123,7 @@ void inferConstantOfShape(Node &node, InferenceContext &context) {
   setResult(node, 0, dtype, Shape(std::move(*dims)));
 }
 
-void inferConstant(Node &node, InferenceContext &) {
+void inferConstant(Node &node, InferenceContext &context) {
   for (const char *unsupported : {"sparse_value", "value_string", "value_strings"})
     if (node.hasAttr(unsupported))
       fail(node.describe(), ": constant attribute '", unsupported, "' is not supported");

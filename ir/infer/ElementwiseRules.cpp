@@ -76,12 +76,38 @@ Dim broadcastDim(const Node &node, const Dim &a, const Dim &b,
   if (a.isConstant() && b.isConstant())
     fail(node.describe(), ": shapes ", shapesString(shapes), " cannot be broadcast together (",
          a.str(), " vs ", b.str(), ")");
-  // A constant c > 1 against a symbol: the symbol must be 1 or c, either way c.
-  if (a.isConstant())
+  // A constant c > 1 against a symbol: the symbol must be 1 or c (checked at
+  // run time), either way c.
+  if (a.isConstant()) {
+    context.assumeBroadcastsTo(node, b, a, "the broadcast dimension");
     return a;
-  if (b.isConstant())
+  }
+  if (b.isConstant()) {
+    context.assumeBroadcastsTo(node, a, b, "the broadcast dimension");
     return b;
+  }
   return context.freshSymbol("b");
+}
+
+/// Unidirectional broadcast of an operand (a LayerNorm scale) to `target`,
+/// the trailing dims it applies to: each dim is 1 or equal to the target's.
+void requireBroadcastsTo(InferenceContext &context, const Node &node, const Shape &operand,
+                         const std::vector<Dim> &target, const char *what) {
+  if (!operand.isRanked())
+    return;
+  if (operand.rank() > target.size())
+    fail(node.describe(), ": ", what, " of shape ", operand.str(), " has more dims than the ",
+         target.size(), " it applies to");
+  size_t shift = target.size() - operand.rank();
+  for (size_t i = 0; i < operand.rank(); ++i) {
+    const Dim &d = operand[i], &t = target[shift + i];
+    if (d.constant() == 1 || d.provablyEqual(t) || d.isUnknown() || t.isUnknown())
+      continue;
+    if (d.isConstant() && t.isConstant())
+      fail(node.describe(), ": ", what, " of shape ", operand.str(),
+           " does not broadcast to the normalized shape ", Shape(target).str());
+    context.assumeEqual(node, t, d, std::string("the normalized dimension matching the ") + what);
+  }
 }
 
 /// Numpy multidirectional broadcast of symbolic shapes; unranked if any is.
@@ -124,7 +150,7 @@ void inferBroadcasting(Node &node, InferenceContext &context) {
       {BoolResult ? DType::Bool : dtype, broadcastOperandShapes(node, indices, context)});
 }
 
-template <unsigned Types, bool BoolResult> void inferUnary(Node &node, InferenceContext &) {
+template <unsigned Types, bool BoolResult> void inferUnary(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, Types);
   const Value &x = requireOperandValue(node, 0);
   node.result(0)->setType({BoolResult ? DType::Bool : x.dtype(), x.shape()});
@@ -143,7 +169,7 @@ void inferWhere(Node &node, InferenceContext &context) {
   node.result(0)->setType({dtype, broadcastOperandShapes(node, {0, 1, 2}, context)});
 }
 
-void inferClip(Node &node, InferenceContext &) {
+void inferClip(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kNumericTypes);
   std::vector<size_t> indices = {0};
   for (size_t i = 1; i < node.numOperands(); ++i) {
@@ -159,7 +185,7 @@ void inferClip(Node &node, InferenceContext &) {
   node.result(0)->setType({dtype, node.operand(0)->shape()});
 }
 
-void inferCast(Node &node, InferenceContext &) {
+void inferCast(Node &node, InferenceContext &context) {
   int64_t code = node.requireInt("to");
   std::optional<DType> target = dtypeFromOnnxCode(code);
   if (!target)
@@ -167,7 +193,7 @@ void inferCast(Node &node, InferenceContext &) {
   node.result(0)->setType({*target, requireOperandValue(node, 0).shape()});
 }
 
-void inferCastLike(Node &node, InferenceContext &) {
+void inferCastLike(Node &node, InferenceContext &context) {
   node.result(0)->setType(
       {requireOperandValue(node, 1).dtype(), requireOperandValue(node, 0).shape()});
 }
@@ -181,7 +207,7 @@ std::optional<int64_t> checkedAxis(const Node &node, const Shape &shape, int64_t
   return normalizeAxisOrFail(node, axis, int64_t(shape.rank()));
 }
 
-void inferSoftmax(Node &node, InferenceContext &) {
+void inferSoftmax(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kFloatTypes);
   const Value &x = requireOperandValue(node, 0);
   checkedAxis(node, x.shape(), node.getInt("axis", -1));
@@ -198,7 +224,7 @@ DType stashDType(const Node &node) {
 
 /// LayerNormalization and RMSNormalization: Y like X; LayerNorm's optional
 /// Mean and InvStdDev keep the dims before `axis` and have 1s after.
-void inferNormalization(Node &node, InferenceContext &) {
+void inferNormalization(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kFloatTypes);
   for (size_t i = 1; i < node.numOperands(); ++i)
     if (node.operand(i))
@@ -210,6 +236,13 @@ void inferNormalization(Node &node, InferenceContext &) {
   if (x.shape().isRanked() && x.shape().rank() == 0)
     fail(node.describe(), ": ", node.opName(), " needs an input of rank at least 1");
   std::optional<int64_t> axis = checkedAxis(node, x.shape(), node.getInt("axis", -1));
+  if (axis && node.kind() != OpKind::SkipLayerNormalization) {
+    // The kernels read scale and bias over the normalized dims of X.
+    std::vector<Dim> normalized(x.shape().dims().begin() + *axis, x.shape().dims().end());
+    requireBroadcastsTo(context, node, node.operand(1)->shape(), normalized, "scale");
+    if (node.kind() == OpKind::LayerNormalization && node.hasOperand(2))
+      requireBroadcastsTo(context, node, node.operand(2)->shape(), normalized, "bias");
+  }
   Shape statShape;
   if (axis) {
     std::vector<Dim> dims = x.shape().dims();
@@ -240,6 +273,16 @@ void inferSkipLayerNormalization(Node &node, InferenceContext &context) {
     if (!same)
       fail(node.describe(), ": skip of shape ", skip.shape().str(), " differs from the input's ",
            x.shape().str(), " (SkipLayerNormalization does not broadcast)");
+    for (size_t i = 0; i < x.shape().rank(); ++i)
+      if (!x.shape()[i].provablyEqual(skip.shape()[i]))
+        context.assumeEqual(node, skip.shape()[i], x.shape()[i], "the skip dimension");
+  }
+  if (x.shape().isRanked() && x.shape().rank() > 0) {
+    std::vector<Dim> normalized = {x.shape().dims().back()};
+    for (size_t i = 2; i < std::min<size_t>(node.numOperands(), 4); ++i)
+      if (node.hasOperand(i))
+        requireBroadcastsTo(context, node, node.operand(i)->shape(), normalized,
+                            i == 2 ? "gamma" : "beta");
   }
   int64_t axis = node.getInt("axis", -1);
   if (x.shape().isRanked() && axis != -1 && axis != int64_t(x.shape().rank()) - 1)
@@ -309,7 +352,7 @@ void inferReduce(Node &node, InferenceContext &context) {
   node.result(0)->setType({x.dtype(), Shape(std::move(dims))});
 }
 
-void inferArgReduce(Node &node, InferenceContext &) {
+void inferArgReduce(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kNumericTypes);
   const Value &x = requireOperandValue(node, 0);
   if (!x.shape().isRanked())
@@ -325,7 +368,7 @@ void inferArgReduce(Node &node, InferenceContext &) {
   node.result(0)->setType({DType::I64, Shape(std::move(dims))});
 }
 
-void inferCumSum(Node &node, InferenceContext &) {
+void inferCumSum(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kNumericTypes);
   requireDTypeIn(node, 1, kIntTypes);
   const Value &x = requireOperandValue(node, 0);

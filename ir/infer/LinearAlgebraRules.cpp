@@ -25,11 +25,13 @@ bool provablyDifferent(const Dim &a, const Dim &b) {
   return difference && *difference != 0;
 }
 
-void requireSameDim(const Node &node, const Dim &a, const Dim &b, const std::string &what,
+void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b, const std::string &what,
                     const Shape &shapeA, const Shape &shapeB) {
   if (provablyDifferent(a, b))
     fail(node.describe(), ": ", what, " mismatch: ", a.str(), " vs ", b.str(), " (shapes ",
          shapeA.str(), " and ", shapeB.str(), ")");
+  if (!a.provablyEqual(b))
+    context.assumeEqual(node, a, b, "the " + what);
 }
 
 DType commonOperandDType(const Node &node, const std::vector<size_t> &operandIndices) {
@@ -62,8 +64,8 @@ namespace {
 /// Numpy broadcasting of two dims: equal dims and 1s resolve exactly; a
 /// symbol against a constant c > 1 must be c (or 1) and broadcasts to c;
 /// two unrelated symbols give an unknown dim.
-Dim broadcastDims(const Node &node, const Dim &a, const Dim &b, const Shape &shapeA,
-                  const Shape &shapeB) {
+Dim broadcastDims(InferenceContext &context, const Node &node, const Dim &a, const Dim &b,
+                  const Shape &shapeA, const Shape &shapeB) {
   if (a == b)
     return a;
   if (a.constant() == 1)
@@ -73,10 +75,14 @@ Dim broadcastDims(const Node &node, const Dim &a, const Dim &b, const Shape &sha
   if (a.isConstant() && b.isConstant())
     fail(node.describe(), ": cannot broadcast ", a.str(), " with ", b.str(), " (shapes ",
          shapeA.str(), " and ", shapeB.str(), ")");
-  if (a.isConstant())
+  if (a.isConstant()) {
+    context.assumeBroadcastsTo(node, b, a, "the broadcast dimension");
     return a;
-  if (b.isConstant())
+  }
+  if (b.isConstant()) {
+    context.assumeBroadcastsTo(node, a, b, "the broadcast dimension");
     return b;
+  }
   return Dim::unknown();
 }
 
@@ -87,7 +93,7 @@ void requireNumericDType(const Node &node, DType dtype) {
 
 // --- MatMul ------------------------------------------------------------------
 
-void inferMatMul(Node &node, InferenceContext &) {
+void inferMatMul(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 2);
   DType dtype = commonOperandDType(node, {0, 1});
   requireNumericDType(node, dtype);
@@ -100,7 +106,7 @@ void inferMatMul(Node &node, InferenceContext &) {
          b.str());
   const Dim &kA = a.dims().back();
   const Dim &kB = b.rank() == 1 ? b[0] : b[b.rank() - 2];
-  requireSameDim(node, kA, kB, "matmul contraction dimension", a, b);
+  requireSameDim(context, node, kA, kB, "matmul contraction dimension", a, b);
 
   // Batch dims (all but the last two) broadcast right-aligned.
   size_t batchA = a.rank() > 2 ? a.rank() - 2 : 0;
@@ -110,7 +116,7 @@ void inferMatMul(Node &node, InferenceContext &) {
   for (size_t i = 0; i < batchRank; ++i) {
     Dim da = i + batchA >= batchRank ? a[i + batchA - batchRank] : Dim(1);
     Dim db = i + batchB >= batchRank ? b[i + batchB - batchRank] : Dim(1);
-    dims.push_back(broadcastDims(node, da, db, a, b));
+    dims.push_back(broadcastDims(context, node, da, db, a, b));
   }
   if (a.rank() >= 2)
     dims.push_back(a[a.rank() - 2]);
@@ -121,7 +127,7 @@ void inferMatMul(Node &node, InferenceContext &) {
 
 // --- Gemm --------------------------------------------------------------------
 
-void inferGemm(Node &node, InferenceContext &) {
+void inferGemm(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 2);
   DType dtype = commonOperandDType(node, {0, 1, 2});
   requireNumericDType(node, dtype);
@@ -137,7 +143,7 @@ void inferGemm(Node &node, InferenceContext &) {
   Dim kA = transA ? a[0] : a[1];
   Dim kB = transB ? b[1] : b[0];
   Dim n = transB ? b[0] : b[1];
-  requireSameDim(node, kA, kB, "gemm contraction dimension", a, b);
+  requireSameDim(context, node, kA, kB, "gemm contraction dimension", a, b);
 
   if (const Value *c = node.operand(2); c && c->shape().isRanked()) {
     const Shape &cs = c->shape();
@@ -149,7 +155,7 @@ void inferGemm(Node &node, InferenceContext &) {
       const Dim &cd = cs[i];
       const Dim &td = target[2 - cs.rank() + i];
       if (cd.constant() != 1)
-        requireSameDim(node, cd, td, "gemm bias C dimension", cs, Shape(target));
+        requireSameDim(context, node, cd, td, "gemm bias C dimension", cs, Shape(target));
     }
   }
   node.result(0)->setType({dtype, Shape({m, n})});
@@ -247,7 +253,7 @@ std::vector<int> explicitEinsumOutput(const Node &node, const EinsumSpec &spec,
   return expandEllipsis(term, spec.numEllipsisDims, spec.numEllipsisDims);
 }
 
-void inferEinsum(Node &node, InferenceContext &) {
+void inferEinsum(Node &node, InferenceContext &context) {
   std::vector<size_t> operandIndices;
   for (size_t i = 0; i < node.numOperands(); ++i)
     operandIndices.push_back(i);
@@ -280,10 +286,10 @@ void inferEinsum(Node &node, InferenceContext &) {
         known = shape[axis];
       } else if (label < EinsumSpec::kFirstEllipsisLabel) {
         const Shape &ownerShape = node.operand(size_t(owner))->shape();
-        requireSameDim(node, known, shape[axis],
+        requireSameDim(context, node, known, shape[axis],
                        "einsum dimension of '" + einsumLabelName(label) + "'", ownerShape, shape);
       } else {
-        known = broadcastDims(node, known, shape[axis], node.operand(size_t(owner))->shape(), shape);
+        known = broadcastDims(context, node, known, shape[axis], node.operand(size_t(owner))->shape(), shape);
       }
       owner = int(op);
     }

@@ -26,8 +26,9 @@ void registerRecurrentShapeRules(ShapeRuleTable &table);    // LSTM, GRU, RNN
 bool provablyDifferent(const Dim &a, const Dim &b);
 
 /// Throws "node ...: <what> mismatch: <a> vs <b> (shapes <sa> and <sb>)" when
-/// the two dims provably differ.
-void requireSameDim(const Node &node, const Dim &a, const Dim &b, const std::string &what,
+/// the two dims provably differ; otherwise, unless they are provably equal,
+/// records that they must be equal (InferenceContext::assumeEqual).
+void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b, const std::string &what,
                     const Shape &shapeA, const Shape &shapeB);
 
 /// The common dtype of the given operands (absent ones skipped): throws

@@ -56,8 +56,10 @@ namespace {
 // some INT32_MAX).
 constexpr int64_t kHugeIndex = 2147483647;
 
-/// Two dims that must be equal at run time: the more informative one.
-Dim unifyDims(const Node &node, const Dim &a, const Dim &b, size_t axis) {
+/// Two dims that must be equal at run time (checked then, see
+/// InferenceContext::assumeEqual): the more informative one.
+Dim unifyDims(InferenceContext &context, const Node &node, const Dim &a, const Dim &b,
+              size_t axis) {
   if (a.isUnknown())
     return b;
   if (b.isUnknown() || a == b)
@@ -65,6 +67,11 @@ Dim unifyDims(const Node &node, const Dim &a, const Dim &b, size_t axis) {
   if (a.isConstant() && b.isConstant())
     fail(node.describe(), ": dimension ", axis, " differs between operands (", a.str(), " vs ",
          b.str(), ")");
+  std::string what = "dimension " + std::to_string(axis) + " of each operand:";
+  if (a.isConstant())
+    context.assumeEqual(node, b, a, what);
+  else
+    context.assumeEqual(node, a, b, what);
   return b.isConstant() ? b : a;
 }
 
@@ -133,13 +140,15 @@ void inferReshape(Node &node, InferenceContext &context) {
   } else if (totalValue && othersValue && *totalValue != *othersValue) {
     fail(node.describe(), ": reshape of ", *totalValue, " elements to ", Shape(*target).str(),
          " is impossible");
+  } else if (!total.provablyEqual(others)) {
+    context.assumeEqual(node, total, others, "the element count");
   }
   setResult(node, 0, data->dtype(), Shape(std::move(dims)));
 }
 
 // --- Transpose, Concat, Split -----------------------------------------------
 
-void inferTranspose(Node &node, InferenceContext &) {
+void inferTranspose(Node &node, InferenceContext &context) {
   const Value *data = requireNamedOperand(node, 0, "data");
   const Shape &input = data->shape();
   if (!input.isRanked()) {
@@ -186,7 +195,7 @@ void inferConcat(Node &node, InferenceContext &context) {
     }
     for (size_t d = 0; d < *rank; ++d)
       if (d != a)
-        dims[d] = unifyDims(node, dims[d], v->shape()[d], d);
+        dims[d] = unifyDims(context, node, dims[d], v->shape()[d], d);
     sum = sum + v->shape()[a];
   }
   dims[a] = sum.isUnknown() ? context.freshSymbol("concat") : sum;
@@ -214,6 +223,8 @@ std::vector<Dim> splitSizes(const Node &node, InferenceContext &context, const D
     if (sum.isConstant() && dim.isConstant() && sum != dim)
       fail(node.describe(), ": split sizes add up to ", sum.str(), ", not to the dimension ",
            dim.str());
+    if (!sum.provablyEqual(dim))
+      context.assumeEqual(node, sum, dim, "the sum of the split sizes");
     return *sizes;
   }
   checkSplitNumOutputs(node, parts);
@@ -256,7 +267,10 @@ void inferSplit(Node &node, InferenceContext &context) {
 // --- Slice --------------------------------------------------------------------
 
 /// The length of slice [start, end) by `step` of a dimension, symbolically.
-/// Symbolic starts and ends come from shapes, so they are taken as in range.
+/// ONNX clamps the bounds to the dimension, which no Dim can express for a
+/// symbolic bound; the length is then the unclamped one, and the bounds
+/// being in range is an assumption the run-time checks (a Slice of a stored
+/// 1024-row table ending at `seq` needs seq <= 1024).
 Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, const Dim &start,
                  const Dim &end, const Dim &step) {
   std::optional<int64_t> stepValue = step.constant();
@@ -269,7 +283,7 @@ Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, co
     return context.freshSymbol("slice");
   Dim first = start, last = end;
   if (s && *s < 0)
-    first = dim + start;
+    first = *s <= -kHugeIndex ? Dim(0) : dim + start;
   else if (s && d)
     first = Dim(std::min(*s, *d));
   if (e && *e >= kHugeIndex)
@@ -278,8 +292,16 @@ Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, co
     return Dim(0);
   else if (e && *e < 0)
     last = dim + end;
-  else if (e && !d)
+  else if (e && d)
+    last = Dim(std::min(*e, *d));
+  else if (e)
     return context.freshSymbol("slice"); // min(dim, end) is not expressible
+  if (std::optional<int64_t> f = first.constant(), l = last.constant(); f && l && *f >= *l)
+    return Dim(0);
+  context.assume(node, first, ShapeAssumption::Kind::NonNegative,
+                 "the slice start " + first.str() + " must not be negative");
+  context.assumeAtMost(node, last, dim, "the slice end");
+  context.assumeAtMost(node, first, last, "the slice start");
   Dim length = last - first;
   if (*stepValue != 1) {
     std::optional<Dim> quotient = length.divideExactly(step);
@@ -413,6 +435,8 @@ void inferSqueeze(Node &node, InferenceContext &context) {
     bool squeeze = std::find(removed.begin(), removed.end(), int64_t(i)) != removed.end();
     if (squeeze && input[i].isConstant() && input[i] != Dim(1))
       fail(node.describe(), ": cannot squeeze axis ", i, " of size ", input[i].str());
+    if (squeeze)
+      context.assumeEqual(node, input[i], Dim(1), "squeezed axis " + std::to_string(i) + " of size");
     if (!squeeze)
       dims.push_back(input[i]);
   }
@@ -441,7 +465,7 @@ void inferUnsqueeze(Node &node, InferenceContext &context) {
   setResult(node, 0, data->dtype(), Shape(std::move(dims)));
 }
 
-void inferFlatten(Node &node, InferenceContext &) {
+void inferFlatten(Node &node, InferenceContext &context) {
   const Value *data = requireNamedOperand(node, 0, "input");
   const Shape &input = data->shape();
   if (!input.isRanked()) {
@@ -466,9 +490,15 @@ Dim expandDim(const Node &node, InferenceContext &context, const Dim &a, const D
     return a;
   if (a.isConstant() && b.isConstant() && a != b)
     fail(node.describe(), ": cannot expand dimension ", a.str(), " to ", b.str());
-  // Unless `a` is 1, `b` must equal it; prefer whichever says more.
-  if (a.isConstant() || b.isUnknown())
+  // Unless `a` is 1, `b` must equal it, or be 1; prefer whichever says more.
+  if (a.isConstant() || b.isUnknown()) {
+    context.assumeBroadcastsTo(node, b, a, "the expanded dimension");
     return a.isUnknown() ? context.freshSymbol("expand") : a;
+  }
+  // `a` symbolic against `b`: the result is b only if a is 1 or a is b.
+  context.assume(node, (a - Dim(1)) * (a - b), ShapeAssumption::Kind::Zero,
+                 "the dimension " + a.str() + " expanded to " + b.str() + " must be 1 or " +
+                     b.str());
   return b;
 }
 
@@ -519,11 +549,11 @@ void inferTile(Node &node, InferenceContext &context) {
 
 // --- Identity, Dropout, Trilu -------------------------------------------------
 
-void inferIdentity(Node &node, InferenceContext &) {
+void inferIdentity(Node &node, InferenceContext &context) {
   node.result()->setType(requireNamedOperand(node, 0, "input")->type());
 }
 
-void inferDropout(Node &node, InferenceContext &) {
+void inferDropout(Node &node, InferenceContext &context) {
   const Value *data = requireNamedOperand(node, 0, "data");
   if (node.hasOperand(1) && !isFloat(node.operand(1)->dtype()))
     fail(node.describe(), ": ratio must be a float scalar");
@@ -534,7 +564,7 @@ void inferDropout(Node &node, InferenceContext &) {
     setResult(node, 1, DType::Bool, data->shape());
 }
 
-void inferTrilu(Node &node, InferenceContext &) {
+void inferTrilu(Node &node, InferenceContext &context) {
   const Value *data = requireNamedOperand(node, 0, "input");
   if (data->shape().isRanked() && data->shape().rank() < 2)
     fail(node.describe(), ": trilu needs rank at least 2, not ", data->shape().rank());

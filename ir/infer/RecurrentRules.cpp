@@ -37,7 +37,7 @@ Dim hiddenSize(const Node &node, int64_t gates, const Shape &w, const Shape &r) 
   return Dim::unknown();
 }
 
-void inferRecurrent(Node &node, int64_t gates) {
+void inferRecurrent(InferenceContext &context, Node &node, int64_t gates) {
   requireOperandsPresent(node, 3);
   DType dtype = commonOperandDType(node, {0, 1, 2, 3});
   if (dtype != DType::Unknown && !isFloat(dtype))
@@ -56,17 +56,17 @@ void inferRecurrent(Node &node, int64_t gates) {
       continue;
     if (weights->rank() != 3)
       fail(node.describe(), ": recurrent weights must be 3-D, got ", weights->str());
-    requireSameDim(node, (*weights)[0], Dim(dirs), "number of directions", *weights,
+    requireSameDim(context, node, (*weights)[0], Dim(dirs), "number of directions", *weights,
                    Shape({Dim(dirs)}));
   }
   Dim hidden = hiddenSize(node, gates, w, r);
   if (w.isRanked()) {
-    requireSameDim(node, w[2], x[2], "recurrent input size", w, x);
-    requireSameDim(node, w[1], hidden * Dim(gates), "recurrent gate rows of W", w,
+    requireSameDim(context, node, w[2], x[2], "recurrent input size", w, x);
+    requireSameDim(context, node, w[1], hidden * Dim(gates), "recurrent gate rows of W", w,
                    Shape({hidden * Dim(gates)}));
   }
   if (r.isRanked())
-    requireSameDim(node, r[2], hidden, "recurrent hidden size of R", r, Shape({hidden}));
+    requireSameDim(context, node, r[2], hidden, "recurrent hidden size of R", r, Shape({hidden}));
 
   Dim seq = batchMajor ? x[1] : x[0];
   Dim batch = batchMajor ? x[0] : x[1];
@@ -77,9 +77,9 @@ void inferRecurrent(Node &node, int64_t gates) {
     node.result(i)->setType({dtype, state});
 }
 
-void inferLSTM(Node &node, InferenceContext &) { inferRecurrent(node, 4); }
-void inferGRU(Node &node, InferenceContext &) { inferRecurrent(node, 3); }
-void inferRNN(Node &node, InferenceContext &) { inferRecurrent(node, 1); }
+void inferLSTM(Node &node, InferenceContext &context) { inferRecurrent(context, node, 4); }
+void inferGRU(Node &node, InferenceContext &context) { inferRecurrent(context, node, 3); }
+void inferRNN(Node &node, InferenceContext &context) { inferRecurrent(context, node, 1); }
 
 } // namespace
 

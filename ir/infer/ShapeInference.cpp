@@ -41,6 +41,7 @@ void recordSymbols(const Shape &shape, std::vector<std::string> &used) {
 InferenceContext::InferenceContext(Graph &graph) : graph_(graph) {
   for (const Value *input : graph.inputs())
     recordSymbols(input->shape(), usedSymbols_);
+  inputSymbols_ = usedSymbols_;
   for (const Value *constant : graph.constants()) {
     recordSymbols(constant->shape(), usedSymbols_);
     if (std::optional<std::vector<Dim>> contents = contentsOfTensor(constant->constantValue()))
@@ -55,6 +56,46 @@ const std::vector<Dim> *InferenceContext::knownContents(const Value *value) cons
 
 void InferenceContext::setKnownContents(const Value *value, std::vector<Dim> contents) {
   contents_[value] = std::move(contents);
+}
+
+void InferenceContext::assume(const Node &node, Dim expr, ShapeAssumption::Kind kind,
+                              std::string requirement) {
+  if (expr.isUnknown())
+    return;
+  ShapeAssumption assumption{std::move(expr), kind, node.describe() + ": " + requirement};
+  if (assumption.provable())
+    return;
+  if (assumption.refuted())
+    fail(assumption.message);
+  for (const std::string &symbol : assumption.expr.symbols())
+    if (std::find(inputSymbols_.begin(), inputSymbols_.end(), symbol) == inputSymbols_.end())
+      return; // a symbol inference made up: nothing at run time can bind it
+  pending_.push_back(std::move(assumption));
+}
+
+void InferenceContext::assumeEqual(const Node &node, const Dim &a, const Dim &b,
+                                   const std::string &what) {
+  assume(node, a - b, ShapeAssumption::Kind::Zero,
+         what + " " + a.str() + " must equal " + b.str());
+}
+
+void InferenceContext::assumeAtMost(const Node &node, const Dim &a, const Dim &b,
+                                    const std::string &what) {
+  assume(node, b - a, ShapeAssumption::Kind::NonNegative,
+         what + " " + a.str() + " must be at most " + b.str());
+}
+
+void InferenceContext::assumeBroadcastsTo(const Node &node, const Dim &a, const Dim &c,
+                                          const std::string &what) {
+  // (a - 1)(a - c) is zero exactly when a is 1 or c.
+  assume(node, (a - Dim(1)) * (a - c), ShapeAssumption::Kind::Zero,
+         what + " " + a.str() + " must be 1 or " + c.str());
+}
+
+void InferenceContext::commitAssumptions() {
+  for (ShapeAssumption &assumption : pending_)
+    graph_.addAssumption(std::move(assumption));
+  pending_.clear();
 }
 
 Dim InferenceContext::freshSymbol(const std::string &hint) {
@@ -110,11 +151,13 @@ void inferNodeShapes(Node &node, InferenceContext &context) {
     if (operand && operand->isConstant() && !context.knownContents(operand))
       if (std::optional<std::vector<Dim>> contents = contentsOfTensor(operand->constantValue()))
         context.setKnownContents(operand, std::move(*contents));
+  context.discardAssumptions();
   withSizeContext(node.describe(), [&] {
     rule(node, context);
     checkResultSizes(node);
     propagateKnownContents(node, context);
   });
+  context.commitAssumptions();
 }
 
 InferenceContext inferShapes(Graph &graph) {

@@ -25,10 +25,29 @@ public:
   /// (for example the length of a data-dependent Range): "hint", "hint_1", ...
   Dim freshSymbol(const std::string &hint);
 
+  /// A fact the rule of `node` relies on but cannot prove, `expr` == 0 or
+  /// >= 0 (see ir/ShapeAssumption.h); `requirement` completes "node 'x': "
+  /// ("the matmul contraction dimension k must equal 4"). Throws naming the
+  /// node when the fact is false for every input; records it on the graph
+  /// (once the rule has succeeded) when it might fail and involves only the
+  /// graph inputs' symbols, which the evaluator and runtime can check.
+  void assume(const Node &node, Dim expr, ShapeAssumption::Kind kind, std::string requirement);
+  /// `a` == `b`, described as "<what> <a> must equal <b>".
+  void assumeEqual(const Node &node, const Dim &a, const Dim &b, const std::string &what);
+  /// `a` <= `b`, described as "<what> <a> must be at most <b>".
+  void assumeAtMost(const Node &node, const Dim &a, const Dim &b, const std::string &what);
+  /// `a` is 1 or the constant `c` > 1: how a dim broadcasts against c.
+  void assumeBroadcastsTo(const Node &node, const Dim &a, const Dim &c, const std::string &what);
+  /// Moves the assumptions of the last successful rule to the graph.
+  void commitAssumptions();
+  void discardAssumptions() { pending_.clear(); }
+
   Graph &graph() { return graph_; }
 
 private:
   Graph &graph_;
+  std::vector<std::string> inputSymbols_;
+  std::vector<ShapeAssumption> pending_;
   std::unordered_map<const Value *, std::vector<Dim>> contents_;
   std::vector<std::string> usedSymbols_;
 };

@@ -145,6 +145,25 @@ def write(out: Path) -> None:
     _save(_model([relu], [_info("x", F32, ["a", "b", 3])], [_info("y", F32, ["a", "b", 3])]),
           size / "relu3d.onnx")
 
+    # Inputs whose shapes break what shape inference had to take on trust: once computed by the
+    # compiled path as if the symbolic dim had the constant's value (a silent wrong answer).
+    add = helper.make_node("Add", ["x", "c"], ["y"], name="add_broadcast")
+    _save(_model([add], [_info("x", F32, ["seq"])], [_info("y", F32, None)],
+                 [_const("c", np.arange(4), np.float32)]), size / "broadcast_seq_4.onnx")
+    matmul = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm_k")
+    _save(_model([matmul], [_info("x", F32, [2, "k"])], [_info("y", F32, None)],
+                 [_const("w", np.ones((4, 3)), np.float32)]), size / "matmul_k_4.onnx")
+    nodes = [helper.make_node("Shape", ["x"], ["n"], name="shape"),
+             helper.make_node("Slice", ["table", "zero", "n"], ["cut"], name="slice_table"),
+             helper.make_node("Add", ["cut", "x"], ["y"], name="add")]
+    _save(_model(nodes, [_info("x", F32, ["seq"])], [_info("y", F32, None)],
+                 [_const("table", np.arange(8), np.float32), _const("zero", [0])]),
+          size / "slice_table_8.onnx")
+    for n in (4, 5, 9):
+        np.save(size / f"seq{n}.npy", np.ones(n, np.float32))
+    np.save(size / "k5.npy", np.ones((2, 5), np.float32))
+    np.save(size / "k4.npy", np.ones((2, 4), np.float32))
+
 
 def _exit_zero_with(output_dir: str, name: str, want: np.ndarray) -> Callable:
     def check(result) -> Optional[str]:
@@ -287,4 +306,26 @@ def cases(onnxc: str, out: Path, scratch: Path, Case) -> list:
                           [onnxc, "run", model, "--input", f"x={size / 'empty_middle.npy'}",
                            "--output-dir", output_dir, f"--backend={backend}"], mode="custom",
                           check=_exit_zero_with(output_dir, "y", np.zeros((2, 0, 3), np.float32))))
+
+    # Wrong input shapes against the model's assumptions: refused by the reference, the JIT
+    # and a compiled library alike, naming the node; the right shapes run.
+    for model, node, good, bad in (("broadcast_seq_4.onnx", "add_broadcast", "seq4.npy", "seq5.npy"),
+                                   ("matmul_k_4.onnx", "mm_k", "k4.npy", "k5.npy"),
+                                   ("slice_table_8.onnx", "slice_table", "seq5.npy", "seq9.npy")):
+        path = str(size / model)
+        library = str(scratch / (Path(model).stem + ".so"))
+        found.append(Case(f"compile {model}", [onnxc, "compile", path, "-o", library],
+                          mode="custom",
+                          check=lambda r: None if r.code == 0 else f"exit {r.code}: {r.stderr[:200]!r}"))
+        for label, target, backend in (("ref", path, ["--backend=ref"]), ("jit", path, ["--backend=jit"]),
+                                       ("so", library, [])):
+            found.append(Case(f"run {model} ({label}) with {good} (control)",
+                              [onnxc, "run", target, "--input", f"x={size / good}", "--output-dir",
+                               run_dir(), *backend], mode="custom",
+                              check=lambda r: None if r.code == 0 else f"exit {r.code}: {r.stderr[:200]!r}"))
+            found.append(Case(f"run {model} ({label}) with {bad}",
+                              [onnxc, "run", target, "--input", f"x={size / bad}", "--output-dir",
+                               run_dir(), *backend], [node], [("must equal", "must be 1 or", "at most",
+                                                               "broadcast", "mismatch")],
+                              strip=[path, library]))
     return found

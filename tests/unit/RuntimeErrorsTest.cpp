@@ -144,6 +144,30 @@ TEST_F(RuntimeRunErrors, SessionRecoversAfterAnError) {
   EXPECT_STREQ(onnxc_session_error(session_.get()), "");
 }
 
+// Shape inference's assumptions (model_abi.h onnxc_assumption) are checked
+// when the inputs are bound: here that 2*seq - batch >= 0.
+TEST_F(RuntimeRunErrors, BrokenAssumptionFailsTheRunWithItsMessage) {
+  static const int64_t kTwoSeqMinusBatch[] = {2, 2, 1, 1, -1, 1, 0};
+  model_.assumptions = {{kTwoSeqMinusBatch, ONNXC_ASSUME_NONNEGATIVE, "node 'n': 2*seq >= batch"}};
+  SessionPtr session(onnxc_session_create(model_.descriptor(), 1));
+  ASSERT_TRUE(session) << onnxc_last_error();
+  EXPECT_EQ(runError(session.get(), TestCase(2, 3).inputs()), "");
+  EXPECT_EQ(runError(session.get(), TestCase(7, 3).inputs()),
+            "node 'n': 2*seq >= batch; the inputs give seq = 3, batch = 7");
+}
+
+TEST(RuntimeCreateErrors, MalformedAssumptionsAreRefused) {
+  static const int64_t kBadSymbol[] = {1, 1, 1, 5};
+  TestModel model;
+  model.assumptions = {{kBatchExpr, 7, "kind 7"}};
+  EXPECT_EQ(createError(model), "model 'relu_scale': assumption 0 has an invalid kind 7");
+  model.assumptions = {{kBatchExpr, ONNXC_ASSUME_ZERO, nullptr}};
+  EXPECT_EQ(createError(model), "model 'relu_scale': assumption 0 has no message");
+  model.assumptions = {{kBadSymbol, ONNXC_ASSUME_ZERO, "m"}};
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale': assumption 0 ('m') has a malformed expression");
+}
+
 TEST(RuntimeCreateErrors, AbiMismatch) {
   TestModel model;
   model.abiVersion = ONNXC_ABI_VERSION - 1;

@@ -189,7 +189,9 @@ struct CountingModel {
              .num_buffers = 1,
              .buffers = buffers,
              .num_steps = 2,
-             .steps = steps};
+             .steps = steps,
+             .num_assumptions = 0,
+             .assumptions = nullptr};
   }
   CountingModel(const CountingModel &) = delete;
 

@@ -142,7 +142,9 @@ struct TestModel {
              static_cast<int32_t>(buffers.size()),
              buffers.data(),
              static_cast<int32_t>(steps.size()),
-             steps.data()};
+             steps.data(),
+             static_cast<int32_t>(assumptions.size()),
+             assumptions.data()};
     return &model;
   }
 
@@ -154,6 +156,7 @@ struct TestModel {
   std::vector<onnxc_buffer> buffers;
   std::vector<onnxc_step> steps;
   std::vector<std::vector<int32_t>> stepBuffers;
+  std::vector<onnxc_assumption> assumptions;
   onnxc_model_descriptor model{};
 };
 

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 2
+#define ONNXC_ABI_VERSION 3
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -95,6 +95,22 @@ typedef struct onnxc_step {
   const char *failure;    /* what a non-zero kernel result means; NULL if it never fails */
 } onnxc_step;
 
+/* A condition on the symbols that shape inference relied on without being
+ * able to prove it (a dim broadcast against 4 is 1 or 4, a MatMul's
+ * symbolic contraction dim equals the weight's, a Slice of a stored table
+ * stays within it): `expr` == 0 or >= 0. The runtime checks every one when
+ * it binds the inputs; a run whose inputs break one fails with `message`. */
+typedef enum onnxc_assumption_kind {
+  ONNXC_ASSUME_ZERO = 1,
+  ONNXC_ASSUME_NONNEGATIVE = 2
+} onnxc_assumption_kind;
+
+typedef struct onnxc_assumption {
+  onnxc_dim_expr expr;
+  int32_t kind;        /* onnxc_assumption_kind */
+  const char *message; /* "node 'mm': the matmul contraction dimension k must equal 4" */
+} onnxc_assumption;
+
 typedef struct onnxc_model_descriptor {
   uint32_t abi_version; /* ONNXC_ABI_VERSION */
   const char *model_name;
@@ -109,6 +125,8 @@ typedef struct onnxc_model_descriptor {
   const onnxc_buffer *buffers;
   int32_t num_steps;
   const onnxc_step *steps;
+  int32_t num_assumptions;
+  const onnxc_assumption *assumptions;
 } onnxc_model_descriptor;
 
 #ifdef __cplusplus
