@@ -21,6 +21,8 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+import size_cases
+
 TIMEOUT_SECONDS = 30
 
 # Text that means the tool crashed or leaked an internal failure instead of
@@ -475,7 +477,8 @@ def main() -> int:
              + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
              + external_link_cases(onnxc, out, scratch) + no_overwrite_cases(onnxc, out, scratch)
              + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
-             + inspect_count_cases(onnxc, out, scratch))
+             + inspect_count_cases(onnxc, out, scratch)
+             + size_cases.cases(onnxc, out, scratch, Case))
     for case in cases:
         problem = judge(case, run(case.argv))
         if problem:
