@@ -228,6 +228,10 @@ def write_uncompilable_shapes(out: Path) -> None:
     inputs or outputs of rank 9, past the C API's ONNXC_MAX_RANK of 8."""
     (out / "negative_input_dim.ir").write_text(
         "graph @neg(%x: f32[-4]) -> (%y: f32[-4]) {\n  %y = Relu(%x)\n  return %y\n}\n")
+    # Read by no node, so no shape rule sees the dim: only the compiler can.
+    (out / "negative_unused_input_dim.ir").write_text(
+        "graph @neg(%x: f32[-4], %z: f32[2]) -> (%y: f32[2]) {\n  %y = Relu(%z)\n"
+        "  return %y\n}\n")
     relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     save(model_of(relu, [tensor_info("x", [1] * 9)], [tensor_info("y", [1] * 9)]),
          out / "rank9_input.onnx")
