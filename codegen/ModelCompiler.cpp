@@ -2,6 +2,7 @@
 
 #include "codegen/ModelCompiler.h"
 
+#include "codegen/CompilableShapes.h"
 #include "codegen/DescriptorEmitter.h"
 #include "codegen/HeaderWriter.h"
 #include "codegen/SharedLibraryLinker.h"
@@ -35,6 +36,7 @@ struct TemporaryFile {
 } // namespace
 
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target) {
+  checkCompilableShapes(graph);
   LoweredModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
   std::string name = graph.name().empty() ? "model" : graph.name();

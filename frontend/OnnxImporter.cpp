@@ -37,17 +37,37 @@ auto withPathPrefix(const std::string &path, Body body) -> decltype(body()) {
   }
 }
 
+/// a * b, or an error naming the initializer when it does not fit 128 bits.
+unsigned __int128 checkedProduct(unsigned __int128 a, unsigned __int128 b,
+                                 const onnx::TensorProto &init) {
+  unsigned __int128 product;
+  if (__builtin_mul_overflow(a, b, &product))
+    fail("initializer '", init.name(), "': its dims multiply to more than 2^128 elements");
+  return product;
+}
+
+unsigned __int128 checkedSum(unsigned __int128 a, unsigned __int128 b,
+                             const onnx::TensorProto &init) {
+  unsigned __int128 sum;
+  if (__builtin_add_overflow(a, b, &sum))
+    fail("initializer '", init.name(), "': the model's parameters add up to more than 2^128");
+  return sum;
+}
+
 void summarizeWeights(const onnx::GraphProto &graph, ModelSummary &summary) {
   for (const onnx::TensorProto &init : graph.initializer()) {
-    int64_t elements = 1;
+    unsigned __int128 elements = 1;
     for (int64_t d : init.dims())
-      elements = d > 0 ? elements * d : 0;
-    summary.numParameters += elements;
+      elements = d > 0 ? checkedProduct(elements, uint64_t(d), init) : 0;
+    summary.numParameters = checkedSum(summary.numParameters, elements, init);
+    size_t elementBytes = 0;
     try {
-      summary.parameterBytes += elements * int64_t(dtypeSize(dtypeFromOnnx(init.data_type(), "")));
+      elementBytes = dtypeSize(dtypeFromOnnx(init.data_type(), ""));
     } catch (const Error &) {
       // Unsupported dtypes are listed by import, not by inspect; count no bytes.
     }
+    summary.parameterBytes =
+        checkedSum(summary.parameterBytes, checkedProduct(elements, elementBytes, init), init);
   }
 }
 

@@ -26,8 +26,11 @@ struct ModelSummary {
   std::map<std::string, int64_t> opsets;           // domain ("" = ai.onnx) -> version
   std::vector<std::string> inputs, outputs;        // "name: f32[batch, seq]"
   std::map<std::string, int64_t> opHistogram;      // op type -> count
-  int64_t numParameters = 0;                       // elements in initializers
-  int64_t parameterBytes = 0;
+  // Elements in initializers and their bytes, exact even for the absurd
+  // dims a hostile model may claim ([2^32, 2^32] is 2^64 elements);
+  // summarizeOnnxFile fails rather than wrap past 2^128.
+  unsigned __int128 numParameters = 0;
+  unsigned __int128 parameterBytes = 0;
   std::vector<std::string> unsupportedOps;         // "Op (node 'name')"
 };
 ModelSummary summarizeOnnxFile(const std::string &path);

@@ -13,18 +13,27 @@ namespace onnxc {
 
 // --- Value -------------------------------------------------------------------
 
-void Value::removeUse(Use use) {
-  auto it = std::find(uses_.begin(), uses_.end(), use);
-  assert(it != uses_.end() && "use list out of sync");
-  uses_.erase(it);
+void Value::removeUse(Use use, unsigned slot) {
+  assert(slot < uses_.size() && uses_[slot] == use && "use list out of sync");
+  (void)use;
+  if (slot + 1 != uses_.size()) {
+    Use moved = uses_.back();
+    uses_[slot] = moved;
+    moved.user->useSlots_[moved.operandIndex] = slot;
+  }
+  uses_.pop_back();
 }
 
 void Value::replaceUsesWith(Value *replacement) {
   assert(replacement != this);
-  // setOperand edits uses_, so iterate over a copy.
-  std::vector<Use> uses = uses_;
-  for (const Use &use : uses)
-    use.user->setOperand(use.operandIndex, replacement);
+  // Every use moves, so rewire them all and hand the list over at once
+  // (in order) instead of removing them one by one.
+  for (const Use &use : uses_) {
+    use.user->operands_[use.operandIndex] = replacement;
+    if (replacement)
+      use.user->useSlots_[use.operandIndex] = replacement->addUse(use);
+  }
+  uses_.clear();
 }
 
 // --- Node --------------------------------------------------------------------
@@ -39,21 +48,25 @@ std::string Node::describe() const {
 }
 
 void Node::setOperand(size_t i, Value *value) {
-  if (i >= operands_.size())
+  if (i >= operands_.size()) {
     operands_.resize(i + 1, nullptr);
+    useSlots_.resize(i + 1, 0);
+  }
   if (operands_[i])
-    operands_[i]->removeUse({this, unsigned(i)});
+    operands_[i]->removeUse({this, unsigned(i)}, useSlots_[i]);
   operands_[i] = value;
   if (value)
-    value->addUse({this, unsigned(i)});
+    useSlots_[i] = value->addUse({this, unsigned(i)});
 }
 
 void Node::truncateOperands(size_t count) {
   for (size_t i = count; i < operands_.size(); ++i)
     if (operands_[i])
-      operands_[i]->removeUse({this, unsigned(i)});
-  if (count < operands_.size())
+      operands_[i]->removeUse({this, unsigned(i)}, useSlots_[i]);
+  if (count < operands_.size()) {
     operands_.resize(count);
+    useSlots_.resize(count);
+  }
 }
 
 const Attribute *Node::findAttr(const std::string &name) const {

@@ -59,12 +59,16 @@ public:
 
 private:
   friend class Graph;
+  friend class Value; // keeps useSlots_ in step as it reorders its use list
   Node(Graph *graph, OpKind kind, std::string name) : graph_(graph), kind_(kind), name_(std::move(name)) {}
 
   Graph *graph_;
   OpKind kind_;
   std::string name_;
   std::vector<Value *> operands_;
+  // Where operand i's use sits in operands_[i]->uses(), so that dropping a
+  // use is O(1) rather than a search of a list that can hold every node.
+  std::vector<unsigned> useSlots_;
   std::vector<Value *> results_;
   AttributeMap attributes_;
   std::list<std::unique_ptr<Node>>::iterator position_; // in graph_->nodes()

@@ -66,8 +66,15 @@ private:
   // the bookkeeping the public API keeps consistent.
   friend struct GraphTestAccess;
   Value(Graph *graph, Kind kind, std::string name) : graph_(graph), kind_(kind), name_(std::move(name)) {}
-  void addUse(Use use) { uses_.push_back(use); }
-  void removeUse(Use use);
+  /// Appends `use`; returns its slot in uses_ for the user to keep.
+  unsigned addUse(Use use) {
+    uses_.push_back(use);
+    return unsigned(uses_.size() - 1);
+  }
+  /// Drops the use at `slot` by moving the last use into its place (and
+  /// telling that use's node its new slot): O(1), so erasing or rewiring
+  /// every user of a value is linear in its uses. Use order is not kept.
+  void removeUse(Use use, unsigned slot);
 
   Graph *graph_;
   Kind kind_;

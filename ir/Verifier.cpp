@@ -5,12 +5,17 @@
 // (users, operands) are checked for membership in this graph before they are
 // followed.
 //
+// Every check is linear in the size of the graph: a value used by 200,000
+// nodes must not cost 200,000 scans of its use list, so recorded uses are
+// counted once per value in a hash table and looked up per operand.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/Verifier.h"
 
 #include "ir/Error.h"
 
-#include <algorithm>
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace onnxc {
@@ -18,6 +23,24 @@ namespace onnxc {
 namespace {
 
 std::string describeValue(const Value *value) { return "value '%" + value->name() + "'"; }
+
+/// One entry of one value's use list, as a hash key.
+struct RecordedUse {
+  const Value *value;
+  const Node *user;
+  unsigned operandIndex;
+  bool operator==(const RecordedUse &o) const {
+    return value == o.value && user == o.user && operandIndex == o.operandIndex;
+  }
+};
+
+struct RecordedUseHash {
+  size_t operator()(const RecordedUse &use) const {
+    size_t h = std::hash<const void *>()(use.value);
+    h = h * 31 + std::hash<const void *>()(use.user);
+    return h * 31 + use.operandIndex;
+  }
+};
 
 class GraphVerifier {
 public:
@@ -76,10 +99,22 @@ private:
   void checkUses(const Value *value);
   void checkOutputs();
 
+  /// How often `value`'s use list records operand `operandIndex` of `user`
+  /// (the list is tallied on first asking, once per value).
+  unsigned recordedCount(const Value *value, const Node *user, unsigned operandIndex) {
+    if (tallied_.insert(value).second)
+      for (const Use &use : value->uses())
+        ++recorded_[{value, use.user, use.operandIndex}];
+    auto it = recorded_.find({value, user, operandIndex});
+    return it == recorded_.end() ? 0 : it->second;
+  }
+
   const Graph &graph_;
   std::unordered_set<const Node *> liveNodes_;
   std::vector<const Value *> available_; // in definition order
   std::unordered_set<const Value *> availableSet_;
+  std::unordered_set<const Value *> tallied_;
+  std::unordered_map<RecordedUse, unsigned, RecordedUseHash> recorded_;
 };
 
 // --- per-op attribute sanity ------------------------------------------------
@@ -178,8 +213,7 @@ void GraphVerifier::checkNode(const Node &node) {
     if (!availableSet_.count(operand))
       fail(node.describe(), ": operand ", i, " '%", operand->name(),
            "' is used before it is defined (or its node was erased)");
-    const std::vector<Use> &uses = operand->uses();
-    if (std::count(uses.begin(), uses.end(), Use{const_cast<Node *>(&node), unsigned(i)}) != 1)
+    if (recordedCount(operand, &node, unsigned(i)) != 1)
       fail(node.describe(), ": the use list of '%", operand->name(),
            "' does not record operand ", i, " exactly once");
   }
@@ -200,15 +234,13 @@ void GraphVerifier::checkNode(const Node &node) {
 }
 
 void GraphVerifier::checkUses(const Value *value) {
-  const std::vector<Use> &uses = value->uses();
-  for (size_t i = 0; i < uses.size(); ++i) {
-    const Use &use = uses[i];
+  for (const Use &use : value->uses()) {
     if (!liveNodes_.count(use.user))
       fail(describeValue(value), " has a use by a node that is not in the graph");
     if (use.user->operand(use.operandIndex) != value)
       fail(describeValue(value), " records a use as operand ", use.operandIndex, " of ",
            use.user->describe(), ", which holds another value there");
-    if (std::find(uses.begin(), uses.begin() + long(i), use) != uses.begin() + long(i))
+    if (recordedCount(value, use.user, use.operandIndex) > 1)
       fail(describeValue(value), " records the same use twice (operand ", use.operandIndex,
            " of ", use.user->describe(), ")");
   }

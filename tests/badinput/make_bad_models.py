@@ -194,6 +194,59 @@ def write_npy_cases(out: Path) -> None:
     np.save(out / "fortran.npy", fortran)
 
 
+def write_external_link_defects(out: Path) -> None:
+    """External data that every path check passes but is no file of the folder:
+    a hard link to outside.bin (the outside file under an inside name), and a
+    FIFO (a plain open would wait for a writer forever)."""
+    external = out / "external"
+    external.mkdir(exist_ok=True)
+    link, fifo = external / "hardlinked.bin", external / "pipe.bin"
+    for stale in (link, fifo):
+        if stale.exists() or stale.is_symlink():
+            stale.unlink()
+    os.link(out / "outside.bin", link)
+    os.mkfifo(fifo)
+    cases = {"external_hardlink.onnx": ("W_hardlink", link.name),
+             "external_fifo.onnx": ("W_fifo", fifo.name)}
+    for file_name, (weight_name, location) in cases.items():
+        save(weight_model(external_weight(weight_name, location, 16)), external / file_name)
+
+
+def write_output_collision(out: Path) -> None:
+    """Outputs 'a/b' and 'a_b' both sanitize to a_b.npy in --output-dir."""
+    nodes = [helper.make_node("Relu", ["x"], ["a/b"], name="relu"),
+             helper.make_node("Neg", ["x"], ["a_b"], name="neg")]
+    model = model_of(nodes, [tensor_info("x", [2, 3])],
+                     [tensor_info("a/b", [2, 3]), tensor_info("a_b", [2, 3])], name="collide")
+    onnx.checker.check_model(model)
+    save(model, out / "output_collision.onnx")
+
+
+def write_uncompilable_shapes(out: Path) -> None:
+    """Shapes the IR holds but no compiled model can run with: a negative
+    input dim (text IR, since the ONNX importer refuses it already) and
+    inputs or outputs of rank 9, past the C API's ONNXC_MAX_RANK of 8."""
+    (out / "negative_input_dim.ir").write_text(
+        "graph @neg(%x: f32[-4]) -> (%y: f32[-4]) {\n  %y = Relu(%x)\n  return %y\n}\n")
+    # Read by no node, so no shape rule sees the dim: only the compiler can.
+    (out / "negative_unused_input_dim.ir").write_text(
+        "graph @neg(%x: f32[-4], %z: f32[2]) -> (%y: f32[2]) {\n  %y = Relu(%z)\n"
+        "  return %y\n}\n")
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    save(model_of(relu, [tensor_info("x", [1] * 9)], [tensor_info("y", [1] * 9)]),
+         out / "rank9_input.onnx")
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [0])
+    grow = [helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="grow")]
+    save(model_of(grow, [tensor_info("x", [1] * 8)], [tensor_info("y", [1] * 9)], [axes]),
+         out / "rank9_output.onnx")
+
+
+def write_huge_parameter_count(out: Path) -> None:
+    """An initializer claiming [2^32, 2^32] floats: 2^64 elements, which a
+    64-bit count wraps to 0."""
+    save(weight_model(raw_weight("W_huge", [2**32, 2**32], b"")), out / "huge_parameters.onnx")
+
+
 def main() -> int:
     if len(sys.argv) != 2:
         print("usage: make_bad_models.py OUTDIR", file=sys.stderr)
@@ -206,6 +259,10 @@ def main() -> int:
     write_graph_defects(out)
     write_weight_defects(out)
     write_external_defects(out)
+    write_external_link_defects(out)
+    write_output_collision(out)
+    write_uncompilable_shapes(out)
+    write_huge_parameter_count(out)
     write_runtime_defects(out)
     write_bad_index_data(out)
     write_npy_cases(out)

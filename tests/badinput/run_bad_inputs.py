@@ -11,6 +11,7 @@ answer within 30 s is a hang. Prints one line per case, then
 """
 
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -296,6 +297,174 @@ def npy_cases(onnxc: str, out: Path, scratch: Path) -> list:
     return cases
 
 
+def external_link_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """External data behind names that pass every path check (a hard link to
+    a file outside the folder, a FIFO): refused once opened, never read or
+    waited on."""
+    expectations = {"external_hardlink.onnx": ["W_hardlink", "hardlinked.bin", "hard link"],
+                    "external_fifo.onnx": ["W_fifo", "pipe.bin", "not a regular file"]}
+    cases = []
+    for name, names in expectations.items():
+        path = str(out / "external" / name)
+        run_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+        cases.append(Case(f"run {name}", [onnxc, "run", path, "--output-dir", run_dir,
+                                          "--backend=ref"], [name] + names))
+        cases.append(Case(f"dump {name}", [onnxc, "dump", path], [name] + names))
+    return cases
+
+
+def unchanged_check(keywords: list, files: dict) -> Callable:
+    """One error line with `keywords`, and every file still holds its bytes
+    (or, for None, was never created)."""
+    def check(result: Result) -> Optional[str]:
+        if result.code != 1:
+            return f"exit code {result.code}, expected 1: {result.stderr.strip()[:200]!r}"
+        problem = error_line_problem(Case("", [], keywords=keywords), result)
+        if problem:
+            return problem
+        for path, before in files.items():
+            now = path.read_bytes() if path.exists() else None
+            if now != before:
+                return f"{path.name} was written although compile refused"
+        return None
+    return check
+
+
+def no_overwrite_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """Nothing the user has is overwritten or dropped: colliding output file
+    names, and compile outputs that name the input model or each other (by
+    any spelling: ./m.onnx, a symlink, a header that is the library)."""
+    output_dir = scratch / "collision_out"
+    cases = [Case("run output_collision.onnx (a/b and a_b)",
+                  [onnxc, "run", str(out / "output_collision.onnx"), "--backend=ref",
+                   "--output-dir", str(output_dir)], ["'a/b'", "'a_b'", "a_b.npy"])]
+    # Each case gets its own folder: m.onnx, link.so -> m.onnx, dangling.h ->
+    # fresh.so (not there yet), so one overwrite cannot spoil the next case.
+    def fresh_folder() -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="compile_", dir=scratch))
+        (folder / "m.onnx").write_bytes((out / "good.onnx").read_bytes())
+        (folder / "link.so").symlink_to("m.onnx")
+        (folder / "dangling.h").symlink_to("fresh.so")
+        return folder
+
+    over_input = {"-o m.onnx": lambda f: ["-o", str(f / "m.onnx")],
+                  "-o ./m.onnx": lambda f: ["-o", str(f / "." / "m.onnx")],
+                  "-o a symlink to m.onnx": lambda f: ["-o", str(f / "link.so")],
+                  "--header m.onnx": lambda f: ["-o", str(f / "lib.so"), "--header",
+                                                str(f / "m.onnx")]}
+    for label, argv in over_input.items():
+        folder = fresh_folder()
+        model = folder / "m.onnx"
+        cases.append(Case(f"compile m.onnx {label}", [onnxc, "compile", str(model)] + argv(folder),
+                          mode="custom",
+                          check=unchanged_check([r"input model"], {model: model.read_bytes()})))
+    one_file = {"--header = the library": lambda f: ["-o", str(f / "a.so"), "--header",
+                                                     str(f / "a.so")],
+                "-o a.h (the default header)": lambda f: ["-o", str(f / "a.h")],
+                "--header a dangling link to the library":
+                    lambda f: ["-o", str(f / "fresh.so"), "--header", str(f / "dangling.h")]}
+    for label, argv in one_file.items():
+        folder = fresh_folder()
+        written = {folder / name: None for name in ("a.so", "a.h", "fresh.so")}
+        cases.append(Case(f"compile {label}",
+                          [onnxc, "compile", str(folder / "m.onnx")] + argv(folder),
+                          mode="custom", check=unchanged_check([r"header"], written)))
+    return cases
+
+
+# A well-formed library whose descriptor claims an input of rank 3 with no
+# dims: the signature was rebuilt from it (reading dims[0]) before any
+# session checked it.
+FORGED_DESCRIPTOR_C = r"""
+#include "onnxc/model_abi.h"
+static const onnxc_tensor_info inputs[1] = {{"x", ONNXC_F32, 3, 0, "[?, ?, ?]"}};
+static const onnxc_model_descriptor model = {ONNXC_ABI_VERSION, "forged", 0, 0, 0, 1, inputs,
+                                             0, 0, 0, 0, 0, 0};
+const onnxc_model_descriptor *onnxc_descriptor(void) { return &model; }
+"""
+
+
+def forged_descriptor_cases(onnxc: str, folder: Path) -> list:
+    compiler = shutil.which("cc")
+    if not compiler:
+        return []
+    source, library = folder / "forged.c", folder / "forged.so"
+    source.write_text(FORGED_DESCRIPTOR_C)
+    include = Path(__file__).resolve().parents[2] / "runtime" / "include"
+    built = subprocess.run([compiler, "-shared", "-fPIC", f"-I{include}", str(source), "-o",
+                            str(library)], capture_output=True, text=True)
+    if built.returncode != 0:
+        return [Case("build forged.so", ["false"], mode="custom",
+                     check=lambda result: f"cc failed: {built.stderr.strip()[:200]!r}")]
+    return [Case(f"{command} forged.so (descriptor without dims)",
+                 [onnxc, command, str(library)], ["forged.so", "'x'"], ["descriptor", "no dims"],
+                 strip=[str(library)]) for command in ("run", "bench")]
+
+
+def library_file_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """A model.so cut short, or not one at all, is refused with one line
+    before dlopen maps it (a cut segment raised SIGBUS inside the loader)."""
+    folder = Path(tempfile.mkdtemp(prefix="library_", dir=scratch))
+    library, obj = folder / "whole.so", folder / "object.o"
+    built = [subprocess.run([onnxc, "compile", str(out / "good.onnx"), "-o", str(path)] + extra,
+                            capture_output=True, text=True, timeout=TIMEOUT_SECONDS).returncode
+             for path, extra in ((library, []), (obj, ["--emit=obj"]))]
+    if built != [0, 0] or not library.exists():
+        return [Case("compile good.onnx for the library cases", ["false"], mode="custom",
+                     check=lambda result: f"compile exit codes {built}")]
+    data = library.read_bytes()
+    files = {"cut_in_segment.so": (data[:4096], ["truncated"]),
+             "cut_in_half.so": (data[: len(data) // 2], ["truncated"]),
+             "cut_in_header.so": (data[:100], ["truncated"]),
+             "empty.so": (b"", ["too short"]),
+             "text.so": (b"this is not a library\n" * 10, ["not an elf"]),
+             "relocatable.so": (obj.read_bytes(), ["not a shared object"])}
+    cases = [Case("run whole.so (control)", [onnxc, "run", str(library)], mode="custom",
+                  check=lambda r: None if r.code == 0 else f"exit code {r.code}: {r.stderr!r}")]
+    cases += forged_descriptor_cases(onnxc, folder)
+    for name, (contents, keywords) in files.items():
+        (folder / name).write_bytes(contents)
+        for command in ("run", "bench"):
+            cases.append(Case(f"{command} {name}", [onnxc, command, str(folder / name)], [name],
+                              keywords, strip=[str(folder / name), name]))
+    return cases
+
+
+def compile_limit_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """Shapes no compiled model can run with are refused when compiling (AOT
+    and JIT), naming the value, instead of a model.so that fails every call."""
+    # Shape inference may name the first result the negative dim reaches.
+    expectations = {"negative_input_dim.ir": [("'x'", "'%y'"), "negative"],
+                    "negative_unused_input_dim.ir": ["'x'", "negative"],
+                    "rank9_input.onnx": ["'x'", "rank 9"],
+                    "rank9_output.onnx": ["'y'", "rank 9"]}
+    cases = []
+    for name, names in expectations.items():
+        path = str(out / name)
+        library = str(scratch / (Path(name).stem + ".so"))
+        cases.append(Case(f"compile {name}", [onnxc, "compile", path, "-o", library],
+                          keywords=names, strip=[path, library]))
+        if name.endswith(".onnx"):
+            cases.append(Case(f"run {name} (jit)", [onnxc, "run", path], keywords=names,
+                              strip=[path]))
+    return cases
+
+
+def huge_parameters_check(result: Result) -> Optional[str]:
+    if result.code != 0:
+        return f"inspect exit code {result.code}: {result.stderr.strip()[:200]!r}"
+    if "parameters: 18446744073709551616 (64.0 EiB)" not in result.stdout:
+        line = [l for l in result.stdout.splitlines() if l.startswith("parameters")]
+        return f"inspect does not count 2^64 parameters: {line!r}"
+    return None
+
+
+def inspect_count_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    return [Case("inspect huge_parameters.onnx ([2^32, 2^32])",
+                 [onnxc, "inspect", str(out / "huge_parameters.onnx")], mode="custom",
+                 check=huge_parameters_check)]
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print("usage: run_bad_inputs.py ONNXC OUTDIR", file=sys.stderr)
@@ -309,6 +478,9 @@ def main() -> int:
     passed = failed = 0
     cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
              + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
+             + external_link_cases(onnxc, out, scratch) + no_overwrite_cases(onnxc, out, scratch)
+             + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
+             + inspect_count_cases(onnxc, out, scratch)
              + size_cases.cases(onnxc, out, scratch, Case))
     for case in cases:
         problem = judge(case, run(case.argv))

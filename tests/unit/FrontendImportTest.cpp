@@ -406,9 +406,38 @@ TEST_F(FrontendImport, SummaryListsModel) {
   EXPECT_EQ(summary.inputs, (std::vector<std::string>{"x: f32[batch, 4]"}));
   EXPECT_EQ(summary.outputs, (std::vector<std::string>{"v: unknown[*]"}));
   EXPECT_EQ(summary.opHistogram.at("Relu"), 2);
-  EXPECT_EQ(summary.numParameters, 8);
-  EXPECT_EQ(summary.parameterBytes, 32);
+  EXPECT_EQ(uint64_t(summary.numParameters), 8u);
+  EXPECT_EQ(uint64_t(summary.parameterBytes), 32u);
   EXPECT_EQ(summary.unsupportedOps, (std::vector<std::string>{"Mystery (node 'm')"}));
+}
+
+TEST_F(FrontendImport, SummaryCountsHugeInitializersExactly) {
+  // [2^32, 2^32] is 2^64 elements: a 64-bit count wraps to 0, "0 (0 B)".
+  addInput("x", {4});
+  onnx::TensorProto *w = graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(int64_t(1) << 32);
+  w->add_dims(int64_t(1) << 32);
+  addNode("Relu", {"x"}, {"y"}, "r");
+  addOutput("y");
+  ModelSummary summary = summarizeOnnxFile(write());
+  unsigned __int128 elements = (unsigned __int128)1 << 64;
+  EXPECT_TRUE(summary.numParameters == elements);
+  EXPECT_TRUE(summary.parameterBytes == elements * 4);
+
+  // Past 2^128 there is no exact count to give: an error, never a wrap.
+  for (int i = 0; i < 3; ++i)
+    w->add_dims(int64_t(1) << 32);
+  std::string message;
+  try {
+    summarizeOnnxFile(write());
+  } catch (const Error &e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("initializer 'w': its dims multiply to more than 2^128 elements"),
+            std::string::npos)
+      << message;
 }
 
 // The ONNX backend node tests are real files from the ONNX exporters' tool

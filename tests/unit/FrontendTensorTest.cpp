@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace onnxc;
@@ -243,6 +244,34 @@ TEST_F(FrontendTensor, ExternalDataBadRanges) {
   message = errorOf(
       [&] { tensorFromProto(externalProto("missing.bin"), modelDir(), "initializer 'w'"); });
   EXPECT_NE(message.find("does not exist"), std::string::npos) << message;
+}
+
+TEST_F(FrontendTensor, ExternalDataMustBeOneRegularFileInsideTheFolder) {
+  // A hard link inside the folder is the outside file under another name:
+  // every path check passes, so the opened file's link count decides.
+  writeFile(root_ / "secret.bin", bytesOf<float>({1.0f, 2.0f}));
+  fs::create_hard_link(root_ / "secret.bin", root_ / "model" / "linked.bin");
+  std::string message =
+      errorOf([&] { tensorFromProto(externalProto("linked.bin"), modelDir(), "initializer 'w'"); });
+  EXPECT_EQ(message, "initializer 'w': external data file 'linked.bin' has 2 hard links, so it "
+                     "may live outside the model folder; copy it into the folder");
+
+  // A FIFO would block a plain open until a writer comes; it must be
+  // refused at once. A directory is no data file either.
+  ASSERT_EQ(mkfifo((root_ / "model" / "pipe.bin").c_str(), 0600), 0);
+  EXPECT_EQ(
+      errorOf([&] { tensorFromProto(externalProto("pipe.bin"), modelDir(), "initializer 'w'"); }),
+      "initializer 'w': external data file 'pipe.bin' is not a regular file");
+  fs::create_directory(root_ / "model" / "folder.bin");
+  EXPECT_EQ(
+      errorOf([&] { tensorFromProto(externalProto("folder.bin"), modelDir(), "initializer 'w'"); }),
+      "initializer 'w': external data file 'folder.bin' is not a regular file");
+
+  // A symlink that stays inside the folder still reads (its target has one
+  // name, inside).
+  writeFile(root_ / "model" / "real.bin", bytesOf<float>({5.0f, 6.0f}));
+  fs::create_symlink("real.bin", root_ / "model" / "alias.bin");
+  EXPECT_EQ(tensorFromProto(externalProto("alias.bin"), modelDir(), "c").data<float>()[1], 6.0f);
 }
 
 TEST_F(FrontendTensor, UnreadableModelFiles) {

@@ -83,3 +83,30 @@ TEST(Tensor, HalfConversionsRoundTrip) {
   EXPECT_EQ(floatToHalf(1e6f), 0x7c00);
   EXPECT_EQ(bfloat16ToFloat(floatToBfloat16(1.5f)), 1.5f);
 }
+
+TEST(Graph, UseListsStayExactThroughRemovalsInAnyOrder) {
+  // Removal moves the last use into the hole; every node must still find
+  // its own use afterwards, whichever uses go first.
+  Graph g;
+  Value *x = g.addInput("x", f32({2}));
+  Value *w = g.addInput("w", f32({2}));
+  std::vector<Node *> users;
+  for (int i = 0; i < 6; ++i)
+    users.push_back(g.createNode(OpKind::Add, {x, x}, 1, "add" + std::to_string(i)));
+  ASSERT_EQ(x->numUses(), 12u);
+  users[1]->setOperand(0, w); // from the middle
+  users[5]->setOperand(1, w); // the last use
+  users[0]->setOperand(1, w); // an early one, filled from the back
+  g.eraseNode(users[3]);      // both operands of one node
+  users[2]->truncateOperands(1);
+  EXPECT_EQ(x->numUses(), 6u);
+  EXPECT_EQ(w->numUses(), 3u);
+  for (const Value *value : {x, w})
+    for (const Use &use : value->uses())
+      EXPECT_EQ(use.user->operand(use.operandIndex), value);
+  // Each remaining operand is removable through its own slot.
+  for (Node *user : {users[0], users[1], users[2], users[4], users[5]})
+    user->truncateOperands(0);
+  EXPECT_EQ(x->numUses(), 0u);
+  EXPECT_EQ(w->numUses(), 0u);
+}

@@ -9,9 +9,11 @@
 
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
+#include "tools/onnxc/FileIdentity.h"
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 namespace onnxc {
@@ -83,6 +85,35 @@ std::string formatBytes(double bytes) {
   return text;
 }
 
+/// The header beside a library: model.so -> model.h.
+std::string defaultHeaderPath(const std::string &libraryPath) {
+  return std::filesystem::path(libraryPath).replace_extension(".h").string();
+}
+
+/// Refuses outputs that would write over the input model or over each
+/// other (compared by the file they name, not by spelling), before any work.
+void checkOutputsAreDistinct(const std::string &model, const ArtifactRequest &request,
+                             bool headerIsDefault) {
+  FileIdentity input = fileIdentity(model);
+  FileIdentity output = fileIdentity(request.outputPath);
+  if (output == input)
+    fail("-o '", request.outputPath, "' is the input model '", model,
+         "'; compiling would overwrite it (choose another -o)");
+  if (request.kind != ArtifactRequest::Kind::SharedLibrary)
+    return;
+  FileIdentity header = fileIdentity(request.headerPath);
+  if (header == input)
+    fail("the header '", request.headerPath, "' is the input model '", model,
+         "'; compiling would overwrite it (choose another --header)");
+  if (header == output) {
+    if (headerIsDefault)
+      fail("-o '", request.outputPath, "' is also the default header path (FILE with .h); ",
+           "name the library model.so, or choose the header with --header");
+    fail("--header '", request.headerPath, "' and -o '", request.outputPath,
+         "' name the same file; the header would overwrite the library");
+  }
+}
+
 int runCompile(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -96,6 +127,10 @@ int runCompile(const ParsedArgs &args) {
   request.headerPath = args.get("header");
   if (!request.headerPath.empty() && request.kind != ArtifactRequest::Kind::SharedLibrary)
     throw UsageError("--header applies to --emit=so only");
+  bool headerIsDefault = request.headerPath.empty();
+  if (headerIsDefault && request.kind == ArtifactRequest::Kind::SharedLibrary)
+    request.headerPath = defaultHeaderPath(output);
+  checkOutputsAreDistinct(path, request, headerIsDefault);
   TargetSelection target = selectTarget(args);
   std::unique_ptr<PassManager> pm = buildPipeline(args, "compile", PrintOptions(), 3);
 
@@ -111,19 +146,8 @@ int runCompile(const ParsedArgs &args) {
       constantBytes += double(buffer.constant.size);
   std::cout << "compiled '" << plan.name << "' for " << target.cpu() << ": " << plan.steps.size()
             << " steps, " << formatBytes(constantBytes) << " of constants -> " << output;
-  if (request.kind == ArtifactRequest::Kind::SharedLibrary) {
-    std::string header = request.headerPath;
-    if (header.empty()) {
-      header = output;
-      size_t dot = header.rfind('.');
-      size_t slash = header.rfind('/');
-      header = (dot != std::string::npos && (slash == std::string::npos || dot > slash)
-                    ? header.substr(0, dot)
-                    : header) +
-               ".h";
-    }
-    std::cout << ", " << header;
-  }
+  if (request.kind == ArtifactRequest::Kind::SharedLibrary)
+    std::cout << ", " << request.headerPath;
   char timing[32];
   std::snprintf(timing, sizeof timing, " (%.2f s)\n", seconds);
   std::cout << timing;

@@ -4,9 +4,15 @@
 
 #include "codegen/DescriptorEmitter.h"
 #include "ir/Error.h"
+#include "runtime/DescriptorCheck.h"
+#include "tools/onnxc/LibraryFileCheck.h"
 
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <filesystem>
+#include <unistd.h>
 
 namespace onnxc {
 
@@ -33,6 +39,15 @@ Dim decodeDim(const onnxc_model_descriptor &model, onnxc_dim_expr words) {
   return result;
 }
 
+/// Closes a descriptor when it goes out of scope.
+struct OpenFile {
+  int fd = -1;
+  ~OpenFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
 } // namespace
 
 bool isCompiledLibraryPath(const std::string &path) {
@@ -41,8 +56,17 @@ bool isCompiledLibraryPath(const std::string &path) {
 }
 
 CompiledLibrary::CompiledLibrary(const std::string &path) {
-  if (!std::filesystem::exists(path))
-    fail(path, ": no such file");
+  OpenFile file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+  if (file.fd < 0) {
+    if (errno == ENOENT)
+      fail(path, ": no such file");
+    fail(path, ": cannot open the model library (", std::strerror(errno), ")");
+  }
+  checkModelLibraryFile(file.fd, path, GenericDescriptorAccessor);
+  // dlopen by path, not /proc/self/fd/N, so profilers and debuggers see the
+  // library's real name. The check guards against accidents (a cut copy, a
+  // wrong file); whoever can swap the file in between can as well write a
+  // library that passes it, and loading a library runs its code anyway.
   // dlopen searches the library path for names without a slash.
   std::string loadPath = path.find('/') == std::string::npos ? "./" + path : path;
   handle_ = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -50,14 +74,24 @@ CompiledLibrary::CompiledLibrary(const std::string &path) {
     const char *why = dlerror();
     fail(path, ": cannot load the model library (", why ? why : "unknown reason", ")");
   }
-  auto accessor = reinterpret_cast<const onnxc_model_descriptor *(*)()>(
-      dlsym(handle_, GenericDescriptorAccessor));
-  if (!accessor)
-    fail(path, ": not an onnxc model library (no '", GenericDescriptorAccessor, "' symbol)");
-  descriptor_ = accessor();
-  if (!descriptor_ || descriptor_->abi_version != ONNXC_ABI_VERSION)
-    fail(path, ": model library has abi version ", descriptor_ ? descriptor_->abi_version : 0,
-         ", this onnxc runs version ", ONNXC_ABI_VERSION, " (recompile the model)");
+  // From here on a failure must unload the library: the destructor does not
+  // run for a constructor that throws.
+  try {
+    auto accessor = reinterpret_cast<const onnxc_model_descriptor *(*)()>(
+        dlsym(handle_, GenericDescriptorAccessor));
+    if (!accessor)
+      fail(path, ": not an onnxc model library (no '", GenericDescriptorAccessor, "' symbol)");
+    descriptor_ = accessor();
+    if (!descriptor_ || descriptor_->abi_version != ONNXC_ABI_VERSION)
+      fail(path, ": model library has abi version ", descriptor_ ? descriptor_->abi_version : 0,
+           ", this onnxc runs version ", ONNXC_ABI_VERSION, " (recompile the model)");
+    // signatureGraph reads the descriptor before any session checks it.
+    if (std::string problem = runtime::checkDescriptor(descriptor_); !problem.empty())
+      fail(path, ": the model library's descriptor is invalid: ", problem);
+  } catch (...) {
+    dlclose(handle_);
+    throw;
+  }
 }
 
 CompiledLibrary::~CompiledLibrary() {

@@ -13,17 +13,27 @@ namespace onnxc {
 
 namespace {
 
-std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+std::string humanBytes(unsigned __int128 bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
   double value = double(bytes);
   int unit = 0;
-  while (value >= 1024 && unit < 4) {
+  while (value >= 1024 && unit < 8) {
     value /= 1024;
     ++unit;
   }
-  char buffer[32];
+  char buffer[64];
   std::snprintf(buffer, sizeof buffer, unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
   return buffer;
+}
+
+/// Decimal digits of a count no standard stream prints.
+std::string formatCount(unsigned __int128 count) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), char('0' + int(count % 10)));
+    count /= 10;
+  } while (count);
+  return digits;
 }
 
 void printList(const char *title, const std::vector<std::string> &items) {
@@ -66,7 +76,8 @@ int runInspect(const ParsedArgs &args) {
   std::cout << "ops: " << nodes << " nodes, " << ops.size() << " kinds\n";
   for (const auto &[op, count] : ops)
     std::cout << "  " << op << std::string(width - op.size() + 2, ' ') << count << "\n";
-  std::cout << "parameters: " << summary.numParameters << " (" << humanBytes(summary.parameterBytes) << ")\n";
+  std::cout << "parameters: " << formatCount(summary.numParameters) << " ("
+            << humanBytes(summary.parameterBytes) << ")\n";
   printList("unsupported ops", summary.unsupportedOps);
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 namespace onnxc {
@@ -72,6 +73,23 @@ std::string fileNameFor(const std::string &outputName) {
   return out + ".npy";
 }
 
+/// The file name of each output in --output-dir. Two outputs whose names
+/// sanitize to one file would silently overwrite each other, so that is an
+/// error naming both (checked before anything runs or is written).
+std::vector<std::string> outputFileNames(const std::vector<std::string> &outputNames) {
+  std::vector<std::string> files;
+  std::map<std::string, size_t> owner;
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    files.push_back(fileNameFor(outputNames[i]));
+    auto [it, fresh] = owner.emplace(files.back(), i);
+    if (!fresh)
+      fail("outputs '", outputNames[it->second], "' and '", outputNames[i],
+           "' would both be written to '", files.back(),
+           "' in --output-dir; rename one of them in the model");
+  }
+  return files;
+}
+
 std::pair<std::string, std::string> splitAssignment(const std::string &text, const char *option) {
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -109,21 +127,28 @@ int runRun(const ParsedArgs &args) {
   if (backend == "jit")
     target = selectTarget(args);
 
+  std::string outputDir = args.get("output-dir");
   std::vector<Tensor> outputs;
-  std::vector<std::string> outputNames;
+  std::vector<std::string> outputNames, outputFiles;
   if (library) {
     CompiledLibrary compiled(path);
     const onnxc_model_descriptor &model = *compiled.descriptor();
     std::unique_ptr<Graph> signature = signatureGraph(model);
-    std::map<std::string, Tensor> inputs = prepareInputs(*signature, request);
-    outputs = runCompiledModel(model, *signature, inputs, threads);
     for (int32_t i = 0; i < model.num_outputs; ++i)
       outputNames.push_back(model.outputs[i].name);
+    if (!outputDir.empty())
+      outputFiles = outputFileNames(outputNames);
+    std::map<std::string, Tensor> inputs = prepareInputs(*signature, request);
+    outputs = runCompiledModel(model, *signature, inputs, threads);
   } else {
     std::unique_ptr<PassManager> pm =
         buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
     std::unique_ptr<Graph> graph = loadModel(path);
     runPipeline(*pm, *graph, args);
+    for (const GraphOutput &output : graph->outputs())
+      outputNames.push_back(output.name);
+    if (!outputDir.empty())
+      outputFiles = outputFileNames(outputNames);
     std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
     if (backend == "ref") {
       outputs = evaluateGraph(*graph, inputs);
@@ -140,12 +165,9 @@ int runRun(const ParsedArgs &args) {
       std::unique_ptr<JitModel> model = std::move(jit.model);
       outputs = runCompiledModel(*model->descriptor(), *graph, inputs, threads);
     }
-    for (const GraphOutput &output : graph->outputs())
-      outputNames.push_back(output.name);
   }
   assert(outputs.size() == outputNames.size());
 
-  std::string outputDir = args.get("output-dir");
   if (!outputDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(outputDir, ec);
@@ -155,8 +177,7 @@ int runRun(const ParsedArgs &args) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     printOutput(outputNames[i], outputs[i]);
     if (!outputDir.empty())
-      writeNpy((std::filesystem::path(outputDir) / fileNameFor(outputNames[i])).string(),
-               outputs[i]);
+      writeNpy((std::filesystem::path(outputDir) / outputFiles[i]).string(), outputs[i]);
   }
   return 0;
 }
