@@ -45,7 +45,11 @@ int64_t checkedMultiply(int64_t a, int64_t b) {
 Signs possibleSigns(const Dim &d) {
   if (std::optional<int64_t> c = d.constant()) {
     int64_t value = *c;
-    return Signs{value<0, value == 0, value> 0};
+    Signs s;
+    s.negative = value < 0;
+    s.zero = value == 0;
+    s.positive = value > 0;
+    return s;
   }
   bool allNonNegative = true, allNonPositive = true;
   int64_t constantTerm = 0;
