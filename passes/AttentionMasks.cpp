@@ -16,8 +16,9 @@ namespace onnxc {
 
 namespace {
 
-/// Masks built from shapes are small subgraphs; anything bigger is not one.
-constexpr size_t kMaxMaskNodes = 64;
+/// Masks built from shapes are small subgraphs (HF's sliding-window masks
+/// take a few dozen nodes); anything bigger is not followed.
+constexpr size_t kMaxMaskNodes = 256;
 /// Additive values at or below this hide a score completely in f32: exp of
 /// the difference to any visible score underflows to 0.
 constexpr double kHidingValue = -1e4;
@@ -219,7 +220,9 @@ std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, c
                                      const Dim &kvSeq, std::string &reason) {
   std::set<const Node *> nodes;
   if (!collectShapeOnlySubgraph(mask, nodes)) {
-    reason = "mask depends on input data";
+    reason = nodes.size() > kMaxMaskNodes
+                 ? "the mask's subgraph has more than " + std::to_string(kMaxMaskNodes) + " nodes"
+                 : "mask depends on input data";
     return std::nullopt;
   }
   if (qSeq != kvSeq || qSeq.isUnknown()) {

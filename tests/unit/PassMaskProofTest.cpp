@@ -4,12 +4,14 @@
 // proof of the band a mask hides at every length (MaskProof.h), through
 // proveBandMask on small graphs: bands and windows far wider than any short
 // length, stored tables, and the masks that must stay operands, each with
-// its reason.
+// its reason; and random masks and tables, whose proven bands must agree
+// with the reference evaluator at every tested length.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
 #include "ir/Parser.h"
+#include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
 #include "passes/AttentionMasks.h"
 #include "passes/MaskExpr.h"
@@ -346,4 +348,184 @@ graph @chain(%x: f32[batch, seq, 8]) -> (%mask: unknown[*]) {
   EXPECT_TRUE(sliced.assumesInTable);
   // Its contents are never read as numbers (past the table they differ).
   EXPECT_THROW(mask::SymbolicEvaluator::contents(sliced), mask::NotProvable);
+}
+
+// --- the proof is never wrong: random masks against the reference evaluator -----
+
+namespace {
+
+/// Writes random integer and bool expressions over %i, %j and the length as
+/// IR lines (every value broadcasts to [seq, seq]).
+class RandomMask {
+public:
+  explicit RandomMask(unsigned seed) : state_(seed * 2654435761u + 1) {}
+
+  std::string build() {
+    body_.clear();
+    constants_.clear();
+    counter_ = 0;
+    std::string root = boolean(3);
+    body_ += "  %mask = Identity(" + root + ")\n";
+    return constants_ + "@@" + body_;
+  }
+
+private:
+  unsigned next(unsigned bound) {
+    state_ = state_ * 1103515245u + 12345u;
+    return (state_ >> 8) % bound;
+  }
+  std::string fresh() { return "%t" + std::to_string(counter_++); }
+  std::string constant(int64_t value) {
+    std::string name = "%c" + std::to_string(counter_++);
+    constants_ += "  const " + name + ": i64[] = dense<" + std::to_string(value) + ">\n";
+    return name;
+  }
+  std::string emit(const std::string &op, const std::vector<std::string> &operands) {
+    std::string name = fresh();
+    body_ += "  " + name + " = " + op + "(";
+    for (size_t k = 0; k < operands.size(); ++k)
+      body_ += (k ? ", " : "") + operands[k];
+    body_ += ")\n";
+    return name;
+  }
+  std::string integer(int depth) {
+    unsigned pick = depth <= 0 ? next(3) : next(12);
+    switch (pick) {
+    case 0:
+      // Mostly distances (what bands are made of), sometimes a lone position.
+      if (next(4) == 0)
+        return next(2) ? "%i" : "%j";
+      return next(2) ? emit("Sub", {"%i", "%j"}) : emit("Sub", {"%j", "%i"});
+    case 1:
+      return constant(int64_t(next(301)) - 150);
+    case 2:
+      return next(8) ? emit("Sub", {"%i", "%j"}) : "%len"; // now and then the length
+    case 3:
+    case 4:
+      return emit("Sub", {integer(depth - 1), integer(depth - 1)});
+    case 5:
+      return emit("Add", {integer(depth - 1), integer(depth - 1)});
+    case 6:
+      return emit("Abs", {integer(depth - 1)});
+    case 7:
+      return emit("Mul", {integer(depth - 1), constant(int64_t(next(7)) - 3)});
+    case 8:
+      return emit("Div", {integer(depth - 1), constant(int64_t(next(4)) + 1)});
+    case 9:
+      return emit(next(2) ? "Min" : "Max", {integer(depth - 1), integer(depth - 1)});
+    case 10:
+      return emit("Neg", {integer(depth - 1)});
+    default:
+      return emit("Where", {boolean(depth - 1), integer(depth - 1), integer(depth - 1)});
+    }
+  }
+  std::string boolean(int depth) {
+    static const char *comparisons[] = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                                        "Equal"};
+    unsigned pick = depth <= 0 ? 0 : next(6);
+    switch (pick) {
+    case 0:
+    case 1:
+    case 2:
+      return emit(comparisons[next(5)], {integer(depth - 1), integer(depth - 1)});
+    case 3:
+      return emit(next(2) ? "And" : "Or", {boolean(depth - 1), boolean(depth - 1)});
+    case 4:
+      return emit("Not", {boolean(depth - 1)});
+    default:
+      return emit("Xor", {boolean(depth - 1), boolean(depth - 1)});
+    }
+  }
+
+  uint32_t state_;
+  std::string constants_, body_;
+  int counter_ = 0;
+};
+
+/// Whether the reference evaluator's mask at length n hides exactly what
+/// `band` says; the first disagreement otherwise.
+std::string checkAtLength(const Graph &g, const KeyBand &band, int64_t n) {
+  std::map<std::string, Tensor> inputs = {{"x", Tensor(DType::F32, {1, n, 8})}};
+  std::vector<Tensor> outputs = evaluateGraph(g, inputs);
+  const Tensor &mask = outputs.at(0);
+  std::vector<int64_t> dims = mask.dims();
+  while (dims.size() < 2)
+    dims.insert(dims.begin(), 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t flat = (dims[0] == 1 ? 0 : i) * dims[1] + (dims[1] == 1 ? 0 : j);
+      bool hidden = mask.elementAsDouble(flat) != 0;
+      bool visible = i - j <= band.below && j - i <= band.above;
+      if (hidden == visible)
+        return "at length " + std::to_string(n) + ", (" + std::to_string(i) + ", " +
+               std::to_string(j) + ") is " + (hidden ? "hidden" : "visible");
+    }
+  return "";
+}
+
+} // namespace
+
+TEST(MaskProof, RandomMasksAgreeWithTheReferenceAtEveryTestedLength) {
+  int proven = 0, attempts = 400;
+  for (int seed = 0; seed < attempts; ++seed) {
+    std::string parts = RandomMask(unsigned(seed)).build();
+    size_t split = parts.find("@@");
+    std::string constants = parts.substr(0, split), body = parts.substr(split + 2);
+    std::ostringstream text;
+    text << "graph @mask(%x: f32[batch, seq, 8]) -> (%mask: unknown[*]) {" << kConstants
+         << constants << kPositions << body << "  return %mask\n}\n";
+    std::unique_ptr<Graph> g = parseGraph(text.str());
+    inferShapes(*g);
+    std::string reason;
+    Dim seq = sym("seq");
+    std::optional<KeyBand> band =
+        proveBandMask(g->findValue("mask"), MaskEncoding::HiddenWhereTrue, seq, seq, reason);
+    if (!band)
+      continue;
+    ++proven;
+    for (int64_t n : {1, 2, 7, 130, 311}) {
+      std::string disagreement = checkAtLength(*g, *band, n);
+      ASSERT_EQ(disagreement, "") << "seed " << seed << ": band [" << band->below << ", "
+                                  << band->above << "]\n"
+                                  << text.str();
+    }
+  }
+  // Enough of them are bands for the check to mean something.
+  EXPECT_GE(proven, attempts / 10);
+}
+
+TEST(MaskProof, RandomStoredTablesAgreeWithTheReference) {
+  int proven = 0, attempts = 200;
+  uint32_t state = 7;
+  auto next = [&](unsigned bound) {
+    state = state * 1103515245u + 12345u;
+    return int((state >> 8) % bound);
+  };
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    const int n = 12;
+    int below = next(14) - 1, above = next(14) - 1;
+    int flipRow = next(3) == 0 ? next(n) : -1, flipColumn = next(n);
+    std::string tril = table("t", "u8", n, [&](int r, int c) {
+      bool hidden = r - c > below || c - r > above;
+      return (hidden != (r == flipRow && c == flipColumn)) ? 1 : 0;
+    });
+    std::ostringstream text;
+    text << "graph @mask(%x: f32[batch, seq, 8]) -> (%mask: unknown[*]) {" << kConstants << tril
+         << "  const %u0: u8[] = dense<0>\n  const %starts: i64[2] = dense<[0, 0]>\n"
+         << kPositions << kSliceToSeq
+         << "  %sliced = Slice(%t, %starts, %ends)\n  %mask = Greater(%sliced, %u0)\n"
+         << "  return %mask\n}\n";
+    std::unique_ptr<Graph> g = parseGraph(text.str());
+    inferShapes(*g);
+    std::string reason;
+    Dim seq = sym("seq");
+    std::optional<KeyBand> band =
+        proveBandMask(g->findValue("mask"), MaskEncoding::HiddenWhereTrue, seq, seq, reason);
+    if (!band)
+      continue;
+    ++proven;
+    for (int64_t length = 1; length <= n; ++length)
+      ASSERT_EQ(checkAtLength(*g, *band, length), "") << text.str();
+  }
+  EXPECT_GE(proven, attempts / 4);
 }
