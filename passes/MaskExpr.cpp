@@ -131,8 +131,10 @@ ExprPtr foldIntegerArithmetic(ExprKind kind, const ExprPtr &a, const ExprPtr &b)
   case ExprKind::Div: {
     if (cx && cy)
       return integer(dtype, Affine::constant(truncatingDivide(*cx, *cy)));
-    // An exact quotient truncates to itself.
-    if (!cy || *cy == 0)
+    // An exact quotient of shape arithmetic truncates to itself. With
+    // positions, the dividend may leave its dtype where the quotient would
+    // not: the node stays for the proof to bound.
+    if (!cy || *cy == 0 || x.hasVariables())
       return nullptr;
     Affine q;
     for (const auto &[index, coefficient] : x.coefficients) {
@@ -148,9 +150,9 @@ ExprPtr foldIntegerArithmetic(ExprKind kind, const ExprPtr &a, const ExprPtr &b)
   }
   case ExprKind::Min:
   case ExprKind::Max: {
+    if (x.hasVariables() || y.hasVariables())
+      return nullptr; // the proof bounds positions first (MaskProof.h)
     Affine difference = x - y;
-    if (difference.hasVariables())
-      return nullptr;
     std::optional<bool> less = decideComparison(ExprKind::LessOrEqual, difference.offset);
     if (!less)
       return nullptr;
@@ -165,9 +167,11 @@ ExprPtr foldComparison(ExprKind kind, const ExprPtr &a, const ExprPtr &b) {
   if (a == b && isMaskInteger(a->dtype))
     return boolean(kind != ExprKind::Less);
   if (a->kind == ExprKind::Affine && b->kind == ExprKind::Affine) {
-    Affine difference = a->affine - b->affine;
-    if (difference.hasVariables())
+    // Only shape arithmetic is decided here: forms with positions may wrap
+    // in the graph, so the proof bounds them before comparing (MaskProof.h).
+    if (a->affine.hasVariables() || b->affine.hasVariables())
       return nullptr;
+    Affine difference = a->affine - b->affine;
     std::optional<bool> decided = decideComparison(kind, difference.offset);
     return decided ? boolean(*decided) : nullptr;
   }

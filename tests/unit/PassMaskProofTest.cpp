@@ -239,6 +239,20 @@ TEST(MaskProof, IntegerOverflowIsNotProvable) {
   expectReason(p, "the mask's integer arithmetic may overflow its type");
 }
 
+TEST(MaskProof, ComparisonsOfFormsThatMayWrapAreNotFolded) {
+  // (i - j) + big < (i - j) + big - 1 is false in exact integers, but the
+  // graph wraps the left side once i - j > 10 and then hides those keys.
+  Proof p = prove("  const %big: i64[] = dense<9223372036854775797>\n", R"(
+  %d = Sub(%i, %j)
+  %a = Add(%d, %big)
+  %b0 = Add(%d, %big)
+  %b = Sub(%b0, %one)
+  %mask = Less(%a, %b)
+)",
+                  MaskEncoding::HiddenWhereTrue);
+  expectReason(p, "the mask's integer arithmetic may overflow its type");
+}
+
 TEST(MaskProof, DiagonalHiddenOrUnsupportedOpOrData) {
   expectReason(prove("", "  %mask = Less(%j, %i)\n", MaskEncoding::HiddenWhereFalse),
                "the mask hides the diagonal");
