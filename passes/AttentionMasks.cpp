@@ -1,8 +1,10 @@
-//===- passes/AttentionMasks.cpp - Probing shape-only attention masks -----===//
+//===- passes/AttentionMasks.cpp - Proving what shape-only masks hide -----===//
 #include "passes/AttentionMasks.h"
 
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
+#include "ir/infer/KnownContents.h"
+#include "passes/MaskProof.h"
 
 #include <algorithm>
 #include <map>
@@ -14,12 +16,12 @@ namespace onnxc {
 
 namespace {
 
-/// Masks built from shapes are small subgraphs; anything bigger is not one.
-constexpr size_t kMaxMaskNodes = 64;
+/// Masks built from shapes are small subgraphs (HF's sliding-window masks
+/// take a few dozen nodes); anything bigger is not followed.
+constexpr size_t kMaxMaskNodes = 256;
 /// Additive values at or below this hide a score completely in f32: exp of
 /// the difference to any visible score underflows to 0.
 constexpr double kHidingValue = -1e4;
-constexpr int64_t kProbeLengths[] = {1, 2, 3, 4, 5, 7, 9, 16, 33, 64, 100};
 
 /// The nodes `value` is computed by, stopping at constants and at the
 /// operands of Shape/Size (only their dims matter). False when the subgraph
@@ -42,12 +44,10 @@ bool collectShapeOnlySubgraph(const Value *value, std::set<const Node *> &nodes)
   return true;
 }
 
-/// Evaluates values of a shape-only subgraph with every symbol bound.
+/// Evaluates a shape-only subgraph whose dims are all constant (the
+/// fixed-length case) with the reference evaluator.
 class MaskEvaluator {
 public:
-  explicit MaskEvaluator(std::map<std::string, int64_t> bindings)
-      : bindings_(std::move(bindings)) {}
-
   const Tensor &value(const Value *value) {
     if (value->isConstant())
       return value->constantValue();
@@ -67,43 +67,26 @@ public:
     return results_.at(value);
   }
 
+private:
   /// Shape (with ONNX's start/end clamping) or Size of an operand whose
   /// contents are never needed.
-  Tensor dimsOf(const Node &node) const {
-    std::vector<int64_t> dims = concreteDims(node.operand(0)->shape());
+  static Tensor dimsOf(const Node &node) {
+    const Shape &shape = node.operand(0)->shape();
+    std::optional<std::vector<int64_t>> dims = shape.staticDims();
+    if (!dims)
+      fail(node.describe(), ": the measured shape is not static");
     if (node.kind() == OpKind::Size) {
       int64_t count = 1;
-      for (int64_t d : dims)
-        count *= d;
+      for (int64_t d : *dims)
+        if (__builtin_mul_overflow(count, d, &count))
+          fail(node.describe(), ": element count overflows int64");
       return Tensor::scalar<int64_t>(count);
     }
-    int64_t rank = int64_t(dims.size());
-    auto clampAxis = [rank](int64_t axis) {
-      return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
-    };
-    int64_t start = clampAxis(node.getInt("start", 0)), end = clampAxis(node.getInt("end", rank));
-    std::vector<int64_t> picked(dims.begin() + start, dims.begin() + std::max(start, end));
+    auto [first, last] = shapeOpRange(node, int64_t(dims->size()));
+    std::vector<int64_t> picked(dims->begin() + first, dims->begin() + last);
     return Tensor::fromVector<int64_t>({int64_t(picked.size())}, picked);
   }
 
-  int64_t evaluate(const Dim &dim) const {
-    std::optional<int64_t> v = dim.evaluate(bindings_);
-    if (!v)
-      fail("dimension ", dim.str(), " has no value");
-    return *v;
-  }
-
-  std::vector<int64_t> concreteDims(const Shape &shape) const {
-    if (!shape.isRanked())
-      fail("unranked shape");
-    std::vector<int64_t> dims;
-    for (const Dim &d : shape.dims())
-      dims.push_back(evaluate(d));
-    return dims;
-  }
-
-private:
-  std::map<std::string, int64_t> bindings_;
   std::unordered_map<const Value *, Tensor> results_;
 };
 
@@ -126,8 +109,8 @@ std::optional<bool> hides(const Tensor &mask, int64_t index, MaskEncoding encodi
   return std::nullopt;
 }
 
-/// What one probe of size n says about each side of the band: an exact
-/// limit, or "at least n - 1" (the probe cannot see further).
+/// What the evaluation at the one length n says about each side of the
+/// band: an exact limit, or "at least n - 1" (every key on that side).
 struct ProbeResult {
   int64_t below, above;
   bool belowSaturated, aboveSaturated;
@@ -181,17 +164,49 @@ std::optional<ProbeResult> readBand(const Tensor &mask, int64_t n, MaskEncoding 
   return ProbeResult{below, above, below >= n - 1, above >= n - 1};
 }
 
-/// Folds one probe's side into what is known so far: an exact limit must
-/// agree with every probe, a saturated one only says "at least".
-bool mergeSide(std::optional<int64_t> &exact, int64_t &atLeast, int64_t value, bool saturated) {
-  if (saturated) {
-    atLeast = std::max(atLeast, value);
-    return !exact || *exact >= value;
-  }
-  if (exact && *exact != value)
+/// Whether any dim the mask's subgraph reads or produces is symbolic.
+bool involvesSymbols(const Value *mask, const std::set<const Node *> &nodes) {
+  auto symbolic = [](const Shape &shape) {
+    if (!shape.isRanked())
+      return true;
+    for (const Dim &d : shape.dims())
+      if (!d.isConstant())
+        return true;
     return false;
-  exact = value;
-  return value >= atLeast;
+  };
+  if (symbolic(mask->shape()))
+    return true;
+  for (const Node *node : nodes) {
+    for (const Value *result : node->results())
+      if (symbolic(result->shape()))
+        return true;
+    if (node->kind() == OpKind::Shape || node->kind() == OpKind::Size)
+      if (symbolic(node->operand(0)->shape()))
+        return true;
+  }
+  return false;
+}
+
+/// The fixed-length case: one concrete evaluation at the only length.
+std::optional<KeyBand> evaluateAtLength(const Value *mask, MaskEncoding encoding, int64_t n,
+                                        std::string &reason) {
+  MaskEvaluator evaluator;
+  const Tensor *values = nullptr;
+  try {
+    values = &evaluator.value(mask);
+  } catch (const Error &e) {
+    reason = std::string("the mask cannot be evaluated: ") + e.what();
+    return std::nullopt;
+  }
+  if (!values->hasData()) {
+    reason = "the mask cannot be evaluated: a constant has no data";
+    return std::nullopt;
+  }
+  std::optional<ProbeResult> probe = readBand(*values, n, encoding, reason);
+  if (!probe)
+    return std::nullopt;
+  return KeyBand{probe->belowSaturated ? KeyBand::kUnbounded : probe->below,
+                 probe->aboveSaturated ? KeyBand::kUnbounded : probe->above};
 }
 
 } // namespace
@@ -201,74 +216,30 @@ bool dependsOnShapesOnly(const Value *value) {
   return collectShapeOnlySubgraph(value, nodes);
 }
 
-std::optional<KeyBand> probeBandMask(const Value *mask, MaskEncoding encoding, const Dim &qSeq,
+std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, const Dim &qSeq,
                                      const Dim &kvSeq, std::string &reason) {
   std::set<const Node *> nodes;
   if (!collectShapeOnlySubgraph(mask, nodes)) {
-    reason = "mask depends on input data";
+    reason = nodes.size() > kMaxMaskNodes
+                 ? "the mask's subgraph has more than " + std::to_string(kMaxMaskNodes) + " nodes"
+                 : "mask depends on input data";
     return std::nullopt;
   }
-  if (qSeq != kvSeq) {
+  if (qSeq != kvSeq || qSeq.isUnknown()) {
     reason = "query and key lengths differ";
     return std::nullopt;
   }
-  std::set<std::string> symbols;
-  auto addSymbols = [&](const Shape &shape) {
-    if (shape.isRanked())
-      for (const Dim &d : shape.dims())
-        for (const std::string &s : d.symbols())
-          symbols.insert(s);
-  };
-  addSymbols(mask->shape());
-  for (const std::string &s : qSeq.symbols())
-    symbols.insert(s);
-  for (const Node *node : nodes)
-    if (node->kind() == OpKind::Shape || node->kind() == OpKind::Size)
-      addSymbols(node->operand(0)->shape());
-
-  std::optional<int64_t> below, above;
-  int64_t belowAtLeast = 0, aboveAtLeast = 0, probes = 0;
-  // A fixed sequence length is the only one the graph runs at: one probe
-  // there is the whole truth.
-  std::vector<int64_t> lengths(std::begin(kProbeLengths), std::end(kProbeLengths));
-  std::optional<int64_t> fixedLength = qSeq.constant();
-  if (fixedLength)
-    lengths = {*fixedLength};
-  for (int64_t n : lengths) {
-    std::map<std::string, int64_t> bindings;
-    for (const std::string &s : symbols)
-      bindings[s] = n;
-    MaskEvaluator evaluator(bindings);
-    const Tensor *values = nullptr;
-    try {
-      if (evaluator.evaluate(qSeq) != n)
-        continue; // the sequence is not a plain symbol; n is not a length here
-      values = &evaluator.value(mask);
-      if (!values->hasData())
-        continue;
-    } catch (const Error &) {
-      continue; // a length the graph itself rejects (past a stored table)
-    }
-    std::optional<ProbeResult> probe = readBand(*values, n, encoding, reason);
-    if (!probe) {
-      const std::vector<int64_t> &dims = values->dims();
-      bool shortTable = dims.size() >= 2 && (dims.back() != n || dims[dims.size() - 2] != n);
-      if (shortTable && probes > 0)
-        continue; // sliced past the stored table: the original fails there too
-      return std::nullopt;
-    }
-    ++probes;
-    if (!mergeSide(below, belowAtLeast, probe->below, probe->belowSaturated) ||
-        !mergeSide(above, aboveAtLeast, probe->above, probe->aboveSaturated)) {
-      reason = "mask changes shape with the sequence length";
-      return std::nullopt;
-    }
+  if (std::optional<int64_t> n = qSeq.constant(); n && !involvesSymbols(mask, nodes))
+    return evaluateAtLength(mask, encoding, *n, reason);
+  try {
+    mask::SymbolicEvaluator evaluator;
+    return mask::proveBand(evaluator.evaluate(mask), encoding, qSeq);
+  } catch (const mask::NotProvable &e) {
+    reason = e.reason;
+  } catch (const Error &e) {
+    reason = std::string("shape arithmetic of the mask fails: ") + e.what();
   }
-  if (probes < (fixedLength ? 1 : 3)) {
-    reason = "mask could not be evaluated at enough sequence lengths";
-    return std::nullopt;
-  }
-  return KeyBand{below.value_or(KeyBand::kUnbounded), above.value_or(KeyBand::kUnbounded)};
+  return std::nullopt;
 }
 
 } // namespace onnxc

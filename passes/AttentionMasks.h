@@ -7,16 +7,19 @@
 //
 // Such masks are built in many ways: Trilu over ConstantOfShape(-inf), a
 // Slice of a stored uint8 triangle compared with 0 and fed to Where, a Slice
-// of a stored additive band. Rather than match every construction, the
-// mask's subgraph is evaluated with the reference evaluator at several
-// sequence lengths (every symbol bound to the same n) and the pattern of
-// hidden entries is read off. A subgraph that reads input data (other than
-// through Shape) is data-dependent and is not probed.
+// of a stored additive band, comparisons of Range positions. Rather than
+// match every construction, the mask's subgraph is evaluated symbolically
+// (MaskSymbolic.h: every symbol left free) and the band it hides is proven
+// for every sequence length at once (MaskProof.h): the hidden predicate must
+// be a function of i - j alone, which is piecewise constant with breakpoints
+// the proof bounds, so evaluating it up to that bound decides it everywhere.
+// A graph of one fixed length whose mask involves no symbol is evaluated
+// once, concretely, at that length: that is the whole truth too.
 //
-// A probe is evidence, not proof: the lengths are 1 to 100 (a stored
-// triangle is usually sliced from a table of at most a few hundred rows, and
-// lengths past the table make the original graph fail to broadcast, so
-// those probes are skipped rather than contradicting).
+// Anything not proven (an op the evaluator does not follow, a mask that
+// depends on the length or on the positions separately, a band wider on one
+// side) is reported with its reason, and the mask stays an operand computed
+// at run time. Sampling lengths is never taken as a proof.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -49,9 +52,10 @@ struct KeyBand {
 };
 
 /// The band `mask` hides when applied to scores of shape [..., qSeq, kvSeq]
-/// (qSeq and kvSeq must be the same Dim), or nullopt with `reason` set when
-/// the mask depends on data, is not a band, or cannot be evaluated.
-std::optional<KeyBand> probeBandMask(const Value *mask, MaskEncoding encoding, const Dim &qSeq,
+/// (qSeq and kvSeq must be the same Dim), proven for every value of the
+/// shape symbols; nullopt with `reason` set when the mask depends on data,
+/// is not a band, or the proof does not go through.
+std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, const Dim &qSeq,
                                      const Dim &kvSeq, std::string &reason);
 
 /// Whether `value` is computed from constants and the shapes of other values

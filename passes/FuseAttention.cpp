@@ -24,11 +24,12 @@
 // attention (LLaMA's repeat_kv: Unsqueeze, Expand, Reshape) are read before
 // the repeat, with kv_num_heads (3-D) or the 4-D operands' heads saying so.
 //
-// Masks that depend only on the sequence length are probed (see
-// AttentionMasks.h): a causal triangle becomes is_causal, a band |i-j| <= r
-// the onnxc attribute window = r; a data-dependent additive mask (padding)
-// stays an operand, a data-dependent Where with a -inf fill becomes a bool
-// mask. Dead nodes are left for dce.
+// Masks that depend only on the sequence length are proven (see
+// AttentionMasks.h): one that is a causal triangle at every length becomes
+// is_causal, a band |i-j| <= r the onnxc attribute window = r; any other
+// mask stays an operand (--explain says why): an additive one as is, a
+// Where with a -inf fill as a bool "visible" mask. Dead nodes are left for
+// dce.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -38,6 +39,7 @@
 #include "passes/Pass.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -387,12 +389,26 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
   return m;
 }
 
-/// Mask attributes and the operand that remain after probing.
+/// Mask attributes and the operand that remain after the proof.
 struct MaskPlan {
   KeyBand band;
   Value *operand = nullptr; // data-dependent mask, before any Not
   bool negate = false;      // operand is a "hidden" bool: Not() it
 };
+
+/// Whether the Attention op's attributes say exactly this band: none,
+/// is_causal, window, or both. (These four forms are closed under
+/// intersection, so several masks that each are one combine into one.)
+bool expressible(const KeyBand &b) {
+  return b.isEverything() || b.above == 0 || b.above == b.below;
+}
+
+std::string bandText(const KeyBand &b) {
+  auto side = [](int64_t v) {
+    return v == KeyBand::kUnbounded ? std::string("unbounded") : std::to_string(v);
+  };
+  return "[" + side(b.below) + " below, " + side(b.above) + " above]";
+}
 
 MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   MaskPlan plan;
@@ -400,13 +416,16 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
   for (const MaskTerm &term : m.masks) {
     std::string why;
-    if (std::optional<KeyBand> band = probeBandMask(term.mask, term.encoding, qSeq, kvSeq, why)) {
+    std::optional<KeyBand> band = proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+    if (band && expressible(*band)) {
       plan.band = plan.band.intersect(*band);
       continue;
     }
+    if (band)
+      why = "its band " + bandText(*band) + " is neither causal nor symmetric";
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
     if (plan.operand)
-      throw Rejection{"more than one data-dependent mask"};
+      throw Rejection{"more than one mask stays an operand"};
     if (term.encoding == MaskEncoding::Additive) {
       plan.operand = term.mask;
       continue;
@@ -419,10 +438,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     plan.operand = term.mask;
     plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
   }
-  const KeyBand &b = plan.band;
-  bool expressible = b.isEverything() || (b.above == 0) || (b.above == b.below);
-  if (!expressible)
-    throw Rejection{"a band mask is wider on one side than the other"};
+  assert(expressible(plan.band));
   return plan;
 }
 

@@ -29,11 +29,12 @@ sys.path.insert(0, HERE)
 import onnx  # noqa: E402
 
 import handbuilt_models  # noqa: E402
+import mask_models  # noqa: E402
 
 TORCH_OPSETS = (14, 17)
 # A model is stale when any of these is newer than it.
 SOURCES = [os.path.join(HERE, name) for name in ("build_models.py", "transformers_zoo.py",
-                                                 "handbuilt_models.py")]
+                                                 "handbuilt_models.py", "mask_models.py")]
 
 SEQ_SHAPES = [{"batch": 1, "seq": 7}, {"batch": 2, "seq": 16}]
 
@@ -147,6 +148,8 @@ HANDBUILT = {
                       "band-masked (r=2) self-attention, decomposed LayerNorm with Cast",
                       [float_input("x", ["batch", "seq", 64])], SEQ_SHAPES),
 }
+# Shape-only masks the fusion must prove or keep as operands (tests/models/mask_models.py).
+HANDBUILT.update(mask_models.MODELS)
 
 
 # ---- building ---------------------------------------------------------------------------------

@@ -279,6 +279,7 @@ EXPECTED_FUSIONS = {
     "attention_op23": {"Attention": 2, "RMSNormalization": 3},
     "lstm_attn": {"Attention": 0},
 }
+EXPECTED_FUSIONS.update(build_models.mask_models.EXPECTED_FUSIONS)
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
 # (with K and V read before repeat_kv: no Expand may remain).
 FOUR_D_ATTENTION = {"llama"}
