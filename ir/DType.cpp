@@ -111,4 +111,25 @@ uint16_t floatToBfloat16(float value) {
   return uint16_t(bits >> 16);
 }
 
+int64_t narrowInteger(int64_t value, DType type) {
+  switch (type) {
+  case DType::I8:
+    return int8_t(value);
+  case DType::U8:
+    return uint8_t(value);
+  case DType::I16:
+    return int16_t(value);
+  case DType::U16:
+    return uint16_t(value);
+  case DType::I32:
+    return int32_t(value);
+  case DType::U32:
+    return uint32_t(value);
+  case DType::Bool:
+    return value != 0;
+  default:
+    return value;
+  }
+}
+
 } // namespace onnxc

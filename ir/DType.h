@@ -48,6 +48,10 @@ inline bool isUnsignedInt(DType t) {
 inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
 
 /// IEEE half and bfloat16 conversions (round to nearest even).
+/// An int64 stored into an integer (or bool) element the way a C cast
+/// would: wrapped to the narrower type, bool as value != 0.
+int64_t narrowInteger(int64_t value, DType type);
+
 float halfToFloat(uint16_t bits);
 uint16_t floatToHalf(float value);
 float bfloat16ToFloat(uint16_t bits);

@@ -225,23 +225,4 @@ double roundToDType(DType dtype, double value) {
   }
 }
 
-int64_t wrapToDType(DType dtype, int64_t value) {
-  switch (dtype) {
-  case DType::I8:
-    return int8_t(value);
-  case DType::U8:
-    return uint8_t(value);
-  case DType::I16:
-    return int16_t(value);
-  case DType::U16:
-    return uint16_t(value);
-  case DType::I32:
-    return int32_t(value);
-  case DType::U32:
-    return uint32_t(value);
-  default:
-    return value;
-  }
-}
-
 } // namespace onnxc::mask

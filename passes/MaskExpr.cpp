@@ -264,7 +264,7 @@ ExprPtr integer(DType dtype, const Affine &form) {
   e->dtype = dtype;
   e->affine = form;
   if (std::optional<int64_t> c = form.constantValue())
-    e->affine = Affine::constant(wrapToDType(dtype, *c));
+    e->affine = Affine::constant(narrowInteger(*c, dtype));
   return e;
 }
 

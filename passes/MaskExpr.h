@@ -164,7 +164,5 @@ bool isMaskInteger(DType dtype);
 /// The range of an integer dtype.
 int64_t minOf(DType dtype);
 int64_t maxOf(DType dtype);
-/// The value `value` has once stored as the integer `dtype`.
-int64_t wrapToDType(DType dtype, int64_t value);
 
 } // namespace onnxc::mask

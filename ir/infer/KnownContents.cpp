@@ -209,27 +209,6 @@ Dim extremum(bool wantMax, const std::vector<Dim> &elements) {
   return best;
 }
 
-/// An int64 narrowed the way a C cast to `type` would store it.
-int64_t convertInteger(int64_t value, DType type) {
-  switch (type) {
-  case DType::I8:
-    return int8_t(value);
-  case DType::U8:
-    return uint8_t(value);
-  case DType::I16:
-    return int16_t(value);
-  case DType::U16:
-    return uint16_t(value);
-  case DType::I32:
-    return int32_t(value);
-  case DType::U32:
-    return uint32_t(value);
-  case DType::Bool:
-    return value != 0;
-  default:
-    return value;
-  }
-}
 
 class Propagator {
 public:
@@ -350,7 +329,7 @@ std::optional<Contents> Propagator::cast() const {
       return std::nullopt;
     Contents out;
     for (int64_t i = 0; i < tensor->numElements(); ++i)
-      out.emplace_back(convertInteger(int64_t(tensor->elementAsDouble(i)), to));
+      out.emplace_back(narrowInteger(int64_t(tensor->elementAsDouble(i)), to));
     return out;
   }
   std::optional<Contents> in = operand(0);
@@ -358,7 +337,7 @@ std::optional<Contents> Propagator::cast() const {
     return std::nullopt;
   for (Dim &d : *in) {
     if (std::optional<int64_t> c = d.constant())
-      d = Dim(convertInteger(*c, to));
+      d = Dim(narrowInteger(*c, to));
     else if (to == DType::Bool)
       d = Dim::unknown(); // a symbolic dimension may or may not be zero
   }
