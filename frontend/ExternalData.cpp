@@ -181,8 +181,9 @@ std::string readExternalData(const onnx::TensorProto &proto, const std::string &
     fail(context, ": external data length ", length, " does not match the ", expectedBytes,
          " bytes the dims and dtype need");
   if (ref.offset > fileSize || length > fileSize - ref.offset)
-    fail(context, ": external data range [", ref.offset, ", ", ref.offset + length,
-         ") is past the end of '", ref.location, "' (", fileSize, " bytes)");
+    // Offset and length as written: their sum may not fit 64 bits.
+    fail(context, ": external data at offset ", ref.offset, " of length ", length,
+         " is past the end of '", ref.location, "' (", fileSize, " bytes)");
 
   return readRange(file.fd, ref.offset, length, ref.location, context);
 }
