@@ -11,7 +11,9 @@
 // chunk for the row's tail; otherwise one element at a time. Operands that
 // are one-element constants become immediates; other one-element operands
 // are loaded once per call. An integer Div/Mod by zero fails the kernel
-// (one check per chunk), as the evaluator fails.
+// (one check per chunk), as the evaluator fails, and so does an operand dim
+// that shape inference only assumed to broadcast (a symbol n against a
+// constant 3: n must be 1 or 3) when it is neither.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ElementwiseFusion.h"
@@ -91,6 +93,11 @@ private:
   void collectOperands();
   unsigned chooseWidth() const;
   llvm::Value *stride(const LayoutStride &s);
+  /// Whether an operand dim broadcasts by an assumption of shape inference
+  /// (LayoutStride::extent), which the kernel checks at run time.
+  static bool hasUnprovenBroadcast(const OperandLayout &layout);
+  /// Fails the kernel when such a dim is neither 1 nor the result's extent.
+  void checkBroadcast(const OperandLayout &layout);
   void emitSegment(llvm::Value *jBegin, llvm::Value *jEnd, llvm::Value *rowStart,
                    const std::vector<llvm::Value *> &bases);
   void emitChunk(llvm::Value *j, llvm::Value *mask, llvm::Value *rowStart,
@@ -162,6 +169,23 @@ unsigned GroupKernel::chooseWidth() const {
     if (needsScalarEmission(*node) || !vectorizable(node->result(0)->dtype()))
       return 1;
   return kVectorWidth;
+}
+
+bool GroupKernel::hasUnprovenBroadcast(const OperandLayout &layout) {
+  for (const LayoutStride &s : layout.strides)
+    if (s.zeroWhenOne)
+      return true;
+  return false;
+}
+
+void GroupKernel::checkBroadcast(const OperandLayout &layout) {
+  IRBuilder<> &b = k_.ir();
+  for (const LayoutStride &s : layout.strides) {
+    if (!s.zeroWhenOne)
+      continue;
+    llvm::Value *d = k_.dim(*s.zeroWhenOne);
+    k_.failIf(b.CreateAnd(b.CreateICmpNE(d, k_.i64(1)), b.CreateICmpNE(d, k_.dim(s.extent))));
+  }
 }
 
 llvm::Value *GroupKernel::stride(const LayoutStride &s) {
@@ -300,9 +324,14 @@ void GroupKernel::emit() {
     if ((node->kind() == OpKind::Div || node->kind() == OpKind::Mod) &&
         !isFloat(node->operand(0)->dtype()))
       failure += (failure.empty() ? "" : "; or ") + divisionByZeroMessage(*node);
+  collectOperands();
+  for (const External &external : externals_)
+    if (hasUnprovenBroadcast(external.layout))
+      failure += (failure.empty() ? "" : "; or ") + std::string("'") + external.value->name() +
+                 "' of shape " + external.value->shape().str() + " does not broadcast to " +
+                 group_.result()->shape().str();
   if (!failure.empty())
     step_.setFailure(failure);
-  collectOperands();
   width_ = chooseWidth();
   bool expensive = false;
   for (const Node *node : group_.nodes)
@@ -316,6 +345,7 @@ void GroupKernel::emit() {
     for (const LayoutStride &s : external.layout.strides)
       strides.push_back(stride(s));
     strides_.push_back(strides);
+    checkBroadcast(external.layout);
   }
   ElementEmitter emitter(k_, width_);
   for (const External &external : externals_)
