@@ -2,7 +2,9 @@
 //
 // Input: bytes that RandomGraph.h turns into a small, well-typed graph
 // (text IR) plus one or two bindings of its symbols and a seed for the
-// input contents. The graph goes the way `onnxc run model.ir` takes it: the
+// input contents; or a case file (caseFileText: the same as text, which
+// is what a finding prints and what regressions/ holds, so a regression
+// stays one when the generator changes). The graph goes the way `onnxc run model.ir` takes it: the
 // -O3 pipeline, lowering, the ORC JIT (specializing small inputs when shapes
 // follow input contents), a runtime session; and, separately, straight
 // through the reference evaluator. Nothing is cached between inputs.
@@ -277,8 +279,11 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fuzz::ByteReader reader(data, size);
-  RandomCase testCase = fuzz::generateRandomCase(reader);
+  RandomCase testCase;
+  if (!fuzz::parseCaseFile({reinterpret_cast<const char *>(data), size}, testCase)) {
+    fuzz::ByteReader reader(data, size);
+    testCase = fuzz::generateRandomCase(reader);
+  }
   std::unique_ptr<Graph> reference;
   try {
     reference = loadGraph(testCase.irText);
@@ -305,9 +310,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!compiled)
       return 0;
     CompiledRun outputs = runCompiled(testCase, *compiled, inputs);
-    std::string context = "--- graph\n" + testCase.irText + "--- inputs (run " +
-                          std::to_string(run) + ", " + std::to_string(testCase.threads) +
-                          " threads)\n" + describeInputs(inputs);
+    std::string context = "--- case file (for regressions/jit-differential/)\n" +
+                          fuzz::caseFileText(testCase) + "--- inputs of run " +
+                          std::to_string(run) + "\n" + describeInputs(inputs);
     if (!ref.error.empty()) {
       if (outputs.error.empty())
         fuzz::finding("the compiled model returned outputs for inputs the evaluator refuses (" +

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <sstream>
 
 namespace onnxc::fuzz {
 
@@ -848,5 +849,67 @@ private:
 } // namespace
 
 RandomCase generateRandomCase(ByteReader &reader) { return Builder(reader).build(); }
+
+namespace {
+constexpr std::string_view kCaseMagic = "# onnxc-fuzz-case\n";
+} // namespace
+
+std::string caseFileText(const RandomCase &testCase) {
+  std::string text(kCaseMagic);
+  for (const auto &binding : testCase.bindings) {
+    text += "# run:";
+    for (const auto &[symbol, value] : binding)
+      text += " " + symbol + "=" + std::to_string(value);
+    text += "\n";
+  }
+  text += "# seed: " + std::to_string(testCase.dataSeed) + "\n";
+  text += "# specials: " + std::to_string(int(testCase.specialValues)) + "\n";
+  text += "# threads: " + std::to_string(testCase.threads) + "\n";
+  return text + testCase.irText;
+}
+
+bool parseCaseFile(std::string_view text, RandomCase &testCase) {
+  if (text.substr(0, kCaseMagic.size()) != kCaseMagic)
+    return false;
+  testCase = RandomCase();
+  size_t pos = kCaseMagic.size();
+  auto bad = [](const std::string &line) {
+    finding("malformed case file line: " + line);
+  };
+  while (pos < text.size() && text[pos] == '#') {
+    size_t end = text.find('\n', pos);
+    std::string line(text.substr(pos, end == std::string_view::npos ? end : end - pos));
+    pos = end == std::string_view::npos ? text.size() : end + 1;
+    std::istringstream in(line.substr(1));
+    std::string key;
+    in >> key;
+    if (key == "run:") {
+      std::map<std::string, int64_t> binding;
+      for (std::string item; in >> item;) {
+        size_t eq = item.find('=');
+        if (eq == std::string::npos)
+          bad(line);
+        binding[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+      }
+      testCase.bindings.push_back(binding);
+    } else if (key == "seed:") {
+      in >> testCase.dataSeed;
+    } else if (key == "specials:") {
+      int flag = 0;
+      in >> flag;
+      testCase.specialValues = flag != 0;
+    } else if (key == "threads:") {
+      in >> testCase.threads;
+    } else {
+      bad(line);
+    }
+    if (in.fail() && key != "run:")
+      bad(line);
+  }
+  if (testCase.bindings.empty())
+    testCase.bindings.emplace_back();
+  testCase.irText = std::string(text.substr(pos));
+  return true;
+}
 
 } // namespace onnxc::fuzz

@@ -38,4 +38,17 @@ struct RandomCase {
 /// Builds a case from the fuzz bytes (any bytes give a valid graph).
 RandomCase generateRandomCase(ByteReader &reader);
 
+/// A case as a file that does not depend on the generator, for
+/// regressions/jit-differential/: header lines, then the graph.
+///   # onnxc-fuzz-case
+///   # run: n=3 m=0        (one line per binding)
+///   # seed: 1234
+///   # specials: 1
+///   # threads: 2
+///   graph @fuzz(...) ...
+std::string caseFileText(const RandomCase &testCase);
+/// Reads such a file; false if `text` does not start with the first line.
+/// Malformed header lines abort (a regression file must be right).
+bool parseCaseFile(std::string_view text, RandomCase &testCase);
+
 } // namespace onnxc::fuzz
