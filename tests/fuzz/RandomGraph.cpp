@@ -67,8 +67,10 @@ int64_t upperElements(const GenDims &dims) {
 }
 
 /// Numpy broadcast of two dim lists; false when they do not broadcast
-/// for every binding of the named dims.
-bool broadcastDims(const GenDims &a, const GenDims &b, GenDims &out) {
+/// for every binding of the named dims. With `assume`, a named dim facing a
+/// constant c > 1 broadcasts to c, as shape inference lets it (the compiled
+/// model must then check at run time that the dim is 1 or c).
+bool broadcastDims(const GenDims &a, const GenDims &b, GenDims &out, bool assume = false) {
   size_t rank = std::max(a.size(), b.size());
   out.assign(rank, GenDim());
   for (size_t i = 0; i < rank; ++i) {
@@ -78,6 +80,8 @@ bool broadcastDims(const GenDims &a, const GenDims &b, GenDims &out) {
       out[i] = y ? *y : *x;
     else if (!y || (y->isStatic() && y->size == 1) || *x == *y)
       out[i] = *x;
+    else if (assume && x->isStatic() != y->isStatic())
+      out[i] = x->isStatic() ? *x : *y;
     else
       return false;
   }
@@ -97,6 +101,7 @@ public:
 
   RandomCase build() {
     RandomCase result;
+    assumeBroadcasts_ = in_.below(4) == 0;
     unsigned numSymbols = in_.below(3);
     for (unsigned s = 0; s < numSymbols; ++s)
       symbols_.push_back(s == 0 ? "n" : "m");
@@ -265,7 +270,7 @@ private:
     if (allowValues && mode == 1) {
       GenDims out;
       const GenValue *b = pickWhere([&](const GenValue &v) {
-        return v.kind == kind && broadcastDims(a.dims, v.dims, out) &&
+        return v.kind == kind && broadcast(a.dims, v.dims, out) &&
                upperElements(out) <= kMaxElements;
       });
       if (b) {
@@ -400,7 +405,7 @@ private:
       secondOperand(a, a.kind, -2, 2, b, bDims, bExact);
     }
     GenDims out;
-    if (!broadcastDims(a.dims, bDims, out) || upperElements(out) > kMaxElements)
+    if (!broadcast(a.dims, bDims, out) || upperElements(out) > kMaxElements)
       return;
     bool exact = isInt || ((op == "Max" || op == "Min") && a.exact && bExact);
     bool swap = !constantOnly && op != "Div" && in_.flag();
@@ -420,7 +425,7 @@ private:
     bool bExact;
     secondOperand(first, first.kind, -2, 2, b, bDims, bExact);
     GenDims out;
-    if (!bExact || !broadcastDims(first.dims, bDims, out) || upperElements(out) > kMaxElements)
+    if (!bExact || !broadcast(first.dims, bDims, out) || upperElements(out) > kMaxElements)
       return;
     emit(op, {first.name, b}, "", Kind::Bool, out, true);
   }
@@ -441,13 +446,14 @@ private:
       GenDims bDims, out;
       bool bExact;
       secondOperand(cond, Kind::Bool, 0, 1, b, bDims, bExact);
-      if (broadcastDims(cond.dims, bDims, out) && upperElements(out) <= kMaxElements)
+      if (broadcast(cond.dims, bDims, out) && upperElements(out) <= kMaxElements)
         emit(ops[in_.below(3)], {cond.name, b}, "", Kind::Bool, out, true);
       return;
     }
     if (form == 2) {
-      emit("Cast", {cond.name}, in_.flag() ? "to = 1" : "to = 7",
-           in_.flag() ? Kind::F32 : Kind::I64, cond.dims, true);
+      bool toFloat = in_.flag();
+      emit("Cast", {cond.name}, toFloat ? "to = 1" : "to = 7", toFloat ? Kind::F32 : Kind::I64,
+           cond.dims, true);
       return;
     }
     GenValue x = pick();
@@ -457,7 +463,7 @@ private:
     GenDims yDims, xy, out;
     bool yExact;
     secondOperand(x, x.kind, -2, 2, y, yDims, yExact);
-    if (!broadcastDims(x.dims, yDims, xy) || !broadcastDims(cond.dims, xy, out) ||
+    if (!broadcast(x.dims, yDims, xy) || !broadcast(cond.dims, xy, out) ||
         upperElements(out) > kMaxElements)
       return;
     emit("Where", {cond.name, x.name, y}, "", x.kind, out, x.exact && yExact);
@@ -533,7 +539,9 @@ private:
       dims.insert(dims.begin() + at, merged);
     }
     std::string shape = intConstant({int64_t(target.size())}, target);
-    emit("Reshape", {v.name, shape}, "", v.kind, dims, v.exact);
+    // A 0 in the target copies the input's dim unless allowzero is set.
+    bool zero = std::find(target.begin(), target.end(), 0) != target.end();
+    emit("Reshape", {v.name, shape}, zero ? "allowzero = 1" : "", v.kind, dims, v.exact);
   }
 
   /// The ONNX Slice length of a dim of size `d` for one start/end/step.
@@ -793,7 +801,9 @@ private:
     if (a.dims.empty())
       return unary(a);
     const GenDim &k = a.dims.back();
-    if (a.dims.size() >= 2 && (!k.isStatic() || in_.below(3) == 0)) {
+    // A named k against a constant operand is an assumption of inference.
+    bool assumedK = !k.isStatic() && assumeBroadcasts_ && in_.flag();
+    if (a.dims.size() >= 2 && !assumedK && (!k.isStatic() || in_.below(3) == 0)) {
       // a @ a^T over the last two axes, the shape of Q @ K^T.
       std::vector<int64_t> perm(a.dims.size());
       std::iota(perm.begin(), perm.end(), 0);
@@ -809,11 +819,12 @@ private:
       emit("MatMul", {a.name, t}, "", Kind::F32, dims, false);
       return;
     }
-    if (!k.isStatic())
+    if (!k.isStatic() && !assumedK)
       return;
     static const int64_t widths[] = {1, 2, 3, 5, 8, 16, 17, 33};
     int64_t n = widths[in_.below(std::size(widths))];
-    std::vector<int64_t> bDims = {k.size, n};
+    int64_t kSize = k.isStatic() ? k.size : 1 + in_.below(kSymbolMax);
+    std::vector<int64_t> bDims = {kSize, n};
     GenDims dims;
     if (a.dims.size() == 1) {
       dims = {{"", n}};
@@ -825,7 +836,7 @@ private:
         int64_t b0 = last && last->isStatic() && in_.flag() ? last->size : 1;
         bDims.insert(bDims.begin(), b0);
         GenDims merged;
-        broadcastDims(batch, {{"", b0}}, merged);
+        broadcast(batch, {{"", b0}}, merged);
         batch = merged;
       }
       dims = batch;
@@ -837,7 +848,12 @@ private:
     emit("MatMul", {a.name, constant(Kind::F32, bDims, -1, 1)}, "", Kind::F32, dims, false);
   }
 
+  bool broadcast(const GenDims &a, const GenDims &b, GenDims &out) const {
+    return broadcastDims(a, b, out, assumeBroadcasts_);
+  }
+
   ByteReader &in_;
+  bool assumeBroadcasts_ = false;
   std::vector<std::string> symbols_;
   std::vector<GenValue> values_;
   std::vector<GenValue> outputs_;
