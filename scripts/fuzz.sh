@@ -45,8 +45,9 @@ ninja -C "$build" -j "${ONNXC_FUZZ_JOBS:-2}" "fuzz-$name"
 python="$repo/.venv/bin/python"
 [[ -x "$python" ]] || python=python3
 seeds="$build/seeds"
+mkdir -p "$seeds"
 if [[ ! -d "$seeds/$name" || "$repo/tests/fuzz/make_corpus.py" -nt "$seeds/$name" ]]; then
-  "$python" "$repo/tests/fuzz/make_corpus.py" "$seeds" >/dev/null
+  "$python" "$repo/tests/fuzz/make_corpus.py" "$seeds" "$name" >/dev/null
 fi
 
 corpus="$build/corpus/$name"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz harnesses (tests/fuzz/README.md).
 
-Usage: make_corpus.py OUTDIR
+Usage: make_corpus.py OUTDIR [NAME...]
 
-OUTDIR/NAME/ gets the seeds of harness NAME, and OUTDIR/NAME.dict a libFuzzer
+OUTDIR/NAME/ gets the seeds of harness NAME (of every harness, or of the
+NAMEs given), and OUTDIR/NAME.dict a libFuzzer
 dictionary where one helps. Nothing here is committed; the build makes it.
 
   onnx-import       the ONNX backend node-test models (libonnx-testdata and the
@@ -314,7 +315,7 @@ def jit_differential(out: Path) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     root = Path(sys.argv[1])
@@ -325,8 +326,15 @@ def main() -> int:
         "external-data": lambda d: external_data(d, root / "external-data.dict"),
         "jit-differential": jit_differential,
     }
+    wanted = sys.argv[2:] or list(makers)
+    unknown = [name for name in wanted if name not in makers]
+    if unknown:
+        print(f"unknown harness {unknown[0]} (known: {', '.join(makers)})", file=sys.stderr)
+        return 2
     root.mkdir(parents=True, exist_ok=True)
     for name, make in makers.items():
+        if name not in wanted:
+            continue
         folder = root / name
         if folder.exists():
             shutil.rmtree(folder)
