@@ -2,6 +2,7 @@
 # Runs one libFuzzer harness of tests/fuzz for SECONDS seconds.
 #
 #   scripts/fuzz.sh NAME SECONDS [libFuzzer flags...]
+#   scripts/fuzz.sh NAME triage     replay every finding, one line each
 #   NAME: onnx-import, ir-parser, npy, external-data, jit-differential
 #
 # Builds what it needs in build-fuzz/ (clang-19 with ASan + UBSan + libFuzzer
@@ -18,8 +19,8 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ONNXC_FUZZ_BUILD_DIR:-$repo/build-fuzz}"
 harnesses="onnx-import ir-parser npy external-data jit-differential"
 
-if [[ $# -lt 2 || ! " $harnesses " =~ " $1 " || ! "$2" =~ ^[0-9]+$ ]]; then
-  echo "usage: scripts/fuzz.sh NAME SECONDS [libFuzzer flags...]" >&2
+if [[ $# -lt 2 || ! " $harnesses " =~ " $1 " || ! "$2" =~ ^([0-9]+|triage)$ ]]; then
+  echo "usage: scripts/fuzz.sh NAME SECONDS|triage [libFuzzer flags...]" >&2
   echo "  NAME: ${harnesses// /, }" >&2
   exit 2
 fi
@@ -41,6 +42,19 @@ if [[ ! -f "$build/build.ninja" ]]; then
 fi
 # Two jobs at most: the machine is shared.
 ninja -C "$build" -j "${ONNXC_FUZZ_JOBS:-2}" "fuzz-$name"
+
+if [[ "$seconds" == triage ]]; then
+  # The first line that says what went wrong: a harness finding, a
+  # sanitizer report, or libFuzzer's own (leak, timeout, out-of-memory).
+  for finding in "$build/findings/$name"/*; do
+    [[ -f "$finding" ]] || continue
+    what=$(timeout 120 "$build/tests/fuzz/fuzz-$name" -rss_limit_mb=4096 -timeout=10 "$finding" 2>&1 |
+           grep -a -m1 -E 'fuzz finding:|runtime error:|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|Sanitizer:' ||
+           echo "(no longer fails)")
+    echo "$(basename "$finding"): $what"
+  done
+  exit 0
+fi
 
 python="$repo/.venv/bin/python"
 [[ -x "$python" ]] || python=python3

@@ -33,6 +33,11 @@ bool verbose() {
   return on;
 }
 
+bool replaying() {
+  static const bool on = std::getenv("ONNXC_FUZZ_REPLAY") != nullptr;
+  return on;
+}
+
 void note(const std::string &what) {
   if (verbose())
     std::cerr << "note: " << what << "\n";

@@ -25,6 +25,9 @@ namespace onnxc::fuzz {
 /// Whether ONNXC_FUZZ_VERBOSE is set (not "0"): harnesses then say on
 /// stderr why an input was refused, to check that the seeds get far.
 bool verbose();
+/// Whether the input runs under FuzzDriver.cpp (ctest replaying seeds and
+/// regressions) rather than libFuzzer: committed inputs must be well formed.
+bool replaying();
 /// Prints "note: WHAT" when verbose().
 void note(const std::string &what);
 

@@ -35,6 +35,7 @@
 #include "passes/PassManager.h"
 #include "passes/Pipelines.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -77,6 +78,16 @@ float specialFloat(std::mt19937 &rng) {
   return values[rng() % std::size(values)];
 }
 
+/// Whether every binding gives every input dim a value.
+bool bindsEveryInputDim(const Graph &graph, const RandomCase &testCase) {
+  for (const auto &binding : testCase.bindings)
+    for (const Value *input : graph.inputs())
+      for (size_t axis = 0; axis < input->shape().rank(); ++axis)
+        if (!input->shape()[axis].evaluate(binding))
+          return false;
+  return true;
+}
+
 /// Inputs for one binding: floats are multiples of 1/64 in [-2, 2] (with
 /// special values mixed in when asked), integers in [-8, 8], bools 0/1.
 std::map<std::string, Tensor> makeInputs(const Graph &graph, const RandomCase &testCase,
@@ -87,8 +98,7 @@ std::map<std::string, Tensor> makeInputs(const Graph &graph, const RandomCase &t
     std::vector<int64_t> dims;
     for (size_t axis = 0; axis < input->shape().rank(); ++axis) {
       std::optional<int64_t> d = input->shape()[axis].evaluate(testCase.bindings[run]);
-      if (!d)
-        fuzz::finding("input '" + input->name() + "' has a dim the bindings do not fix");
+      assert(d && "bindsEveryInputDim checked it");
       dims.push_back(*d);
     }
     Tensor tensor(input->dtype(), dims);
@@ -280,9 +290,18 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   RandomCase testCase;
-  if (!fuzz::parseCaseFile({reinterpret_cast<const char *>(data), size}, testCase)) {
+  std::string caseError;
+  if (!fuzz::parseCaseFile({reinterpret_cast<const char *>(data), size}, testCase, caseError)) {
     fuzz::ByteReader reader(data, size);
     testCase = fuzz::generateRandomCase(reader);
+  } else if (!caseError.empty()) {
+    // libFuzzer mutates case files too; a committed one must be right.
+    if (fuzz::replaying())
+      fuzz::finding(caseError);
+    fuzz::note(caseError);
+    return 0;
+  } else if (testCase.threads < 1 || testCase.threads > 4) {
+    return 0;
   }
   std::unique_ptr<Graph> reference;
   try {
@@ -296,6 +315,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // The generator means to make valid graphs; one it got wrong says
     // nothing about the compiler.
     note(testCase, std::string("generated graph refused: ") + e.what());
+    return 0;
+  }
+
+  if (!bindsEveryInputDim(*reference, testCase)) {
+    // The generator binds every symbol it uses; a mutated case file may not.
+    if (fuzz::replaying())
+      fuzz::finding("a run of the case file leaves an input dim unbound");
     return 0;
   }
 

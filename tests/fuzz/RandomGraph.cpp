@@ -884,13 +884,14 @@ std::string caseFileText(const RandomCase &testCase) {
   return text + testCase.irText;
 }
 
-bool parseCaseFile(std::string_view text, RandomCase &testCase) {
+bool parseCaseFile(std::string_view text, RandomCase &testCase, std::string &error) {
   if (text.substr(0, kCaseMagic.size()) != kCaseMagic)
     return false;
   testCase = RandomCase();
   size_t pos = kCaseMagic.size();
-  auto bad = [](const std::string &line) {
-    finding("malformed case file line: " + line);
+  auto bad = [&](const std::string &line) {
+    if (error.empty())
+      error = "malformed case file line: " + line;
   };
   while (pos < text.size() && text[pos] == '#') {
     size_t end = text.find('\n', pos);
@@ -903,9 +904,13 @@ bool parseCaseFile(std::string_view text, RandomCase &testCase) {
       std::map<std::string, int64_t> binding;
       for (std::string item; in >> item;) {
         size_t eq = item.find('=');
-        if (eq == std::string::npos)
-          bad(line);
-        binding[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+        std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        if (value.empty() || value.size() > 2 ||
+            !std::all_of(value.begin(), value.end(), ::isdigit)) {
+          bad(line); // a symbol's value is a small count
+          continue;
+        }
+        binding[item.substr(0, eq)] = std::stoll(value);
       }
       testCase.bindings.push_back(binding);
     } else if (key == "seed:") {

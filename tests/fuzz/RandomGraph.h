@@ -47,8 +47,8 @@ RandomCase generateRandomCase(ByteReader &reader);
 ///   # threads: 2
 ///   graph @fuzz(...) ...
 std::string caseFileText(const RandomCase &testCase);
-/// Reads such a file; false if `text` does not start with the first line.
-/// Malformed header lines abort (a regression file must be right).
-bool parseCaseFile(std::string_view text, RandomCase &testCase);
+/// Reads such a file: false if `text` does not start with the first line.
+/// Malformed header lines set `error` (and return true).
+bool parseCaseFile(std::string_view text, RandomCase &testCase, std::string &error);
 
 } // namespace onnxc::fuzz
