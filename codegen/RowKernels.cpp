@@ -281,12 +281,17 @@ Value *RowEmitter::normalizationScale(Value *base, Value *shift) {
   b_.CreateCondBr(overflow, rescale, join);
 
   b_.SetInsertPoint(rescale);
-  Value *inverse = b_.CreateFDiv(ConstantFP::get(b_.getFloatTy(), 1.0), rowPeak(base, shift));
+  Value *peak = rowPeak(base, shift);
+  Value *inverse = b_.CreateFDiv(ConstantFP::get(b_.getFloatTy(), 1.0), peak);
   Value *scaledMean = b_.CreateFDiv(rowSum(base, true, shift, inverse), rowLengthAsFloat());
   Value *scaledEpsilon =
       b_.CreateFMul(b_.CreateFMul(ConstantFP::get(b_.getFloatTy(), spec_.epsilon), inverse), inverse);
   Value *slow = b_.CreateFDiv(
       inverse, b_.CreateUnaryIntrinsic(Intrinsic::sqrt, b_.CreateFAdd(scaledMean, scaledEpsilon)));
+  // A row holding inf keeps the scale 0 the evaluator's division by an
+  // infinite rms gives (finite elements 0, infinite ones NaN).
+  slow = b_.CreateSelect(b_.CreateFCmpOLT(peak, ConstantFP::getInfinity(b_.getFloatTy())), slow,
+                         fast);
   BasicBlock *rescaleEnd = b_.GetInsertBlock();
   b_.CreateBr(join);
 

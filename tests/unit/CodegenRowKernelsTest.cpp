@@ -283,6 +283,20 @@ TEST(CodegenRow, NormsOfHugeRowsDoNotOverflow) {
   }
 }
 
+TEST(CodegenRow, RmsNormOfARowWithInfinityIsZeroAndNaN) {
+  // As the evaluator: rms = inf, so finite elements give 0 and the infinite
+  // one NaN (the rescaling of huge rows must not turn the row into NaN).
+  auto *fn = rowJit().lookup<RowKernelFn>(kernelName(Variants[4], 9));
+  std::vector<float> in = {1, -2, INFINITY, 3, 4, 5, 6, 7, 8}, gamma(9, 1.0f), out(9);
+  fn(in.data(), out.data(), gamma.data(), nullptr, 0, 1);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (std::isinf(in[i]))
+      EXPECT_TRUE(std::isnan(out[i])) << i;
+    else
+      EXPECT_EQ(out[i], 0.0f) << i;
+  }
+}
+
 TEST(CodegenRow, GenericX86_64TargetIsAlsoAccurate) {
   // No FMA and no AVX: fmuladd splits, masked loads are scalarized, and the
   // results must still meet the same tolerances.
