@@ -172,6 +172,7 @@ void checkDirectRead(const onnx::TensorProto &proto) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  fuzz::limitMemory();
   layout();
   return 0;
 }

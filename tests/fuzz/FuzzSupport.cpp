@@ -2,6 +2,7 @@
 #include "FuzzSupport.h"
 
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 
@@ -23,6 +24,12 @@ void finding(const std::string &what, const std::string &details) {
     std::cerr << details << (details.back() == '\n' ? "" : "\n");
   std::cerr.flush();
   std::abort();
+}
+
+void limitMemory() {
+  // The runtime reads the variable once, at its first session.
+  setenv("ONNXC_MEMORY_LIMIT", "1G", 1);
+  setMemoryLimit(int64_t(1) << 30);
 }
 
 bool verbose() {

@@ -22,6 +22,12 @@ namespace onnxc::fuzz {
 /// standalone driver) records the input as a crash.
 [[noreturn]] void finding(const std::string &what, const std::string &details = "");
 
+/// Caps onnxc's tensor memory budget and the compiled runtime's limit at
+/// 1 GiB, under libFuzzer's 4 GiB RSS limit, so a model asking for more is
+/// refused by onnxc (the behavior under test) rather than reported as an
+/// out-of-memory by libFuzzer. Every harness calls it first.
+void limitMemory();
+
 /// Whether ONNXC_FUZZ_VERBOSE is set (not "0"): harnesses then say on
 /// stderr why an input was refused, to check that the seeds get far.
 bool verbose();

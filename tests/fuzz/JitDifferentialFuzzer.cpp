@@ -284,6 +284,7 @@ CompiledRun runCompiled(const RandomCase &testCase, const Compiled &compiled,
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  fuzz::limitMemory();
   hostTarget();
   return 0;
 }

@@ -15,6 +15,11 @@
 
 using namespace onnxc;
 
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  fuzz::limitMemory();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
   Tensor tensor;

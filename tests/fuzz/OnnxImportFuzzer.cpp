@@ -33,6 +33,7 @@ const std::string &modelFolder() {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  fuzz::limitMemory();
   modelFolder();
   return 0;
 }
