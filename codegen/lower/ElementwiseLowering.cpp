@@ -20,6 +20,7 @@
 #include "codegen/lower/ElementwiseLayout.h"
 #include "codegen/lower/ElementwiseOps.h"
 #include "codegen/lower/OpLowerings.h"
+#include "codegen/lower/ShapeAssumptions.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -93,11 +94,11 @@ private:
   void collectOperands();
   unsigned chooseWidth() const;
   llvm::Value *stride(const LayoutStride &s);
-  /// Whether an operand dim broadcasts by an assumption of shape inference
-  /// (LayoutStride::extent), which the kernel checks at run time.
-  static bool hasUnprovenBroadcast(const OperandLayout &layout);
-  /// Fails the kernel when such a dim is neither 1 nor the result's extent.
-  void checkBroadcast(const OperandLayout &layout);
+  /// Fails the run, in a step of its own, when an operand dim that shape
+  /// inference only assumed to broadcast (LayoutStride::extent) is neither
+  /// 1 nor the result's extent. A step of its own, because this kernel runs
+  /// no task at all when the result is empty.
+  void checkBroadcasts();
   void emitSegment(llvm::Value *jBegin, llvm::Value *jEnd, llvm::Value *rowStart,
                    const std::vector<llvm::Value *> &bases);
   void emitChunk(llvm::Value *j, llvm::Value *mask, llvm::Value *rowStart,
@@ -171,21 +172,22 @@ unsigned GroupKernel::chooseWidth() const {
   return kVectorWidth;
 }
 
-bool GroupKernel::hasUnprovenBroadcast(const OperandLayout &layout) {
-  for (const LayoutStride &s : layout.strides)
-    if (s.zeroWhenOne)
-      return true;
-  return false;
-}
-
-void GroupKernel::checkBroadcast(const OperandLayout &layout) {
-  IRBuilder<> &b = k_.ir();
-  for (const LayoutStride &s : layout.strides) {
-    if (!s.zeroWhenOne)
-      continue;
-    llvm::Value *d = k_.dim(*s.zeroWhenOne);
-    k_.failIf(b.CreateAnd(b.CreateICmpNE(d, k_.i64(1)), b.CreateICmpNE(d, k_.dim(s.extent))));
+void GroupKernel::checkBroadcasts() {
+  std::vector<DimAssumption> assumptions;
+  std::string message;
+  for (const External &external : externals_) {
+    bool assumed = false;
+    for (const LayoutStride &s : external.layout.strides)
+      if (s.zeroWhenOne) {
+        assumptions.push_back({*s.zeroWhenOne, s.extent, true});
+        assumed = true;
+      }
+    if (assumed)
+      message += (message.empty() ? "'" : "; or '") + external.value->name() + "' of shape " +
+                 external.value->shape().str() + " does not broadcast to " +
+                 group_.result()->shape().str();
   }
+  checkDimAssumptions(context_, *group_.nodes.back(), assumptions, message);
 }
 
 llvm::Value *GroupKernel::stride(const LayoutStride &s) {
@@ -325,11 +327,7 @@ void GroupKernel::emit() {
         !isFloat(node->operand(0)->dtype()))
       failure += (failure.empty() ? "" : "; or ") + divisionByZeroMessage(*node);
   collectOperands();
-  for (const External &external : externals_)
-    if (hasUnprovenBroadcast(external.layout))
-      failure += (failure.empty() ? "" : "; or ") + std::string("'") + external.value->name() +
-                 "' of shape " + external.value->shape().str() + " does not broadcast to " +
-                 group_.result()->shape().str();
+  checkBroadcasts();
   if (!failure.empty())
     step_.setFailure(failure);
   width_ = chooseWidth();
@@ -345,7 +343,6 @@ void GroupKernel::emit() {
     for (const LayoutStride &s : external.layout.strides)
       strides.push_back(stride(s));
     strides_.push_back(strides);
-    checkBroadcast(external.layout);
   }
   ElementEmitter emitter(k_, width_);
   for (const External &external : externals_)

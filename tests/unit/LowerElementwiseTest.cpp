@@ -264,6 +264,14 @@ TEST(LowerElementwise, BroadcastAssumedByInferenceIsChecked) {
     expectRunFails(*graph, {{"x", randomOf(DType::F32, {8}, 13)}, {"y", randomOf(DType::F32, {k}, 14)}},
                    "max1", "'y' of shape [k] does not broadcast to [8]");
   }
+  // Also when the result is empty and the kernel has no task to run: b of
+  // [0] against 17 at n = 0 (a later fuzz finding, through Where).
+  GraphText empty;
+  empty.input("a", "f32[n, 17]").input("b", "f32[n]");
+  empty.output("z", "f32[n, 17]", "Add(%a, %b) loc(\"add1\")");
+  auto emptyGraph = parseGraph(empty.str());
+  expectRunFails(*emptyGraph, {{"a", randomOf(DType::F32, {0, 17}, 15)}, {"b", randomOf(DType::F32, {0}, 16)}},
+                 "add1", "'b' of shape [n] does not broadcast to [n, 17]");
 }
 
 TEST(LowerElementwise, HalfBfloatAndDouble) {
