@@ -47,7 +47,7 @@ KernelJit::KernelJit(llvm::orc::JITTargetMachineBuilder target) {
 
 KernelJit KernelJit::forHost() {
   initializeHostTargetOnce();
-  llvm::orc::JITTargetMachineBuilder target(llvm::Triple(llvm::sys::getProcessTriple()));
+  llvm::orc::JITTargetMachineBuilder target{llvm::Triple(llvm::sys::getProcessTriple())};
   target.setCPU(llvm::sys::getHostCPUName().str());
   llvm::SubtargetFeatures features;
   for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())

@@ -129,8 +129,17 @@ private:
   Value *maxValues(Value *lhs, Value *rhs) {
     return b_.CreateSelect(b_.CreateFCmpOGT(lhs, rhs), lhs, rhs);
   }
-  /// Sum over the row of (x - shift) or of (x - shift)^2 (shift may be null).
-  Value *rowSum(Value *base, bool squares, Value *shift = nullptr);
+  /// Sum over the row of (x - shift) or of ((x - shift) * factor)^2 (shift
+  /// and factor may be null).
+  Value *rowSum(Value *base, bool squares, Value *shift = nullptr, Value *factor = nullptr);
+  /// `mean` when finite; otherwise (the sum overflowed: |x| near FLT_MAX)
+  /// the sum of x / L, whose partial sums stay within the largest |x|.
+  Value *meanWithoutOverflow(Value *base, Value *mean);
+  /// max |x - shift| over the row (shift may be null).
+  Value *rowPeak(Value *base, Value *shift);
+  /// 1 / sqrt(mean((x - shift)^2) + epsilon), computed after scaling by the
+  /// row's peak when the plain sum of squares overflows.
+  Value *normalizationScale(Value *base, Value *shift);
   /// The row's first element, or 0 for an empty row (read without touching
   /// memory past the row).
   Value *firstElement(Value *base);
@@ -207,18 +216,90 @@ Value *RowEmitter::horizontal(Value *vector, Combiner combine) {
   return b_.CreateExtractElement(vector, uint64_t(0));
 }
 
-Value *RowEmitter::rowSum(Value *base, bool squares, Value *shift) {
+Value *RowEmitter::rowSum(Value *base, bool squares, Value *shift, Value *factor) {
   Value *shiftVec = shift ? b_.CreateVectorSplat(Width, shift) : nullptr;
+  Value *factorVec = factor ? b_.CreateVectorSplat(Width, factor) : nullptr;
   auto visit = [&](Chunk chunk, Value *acc) -> Value * {
     Value *x = load(base, chunk);
     if (shiftVec)
       x = b_.CreateFSub(x, shiftVec);
+    if (factorVec)
+      x = b_.CreateFMul(x, factorVec);
     x = masked(chunk, x, 0.0f);
     if (squares)
       return b_.CreateIntrinsic(Intrinsic::fmuladd, {vecTy_}, {x, x, acc});
     return b_.CreateFAdd(acc, x);
   };
   return reduce(0.0f, visit, [&](Value *l, Value *r) { return addValues(l, r); });
+}
+
+Value *RowEmitter::rowPeak(Value *base, Value *shift) {
+  Value *shiftVec = shift ? b_.CreateVectorSplat(Width, shift) : nullptr;
+  auto visit = [&](Chunk chunk, Value *acc) -> Value * {
+    Value *x = load(base, chunk);
+    if (shiftVec)
+      x = b_.CreateFSub(x, shiftVec);
+    x = masked(chunk, b_.CreateUnaryIntrinsic(Intrinsic::fabs, x), 0.0f);
+    return maxValues(acc, x);
+  };
+  return reduce(0.0f, visit, [&](Value *l, Value *r) { return maxValues(l, r); });
+}
+
+Value *RowEmitter::meanWithoutOverflow(Value *base, Value *mean) {
+  BasicBlock *fastEnd = b_.GetInsertBlock();
+  Function *function = fastEnd->getParent();
+  BasicBlock *rescale = BasicBlock::Create(b_.getContext(), "mean_rescale", function);
+  BasicBlock *join = BasicBlock::Create(b_.getContext(), "mean", function);
+  Value *magnitude = b_.CreateUnaryIntrinsic(Intrinsic::fabs, mean);
+  b_.CreateCondBr(b_.CreateFCmpOEQ(magnitude, ConstantFP::getInfinity(b_.getFloatTy())), rescale,
+                  join);
+  b_.SetInsertPoint(rescale);
+  Value *inverseLength = b_.CreateFDiv(ConstantFP::get(b_.getFloatTy(), 1.0), rowLengthAsFloat());
+  Value *slow = rowSum(base, false, nullptr, inverseLength);
+  BasicBlock *rescaleEnd = b_.GetInsertBlock();
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+  PHINode *result = b_.CreatePHI(b_.getFloatTy(), 2, "mean");
+  result->addIncoming(mean, fastEnd);
+  result->addIncoming(slow, rescaleEnd);
+  return result;
+}
+
+Value *RowEmitter::normalizationScale(Value *base, Value *shift) {
+  Value *sumOfSquares = rowSum(base, true, shift);
+  Value *fast = inverseRootMeanPlusEpsilon(sumOfSquares);
+  // Squares of |x| above ~1.8e19 overflow float, and the plain formula
+  // would give a scale of 0 (outputs 0) where the evaluator, in double,
+  // gives the right value. Such rows take one more pass: with p the row's
+  // peak, 1 / sqrt(mean(x^2) + eps) = (1/p) / sqrt(mean((x/p)^2) + eps/p^2).
+  BasicBlock *fastEnd = b_.GetInsertBlock();
+  Function *function = fastEnd->getParent();
+  BasicBlock *rescale = BasicBlock::Create(b_.getContext(), "norm_rescale", function);
+  BasicBlock *join = BasicBlock::Create(b_.getContext(), "norm_scale", function);
+  Value *overflow = b_.CreateFCmpOEQ(
+      sumOfSquares, ConstantFP::getInfinity(b_.getFloatTy()));
+  b_.CreateCondBr(overflow, rescale, join);
+
+  b_.SetInsertPoint(rescale);
+  Value *peak = rowPeak(base, shift);
+  Value *inverse = b_.CreateFDiv(ConstantFP::get(b_.getFloatTy(), 1.0), peak);
+  Value *scaledMean = b_.CreateFDiv(rowSum(base, true, shift, inverse), rowLengthAsFloat());
+  Value *scaledEpsilon =
+      b_.CreateFMul(b_.CreateFMul(ConstantFP::get(b_.getFloatTy(), spec_.epsilon), inverse), inverse);
+  Value *slow = b_.CreateFDiv(
+      inverse, b_.CreateUnaryIntrinsic(Intrinsic::sqrt, b_.CreateFAdd(scaledMean, scaledEpsilon)));
+  // A row holding inf keeps the scale 0 the evaluator's division by an
+  // infinite rms gives (finite elements 0, infinite ones NaN).
+  slow = b_.CreateSelect(b_.CreateFCmpOLT(peak, ConstantFP::getInfinity(b_.getFloatTy())), slow,
+                         fast);
+  BasicBlock *rescaleEnd = b_.GetInsertBlock();
+  b_.CreateBr(join);
+
+  b_.SetInsertPoint(join);
+  PHINode *scale = b_.CreatePHI(b_.getFloatTy(), 2, "norm_scale");
+  scale->addIncoming(fast, fastEnd);
+  scale->addIncoming(slow, rescaleEnd);
+  return scale;
 }
 
 Value *RowEmitter::firstElement(Value *base) {
@@ -271,8 +352,9 @@ void RowEmitter::emitNormalization(Value *in, Value *out, Value *gamma, Value *b
     // row's mean is large compared with its spread.
     Value *pivot = firstElement(in);
     mean = b_.CreateFAdd(pivot, b_.CreateFDiv(rowSum(in, false, pivot), rowLengthAsFloat()));
+    mean = meanWithoutOverflow(in, mean);
   }
-  Value *scale = inverseRootMeanPlusEpsilon(rowSum(in, true, mean));
+  Value *scale = normalizationScale(in, mean);
   Value *meanVec = mean ? b_.CreateVectorSplat(Width, mean) : nullptr;
   Value *scaleVec = b_.CreateVectorSplat(Width, scale);
   bool useBeta = isLayerNorm && spec_.hasBeta;

@@ -25,6 +25,22 @@ void silenceProtobufLogging() {
   std::call_once(once, [] { google::protobuf::SetLogHandler(nullptr); });
 }
 
+/// Parses the whole stream into a model; the file and the in-memory entry
+/// points share it, so both refuse the same inputs in the same words.
+onnx::ModelProto parseModelStream(google::protobuf::io::ZeroCopyInputStream &stream) {
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    fail("not a valid ONNX model (protobuf parse failed)");
+  return model;
+}
+
+void requireGraph(const onnx::ModelProto &model) {
+  if (!model.has_graph())
+    fail("not a valid ONNX model (no graph)");
+}
+
 } // namespace
 
 std::string canonicalDomain(const std::string &domain) {
@@ -52,15 +68,22 @@ onnx::ModelProto loadModelProto(const std::string &path) {
   if (!in)
     fail("cannot open the file for reading");
   google::protobuf::io::IstreamInputStream rawStream(&in);
-  google::protobuf::io::CodedInputStream coded(&rawStream);
-  coded.SetTotalBytesLimit(INT_MAX);
-  onnx::ModelProto model;
-  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    fail("not a valid ONNX model (protobuf parse failed)");
+  onnx::ModelProto model = parseModelStream(rawStream);
   if (in.bad())
     fail("cannot read the file");
-  if (!model.has_graph())
-    fail("not a valid ONNX model (no graph)");
+  requireGraph(model);
+  return model;
+}
+
+onnx::ModelProto parseModelProto(const void *data, size_t size) {
+  silenceProtobufLogging();
+  if (size == 0)
+    fail("not a valid ONNX model (the file is empty)");
+  if (size >= uint64_t(INT_MAX))
+    fail("the model file is 2 GiB or larger; save its weights as external data");
+  google::protobuf::io::ArrayInputStream rawStream(data, int(size));
+  onnx::ModelProto model = parseModelStream(rawStream);
+  requireGraph(model);
   return model;
 }
 

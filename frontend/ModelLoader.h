@@ -23,6 +23,9 @@ std::string canonicalDomain(const std::string &domain);
 /// Parses the file into a ModelProto. Throws onnxc::Error (messages without
 /// the file prefix) when the file is missing, unreadable or not a model.
 onnx::ModelProto loadModelProto(const std::string &path);
+/// Parses a model held in memory with the same checks as loadModelProto
+/// (size, protobuf validity, a graph present); what the fuzzers feed.
+onnx::ModelProto parseModelProto(const void *data, size_t size);
 
 /// Checks ir_version and opset_import: the default domain must be imported
 /// at an opset in [kMinOnnxOpset, kMaxOnnxOpset]. Returns the opsets.

@@ -251,6 +251,52 @@ TEST(CodegenRow, SoftmaxPropagatesNaNAndHandlesInfinity) {
     EXPECT_EQ(out[i], i % 2 ? 0.25f : 0.0f);
 }
 
+TEST(CodegenRow, NormsOfHugeRowsDoNotOverflow) {
+  // Squares above FLT_MAX used to make the scale 0 and every output 0 (the
+  // jit-differential fuzzer's RMSNorm of a row holding 1e30); the kernels
+  // rescale such rows by their peak and must match the double reference.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const Variant &variant : Variants) {
+    if (variant.kind != RowKernelKind::LayerNorm && variant.kind != RowKernelKind::RmsNorm)
+      continue;
+    for (int64_t length : {1, 9, 384}) {
+      RowCase c = makeCase(length, 11);
+      c.rows = 4;
+      c.in.assign(size_t(c.rows * length), 0.0f);
+      for (int64_t i = 0; i < length; ++i) {
+        c.in[size_t(i)] = 1e30f * normal(rng);                         // all huge
+        c.in[size_t(length + i)] = i == length / 2 ? 1e25f : normal(rng); // one huge
+        c.in[size_t(2 * length + i)] = 1e20f + 1e19f * normal(rng);    // huge mean, spread
+        c.in[size_t(3 * length + i)] = 3e37f * normal(rng);            // near FLT_MAX
+      }
+      std::string what = variant.label() + " L=" + std::to_string(length);
+      const float *beta = variant.hasBeta ? c.beta.data() : nullptr;
+      std::vector<float> baked(c.in.size()), runtime(c.in.size());
+      rowJit().lookup<RowKernelFn>(kernelName(variant, length))(c.in.data(), baked.data(),
+                                                                 c.gamma.data(), beta, 0, c.rows);
+      rowJit().lookup<RuntimeLengthRowKernelFn>(kernelName(variant, 0))(
+          c.in.data(), runtime.data(), c.gamma.data(), beta, 0, c.rows, length);
+      expectRowsMatch(variant, c, baked, what + " baked");
+      expectRowsMatch(variant, c, runtime, what + " runtime");
+    }
+  }
+}
+
+TEST(CodegenRow, RmsNormOfARowWithInfinityIsZeroAndNaN) {
+  // As the evaluator: rms = inf, so finite elements give 0 and the infinite
+  // one NaN (the rescaling of huge rows must not turn the row into NaN).
+  auto *fn = rowJit().lookup<RowKernelFn>(kernelName(Variants[4], 9));
+  std::vector<float> in = {1, -2, INFINITY, 3, 4, 5, 6, 7, 8}, gamma(9, 1.0f), out(9);
+  fn(in.data(), out.data(), gamma.data(), nullptr, 0, 1);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (std::isinf(in[i]))
+      EXPECT_TRUE(std::isnan(out[i])) << i;
+    else
+      EXPECT_EQ(out[i], 0.0f) << i;
+  }
+}
+
 TEST(CodegenRow, GenericX86_64TargetIsAlsoAccurate) {
   // No FMA and no AVX: fmuladd splits, masked loads are scalarized, and the
   // results must still meet the same tolerances.

@@ -251,6 +251,29 @@ TEST(LowerElementwise, IntegerDivisionByZeroFailsTheRun) {
   }
 }
 
+TEST(LowerElementwise, BroadcastAssumedByInferenceIsChecked) {
+  // Inference lets k face 8 as "1 or 8" (the result is [8]); any other k
+  // must fail the run as the evaluator fails, not read past y (found by the
+  // jit-differential fuzzer: Max of [1, n*15] and [10, 3] ran at n = 4).
+  GraphText g;
+  g.input("x", "f32[8]").input("y", "f32[k]");
+  g.output("z", "f32[8]", "Max(%x, %y) loc(\"max1\")");
+  auto graph = parseGraph(g.str());
+  for (int64_t k : {0, 2, 9, 60}) {
+    SCOPED_TRACE(k);
+    expectRunFails(*graph, {{"x", randomOf(DType::F32, {8}, 13)}, {"y", randomOf(DType::F32, {k}, 14)}},
+                   "max1", "'y' of shape [k] does not broadcast to [8]");
+  }
+  // Also when the result is empty and the kernel has no task to run: b of
+  // [0] against 17 at n = 0 (a later fuzz finding, through Where).
+  GraphText empty;
+  empty.input("a", "f32[n, 17]").input("b", "f32[n]");
+  empty.output("z", "f32[n, 17]", "Add(%a, %b) loc(\"add1\")");
+  auto emptyGraph = parseGraph(empty.str());
+  expectRunFails(*emptyGraph, {{"a", randomOf(DType::F32, {0, 17}, 15)}, {"b", randomOf(DType::F32, {0}, 16)}},
+                 "add1", "'b' of shape [n] does not broadcast to [n, 17]");
+}
+
 TEST(LowerElementwise, HalfBfloatAndDouble) {
   struct Case {
     const char *type;

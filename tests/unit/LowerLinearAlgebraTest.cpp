@@ -13,6 +13,7 @@
 #include "codegen/ModelCompiler.h"
 #include "codegen/ModelPlan.h"
 #include "codegen/TargetSelection.h"
+#include "ir/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -136,6 +137,58 @@ graph @g(%a: f32[2, 1, 5, 8], %b: f32[3, 8, 7], %c: f32[n, 1, 6, 8], %d: f32[1, 
                                     {"c", randomOf(DType::F32, {n, 1, 6, 8}, 3)},
                                     {"d", randomOf(DType::F32, {1, h, 8, 19}, 4)}},
                                    1e-4, 1e-5, 2);
+}
+
+/// Expects the evaluator and the compiled run to refuse `inputs`, the
+/// compiled run with "step 'NODE': ... do not multiply ...".
+void expectMultiplyRefused(const Graph &graph, const Inputs &inputs, const std::string &node) {
+  EXPECT_THROW(runReference(graph, inputs), Error);
+  try {
+    lowertest::runCompiled(graph, inputs);
+    ADD_FAILURE() << "the compiled run did not fail";
+  } catch (const Error &e) {
+    std::string message = e.what();
+    EXPECT_EQ(message.rfind("step '" + node, 0), 0u) << message;
+    EXPECT_NE(message.find("do not multiply"), std::string::npos) << message;
+  }
+}
+
+TEST(LowerMatMul, UnprovenDimsAreCheckedAtRunTime) {
+  // Inference takes k (against 3) and b (against 4) on trust; a compiled
+  // run with other values must fail as the evaluator does, not read past
+  // an operand (found by the jit-differential fuzzer: MatMul of [0] and
+  // [3, 5] returned numbers).
+  Tensor w = randomOf(DType::F32, {3, 5}, 1), batched = randomOf(DType::F32, {4, 3, 2}, 2);
+  auto graph = parseGraph(
+      "graph @g(%x: f32[k], %y: f32[b, 6, 3]) -> (%u: unknown[*], %v: unknown[*]) {\n" +
+      constantText("w", "f32[3, 5]", w) + constantText("wb", "f32[4, 3, 2]", batched) +
+      "  %u = MatMul(%x, %w)\n  %v = MatMul(%y, %wb)\n  return %u, %v\n}\n");
+  auto gemm = parseGraph(R"(
+graph @g(%p: f32[2, k], %q: f32[3, 2], %c: f32[r, 2]) -> (%g: unknown[*]) {
+  %g = Gemm(%p, %q, %c)
+  return %g
+}
+)");
+  auto inputs = [](int64_t k, int64_t b) {
+    return Inputs{{"x", randomOf(DType::F32, {k}, 3)}, {"y", randomOf(DType::F32, {b, 6, 3}, 4)}};
+  };
+  auto gemmInputs = [](int64_t k, int64_t r) {
+    return Inputs{{"p", randomOf(DType::F32, {2, k}, 5)},
+                  {"q", randomOf(DType::F32, {3, 2}, 6)},
+                  {"c", randomOf(DType::F32, {r, 2}, 7)}};
+  };
+  for (int64_t b : {1, 4})
+    expectCompiledMatchesReference(*graph, inputs(3, b), 1e-4, 1e-5);
+  for (int64_t r : {1, 2})
+    expectCompiledMatchesReference(*gemm, gemmInputs(3, r), 1e-4, 1e-5);
+  for (int64_t k : {0, 2, 4}) {
+    expectMultiplyRefused(*graph, inputs(k, 1), "MatMul");
+    expectMultiplyRefused(*gemm, gemmInputs(k, 1), "Gemm");
+  }
+  for (int64_t b : {0, 2, 5})
+    expectMultiplyRefused(*graph, inputs(3, b), "MatMul");
+  for (int64_t r : {0, 3})
+    expectMultiplyRefused(*gemm, gemmInputs(3, r), "Gemm");
 }
 
 TEST(LowerMatMul, RuntimeColumnBlocksAndDeepK) {
