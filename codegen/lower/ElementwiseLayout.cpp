@@ -71,7 +71,7 @@ IterationSpace planIterationSpace(const Shape &result, const std::vector<Shape> 
         axis.strides.push_back({ownStrides[o][a - lead], std::nullopt});
       } else {
         axis.classes.push_back(AxisClass::Runtime);
-        axis.strides.push_back({ownStrides[o][a - lead], shape[a - lead], result[a]});
+        axis.strides.push_back({ownStrides[o][a - lead], shape[a - lead]});
       }
     }
     // Merge into the previous axis when every operand reads both alike:

@@ -31,10 +31,6 @@ struct LayoutStride {
   Dim stride = Dim(0);
   /// When set, the stride is 0 whenever this (operand) dim is 1 at run time.
   std::optional<Dim> zeroWhenOne;
-  /// With zeroWhenOne: the result's extent on this axis. Shape inference
-  /// let the operand dim broadcast to it without proof (a symbol against a
-  /// constant), so the kernel must check that the dim is 1 or this.
-  Dim extent = Dim(0);
 };
 
 /// How an operand is read along the innermost axis.

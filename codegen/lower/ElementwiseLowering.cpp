@@ -11,16 +11,13 @@
 // chunk for the row's tail; otherwise one element at a time. Operands that
 // are one-element constants become immediates; other one-element operands
 // are loaded once per call. An integer Div/Mod by zero fails the kernel
-// (one check per chunk), as the evaluator fails, and so does an operand dim
-// that shape inference only assumed to broadcast (a symbol n against a
-// constant 3: n must be 1 or 3) when it is neither.
+// (one check per chunk), as the evaluator fails.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ElementwiseFusion.h"
 #include "codegen/lower/ElementwiseLayout.h"
 #include "codegen/lower/ElementwiseOps.h"
 #include "codegen/lower/OpLowerings.h"
-#include "codegen/lower/ShapeAssumptions.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -94,11 +91,6 @@ private:
   void collectOperands();
   unsigned chooseWidth() const;
   llvm::Value *stride(const LayoutStride &s);
-  /// Fails the run, in a step of its own, when an operand dim that shape
-  /// inference only assumed to broadcast (LayoutStride::extent) is neither
-  /// 1 nor the result's extent. A step of its own, because this kernel runs
-  /// no task at all when the result is empty.
-  void checkBroadcasts();
   void emitSegment(llvm::Value *jBegin, llvm::Value *jEnd, llvm::Value *rowStart,
                    const std::vector<llvm::Value *> &bases);
   void emitChunk(llvm::Value *j, llvm::Value *mask, llvm::Value *rowStart,
@@ -170,24 +162,6 @@ unsigned GroupKernel::chooseWidth() const {
     if (needsScalarEmission(*node) || !vectorizable(node->result(0)->dtype()))
       return 1;
   return kVectorWidth;
-}
-
-void GroupKernel::checkBroadcasts() {
-  std::vector<DimAssumption> assumptions;
-  std::string message;
-  for (const External &external : externals_) {
-    bool assumed = false;
-    for (const LayoutStride &s : external.layout.strides)
-      if (s.zeroWhenOne) {
-        assumptions.push_back({*s.zeroWhenOne, s.extent, true});
-        assumed = true;
-      }
-    if (assumed)
-      message += (message.empty() ? "'" : "; or '") + external.value->name() + "' of shape " +
-                 external.value->shape().str() + " does not broadcast to " +
-                 group_.result()->shape().str();
-  }
-  checkDimAssumptions(context_, *group_.nodes.back(), assumptions, message);
 }
 
 llvm::Value *GroupKernel::stride(const LayoutStride &s) {
@@ -326,10 +300,9 @@ void GroupKernel::emit() {
     if ((node->kind() == OpKind::Div || node->kind() == OpKind::Mod) &&
         !isFloat(node->operand(0)->dtype()))
       failure += (failure.empty() ? "" : "; or ") + divisionByZeroMessage(*node);
-  collectOperands();
-  checkBroadcasts();
   if (!failure.empty())
     step_.setFailure(failure);
+  collectOperands();
   width_ = chooseWidth();
   bool expensive = false;
   for (const Node *node : group_.nodes)

@@ -10,7 +10,6 @@
 
 #include "codegen/GemmPacking.h"
 #include "codegen/lower/OpLowerings.h"
-#include "codegen/lower/ShapeAssumptions.h"
 
 namespace onnxc::lower {
 namespace {
@@ -52,8 +51,9 @@ MatMulProblem planMatMul(LoweringContext &ctx, const Node &node) {
     bDims.push_back(Dim(1));
   problem.m = aDims[aDims.size() - 2];
   const Dim &aK = aDims.back(), &bK = bDims[bDims.size() - 2];
-  // Inference may have let a symbol meet a constant here; after the check
-  // below they are equal, and the constant lets the packed GEMM apply.
+  // Inference may have let a symbol meet a constant here; the runtime checks
+  // that assumption (ir/ShapeAssumption.h) before the run, so they are
+  // equal, and the constant lets the packed GEMM apply.
   problem.k = bK.isConstant() ? bK : aK;
   problem.n = bDims.back();
   size_t aBatch = aDims.size() - 2, bBatch = bDims.size() - 2;
@@ -66,16 +66,6 @@ MatMulProblem planMatMul(LoweringContext &ctx, const Node &node) {
     problem.aBatchDims.push_back(i + aBatch >= batchRank ? aDims[i + aBatch - batchRank] : Dim(1));
     problem.bBatchDims.push_back(i + bBatch >= batchRank ? bDims[i + bBatch - batchRank] : Dim(1));
   }
-  std::vector<DimAssumption> assumptions = {{aK, bK}};
-  for (size_t i = 0; i < batchRank; ++i) {
-    assumptions.push_back({problem.aBatchDims[i], problem.batchDims[i], true});
-    assumptions.push_back({problem.bBatchDims[i], problem.batchDims[i], true});
-  }
-  checkDimAssumptions(ctx, node, assumptions,
-                      "operands of shapes " + problem.a->shape().str() + " and " +
-                          problem.b->shape().str() +
-                          " do not multiply (the contraction dims differ, or batch dims are "
-                          "neither equal nor 1)");
   foldBatchIntoRows(problem);
   return problem;
 }
@@ -105,7 +95,6 @@ MatMulProblem planGemm(LoweringContext &ctx, const Node &node) {
   const Dim &aK = problem.transA ? a[0] : a[1], &bK = problem.transB ? b[1] : b[0];
   problem.k = bK.isConstant() ? bK : aK;
   problem.n = problem.transB ? b[0] : b[1];
-  std::vector<DimAssumption> assumptions = {{aK, bK}};
   if (problem.c) {
     requireKnownDims(ctx, node, problem.c);
     std::vector<Dim> cDims = problem.c->shape().dims();
@@ -114,14 +103,7 @@ MatMulProblem planGemm(LoweringContext &ctx, const Node &node) {
     cDims.insert(cDims.begin(), 2 - cDims.size(), Dim(1));
     problem.cRows = cDims[0];
     problem.cCols = cDims[1];
-    assumptions.push_back({problem.cRows, problem.m, true});
-    assumptions.push_back({problem.cCols, problem.n, true});
   }
-  checkDimAssumptions(ctx, node, assumptions,
-                      "operands of shapes " + a.str() + " and " + b.str() +
-                          (problem.c ? " (C " + problem.c->shape().str() + ")" : std::string()) +
-                          " do not multiply (the contraction dims differ, or C does not "
-                          "broadcast to the result)");
   return problem;
 }
 

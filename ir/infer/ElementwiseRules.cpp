@@ -106,7 +106,11 @@ void requireBroadcastsTo(InferenceContext &context, const Node &node, const Shap
     if (d.isConstant() && t.isConstant())
       fail(node.describe(), ": ", what, " of shape ", operand.str(),
            " does not broadcast to the normalized shape ", Shape(target).str());
-    context.assumeEqual(node, t, d, std::string("the normalized dimension matching the ") + what);
+    // A symbolic d may also be 1 (broadcast); a constant d > 1 fixes t.
+    if (d.isConstant())
+      context.assumeEqual(node, t, d, std::string("the normalized dimension matching the ") + what);
+    else
+      context.assumeBroadcastsTo(node, d, t, std::string("the ") + what + " dimension");
   }
 }
 

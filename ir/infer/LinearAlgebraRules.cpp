@@ -154,8 +154,12 @@ void inferGemm(Node &node, InferenceContext &context) {
     for (size_t i = 0; i < cs.rank(); ++i) {
       const Dim &cd = cs[i];
       const Dim &td = target[2 - cs.rank() + i];
-      if (cd.constant() != 1)
+      if (cd.constant() == 1 || cd.provablyEqual(td))
+        continue;
+      if (cd.isConstant() && td.isConstant())
         requireSameDim(context, node, cd, td, "gemm bias C dimension", cs, Shape(target));
+      else
+        context.assumeBroadcastsTo(node, cd, td, "the gemm bias C dimension");
     }
   }
   node.result(0)->setType({dtype, Shape({m, n})});

@@ -36,7 +36,7 @@ public:
   void assumeEqual(const Node &node, const Dim &a, const Dim &b, const std::string &what);
   /// `a` <= `b`, described as "<what> <a> must be at most <b>".
   void assumeAtMost(const Node &node, const Dim &a, const Dim &b, const std::string &what);
-  /// `a` is 1 or the constant `c` > 1: how a dim broadcasts against c.
+  /// `a` is 1 or `c`: how a dim broadcasts against c (unidirectionally).
   void assumeBroadcastsTo(const Node &node, const Dim &a, const Dim &c, const std::string &what);
   /// Moves the assumptions of the last successful rule to the graph.
   void commitAssumptions();

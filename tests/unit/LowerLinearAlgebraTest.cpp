@@ -139,8 +139,8 @@ graph @g(%a: f32[2, 1, 5, 8], %b: f32[3, 8, 7], %c: f32[n, 1, 6, 8], %d: f32[1, 
                                    1e-4, 1e-5, 2);
 }
 
-/// Expects the evaluator and the compiled run to refuse `inputs`, the
-/// compiled run with "step 'NODE': ... do not multiply ...".
+/// Expects the evaluator and the compiled run to refuse `inputs`, naming the
+/// node and the shape assumption the inputs break.
 void expectMultiplyRefused(const Graph &graph, const Inputs &inputs, const std::string &node) {
   EXPECT_THROW(runReference(graph, inputs), Error);
   try {
@@ -148,14 +148,15 @@ void expectMultiplyRefused(const Graph &graph, const Inputs &inputs, const std::
     ADD_FAILURE() << "the compiled run did not fail";
   } catch (const Error &e) {
     std::string message = e.what();
-    EXPECT_EQ(message.rfind("step '" + node, 0), 0u) << message;
-    EXPECT_NE(message.find("do not multiply"), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("node " + node, 0), 0u) << message;
+    EXPECT_NE(message.find(" must "), std::string::npos) << message;
   }
 }
 
 TEST(LowerMatMul, UnprovenDimsAreCheckedAtRunTime) {
-  // Inference takes k (against 3) and b (against 4) on trust; a compiled
-  // run with other values must fail as the evaluator does, not read past
+  // Inference takes k (against 3) and b (against 4) on trust, as shape
+  // assumptions; a compiled run with other values must be refused as the
+  // evaluator refuses it, not read past
   // an operand (found by the jit-differential fuzzer: MatMul of [0] and
   // [3, 5] returned numbers).
   Tensor w = randomOf(DType::F32, {3, 5}, 1), batched = randomOf(DType::F32, {4, 3, 2}, 2);
