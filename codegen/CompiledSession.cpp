@@ -3,6 +3,7 @@
 #include "codegen/CompiledSession.h"
 
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 #include "onnxc/onnxc.h"
 
 #include <cstring>
@@ -18,6 +19,8 @@ CompiledSession::CompiledSession(const onnxc_model_descriptor *model, int numThr
     : model_(model), session_(onnxc_session_create(model, numThreads)) {
   if (!session_)
     fail("cannot create a session: ", onnxc_last_error());
+  // One budget for the whole tool: what --memory-limit set for tensors.
+  onnxc_session_set_memory_limit(session_, size_t(memoryLimit()));
 }
 
 CompiledSession::~CompiledSession() { onnxc_session_destroy(session_); }

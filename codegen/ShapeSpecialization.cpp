@@ -4,10 +4,11 @@
 
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
+#include "ir/infer/ShapeInference.h"
 #include "passes/PassManager.h"
 #include "passes/Pipelines.h"
-#include "ir/infer/ShapeInference.h"
 
+#include <algorithm>
 #include <set>
 
 namespace onnxc {
@@ -48,8 +49,8 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
     if (it == inputs.end() || it->second.numElements() > maxElements)
       continue;
     std::string name = input->name();
-    Value *constant =
-        graph.addConstant(graph.uniqueName(name + ".value"), std::make_shared<const Tensor>(it->second));
+    Value *constant = graph.addConstant(graph.uniqueName(name + ".value"),
+                                        std::make_shared<const Tensor>(it->second));
     graph.replaceAllUsesWith(input, constant);
     graph.eraseInput(input);
     specialized.push_back(name);
@@ -64,25 +65,48 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
   return specialized;
 }
 
-std::vector<std::string> compileForInputs(Graph &graph,
-                                          const std::map<std::string, Tensor> &inputs,
-                                          const std::function<void(const Graph &)> &compile) {
-  if (hasDataDependentShapes(graph)) {
-    std::vector<std::string> specialized = specializeSmallInputs(graph, inputs);
+namespace {
+
+/// Specializes, then compiles; an error names the inputs whose values were
+/// built in, since they (not the model) may be what is wrong.
+std::vector<std::string> specializeAndCompile(Graph &graph,
+                                              const std::map<std::string, Tensor> &inputs,
+                                              const std::function<void(const Graph &)> &compile) {
+  std::vector<std::string> specialized;
+  try {
+    specialized = specializeSmallInputs(graph, inputs);
     compile(graph);
-    return specialized;
+  } catch (const Error &error) {
+    std::vector<std::string> names;
+    for (const Value *input : graph.inputs())
+      names.push_back(input->name());
+    std::string given;
+    for (const auto &[name, tensor] : inputs)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        given += (given.empty() ? "'" : ", '") + name + "'";
+    if (given.empty())
+      throw;
+    fail("with the values given for input", given.find(',') == std::string::npos ? " " : "s ",
+         given, " built in: ", error.what());
   }
+  return specialized;
+}
+
+} // namespace
+
+std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
+                                          const std::function<void(const Graph &)> &compile) {
+  if (hasDataDependentShapes(graph))
+    return specializeAndCompile(graph, inputs, compile);
   try {
     compile(graph);
     return {};
   } catch (const Error &firstError) {
-    std::vector<std::string> specialized = specializeSmallInputs(graph, inputs);
     try {
-      compile(graph);
+      return specializeAndCompile(graph, inputs, compile);
     } catch (const Error &) {
       throw firstError;
     }
-    return specialized;
   }
 }
 

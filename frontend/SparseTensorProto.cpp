@@ -13,17 +13,25 @@
 
 namespace onnxc {
 
-Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &modelDir,
-                             const std::string &context) {
+namespace {
+
+Tensor densify(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+               const std::string &context) {
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   Tensor values = tensorFromProto(proto.values(), modelDir, context + " (values)");
   if (values.rank() != 1)
     fail(context, ": sparse values must be 1-D, got ", values.typeString());
   int64_t count = values.dims()[0];
-  Tensor dense(values.dtype(), dims); // checks dims: negative or absurd sizes fail here
+  // Checks dims (negative or absurd sizes fail here) and the memory budget;
+  // the zeros come from lazily mapped pages, so only the values cost memory.
+  Tensor dense(values.dtype(), dims);
   int64_t denseCount = dense.numElements();
+  if (denseCount == 0 && count > 0)
+    fail(context, ": ", count, " sparse values for ", dense.typeString(),
+         ", which has no elements");
+  // Each stride is at most the element count, so none overflows.
   std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;)
+  for (size_t i = dims.size(); denseCount > 0 && i-- > 1;)
     strides[i - 1] = strides[i] * dims[i];
 
   std::vector<int64_t> indices;
@@ -61,6 +69,13 @@ Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::st
     std::memcpy(out + size_t(offset) * elementSize, in + size_t(n) * elementSize, elementSize);
   }
   return dense;
+}
+
+} // namespace
+
+Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+                             const std::string &context) {
+  return withSizeContext(context, [&] { return densify(proto, modelDir, context); });
 }
 
 } // namespace onnxc

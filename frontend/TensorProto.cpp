@@ -11,6 +11,7 @@
 
 #include "frontend/ExternalData.h"
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 
 #include <bit>
 #include <cstring>
@@ -205,8 +206,9 @@ DType dtypeFromOnnx(int32_t onnxDataType, const std::string &context) {
   fail(context, ": unknown dtype code ", onnxDataType);
 }
 
-Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelDir,
-                       const std::string &context) {
+namespace {
+Tensor tensorFromProtoUnchecked(const onnx::TensorProto &proto, const std::string &modelDir,
+                                const std::string &context) {
   if (proto.has_segment())
     fail(context, ": segmented tensors are not supported");
   DType dtype = dtypeFromOnnx(proto.data_type(), context);
@@ -214,13 +216,23 @@ Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelD
   std::vector<int64_t> dims = checkedDims(proto, context, numElements);
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string bytes =
-        readExternalData(proto, modelDir, size_t(numElements) * dtypeSize(dtype), context);
+    int64_t byteCount = numElements * int64_t(dtypeSize(dtype)); // <= 2^43: no overflow
+    checkTensorBytesAvailable(byteCount);                        // before reading a file that large
+    std::string bytes = readExternalData(proto, modelDir, size_t(byteCount), context);
     return fromBytes(dtype, std::move(dims), numElements, bytes, "external data", context);
   }
   if (proto.has_raw_data())
     return fromBytes(dtype, std::move(dims), numElements, proto.raw_data(), "raw_data", context);
   return fromTypedField(proto, dtype, std::move(dims), numElements, context);
+}
+
+} // namespace
+
+Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelDir,
+                       const std::string &context) {
+  // A size refused by the memory budget names the tensor it was for.
+  return withSizeContext(context,
+                         [&] { return tensorFromProtoUnchecked(proto, modelDir, context); });
 }
 
 } // namespace onnxc

@@ -1,6 +1,8 @@
 //===- ir/Dim.cpp - Symbolic tensor dimensions ------------------------------===//
 #include "ir/Dim.h"
 
+#include "ir/Error.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cctype>
@@ -44,27 +46,37 @@ void Dim::normalize() {
     it = it->second == 0 ? terms_.erase(it) : std::next(it);
 }
 
-Dim operator+(const Dim &a, const Dim &b) {
+bool Dim::accumulate(const Dim &b, int sign) {
+  for (const auto &[mono, coeff] : b.terms_) {
+    int64_t &sum = terms_[mono];
+    bool overflow = sign > 0 ? __builtin_add_overflow(sum, coeff, &sum)
+                             : __builtin_sub_overflow(sum, coeff, &sum);
+    if (overflow)
+      return false;
+  }
+  normalize();
+  return true;
+}
+
+std::optional<Dim> Dim::tryAdd(const Dim &a, const Dim &b) {
   if (a.unknown_ || b.unknown_)
     return Dim();
   Dim r = a;
-  for (const auto &[mono, coeff] : b.terms_)
-    r.terms_[mono] += coeff;
-  r.normalize();
+  if (!r.accumulate(b, +1))
+    return std::nullopt;
   return r;
 }
 
-Dim operator-(const Dim &a, const Dim &b) {
+std::optional<Dim> Dim::trySubtract(const Dim &a, const Dim &b) {
   if (a.unknown_ || b.unknown_)
     return Dim();
   Dim r = a;
-  for (const auto &[mono, coeff] : b.terms_)
-    r.terms_[mono] -= coeff;
-  r.normalize();
+  if (!r.accumulate(b, -1))
+    return std::nullopt;
   return r;
 }
 
-Dim operator*(const Dim &a, const Dim &b) {
+std::optional<Dim> Dim::tryMultiply(const Dim &a, const Dim &b) {
   if (a.unknown_ || b.unknown_)
     return Dim();
   Dim r(0);
@@ -73,11 +85,41 @@ Dim operator*(const Dim &a, const Dim &b) {
       Dim::Monomial m = ma;
       m.insert(m.end(), mb.begin(), mb.end());
       std::sort(m.begin(), m.end());
-      r.terms_[m] += ca * cb;
+      int64_t product;
+      if (__builtin_mul_overflow(ca, cb, &product))
+        return std::nullopt;
+      int64_t &sum = r.terms_[m];
+      if (__builtin_add_overflow(sum, product, &sum))
+        return std::nullopt;
     }
   }
   r.normalize();
   return r;
+}
+
+namespace {
+[[noreturn]] void overflow(const Dim &a, const char *op, const Dim &b) {
+  throw SizeError("dimension arithmetic overflows int64: (" + a.str() + ") " + op + " (" + b.str() +
+                  ")");
+}
+} // namespace
+
+Dim operator+(const Dim &a, const Dim &b) {
+  if (std::optional<Dim> r = Dim::tryAdd(a, b))
+    return *r;
+  overflow(a, "+", b);
+}
+
+Dim operator-(const Dim &a, const Dim &b) {
+  if (std::optional<Dim> r = Dim::trySubtract(a, b))
+    return *r;
+  overflow(a, "-", b);
+}
+
+Dim operator*(const Dim &a, const Dim &b) {
+  if (std::optional<Dim> r = Dim::tryMultiply(a, b))
+    return *r;
+  overflow(a, "*", b);
 }
 
 std::optional<Dim> Dim::divideExactly(const Dim &divisor) const {
@@ -86,6 +128,9 @@ std::optional<Dim> Dim::divideExactly(const Dim &divisor) const {
   const auto &[divMono, divCoeff] = *divisor.terms_.begin();
   Dim r(0);
   for (const auto &[mono, coeff] : terms_) {
+    // INT64_MIN / -1 does not fit (and traps on x86).
+    if (divCoeff == -1 && coeff == INT64_MIN)
+      return std::nullopt;
     if (coeff % divCoeff != 0)
       return std::nullopt;
     // Remove divMono's symbols from mono (both sorted multisets).
@@ -94,7 +139,8 @@ std::optional<Dim> Dim::divideExactly(const Dim &divisor) const {
       return std::nullopt;
     std::set_difference(mono.begin(), mono.end(), divMono.begin(), divMono.end(),
                         std::back_inserter(rest));
-    r.terms_[rest] += coeff / divCoeff;
+    // Distinct monomials stay distinct once divMono is removed from each.
+    r.terms_[rest] = coeff / divCoeff;
   }
   r.normalize();
   return r;
@@ -114,9 +160,12 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t> &bindi
       auto it = bindings.find(sym);
       if (it == bindings.end())
         return std::nullopt;
-      term *= it->second;
+      if (__builtin_mul_overflow(term, it->second, &term))
+        throw SizeError("dimension " + str() + " overflows int64 for " + sym + " = " +
+                        std::to_string(it->second));
     }
-    total += term;
+    if (__builtin_add_overflow(total, term, &total))
+      throw SizeError("dimension " + str() + " overflows int64 for the bound symbols");
   }
   return total;
 }
@@ -139,13 +188,13 @@ std::string Dim::str() const {
   if (terms_.empty())
     return "0";
   std::vector<std::pair<Monomial, int64_t>> ordered(terms_.begin(), terms_.end());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto &x, const auto &y) {
-    return x.first.size() > y.first.size();
-  });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto &x, const auto &y) { return x.first.size() > y.first.size(); });
   std::string out;
   bool first = true;
   for (const auto &[mono, coeff] : ordered) {
-    int64_t magnitude = coeff < 0 ? -coeff : coeff;
+    // Unsigned, so that INT64_MIN prints as itself.
+    uint64_t magnitude = coeff < 0 ? 0 - uint64_t(coeff) : uint64_t(coeff);
     if (coeff < 0)
       out += "-";
     else if (!first)

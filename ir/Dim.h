@@ -6,6 +6,11 @@
 // The polynomial is kept in canonical form, so structural equality is
 // mathematical equality and printing is deterministic.
 //
+// Coefficients are int64 and every operation is checked: +, -, * and
+// evaluate() throw SizeError (ir/Error.h) rather than wrap, and the
+// try* forms return nullopt instead, for callers to whom an overflowing
+// value simply means "not known" (the contents of shape tensors).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -38,13 +43,20 @@ public:
   /// The symbol name of a single-symbol dimension.
   const std::string &symbolName() const;
 
+  /// Checked arithmetic: throws SizeError when a coefficient overflows.
   friend Dim operator+(const Dim &a, const Dim &b);
   friend Dim operator-(const Dim &a, const Dim &b);
   friend Dim operator*(const Dim &a, const Dim &b);
   Dim operator-() const { return Dim(0) - *this; }
 
+  /// The same operations, with nullopt for a coefficient overflow.
+  static std::optional<Dim> tryAdd(const Dim &a, const Dim &b);
+  static std::optional<Dim> trySubtract(const Dim &a, const Dim &b);
+  static std::optional<Dim> tryMultiply(const Dim &a, const Dim &b);
+
   /// Exact division: defined when the divisor is a nonzero constant or a
-  /// single monomial that divides every term exactly; nullopt otherwise.
+  /// single monomial that divides every term exactly; nullopt otherwise
+  /// (also when the quotient overflows: INT64_MIN / -1).
   std::optional<Dim> divideExactly(const Dim &divisor) const;
 
   /// Structural (= mathematical) equality; unknown equals only unknown.
@@ -53,7 +65,8 @@ public:
   /// True when both are known and equal: safe for proving shapes match.
   bool provablyEqual(const Dim &other) const { return !unknown_ && *this == other; }
 
-  /// Substitutes values for symbols; nullopt if unknown or a symbol is unbound.
+  /// Substitutes values for symbols; nullopt if unknown or a symbol is
+  /// unbound. Throws SizeError when the value does not fit in int64.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &bindings) const;
   /// The symbols occurring in this dimension.
   std::vector<std::string> symbols() const;
@@ -68,6 +81,8 @@ public:
 
 private:
   void normalize();
+  /// Adds sign * b's terms into this one; false on overflow.
+  bool accumulate(const Dim &b, int sign);
 
   bool unknown_ = true;
   std::map<Monomial, int64_t> terms_;

@@ -3,32 +3,68 @@
 
 #include "ir/ElementTraits.h"
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 
 namespace onnxc {
 
 namespace {
-// Storage is 64-byte aligned so kernels may use aligned vector loads.
-std::shared_ptr<uint8_t[]> allocateZeroed(size_t bytes) {
+/// Blocks from this size on come straight from mmap: the kernel hands out
+/// zero pages lazily, so a large zero-filled tensor costs nothing until its
+/// pages are written, and no byte is touched ahead of use.
+constexpr size_t kMappedBytes = size_t(1) << 20;
+
+/// Storage for `bytes`, 64-byte aligned (kernels may use aligned vector
+/// loads), counted against the memory budget, zero-filled when `zeroed`.
+std::shared_ptr<uint8_t[]> allocate(size_t bytes, bool zeroed) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0)
     rounded = 64;
-  void *p = ::operator new[](rounded, std::align_val_t(64));
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<uint8_t[]>(static_cast<uint8_t *>(p), [](uint8_t *q) {
+  reserveTensorBytes(int64_t(rounded));
+  if (rounded >= kMappedBytes) {
+    void *p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      releaseTensorBytes(int64_t(rounded));
+      throw SizeError("cannot map " + formatBytes(int64_t(rounded)) + " for a tensor");
+    }
+    return std::shared_ptr<uint8_t[]>(static_cast<uint8_t *>(p), [rounded](uint8_t *q) {
+      munmap(q, rounded);
+      releaseTensorBytes(int64_t(rounded));
+    });
+  }
+  void *p;
+  try {
+    p = ::operator new[](rounded, std::align_val_t(64));
+  } catch (...) {
+    releaseTensorBytes(int64_t(rounded));
+    throw;
+  }
+  if (zeroed)
+    std::memset(p, 0, rounded);
+  return std::shared_ptr<uint8_t[]>(static_cast<uint8_t *>(p), [rounded](uint8_t *q) {
     ::operator delete[](q, std::align_val_t(64));
+    releaseTensorBytes(int64_t(rounded));
   });
+}
+
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
 }
 
 int64_t checkedElementCount(const std::vector<int64_t> &dims) {
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0)
-      fail("negative tensor dimension ", d);
+      fail("negative tensor dimension ", d, " in ", dimsText(dims));
     if (d != 0 && n > (int64_t(1) << 40) / d)
-      fail("tensor of more than 2^40 elements is not supported");
+      throw SizeError("a tensor of shape " + dimsText(dims) +
+                      " has more than 2^40 elements, which onnxc does not support");
     n *= d;
   }
   return n;
@@ -48,13 +84,17 @@ template <typename R> R convertedElement(const Tensor &t, int64_t i) {
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
   int64_t n = checkedElementCount(dims_);
-  buffer_ = allocateZeroed(size_t(n) * dtypeSize(dtype_));
+  buffer_ = allocate(size_t(n) * dtypeSize(dtype_), /*zeroed=*/true);
 }
 
 Tensor Tensor::fromBytes(DType dtype, std::vector<int64_t> dims, const void *data, size_t bytes) {
-  Tensor t(dtype, std::move(dims));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  checkedElementCount(t.dims_);
   if (bytes != t.byteSize())
     fail("tensor data has ", bytes, " bytes, expected ", t.byteSize(), " for ", t.typeString());
+  t.buffer_ = allocate(bytes, /*zeroed=*/false);
   if (bytes)
     std::memcpy(t.rawData(), data, bytes);
   return t;
@@ -123,11 +163,6 @@ bool Tensor::identicalTo(const Tensor &other) const {
   return !hasData() || std::memcmp(rawData(), other.rawData(), byteSize()) == 0;
 }
 
-std::string Tensor::typeString() const {
-  std::string out = std::string(dtypeName(dtype_)) + "[";
-  for (size_t i = 0; i < dims_.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(dims_[i]);
-  return out + "]";
-}
+std::string Tensor::typeString() const { return std::string(dtypeName(dtype_)) + dimsText(dims_); }
 
 } // namespace onnxc

@@ -64,6 +64,11 @@ size_t onnxc_session_arena_bytes(const onnxc_session *session) {
   return session ? session->impl->arenaBytes() : 0;
 }
 
+void onnxc_session_set_memory_limit(onnxc_session *session, size_t bytes) {
+  if (session)
+    session->impl->setMemoryLimit(bytes > size_t(INT64_MAX) ? INT64_MAX : int64_t(bytes));
+}
+
 void onnxc_session_set_profiling(onnxc_session *session, int enabled) {
   if (session)
     session->impl->setProfiling(enabled != 0);

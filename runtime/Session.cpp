@@ -3,6 +3,7 @@
 
 #include "DescriptorCheck.h"
 #include "InputBinding.h"
+#include "MemoryLimit.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,7 +33,8 @@ std::unique_ptr<Session> Session::create(const onnxc_model_descriptor *model, in
 
 Session::Session(const onnxc_model_descriptor &model, int numThreads)
     : model_(model), pool_(numThreads), symbols_(model.num_symbols),
-      ownedOutputs_(model.num_outputs), bufferPointers_(model.num_buffers) {
+      ownedOutputs_(model.num_outputs), bufferPointers_(model.num_buffers),
+      memoryLimit_(defaultMemoryLimit()) {
   // The per-step pointer lists are laid out once; a run only refills them.
   stepBufferStart_.reserve(model.num_steps);
   size_t total = 0;
@@ -69,6 +71,33 @@ const ExecutionPlan *Session::findOrBuildPlan() {
   nextEvicted_ = (nextEvicted_ + 1) % kPlanCacheSize;
   plans_[slot] = std::move(plan);
   return plans_[slot].get();
+}
+
+void Session::setMemoryLimit(int64_t bytes) {
+  memoryLimit_ = bytes > 0 ? bytes : defaultMemoryLimit();
+}
+
+bool Session::checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs) {
+  // Sizes are each below 2^63 (checked when planned); sum them as unsigned
+  // 128-bit so that no combination wraps.
+  unsigned __int128 total = plan.arenaBytes, outputBytes = 0;
+  for (int32_t o = 0; o < model_.num_outputs; ++o)
+    if (!outputs[o].data || outputs[o].data == ownedOutputs_[o].data())
+      outputBytes += plan.outputBytes[o];
+  total += outputBytes;
+  if (total <= static_cast<unsigned __int128>(memoryLimit_))
+    return true;
+  auto text = [](unsigned __int128 v) {
+    return v > UINT64_MAX ? std::string("more than 2^64") : std::to_string(uint64_t(v));
+  };
+  std::string binding;
+  for (int32_t s = 0; s < model_.num_symbols; ++s)
+    binding += std::string(s ? ", " : " for ") + model_.symbol_names[s] + " = " +
+               std::to_string(symbols_[size_t(s)]);
+  return fail("the run needs " + text(total) + " bytes (arena " + text(plan.arenaBytes) +
+              ", outputs " + text(outputBytes) + ")" + binding +
+              ", more than the memory limit of " + std::to_string(memoryLimit_) +
+              " bytes (ONNXC_MEMORY_LIMIT, onnxc_session_set_memory_limit)");
 }
 
 bool Session::prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs) {
@@ -138,7 +167,8 @@ bool Session::runSteps(const ExecutionPlan &plan) {
       continue;
     onnxc_kernel_fn kernel = model_.steps[s].kernel;
     void *const *buffers = stepBufferPointers_.data() + stepBufferStart_[s];
-    auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    auto start =
+        profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::atomic<int32_t> status{0};
     pool_.parallelFor(tasks, [kernel, buffers, symbols, &status](int64_t begin, int64_t end) {
       if (int32_t result = kernel(buffers, symbols, begin, end))
@@ -182,6 +212,8 @@ bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *o
   try {
     const ExecutionPlan *plan = findOrBuildPlan();
     if (!plan)
+      return false;
+    if (!checkMemory(*plan, outputs))
       return false;
     arena_.reserve(plan->arenaBytes);
     if (!prepareOutputs(*plan, outputs))

@@ -40,12 +40,18 @@ public:
   /// See onnxc_session_set_profiling / onnxc_session_step_nanoseconds.
   void setProfiling(bool enabled);
   int64_t stepNanoseconds(int32_t step) const;
+  /// See onnxc_session_set_memory_limit; 0 restores the default.
+  void setMemoryLimit(int64_t bytes);
+  int64_t memoryLimit() const { return memoryLimit_; }
 
 private:
   Session(const onnxc_model_descriptor &model, int numThreads);
 
   bool fail(std::string message);
   const ExecutionPlan *findOrBuildPlan();
+  /// Fails when the arena and the library-owned outputs of `plan` would
+  /// take more than the memory limit; checked before allocating either.
+  bool checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs);
   bool prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs);
   void resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
                       const onnxc_tensor *outputs);
@@ -64,6 +70,7 @@ private:
   std::vector<void *> stepBufferPointers_; ///< Every step's buffer list, back to back.
   std::vector<size_t> stepBufferStart_;    ///< Where each step's list starts.
   size_t lastArenaBytes_ = 0;
+  int64_t memoryLimit_;
   bool profiling_ = false;
   std::vector<int64_t> stepNanoseconds_; ///< Per step, while profiling.
   std::string error_;

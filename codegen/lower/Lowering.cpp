@@ -113,7 +113,9 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
       used = used || result->hasUses() || graph.isOutput(result);
     if (!used)
       continue; // dead code the pipeline did not remove (e.g. at -O0)
-    lower::opLowerings().lowerings[unsigned(node->kind())](context, *node);
+    withSizeContext(node->describe(), [&] {
+      lower::opLowerings().lowerings[unsigned(node->kind())](context, *node);
+    });
     context.markLowered(*node);
   }
   context.finalize();

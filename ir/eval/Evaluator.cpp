@@ -139,7 +139,7 @@ std::vector<Tensor> evaluateNode(const Node &node, const std::vector<const Tenso
     if (operands[i] && (!operands[i]->isDefined() || !operands[i]->hasData()))
       fail(node.describe(), ": operand ", i, " has no data");
   std::vector<Tensor> results(node.numResults());
-  kernel(node, operands, results);
+  withSizeContext(node.describe(), [&] { kernel(node, operands, results); });
   for (size_t i = 0; i < results.size(); ++i)
     if (!results[i].isDefined() || !results[i].hasData())
       fail("internal error: ", node.describe(), ": kernel did not produce result ", i);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/infer/LinearAlgebraRulesInternal.h"
 
+#include "ir/CheckedMath.h"
 #include "ir/Error.h"
 #include "ir/Node.h"
 #include "ir/OpAttributes.h"
@@ -18,7 +19,7 @@ namespace {
 /// ceil(numerator / stride) for a known-nonnegative numerator, when expressible.
 Dim divideRoundingUp(const Dim &numerator, int64_t stride) {
   if (std::optional<int64_t> n = numerator.constant())
-    return Dim((*n + stride - 1) / stride);
+    return Dim(*n / stride + (*n % stride != 0));
   std::optional<Dim> exact = numerator.divideExactly(Dim(stride));
   return exact ? *exact : Dim::unknown();
 }
@@ -27,12 +28,13 @@ Dim convOutputDim(const Node &node, const Dim &in, int64_t kernel, int64_t strid
                   int64_t padBegin, int64_t padEnd, bool samePadding) {
   if (samePadding)
     return divideRoundingUp(in, stride);
-  int64_t extent = (kernel - 1) * dilation + 1;
-  Dim room = in + Dim(padBegin + padEnd - extent);
+  int64_t extent = checkedAdd(checkedMul(kernel - 1, dilation), 1);
+  Dim padded = in + Dim(padBegin) + Dim(padEnd);
+  Dim room = padded - Dim(extent);
   if (std::optional<int64_t> r = room.constant()) {
     if (*r < 0)
       fail(node.describe(), ": kernel extent ", extent, " exceeds padded input size ",
-           *r + extent);
+           padded.str());
     return Dim(*r / stride + 1);
   }
   if (room.isUnknown())
@@ -51,13 +53,13 @@ void inferConv(Node &node, InferenceContext &) {
   if (!x.isRanked() || !w.isRanked())
     return setAllResultsUnranked(node, dtype);
   if (x.rank() < 3 || w.rank() != x.rank())
-    fail(node.describe(), ": conv needs X [N, C, spatial...] and W of the same rank, got ",
-         x.str(), " and ", w.str());
+    fail(node.describe(), ": conv needs X [N, C, spatial...] and W of the same rank, got ", x.str(),
+         " and ", w.str());
   int64_t group = node.getInt("group", 1);
   if (group <= 0)
     fail(node.describe(), ": conv group must be positive, got ", group);
-  requireSameDim(node, x[1], w[1] * Dim(group), "conv input channels (X channels vs W channels * group)",
-                 x, w);
+  requireSameDim(node, x[1], w[1] * Dim(group),
+                 "conv input channels (X channels vs W channels * group)", x, w);
   if (std::optional<int64_t> m = w[0].constant(); m && *m % group != 0)
     fail(node.describe(), ": conv output channels ", *m, " are not a multiple of group ", group);
   if (const Value *bias = node.operand(2); bias && bias->shape().isRanked()) {

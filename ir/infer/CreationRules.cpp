@@ -40,9 +40,12 @@ Dim rangeOperand(const InferenceContext &context, const Value *value) {
   if (const std::vector<Dim> *contents = context.knownContents(value))
     return contents->size() == 1 ? (*contents)[0] : Dim::unknown();
   if (const Tensor *tensor = constantTensorOf(value))
-    if (tensor->numElements() == 1 &&
-        std::trunc(tensor->elementAsDouble(0)) == tensor->elementAsDouble(0))
-      return Dim(int64_t(tensor->elementAsDouble(0)));
+    if (tensor->numElements() == 1) {
+      double v = tensor->elementAsDouble(0);
+      // Within +-2^62 the conversion is exact and defined (and 1e300 is not).
+      if (std::trunc(v) == v && std::fabs(v) <= 0x1p62)
+        return Dim(int64_t(v));
+    }
   return Dim::unknown();
 }
 
@@ -56,7 +59,11 @@ std::optional<int64_t> floatRangeLength(const Node &node) {
     return std::nullopt;
   double count = std::ceil((limit->elementAsDouble(0) - start->elementAsDouble(0)) /
                            delta->elementAsDouble(0));
-  return count > 0 ? int64_t(count) : 0;
+  if (std::isnan(count))
+    return std::nullopt;
+  // Clamped before converting (a double beyond int64 does not convert); the
+  // byte-size check then refuses a length that large.
+  return int64_t(std::clamp(count, 0.0, 0x1p62));
 }
 
 void inferRange(Node &node, InferenceContext &context) {

@@ -117,9 +117,10 @@ namespace {
 /// never negative, so a polynomial with nonnegative coefficients and a
 /// positive constant term is positive (seq + 1 > 0, hence seq != -1).
 std::optional<int> compareDims(const Dim &a, const Dim &b) {
-  Dim difference = a - b;
-  if (difference.isUnknown())
+  std::optional<Dim> exact = Dim::trySubtract(a, b);
+  if (!exact || exact->isUnknown())
     return std::nullopt;
+  const Dim &difference = *exact;
   if (std::optional<int64_t> c = difference.constant())
     return *c > 0 ? 1 : (*c < 0 ? -1 : 0);
   bool allNonNegative = true, allNonPositive = true;
@@ -162,10 +163,17 @@ std::optional<Contents> mapBroadcast(const std::vector<Contents> &operands, size
   return out;
 }
 
+/// An overflowing element is not known: the kernels wrap, and nothing
+/// should build a shape on a wrapped value.
+Dim knownOrUnknown(std::optional<Dim> d) { return d ? *d : Dim::unknown(); }
+
 Dim divideDims(const Dim &a, const Dim &b) {
   std::optional<int64_t> x = a.constant(), y = b.constant();
-  if (x && y)
-    return *y == 0 ? Dim::unknown() : Dim(*x / *y); // integer Div truncates
+  if (x && y) {
+    if (*y == 0 || (*y == -1 && *x == INT64_MIN)) // no value, or one that traps
+      return Dim::unknown();
+    return Dim(*x / *y); // integer Div truncates
+  }
   if (std::optional<Dim> q = a.divideExactly(b))
     return *q;
   return Dim::unknown();
@@ -439,7 +447,7 @@ std::optional<Contents> Propagator::run() {
     std::optional<Contents> in = operand(0);
     if (in)
       for (Dim &d : *in)
-        d = -d;
+        d = knownOrUnknown(Dim::trySubtract(Dim(0), d));
     return in;
   }
   case OpKind::Add:
@@ -449,11 +457,11 @@ std::optional<Contents> Propagator::run() {
     return mapBroadcast(allOperands(), 2, [kind](const std::vector<Dim> &e) {
       switch (kind) {
       case OpKind::Add:
-        return e[0] + e[1];
+        return knownOrUnknown(Dim::tryAdd(e[0], e[1]));
       case OpKind::Sub:
-        return e[0] - e[1];
+        return knownOrUnknown(Dim::trySubtract(e[0], e[1]));
       case OpKind::Mul:
-        return e[0] * e[1];
+        return knownOrUnknown(Dim::tryMultiply(e[0], e[1]));
       default:
         return divideDims(e[0], e[1]);
       }

@@ -219,7 +219,7 @@ std::vector<Dim> splitSizes(const Node &node, InferenceContext &context, const D
   checkSplitNumOutputs(node, parts);
   // Equal parts; when not divisible every part but the last has ceil(dim/n).
   if (std::optional<int64_t> length = dim.constant()) {
-    int64_t chunk = (*length + int64_t(parts) - 1) / int64_t(parts);
+    int64_t chunk = *length / int64_t(parts) + (*length % int64_t(parts) != 0);
     int64_t last = *length - chunk * int64_t(parts - 1);
     if (last < 0)
       fail(node.describe(), ": cannot split dimension ", *length, " into ", parts, " parts");

@@ -79,6 +79,25 @@ void checkCounts(const Node &node) {
   if (outside(node.numResults(), info.minResults, info.maxResults))
     fail(node.describe(), ": op ", node.opName(), " cannot have ", node.numResults(), " results");
 }
+/// Every result's element count and byte size must be an int64 (symbolic
+/// ones coefficient by coefficient): later stages size buffers from them.
+void checkResultSizes(const Node &node) {
+  for (const Value *result : node.results()) {
+    const Shape &shape = result->shape();
+    if (!shape.isRanked())
+      continue;
+    for (size_t axis = 0; axis < shape.rank(); ++axis)
+      if (std::optional<int64_t> d = shape[axis].constant(); d && *d < 0)
+        fail(node.describe(), ": result '%", result->name(), "' has the negative dimension ", *d,
+             " (shape ", shape.str(), ")");
+    std::optional<Dim> bytes = Dim(int64_t(dtypeSize(result->dtype())));
+    for (size_t axis = 0; bytes && axis < shape.rank(); ++axis)
+      bytes = Dim::tryMultiply(*bytes, shape[axis]);
+    if (!bytes)
+      throw SizeError(node.describe() + ": result '%" + result->name() + "' (" +
+                      result->type().str() + ") has more bytes than int64 can count");
+  }
+}
 } // namespace
 
 void inferNodeShapes(Node &node, InferenceContext &context) {
@@ -91,8 +110,11 @@ void inferNodeShapes(Node &node, InferenceContext &context) {
     if (operand && operand->isConstant() && !context.knownContents(operand))
       if (std::optional<std::vector<Dim>> contents = contentsOfTensor(operand->constantValue()))
         context.setKnownContents(operand, std::move(*contents));
-  rule(node, context);
-  propagateKnownContents(node, context);
+  withSizeContext(node.describe(), [&] {
+    rule(node, context);
+    checkResultSizes(node);
+    propagateKnownContents(node, context);
+  });
 }
 
 InferenceContext inferShapes(Graph &graph) {

@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+import size_cases
+
 OPSET = 17
 
 
@@ -207,6 +209,7 @@ def main() -> int:
     write_runtime_defects(out)
     write_bad_index_data(out)
     write_npy_cases(out)
+    size_cases.write(out)
     print(f"bad inputs written to {os.fspath(out)}")
     return 0
 

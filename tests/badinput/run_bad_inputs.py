@@ -20,6 +20,8 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+import size_cases
+
 TIMEOUT_SECONDS = 30
 
 # Text that means the tool crashed or leaked an internal failure instead of
@@ -306,7 +308,8 @@ def main() -> int:
     scratch.mkdir(exist_ok=True)
     passed = failed = 0
     cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
-             + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch))
+             + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
+             + size_cases.cases(onnxc, out, scratch, Case))
     for case in cases:
         problem = judge(case, run(case.argv))
         if problem:

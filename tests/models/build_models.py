@@ -2,10 +2,13 @@
 """Builds the transformer test models (random weights, fixed seeds) into OUTDIR.
 
     .venv/bin/python tests/models/build_models.py OUTDIR [--force] [--only NAME ...]
+    .venv/bin/python tests/models/build_models.py --list-names
 
 Writes OUTDIR/<name>.onnx for every model and OUTDIR/manifest.json describing each one:
 file, opset, inputs (dtype, shape with symbolic dynamic dimensions, how to generate valid
-values), outputs, the shapes the tests run, and the op histogram. A model whose file is newer
+values), outputs, the shapes the tests run, what the differential check varies where the
+symbolic dims do not say it (model_inputs.differential_shapes), and the op histogram. Position
+and mask tables are long enough for the differential check's lengths. A model whose file is newer
 than these scripts is not rebuilt. Nothing is downloaded; nothing is written to the source tree.
 
 Torch models are exported with the TorchScript exporter at opsets 14 and 17 (14 decomposes
@@ -15,6 +18,7 @@ LayerNorm, 17 emits LayerNormalization); two more models are written with onnx.h
 import argparse
 import collections
 import json
+import math
 import os
 import sys
 import time
@@ -127,6 +131,14 @@ TORCH_FAMILIES = {
     "lstm_attn": (torch_lstm_attn, 1005, "BiLSTM encoder, LSTM+GRU decoder, additive (Bahdanau) attention"),
 }
 
+# What the differential check (model_inputs.differential_shapes) varies where the symbolic input
+# dims alone would not say why; keyed by family. Every other model drives its sequence dims.
+DIFFERENTIAL = {
+    "vit": {"batches": [1, 2, 7, 33],
+            "reason": "the image is fixed at 32x32: the learned position table has one row per 8x8 patch "
+                      "plus the class token (17 tokens), so no other image size or token count can run"},
+}
+
 HANDBUILT = {
     "attention_op23": (handbuilt_models.make_attention_op23, 23,
                        "opset-23 Attention (MHA + causal GQA), RMSNormalization, RotaryEmbedding",
@@ -177,6 +189,16 @@ def check_against_torch(module, path: str, name: str, inputs: list, test_shapes:
                                f"{expected.shape}, max abs error {np.abs(got - expected).max():.3g}")
 
 
+def largest_differential_shape(family: str, inputs: list, test_shapes: list) -> dict:
+    """The differential check's largest shape: checked against torch at build time, so that the
+    tables are known long enough and the export right far beyond the tracing shape."""
+    from model_inputs import differential_shapes
+    entry = {"name": family, "inputs": inputs, "test_shapes": test_shapes,
+             "differential": DIFFERENTIAL.get(family, {})}
+    shapes = [dims for dims, _ in differential_shapes(entry)[0]]
+    return max(shapes, key=lambda dims: (math.prod(dims.values()), sum(dims.values())))
+
+
 def dynamic_axes_of(inputs: list, outputs: dict) -> dict:
     axes = {spec["name"]: {axis: dim for axis, dim in enumerate(spec["shape"]) if isinstance(dim, str)}
             for spec in inputs}
@@ -198,10 +220,13 @@ def entry_for(name, path, family, opset, description, inputs, test_shapes, model
         outputs.append({"name": value.name,
                         "dtype": onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name,
                         "shape": dims})
-    return {"name": name, "file": os.path.basename(path), "family": family, "opset": opset,
-            "description": description, "inputs": inputs, "outputs": outputs,
-            "test_shapes": test_shapes, "tolerance": {"rtol": 1e-4, "atol": 1e-5},
-            "ops": op_histogram(model)}
+    entry = {"name": name, "file": os.path.basename(path), "family": family, "opset": opset,
+             "description": description, "inputs": inputs, "outputs": outputs,
+             "test_shapes": test_shapes, "tolerance": {"rtol": 1e-4, "atol": 1e-5},
+             "ops": op_histogram(model)}
+    if family in DIFFERENTIAL:
+        entry["differential"] = DIFFERENTIAL[family]
+    return entry
 
 
 def build(outdir: str, force: bool, only: set, log) -> list:
@@ -230,7 +255,8 @@ def build(outdir: str, force: bool, only: set, log) -> list:
             model = onnx.load(paths[opset])
             onnx.checker.check_model(model, full_check=True)
             check_dynamic_dims(model, inputs, paths[opset])
-            check_against_torch(module, paths[opset], names[opset], inputs, test_shapes)
+            check_against_torch(module, paths[opset], names[opset], inputs,
+                                test_shapes + [largest_differential_shape(family, inputs, test_shapes)])
             log(f"built {names[opset]} in {time.time() - start:.1f}s")
         for opset in wanted:
             model = onnx.load(paths[opset])
@@ -251,6 +277,12 @@ def build(outdir: str, force: bool, only: set, log) -> list:
     return entries
 
 
+def model_names() -> list:
+    """Every model build() writes, in manifest order: tests/models/CMakeLists.txt registers one
+    ctest per name (`--list-names`), so a model added here is tested without touching CMake."""
+    return [f"{family}_op{opset}" for family in TORCH_FAMILIES for opset in TORCH_OPSETS] + list(HANDBUILT)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", nargs="?", default=os.environ.get("ONNXC_MODEL_DIR"),
@@ -259,7 +291,11 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
                         help="build only these models or families (e.g. bert, gpt_op17)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--list-names", action="store_true", help="print the model names and build nothing")
     args = parser.parse_args()
+    if args.list_names:
+        print("\n".join(model_names()))
+        return 0
     if not args.outdir:
         parser.error("give OUTDIR or set ONNXC_MODEL_DIR")
 
@@ -268,6 +304,10 @@ def main() -> int:
             print(message, flush=True)
 
     entries = build(args.outdir, args.force, set(args.only), log)
+    unlisted = sorted({entry["name"] for entry in entries} - set(model_names()))
+    if unlisted:
+        # CMake would register no test for them.
+        raise RuntimeError(f"models built but missing from model_names(): {', '.join(unlisted)}")
     manifest_path = os.path.join(args.outdir, "manifest.json")
     if args.only and os.path.exists(manifest_path):
         # A partial build keeps the other models' entries.

@@ -9,6 +9,9 @@ Generator kinds:
   token_ids       integers in [low, high); with "pad_id", rows after the first end in padding
   attention_mask  1 for tokens, 0 for padding at the end of every row after the first
   normal          float, standard normal times "scale" (default 1)
+
+differential_shapes() gives the shapes of the differential check (compiled path against the
+reference evaluator at lengths no pass probed), read from the same symbolic dimension names.
 """
 
 import zlib
@@ -69,3 +72,71 @@ def make_inputs(model_entry: dict, dims: dict, seed: int = None) -> dict:
 def shape_id(dims: dict) -> str:
     """A short readable label for a shape binding, e.g. 'batch2-seq16'."""
     return "-".join(f"{k}{v}" for k, v in dims.items())
+
+
+# ---- the differential check's shapes ----------------------------------------------------------
+# The batch dimension is named "batch" in every manifest; any other symbolic input dimension is a
+# sequence length (seq, src_seq, tgt_seq, ...) that the differential check drives beyond anything
+# a pass evaluated when it was compiled (the attention-mask classifier probed lengths 1..100).
+
+BATCH_DIM = "batch"
+DIFFERENTIAL_LENGTHS = (1, 7, 129, 300, 600)
+# The JIT compiles the model again for every run: it runs where the first sequence dimension
+# takes these lengths (the longest, and a short odd one); the .so, compiled once, runs everywhere.
+JIT_LENGTHS = (600, 7)
+# One shape runs at batch 2 (padding in the rows after the first, see padding_lengths): the
+# sequence dimensions take these lengths, in order of appearance.
+BATCH2_LENGTHS = (129, 7)
+# A model without a sequence dimension varies its batch instead.
+DIFFERENTIAL_BATCHES = (1, 2, 7, 33)
+JIT_BATCHES = (33, 7)
+
+
+def symbolic_dims(entry: dict) -> list:
+    """The symbolic input dimensions of a manifest entry, in order of first appearance."""
+    found = []
+    for spec in entry["inputs"]:
+        for dim in spec["shape"]:
+            if isinstance(dim, str) and dim not in found:
+                found.append(dim)
+    return found
+
+
+def differential_shapes(entry: dict) -> tuple:
+    """(shapes, note) for the differential check of one manifest entry. `shapes` is a list of
+    (dims, run_jit); `note` says which dimensions vary, or, with no shapes, why the model is
+    skipped.
+
+    Sequence dimensions come from the symbolic input dims; with several (an encoder-decoder's
+    src_seq and tgt_seq) each takes every length, rotated against the others, so that they
+    vary independently (src 600 with tgt 7, src 1 with tgt 129, ...). An entry may say what
+    varies instead with "differential": {"batches": [...], "reason": "..."} or skip with
+    "differential": {"skip": "reason"}.
+    """
+    override = entry.get("differential", {})
+    if "skip" in override:
+        return [], override["skip"]
+    symbols = symbolic_dims(entry)
+    sequences = [dim for dim in symbols if dim != BATCH_DIM]
+    if "batches" in override or not sequences:
+        if BATCH_DIM not in symbols:
+            return [], "every input dimension is fixed"
+        batches = override.get("batches", DIFFERENTIAL_BATCHES)
+        jit = [b for b in JIT_BATCHES if b in batches] or [max(batches)]
+        # Sequence dimensions that an override holds still keep their first test shape's size.
+        held = {dim: entry["test_shapes"][0][dim] for dim in sequences}
+        shapes = [({BATCH_DIM: b, **held}, b in jit) for b in batches]
+        reason = override.get("reason", "no symbolic dimension but the batch")
+        return shapes, f"batch varies ({reason})"
+    count = len(DIFFERENTIAL_LENGTHS)
+    # Dimension i takes the lengths rotated by 2*i: with two dimensions every pair is distinct
+    # and every length meets a short and a long partner.
+    shapes = []
+    for k in range(count):
+        lengths = {dim: DIFFERENTIAL_LENGTHS[(k + 2 * i) % count] for i, dim in enumerate(sequences)}
+        dims = {BATCH_DIM: 1, **lengths} if BATCH_DIM in symbols else lengths
+        shapes.append((dims, lengths[sequences[0]] in JIT_LENGTHS))
+    if BATCH_DIM in symbols:
+        lengths = {dim: BATCH2_LENGTHS[i % len(BATCH2_LENGTHS)] for i, dim in enumerate(sequences)}
+        shapes.append(({BATCH_DIM: 2, **lengths}, False))
+    return shapes, ", ".join(sequences) + " vary"

@@ -12,7 +12,10 @@ Environment:
                    the library at every test shape (one artifact serves every shape)
 
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
-graph); a second test checks that ORT's fully optimized run agrees with it.
+graph); a second test checks that ORT's fully optimized run agrees with it. A differential test
+(test_compiled_matches_reference_at_lengths) also runs the .so and the JIT at sequence lengths
+1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry the model name,
+so `-k MODEL-` selects it with the model's other tests.
 """
 
 import functools
@@ -28,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from model_inputs import make_inputs, shape_id  # noqa: E402
+from model_inputs import differential_shapes, make_inputs, shape_id  # noqa: E402
 from ort_reference import output_file_name, run_ort  # noqa: E402
 import build_models  # noqa: E402
 
@@ -79,7 +82,10 @@ def compare(label: str, got: np.ndarray, want: np.ndarray, tolerance: dict) -> N
     max_abs = float(abs_err.max()) if abs_err.size else 0.0
     significant = np.abs(want) > tolerance["atol"]
     max_rel = float((abs_err[significant] / np.abs(want[significant])).max()) if significant.any() else 0.0
-    print(f"{label}: max abs err {max_abs:.3e}, max rel err {max_rel:.3e} (|ref| max {np.abs(want).max():.3g})")
+    allowed = tolerance["atol"] + tolerance["rtol"] * np.abs(want.astype(np.float64))
+    used = float((abs_err / allowed).max()) if abs_err.size else 0.0
+    print(f"{label}: max abs err {max_abs:.3e}, max rel err {max_rel:.3e} (|ref| max {np.abs(want).max():.3g}), "
+          f"{used:.2f} of the tolerance")
     np.testing.assert_allclose(got, want, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=label)
 
 
@@ -130,9 +136,9 @@ def compiled_libraries(tmp_path_factory):
     return get
 
 
-def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> str:
-    """Runs `onnxc run` on .npy files of the inputs; returns the output directory. For the `so`
-    backend, `model` is the compiled library."""
+def try_onnxc_run(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> tuple:
+    """Runs `onnxc run` on .npy files of the inputs; returns (output directory, None) or, when
+    it fails, (None, what went wrong). For the `so` backend, `model` is the compiled library."""
     input_dir = os.path.join(workdir, "inputs")
     output_dir = os.path.join(workdir, "outputs")
     os.makedirs(input_dir)
@@ -148,11 +154,20 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"timed out after {ONNXC_TIMEOUT_SECONDS}s: {' '.join(command)}")
+        return None, f"timed out after {ONNXC_TIMEOUT_SECONDS}s: {' '.join(command)}"
     if result.returncode != 0:
-        pytest.fail(f"exit code {result.returncode}: {' '.join(command)}\n"
-                    f"stderr: {result.stderr.strip()[-3000:]}\nstdout: {result.stdout.strip()[-1000:]}")
+        how = f"killed by signal {-result.returncode}" if result.returncode < 0 else f"exit code {result.returncode}"
+        return None, (f"{how}: {' '.join(command)}\n"
+                      f"stderr: {result.stderr.strip()[-3000:]}\nstdout: {result.stdout.strip()[-1000:]}")
     print(f"onnxc run --backend={backend}: {time.time() - start:.2f}s")
+    return output_dir, None
+
+
+def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> str:
+    """try_onnxc_run that fails the test when onnxc does."""
+    output_dir, error = try_onnxc_run(onnxc, model, feeds, workdir, backend)
+    if error:
+        pytest.fail(error)
     return output_dir
 
 
@@ -169,6 +184,72 @@ def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
             found = sorted(os.listdir(output_dir)) if os.path.isdir(output_dir) else "no output directory"
             pytest.fail(f"onnxc wrote no {path} (found: {found})")
         compare(f"{entry['name']} {shape_id(dims)} {name} (onnxc {backend} vs ORT)", np.load(path),
+                expected, entry["tolerance"])
+
+
+# ---- the differential check: compiled path against the reference evaluator at long lengths ---
+# A pass that is right only on the shapes it looked at (the attention-mask classifier evaluated
+# masks at lengths 1..100) compiles a model that is wrong at other lengths while every test shape
+# passes. So every model also runs at the lengths of model_inputs.differential_shapes (1, 7, 129,
+# 300, 600 on every sequence dimension, batch 2 at one of them): the .so, compiled once, at every
+# shape, the JIT at the longest and a short odd length, each against `onnxc run --backend=ref`
+# (the unoptimized graph) on the same inputs. The ORT comparison above stays at the test shapes.
+
+def differential_cases() -> list:
+    cases = []
+    for entry in MANIFEST["models"]:
+        shapes, note = differential_shapes(entry)
+        if not shapes:
+            cases.append(pytest.param(entry, {}, "so", id=f"{entry['name']}-lengths-skipped",
+                                      marks=pytest.mark.skip(reason=f"{entry['name']}: {note}")))
+        for dims, run_jit in shapes:
+            for backend in ("so", "jit") if run_jit else ("so",):
+                if backend in BACKENDS:
+                    cases.append(pytest.param(entry, dims, backend,
+                                              id=f"{entry['name']}-lengths-{shape_id(dims)}-{backend}"))
+    return cases
+
+
+@functools.lru_cache(maxsize=None)
+def _evaluated(name: str, dims_key: tuple) -> tuple:
+    import tempfile
+    entry = next(e for e in MANIFEST["models"] if e["name"] == name)
+    with tempfile.TemporaryDirectory(prefix=f"{name}-ref-") as workdir:
+        output_dir, error = try_onnxc_run(onnxc_binary(), model_path(entry), make_inputs(entry, dict(dims_key)),
+                                          workdir, "ref")
+        if error:
+            return None, error
+        return {file: np.load(os.path.join(output_dir, file)) for file in sorted(os.listdir(output_dir))}, None
+
+
+def evaluated(entry: dict, dims: dict) -> tuple:
+    """({output file: array}, None) from the reference evaluator, or (None, its error); once per
+    model and shape in a session (the .so and the JIT compare with the same run)."""
+    return _evaluated(entry["name"], tuple(dims.items()))
+
+
+@pytest.mark.parametrize("entry, dims, backend", differential_cases())
+def test_compiled_matches_reference_at_lengths(entry, dims, backend, tmp_path, compiled_libraries):
+    """The compiled model agrees with the reference evaluator at sequence lengths beyond any a
+    pass probed; an error on one side only (or on both: the lengths must be reachable) fails."""
+    onnxc = onnxc_binary()
+    label = f"{entry['name']} {shape_id(dims)}"
+    print(f"{entry['name']}: {differential_shapes(entry)[1]}")
+    want, ref_error = evaluated(entry, dims)
+    model = compiled_libraries(entry) if backend == "so" else model_path(entry)
+    output_dir, error = try_onnxc_run(onnxc, model, make_inputs(entry, dims), str(tmp_path), backend)
+    if ref_error and error:
+        pytest.fail(f"{label}: neither the reference nor onnxc {backend} runs at this shape (a position or "
+                    f"mask table shorter than the length? rebuild the model with longer tables)\n"
+                    f"reference: {ref_error}\n{backend}: {error}")
+    if ref_error:
+        pytest.fail(f"{label}: onnxc {backend} ran but the reference evaluator refused:\n{ref_error}")
+    if error:
+        pytest.fail(f"{label}: the reference evaluator ran but onnxc {backend} failed:\n{error}")
+    got = sorted(os.listdir(output_dir))
+    assert got == list(want), f"{label}: onnxc {backend} wrote {got}, the reference {list(want)}"
+    for name, expected in want.items():
+        compare(f"{label} {name} (onnxc {backend} vs reference)", np.load(os.path.join(output_dir, name)),
                 expected, entry["tolerance"])
 
 

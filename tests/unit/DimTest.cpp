@@ -1,5 +1,6 @@
 //===- tests/unit/DimTest.cpp - Symbolic dimensions -------------------------===//
 #include "ir/Dim.h"
+#include "ir/Error.h"
 #include "ir/Shape.h"
 
 #include <gtest/gtest.h>
@@ -36,8 +37,8 @@ TEST(Dim, UnknownAbsorbs) {
 }
 
 TEST(Dim, ParseRoundTrips) {
-  for (const char *text : {"384", "seq", "batch*seq", "seq*12", "seq+1", "-seq+1", "?", "0",
-                           "batch*seq*64+seq"}) {
+  for (const char *text :
+       {"384", "seq", "batch*seq", "seq*12", "seq+1", "-seq+1", "?", "0", "batch*seq*64+seq"}) {
     std::optional<Dim> d = Dim::parse(text);
     ASSERT_TRUE(d) << text;
     EXPECT_EQ(d->str(), text);
@@ -62,4 +63,49 @@ TEST(Shape, Printing) {
   EXPECT_FALSE(s.isStatic());
   EXPECT_EQ(s.numElements().str(), "batch*384");
   EXPECT_EQ(TensorType({DType::F32, s}).str(), "f32[batch, 384]");
+}
+
+// Coefficients come from model files: arithmetic near the int64 limits must
+// refuse, not wrap (a byte size of 2^64 once wrapped to 0 and the compiled
+// kernel wrote past a 64-byte buffer).
+TEST(Dim, ArithmeticOverflowThrowsInsteadOfWrapping) {
+  Dim big(int64_t(1) << 62), seq = Dim::symbol("seq");
+  EXPECT_THROW(big * Dim(4), SizeError);
+  EXPECT_THROW(seq * big * Dim(2) * Dim(2), SizeError);
+  EXPECT_THROW(Dim(INT64_MAX) + Dim(1), SizeError);
+  EXPECT_THROW(Dim(INT64_MIN) - Dim(1), SizeError);
+  EXPECT_THROW(-Dim(INT64_MIN), SizeError);
+  // The same terms that cancel are fine: seq*2^62 - seq*2^62 + 1.
+  EXPECT_EQ(seq * big - seq * big + Dim(1), Dim(1));
+  EXPECT_FALSE(Dim::tryMultiply(big, Dim(4)));
+  EXPECT_FALSE(Dim::tryAdd(Dim(INT64_MAX), Dim(1)));
+  EXPECT_FALSE(Dim::trySubtract(Dim(INT64_MIN), Dim(1)));
+  EXPECT_EQ(*Dim::tryMultiply(big, Dim(-2)), Dim(INT64_MIN));
+  EXPECT_TRUE(Dim::tryAdd(Dim::unknown(), Dim(INT64_MAX))->isUnknown());
+}
+
+TEST(Dim, DivisionByMinusOneOfTheLowestValueHasNoQuotient) {
+  Dim n = Dim::symbol("n");
+  // Once a SIGFPE in shape inference: INT64_MIN / -1 traps on x86.
+  EXPECT_FALSE(Dim(INT64_MIN).divideExactly(Dim(-1)));
+  EXPECT_FALSE((n * Dim(INT64_MIN)).divideExactly(Dim(-1)));
+  EXPECT_EQ(*(n * Dim(INT64_MIN)).divideExactly(Dim(2)), n * Dim(INT64_MIN / 2));
+  EXPECT_EQ(*(n * Dim(6) + Dim(3)).divideExactly(Dim(-3)), n * Dim(-2) - Dim(1));
+}
+
+TEST(Dim, EvaluateOverflowThrows) {
+  Dim d = Dim::symbol("a") * Dim::symbol("b");
+  EXPECT_EQ(*d.evaluate({{"a", int64_t(1) << 31}, {"b", int64_t(1) << 31}}), int64_t(1) << 62);
+  EXPECT_THROW(d.evaluate({{"a", int64_t(1) << 32}, {"b", int64_t(1) << 32}}), SizeError);
+  EXPECT_THROW((Dim::symbol("a") + Dim(INT64_MAX)).evaluate({{"a", 1}}), SizeError);
+}
+
+TEST(Dim, LowestCoefficientPrintsAsWritten) {
+  EXPECT_EQ(Dim(INT64_MIN).str(), "-9223372036854775808");
+  EXPECT_EQ((Dim::symbol("n") * Dim(INT64_MIN)).str(), "-n*9223372036854775808");
+}
+
+TEST(Shape, ElementCountOverflowThrows) {
+  EXPECT_THROW(Shape::fromConstants({int64_t(1) << 32, int64_t(1) << 32}).numElements(), SizeError);
+  EXPECT_EQ(*Shape::fromConstants({0, int64_t(1) << 62}).numElements().constant(), 0);
 }

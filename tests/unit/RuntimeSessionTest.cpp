@@ -281,3 +281,33 @@ TEST(RuntimeSession, ConcurrentSessionsGiveIdenticalResults) {
   for (int t = 0; t < kThreads; ++t)
     EXPECT_EQ(lastZ[t], cases[(kRounds - 1 + t) % cases.size()].z) << "thread " << t;
 }
+
+TEST(RuntimeSession, RunOverTheMemoryLimitFailsBeforeAllocating) {
+  TestModel model;
+  SessionPtr session = createSession(model.descriptor(), 1);
+  TestCase small(2, 3), large(64, 64);
+  onnxc_tensor outputs[2] = {};
+  std::vector<onnxc_tensor> inputs = small.inputs();
+  ASSERT_EQ(onnxc_session_run(session.get(), inputs.data(), 3, outputs, 2), 0);
+  size_t smallNeed =
+      onnxc_session_arena_bytes(session.get()) + outputs[0].size_bytes + outputs[1].size_bytes;
+  onnxc_session_set_memory_limit(session.get(), smallNeed);
+  onnxc_tensor again[2] = {};
+  ASSERT_EQ(onnxc_session_run(session.get(), inputs.data(), 3, again, 2), 0)
+      << onnxc_session_error(session.get());
+  // 64x64 rows need far more than the small run: refused, with the figures.
+  inputs = large.inputs();
+  onnxc_tensor refused[2] = {};
+  ASSERT_NE(onnxc_session_run(session.get(), inputs.data(), 3, refused, 2), 0);
+  std::string error = onnxc_session_error(session.get());
+  EXPECT_NE(error.find("more than the memory limit of " + std::to_string(smallNeed)),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("batch = 64, seq = 64"), std::string::npos) << error;
+  EXPECT_EQ(refused[0].data, nullptr); // nothing handed out
+  // 0 restores the default: the run goes through.
+  onnxc_session_set_memory_limit(session.get(), 0);
+  ASSERT_EQ(onnxc_session_run(session.get(), inputs.data(), 3, refused, 2), 0)
+      << onnxc_session_error(session.get());
+  expectOutputs(large, refused);
+}

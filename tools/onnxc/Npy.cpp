@@ -3,6 +3,7 @@
 
 #include "ir/Error.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,14 @@
 namespace onnxc {
 
 namespace {
+
+/// "(2, 0, 3)", as numpy writes a shape.
+std::string shapeText(const std::vector<int64_t> &dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + (dims.size() == 1 ? ",)" : ")");
+}
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 
@@ -92,7 +101,9 @@ public:
   std::optional<std::vector<int64_t>> shape;
 
 private:
-  [[noreturn]] void bad(const std::string &what) const { fail(name_, ": malformed npy header: ", what); }
+  [[noreturn]] void bad(const std::string &what) const {
+    fail(name_, ": malformed npy header: ", what);
+  }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void skipSpace() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
@@ -195,22 +206,20 @@ Tensor decodeNpy(std::string_view bytes, const std::string &name) {
   DType dtype = dtypeFromDescr(*header.descr, name);
 
   std::string_view data = bytes.substr(headerStart + headerLength);
-  // Count elements against the data size as we go, so that a hostile shape
-  // cannot overflow the product.
-  uint64_t elements = 1;
-  bool empty = false;
-  for (int64_t d : *header.shape) {
-    if (d == 0)
-      empty = true;
-    else if (!empty && (elements *= uint64_t(d)) > data.size())
-      fail(name, ": npy data size mismatch: shape needs more than the ", data.size(), " bytes present");
-  }
-  if (empty)
-    elements = 0;
-  uint64_t expected = elements * dtypeSize(dtype);
+  // An empty array has no data whatever its other dims; otherwise count
+  // elements against the data size as we go, so that a hostile shape cannot
+  // overflow the product.
+  const std::vector<int64_t> &dims = *header.shape;
+  bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  uint64_t elements = empty ? 0 : 1;
+  for (size_t i = 0; !empty && i < dims.size(); ++i)
+    if (__builtin_mul_overflow(elements, uint64_t(dims[i]), &elements) || elements > data.size())
+      fail(name, ": npy data size mismatch: shape ", shapeText(dims), " needs more than the ",
+           data.size(), " bytes present");
+  uint64_t expected = elements * dtypeSize(dtype); // elements <= data.size(): no overflow
   if (expected != data.size())
-    fail(name, ": npy data size mismatch: shape and dtype need ", expected, " bytes, file has ",
-         data.size());
+    fail(name, ": npy data size mismatch: shape ", shapeText(dims), " and dtype need ", expected,
+         " bytes, file has ", data.size());
   Tensor tensor = Tensor::fromBytes(dtype, *header.shape, data.data(), data.size());
   if (dtype == DType::Bool) {
     uint8_t *values = tensor.data<uint8_t>();
@@ -241,7 +250,8 @@ std::string encodeNpy(const Tensor &tensor, const std::string &name) {
   for (size_t i = 0; i < tensor.rank(); ++i)
     shape += (i ? ", " : "") + std::to_string(tensor.dims()[i]);
   shape += tensor.rank() == 1 ? ",)" : ")";
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // numpy aligns the data to 64 bytes and ends the header with a newline.
   size_t prefix = header.size() + 1 + 10 > 65535 ? 12 : 10;
   size_t total = (prefix + header.size() + 1 + 63) / 64 * 64;

@@ -8,6 +8,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 #include "passes/PassRegistry.h"
 
 #include <algorithm>
@@ -24,6 +25,26 @@ const std::vector<Command> &commands() {
   return table;
 }
 
+/// Options every subcommand takes, after its own.
+std::vector<OptionSpec> withCommonOptions(const std::vector<OptionSpec> &options) {
+  std::vector<OptionSpec> all = options;
+  all.push_back({"memory-limit", "BYTES",
+                 "the most memory tensors and compiled runs may take, e.g. 8G (default: "
+                 "$ONNXC_MEMORY_LIMIT, else physical memory)"});
+  return all;
+}
+
+/// Sets the budget of ir/MemoryBudget.h, which compiled sessions also take.
+void applyCommonOptions(const ParsedArgs &args) {
+  if (!args.has("memory-limit"))
+    return;
+  std::string text = args.get("memory-limit", "");
+  std::optional<int64_t> bytes = parseByteSize(text);
+  if (!bytes || *bytes <= 0)
+    throw UsageError("--memory-limit needs a positive size such as 512M or 8G, got '" + text + "'");
+  setMemoryLimit(*bytes);
+}
+
 void printToolHelp() {
   std::cout << "onnxc: an ONNX compiler and executor for transformer models\n\n"
                "USAGE: onnxc SUBCOMMAND [options]\n\nSUBCOMMANDS:\n";
@@ -36,8 +57,7 @@ void printToolHelp() {
 
 void printCommandHelp(const Command &c) {
   std::cout << "onnxc " << c.name << ": " << c.summary << "\n\nUSAGE: onnxc " << c.usage << "\n";
-  if (!c.options.empty())
-    std::cout << "\n" << describeOptions(c.options);
+  std::cout << "\n" << describeOptions(withCommonOptions(c.options));
   if (c.name == "dump" || c.name == "run")
     std::cout << "\nPASSES:\n" << passListing();
 }
@@ -67,7 +87,9 @@ int dispatch(const std::vector<std::string> &args) {
     printCommandHelp(*it);
     return 0;
   }
-  return it->run(parseArguments(rest, it->options, it->name));
+  ParsedArgs parsed = parseArguments(rest, withCommonOptions(it->options), it->name);
+  applyCommonOptions(parsed);
+  return it->run(parsed);
 }
 
 } // namespace

@@ -53,6 +53,12 @@ const char *onnxc_session_error(const onnxc_session *session);
 /* The error of the last failed onnxc_session_create on this thread. */
 const char *onnxc_last_error(void);
 
+/* The most bytes one run may allocate (its arena plus library-owned
+ * outputs), checked before allocating: a run over it fails with an error
+ * saying what it needed. 0 restores the default, $ONNXC_MEMORY_LIMIT (bytes,
+ * or with a K/M/G/T suffix) or else the machine's physical memory. */
+void onnxc_session_set_memory_limit(onnxc_session *session, size_t bytes);
+
 /* Bytes of arena the last run planned, and the symbol values it bound. */
 size_t onnxc_session_arena_bytes(const onnxc_session *session);
 
