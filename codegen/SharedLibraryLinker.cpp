@@ -16,6 +16,9 @@
 #ifndef ONNXC_RUNTIME_ARCHIVE
 #error "codegen/CMakeLists.txt defines ONNXC_RUNTIME_ARCHIVE as the path of libonnxc_runtime.a"
 #endif
+#ifndef ONNXC_RUNTIME_LINK_FLAGS
+#error "codegen/CMakeLists.txt defines ONNXC_RUNTIME_LINK_FLAGS (the sanitizer flags, or empty)"
+#endif
 
 namespace onnxc {
 
@@ -100,6 +103,8 @@ std::string findCompilerDriver() {
 
 std::string defaultRuntimeArchive() { return ONNXC_RUNTIME_ARCHIVE; }
 
+std::string defaultRuntimeLinkFlags() { return ONNXC_RUNTIME_LINK_FLAGS; }
+
 void linkSharedLibrary(const LinkRequest &request) {
   std::string archive =
       request.runtimeArchive.empty() ? defaultRuntimeArchive() : request.runtimeArchive;
@@ -117,6 +122,11 @@ void linkSharedLibrary(const LinkRequest &request) {
   // --whole-archive: nothing in the model object calls the C API, yet it must
   // be in the library for programs that do. --no-undefined turns a missing
   // symbol into a link error here instead of a dlopen error on the user's side.
+  // The archive of a sanitized build calls into the sanitizers' runtimes: the
+  // same -fsanitize flags make the driver link them (as shared libraries).
+  if (request.runtimeArchive.empty())
+    for (const std::string &flag : splitWords(defaultRuntimeLinkFlags()))
+      arguments.push_back(flag);
   for (const std::string &argument :
        {std::string("-shared"), std::string("-o"), request.outputPath, request.objectPath,
         std::string("-Wl,--whole-archive"), archive, std::string("-Wl,--no-whole-archive"),

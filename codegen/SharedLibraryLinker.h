@@ -39,4 +39,8 @@ std::string findCompilerDriver();
 /// The runtime archive this compiler was built with.
 std::string defaultRuntimeArchive();
 
+/// The flags linking that archive needs: -fsanitize=... in a sanitized build
+/// (CMake's ONNXC_SANITIZE), else empty.
+std::string defaultRuntimeLinkFlags();
+
 } // namespace onnxc

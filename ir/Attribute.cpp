@@ -13,8 +13,11 @@ bool Attribute::operator==(const Attribute &other) const {
   if (kind() == Kind::Float) // bitwise, so NaN attributes compare equal to themselves
     return std::memcmp(&std::get<float>(value_), &std::get<float>(other.value_), 4) == 0;
   if (kind() == Kind::Floats) {
+    // Bitwise as above. An empty vector's data() may be null, and memcmp on a
+    // null pointer is undefined even for zero bytes: two empty lists are equal.
     const auto &a = asFloats(), &b = other.asFloats();
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
   }
   switch (kind()) {
   case Kind::Int: return asInt() == other.asInt();

@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian machine needs to run the whole test suite:
-# system packages and the Python venv (scripts/setup.sh), the build, then ctest.
+# system packages and the Python venv (scripts/setup.sh), the build, then ctest;
+# then the sanitizer stages (scripts/sanitize.sh): the same suite built with
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests built
+# with ThreadSanitizer. ONNXC_SANITIZERS=0 stops after the normal suite.
+# Arguments go to every ctest run (e.g. -R node).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="${ONNXC_BUILD_DIR:-$repo/build}"
+start=$SECONDS
 bash "$repo/scripts/setup.sh"
+echo "test.sh: setup: $((SECONDS - start)) s"
+start=$SECONDS
 bash "$repo/scripts/build.sh"
 # Re-configure so tests that depend on the venv (node tests of the pip onnx
 # package, model tests) are registered even when build/ predates the venv.
-cmake "${ONNXC_BUILD_DIR:-$repo/build}" >/dev/null
-ctest --test-dir "${ONNXC_BUILD_DIR:-$repo/build}" --output-on-failure -j "$(nproc)" "$@"
+cmake "$build" >/dev/null
+echo "test.sh: build: $((SECONDS - start)) s"
+start=$SECONDS
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+echo "test.sh: tests: $((SECONDS - start)) s"
+if [[ "${ONNXC_SANITIZERS:-1}" != 0 ]]; then
+  bash "$repo/scripts/sanitize.sh" all "$@"
+fi

@@ -89,13 +89,22 @@ static int bind_symbols(const onnxc_model_descriptor *model, int argc, char **ar
   return 1;
 }
 
+/* Every exit goes through one cleanup, so the error paths free what they took. */
 int main(int argc, char **argv) {
   const onnxc_model_descriptor *model = ONNXC_DEFAULT_MODEL();
+  int status = 1;
+  onnxc_session *session = NULL;
   int64_t *symbols = calloc((size_t)model->num_symbols + 1, sizeof(int64_t));
   onnxc_tensor *inputs = calloc((size_t)model->num_inputs + 1, sizeof(onnxc_tensor));
   onnxc_tensor *outputs = calloc((size_t)model->num_outputs + 1, sizeof(onnxc_tensor));
-  if (!symbols || !inputs || !outputs || !bind_symbols(model, argc, argv, symbols))
-    return 2;
+  if (!symbols || !inputs || !outputs) {
+    fprintf(stderr, "error: out of memory\n");
+    goto done;
+  }
+  if (!bind_symbols(model, argc, argv, symbols)) {
+    status = 2;
+    goto done;
+  }
 
   for (int32_t i = 0; i < model->num_inputs; ++i) {
     const onnxc_tensor_info *info = &model->inputs[i];
@@ -108,27 +117,33 @@ int main(int argc, char **argv) {
     }
     inputs[i].size_bytes = count * dtypes[info->dtype].size;
     inputs[i].data = calloc(count + 1, dtypes[info->dtype].size);
+    if (!inputs[i].data) {
+      fprintf(stderr, "error: out of memory for input '%s'\n", info->name);
+      goto done;
+    }
     fill_input(&inputs[i], count);
   }
 
-  onnxc_session *session = onnxc_session_create(model, 1);
+  session = onnxc_session_create(model, 1);
   if (!session) {
     fprintf(stderr, "error: %s\n", onnxc_last_error());
-    return 1;
+    goto done;
   }
-  /* Outputs with data == NULL are allocated by the session. */
+  /* Outputs with data == NULL are allocated by the session (freed with it). */
   if (onnxc_session_run(session, inputs, model->num_inputs, outputs, model->num_outputs) != 0) {
     fprintf(stderr, "error: %s\n", onnxc_session_error(session));
-    return 1;
+    goto done;
   }
   for (int32_t o = 0; o < model->num_outputs; ++o)
     print_output(model, o, &outputs[o]);
+  status = 0;
 
+done:
   onnxc_session_destroy(session);
-  for (int32_t i = 0; i < model->num_inputs; ++i)
+  for (int32_t i = 0; inputs && i < model->num_inputs; ++i)
     free(inputs[i].data);
   free(inputs);
   free(outputs);
   free(symbols);
-  return 0;
+  return status;
 }

@@ -363,7 +363,12 @@ def test_c_example_runs_compiled_model(entry, tmp_path, compiled_libraries):
     library = compiled_libraries(entry)
     header = os.path.splitext(library)[0] + ".h"
     program = str(tmp_path / "run_model")
-    run_checked(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(REPO, "runtime", "include"),
+    # A library from a sanitized onnxc (ONNXC_SANITIZE, set by the sanitizer build's ctest)
+    # needs the sanitizers' runtimes loaded first: the program is built with the same flags.
+    sanitize = os.environ.get("ONNXC_SANITIZE", "")
+    sanitize_flags = [f"-fsanitize={sanitize}", "-fno-sanitize-recover=all"] if sanitize else []
+    run_checked(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *sanitize_flags,
+                 "-I", os.path.join(REPO, "runtime", "include"),
                  f"-DONNXC_MODEL_HEADER=\"{header}\"", os.path.join(REPO, "examples", "c", "run_model.c"),
                  library, f"-Wl,-rpath,{os.path.dirname(library)}", "-o", program], "building the C example")
     symbols = {name: value for name, value in entry["test_shapes"][0].items()}

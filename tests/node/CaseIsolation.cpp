@@ -11,6 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace onnxc::nodetest {
 namespace {
 
@@ -30,6 +34,12 @@ void writeAll(int fd, const std::string &text) {
 
 [[noreturn]] void runChild(const CaseInfo &info, int writeFd) {
   std::optional<std::string> failure = runCase(info);
+#if defined(__SANITIZE_ADDRESS__)
+  // _exit below skips LeakSanitizer's check at exit, so an ASan build checks
+  // here what this case leaked (the report goes to stderr).
+  if (__lsan_do_recoverable_leak_check() && !failure)
+    failure = "leaked memory (see the LeakSanitizer report above)";
+#endif
   // 'P' or 'F' then the reason: a child that dies before writing leaves the
   // parent with an empty pipe, which is how a crash is told from a failure.
   writeAll(writeFd, failure ? "F" + *failure : std::string("P"));

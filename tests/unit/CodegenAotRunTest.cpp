@@ -146,7 +146,10 @@ TEST_F(CodegenAotRun, JitDescriptorRunsThroughTheSameRuntime) {
 TEST_F(CodegenAotRun, CExampleBuildsAgainstTheGeneratedHeaderAndRuns) {
   std::string source = std::string(ONNXC_SOURCE_DIR) + "/examples/c/run_model.c";
   std::string program = dir_ + "/run_model";
-  std::string build = "cc -std=c11 -Wall -Wextra -Werror -I" + std::string(ONNXC_SOURCE_DIR) +
+  // In a sanitized build tiny.so links the sanitizer runtimes, which must
+  // come first in the program: it is built with the same flags.
+  std::string build = "cc -std=c11 -Wall -Wextra -Werror " + defaultRuntimeLinkFlags() + " -I" +
+                      std::string(ONNXC_SOURCE_DIR) +
                       "/runtime/include -I" + dir_ + " -DONNXC_MODEL_HEADER='\"tiny.h\"' " +
                       source + " " + dir_ + "/tiny.so -Wl,-rpath," + dir_ + " -o " + program;
   int status = 0;

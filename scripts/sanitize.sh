@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The sanitizer stages of scripts/test.sh, also run by hand (CONTRIBUTING.md):
+#
+#   bash scripts/sanitize.sh [asan|tsan|all] [ctest arguments...]
+#
+# asan: the whole project built with AddressSanitizer + UndefinedBehaviorSanitizer
+#       into build-asan/, then its full ctest suite.
+# tsan: the concurrency tests built with ThreadSanitizer into build-tsan/, then run.
+# Both builds are incremental; neither rebuilds LLVM (Debian's shared libLLVM is
+# linked as it is, uninstrumented). Needs scripts/setup.sh to have run. Every
+# sanitizer report aborts the process, so it fails the test that ran it, whatever
+# that test expects of the exit code (lit's `not`, the bad-input runner).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+which="${1:-all}"
+[[ $# -gt 0 ]] && shift
+case "$which" in
+  asan | tsan | all) ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|all] [ctest arguments...]" >&2; exit 2 ;;
+esac
+normal_build="${ONNXC_BUILD_DIR:-$repo/build}"
+jobs="$(nproc)"
+
+# Options of the sanitizers' runtimes. abort_on_error turns a report into SIGABRT:
+# a test that expects a non-zero exit (an error path) still fails on it.
+# Leak checking is on; the suppressions file names the only leaks allowed.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_odr_violation=2"
+export UBSAN_OPTIONS="print_stacktrace=1:abort_on_error=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$repo/tests/sanitizers/lsan.supp:print_suppressions=0"
+export TSAN_OPTIONS="abort_on_error=1:halt_on_error=1:second_deadlock_stack=1"
+
+timed() {
+  local what="$1" start=$SECONDS
+  shift
+  "$@"
+  echo "sanitize.sh: $what: $((SECONDS - start)) s"
+}
+
+configure() {
+  local dir="$1"
+  shift
+  # Always re-run: it is quick, it picks up a venv made after the first
+  # configure (venv-dependent tests), and it keeps the sanitizer setting right.
+  cmake -G Ninja -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+}
+
+build_asan() {
+  # The test models come from the normal build's folder when it has them
+  # (scripts/test.sh builds that first): torch exports them once, not twice.
+  local models=()
+  [[ -d "$normal_build/models" ]] && models=(-DONNXC_MODEL_DIR="$normal_build/models")
+  configure "$repo/build-asan" -DONNXC_SANITIZE=address,undefined "${models[@]}"
+  ninja -C "$repo/build-asan" -j "$jobs"
+}
+
+build_tsan() {
+  configure "$repo/build-tsan" -DONNXC_SANITIZE=thread
+  ninja -C "$repo/build-tsan" -j "$jobs" onnxc_concurrency_tests
+}
+
+if [[ "$which" != tsan ]]; then
+  timed "asan build" build_asan
+  timed "asan tests" ctest --test-dir "$repo/build-asan" --output-on-failure -j "$jobs" "$@"
+fi
+if [[ "$which" != asan ]]; then
+  timed "tsan build" build_tsan
+  timed "tsan tests" ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$jobs" "$@"
+fi
