@@ -111,7 +111,10 @@ void inferConstantOfShape(Node &node, InferenceContext &context) {
   std::optional<std::vector<Dim>> dims = contentsOrUnknowns(context, shape);
   if (!dims) {
     std::optional<int64_t> length = staticLength(shape);
-    setResult(node, 0, dtype, length ? Shape(freshDims(context, size_t(*length), "dim")) : Shape());
+    setResult(node, 0, dtype,
+              length ? Shape(freshDims(context, derivedRank(node, 0, *length, "the shape operand"),
+                                       "dim"))
+                     : Shape());
     return;
   }
   for (Dim &d : *dims) {

@@ -119,7 +119,9 @@ void inferReshape(Node &node, InferenceContext &context) {
   if (!target) {
     std::optional<int64_t> length = staticLength(shape);
     setResult(node, 0, data->dtype(),
-              length ? Shape(freshDims(context, size_t(*length), "reshape")) : Shape());
+              length ? Shape(freshDims(context, derivedRank(node, 0, *length, "the shape operand"),
+                                       "reshape"))
+                     : Shape());
     return;
   }
   std::vector<Dim> dims = *target;
@@ -451,8 +453,10 @@ void inferUnsqueeze(Node &node, InferenceContext &context) {
   if (!input.isRanked() || !axes) {
     std::optional<int64_t> count = staticLength(axesValue);
     setResult(node, 0, data->dtype(),
-              input.isRanked() && count ? Shape(std::vector<Dim>(input.rank() + size_t(*count)))
-                                        : Shape());
+              input.isRanked() && count
+                  ? Shape(std::vector<Dim>(
+                        derivedRank(node, input.rank(), *count, "the axes operand")))
+                  : Shape());
     return;
   }
   int64_t rank = int64_t(input.rank() + axes->size());

@@ -29,11 +29,10 @@ const ShapeRuleTable &shapeRules() {
 
 namespace {
 
-void recordSymbols(const Shape &shape, std::vector<std::string> &used) {
+void recordSymbols(const Shape &shape, std::unordered_set<std::string> &used) {
   for (const Dim &d : shape.dims())
     for (const std::string &symbol : d.symbols())
-      if (std::find(used.begin(), used.end(), symbol) == used.end())
-        used.push_back(symbol);
+      used.insert(symbol);
 }
 
 } // namespace
@@ -68,7 +67,7 @@ void InferenceContext::assume(const Node &node, Dim expr, ShapeAssumption::Kind 
   if (assumption.refuted())
     fail(assumption.message);
   for (const std::string &symbol : assumption.expr.symbols())
-    if (std::find(inputSymbols_.begin(), inputSymbols_.end(), symbol) == inputSymbols_.end())
+    if (!inputSymbols_.count(symbol))
       return; // a symbol inference made up: nothing at run time can bind it
   pending_.push_back(std::move(assumption));
 }
@@ -92,6 +91,15 @@ void InferenceContext::assumeBroadcastsTo(const Node &node, const Dim &a, const 
          what + " " + a.str() + " must be 1 or " + c.str());
 }
 
+size_t derivedRank(const Node &node, size_t base, int64_t length, const char *what) {
+  if (length < 0)
+    fail(node.describe(), ": ", what, " has a negative length ", length);
+  if (length > kMaxDerivedRank - int64_t(base))
+    fail(node.describe(), ": ", what, " has ", length, " elements, so the result would have rank ",
+         uint64_t(base) + uint64_t(length), "; onnxc supports ranks up to ", kMaxDerivedRank);
+  return base + size_t(length);
+}
+
 void InferenceContext::commitAssumptions() {
   for (ShapeAssumption &assumption : pending_)
     graph_.addAssumption(std::move(assumption));
@@ -101,10 +109,10 @@ void InferenceContext::commitAssumptions() {
 Dim InferenceContext::freshSymbol(const std::string &hint) {
   std::string base = hint.empty() ? "dim" : hint;
   std::string name = base;
-  for (unsigned suffix = 1;
-       std::find(usedSymbols_.begin(), usedSymbols_.end(), name) != usedSymbols_.end(); ++suffix)
-    name = base + "_" + std::to_string(suffix);
-  usedSymbols_.push_back(name);
+  unsigned &suffix = nextSuffix_[base];
+  while (usedSymbols_.count(name))
+    name = base + "_" + std::to_string(++suffix);
+  usedSymbols_.insert(name);
   return Dim::symbol(name);
 }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace onnxc {
@@ -46,10 +47,13 @@ public:
 
 private:
   Graph &graph_;
-  std::vector<std::string> inputSymbols_;
+  std::unordered_set<std::string> inputSymbols_;
   std::vector<ShapeAssumption> pending_;
   std::unordered_map<const Value *, std::vector<Dim>> contents_;
-  std::vector<std::string> usedSymbols_;
+  // Every symbol named so far, and the next suffix freshSymbol tries per
+  // hint: a model can ask for many fresh symbols, so this stays linear.
+  std::unordered_set<std::string> usedSymbols_;
+  std::unordered_map<std::string, unsigned> nextSuffix_;
 };
 
 /// Infers the dtype and shape of every node result, visiting nodes in

@@ -25,6 +25,17 @@ void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, log
 void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
 
+/// The largest rank a rule derives from the length of a tensor (a Reshape
+/// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).
+/// Real models stay far below it; past it the model is broken or hostile,
+/// and building that many dims would cost unbounded time and memory.
+constexpr int64_t kMaxDerivedRank = 1024;
+
+/// `base` + `length` as the rank of a result whose dims `what` (an operand
+/// of `length` elements) adds; throws naming the node when it is past
+/// kMaxDerivedRank.
+size_t derivedRank(const Node &node, size_t base, int64_t length, const char *what);
+
 /// Every family's rules: the table inferNodeShapes applies (unit tests call
 /// rules from it directly, without the driver's count checks and contents
 /// propagation).

@@ -99,6 +99,20 @@ def write(out: Path) -> None:
     _save(_model([reshape], [_info("x", F32, [0])], [_info("y", F32, None)],
                  [_const("shape", [2 ** 62, 4])]), size / "reshape_empty_2e62.onnx")
 
+    # A Reshape target and Unsqueeze axes of 2^40 elements whose contents are unknown: the
+    # result's rank would be 2^40 (the onnx-import fuzzer's timeout, a near-endless loop making
+    # fresh symbols).
+    fill = helper.make_node("ConstantOfShape", ["count"], ["target"], name="fill_target",
+                            value=numpy_helper.from_array(np.array([1], np.int64)))
+    reshape = helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape_rank")
+    _save(_model([fill, reshape], [_info("x", F32, [1])], [_info("y", F32, None)],
+                 [_const("count", [2 ** 40])]), size / "reshape_rank_2e40.onnx")
+    fill = helper.make_node("ConstantOfShape", ["count"], ["axes"], name="fill_axes",
+                            value=numpy_helper.from_array(np.array([0], np.int64)))
+    unsqueeze = helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="unsqueeze_rank")
+    _save(_model([fill, unsqueeze], [_info("x", F32, [1])], [_info("y", F32, None)],
+                 [_const("count", [2 ** 40])]), size / "unsqueeze_rank_2e40.onnx")
+
     # y = Range(s, l, d): a benign model whose output size is the input data.
     rng = helper.make_node("Range", ["s", "l", "d"], ["y"], name="range_of_inputs")
     _save(_model([rng], [_info("s", I64, []), _info("l", I64, []), _info("d", I64, [])],
@@ -225,6 +239,10 @@ def cases(onnxc: str, out: Path, scratch: Path, Case) -> list:
               "reshape_empty_2e62.onnx": ["x=" + str(size / "x0.npy")]}
     for model, node in OVERFLOWING.items():
         every_command(model, inputs[model], [node], [overflow])
+
+    for model, node in (("reshape_rank_2e40.onnx", "reshape_rank"),
+                        ("unsqueeze_rank_2e40.onnx", "unsqueeze_rank")):
+        every_command(model, ["x=" + str(size / "x1.npy")], [node], ["would have rank 109951162777[67]"])
 
     # Range sized by input data: the JIT specializes the values in, the .so cannot be built
     # for data-dependent shapes, the evaluator refuses the allocation.

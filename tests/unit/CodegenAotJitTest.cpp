@@ -104,7 +104,7 @@ TEST(CodegenAotDescriptor, InconsistentPlansNameTheCulprit) {
     plan.inputs = {{"x", DType::F32, Shape({Dim::symbol("batch"), Dim(4)})}};
     plan.outputs = {{"y", DType::F32, Shape({Dim::symbol("batch"), Dim(4)})}};
     plan.buffers = {{BufferKind::Input, 0, Dim::symbol("batch") * Dim(16), {}, 0, 0}};
-    plan.steps = {{"s", emitAddRowKernel(module), nullptr, {0}}};
+    plan.steps = {{"s", emitAddRowKernel(module), nullptr, {0}, {}}};
     breakPlan(plan);
     return errorOf([&] { emitDescriptor(module, plan); });
   };

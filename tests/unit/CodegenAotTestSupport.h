@@ -125,7 +125,8 @@ inline TinyModel buildTinyModel(const TargetSelection &target, const std::string
   PlanBuffer constant{BufferKind::Constant, 0, Dim(16), ConstantBytes(bytes), 0, 0};
   PlanBuffer temporary{BufferKind::Intermediate, 0, batch * Dim(16), {}, 0, 1};
   plan.buffers = {input, output, constant, temporary};
-  plan.steps = {{"t = x + c", kernel, count, {0, 3, 2}}, {"y = t + c", kernel, count, {3, 1, 2}}};
+  plan.steps = {{"t = x + c", kernel, count, {0, 3, 2}, {}},
+                {"y = t + c", kernel, count, {3, 1, 2}, {}}};
   if (extend)
     extend(plan);
   model.accessor = emitDescriptor(*model.module, plan);

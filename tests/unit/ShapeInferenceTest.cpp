@@ -82,6 +82,49 @@ TEST(ShapeInference, ReshapeNotDivisibleGetsFreshSymbol) {
   EXPECT_EQ(typeOf(r), "f32[2, reshape]");
 }
 
+TEST(ShapeInference, FreshSymbolsSkipNamesInUseAndStayLinear) {
+  Builder b;
+  Value *x = b.input("x", type(DType::F32, {sym("reshape_2"), sym("s")}));
+  // ConstantOfShape's contents are not tracked past 64 elements, so a
+  // Reshape to it gets 1000 fresh symbols, all from one hint.
+  Value *target = b.op(OpKind::ConstantOfShape, {b.ints({1000})},
+                       {{"value", Tensor::fromVector<int64_t>({1}, {1})}});
+  Value *r = b.op(OpKind::Reshape, {x, target});
+  inferShapes(b.graph);
+  ASSERT_EQ(r->shape().rank(), 1000u);
+  EXPECT_EQ(r->shape()[0].str(), "reshape");
+  EXPECT_EQ(r->shape()[1].str(), "reshape_1");
+  EXPECT_EQ(r->shape()[2].str(), "reshape_3"); // reshape_2 names an input dim
+  EXPECT_EQ(r->shape()[999].str(), "reshape_1000");
+}
+
+TEST(ShapeInference, RankFromAHugeLengthIsAnError) {
+  // ConstantOfShape([2^40]) has unknown contents, so a Reshape to it or an
+  // Unsqueeze by it would have rank 2^40.
+  for (OpKind kind : {OpKind::Reshape, OpKind::Unsqueeze, OpKind::ConstantOfShape}) {
+    Builder b;
+    Value *x = b.input("x", type(DType::F32, {1}));
+    Value *lengths = b.op(OpKind::ConstantOfShape, {b.ints({int64_t(1) << 40})},
+                          {{"value", Tensor::fromVector<int64_t>({1}, {1})}});
+    if (kind == OpKind::ConstantOfShape)
+      b.graph.createNode(kind, {lengths}, 1, "huge");
+    else
+      b.graph.createNode(kind, {x, lengths}, 1, "huge");
+    std::string error;
+    try {
+      inferShapes(b.graph);
+    } catch (const Error &e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("node 'huge': "), std::string::npos) << error;
+    std::string rank = kind == OpKind::Unsqueeze ? "1099511627777" : "1099511627776";
+    EXPECT_NE(error.find("1099511627776 elements, so the result would have rank " + rank +
+                         "; onnxc supports ranks up to 1024"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(ShapeInference, ImpossibleReshapeIsAnError) {
   Builder b;
   Value *x = b.input("x", type(DType::F32, {2, 3, 64}));
