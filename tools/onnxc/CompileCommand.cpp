@@ -9,6 +9,7 @@
 
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
 #include "tools/onnxc/FileIdentity.h"
 
 #include <chrono>
@@ -74,17 +75,6 @@ ArtifactRequest::Kind emitKind(const std::string &text) {
   throw UsageError("unknown --emit '" + text + "' (use so, obj, asm or llvm)");
 }
 
-std::string formatBytes(double bytes) {
-  char text[32];
-  if (bytes >= 1 << 20)
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1 << 20));
-  else if (bytes >= 1 << 10)
-    std::snprintf(text, sizeof text, "%.1f KiB", bytes / (1 << 10));
-  else
-    std::snprintf(text, sizeof text, "%.0f B", bytes);
-  return text;
-}
-
 /// The header beside a library: model.so -> model.h.
 std::string defaultHeaderPath(const std::string &libraryPath) {
   return std::filesystem::path(libraryPath).replace_extension(".h").string();
@@ -145,7 +135,7 @@ int runCompile(const ParsedArgs &args) {
     if (buffer.kind == BufferKind::Constant)
       constantBytes += double(buffer.constant.size);
   std::cout << "compiled '" << plan.name << "' for " << target.cpu() << ": " << plan.steps.size()
-            << " steps, " << formatBytes(constantBytes) << " of constants -> " << output;
+            << " steps, " << formatBytes(int64_t(constantBytes)) << " of constants -> " << output;
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
     std::cout << ", " << request.headerPath;
   char timing[32];

@@ -31,7 +31,8 @@ std::unique_ptr<Graph> loadModel(const std::string &path) {
     return graph;
   }
   if (ext == ".so")
-    fail(path, ": compiled models cannot be loaded yet (codegen lands in a later issue)");
+    fail(path, ": a compiled library holds no graph to dump or compile ('onnxc run' and "
+               "'onnxc bench' run it); pass the .onnx or .ir it was built from");
   fail(path, ": unknown model file type '", ext, "' (expected .onnx or .ir)");
 }
 
