@@ -338,6 +338,18 @@ def no_overwrite_cases(onnxc: str, out: Path, scratch: Path) -> list:
     cases = [Case("run output_collision.onnx (a/b and a_b)",
                   [onnxc, "run", str(out / "output_collision.onnx"), "--backend=ref",
                    "--output-dir", str(output_dir)], ["'a/b'", "'a_b'", "a_b.npy"])]
+    # An output file that is an input's .npy (a_b.npy fed as x, then --output-dir beside it),
+    # by its own name and through a symlink.
+    folder = Path(tempfile.mkdtemp(prefix="run_over_input_", dir=scratch))
+    np.save(folder / "a_b.npy", np.ones((2, 3), np.float32))
+    (folder / "alias.npy").symlink_to("a_b.npy")
+    for feed in ("a_b.npy", "alias.npy"):
+        cases.append(Case(f"run output_collision.onnx --input x={feed} --output-dir beside it",
+                          [onnxc, "run", str(out / "output_collision.onnx"), "--backend=ref",
+                           "--input", f"x={folder / feed}", "--output-dir", str(folder)],
+                          mode="custom",
+                          check=unchanged_check([r"input 'x'"], {
+                              folder / "a_b.npy": (folder / "a_b.npy").read_bytes()})))
     # Each case gets its own folder: m.onnx, link.so -> m.onnx, dangling.h ->
     # fresh.so (not there yet), so one overwrite cannot spoil the next case.
     def fresh_folder() -> Path:

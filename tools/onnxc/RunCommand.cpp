@@ -7,6 +7,7 @@
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
 #include "tools/onnxc/CompiledLibrary.h"
+#include "tools/onnxc/FileIdentity.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
 
@@ -73,21 +74,33 @@ std::string fileNameFor(const std::string &outputName) {
   return out + ".npy";
 }
 
-/// The file name of each output in --output-dir. Two outputs whose names
-/// sanitize to one file would silently overwrite each other, so that is an
-/// error naming both (checked before anything runs or is written).
-std::vector<std::string> outputFileNames(const std::vector<std::string> &outputNames) {
-  std::vector<std::string> files;
+/// The path of each output in --output-dir. Two outputs whose names
+/// sanitize to one file would silently overwrite each other, and an output
+/// written over an input's .npy or the model would destroy it, so both are
+/// errors naming the files (checked before anything runs or is written).
+std::vector<std::string> outputPaths(const std::string &outputDir,
+                                     const std::vector<std::string> &outputNames,
+                                     const InputRequest &request, const std::string &model) {
+  std::vector<std::string> paths;
   std::map<std::string, size_t> owner;
   for (size_t i = 0; i < outputNames.size(); ++i) {
-    files.push_back(fileNameFor(outputNames[i]));
-    auto [it, fresh] = owner.emplace(files.back(), i);
+    std::string file = fileNameFor(outputNames[i]);
+    auto [it, fresh] = owner.emplace(file, i);
     if (!fresh)
       fail("outputs '", outputNames[it->second], "' and '", outputNames[i],
-           "' would both be written to '", files.back(),
+           "' would both be written to '", file,
            "' in --output-dir; rename one of them in the model");
+    paths.push_back((std::filesystem::path(outputDir) / file).string());
+    FileIdentity written = fileIdentity(paths.back());
+    if (written == fileIdentity(model))
+      fail("output '", outputNames[i], "' would be written to '", paths.back(),
+           "', which is the model; choose another --output-dir");
+    for (const auto &[input, npy] : request.files)
+      if (written == fileIdentity(npy))
+        fail("output '", outputNames[i], "' would be written to '", paths.back(),
+             "', which is the file of input '", input, "'; choose another --output-dir");
   }
-  return files;
+  return paths;
 }
 
 std::pair<std::string, std::string> splitAssignment(const std::string &text, const char *option) {
@@ -137,7 +150,7 @@ int runRun(const ParsedArgs &args) {
     for (int32_t i = 0; i < model.num_outputs; ++i)
       outputNames.push_back(model.outputs[i].name);
     if (!outputDir.empty())
-      outputFiles = outputFileNames(outputNames);
+      outputFiles = outputPaths(outputDir, outputNames, request, path);
     std::map<std::string, Tensor> inputs = prepareInputs(*signature, request);
     outputs = runCompiledModel(model, *signature, inputs, threads);
   } else {
@@ -148,7 +161,7 @@ int runRun(const ParsedArgs &args) {
     for (const GraphOutput &output : graph->outputs())
       outputNames.push_back(output.name);
     if (!outputDir.empty())
-      outputFiles = outputFileNames(outputNames);
+      outputFiles = outputPaths(outputDir, outputNames, request, path);
     std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
     if (backend == "ref") {
       outputs = evaluateGraph(*graph, inputs);
@@ -177,7 +190,7 @@ int runRun(const ParsedArgs &args) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     printOutput(outputNames[i], outputs[i]);
     if (!outputDir.empty())
-      writeNpy((std::filesystem::path(outputDir) / outputFiles[i]).string(), outputs[i]);
+      writeNpy(outputFiles[i], outputs[i]);
   }
   return 0;
 }
