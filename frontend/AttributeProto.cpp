@@ -71,7 +71,7 @@ const char *attributeTypeName(int type) {
   }
 }
 
-Attribute attributeFromProto(const onnx::AttributeProto &proto, const std::string &modelDir,
+Attribute attributeFromProto(const onnx::AttributeProto &proto, const ModelFolder &modelDir,
                              const std::string &nodeDescription) {
   std::string context = nodeDescription + ": attribute '" + proto.name() + "'";
   if (!proto.ref_attr_name().empty())

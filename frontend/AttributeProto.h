@@ -3,6 +3,8 @@
 
 #include "ir/Attribute.h"
 
+#include "frontend/ModelFolder.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <string>
@@ -13,7 +15,7 @@ namespace onnxc {
 /// (tensors may use external data, resolved in `modelDir`). Graphs, sparse
 /// tensors and type protos throw onnxc::Error naming `nodeDescription` and
 /// the attribute.
-Attribute attributeFromProto(const onnx::AttributeProto &proto, const std::string &modelDir,
+Attribute attributeFromProto(const onnx::AttributeProto &proto, const ModelFolder &modelDir,
                              const std::string &nodeDescription);
 
 /// A human-readable name of an attribute type ("graph", "ints", ...).

@@ -167,13 +167,15 @@ std::string readRange(int fd, uint64_t offset, uint64_t length, const std::strin
 
 } // namespace
 
-std::string readExternalData(const onnx::TensorProto &proto, const std::string &modelDir,
+std::string readExternalData(const onnx::TensorProto &proto, const ModelFolder &modelDir,
                              size_t expectedBytes, const std::string &context) {
   ExternalRef ref = parseExternalRef(proto, context);
-  fs::path folder = canonicalFolder(modelDir, context);
+  fs::path folder = canonicalFolder(modelDir.path, context);
   fs::path path = resolveInsideFolder(ref.location, folder, context);
 
   FileDescriptor file{openForReading(path, ref.location, context)};
+  if (modelDir.filesRead)
+    modelDir.filesRead->push_back(path.string());
   uint64_t fileSize = checkOpenedFile(file.fd, ref.location, folder, context);
 
   uint64_t length = ref.length.value_or(expectedBytes);

@@ -1,6 +1,8 @@
 //===- frontend/ExternalData.h - Tensor bytes stored beside the model -------===//
 #pragma once
 
+#include "frontend/ModelFolder.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <string>
@@ -13,7 +15,7 @@ namespace onnxc {
 /// symlinks leading out of the folder are refused. `expectedBytes` is what
 /// the dims and dtype call for; a `length` that disagrees, or a range past
 /// the end of the file, throws onnxc::Error naming `context`.
-std::string readExternalData(const onnx::TensorProto &proto, const std::string &modelDir,
+std::string readExternalData(const onnx::TensorProto &proto, const ModelFolder &modelDir,
                              size_t expectedBytes, const std::string &context);
 
 } // namespace onnxc

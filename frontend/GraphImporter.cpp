@@ -192,7 +192,7 @@ std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const
 }
 
 std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
-                                   const std::string &modelDir) {
+                                   const ModelFolder &modelDir) {
   ProducerMap producers = checkDefinitions(proto);
   std::vector<int> order = topologicalNodeOrder(proto, producers);
   std::vector<std::string> unsupported = findUnsupportedOps(proto, opsets);

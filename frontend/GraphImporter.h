@@ -1,6 +1,7 @@
 //===- frontend/GraphImporter.h - onnx::GraphProto -> Graph -----------------===//
 #pragma once
 
+#include "frontend/ModelFolder.h"
 #include "frontend/ModelLoader.h"
 #include "ir/Graph.h"
 
@@ -18,7 +19,7 @@ namespace onnxc {
 /// prefix) on undefined or duplicate names, cycles, bad tensors, and, in
 /// one error listing them all, unsupported ops. Shapes are not inferred.
 std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
-                                   const std::string &modelDir);
+                                   const ModelFolder &modelDir);
 
 /// The ops of the graph without an importer at the model's opsets, one entry
 /// per op type in order of first appearance: "Foo (node 'a')",

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/ModelFolder.h"
 #include "frontend/ModelLoader.h"
 #include "ir/Graph.h"
 
@@ -24,13 +25,13 @@ class ImportContext {
 public:
   /// `onnxNames` holds every value name the ONNX graph uses, so names the
   /// importer invents never collide with a name a later node defines.
-  ImportContext(Graph &graph, std::string modelDir, OpsetMap opsets,
+  ImportContext(Graph &graph, ModelFolder modelDir, OpsetMap opsets,
                 std::unordered_set<std::string> onnxNames)
       : graph_(graph), modelDir_(std::move(modelDir)), opsets_(std::move(opsets)),
         onnxNames_(std::move(onnxNames)) {}
 
   Graph &graph() { return graph_; }
-  const std::string &modelDir() const { return modelDir_; }
+  const ModelFolder &modelDir() const { return modelDir_; }
   /// The opset imported for `domain` (canonical form), 0 if none.
   int64_t opset(const std::string &domain) const;
 
@@ -43,7 +44,7 @@ public:
 
 private:
   Graph &graph_;
-  std::string modelDir_;
+  ModelFolder modelDir_;
   OpsetMap opsets_;
   std::unordered_set<std::string> onnxNames_;
   std::unordered_map<std::string, Value *> values_;

@@ -73,11 +73,12 @@ void summarizeWeights(const onnx::GraphProto &graph, ModelSummary &summary) {
 
 } // namespace
 
-std::unique_ptr<Graph> importOnnxFile(const std::string &path) {
+std::unique_ptr<Graph> importOnnxFile(const std::string &path,
+                                      std::vector<std::string> *externalFiles) {
   return withPathPrefix(path, [&] {
     onnx::ModelProto model = loadModelProto(path);
     OpsetMap opsets = checkOpsets(model);
-    std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, modelFolder(path));
+    std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
     inferShapes(*graph);
     return graph;
   });

@@ -16,8 +16,10 @@ namespace onnxc {
 /// through the import function for its (domain, op type, opset). Throws
 /// onnxc::Error "FILE: problem" (naming the node where there is one); ops
 /// without an importer are all reported in one error. Shapes are inferred
-/// before returning.
-std::unique_ptr<Graph> importOnnxFile(const std::string &path);
+/// before returning. `externalFiles`, when given, receives the path of every
+/// external data file read.
+std::unique_ptr<Graph> importOnnxFile(const std::string &path,
+                                      std::vector<std::string> *externalFiles = nullptr);
 
 /// What `onnxc inspect` shows about a model, read without importing it.
 struct ModelSummary {

@@ -15,7 +15,7 @@ namespace onnxc {
 
 namespace {
 
-Tensor densify(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+Tensor densify(const onnx::SparseTensorProto &proto, const ModelFolder &modelDir,
                const std::string &context) {
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   Tensor values = tensorFromProto(proto.values(), modelDir, context + " (values)");
@@ -73,7 +73,7 @@ Tensor densify(const onnx::SparseTensorProto &proto, const std::string &modelDir
 
 } // namespace
 
-Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const ModelFolder &modelDir,
                              const std::string &context) {
   return withSizeContext(context, [&] { return densify(proto, modelDir, context); });
 }

@@ -207,7 +207,7 @@ DType dtypeFromOnnx(int32_t onnxDataType, const std::string &context) {
 }
 
 namespace {
-Tensor tensorFromProtoUnchecked(const onnx::TensorProto &proto, const std::string &modelDir,
+Tensor tensorFromProtoUnchecked(const onnx::TensorProto &proto, const ModelFolder &modelDir,
                                 const std::string &context) {
   if (proto.has_segment())
     fail(context, ": segmented tensors are not supported");
@@ -228,7 +228,7 @@ Tensor tensorFromProtoUnchecked(const onnx::TensorProto &proto, const std::strin
 
 } // namespace
 
-Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelDir,
+Tensor tensorFromProto(const onnx::TensorProto &proto, const ModelFolder &modelDir,
                        const std::string &context) {
   // A size refused by the memory budget names the tensor it was for.
   return withSizeContext(context,

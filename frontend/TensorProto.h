@@ -1,6 +1,7 @@
 //===- frontend/TensorProto.h - onnx::TensorProto <-> Tensor ----------------===//
 #pragma once
 
+#include "frontend/ModelFolder.h"
 #include "ir/Tensor.h"
 
 #include <onnx/onnx_pb.h>
@@ -17,7 +18,7 @@ DType dtypeFromOnnx(int32_t onnxDataType, const std::string &context);
 /// relative to `modelDir`, refusing paths that escape it) into a Tensor.
 /// Throws onnxc::Error naming `context` (e.g. "initializer 'w'") on wrong
 /// sizes, negative dims, unreadable or out-of-folder external data.
-Tensor tensorFromProto(const onnx::TensorProto &proto, const std::string &modelDir,
+Tensor tensorFromProto(const onnx::TensorProto &proto, const ModelFolder &modelDir,
                        const std::string &context);
 
 } // namespace onnxc
@@ -28,7 +29,7 @@ namespace onnxc {
 /// [NNZ, rank], over dims) into a dense Tensor; unlisted elements are zero.
 /// Throws onnxc::Error naming `context` on inconsistent sizes or indices out
 /// of range.
-Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &modelDir,
+Tensor tensorFromSparseProto(const onnx::SparseTensorProto &proto, const ModelFolder &modelDir,
                              const std::string &context);
 
 } // namespace onnxc

@@ -222,6 +222,14 @@ def write_output_collision(out: Path) -> None:
     save(model, out / "output_collision.onnx")
 
 
+def write_external_weights(out: Path) -> None:
+    """A good model whose W lives in weights.bin: compile must not write over it."""
+    folder = out / "external_good"
+    folder.mkdir(exist_ok=True)
+    (folder / "weights.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    save(weight_model(external_weight("W", "weights.bin", 16)), folder / "m.onnx")
+
+
 def write_uncompilable_shapes(out: Path) -> None:
     """Shapes the IR holds but no compiled model can run with: a negative
     input dim (text IR, since the ONNX importer refuses it already) and
@@ -261,6 +269,7 @@ def main() -> int:
     write_external_defects(out)
     write_external_link_defects(out)
     write_output_collision(out)
+    write_external_weights(out)
     write_uncompilable_shapes(out)
     write_huge_parameter_count(out)
     write_runtime_defects(out)

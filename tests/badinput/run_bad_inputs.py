@@ -370,6 +370,19 @@ def no_overwrite_cases(onnxc: str, out: Path, scratch: Path) -> list:
         cases.append(Case(f"compile m.onnx {label}", [onnxc, "compile", str(model)] + argv(folder),
                           mode="custom",
                           check=unchanged_check([r"input model"], {model: model.read_bytes()})))
+    # Over the external data file the weights were read from.
+    for label, argv in {"-o weights.bin": lambda f: ["-o", str(f / "weights.bin")],
+                        "--header weights.bin": lambda f: ["-o", str(f / "m.so"), "--header",
+                                                           str(f / "weights.bin")]}.items():
+        folder = Path(tempfile.mkdtemp(prefix="compile_external_", dir=scratch))
+        for name in ("m.onnx", "weights.bin"):
+            (folder / name).write_bytes((out / "external_good" / name).read_bytes())
+        weights = folder / "weights.bin"
+        cases.append(Case(f"compile external_good/m.onnx {label}",
+                          [onnxc, "compile", str(folder / "m.onnx")] + argv(folder),
+                          mode="custom", check=unchanged_check(
+                              [r"external data file", "weights.bin"],
+                              {weights: weights.read_bytes(), folder / "m.so": None})))
     one_file = {"--header = the library": lambda f: ["-o", str(f / "a.so"), "--header",
                                                      str(f / "a.so")],
                 "-o a.h (the default header)": lambda f: ["-o", str(f / "a.h")],

@@ -34,7 +34,9 @@ Command benchCommand();
 
 /// Loads a model by extension: `.onnx` is imported, `.ir` is parsed, then
 /// verified and shape-inferred. Throws onnxc::Error naming the file.
-std::unique_ptr<Graph> loadModel(const std::string &path);
+/// `externalFiles`, when given, receives every external data file read.
+std::unique_ptr<Graph> loadModel(const std::string &path,
+                                 std::vector<std::string> *externalFiles = nullptr);
 
 /// The single MODEL positional of a command (UsageError otherwise).
 std::string modelArgument(const ParsedArgs &args, const std::string &command);

@@ -104,6 +104,22 @@ void checkOutputsAreDistinct(const std::string &model, const ArtifactRequest &re
   }
 }
 
+/// Refuses outputs that would write over a file the model's weights were
+/// read from (known only once the model is loaded, still before any write).
+void checkOutputsSpareExternalData(const std::vector<std::string> &externalFiles,
+                                   const ArtifactRequest &request) {
+  std::vector<std::pair<std::string, std::string>> outputs = {{"-o", request.outputPath}};
+  if (request.kind == ArtifactRequest::Kind::SharedLibrary)
+    outputs.push_back({"the header", request.headerPath});
+  for (const auto &[what, output] : outputs) {
+    FileIdentity written = fileIdentity(output);
+    for (const std::string &data : externalFiles)
+      if (written == fileIdentity(data))
+        fail(what, " '", output, "' is the external data file '", data,
+             "' of the input model; compiling would overwrite it");
+  }
+}
+
 int runCompile(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -125,7 +141,9 @@ int runCompile(const ParsedArgs &args) {
   std::unique_ptr<PassManager> pm = buildPipeline(args, "compile", PrintOptions(), 3);
 
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Graph> graph = loadModel(path);
+  std::vector<std::string> externalFiles;
+  std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
+  checkOutputsSpareExternalData(externalFiles, request);
   runPipeline(*pm, *graph, args);
   ModelPlan plan = compileModelArtifact(*graph, target, request);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

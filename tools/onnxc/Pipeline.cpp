@@ -14,13 +14,13 @@
 
 namespace onnxc {
 
-std::unique_ptr<Graph> loadModel(const std::string &path) {
+std::unique_ptr<Graph> loadModel(const std::string &path, std::vector<std::string> *externalFiles) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     fail(path, ": no such file");
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") {
-    std::unique_ptr<Graph> graph = importOnnxFile(path);
+    std::unique_ptr<Graph> graph = importOnnxFile(path, externalFiles);
     verifyGraph(*graph);
     return graph;
   }
