@@ -58,30 +58,26 @@ bool Dim::accumulate(const Dim &b, int sign) {
   return true;
 }
 
-std::optional<Dim> Dim::tryAdd(const Dim &a, const Dim &b) {
+std::optional<Dim> Dim::combine(const Dim &a, char op, const Dim &b, bool &tooLarge) {
+  tooLarge = false;
   if (a.unknown_ || b.unknown_)
     return Dim();
-  Dim r = a;
-  if (!r.accumulate(b, +1))
-    return std::nullopt;
-  return r;
-}
-
-std::optional<Dim> Dim::trySubtract(const Dim &a, const Dim &b) {
-  if (a.unknown_ || b.unknown_)
-    return Dim();
-  Dim r = a;
-  if (!r.accumulate(b, -1))
-    return std::nullopt;
-  return r;
-}
-
-std::optional<Dim> Dim::tryMultiply(const Dim &a, const Dim &b) {
-  if (a.unknown_ || b.unknown_)
-    return Dim();
+  if (op != '*') {
+    Dim r = a;
+    if (!r.accumulate(b, op == '+' ? +1 : -1))
+      return std::nullopt;
+    tooLarge = r.terms_.size() > kMaxTerms;
+    return tooLarge ? std::nullopt : std::optional<Dim>(r);
+  }
   Dim r(0);
+  // Both have at most kMaxTerms terms, so this loop is bounded; a result
+  // past the limits is refused.
   for (const auto &[ma, ca] : a.terms_) {
     for (const auto &[mb, cb] : b.terms_) {
+      if (ma.size() + mb.size() > kMaxDegree) {
+        tooLarge = true;
+        return std::nullopt;
+      }
       Dim::Monomial m = ma;
       m.insert(m.end(), mb.begin(), mb.end());
       std::sort(m.begin(), m.end());
@@ -94,33 +90,50 @@ std::optional<Dim> Dim::tryMultiply(const Dim &a, const Dim &b) {
     }
   }
   r.normalize();
+  tooLarge = r.terms_.size() > kMaxTerms;
+  return tooLarge ? std::nullopt : std::optional<Dim>(r);
+}
+
+std::optional<Dim> Dim::tryAdd(const Dim &a, const Dim &b) {
+  bool tooLarge;
+  return combine(a, '+', b, tooLarge);
+}
+
+std::optional<Dim> Dim::trySubtract(const Dim &a, const Dim &b) {
+  bool tooLarge;
+  return combine(a, '-', b, tooLarge);
+}
+
+std::optional<Dim> Dim::tryMultiply(const Dim &a, const Dim &b, bool *tooLarge) {
+  bool large;
+  std::optional<Dim> r = combine(a, '*', b, large);
+  if (tooLarge)
+    *tooLarge = large;
   return r;
 }
 
 namespace {
-[[noreturn]] void overflow(const Dim &a, const char *op, const Dim &b) {
-  throw SizeError("dimension arithmetic overflows int64: (" + a.str() + ") " + op + " (" + b.str() +
-                  ")");
+/// The text of `d`, cut short for an error line.
+std::string excerpt(const Dim &d) {
+  std::string text = d.str();
+  return text.size() <= 120 ? text : text.substr(0, 100) + "...";
 }
 } // namespace
 
-Dim operator+(const Dim &a, const Dim &b) {
-  if (std::optional<Dim> r = Dim::tryAdd(a, b))
+Dim Dim::checked(const Dim &a, char op, const Dim &b) {
+  bool tooLarge;
+  if (std::optional<Dim> r = combine(a, op, b, tooLarge))
     return *r;
-  overflow(a, "+", b);
+  std::string operands = ": (" + excerpt(a) + ") " + op + " (" + excerpt(b) + ")";
+  if (tooLarge)
+    throw SizeError("dimension expression past " + std::to_string(kMaxTerms) +
+                    " terms or degree " + std::to_string(kMaxDegree) + operands);
+  throw SizeError("dimension arithmetic overflows int64" + operands);
 }
 
-Dim operator-(const Dim &a, const Dim &b) {
-  if (std::optional<Dim> r = Dim::trySubtract(a, b))
-    return *r;
-  overflow(a, "-", b);
-}
-
-Dim operator*(const Dim &a, const Dim &b) {
-  if (std::optional<Dim> r = Dim::tryMultiply(a, b))
-    return *r;
-  overflow(a, "*", b);
-}
+Dim operator+(const Dim &a, const Dim &b) { return Dim::checked(a, '+', b); }
+Dim operator-(const Dim &a, const Dim &b) { return Dim::checked(a, '-', b); }
+Dim operator*(const Dim &a, const Dim &b) { return Dim::checked(a, '*', b); }
 
 std::optional<Dim> Dim::divideExactly(const Dim &divisor) const {
   if (unknown_ || divisor.unknown_ || divisor.terms_.size() != 1)
@@ -230,6 +243,9 @@ std::string Dim::str() const {
 namespace {
 // Recursive-descent parser: expr := term (('+'|'-') term)*;
 // term := factor ('*' factor)*; factor := '-' factor | int | ident | '(' expr ')'.
+// Nesting ('(' and unary '-') is limited so that no text can exhaust the
+// stack, and the arithmetic throws SizeError past Dim's size limits, so the
+// time stays near linear in the text; whatever Dim::str prints parses.
 class DimParser {
 public:
   explicit DimParser(const std::string &text) : text_(text) {}
@@ -280,6 +296,17 @@ private:
   std::optional<Dim> parseTerm() {
     std::optional<Dim> lhs = parseFactor();
     while (lhs && consume('*')) {
+      skipSpace();
+      // 2^63 fits only as the magnitude of a negative coefficient, which is
+      // how Dim::str prints n*INT64_MIN: "-n*9223372036854775808".
+      static const std::string kLowestMagnitude = "9223372036854775808";
+      if (text_.compare(pos_, kLowestMagnitude.size(), kLowestMagnitude) == 0 &&
+          (pos_ + kLowestMagnitude.size() == text_.size() ||
+           !std::isdigit(static_cast<unsigned char>(text_[pos_ + kLowestMagnitude.size()])))) {
+        pos_ += kLowestMagnitude.size();
+        lhs = (-*lhs) * Dim(INT64_MIN);
+        continue;
+      }
       std::optional<Dim> rhs = parseFactor();
       if (!rhs)
         return std::nullopt;
@@ -287,31 +314,57 @@ private:
     }
     return lhs;
   }
+  static constexpr unsigned kMaxNesting = 64;
+
+  /// Digits at pos_ as a magnitude up to 2^63 (so "-9223372036854775808",
+  /// which Dim::str prints for INT64_MIN, reads back).
+  std::optional<uint64_t> parseMagnitude() {
+    uint64_t value = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      unsigned digit = unsigned(text_[pos_++] - '0');
+      if (value > (uint64_t(1) << 63) / 10 ||
+          value * 10 + digit > uint64_t(1) << 63)
+        return std::nullopt;
+      value = value * 10 + digit;
+    }
+    return value;
+  }
+
   std::optional<Dim> parseFactor() {
     skipSpace();
     if (pos_ >= text_.size())
       return std::nullopt;
+    if (nesting_ >= kMaxNesting)
+      throw Error("dimension expression nests deeper than " + std::to_string(kMaxNesting) +
+                  " levels of '(' and '-'");
     char c = text_[pos_];
     if (c == '-') {
       ++pos_;
+      if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+        std::optional<uint64_t> magnitude = parseMagnitude();
+        if (!magnitude)
+          return std::nullopt;
+        return Dim(int64_t(0 - *magnitude));
+      }
+      ++nesting_;
       std::optional<Dim> inner = parseFactor();
+      --nesting_;
       return inner ? std::optional<Dim>(-*inner) : std::nullopt;
     }
     if (c == '(') {
       ++pos_;
+      ++nesting_;
       std::optional<Dim> inner = parseExpr();
+      --nesting_;
       if (!inner || !consume(')'))
         return std::nullopt;
       return inner;
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
-      int64_t value = 0;
-      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
-        if (value > (INT64_MAX - 9) / 10)
-          return std::nullopt;
-        value = value * 10 + (text_[pos_++] - '0');
-      }
-      return Dim(value);
+      std::optional<uint64_t> magnitude = parseMagnitude();
+      if (!magnitude || *magnitude > uint64_t(INT64_MAX))
+        return std::nullopt;
+      return Dim(int64_t(*magnitude));
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos_;
@@ -325,6 +378,7 @@ private:
 
   const std::string &text_;
   size_t pos_ = 0;
+  unsigned nesting_ = 0;
 };
 } // namespace
 

@@ -9,7 +9,10 @@
 // Coefficients are int64 and every operation is checked: +, -, * and
 // evaluate() throw SizeError (ir/Error.h) rather than wrap, and the
 // try* forms return nullopt instead, for callers to whom an overflowing
-// value simply means "not known" (the contents of shape tensors).
+// value simply means "not known" (the contents of shape tensors). The
+// size of the polynomial is checked the same way: real shapes need a few
+// terms of low degree, while a product of sums grows exponentially, so a
+// result past kMaxTerms terms or kMaxDegree symbols in a term is refused.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -27,6 +30,10 @@ public:
   /// A monomial: the symbols multiplied together, sorted, with repetition.
   using Monomial = std::vector<std::string>;
 
+  /// The most terms a dimension may have, and symbols in one term.
+  static constexpr size_t kMaxTerms = 256;
+  static constexpr size_t kMaxDegree = 256;
+
   /// The unknown dimension.
   Dim() = default;
   /// A constant dimension.
@@ -43,16 +50,19 @@ public:
   /// The symbol name of a single-symbol dimension.
   const std::string &symbolName() const;
 
-  /// Checked arithmetic: throws SizeError when a coefficient overflows.
+  /// Checked arithmetic: throws SizeError when a coefficient overflows or
+  /// the result is past kMaxTerms or kMaxDegree.
   friend Dim operator+(const Dim &a, const Dim &b);
   friend Dim operator-(const Dim &a, const Dim &b);
   friend Dim operator*(const Dim &a, const Dim &b);
   Dim operator-() const { return Dim(0) - *this; }
 
-  /// The same operations, with nullopt for a coefficient overflow.
+  /// The same operations, with nullopt where the operators throw.
   static std::optional<Dim> tryAdd(const Dim &a, const Dim &b);
   static std::optional<Dim> trySubtract(const Dim &a, const Dim &b);
-  static std::optional<Dim> tryMultiply(const Dim &a, const Dim &b);
+  /// `tooLarge`, when given, tells a result past the size limits from an
+  /// overflow.
+  static std::optional<Dim> tryMultiply(const Dim &a, const Dim &b, bool *tooLarge = nullptr);
 
   /// Exact division: defined when the divisor is a nonzero constant or a
   /// single monomial that divides every term exactly; nullopt otherwise
@@ -76,7 +86,9 @@ public:
 
   /// Text form: "384", "seq", "batch*seq", "seq*12", "seq+1", "?".
   std::string str() const;
-  /// Parses the text form; nullopt on a syntax error.
+  /// Parses the text form; nullopt on a syntax error. Throws Error when
+  /// '(' and unary '-' nest deeper than 64, SizeError when the value
+  /// overflows or passes the size limits.
   static std::optional<Dim> parse(const std::string &text);
 
   /// Terms of the polynomial (monomial -> nonzero coefficient).
@@ -86,6 +98,11 @@ private:
   void normalize();
   /// Adds sign * b's terms into this one; false on overflow.
   bool accumulate(const Dim &b, int sign);
+  /// a op b for op '+', '-' or '*'; nullopt on overflow or past the size
+  /// limits (then `tooLarge` says which).
+  static std::optional<Dim> combine(const Dim &a, char op, const Dim &b, bool &tooLarge);
+  /// combine, throwing SizeError that says why.
+  static Dim checked(const Dim &a, char op, const Dim &b);
 
   bool unknown_ = true;
   std::map<Monomial, int64_t> terms_;

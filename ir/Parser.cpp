@@ -185,10 +185,12 @@ Shape IRParser::parseShapeBody(const IRToken &open) {
       errorAt(at, "expected a dimension");
     // Trimmed: Dim::parse reads "?" only as the whole text.
     piece = piece.substr(b, e - b + 1);
-    // Dim::parse recurses on '(' and unary '-'; real dims are short.
-    if (piece.size() > 1024)
-      errorAt(at, "dimension expression is too long");
-    std::optional<Dim> dim = Dim::parse(piece);
+    std::optional<Dim> dim;
+    try {
+      dim = Dim::parse(piece);
+    } catch (const Error &e) {
+      errorAt(at, e.what());
+    }
     if (!dim)
       errorAt(at, "invalid dimension '" + piece + "'");
     dims.push_back(std::move(*dim));

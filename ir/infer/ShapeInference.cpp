@@ -140,11 +140,15 @@ void checkResultSizes(const Node &node) {
         fail(node.describe(), ": result '%", result->name(), "' has the negative dimension ", *d,
              " (shape ", shape.str(), ")");
     std::optional<Dim> bytes = Dim(int64_t(dtypeSize(result->dtype())));
+    bool tooLarge = false;
     for (size_t axis = 0; bytes && axis < shape.rank(); ++axis)
-      bytes = Dim::tryMultiply(*bytes, shape[axis]);
+      bytes = Dim::tryMultiply(*bytes, shape[axis], &tooLarge);
     if (!bytes)
       throw SizeError(node.describe() + ": result '%" + result->name() + "' (" +
-                      result->type().str() + ") has more bytes than int64 can count");
+                      result->type().str() + ") has " +
+                      (tooLarge ? "a byte count expression past " + std::to_string(Dim::kMaxTerms) +
+                                      " terms or degree " + std::to_string(Dim::kMaxDegree)
+                                : std::string("more bytes than int64 can count")));
   }
 }
 } // namespace

@@ -29,7 +29,7 @@ void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Eins
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).
 /// Real models stay far below it; past it the model is broken or hostile,
 /// and building that many dims would cost unbounded time and memory.
-constexpr int64_t kMaxDerivedRank = 1024;
+constexpr int64_t kMaxDerivedRank = 64;
 
 /// `base` + `length` as the rank of a result whose dims `what` (an operand
 /// of `length` elements) adds; throws naming the node when it is past

@@ -100,9 +100,60 @@ TEST(Dim, EvaluateOverflowThrows) {
   EXPECT_THROW((Dim::symbol("a") + Dim(INT64_MAX)).evaluate({{"a", 1}}), SizeError);
 }
 
-TEST(Dim, LowestCoefficientPrintsAsWritten) {
+TEST(Dim, LowestCoefficientPrintsAsWrittenAndParsesBack) {
+  Dim n = Dim::symbol("n");
   EXPECT_EQ(Dim(INT64_MIN).str(), "-9223372036854775808");
-  EXPECT_EQ((Dim::symbol("n") * Dim(INT64_MIN)).str(), "-n*9223372036854775808");
+  EXPECT_EQ((n * Dim(INT64_MIN)).str(), "-n*9223372036854775808");
+  EXPECT_EQ(Dim::parse("-9223372036854775808"), Dim(INT64_MIN));
+  EXPECT_EQ(Dim::parse("-n*9223372036854775808+1"), n * Dim(INT64_MIN) + Dim(1));
+  EXPECT_FALSE(Dim::parse("9223372036854775808"));
+  EXPECT_THROW(Dim::parse("n*9223372036854775808"), SizeError);
+}
+
+// A product of sums grows exponentially: (a+...+h)^10 has 19448 terms from
+// 170 characters. Past 256 terms, or 256 symbols in a term, the arithmetic
+// refuses as it refuses an overflow (the ir-parser fuzzer printed such an
+// assumption, longer than the parser then accepted).
+TEST(Dim, ExpressionsPastTheSizeLimitsAreRefused) {
+  Dim sum(0);
+  for (char c = 'a'; c <= 'h'; ++c)
+    sum = sum + Dim::symbol(std::string(1, c));
+  Dim square = sum * sum; // 36 terms
+  EXPECT_EQ(square.terms().size(), 36u);
+  bool tooLarge = false;
+  EXPECT_FALSE(Dim::tryMultiply(square * sum, sum, &tooLarge)); // 330 terms
+  EXPECT_TRUE(tooLarge);
+  try {
+    (void)(square * sum * sum);
+    FAIL() << "expected SizeError";
+  } catch (const SizeError &e) {
+    EXPECT_NE(std::string(e.what()).find("past 256 terms or degree 256"), std::string::npos)
+        << e.what();
+  }
+  Dim power = Dim::symbol("x");
+  for (int i = 1; i < 256; ++i)
+    power = power * Dim::symbol("x");
+  EXPECT_EQ(power.terms().begin()->first.size(), 256u);
+  EXPECT_THROW(power * Dim::symbol("x"), SizeError);
+  // Cancellation is fine: the limits apply to results.
+  EXPECT_EQ(square * sum - square * sum, Dim(0));
+
+  std::string text = "(a+b+c+d+e+f+g+h)";
+  for (int i = 0; i < 9; ++i)
+    text += "*(a+b+c+d+e+f+g+h)";
+  EXPECT_THROW(Dim::parse(text), SizeError);
+  EXPECT_THROW(Dim::parse(std::string(100, '(') + "a" + std::string(100, ')')), Error);
+  EXPECT_EQ(Dim::parse(std::string(60, '(') + "a" + std::string(60, ')')), Dim::symbol("a"));
+}
+
+TEST(Dim, EveryPrintedDimParsesBack) {
+  // Long symbol names and many terms: far past the 1024 characters the IR
+  // parser once took as the longest dimension.
+  std::string name(300, 'q');
+  Dim a = Dim::symbol(name), c = Dim::symbol(name + "c");
+  Dim d = (a - Dim(1)) * (a - c) * (a + c + Dim(7));
+  ASSERT_GT(d.str().size(), 1024u);
+  EXPECT_EQ(Dim::parse(d.str()), d);
 }
 
 TEST(Shape, ElementCountOverflowThrows) {

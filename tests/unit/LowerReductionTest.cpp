@@ -111,7 +111,7 @@ TEST(LowerReduction, EveryAxisSubsetOf4D) {
 }
 
 TEST(LowerReduction, EveryAxisSubsetWithSymbolicDims) {
-  for (const std::string &op : {"ReduceSum", "ReduceMax"})
+  for (std::string op : {"ReduceSum", "ReduceMax"})
     for (unsigned mask = 0; mask < 16; ++mask)
       for (bool keepDims : {true, false})
         for (std::vector<int64_t> input : {std::vector<int64_t>{3, 4, 5, 37}, {1, 4, 1, 9}})
@@ -128,7 +128,7 @@ TEST(LowerReduction, NegativeAxesAndNoopWithEmptyAxes) {
 TEST(LowerReduction, RowLengthsAroundTheVectorWidth) {
   for (int64_t length : {1, 7, 8, 33, 384}) {
     std::string l = std::to_string(length);
-    for (const std::string &op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+    for (std::string op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
       expectReduce(op, DType::F32, {"6", l}, {1}, true, {6, length});    // contiguous rows
       expectReduce(op, DType::F32, {"n", "m"}, {1}, false, {6, length}); // length at run time
       expectReduce(op, DType::F32, {l, "40"}, {0}, false, {length, 40}); // columns
@@ -162,7 +162,7 @@ TEST(LowerReduction, IntegersAreExact) {
 }
 
 TEST(LowerReduction, BoolMaxMin) {
-  for (const std::string &op : {"ReduceMax", "ReduceMin"})
+  for (std::string op : {"ReduceMax", "ReduceMin"})
     for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, {0}, {}})
       expectReduce(op, DType::Bool, {"3", "4"}, axes, true, {3, 4});
 }
@@ -178,7 +178,7 @@ TEST(LowerReduction, HalfBfloatAndDouble) {
 }
 
 TEST(LowerReduction, NaNWinsMaxAndMin) {
-  for (const std::string &op : {"ReduceMax", "ReduceMin", "ArgMax", "ArgMin"})
+  for (std::string op : {"ReduceMax", "ReduceMin", "ArgMax", "ArgMin"})
     for (Dims dims : {Dims{"5", "37"}, Dims{"37", "9"}, Dims{"5", "3"}}) {
       int64_t rows = std::stoll(dims[0]), columns = std::stoll(dims[1]);
       Tensor x = randomOf(DType::F32, {rows, columns}, 3);
@@ -198,7 +198,7 @@ TEST(LowerReduction, NaNWinsMaxAndMin) {
 }
 
 TEST(LowerReduction, EmptyReducedAxis) {
-  for (const std::string &op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceProd"}) {
+  for (std::string op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceProd"}) {
     expectReduce(op, DType::F32, {"0", "5"}, {0}, false, {0, 5});
     expectReduce(op, DType::F32, {"5", "n"}, {1}, true, {5, 0});
   }
@@ -208,7 +208,7 @@ TEST(LowerReduction, EmptyReducedAxis) {
 
 TEST(LowerReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
   // ONNX: the lowest/highest value of the element type.
-  for (const std::string &op : {"ReduceMax", "ReduceMin"}) {
+  for (std::string op : {"ReduceMax", "ReduceMin"}) {
     for (DType dtype : {DType::I32, DType::I8, DType::U8}) {
       auto graph = parseGraph(reduceGraph(op, dtype, {"n", "2"}, {0}, false));
       std::vector<Tensor> y = lowertest::runCompiled(*graph, {{"x", randomOf(dtype, {0, 2}, 1)}});
@@ -261,7 +261,7 @@ graph @g(%x: f32[3, n, 5], %z: f32[1]) -> (%y: f32[3, 1, 5]) {
 }
 
 TEST(LowerArgReduce, EveryAxisKeepDimsAndSelectLast) {
-  for (const std::string &op : {"ArgMax", "ArgMin"})
+  for (std::string op : {"ArgMax", "ArgMin"})
     for (DType dtype : {DType::F32, DType::I32, DType::U8, DType::F16})
       for (int64_t axis : {0, 1, 2, -1})
         for (int keepDims : {0, 1})
@@ -328,7 +328,7 @@ graph @g(%x: f32[3, n, 5], %axis: i32[]) -> (%y: f32[3, n, 5]) {
 // ---- normalization ---------------------------------------------------------
 
 TEST(LowerSoftmax, RowsOfEveryLength) {
-  for (const std::string &op : {"Softmax", "LogSoftmax"})
+  for (std::string op : {"Softmax", "LogSoftmax"})
     for (int64_t length : {1, 7, 8, 33, 384}) {
       std::string l = std::to_string(length);
       for (Dims dims : {Dims{"6", l}, Dims{"n", "m"}, Dims{"2", "3", l, "1"}}) {
@@ -344,7 +344,7 @@ TEST(LowerSoftmax, RowsOfEveryLength) {
 }
 
 TEST(LowerSoftmax, OtherAxesAndDtypes) {
-  for (const std::string &op : {"Softmax", "LogSoftmax"})
+  for (std::string op : {"Softmax", "LogSoftmax"})
     for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::BF16})
       for (int64_t axis : {0, 1, 2}) {
         Dims dims = {"2", "n", "33"};
