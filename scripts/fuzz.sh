@@ -89,8 +89,8 @@ status=$?
 set -e
 
 # One summary: executions, speed, corpus, findings.
-execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
 if [[ -z "$execs" ]]; then # fork mode, or stopped at a finding: the last status line
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
