@@ -238,6 +238,16 @@ TEST_F(FrontendTensor, ExternalDataBadRanges) {
   message = errorOf(
       [&] { tensorFromProto(externalProto("w.bin", 100, 8), modelDir(), "initializer 'w'"); });
   EXPECT_NE(message.find("past the end"), std::string::npos) << message;
+  // An offset near 2^64: offset + length wraps, and the message once printed
+  // the wrapped range "[18446744073709551615, 15)".
+  onnx::TensorProto wrapping = externalProto("w.bin", 0, 8);
+  for (auto &entry : *wrapping.mutable_external_data())
+    if (entry.key() == "offset")
+      entry.set_value("18446744073709551615");
+  message = errorOf([&] { tensorFromProto(wrapping, modelDir(), "initializer 'w'"); });
+  EXPECT_NE(message.find("at offset 18446744073709551615 of length 8 is past the end of 'w.bin'"),
+            std::string::npos)
+      << message;
   message = errorOf(
       [&] { tensorFromProto(externalProto("w.bin", 0, 4), modelDir(), "initializer 'w'"); });
   EXPECT_NE(message.find("length 4 does not match the 8 bytes"), std::string::npos) << message;
