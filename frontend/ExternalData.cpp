@@ -18,6 +18,7 @@
 
 #include "ir/Error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -49,7 +50,13 @@ uint64_t parseByteCount(const std::string &text, const char *key, const std::str
 
 ExternalRef parseExternalRef(const onnx::TensorProto &proto, const std::string &context) {
   ExternalRef ref;
+  // A key given twice makes the tensor ambiguous (two locations: which
+  // file?), so it is refused rather than resolved by order.
+  std::vector<std::string> seen;
   for (const onnx::StringStringEntryProto &entry : proto.external_data()) {
+    if (std::find(seen.begin(), seen.end(), entry.key()) != seen.end())
+      fail(context, ": external data key '", entry.key(), "' is given twice");
+    seen.push_back(entry.key());
     if (entry.key() == "location")
       ref.location = entry.value();
     else if (entry.key() == "offset")
