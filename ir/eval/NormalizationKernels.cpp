@@ -47,6 +47,12 @@ void softmaxKernel(const Node &node, const std::vector<const Tensor *> &operands
   int64_t axis = normalizeAxisOrFail(node, node.getInt("axis", -1), int64_t(x.rank()));
   AxisSplit split = splitAtAxis(x.dims(), axis);
   std::vector<double> v = toDoubles(x);
+  // An empty softmax axis leaves rows with no elements (and no storage to
+  // point into: row arithmetic on a null pointer is undefined).
+  if (split.size == 0) {
+    results[0] = fromDoubles(x.dtype(), x.dims(), v);
+    return;
+  }
   for (int64_t o = 0; o < split.outer; ++o) {
     for (int64_t in = 0; in < split.inner; ++in) {
       double *row = v.data() + o * split.size * split.inner + in;

@@ -30,6 +30,17 @@ TEST(EvalNorm, SoftmaxAlongAnInnerAxis) {
   EXPECT_THROW(runOp(OpKind::Softmax, {x}, {{"axis", 2}}), Error);
 }
 
+// An empty axis with rows around it: [2, 0, 3] along axis 1 (the
+// jit-differential fuzzer's UBSan report, a row pointer formed from the
+// empty tensor's null storage; the sanitizer build runs this test).
+TEST(EvalNorm, SoftmaxAlongAnEmptyAxis) {
+  Tensor x(DType::F32, {2, 0, 3});
+  for (OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    Tensor y = runOp(kind, {x}, {{"axis", 1}});
+    EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 0, 3}));
+  }
+}
+
 TEST(EvalNorm, LogSoftmaxMatchesLogOfSoftmax) {
   Tensor x = Tensor::fromVector<double>({3}, {0.5, -1, 2});
   std::vector<double> soft = values<double>(runOp(OpKind::Softmax, {x}));
