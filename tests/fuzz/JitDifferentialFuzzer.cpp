@@ -13,7 +13,7 @@
 // further from the evaluator's than |a - r| <= 1e-5 + 1e-4 |r| + 4 s (the
 // 1e-4 fp32 tolerance of onnxc's model tests, docs/KERNEL_ACCURACY.md,
 // plus s, how far the evaluator's own result moves when every float input
-// is perturbed by 2^-20 relative, so ill-conditioned elements — cancellation,
+// is perturbed by up to 2^-20 relative, four times, so ill-conditioned elements — cancellation,
 // the slope of exp — get the slack that rounding differences need); NaN
 // where the evaluator has none or the reverse; integers or bools that
 // differ; compiled outputs for inputs the evaluator refuses, or a compiled
@@ -52,7 +52,8 @@ namespace {
 constexpr double kRelativeTolerance = 1e-4;
 constexpr double kAbsoluteTolerance = 1e-5;
 constexpr double kSensitivityFactor = 4.0;
-constexpr double kPerturbation = 1.0 / (1 << 20);
+constexpr double kPerturbationStep = 1.0 / (1 << 23);
+constexpr unsigned kPerturbationTrials = 4;
 
 void note(const RandomCase &testCase, const std::string &what) {
   if (fuzz::verbose())
@@ -118,7 +119,10 @@ std::map<std::string, Tensor> makeInputs(const Graph &graph, const RandomCase &t
   return inputs;
 }
 
-/// The inputs with every float scaled by 1 + e, |e| = 2^-20, random signs.
+/// The inputs with every float scaled by 1 + e, e = k 2^-23 for a random k
+/// in ±{1, ..., 8} (so |e| <= 2^-20). Independent sizes, not just signs:
+/// x and -x scaled alike cancel exactly again, and a sum that cancels
+/// (1e30 - 1e30 + 1.9) would look insensitive when it is not.
 std::map<std::string, Tensor> perturbed(const std::map<std::string, Tensor> &inputs,
                                         unsigned seed) {
   std::mt19937 rng(seed);
@@ -130,7 +134,8 @@ std::map<std::string, Tensor> perturbed(const std::map<std::string, Tensor> &inp
     }
     Tensor copy = tensor.clone();
     for (int64_t i = 0; i < copy.numElements(); ++i)
-      copy.data<float>()[i] *= float(1 + (rng() & 1 ? kPerturbation : -kPerturbation));
+      copy.data<float>()[i] *=
+          float(1 + (rng() & 1 ? 1 : -1) * double(1 + rng() % 8) * kPerturbationStep);
     out.emplace(name, copy);
   }
   return out;
@@ -156,7 +161,7 @@ Reference runReference(const Graph &graph, const std::map<std::string, Tensor> &
   for (size_t o = 0; o < ref.outputs.size(); ++o)
     if (isFloat(ref.outputs[o].dtype()))
       ref.sensitivity[o].assign(size_t(ref.outputs[o].numElements()), 0.0);
-  for (unsigned trial = 0; trial < 2; ++trial) {
+  for (unsigned trial = 0; trial < kPerturbationTrials; ++trial) {
     std::vector<Tensor> moved;
     try {
       moved = evaluateGraph(graph, perturbed(inputs, 1000 + trial));
