@@ -1,4 +1,6 @@
 //===- tests/unit/FrontendTensorTest.cpp - TensorProto and file loading ----===//
+#include "TestUtil.h"
+
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorProto.h"
 #include "ir/DType.h"
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 using namespace onnxc;
+using onnxc::test::errorOf;
 namespace fs = std::filesystem;
 
 namespace {
@@ -33,15 +36,6 @@ protected:
   void writeFile(const fs::path &path, const std::string &bytes) {
     std::ofstream out(path, std::ios::binary);
     out << bytes;
-  }
-  /// The message of the onnxc::Error `body` throws ("" if none).
-  template <typename Body> std::string errorOf(Body body) {
-    try {
-      body();
-    } catch (const Error &e) {
-      return e.what();
-    }
-    return "";
   }
 
   fs::path root_;

@@ -32,15 +32,7 @@ Tensor ones(std::vector<int64_t> dims) {
   return t;
 }
 
-/// The message of the error `body` throws ("" when it does not throw).
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
+using onnxc::test::errorOf;
 
 std::string printed(const Graph &graph) {
   std::ostringstream os;

@@ -109,12 +109,7 @@ TEST(ShapeInference, RankFromAHugeLengthIsAnError) {
       b.graph.createNode(kind, {lengths}, 1, "huge");
     else
       b.graph.createNode(kind, {x, lengths}, 1, "huge");
-    std::string error;
-    try {
-      inferShapes(b.graph);
-    } catch (const Error &e) {
-      error = e.what();
-    }
+    std::string error = errorOf([&] { inferShapes(b.graph); });
     EXPECT_NE(error.find("node 'huge': "), std::string::npos) << error;
     std::string rank = kind == OpKind::Unsqueeze ? "1099511627777" : "1099511627776";
     EXPECT_NE(error.find("1099511627776 elements, so the result would have rank " + rank +
@@ -134,12 +129,7 @@ TEST(ShapeInference, ConvPaddingOverflowNamesTheNodeWithoutWrapping) {
     Value *w = b.graph.addConstant("w", Tensor::fromVector<float>({1, 1, 3}, {1, 1, 1}));
     Node *conv = b.graph.createNode(OpKind::Conv, {x, w}, 1, "conv_pads");
     conv->setAttr("pads", pads);
-    std::string error;
-    try {
-      inferShapes(b.graph);
-    } catch (const Error &e) {
-      error = e.what();
-    }
+    std::string error = errorOf([&] { inferShapes(b.graph); });
     EXPECT_NE(error.find("node 'conv_pads'"), std::string::npos) << error;
     EXPECT_NE(error.find("overflows int64"), std::string::npos) << error;
     EXPECT_EQ(error.find("-9223372036854775"), std::string::npos) << error;

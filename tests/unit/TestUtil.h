@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Error.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 
@@ -19,6 +20,16 @@
 #include <vector>
 
 namespace onnxc::test {
+
+/// The message of the onnxc::Error `body` throws ("" when it does not throw).
+template <typename Body> std::string errorOf(Body body) {
+  try {
+    body();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// A symbolic dimension.
 Dim sym(const std::string &name);

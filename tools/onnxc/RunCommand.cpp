@@ -83,6 +83,10 @@ std::vector<std::string> outputPaths(const std::string &outputDir,
                                      const InputRequest &request, const std::string &model) {
   std::vector<std::string> paths;
   std::map<std::string, size_t> owner;
+  FileIdentity modelFile = fileIdentity(model);
+  std::vector<std::pair<std::string, FileIdentity>> inputFiles;
+  for (const auto &[input, npy] : request.files)
+    inputFiles.emplace_back(input, fileIdentity(npy));
   for (size_t i = 0; i < outputNames.size(); ++i) {
     std::string file = fileNameFor(outputNames[i]);
     auto [it, fresh] = owner.emplace(file, i);
@@ -92,11 +96,11 @@ std::vector<std::string> outputPaths(const std::string &outputDir,
            "' in --output-dir; rename one of them in the model");
     paths.push_back((std::filesystem::path(outputDir) / file).string());
     FileIdentity written = fileIdentity(paths.back());
-    if (written == fileIdentity(model))
+    if (written == modelFile)
       fail("output '", outputNames[i], "' would be written to '", paths.back(),
            "', which is the model; choose another --output-dir");
-    for (const auto &[input, npy] : request.files)
-      if (written == fileIdentity(npy))
+    for (const auto &[input, identity] : inputFiles)
+      if (written == identity)
         fail("output '", outputNames[i], "' would be written to '", paths.back(),
              "', which is the file of input '", input, "'; choose another --output-dir");
   }
