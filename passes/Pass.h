@@ -88,6 +88,7 @@ std::unique_ptr<Pass> createDeadCodeEliminationPass();
 std::unique_ptr<Pass> createFoldConstantsPass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();
+std::unique_ptr<Pass> createSimplifyCastsPass();
 std::unique_ptr<Pass> createSimplifyShapesPass();
 std::unique_ptr<Pass> createSimplifyTransposesPass();
 std::unique_ptr<Pass> createFuseGeluPass();

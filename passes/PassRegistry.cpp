@@ -14,6 +14,7 @@ namespace {
 constexpr PassFactory kPassFactories[] = {
     createFoldConstantsPass,
     createRemoveIdentityPass,
+    createSimplifyCastsPass,
     createSimplifyShapesPass,
     createSimplifyTransposesPass,
     createCommonSubexpressionEliminationPass,
