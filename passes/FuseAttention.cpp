@@ -297,12 +297,42 @@ bool feedsOnly(const Graph &graph, const Value *value, const Node *consumer,
   return consumed;
 }
 
+/// Whether the Softmax input is a MatMul's result under masks, scales and
+/// Casts (the scores of a dot-product attention of any rank).
+bool scoresFromMatMul(const Value *value) {
+  for (int depth = 0; value && depth < 16; ++depth) {
+    const Node *node = value->definingNode();
+    if (!node)
+      return false;
+    switch (node->kind()) {
+    case OpKind::MatMul:
+      return true;
+    case OpKind::Cast:
+    case OpKind::Reshape:
+      value = node->operand(0);
+      continue;
+    case OpKind::Where:
+      return leadsToScoreMatMul(node->operand(1)) || leadsToScoreMatMul(node->operand(2));
+    default:
+      return leadsToScoreMatMul(value);
+    }
+  }
+  return false;
+}
+
 CoreMatch matchCore(const Graph &graph, Node &softmax) {
   CoreMatch m;
   m.softmax = &softmax;
   const Shape &shape = softmax.result(0)->shape();
+  // The first check is the one that tells what the candidate is: additive
+  // (Bahdanau) or graph attention scores come from no MatMul, whatever
+  // their rank.
+  if (!scoresFromMatMul(softmax.operand(0)))
+    throw Rejection{"scores do not come from a MatMul (not dot-product attention)"};
   if (!shape.isRanked() || shape.rank() != 4)
-    throw Rejection{"scores are not 4-D [batch, heads, q, k]"};
+    throw Rejection{shape.isRanked() && shape.rank() == 3
+                        ? "scores are 3-D and lift-batched-heads did not split their heads"
+                        : "scores are not 4-D [batch, heads, q, k]"};
   int64_t axis = softmax.getInt("axis", -1);
   if (axis != -1 && axis != 3)
     throw Rejection{"Softmax is not over the last (key) axis"};
