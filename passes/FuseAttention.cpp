@@ -652,6 +652,15 @@ private:
                   q3->heads == key.k3->heads * group && q3->seqFirst == merge.seqFirst &&
                   key.k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
     Node *root = threeD ? merge.reshape : core.output;
+    if (threeD) {
+      // A scale applied to the projection before the head split (BART's
+      // q_proj(x) * scaling) joins the op's scale: the op reads the
+      // unscaled projection, and the Mul is left dead.
+      if (!q3->sliced)
+        q3->source = stripScale(q3->source, scale);
+      if (!key.k3->sliced)
+        key.k3->source = stripScale(key.k3->source, scale);
+    }
     std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
 
     std::vector<Node *> created;
