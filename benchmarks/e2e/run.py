@@ -104,7 +104,11 @@ def build_bart_base(directory: str) -> dict:
     import library_models
     import transformers_zoo as zoo
     torch.manual_seed(0)
-    model = library_models.FirstOutput(transformers.BartModel(transformers.BartConfig(use_cache=False)),
+    # BartConfig's defaults are bart-large's; these are bart-base's.
+    config = transformers.BartConfig(d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
+                                     decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072,
+                                     use_cache=False)
+    model = library_models.FirstOutput(transformers.BartModel(config),
                                        ["input_ids", "attention_mask", "decoder_input_ids"])
     example = (torch.randint(3, 50265, (2, 6)), torch.ones(2, 6, dtype=torch.int64), torch.randint(3, 50265, (2, 5)))
     axes = {"input_ids": {0: "batch", 1: "src_seq"}, "attention_mask": {0: "batch", 1: "src_seq"},
