@@ -340,6 +340,8 @@ bool scoresFromMatMul(const Value *value) {
       continue;
     case OpKind::Where:
       return leadsToScoreMatMul(node->operand(1)) || leadsToScoreMatMul(node->operand(2));
+    case OpKind::Sub: // either side: the matcher then says which way round it is
+      return leadsToScoreMatMul(node->operand(0)) || leadsToScoreMatMul(node->operand(1));
     default:
       return leadsToScoreMatMul(value);
     }
