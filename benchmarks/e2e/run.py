@@ -4,7 +4,9 @@
                                           [--seqs 128,512] [--threads 1,2] [--iters 30]
 
 Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
-vocab 30522, exported with torch.onnx at opset 17, random weights); the other names are the
+vocab 30522, exported with torch.onnx at opset 17, random weights); `gpt2_small` is HF
+transformers' own GPT2LMHeadModel at GPT-2 small's size (12 layers, hidden 768, 12 heads, vocab
+50257; random weights, opset 17, exported as the library writes it); the other names are the
 transformer test models of tests/models (built into build/models by build_models.py).
 
 For every model, sequence length and thread count it prints onnxc's and ORT's latency (min and
@@ -58,6 +60,27 @@ def build_minilm(directory: str) -> dict:
     axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
             "last_hidden_state": {0: "batch", 1: "seq"}}
     zoo.export_onnx(model, (ids, mask), path, ["input_ids", "attention_mask"], ["last_hidden_state"], axes, 17)
+    return entry
+
+
+def build_gpt2_small(directory: str) -> dict:
+    """HF GPT2LMHeadModel with GPT-2 small's config and random weights, exported once."""
+    path = os.path.join(directory, "gpt2_small_op17.onnx")
+    entry = {"name": "gpt2_small", "file": path,
+             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "seq"],
+                         "generator": {"kind": "token_ids", "low": 0, "high": 50257}}],
+             "max_seq": 1024}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers
+    import library_models
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    model = library_models.FirstOutput(
+        transformers.GPT2LMHeadModel(transformers.GPT2Config(use_cache=False)), ["input_ids"])
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    zoo.export_onnx(model, (torch.randint(0, 50257, (2, 5)),), path, ["input_ids"], ["logits"], axes, 17)
     return entry
 
 
@@ -126,12 +149,14 @@ def main() -> int:
 
     entries = {}
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    if "minilm" in names:
-        entries["minilm"] = build_minilm(args.workdir)
-    if any(n != "minilm" for n in names):
+    builders = {"minilm": build_minilm, "gpt2_small": build_gpt2_small}
+    for n in names:
+        if n in builders:
+            entries[n] = builders[n](args.workdir)
+    if any(n not in builders for n in names):
         zoo = test_model_entries(os.path.join(REPO, "build", "models"))
         for n in names:
-            if n != "minilm":
+            if n not in builders:
                 entries[n] = zoo[n]
 
     print(f"{'model':<12} {'seq':>4} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
