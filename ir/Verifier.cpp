@@ -169,6 +169,7 @@ void checkNodeAttributes(const Node &node) {
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
   case OpKind::Gather:
+  case OpKind::GatherElements:
   case OpKind::LayerNormalization:
   case OpKind::ArgMax:
   case OpKind::ArgMin:

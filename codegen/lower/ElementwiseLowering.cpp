@@ -372,7 +372,7 @@ void registerElementwiseLowerings(LoweringTable &table) {
         OpKind::Where,   OpKind::Equal,       OpKind::Less,    OpKind::Greater,
         OpKind::LessOrEqual, OpKind::GreaterOrEqual, OpKind::Not, OpKind::And,
         OpKind::Or,      OpKind::Xor,         OpKind::IsNaN,   OpKind::IsInf,
-        OpKind::Cast,    OpKind::CastLike})
+        OpKind::Cast,    OpKind::CastLike,    OpKind::Elu})
     table.add(kind, lowerElementwise);
 }
 

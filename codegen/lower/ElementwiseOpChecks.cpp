@@ -95,8 +95,8 @@ bool isElementwiseOp(OpKind kind) {
   case OpKind::Sqrt: case OpKind::Reciprocal: case OpKind::Neg: case OpKind::Abs:
   case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Exp: case OpKind::Log:
   case OpKind::Erf: case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Relu:
-  case OpKind::LeakyRelu: case OpKind::Gelu: case OpKind::Sin: case OpKind::Cos:
-  case OpKind::Clip: case OpKind::Where: case OpKind::Equal: case OpKind::Less:
+  case OpKind::LeakyRelu: case OpKind::Elu: case OpKind::Gelu: case OpKind::Sin:
+  case OpKind::Cos: case OpKind::Clip: case OpKind::Where: case OpKind::Equal: case OpKind::Less:
   case OpKind::Greater: case OpKind::LessOrEqual: case OpKind::GreaterOrEqual: case OpKind::Not:
   case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::IsNaN: case OpKind::IsInf:
   case OpKind::Cast: case OpKind::CastLike:
@@ -164,6 +164,7 @@ bool isExpensiveElementwiseOp(const Node &node) {
   switch (node.kind()) {
   case OpKind::Exp: case OpKind::Log: case OpKind::Erf: case OpKind::Tanh: case OpKind::Sigmoid:
   case OpKind::Gelu: case OpKind::Sin: case OpKind::Cos: case OpKind::Pow: case OpKind::Mod:
+  case OpKind::Elu:
     return true;
   case OpKind::Div:
     return !isFloat(node.operand(0)->dtype());

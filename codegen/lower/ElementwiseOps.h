@@ -84,6 +84,8 @@ private:
   llvm::Value *unary(const Node &node, DType type, llvm::Value *x);
   llvm::Value *transcendental(OpKind kind, DType type, llvm::Value *x, bool geluTanh);
   llvm::Value *doubleMath(OpKind kind, llvm::Value *x, bool geluTanh);
+  /// e^x - 1, accurate near 0 (Elu's negative branch).
+  llvm::Value *expMinusOne(DType type, llvm::Value *x);
   llvm::Value *compare(OpKind kind, DType type, llvm::Value *a, llvm::Value *c);
   llvm::Value *power(DType baseType, DType exponentType, llvm::Value *base, llvm::Value *exponent);
   llvm::Value *integerPower(DType type, llvm::Value *base, llvm::Value *exponent);

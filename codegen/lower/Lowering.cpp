@@ -26,6 +26,7 @@ const LoweringTable &opLowerings() {
     registerAttentionLowerings(t);
     registerConvolutionLowerings(t);
     registerRecurrentLowerings(t);
+    registerScatterGatherLowerings(t);
     return t;
   }();
   return table;

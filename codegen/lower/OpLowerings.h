@@ -29,6 +29,7 @@ void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Eins
 void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryEmbedding
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
+void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

@@ -10,10 +10,11 @@
 //
 // The scalar path mirrors ir/eval/ReductionKernels.cpp: floats sum and
 // multiply in double, integers wrap in their own width (the same bits as
-// the evaluator's 64-bit accumulator, truncated), integer means divide the
-// exact 64-bit sum, Max/Min let any NaN win. One difference: an empty
-// integer Max/Min gives the type's lowest/highest value (as ONNX says); the
-// evaluator truncates the 64-bit extremes instead.
+// the evaluator's 64-bit accumulator, truncated), integer means and L2 norms
+// use the exact 64-bit sum, Max/Min let any NaN win. LogSumExp makes two
+// passes over each group, the maximum m and then sum(exp(x - m)), in double.
+// One difference: an empty integer Max/Min gives the type's lowest/highest
+// value (as ONNX says); the evaluator truncates the 64-bit extremes instead.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/OpLowerings.h"
@@ -94,7 +95,12 @@ std::optional<std::vector<bool>> reducedAxes(const LoweringContext &ctx, const N
   return reduced;
 }
 
-ReducePlan planReduce(const LoweringContext &ctx, const Node &node) {
+/// Whether one element reduced alone is not itself (|x|, x*x).
+bool changesSingleElements(ReduceKind kind) {
+  return kind == ReduceKind::L1 || kind == ReduceKind::L2 || kind == ReduceKind::SumSquare;
+}
+
+ReducePlan planReduce(const LoweringContext &ctx, const Node &node, ReduceKind kind) {
   const Shape &shape = node.operand(0)->shape();
   int64_t rank = int64_t(shape.rank());
   ReducePlan plan;
@@ -119,8 +125,9 @@ ReducePlan planReduce(const LoweringContext &ctx, const Node &node) {
   bool anyReduced = false;
   for (const AxisGroup &group : plan.groups)
     anyReduced = anyReduced || group.reduced;
-  // Reducing only axes of extent 1 leaves every element as it is.
-  plan.identity = !anyReduced;
+  // Reducing only axes of extent 1 leaves every element as it is, except
+  // where the reduction maps single elements (|x|, x*x).
+  plan.identity = !anyReduced && !changesSingleElements(kind);
   return plan;
 }
 
@@ -130,14 +137,51 @@ public:
   ScalarAccumulator(KernelBuilder &k, ReduceKind kind, DType dtype)
       : k_(k), b_(k.ir()), kind_(kind), dtype_(dtype) {
     bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
-    if (isFloat(dtype) && !extreme)
+    bool exactSum = kind == ReduceKind::Mean || kind == ReduceKind::L2;
+    if ((isFloat(dtype) && !extreme) || kind == ReduceKind::LogSumExp)
       accType_ = DType::F64;
-    else if (kind == ReduceKind::Mean && isInteger(dtype))
+    else if (exactSum && isInteger(dtype))
       accType_ = isSignedInt(dtype) ? DType::I64 : DType::U64;
     else
       accType_ = dtype;
   }
 
+  /// Passes over each group: LogSumExp finds the maximum first.
+  int passes() const { return kind_ == ReduceKind::LogSumExp ? 2 : 1; }
+
+  /// The accumulator's start in `pass`.
+  Value *initial(int pass) {
+    if (kind_ == ReduceKind::LogSumExp)
+      return pass == 0 ? ConstantFP::getInfinity(b_.getDoubleTy(), /*Negative=*/true)
+                       : ConstantFP::get(b_.getDoubleTy(), 0.0);
+    return initial();
+  }
+
+  /// Folds `element` into `acc` in `pass`; `maximum` is the first pass's
+  /// result (LogSumExp's second pass adds exp(element - maximum)).
+  Value *step(int pass, Value *acc, Value *element, Value *maximum) {
+    if (kind_ != ReduceKind::LogSumExp)
+      return step(acc, element);
+    Value *v = k_.convert(element, dtype_, DType::F64);
+    if (pass == 0)
+      return b_.CreateBinaryIntrinsic(Intrinsic::maximum, acc, v);
+    Value *term = b_.CreateUnaryIntrinsic(Intrinsic::exp, b_.CreateFSub(v, maximum));
+    return b_.CreateFAdd(acc, term);
+  }
+
+  /// The result from the last pass's accumulator (and the first's).
+  Value *finish(Value *acc, Value *groupSize, Value *maximum) {
+    if (kind_ != ReduceKind::LogSumExp)
+      return finish(acc, groupSize);
+    // A maximum that is not finite (an empty or all -inf group, +inf, NaN)
+    // is the result; the second pass's sum is NaN then.
+    Value *isFinite = b_.CreateFCmpONE(b_.CreateUnaryIntrinsic(Intrinsic::fabs, maximum),
+                                       ConstantFP::getInfinity(b_.getDoubleTy()));
+    Value *value = b_.CreateFAdd(maximum, b_.CreateUnaryIntrinsic(Intrinsic::log, acc));
+    return k_.convert(b_.CreateSelect(isFinite, value, maximum), DType::F64, dtype_);
+  }
+
+private:
   Value *initial() {
     Type *type = k_.computeType(accType_);
     switch (kind_) {
@@ -163,6 +207,16 @@ public:
     Value *v = k_.convert(element, dtype_, accType_);
     bool isFloatAcc = v->getType()->isFloatingPointTy();
     switch (kind_) {
+    case ReduceKind::L1:
+      if (isFloatAcc)
+        v = b_.CreateUnaryIntrinsic(Intrinsic::fabs, v);
+      else if (isSignedInt(dtype_))
+        v = b_.CreateBinaryIntrinsic(Intrinsic::abs, v, b_.getFalse()); // INT_MIN wraps
+      return isFloatAcc ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+    case ReduceKind::L2:
+    case ReduceKind::SumSquare:
+      v = isFloatAcc ? b_.CreateFMul(v, v) : b_.CreateMul(v, v);
+      [[fallthrough]];
     case ReduceKind::Sum:
     case ReduceKind::Mean:
       return isFloatAcc ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
@@ -182,6 +236,8 @@ public:
         return b_.CreateAnd(acc, v);
       return b_.CreateBinaryIntrinsic(isSignedInt(dtype_) ? Intrinsic::smin : Intrinsic::umin, acc,
                                       v);
+    case ReduceKind::LogSumExp:
+      break; // two passes, see step(pass, ...)
     }
     return acc;
   }
@@ -201,10 +257,15 @@ public:
         acc = b_.CreateSelect(isEmpty, k_.i64(0), quotient);
       }
     }
+    if (kind_ == ReduceKind::L2) {
+      // An integer sum of squares is read as unsigned, as the evaluator
+      // does: it is negative only when it wrapped.
+      Value *sum = isFloat(dtype_) ? acc : b_.CreateUIToFP(acc, b_.getDoubleTy());
+      return k_.convert(b_.CreateUnaryIntrinsic(Intrinsic::sqrt, sum), DType::F64, dtype_);
+    }
     return k_.convert(acc, accType_, dtype_);
   }
 
-private:
   KernelBuilder &k_;
   IRBuilder<> &b_;
   ReduceKind kind_;
@@ -291,11 +352,13 @@ void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned
   Value *input = k.buffer(in);
   ScalarAccumulator accumulator(k, kind, dtype);
 
-  // Reduces the groups from `level` on, starting at element `at`.
+  // Reduces the groups from `level` on, starting at element `at`, in `pass`.
+  int pass = 0;
+  Value *maximum = nullptr;
   std::function<Value *(size_t, Value *, Value *)> reduceFrom = [&](size_t level, Value *at,
                                                                     Value *acc) -> Value * {
     if (level == reducedSize.size())
-      return accumulator.step(acc, k.loadElement(dtype, input, at));
+      return accumulator.step(pass, acc, k.loadElement(dtype, input, at), maximum);
     return k.forRangeCarried(
         k.i64(0), reducedSize[level], {acc},
         [&](Value *i, ArrayRef<Value *> carried) -> std::vector<Value *> {
@@ -306,8 +369,14 @@ void emitGeneralReduce(StepBuilder &step, ReduceKind kind, DType dtype, unsigned
   };
   k.forRange(begin, end, [&](Value *result) {
     Value *at = k.offset(k.unflatten(result, keptSize), keptStep);
-    Value *acc = reduceFrom(0, at, accumulator.initial());
-    k.storeElement(dtype, accumulator.finish(acc, groupSize), k.buffer(out), result);
+    Value *acc = nullptr;
+    maximum = nullptr;
+    for (pass = 0; pass < accumulator.passes(); ++pass) {
+      if (pass > 0)
+        maximum = acc;
+      acc = reduceFrom(0, at, accumulator.initial(pass));
+    }
+    k.storeElement(dtype, accumulator.finish(acc, groupSize, maximum), k.buffer(out), result);
   });
 }
 
@@ -323,6 +392,14 @@ const char *kernelName(ReduceKind kind) {
     return "reduce_max";
   case ReduceKind::Min:
     return "reduce_min";
+  case ReduceKind::L1:
+    return "reduce_l1";
+  case ReduceKind::L2:
+    return "reduce_l2";
+  case ReduceKind::SumSquare:
+    return "reduce_sum_square";
+  case ReduceKind::LogSumExp:
+    return "reduce_log_sum_exp";
   }
   return "reduce";
 }
@@ -334,7 +411,7 @@ void lowerReduce(LoweringContext &ctx, const Node &node, ReduceKind kind) {
   bool extreme = kind == ReduceKind::Max || kind == ReduceKind::Min;
   if (dtype == DType::Unknown || (dtype == DType::Bool && !extreme))
     ctx.unsupported(node, "input of type " + std::string(dtypeName(dtype)));
-  ReducePlan plan = planReduce(ctx, node);
+  ReducePlan plan = planReduce(ctx, node, kind);
   if (plan.identity)
     return ctx.alias(y, x);
 
@@ -343,7 +420,8 @@ void lowerReduce(LoweringContext &ctx, const Node &node, ReduceKind kind) {
   unsigned out = step.output(y);
   const std::vector<AxisGroup> &groups = plan.groups;
   size_t n = groups.size();
-  bool vectorKind = dtype == DType::F32 && kind != ReduceKind::Prod;
+  bool vectorKind = dtype == DType::F32 && (kind == ReduceKind::Sum || kind == ReduceKind::Mean ||
+                                            kind == ReduceKind::Max || kind == ReduceKind::Min);
   // Fewer than 8 columns would leave most vector lanes idle.
   bool wideColumns = n >= 2 && !groups[n - 1].reduced && groups[n - 2].reduced &&
                      !(groups[n - 1].extent.constant() && *groups[n - 1].extent.constant() < 8);
@@ -371,6 +449,10 @@ void registerReductionLowerings(LoweringTable &table) {
   table.add(OpKind::ReduceProd, lowerReduceOf<ReduceKind::Prod>);
   table.add(OpKind::ReduceMax, lowerReduceOf<ReduceKind::Max>);
   table.add(OpKind::ReduceMin, lowerReduceOf<ReduceKind::Min>);
+  table.add(OpKind::ReduceL1, lowerReduceOf<ReduceKind::L1>);
+  table.add(OpKind::ReduceL2, lowerReduceOf<ReduceKind::L2>);
+  table.add(OpKind::ReduceSumSquare, lowerReduceOf<ReduceKind::SumSquare>);
+  table.add(OpKind::ReduceLogSumExp, lowerReduceOf<ReduceKind::LogSumExp>);
   table.add(OpKind::ArgMax, lowerArgMax);
   table.add(OpKind::ArgMin, lowerArgMin);
   table.add(OpKind::CumSum, lowerCumSum);

@@ -52,7 +52,8 @@ void lowerCumSum(LoweringContext &ctx, const Node &node);
 
 // ---- f32 vector loops (ReductionVectorLoops.cpp) --------------------------
 
-enum class ReduceKind { Sum, Mean, Prod, Max, Min };
+/// L1, L2, SumSquare and LogSumExp take the scalar path only.
+enum class ReduceKind { Sum, Mean, Prod, Max, Min, L1, L2, SumSquare, LogSumExp };
 
 /// Reduces the contiguous f32 row [base, base + length) with <8 x float>
 /// accumulators: Sum/Mean return the sum as a double (partial sums are

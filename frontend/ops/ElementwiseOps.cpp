@@ -34,7 +34,7 @@ void registerElementwiseImporters(OpImporterRegistry &registry) {
   for (OpKind kind :
        {OpKind::Sqrt, OpKind::Reciprocal, OpKind::Neg, OpKind::Abs, OpKind::Sign, OpKind::Floor,
         OpKind::Ceil, OpKind::Exp, OpKind::Log, OpKind::Erf, OpKind::Tanh, OpKind::Sigmoid,
-        OpKind::Relu, OpKind::LeakyRelu, OpKind::Sin, OpKind::Cos, OpKind::Clip})
+        OpKind::Relu, OpKind::LeakyRelu, OpKind::Elu, OpKind::Sin, OpKind::Cos, OpKind::Clip})
     registry.addOneToOne(kind, 13);
   registry.addOneToOne(OpKind::Gelu, 20);
   for (OpKind kind : {OpKind::Where, OpKind::Equal, OpKind::Less, OpKind::Greater,

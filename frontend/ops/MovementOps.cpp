@@ -3,7 +3,9 @@
 // Reshape, Slice, Squeeze, Unsqueeze, Expand and Tile take their shapes and
 // axes as inputs from opset 13 on, which is the IR form, so they map 1:1.
 // Split gained `num_outputs` at opset 18; Constant nodes become graph
-// constants rather than nodes.
+// constants rather than nodes. ScatterND gained `reduction` add/mul at 16
+// and max/min at 18; the IR op takes every value, so the importer refuses
+// the ones the model's opset does not have.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/AttributeProto.h"
@@ -25,6 +27,26 @@ void importSplitBefore18(OnnxNode &node) {
   if (operands.size() < 2)
     attributes.insert_or_assign("num_outputs", Attribute(int64_t(node.proto().output_size())));
   node.emit(OpKind::Split, operands, attributes);
+}
+
+/// ScatterND with the reductions its opset defines (the IR form is the
+/// newest, so an older node is checked, not rewritten).
+void importScatterND(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  std::string reduction = "none";
+  if (auto it = attributes.find("reduction"); it != attributes.end()) {
+    if (it->second.kind() != Attribute::Kind::String)
+      fail(node.describe(), ": attribute 'reduction' must be a string");
+    reduction = it->second.asString();
+  }
+  bool known = reduction == "none" ||
+               (node.opset() >= 16 && (reduction == "add" || reduction == "mul")) ||
+               (node.opset() >= 18 && (reduction == "max" || reduction == "min"));
+  if (!known)
+    fail(node.describe(), ": ScatterND reduction '", reduction, "' is not defined at opset ",
+         node.opset(), " (none", node.opset() >= 16 ? ", add, mul" : "",
+         node.opset() >= 18 ? ", max, min" : "", ")");
+  node.emit(OpKind::ScatterND, node.operands(), attributes);
 }
 
 /// The one attribute of a Constant node as a tensor.
@@ -90,11 +112,13 @@ void importConstant(OnnxNode &node) {
 } // namespace
 
 void registerMovementImporters(OpImporterRegistry &registry) {
-  for (OpKind kind : {OpKind::Reshape, OpKind::Transpose, OpKind::Concat, OpKind::Slice,
-                      OpKind::Gather, OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten,
-                      OpKind::Expand, OpKind::Tile, OpKind::Shape, OpKind::Size, OpKind::Range,
-                      OpKind::ConstantOfShape, OpKind::Identity, OpKind::Dropout})
+  for (OpKind kind :
+       {OpKind::Reshape, OpKind::Transpose, OpKind::Concat, OpKind::Slice, OpKind::Gather,
+        OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten, OpKind::Expand, OpKind::Tile,
+        OpKind::Shape, OpKind::Size, OpKind::Range, OpKind::ConstantOfShape, OpKind::Identity,
+        OpKind::Dropout, OpKind::GatherElements})
     registry.addOneToOne(kind, 13);
+  registry.add({"", "ScatterND", 13, OpKind::ScatterND, importScatterND});
   registry.addOneToOne(OpKind::Trilu, 14);
   registry.add({"", "Split", 13, OpKind::Split, importSplitBefore18});
   registry.addOneToOne(OpKind::Split, 18);

@@ -1,7 +1,8 @@
 //===- frontend/ops/ReductionOps.cpp - Reduce*, ArgMax/ArgMin, CumSum -------===//
 //
-// ReduceMean, ReduceMax, ReduceMin and ReduceProd took `axes` as an
-// attribute until opset 18, which made it an optional input (ReduceSum did
+// ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+// ReduceSumSquare and ReduceLogSumExp took `axes` as an attribute until
+// opset 18, which made it an optional input (ReduceSum did
 // so at 13). The IR has the newer form only, so older nodes get their axes
 // as a constant operand.
 //
@@ -41,7 +42,8 @@ void importReduceWithAxesAttribute(OnnxNode &node) {
 
 void registerReductionImporters(OpImporterRegistry &registry) {
   for (OpKind kind :
-       {OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd}) {
+       {OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceProd,
+        OpKind::ReduceL1, OpKind::ReduceL2, OpKind::ReduceSumSquare, OpKind::ReduceLogSumExp}) {
     registry.add({"", std::string(opName(kind)), 13, kind, importReduceWithAxesAttribute});
     registry.addOneToOne(kind, 18);
   }

@@ -336,6 +336,15 @@ struct LeakyReluOp {
   explicit LeakyReluOp(const Node &n) : alpha(n.getFloat("alpha", 0.01f)) {}
   template <typename C> C operator()(C x) const { return x < C(0) ? C(alpha) * x : x; }
 };
+struct EluOp {
+  static constexpr unsigned kTypes = kFloatTypes;
+  double alpha;
+  explicit EluOp(const Node &n) : alpha(n.getFloat("alpha", 1.0f)) {}
+  // expm1 rather than exp(x) - 1: no cancellation for x near 0.
+  template <typename C> C operator()(C x) const {
+    return x < C(0) ? C(alpha * std::expm1(double(x))) : x;
+  }
+};
 struct GeluOp {
   static constexpr unsigned kTypes = kFloatTypes;
   bool tanhApproximation;
@@ -553,6 +562,7 @@ void registerElementwiseKernels(KernelTable &table) {
   table.add(OpKind::Sigmoid, unaryKernel<SigmoidOp>);
   table.add(OpKind::Relu, unaryKernel<ReluOp>);
   table.add(OpKind::LeakyRelu, unaryKernel<LeakyReluOp>);
+  table.add(OpKind::Elu, unaryKernel<EluOp>);
   table.add(OpKind::Gelu, unaryKernel<GeluOp>);
   table.add(OpKind::Sin, unaryKernel<SinOp>);
   table.add(OpKind::Cos, unaryKernel<CosOp>);

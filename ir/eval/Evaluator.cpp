@@ -20,6 +20,7 @@ const KernelTable &referenceKernels() {
     registerAttentionKernels(t);
     registerConvolutionKernels(t);
     registerRecurrentKernels(t);
+    registerScatterGatherKernels(t);
     return t;
   }();
   return table;

@@ -32,6 +32,7 @@ void registerLinearAlgebraKernels(KernelTable &table); // MatMul, Gemm, Einsum
 void registerAttentionKernels(KernelTable &table);     // Attention, RotaryEmbedding
 void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
+void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

@@ -2,7 +2,11 @@
 //
 // Reductions accumulate floats in double, signed integers in int64 and
 // unsigned integers in uint64 (wrapping, as the integer elementwise ops do),
-// then store in the input dtype.
+// then store in the input dtype. ReduceL1 sums |x| and ReduceSumSquare x*x
+// (both wrapping for integers); ReduceL2 is the square root of that sum and
+// ReduceLogSumExp max + log(sum(exp(x - max))), so large inputs do not
+// overflow; both compute in double and store integers saturated, as Cast
+// does.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -25,7 +29,7 @@ using AccumulatorOf = std::conditional_t<
     std::is_floating_point_v<C>, double,
     std::conditional_t<std::is_signed_v<C> && !std::is_same_v<C, bool>, int64_t, uint64_t>>;
 
-enum class ReduceKind { Sum, Mean, Prod, Max, Min };
+enum class ReduceKind { Sum, Mean, Prod, Max, Min, L1, L2, SumSquare };
 
 /// Which axes a Reduce* node reduces, from its optional axes operand.
 struct ReducePlan {
@@ -98,6 +102,46 @@ template <typename A, typename C> A reduceInit(ReduceKind kind) {
   }
 }
 
+/// What an element contributes to its accumulator: |v| for L1, v*v for L2
+/// and SumSquare (wrapping for integers, as their sums do), else v.
+template <typename A> A reduceInput(ReduceKind kind, A v) {
+  switch (kind) {
+  case ReduceKind::L1:
+    if constexpr (std::is_unsigned_v<A>)
+      return v;
+    else if constexpr (std::is_integral_v<A>)
+      return v < 0 ? A(uint64_t(0) - uint64_t(v)) : v;
+    else
+      return std::fabs(v);
+  case ReduceKind::L2:
+  case ReduceKind::SumSquare:
+    if constexpr (std::is_integral_v<A>)
+      return A(uint64_t(v) * uint64_t(v));
+    else
+      return v * v;
+  default:
+    return v;
+  }
+}
+
+/// A double result stored as dtype D: integers truncate toward zero, NaN
+/// gives 0 and out-of-range values saturate (the evaluator's Cast rule).
+template <DType D> typename ElementTraits<D>::Storage storeFromDouble(double v) {
+  using T = ElementTraits<D>;
+  using C = typename T::Compute;
+  if constexpr (std::is_floating_point_v<C>) {
+    return T::store(C(v));
+  } else {
+    if (std::isnan(v))
+      return T::store(C(0));
+    if (v <= double(std::numeric_limits<C>::lowest()))
+      return T::store(std::numeric_limits<C>::lowest());
+    if (v >= double(std::numeric_limits<C>::max()))
+      return T::store(std::numeric_limits<C>::max());
+    return T::store(C(v));
+  }
+}
+
 template <typename A> A reduceStep(ReduceKind kind, A acc, A v) {
   if constexpr (std::is_floating_point_v<A>) {
     if ((kind == ReduceKind::Max || kind == ReduceKind::Min) && (std::isnan(acc) || std::isnan(v)))
@@ -106,6 +150,9 @@ template <typename A> A reduceStep(ReduceKind kind, A acc, A v) {
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Mean:
+  case ReduceKind::L1:
+  case ReduceKind::L2:
+  case ReduceKind::SumSquare:
     if constexpr (std::is_integral_v<A>)
       return A(uint64_t(acc) + uint64_t(v));
     else
@@ -144,11 +191,19 @@ void reduceKernel(const Node &node, const std::vector<const Tensor *> &operands,
     BroadcastWalker walker(x.dims(), {plan.keptDims});
     for (int64_t i = 0, n = x.numElements(); i < n; ++i, walker.next()) {
       A &slot = acc[size_t(walker.offset(0))];
-      slot = reduceStep<A>(Kind, slot, A(T::load(src[i])));
+      slot = reduceStep<A>(Kind, slot, reduceInput<A>(Kind, A(T::load(src[i]))));
     }
     StorageOf<D> *dst = out.data<StorageOf<D>>();
     for (size_t i = 0; i < acc.size(); ++i) {
       A value = acc[i];
+      if (Kind == ReduceKind::L2) {
+        // An integer sum of squares is read as unsigned: it wrapped if negative.
+        if constexpr (std::is_integral_v<A>)
+          dst[i] = storeFromDouble<D>(std::sqrt(double(uint64_t(value))));
+        else
+          dst[i] = storeFromDouble<D>(std::sqrt(double(value)));
+        continue;
+      }
       if (Kind == ReduceKind::Mean) {
         if constexpr (std::is_floating_point_v<A>)
           value = value / A(plan.groupSize); // 0/0 = NaN for an empty group, as numpy
@@ -160,6 +215,47 @@ void reduceKernel(const Node &node, const std::vector<const Tensor *> &operands,
       dst[i] = T::store(typename T::Compute(value));
     }
     results[0] = std::move(out);
+  });
+}
+
+/// ReduceLogSumExp: per result, the maximum m of its group, then
+/// m + log(sum(exp(x - m))). A group whose maximum is not finite gives that
+/// maximum (-inf for an empty group or all -inf, +inf, NaN).
+void logSumExpKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                     std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  requireDType(node, x, kNumericTypes, 0);
+  ReducePlan plan = planReduction(node, x, operands.size() > 1 ? operands[1] : nullptr);
+  if (plan.identity) {
+    results[0] = x.clone();
+    return;
+  }
+  dispatchDType(x.dtype(), [&]<DType D>() {
+    if constexpr (dtypeIn(D, kNumericTypes)) {
+      using T = ElementTraits<D>;
+      Tensor out(D, plan.resultDims);
+      size_t count = size_t(out.numElements());
+      std::vector<double> maxima(count, -std::numeric_limits<double>::infinity());
+      std::vector<double> sums(count, 0.0);
+      const StorageOf<D> *src = x.data<StorageOf<D>>();
+      int64_t n = x.numElements();
+      BroadcastWalker first(x.dims(), {plan.keptDims});
+      for (int64_t i = 0; i < n; ++i, first.next()) {
+        double &slot = maxima[size_t(first.offset(0))];
+        slot = reduceStep<double>(ReduceKind::Max, slot, double(T::load(src[i])));
+      }
+      BroadcastWalker second(x.dims(), {plan.keptDims});
+      for (int64_t i = 0; i < n; ++i, second.next()) {
+        size_t o = size_t(second.offset(0));
+        if (std::isfinite(maxima[o]))
+          sums[o] += std::exp(double(T::load(src[i])) - maxima[o]);
+      }
+      StorageOf<D> *dst = out.data<StorageOf<D>>();
+      for (size_t i = 0; i < count; ++i)
+        dst[i] = storeFromDouble<D>(std::isfinite(maxima[i]) ? maxima[i] + std::log(sums[i])
+                                                             : maxima[i]);
+      results[0] = std::move(out);
+    }
   });
 }
 
@@ -267,6 +363,10 @@ void registerReductionKernels(KernelTable &table) {
   table.add(OpKind::ReduceProd, reduceKernel<ReduceKind::Prod>);
   table.add(OpKind::ReduceMax, reduceKernel<ReduceKind::Max>);
   table.add(OpKind::ReduceMin, reduceKernel<ReduceKind::Min>);
+  table.add(OpKind::ReduceL1, reduceKernel<ReduceKind::L1>);
+  table.add(OpKind::ReduceL2, reduceKernel<ReduceKind::L2>);
+  table.add(OpKind::ReduceSumSquare, reduceKernel<ReduceKind::SumSquare>);
+  table.add(OpKind::ReduceLogSumExp, logSumExpKernel);
   table.add(OpKind::ArgMax, argKernel<true>);
   table.add(OpKind::ArgMin, argKernel<false>);
   table.add(OpKind::CumSum, cumSumKernel);

@@ -397,7 +397,7 @@ void registerElementwiseShapeRules(ShapeRuleTable &table) {
     table.add(kind, inferBroadcasting<kNumericTypes, true>);
   for (OpKind kind : {OpKind::Sqrt, OpKind::Reciprocal, OpKind::Floor, OpKind::Ceil, OpKind::Exp,
                       OpKind::Log, OpKind::Erf, OpKind::Tanh, OpKind::Sigmoid, OpKind::LeakyRelu,
-                      OpKind::Gelu, OpKind::Sin, OpKind::Cos})
+                      OpKind::Elu, OpKind::Gelu, OpKind::Sin, OpKind::Cos})
     table.add(kind, inferUnary<kFloatTypes, false>);
   for (OpKind kind : {OpKind::Neg, OpKind::Relu})
     table.add(kind, inferUnary<kFloatOrSigned, false>);
@@ -417,7 +417,8 @@ void registerElementwiseShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::RMSNormalization, inferNormalization);
   table.add(OpKind::SkipLayerNormalization, inferSkipLayerNormalization);
   for (OpKind kind : {OpKind::ReduceMean, OpKind::ReduceSum, OpKind::ReduceMax, OpKind::ReduceMin,
-                      OpKind::ReduceProd})
+                      OpKind::ReduceProd, OpKind::ReduceL1, OpKind::ReduceL2,
+                      OpKind::ReduceSumSquare, OpKind::ReduceLogSumExp})
     table.add(kind, inferReduce);
   table.add(OpKind::ArgMax, inferArgReduce);
   table.add(OpKind::ArgMin, inferArgReduce);

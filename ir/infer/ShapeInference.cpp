@@ -22,6 +22,7 @@ const ShapeRuleTable &shapeRules() {
     registerElementwiseShapeRules(t);
     registerMovementShapeRules(t);
     registerLinearAlgebraShapeRules(t);
+    registerScatterGatherShapeRules(t);
     return t;
   }();
   return table;

@@ -24,6 +24,7 @@ struct ShapeRuleTable {
 void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, logic, Cast, Softmax, norms, reductions
 void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
+void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements ScatterND
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).

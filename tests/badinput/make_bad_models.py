@@ -177,6 +177,37 @@ def write_bad_index_data(out: Path) -> None:
     np.save(out / "bad_ids.npy", np.array([1, 2, 8, 0], dtype=np.int64))
 
 
+def write_scatter_gather_index_data(out: Path) -> None:
+    """ScatterND and GatherElements with indices from the user.
+
+    As write_bad_index_data: the compiled runs must fail the step with one
+    error line when an index is out of range, and the evaluator must name
+    the node and the index."""
+    mask = helper.make_tensor("mask", TensorProto.FLOAT, [4, 3],
+                              np.zeros(12, dtype=np.float32).tolist())
+    fill = helper.make_tensor("fill", TensorProto.FLOAT, [2, 3], [-1.0] * 6)
+    rows = helper.make_tensor_value_info("rows", TensorProto.INT64, [2, 1])
+    scatter = [helper.make_node("ScatterND", ["mask", "rows", "fill"], ["y"], name="mask_fill")]
+    model = model_of(scatter, [rows], [tensor_info("y", [4, 3])], [mask, fill], opset=18,
+                     name="scatter")
+    onnx.checker.check_model(model)
+    save(model, out / "scatternd_rows.onnx")
+    np.save(out / "good_rows.npy", np.array([[3], [-4]], dtype=np.int64))
+    np.save(out / "bad_rows.npy", np.array([[1], [4]], dtype=np.int64))
+
+    scores = helper.make_tensor("scores", TensorProto.FLOAT, [3, 4],
+                                np.arange(12, dtype=np.float32).tolist())
+    positions = helper.make_tensor_value_info("positions", TensorProto.INT64, [3, 2])
+    gather = [helper.make_node("GatherElements", ["scores", "positions"], ["y"], name="rel_pos",
+                               axis=1)]
+    model = model_of(gather, [positions], [tensor_info("y", [3, 2])], [scores],
+                     name="gather_elements")
+    onnx.checker.check_model(model)
+    save(model, out / "gather_elements_positions.onnx")
+    np.save(out / "good_positions.npy", np.array([[0, 3], [-1, 2], [1, -4]], dtype=np.int64))
+    np.save(out / "bad_positions.npy", np.array([[0, 3], [-5, 2], [1, 1]], dtype=np.int64))
+
+
 def write_npy_cases(out: Path) -> None:
     relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     model = model_of(relu, [tensor_info("x", [2, 3])], [tensor_info("y", [2, 3])], name="good")
@@ -274,6 +305,7 @@ def main() -> int:
     write_huge_parameter_count(out)
     write_runtime_defects(out)
     write_bad_index_data(out)
+    write_scatter_gather_index_data(out)
     write_npy_cases(out)
     size_cases.write(out)
     print(f"bad inputs written to {os.fspath(out)}")

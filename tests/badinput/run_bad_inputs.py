@@ -264,6 +264,63 @@ def bad_data_cases(onnxc: str, out: Path, scratch: Path) -> list:
     return cases
 
 
+def expected_scatter_gather(model: str, values: np.ndarray) -> np.ndarray:
+    if model == "scatternd_rows":
+        mask = np.zeros((4, 3), dtype=np.float32)
+        mask[values[:, 0]] = -1.0
+        return mask
+    scores = np.arange(12, dtype=np.float32).reshape(3, 4)
+    return np.take_along_axis(scores, values % 4, axis=1)
+
+
+def scatter_gather_check(output_dir: str, model: str, values: np.ndarray) -> Callable:
+    def check(result: Result) -> Optional[str]:
+        if result.code != 0:
+            return f"exit code {result.code}, expected 0: {result.stderr.strip()[:200]!r}"
+        produced = Path(output_dir) / "y.npy"
+        if not produced.exists():
+            return f"no {produced.name} in the output folder"
+        got, want = np.load(produced), expected_scatter_gather(model, values)
+        if got.shape != want.shape or not np.array_equal(got, want):
+            return f"y.npy is {got.tolist()}, expected {want.tolist()}"
+        return None
+    return check
+
+
+def scatter_gather_data_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """ScatterND / GatherElements fed indices out of range: JIT and .so fail
+    naming the step and the indices input, the evaluator names the node and
+    the index itself; in-range (also negative) indices give numpy's answer."""
+    cases = []
+    for model, node, op, name, bad_index in (("scatternd_rows", "mask_fill", "ScatterND",
+                                              "rows", "index 4"),
+                                             ("gather_elements_positions", "rel_pos",
+                                              "GatherElements", "positions", "index -5")):
+        path, library = str(out / f"{model}.onnx"), str(scratch / f"{model}.so")
+
+        def compiled(result: Result, library=library) -> Optional[str]:
+            if result.code != 0 or not Path(library).exists():
+                return f"compile exit code {result.code}: {result.stderr.strip()[:200]!r}"
+            return None
+        cases.append(Case(f"compile {model}.onnx", [onnxc, "compile", path, "-o", library],
+                          mode="custom", check=compiled))
+        good, bad = str(out / f"good_{name}.npy"), str(out / f"bad_{name}.npy")
+        for label, target, backend in (("jit", path, ["--backend=jit"]), ("so", library, []),
+                                       ("ref", path, ["--backend=ref"])):
+            output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+            cases.append(Case(f"run {model} ({label}) with good {name} (control)",
+                              [onnxc, "run", target, "--input", f"{name}={good}",
+                               "--output-dir", output_dir] + backend, mode="custom",
+                              check=scatter_gather_check(output_dir, model, np.load(good))))
+            output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+            names = [node, bad_index] if label == "ref" else [f"step '{op} {node}'", f"'{name}'"]
+            cases.append(Case(f"run {model} ({label}) with an out-of-range index",
+                              [onnxc, "run", target, "--input", f"{name}={bad}",
+                               "--output-dir", output_dir] + backend, names, [r"out of range"],
+                              strip=[bad, f"bad_{name}.npy"]))
+    return cases
+
+
 def npy_cases(onnxc: str, out: Path, scratch: Path) -> list:
     good = str(out / "good.onnx")
 
@@ -502,7 +559,8 @@ def main() -> int:
     scratch.mkdir(exist_ok=True)
     passed = failed = 0
     cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
-             + bad_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
+             + bad_data_cases(onnxc, out, scratch)
+             + scatter_gather_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
              + external_link_cases(onnxc, out, scratch) + no_overwrite_cases(onnxc, out, scratch)
              + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
              + inspect_count_cases(onnxc, out, scratch)

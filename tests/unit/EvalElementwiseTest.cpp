@@ -120,6 +120,22 @@ TEST(EvalElementwise, VariadicOps) {
   EXPECT_TRUE(std::isnan(values<float>(runOp(OpKind::Max, {f32({1}, {nan}), f32({1}, {1})}))[0]));
 }
 
+TEST(EvalElementwise, EluIsAlphaTimesExpMinusOneBelowZero) {
+  Tensor x = f32({5}, {-30, -1, -1e-6f, 0, 2.5f});
+  std::vector<float> y = values<float>(runOp(OpKind::Elu, {x}, {{"alpha", 0.5f}}));
+  EXPECT_FLOAT_EQ(y[0], float(0.5 * std::expm1(-30.0)));
+  EXPECT_FLOAT_EQ(y[1], float(0.5 * std::expm1(-1.0)));
+  // Near 0 the result keeps its relative accuracy (exp(x) - 1 in f32 would not).
+  EXPECT_FLOAT_EQ(y[2], float(0.5 * std::expm1(-1e-6)));
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_EQ(y[4], 2.5f);
+  // alpha defaults to 1; f16 computes too; integers are not Elu's.
+  EXPECT_FLOAT_EQ(values<float>(runOp(OpKind::Elu, {f32({1}, {-2})}))[0], float(std::expm1(-2.0)));
+  Tensor half = runOp(OpKind::Cast, {f32({1}, {-1})}, {{"to", 10}}); // ONNX code 10: f16
+  EXPECT_NEAR(runOp(OpKind::Elu, {half}).elementAsDouble(0), std::expm1(-1.0), 1e-3);
+  EXPECT_THROW(runOp(OpKind::Elu, {i32({1}, {-1})}), Error);
+}
+
 TEST(EvalElementwise, UnaryMath) {
   Tensor x = f32({4}, {-2, -0.5f, 0, 1.5f});
   EXPECT_EQ(values<float>(runOp(OpKind::Relu, {x})), (std::vector<float>{0, 0, 0, 1.5f}));

@@ -86,6 +86,46 @@ TEST(EvalReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
             (std::vector<int8_t>{-128}));
 }
 
+TEST(EvalReduction, NormsSumSquareAndLogSumExp) {
+  Tensor x = Tensor::fromVector<float>({2, 3}, {1, -2, 2, -3, 0, 4});
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceL1, {x, axes({1})})), (std::vector<float>{5, 7}));
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceL2, {x, axes({1})})), (std::vector<float>{3, 5}));
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceSumSquare, {x, axes({0})})),
+            (std::vector<float>{10, 4, 20}));
+  std::vector<float> lse = values<float>(runOp(OpKind::ReduceLogSumExp, {x, axes({1})}));
+  EXPECT_FLOAT_EQ(lse[0], float(std::log(std::exp(1.0) + std::exp(-2.0) + std::exp(2.0))));
+  EXPECT_FLOAT_EQ(lse[1], float(std::log(std::exp(-3.0) + 1 + std::exp(4.0))));
+  // The maximum is taken out first: exp(1000) would overflow even double.
+  Tensor large = Tensor::fromVector<double>({2}, {1000, 1000});
+  EXPECT_DOUBLE_EQ(values<double>(runOp(OpKind::ReduceLogSumExp, {large}))[0],
+                   1000 + std::log(2.0));
+  // Integers: L2 rounds toward zero, sums of squares wrap as ReduceSum does.
+  Tensor ints = Tensor::fromVector<int32_t>({3}, {3, -4, 1});
+  EXPECT_EQ(values<int32_t>(runOp(OpKind::ReduceL2, {ints})), (std::vector<int32_t>{5}));
+  EXPECT_EQ(values<int32_t>(runOp(OpKind::ReduceL1, {ints})), (std::vector<int32_t>{8}));
+  Tensor bytes = Tensor::fromVector<int8_t>({2}, {12, 12});
+  EXPECT_EQ(values<int8_t>(runOp(OpKind::ReduceSumSquare, {bytes})),
+            (std::vector<int8_t>{int8_t(288 - 256)}));
+  EXPECT_EQ(values<int8_t>(runOp(OpKind::ReduceL2, {bytes})), (std::vector<int8_t>{16}));
+}
+
+TEST(EvalReduction, NormsOfEmptySetsAndInfinities) {
+  Tensor empty(DType::F32, {0, 2});
+  for (OpKind kind : {OpKind::ReduceL1, OpKind::ReduceL2, OpKind::ReduceSumSquare})
+    EXPECT_EQ(values<float>(runOp(kind, {empty, axes({0})})), (std::vector<float>{0, 0}));
+  float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> lse = values<float>(runOp(OpKind::ReduceLogSumExp, {empty, axes({0})}));
+  EXPECT_EQ(lse, (std::vector<float>{-inf, -inf}));
+  Tensor infinite = Tensor::fromVector<float>({2, 2}, {-inf, -inf, inf, 1});
+  EXPECT_EQ(values<float>(runOp(OpKind::ReduceLogSumExp, {infinite, axes({1})})),
+            (std::vector<float>{-inf, inf}));
+  // noop_with_empty_axes returns the input as it is, for these kinds too.
+  Tensor x = Tensor::fromVector<float>({2}, {-1, 2});
+  EXPECT_EQ(
+      values<float>(runOp(OpKind::ReduceSumSquare, {x, axes({})}, {{"noop_with_empty_axes", 1}})),
+      (std::vector<float>{-1, 2}));
+}
+
 TEST(EvalReduction, BadAxesAreErrors) {
   EXPECT_THROW(runOp(OpKind::ReduceSum, {matrix(), axes({2})}), Error);
   EXPECT_THROW(runOp(OpKind::ReduceSum, {matrix(), axes({1, -1})}), Error);

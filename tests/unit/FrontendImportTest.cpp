@@ -304,6 +304,58 @@ TEST_F(FrontendImport, ReduceMeanAxesAttributeBecomesOperand) {
   EXPECT_EQ(g->nodeList()[0]->operand(1), g->findValue("axes"));
 }
 
+TEST_F(FrontendImport, NormReductionsTakeAxesAsAttributeBefore18) {
+  for (const char *op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    setOpset(13);
+    graph()->clear_node();
+    graph()->clear_output();
+    graph()->clear_input();
+    addInput("x", {2, 3});
+    onnx::NodeProto *node = addNode(op, {"x"}, {"r"}, "norm");
+    addAttr(node, "axes", onnx::AttributeProto::INTS)->add_ints(1);
+    addAttr(node, "keepdims", onnx::AttributeProto::INT)->set_i(0);
+    addOutput("r");
+    auto g = import();
+    Node *reduce = g->nodeList()[0];
+    EXPECT_EQ(reduce->opName(), std::string(op));
+    ASSERT_EQ(reduce->numOperands(), 2u);
+    EXPECT_EQ(reduce->operand(1)->constantValue().toInt64Vector(), (std::vector<int64_t>{1}));
+    EXPECT_EQ(reduce->result(0)->type().str(), "f32[2]");
+    // An axes input before opset 18 is refused, as for the other Reduce*.
+    node->add_input("x");
+    EXPECT_NE(importError().find("takes its axes as an attribute"), std::string::npos);
+  }
+}
+
+TEST_F(FrontendImport, ScatterNDReductionsByOpset) {
+  auto build = [&](int64_t opset, const char *reduction) {
+    setOpset(opset);
+    graph()->clear_node();
+    graph()->clear_output();
+    graph()->clear_input();
+    addInput("x", {4});
+    addInput("i", {2, 1}, onnx::TensorProto::INT64);
+    addInput("u", {2});
+    onnx::NodeProto *node = addNode("ScatterND", {"x", "i", "u"}, {"y"}, "fill");
+    if (reduction)
+      addAttr(node, "reduction", onnx::AttributeProto::STRING)->set_s(reduction);
+    addOutput("y");
+  };
+  build(13, nullptr);
+  EXPECT_EQ(import()->nodeList()[0]->kind(), OpKind::ScatterND);
+  build(16, "mul");
+  EXPECT_EQ(import()->nodeList()[0]->getString("reduction", ""), "mul");
+  build(18, "max");
+  EXPECT_EQ(import()->nodeList()[0]->getString("reduction", ""), "max");
+  build(13, "add");
+  EXPECT_EQ(importError(),
+            "node 'fill': ScatterND reduction 'add' is not defined at opset 13 (none)");
+  build(17, "min");
+  EXPECT_EQ(importError(),
+            "node 'fill': ScatterND reduction 'min' is not defined at opset 17 (none, add, mul)");
+}
+
 TEST_F(FrontendImport, SplitBefore18GetsNumOutputs) {
   setOpset(13);
   addInput("x", {4});

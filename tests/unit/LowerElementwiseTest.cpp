@@ -80,6 +80,51 @@ TEST(LowerElementwise, UnaryF32) {
                                    1e-6);
 }
 
+TEST(LowerElementwise, EluKeepsRelativeAccuracyNearZero) {
+  GraphText g;
+  g.input("x", "f32[n]").input("d", "f64[n]");
+  g.output("elu", "f32[n]", "Elu(%x)");
+  g.output("scaled", "f32[n]", "Elu(%x) {alpha = 0.3}");
+  g.output("wide", "f64[n]", "Elu(%d)");
+  auto graph = parseGraph(g.str());
+  GraphText h;
+  h.input("h", "f16[n]").input("bf", "bf16[n]");
+  h.output("half", "f16[n]", "Elu(%h) {alpha = 2.0}");
+  h.output("brain", "bf16[n]", "Elu(%bf)");
+  auto halves = parseGraph(h.str());
+  for (int64_t n : kTailLengths) {
+    // Both branches of the kernel's expm1 (|x| < 0.35 and beyond) and the
+    // tiny negatives where exp(x) - 1 would lose every digit.
+    Tensor x = withSpecials(DType::F32, {n}, 5, -4, 1);
+    for (int64_t i = 5; i < n; i += 3)
+      x.data<float>()[i] *= i % 2 ? 1e-5f : 0.1f;
+    expectCompiledMatchesReference(
+        *graph, {{"x", x}, {"d", withSpecials(DType::F64, {n}, 7, -4, 1)}}, 1e-6, 1e-30);
+    // One rounding to 8 or 11 bits: a float result a hair away may round
+    // to the neighbouring half.
+    expectCompiledMatchesReference(*halves,
+                                   {{"h", withSpecials(DType::F16, {n}, 6, -4, 1)},
+                                    {"bf", withSpecials(DType::BF16, {n}, 8, -4, 1)}},
+                                   1e-2, 1e-6);
+  }
+}
+
+TEST(LowerElementwise, EluFusesIntoTheChain) {
+  // Graph attention: Elu(Add(x, b)) * w is one kernel.
+  auto graph = parseGraph(R"(
+graph @g(%x: f32[n, 8], %b: f32[8], %w: f32[n, 8]) -> (%y: f32[n, 8]) {
+  %s = Add(%x, %b)
+  %e = Elu(%s) {alpha = 1.0}
+  %y = Mul(%e, %w)
+  return %y
+}
+)");
+  EXPECT_EQ(lowerOnly(*graph).steps.size(), 1u);
+  expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {5, 8}, 1, -3, 3)},
+                                          {"b", randomOf(DType::F32, {8}, 2)},
+                                          {"w", randomOf(DType::F32, {5, 8}, 3)}});
+}
+
 TEST(LowerElementwise, BroadcastingStaticAndSymbolic) {
   GraphText g;
   g.input("x", "f32[m, n]").input("b", "f32[n]").input("c", "f32[m, 1]").input("s", "f32[]");

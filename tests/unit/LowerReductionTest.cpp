@@ -229,6 +229,57 @@ TEST(LowerReduction, EmptyIntegerMaxMinAreTheTypesExtremes) {
   }
 }
 
+// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp: the scalar path.
+const std::vector<std::string> kNormOps = {"ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                           "ReduceLogSumExp"};
+
+TEST(LowerReduction, NormsOverEveryAxisSubset) {
+  for (const std::string &op : kNormOps)
+    for (unsigned mask = 0; mask < 16; ++mask)
+      expectReduce(op, DType::F32, {"3", "n", "5", "7"}, axesOfMask(mask), mask % 2 == 0,
+                   {3, 4, 5, 7}, -3, 3);
+}
+
+TEST(LowerReduction, NormsOfEveryDType) {
+  for (const std::string &op : kNormOps) {
+    for (DType dtype : {DType::F64, DType::F16, DType::BF16})
+      expectReduce(op, dtype, {"12", "33"}, {1}, true, {12, 33}, -1, 1,
+                   dtype == DType::F64 ? 1e-12 : 1e-2);
+    // Integer sums of squares wrap in the element width; L2 and
+    // LogSumExp round toward zero and saturate, as the evaluator.
+    for (DType dtype : {DType::I8, DType::U8, DType::I32, DType::U32, DType::I64, DType::U64})
+      for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, {0, 2}})
+        expectReduce(op, dtype, {"4", "6", "5"}, axes, false, {4, 6, 5},
+                     isSignedInt(dtype) ? -100 : 0, 100, 0);
+  }
+}
+
+TEST(LowerReduction, NormsOfEmptyAndUnitAxes) {
+  for (const std::string &op : kNormOps) {
+    expectReduce(op, DType::F32, {"0", "5"}, {0}, false, {0, 5}); // 0, or -inf for LogSumExp
+    expectReduce(op, DType::I32, {"n", "5"}, {0}, true, {0, 5});
+    // Reducing an axis of extent 1 still takes |x| or x*x.
+    expectReduce(op, DType::F32, {"4", "1"}, {1}, true, {4, 1}, -3, 3);
+  }
+  auto noop = parseGraph(unaryGraph("ReduceSumSquare", "f32[n, 4]", "f32[n, 4]",
+                                    "keepdims = 0, noop_with_empty_axes = 1"));
+  expectCompiledMatchesReference(*noop, {{"x", randomOf(DType::F32, {3, 4}, 1)}});
+}
+
+TEST(LowerReduction, LogSumExpOfLargeAndInfiniteValues) {
+  // Without the maximum taken out, exp(x) overflows past 88 in f32.
+  expectReduce("ReduceLogSumExp", DType::F32, {"5", "40"}, {1}, false, {5, 40}, 80, 3000, 1e-6);
+  Tensor x = randomOf(DType::F32, {4, 3}, 2);
+  float inf = std::numeric_limits<float>::infinity();
+  float *data = x.data<float>();
+  data[0] = data[1] = data[2] = -inf;                // all -inf: -inf
+  data[3] = inf;                                     // +inf
+  data[7] = std::numeric_limits<float>::quiet_NaN(); // NaN
+  data[9] = -inf;                                    // one -inf among finite values
+  auto graph = parseGraph(reduceGraph("ReduceLogSumExp", DType::F32, {"4", "3"}, {1}, true));
+  expectCompiledMatchesReference(*graph, {{"x", x}});
+}
+
 TEST(LowerReduction, AxesOnlyKnownAtRunTimeAreRefused) {
   // Shape inference cannot give such a result a shape the runtime can bind,
   // so lowering refuses the graph (whichever check sees it first).

@@ -76,12 +76,14 @@ std::vector<int64_t> resolveDims(const Value &input, const Bindings &bindings) {
   return dims;
 }
 
-/// The exclusive upper bound for an integer input used as Gather indices
-/// (the smallest gathered axis among its uses), or 0 when it is none.
+/// The exclusive upper bound for an integer input used as Gather or
+/// GatherElements indices (the smallest gathered axis among its uses), or 0
+/// when it is none.
 int64_t gatherIndexBound(const Value &input, const Bindings &bindings) {
   int64_t bound = 0;
   for (const Use &use : input.uses()) {
-    if (use.user->kind() != OpKind::Gather || use.operandIndex != 1)
+    bool gathers = use.user->kind() == OpKind::Gather || use.user->kind() == OpKind::GatherElements;
+    if (!gathers || use.operandIndex != 1)
       continue;
     const Value *data = use.user->operand(0);
     if (!data || !data->shape().isRanked())
