@@ -604,7 +604,22 @@ Values FlashAttentionEmitter::emitSkippedKeys(const Block &block, ArrayRef<Value
   // comes later: the max only grows. (t - max is compared, not t with
   // max - gap: next to finfo.min the gap would round away.)
   Value *minusGap = v_.splat(-kNegligibleGap);
+  // Without a per-row mask every lane's skipped score is the same: compare
+  // it, as a scalar, with the lowest max (NaN lanes ignored) instead.
+  bool sameForAllRows = mask_ < 0 || maskType_ == DType::Bool || rowBroadcast_;
+  Value *lowestMax = nullptr;
+  if (sameForAllRows) {
+    Value *lowest = state[0];
+    for (int64_t v = 1; v < rowVectors_; ++v)
+      lowest = b.CreateMinNum(lowest, state[size_t(v)]);
+    lowestMax = b.CreateFPMinReduce(lowest);
+  }
   auto matters = [&](ArrayRef<Value *> scores) {
+    if (sameForAllRows) {
+      Value *score = b.CreateExtractElement(scores[0], uint64_t(0));
+      Value *gap = ConstantFP::get(b.getFloatTy(), -kNegligibleGap);
+      return b.CreateFCmpOGT(b.CreateFSub(score, lowestMax), gap);
+    }
     Value *any = b.getFalse();
     for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *below = b.CreateFSub(scores[size_t(v)], state[size_t(v)]);

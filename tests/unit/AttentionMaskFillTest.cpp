@@ -280,6 +280,40 @@ TEST(AttentionMaskFill, TheFillChangesTheResult) {
   EXPECT_GT(largest, 0.05);
 }
 
+TEST(AttentionMaskFill, PerQueryMasksInTheFusedKernel) {
+  // A mask that differs per query row ([b, 1, s, s], gathered per lane):
+  // rows 3 and 17 of each sequence hide every key, the others a random
+  // half, with is_causal and a fill the scores are near (-1e4) or far from
+  // (finfo.min). Compiled against the reference of the same op.
+  for (const char *type : {"f32", "bool"})
+    for (float fill : {kFinfoMin, -1e4f})
+      for (int64_t seq : {30, 200}) {
+        SCOPED_TRACE(std::string(type) + " mask, fill " + fillText(fill) + ", " +
+                     std::to_string(seq) + " keys");
+        std::ostringstream g;
+        g << "graph @g(%q: f32[b, 2, s, 16], %k: f32[b, 2, s, 16], %v: f32[b, 2, s, 16], %m: "
+          << type << "[b, 1, s, s]) -> (%y: f32[b, 2, s, 16]) {\n"
+          << "  %y = Attention(%q, %k, %v, %m) {is_causal = 1, mask_fill = " << fillText(fill)
+          << ", scale = 0.25}\n  return %y\n}\n";
+        std::unique_ptr<Graph> graph = parseGraph(g.str());
+        Feeds in = feeds(seq, 11, fill == kFinfoMin ? 0.0 : -1e4);
+        bool isBool = std::string(type) == "bool";
+        Tensor mask = randomOf(isBool ? DType::Bool : DType::F32, {kBatch, 1, seq, seq}, 3);
+        for (int64_t i = 0; i < mask.numElements(); ++i) {
+          int64_t row = i / seq % seq;
+          bool hidden = row == 3 || row == 17 || mask.elementAsDouble(i) < 0;
+          if (isBool)
+            mask.setElementFromDouble(i, hidden ? 0.0 : 1.0);
+          else
+            mask.setElementFromDouble(i, hidden ? fill : 0.0);
+        }
+        in.erase("keep");
+        in["m"] = mask;
+        double atol = fill == kFinfoMin ? 1e-5 : 2e-3;
+        expectSame(runReference(*graph, in)[0], runCompiled(*graph, in)[0], 1e-4, atol, "compiled");
+      }
+}
+
 /// The reason fuse-attention gives for not fusing `text`, or "" if it did.
 std::string rejection(const std::string &text) {
   std::string explained;
