@@ -95,6 +95,7 @@ std::unique_ptr<Pass> createFuseGeluPass();
 std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
+std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
 
 } // namespace onnxc

@@ -23,6 +23,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseLayerNormPass,
     createFuseRmsNormPass,
     createFuseSkipLayerNormPass,
+    createLiftBatchedHeadsPass,
     createFuseAttentionPass,
 };
 } // namespace

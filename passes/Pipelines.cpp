@@ -24,6 +24,10 @@ void addCleanup(PassManager &pm) {
 // fuse-layernorm made (and the opset-17 ones) with the residual Add before
 // them. The cleanup after them removes what the fusions left dead.
 void addFusions(PassManager &pm) {
+  // Attention with the heads folded into the batch is first brought to the
+  // [b, h, S, d] form; the cleanup merges the Reshape pairs that leaves.
+  pm.addPass("lift-batched-heads");
+  addCleanup(pm);
   for (const char *name :
        {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);

@@ -39,10 +39,12 @@
 // score t is below every lane's running max by more than kNegligibleGap
 // (104: e^-104 is below the least f32 subnormal, so its exact weight is 0
 // in f32) is passed over after one compare; any other key gets the online
-// softmax update exactly like a visited one. So only (nearly) fully hidden
-// rows pay for the skipped keys' V rows; the others pay a compare per
-// skipped key (with a float mask, its load), and none at all without a
-// float mask, whose skipped scores are all the fill: one compare per block.
+// softmax update exactly like a visited one (its weight is floored at e^-60
+// by the exp, as a visited key's is). So only (nearly) fully hidden rows pay
+// for the skipped keys' V rows; the others pay one compare per skipped key
+// (a scalar one, against the block's lowest max, unless the float mask
+// varies per query row), and without a float mask, whose skipped scores are
+// all the fill, one compare per block.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/VectorTranspose.h"

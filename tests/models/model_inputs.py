@@ -10,6 +10,7 @@ Generator kinds:
   attention_mask  1 for tokens, 0 for padding at the end of every row after the first; with
                   "empty_last_row", the last row of a batch of 2 or more is all padding (a row whose
                   every key is masked: the unfused graph's result there is what fusions must keep)
+  padding_flags   the opposite: true for padding (torch's key_padding_mask), false for tokens
   normal          float, standard normal times "scale" (default 1)
 
 differential_shapes() gives the shapes of the differential check (compiled path against the
@@ -59,6 +60,12 @@ def make_input(spec: dict, dims: dict, rng: np.random.Generator) -> np.ndarray:
         if gen.get("empty_last_row") and shape[0] >= 2:
             mask[-1, :] = 0
         return mask
+    if kind == "padding_flags":
+        flags = np.zeros(shape, dtype=dtype)
+        for row, pad in enumerate(padding_lengths(shape[0], shape[1])):
+            if pad:
+                flags[row, -pad:] = True
+        return flags
     if kind == "normal":
         return (gen.get("scale", 1.0) * rng.standard_normal(shape)).astype(dtype)
     raise ValueError(f"input '{spec['name']}': unknown generator kind '{kind}'")
