@@ -29,8 +29,10 @@
 // AttentionMasks.h): one that is a causal triangle at every length becomes
 // is_causal, a band |i-j| <= r the onnxc attribute window = r; any other
 // mask stays an operand (--explain says why): an additive one as is, a
-// Where with a -inf fill as a bool "visible" mask. Dead nodes are left for
-// dce.
+// Where as a bool "visible" mask. A Where filling a finite value (HF's
+// torch.finfo(f32).min) sets mask_fill, so hidden keys keep that score and
+// a row hiding every key stays uniform as in the unfused graph (planMasks
+// says which mask orders that covers). Dead nodes are left for dce.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -470,6 +472,9 @@ struct MaskPlan {
   Value *operand = nullptr; // data-dependent mask, before any Not
   bool negate = false;      // operand is a "hidden" bool: Not() it
   bool subtract = false;    // operand is a subtracted bias: Neg() it
+  // The finite value the Where masks replace hidden scores by (mask_fill);
+  // none when they fill -inf (the op's default meaning) or there are none.
+  std::optional<double> fill;
 };
 
 /// Whether the Attention op's attributes say exactly this band: none,
@@ -486,17 +491,37 @@ std::string bandText(const KeyBand &b) {
   return "[" + side(b.below) + " below, " + side(b.above) + " above]";
 }
 
+/// The masks as one Attention: a proven band becomes is_causal / window, at
+/// most one other mask the operand, and a finite Where fill mask_fill. The
+/// fused op replaces a key hidden by the band or a bool operand by the fill
+/// and then adds a float operand, so the unfused chain must mean exactly
+/// that: every Where fills the same value, and with a finite fill no Where
+/// comes after the additive operand (which it would overwrite) and no band
+/// is additive (its keys score s + v, not the fill). A fill of -inf hides
+/// the same either way, so those orders fuse as before.
 MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   MaskPlan plan;
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
-  for (const MaskTerm &term : m.masks) {
+  std::optional<double> whereFill;
+  bool additiveBand = false, additiveOperand = false, whereAfterAdd = false;
+  // m.masks runs from Softmax backwards; walk them in the order applied.
+  for (auto it = m.masks.rbegin(); it != m.masks.rend(); ++it) {
+    const MaskTerm &term = *it;
+    bool isWhere = term.encoding != MaskEncoding::Additive;
+    if (isWhere) {
+      if (whereFill && *whereFill != term.fill)
+        throw Rejection{"two Where masks fill different values"};
+      whereFill = term.fill;
+      whereAfterAdd = whereAfterAdd || additiveOperand;
+    }
     std::string why = "a subtracted bias (ALiBi) is an additive operand";
     std::optional<KeyBand> band =
         term.negated ? std::nullopt
                      : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
     if (band && expressible(*band)) {
       plan.band = plan.band.intersect(*band);
+      additiveBand = additiveBand || !isWhere;
       continue;
     }
     if (band)
@@ -504,18 +529,24 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
     if (plan.operand)
       throw Rejection{"more than one mask stays an operand"};
-    if (term.encoding == MaskEncoding::Additive) {
-      plan.operand = term.mask;
+    plan.operand = term.mask;
+    if (!isWhere) {
+      additiveOperand = true;
       plan.subtract = term.negated;
       continue;
     }
     if (term.mask->dtype() != DType::Bool)
       throw Rejection{"a Where mask condition is not bool"};
-    if (!std::isinf(term.fill))
-      throw Rejection{
-          "a data-dependent Where mask fills a finite value (rows hiding every key would differ)"};
-    plan.operand = term.mask;
     plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
+  }
+  if (whereFill && std::isfinite(*whereFill)) {
+    if (whereAfterAdd)
+      throw Rejection{"a Where filling a finite value follows the additive mask (the fused op "
+                      "would add the mask to the fill)"};
+    if (additiveBand)
+      throw Rejection{"an additive shape-only mask meets a Where filling a finite value (its "
+                      "hidden keys score s + mask, not the fill)"};
+    plan.fill = whereFill;
   }
   assert(expressible(plan.band));
   return plan;
@@ -708,6 +739,8 @@ private:
         attention->setAttr("is_causal", Attribute(int64_t(1)));
       if (band.below != KeyBand::kUnbounded)
         attention->setAttr("window", Attribute(band.below));
+      if (masks.fill)
+        attention->setAttr("mask_fill", Attribute(float(*masks.fill)));
       InferenceContext inference(graph);
       inferNodeShapes(*attention, inference);
       Value *result = attention->result(0);
@@ -745,6 +778,8 @@ private:
       context.count("windowed");
     if (masks.operand)
       context.count("with a mask operand");
+    if (masks.fill)
+      context.count("with a finite mask fill");
   }
 };
 

@@ -9,7 +9,9 @@
 // Keys j < past come from past_key/past_value, the rest from K/V; the
 // present_key/value outputs are filled by a separate copy step.
 //
-// Like the reference, a row whose keys are all masked gives NaN.
+// Like the reference, a row whose keys are all masked gives NaN; with a
+// mask_fill attribute the hidden keys' scores are the fill plus any float
+// mask instead (a row hiding every key is then uniform, as in the reference).
 //
 // This is the general path; f32 attention without past, softcap or a read
 // qk_matmul_output takes the fused kernel of FlashAttentionLowering.cpp.
@@ -22,6 +24,7 @@
 #include "llvm/IR/Intrinsics.h"
 
 #include <array>
+#include <optional>
 
 using namespace llvm;
 
@@ -60,6 +63,7 @@ public:
     real_ = realDType(shape.dtype);
     mode_ = node.getInt("qk_matmul_output_mode", 0);
     window_ = attentionWindow(ctx, node);
+    fill_ = attentionMaskFill(ctx, node);
     if (mode_ < 0 || mode_ > 3)
       ctx.unsupported(node, "qk_matmul_output_mode " + std::to_string(mode_) + " is not 0 to 3");
     q_ = step_.input(node.operand(0));
@@ -84,7 +88,11 @@ private:
   Value *dim(const Dim &d) { return k_.dim(d); }
   Value *scaleValue();
   void prepareMask();
-  Value *bias(const QueryRow &row, Value *key);
+  /// The masks at `key`: whether they hide it and what they add.
+  struct Masking {
+    Value *hidden, *added;
+  };
+  Masking masking(const QueryRow &row, Value *key);
   Score score(const QueryRow &row, Value *key);
   /// Buffer and element offset of row `key` of K (or V) for `row`'s kv head.
   std::pair<Value *, Value *> keyRow(const QueryRow &row, Value *key, bool isValue);
@@ -102,6 +110,7 @@ private:
   int mask_ = -1, pastKey_ = -1, pastValue_ = -1, qk_ = -1;
   const onnxc::Value *maskValue_ = nullptr;
   Value *scale_ = nullptr;
+  std::optional<float> fill_; // mask_fill; hidden keys are -inf without it
   MaskView maskView_;
 };
 
@@ -121,11 +130,10 @@ void AttentionKernel::prepareMask() {
   maskView_.dtype = maskValue_->dtype();
 }
 
-Value *AttentionKernel::bias(const QueryRow &row, Value *key) {
+AttentionKernel::Masking AttentionKernel::masking(const QueryRow &row, Value *key) {
   IRBuilder<> &b = k_.ir();
   Value *zero = k_.constant(real_, 0.0);
-  Value *minusInf = minusInfinity(zero);
-  Value *value = zero;
+  Masking result{b.getFalse(), zero};
   if (mask_ >= 0) {
     Value *index = k_.offset({row.batch, row.head, row.position, key}, maskView_.strides);
     Value *inside = b.CreateICmpSLT(key, maskView_.columns);
@@ -135,20 +143,21 @@ Value *AttentionKernel::bias(const QueryRow &row, Value *key) {
         k_.offset({row.batch, row.head, row.position},
                   {maskView_.strides[0], maskView_.strides[1], maskView_.strides[2]}));
     Value *m = k_.loadElement(maskView_.dtype, k_.buffer(unsigned(mask_)), index);
-    Value *maskBias = maskView_.dtype == DType::Bool ? b.CreateSelect(m, zero, minusInf)
-                                                     : k_.convert(m, maskView_.dtype, real_);
-    value = b.CreateSelect(inside, maskBias, minusInf);
+    result.hidden = b.CreateNot(inside);
+    if (maskView_.dtype == DType::Bool)
+      result.hidden = b.CreateOr(result.hidden, b.CreateNot(m));
+    else
+      result.added = b.CreateSelect(inside, k_.convert(m, maskView_.dtype, real_), zero);
   }
   Value *diagonal = b.CreateAdd(row.position, dim(shape_.past));
   if (node_.getInt("is_causal", 0) != 0)
-    value = b.CreateSelect(b.CreateICmpSGT(key, diagonal), b.CreateFAdd(value, minusInf), value);
+    result.hidden = b.CreateOr(result.hidden, b.CreateICmpSGT(key, diagonal));
   if (window_ >= 0) {
     // |key - diagonal| > window, as one unsigned compare of the shifted distance.
     Value *shifted = b.CreateAdd(b.CreateSub(key, diagonal), k_.i64(window_));
-    Value *outside = b.CreateICmpUGT(shifted, k_.i64(2 * window_));
-    value = b.CreateSelect(outside, b.CreateFAdd(value, minusInf), value);
+    result.hidden = b.CreateOr(result.hidden, b.CreateICmpUGT(shifted, k_.i64(2 * window_)));
   }
-  return value;
+  return result;
 }
 
 std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *key, bool isValue) {
@@ -186,7 +195,17 @@ Score AttentionKernel::score(const QueryRow &row, Value *key) {
       1, "d")[0];
   Score s;
   s.scaled = b.CreateFMul(dot, scale_);
-  s.biased = b.CreateFAdd(s.scaled, bias(row, key));
+  Masking masks = masking(row, key);
+  if (fill_) {
+    // The exported Where replaces a hidden score, then a float mask adds.
+    Value *replaced = b.CreateSelect(masks.hidden, k_.constant(real_, double(*fill_)), s.scaled);
+    s.biased = b.CreateFAdd(replaced, masks.added);
+  } else {
+    // As the reference: scaled + (mask + -inf for hidden keys).
+    Value *bias = b.CreateSelect(
+        masks.hidden, b.CreateFAdd(masks.added, minusInfinity(masks.added)), masks.added);
+    s.biased = b.CreateFAdd(s.scaled, bias);
+  }
   s.capped = s.biased;
   double cap = node_.getFloat("softcap", 0.0f);
   if (cap > 0) {

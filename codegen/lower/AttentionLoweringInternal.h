@@ -12,6 +12,7 @@
 #include "ir/Dim.h"
 
 #include <array>
+#include <optional>
 
 namespace onnxc::lower {
 
@@ -50,6 +51,11 @@ Dim headSizeOf(const LoweringContext &ctx, const Node &node, const Dim &hidden, 
 /// The `window` attribute (onnxc's own): query i sees key j only when
 /// |j - (i + past)| <= window; -1 (the default) means no window.
 int64_t attentionWindow(const LoweringContext &ctx, const Node &node);
+
+/// The `mask_fill` attribute (onnxc's own): the score a key hidden by a bool
+/// mask, is_causal, window or a short mask's extent takes (a float mask is
+/// added to it); nullopt (the default) means -inf, the ONNX meaning.
+std::optional<float> attentionMaskFill(const LoweringContext &ctx, const Node &node);
 
 /// Whether the fused f32 kernel of FlashAttentionLowering.cpp computes
 /// `node`: f32 on an AVX2+FMA target, constant head sizes, no past, no

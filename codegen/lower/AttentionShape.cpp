@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/AttentionLoweringInternal.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 namespace onnxc::lower {
@@ -60,6 +62,15 @@ int64_t attentionWindow(const LoweringContext &ctx, const Node &node) {
   if (window < -1)
     ctx.unsupported(node, "window " + std::to_string(window) + " must be -1 (none) or at least 0");
   return window;
+}
+
+std::optional<float> attentionMaskFill(const LoweringContext &ctx, const Node &node) {
+  if (!node.hasAttr("mask_fill"))
+    return std::nullopt;
+  float fill = node.getFloat("mask_fill", 0.0f);
+  if (std::isnan(fill) || fill == std::numeric_limits<float>::infinity())
+    ctx.unsupported(node, "mask_fill must be finite or -inf");
+  return fill;
 }
 
 AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {

@@ -30,6 +30,22 @@
 // As in the reference, a row whose keys are all masked gives NaN (checked
 // from its max at the end: masked keys get e^-60, not 0, see the exp).
 //
+// With a finite mask_fill (the exported Where(mask, scores, finfo.min)), a
+// hidden key is not gone: it scores fill (+ the float mask), and a row
+// hiding every key is uniform over all keys. Inside the visited tiles the
+// boundary select writes the fill instead of -inf. The keys the band skips,
+// [0, keyBegin) and [keyEnd, kvSeq), are hidden for every row of the block,
+// so after the band pass one loop walks them (emitSkippedKeys): a key whose
+// score t is below every lane's running max by more than kNegligibleGap
+// (104: e^-104 is below the least f32 subnormal, so its exact weight is 0
+// in f32) is passed over after one compare; any other key gets the online
+// softmax update exactly like a visited one (its weight is floored at e^-60
+// by the exp, as a visited key's is). So only (nearly) fully hidden rows pay
+// for the skipped keys' V rows; the others pay one compare per skipped key
+// (a scalar one, against the block's lowest max, unless the float mask
+// varies per query row), and without a float mask, whose skipped scores are
+// all the fill, one compare per block.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/VectorTranspose.h"
 #include "codegen/lower/AttentionLoweringInternal.h"
@@ -40,6 +56,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace llvm;
 
@@ -62,6 +79,9 @@ constexpr int64_t kGroup = 4;
 constexpr int64_t kTileKeys = 32 * kGroup;
 /// Head sizes up to this keep Qt and Ot within a few tens of KiB of stack.
 constexpr int64_t kMaxHeadSize = 512;
+/// A skipped key scoring this far below a row's max has weight e^-104 or
+/// less, which is 0 in f32 (the least subnormal is e^-103.3).
+constexpr float kNegligibleGap = 104.0f;
 
 using Values = FlashVectorIR::Values;
 
@@ -101,6 +121,12 @@ private:
   Values emitTile(const Block &block, const Tile &tile, ArrayRef<Value *> state);
   Values emitScores(const Block &block, const Tile &tile, Value *groups);
   void applyMasks(const Block &block, const Tile &tile, Value *key, Value *clampedKey, Value **acc);
+  /// The attn_mask element of `clampedKey` for each row vector.
+  Values loadMask(const Block &block, Value *clampedKey);
+  Values emitSkippedKeys(const Block &block, ArrayRef<Value *> state);
+  Values skippedScores(const Block &block, Value *key);
+  Values addSkippedKey(const Block &block, Value *key, ArrayRef<Value *> scores,
+                       ArrayRef<Value *> state);
   Value *keyIndex(const Block &block, const Tile &tile, Value *key);
   Values emitExponentials(const Block &block, const Tile &tile, Value *count,
                           ArrayRef<Value *> shift);
@@ -121,6 +147,8 @@ private:
   int64_t headSize_, valueSize_, window_;
   bool causal_;
   float scale_;
+  /// mask_fill when finite: hidden keys score it (see the header).
+  std::optional<float> fill_;
   unsigned q_, key_, value_, y_;
   int mask_ = -1;
   /// Row vectors of the block being emitted (1 to kRowVectors); the
@@ -146,6 +174,9 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   if (window_ > (int64_t(1) << 30))
     window_ = -1;
   causal_ = node.getInt("is_causal", 0) != 0;
+  fill_ = attentionMaskFill(ctx, node);
+  if (fill_ && std::isinf(*fill_))
+    fill_.reset(); // -inf is the default meaning
   scale_ = node.hasAttr("scale") ? node.getFloat("scale", 1.0f)
                                  : float(1.0 / std::sqrt(double(headSize_)));
   q_ = step_.input(node.operand(0));
@@ -366,6 +397,8 @@ void FlashAttentionEmitter::emitBlock(const Block &block) {
                           return emitTile(block, {begin, end, true}, carried);
                         });
                   });
+  if (fill_)
+    state = emitSkippedKeys(block, state);
   ArrayRef<Value *> all(state);
   emitOutput(block, all.take_front(rowVectors_), all.drop_front(rowVectors_));
 }
@@ -451,40 +484,39 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
   });
 }
 
+Values FlashAttentionEmitter::loadMask(const Block &block, Value *clampedKey) {
+  IRBuilder<> &b = ir();
+  Value *mask = k_.buffer(unsigned(mask_));
+  Value *offset = b.CreateAdd(block.maskBase, b.CreateMul(clampedKey, maskStrides_[3]));
+  Type *element = k_.storageType(maskType_);
+  Values result;
+  for (int64_t v = 0; v < rowVectors_; ++v) {
+    if (rowBroadcast_) {
+      Value *scalar = b.CreateLoad(element, b.CreateInBoundsGEP(element, mask, offset));
+      result.push_back(b.CreateVectorSplat(kWidth, scalar));
+    } else {
+      Value *indices = b.CreateAdd(block.maskRow[size_t(v)], b.CreateVectorSplat(kWidth, offset));
+      Value *pointers = b.CreateInBoundsGEP(element, mask, indices);
+      result.push_back(
+          b.CreateMaskedGather(FixedVectorType::get(element, kWidth), pointers, Align(1)));
+    }
+  }
+  return result;
+}
+
 /// Adds attn_mask to the scores of `key` (all row vectors), then in a
 /// boundary tile sets the scores of keys past the tile, past the causal
-/// diagonal or outside the window to -inf.
+/// diagonal or outside the window to -inf. With a finite fill, a key the
+/// band or a bool mask hides scores the fill and the float mask is added
+/// after that (the unfused Where-then-Add); only keys past the tile are -inf.
 void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Value *key,
                                        Value *clampedKey, Value **acc) {
   IRBuilder<> &b = ir();
   Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
-  if (mask_ >= 0) {
-    Value *mask = k_.buffer(unsigned(mask_));
-    Value *offset = b.CreateAdd(block.maskBase, b.CreateMul(clampedKey, maskStrides_[3]));
-    Type *element = k_.storageType(maskType_);
-    for (int64_t v = 0; v < rowVectors_; ++v) {
-      Value *m;
-      if (rowBroadcast_) {
-        Value *scalar = b.CreateLoad(element, b.CreateInBoundsGEP(element, mask, offset));
-        m = b.CreateVectorSplat(kWidth, scalar);
-      } else {
-        Value *indices = b.CreateAdd(block.maskRow[size_t(v)], b.CreateVectorSplat(kWidth, offset));
-        Value *pointers = b.CreateInBoundsGEP(element, mask, indices);
-        m = b.CreateMaskedGather(FixedVectorType::get(element, kWidth), pointers, Align(1));
-      }
-      if (maskType_ == DType::Bool)
-        acc[v] = b.CreateSelect(b.CreateICmpNE(m, Constant::getNullValue(m->getType())), acc[v],
-                                minusInf);
-      else
-        acc[v] = b.CreateFAdd(acc[v], m);
-    }
-  }
-  if (!tile.boundary)
-    return;
-  Value *inTile = b.CreateICmpSLT(key, tile.end);
+  Value *hiddenScore = fill_ ? v_.splat(*fill_) : minusInf;
   Value *key32 = b.CreateVectorSplat(kWidth, b.CreateTrunc(key, b.getInt32Ty()));
-  for (int64_t v = 0; v < rowVectors_; ++v) {
-    Value *visible = b.CreateVectorSplat(kWidth, inTile);
+  auto inBand = [&](int64_t v) {
+    Value *visible = ConstantInt::getTrue(FixedVectorType::get(b.getInt1Ty(), kWidth));
     Value *position = block.position[size_t(v)];
     if (causal_)
       visible = b.CreateAnd(visible, b.CreateICmpSLE(key32, position));
@@ -495,8 +527,128 @@ void FlashAttentionEmitter::applyMasks(const Block &block, const Tile &tile, Val
       visible = b.CreateAnd(visible, b.CreateICmpSLE(distance, radius));
       visible = b.CreateAnd(visible, b.CreateICmpSGE(distance, negRadius));
     }
+    return visible;
+  };
+  if (fill_ && tile.boundary && (causal_ || window_ >= 0))
+    for (int64_t v = 0; v < rowVectors_; ++v)
+      acc[v] = b.CreateSelect(inBand(v), acc[v], hiddenScore);
+  if (mask_ >= 0) {
+    Values m = loadMask(block, clampedKey);
+    for (int64_t v = 0; v < rowVectors_; ++v) {
+      if (maskType_ == DType::Bool)
+        acc[v] = b.CreateSelect(
+            b.CreateICmpNE(m[size_t(v)], Constant::getNullValue(m[size_t(v)]->getType())), acc[v],
+            hiddenScore);
+      else
+        acc[v] = b.CreateFAdd(acc[v], m[size_t(v)]);
+    }
+  }
+  if (!tile.boundary)
+    return;
+  Value *inTile = b.CreateICmpSLT(key, tile.end);
+  for (int64_t v = 0; v < rowVectors_; ++v) {
+    Value *visible = b.CreateVectorSplat(kWidth, inTile);
+    if (!fill_)
+      visible = b.CreateAnd(visible, inBand(v));
     acc[v] = b.CreateSelect(visible, acc[v], minusInf);
   }
+}
+
+/// The scores of a key no row of the block sees: the fill, plus the float
+/// mask inside its extent.
+Values FlashAttentionEmitter::skippedScores(const Block &block, Value *key) {
+  IRBuilder<> &b = ir();
+  Value *fill = v_.splat(*fill_);
+  if (mask_ < 0 || maskType_ == DType::Bool)
+    return Values(rowVectors_, fill);
+  Value *inside = b.CreateICmpSLT(key, maskColumns_);
+  Values m = loadMask(block, b.CreateSelect(inside, key, b.getInt64(0)));
+  Values scores;
+  for (int64_t v = 0; v < rowVectors_; ++v)
+    scores.push_back(b.CreateSelect(inside, b.CreateFAdd(fill, m[size_t(v)]), fill));
+  return scores;
+}
+
+/// The online softmax update for one skipped key (as emitTile does for a
+/// tile): m' = max(m, t), l = e^(m - m') l + e^(t - m'), and
+/// Ot[c] = e^(m - m') Ot[c] + e^(t - m') V[key][c].
+Values FlashAttentionEmitter::addSkippedKey(const Block &block, Value *key,
+                                            ArrayRef<Value *> scores, ArrayRef<Value *> state) {
+  IRBuilder<> &b = ir();
+  Value *minusInf = v_.splat(-std::numeric_limits<float>::infinity());
+  Values next(state.size()), alpha, p;
+  for (int64_t v = 0; v < rowVectors_; ++v) {
+    Value *newMax = v_.max(state[size_t(v)], scores[size_t(v)]);
+    Value *safe = b.CreateSelect(b.CreateFCmpOEQ(newMax, minusInf), v_.splat(0.0f), newMax);
+    alpha.push_back(v_.expNonPositive(b.CreateFSub(state[size_t(v)], safe)));
+    p.push_back(v_.expNonPositive(b.CreateFSub(scores[size_t(v)], safe)));
+    next[size_t(v)] = newMax;
+    next[size_t(rowVectors_ + v)] = v_.fma(state[size_t(rowVectors_ + v)], alpha.back(), p.back());
+  }
+  Value *values = k_.buffer(value_);
+  Value *rowBase = b.CreateAdd(block.valueBase, b.CreateMul(key, dim(shape_.v.position)));
+  v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+    Value *x = v_.broadcast(values, b.CreateAdd(rowBase, c));
+    for (int64_t v = 0; v < rowVectors_; ++v) {
+      Value *index = outputIndex(c, v);
+      Value *scaled = b.CreateFMul(v_.load(output_, index), alpha[size_t(v)]);
+      v_.store(v_.fma(x, p[size_t(v)], scaled), output_, index);
+    }
+  });
+  return next;
+}
+
+/// Folds the keys outside [keyBegin, keyEnd) into the state (see the
+/// header); `state` is the band pass's maxima then sums.
+Values FlashAttentionEmitter::emitSkippedKeys(const Block &block, ArrayRef<Value *> state) {
+  IRBuilder<> &b = ir();
+  // Keys scoring at most (a lane's max - gap) weigh 0 in f32 whatever
+  // comes later: the max only grows. (t - max is compared, not t with
+  // max - gap: next to finfo.min the gap would round away.)
+  Value *minusGap = v_.splat(-kNegligibleGap);
+  // Without a per-row mask every lane's skipped score is the same: compare
+  // it, as a scalar, with the lowest max (NaN lanes ignored) instead.
+  bool sameForAllRows = mask_ < 0 || maskType_ == DType::Bool || rowBroadcast_;
+  Value *lowestMax = nullptr;
+  if (sameForAllRows) {
+    Value *lowest = state[0];
+    for (int64_t v = 1; v < rowVectors_; ++v)
+      lowest = b.CreateMinNum(lowest, state[size_t(v)]);
+    lowestMax = b.CreateFPMinReduce(lowest);
+  }
+  auto matters = [&](ArrayRef<Value *> scores) {
+    if (sameForAllRows) {
+      Value *score = b.CreateExtractElement(scores[0], uint64_t(0));
+      Value *gap = ConstantFP::get(b.getFloatTy(), -kNegligibleGap);
+      return b.CreateFCmpOGT(b.CreateFSub(score, lowestMax), gap);
+    }
+    Value *any = b.getFalse();
+    for (int64_t v = 0; v < rowVectors_; ++v) {
+      Value *below = b.CreateFSub(scores[size_t(v)], state[size_t(v)]);
+      any = b.CreateOr(any, b.CreateOrReduce(b.CreateFCmpOGT(below, minusGap)));
+    }
+    return any;
+  };
+  Value *kvSeq = dim(shape_.kvSeq);
+  Value *begin = keyBegin(block);
+  Value *lowEnd = k_.min(begin, kvSeq), *highBegin = k_.max(block.keyEnd, begin);
+  auto walkRange = [&](Value *from, Value *to, ArrayRef<Value *> init) {
+    return v_.loop(from, to, 1, init, [&](Value *key, ArrayRef<Value *> carried) {
+      Values scores = skippedScores(block, key);
+      return v_.branch(
+          matters(scores), [&] { return addSkippedKey(block, key, scores, carried); },
+          [&] { return Values(carried.begin(), carried.end()); });
+    });
+  };
+  auto walk = [&](ArrayRef<Value *> init) {
+    return walkRange(highBegin, kvSeq, walkRange(b.getInt64(0), lowEnd, init));
+  };
+  if (mask_ >= 0 && maskType_ != DType::Bool)
+    return walk(state);
+  // Every skipped key scores the fill: one test decides for all of them.
+  return v_.branch(
+      matters(Values(rowVectors_, v_.splat(*fill_))), [&] { return walk(state); },
+      [&] { return Values(state.begin(), state.end()); });
 }
 
 /// P = e^(S - shift) in place over the first `count` keys; returns the sums.

@@ -8,6 +8,16 @@
 // diagonal is offset by the past length, and a row with every key masked
 // gives NaN as numpy's softmax does.
 //
+// onnxc's mask_fill attribute (set by fuse-attention for exported masks that
+// fill a finite value, such as torch.finfo(f32).min) changes what "hidden"
+// means: a key hidden by a bool mask, by is_causal, by window or by being
+// past a short mask's extent takes the score mask_fill (replacing it, as the
+// exported Where does) and a float mask is then added to it, as the exported
+// Where-then-Add does. A row hiding every key then gives a uniform softmax
+// instead of NaN. Scores are computed in double, but an f32 op's biased
+// score is rounded to f32, as the unfused graph's Add rounds it: that is
+// what makes a large additive mask hide a row uniformly (see roundedLike).
+//
 //===----------------------------------------------------------------------===//
 #include "ir/eval/Kernels.h"
 
@@ -16,6 +26,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 namespace onnxc {
 namespace {
@@ -111,11 +122,31 @@ Heads appendToPast(const Node &node, const Tensor *past, const Heads &current, c
   return all;
 }
 
-/// The additive bias [batch, qHeads, qSeq, total] from the mask and is_causal.
-std::vector<double> attentionBias(const Node &node, const Tensor *mask, int64_t batch,
-                                  int64_t heads, int64_t qSeq, int64_t total, int64_t past) {
+/// What the mask and the causal / window attributes do to each score of
+/// [batch, qHeads, qSeq, total]: without mask_fill, `bias` is added (-inf
+/// hides); with it, a `hidden` score is replaced by the fill and then `bias`
+/// (the float mask, 0 elsewhere) is added.
+struct AttentionBias {
+  std::vector<double> bias;
+  std::vector<char> hidden; // empty without mask_fill
+};
+
+/// The mask_fill attribute, or nullopt when absent (hidden keys are -inf).
+std::optional<double> maskFill(const Node &node) {
+  if (!node.hasAttr("mask_fill"))
+    return std::nullopt;
+  double fill = node.getFloat("mask_fill", 0.0f);
+  if (std::isnan(fill) || fill == std::numeric_limits<double>::infinity())
+    fail(node.describe(), ": mask_fill must be finite or -inf, got ", fill);
+  return fill;
+}
+
+AttentionBias attentionBias(const Node &node, const Tensor *mask, int64_t batch, int64_t heads,
+                            int64_t qSeq, int64_t total, int64_t past) {
   const double minusInf = -std::numeric_limits<double>::infinity();
+  const bool replaces = maskFill(node).has_value();
   std::vector<double> bias(size_t(batch * heads * qSeq * total), 0.0);
+  std::vector<char> hiddenKeys(replaces ? bias.size() : 0, 0);
   std::vector<int64_t> maskDims(4, 1), maskStrides(4, 0);
   std::vector<double> maskValues;
   if (mask) {
@@ -145,24 +176,37 @@ std::vector<double> attentionBias(const Node &node, const Tensor *mask, int64_t 
       for (int64_t i = 0; i < qSeq; ++i)
         for (int64_t j = 0; j < total; ++j, ++index) {
           double value = 0.0;
+          bool hidden = false;
           if (mask) {
             int64_t col = j;
             if (col >= maskDims[3]) {
-              value = minusInf; // keys past a short mask are masked out
+              hidden = true; // keys past a short mask are masked out
             } else {
               double m = maskValues[size_t(b * maskStrides[0] + h * maskStrides[1] +
                                            i * maskStrides[2] + col * maskStrides[3])];
-              value = isBool ? (m != 0.0 ? 0.0 : minusInf) : m;
+              if (isBool)
+                hidden = m == 0.0;
+              else
+                value = m;
             }
           }
-          if (causal && j > i + past)
-            value += minusInf;
-          if (window >= 0 && std::abs(j - (i + past)) > window)
+          bool outsideBand =
+              (causal && j > i + past) || (window >= 0 && std::abs(j - (i + past)) > window);
+          hidden = hidden || outsideBand;
+          if (replaces)
+            hiddenKeys[index] = hidden;
+          else if (hidden)
             value += minusInf;
           bias[index] = value;
         }
-  return bias;
+  return {std::move(bias), std::move(hiddenKeys)};
 }
+
+/// A biased score as an f32 graph holds it: s + m rounds there, which is
+/// the meaning of a large additive mask (s + finfo.min is finfo.min, s - 1e9
+/// is -1e9 for |s| < 32, finfo.min + finfo.min is -inf), so a row that such
+/// a mask hides entirely is uniform as in the unfused graph.
+double roundedLike(DType dtype, double x) { return dtype == DType::F32 ? double(float(x)) : x; }
 
 struct AttentionInputs {
   Heads q, key, value; // key/value include the past
@@ -218,7 +262,10 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
   if (mask && mask->dtype() != DType::Bool && mask->dtype() != operands[0]->dtype())
     fail(node.describe(), ": attention mask must be bool or ", dtypeName(operands[0]->dtype()),
          ", got ", mask->typeString());
-  std::vector<double> bias = attentionBias(node, mask, q.batch, q.heads, q.seq, total, in.past);
+  AttentionBias masking = attentionBias(node, mask, q.batch, q.heads, q.seq, total, in.past);
+  const std::vector<double> &bias = masking.bias;
+  std::optional<double> fill = maskFill(node);
+  DType dtype = operands[0]->dtype();
   double scale = node.hasAttr("scale") ? double(node.getFloat("scale", 1.0f))
                                        : 1.0 / std::sqrt(double(q.size));
   double cap = node.getFloat("softcap", 0.0f);
@@ -239,7 +286,9 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
           double dot = 0;
           for (int64_t d = 0; d < q.size; ++d)
             dot += q.at(b, h, i, d) * in.key.at(b, kvHead, j, d);
-          double scaled = dot * scale, withBias = scaled + bias[index + size_t(j)];
+          double scaled = dot * scale;
+          double kept = fill && masking.hidden[index + size_t(j)] ? *fill : scaled;
+          double withBias = roundedLike(dtype, kept + bias[index + size_t(j)]);
           double capped = softcapped(withBias, cap);
           qkOut[index + size_t(j)] = mode == 0 ? scaled : mode == 1 ? withBias : capped;
           row[size_t(j)] = capped;
@@ -257,7 +306,6 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
         }
       }
 
-  DType dtype = operands[0]->dtype();
   if (in.is3d) {
     // Back to [batch, seq, heads*size] (or [seq, batch, heads*size]).
     std::vector<double> flat(y.data.size());

@@ -10,6 +10,9 @@ operand computed at run time. Each model is tested at lengths below, at and abov
     past_causal   queries of x, keys of [past; x]: j <= i + past (lengths differ)    -> operand
     last_keys     only the last 128 keys are visible: depends on the length           -> operand
     band120_torch the r = 120 band written in torch (arange, abs, masked_fill) and exported
+    fill_distilbert  padding from attention_mask, masked_fill(mask == 0, finfo.min)  -> operand, mask_fill
+    fill_gpt2     causal Where(j > i, finfo.min) then + (1 - mask) * finfo.min        -> is_causal, operand,
+                  mask_fill (both test with a batch row whose every key is padding)
 
 Graphs are written with onnx.helper (weights from numpy's default_rng, fixed seeds), except the
 torch one, exported with the TorchScript exporter.
@@ -111,14 +114,17 @@ def last_keys_mask(count):
 
 
 def make_masked_encoder(name: str, mask_builder, hidden: int = 32, heads: int = 2, layers: int = 2,
-                        with_past: bool = False, seed: int = 0) -> onnx.ModelProto:
+                        with_past: bool = False, seed: int = 0, fill: float = -np.inf,
+                        extra_inputs=()) -> onnx.ModelProto:
     """`layers` residual self-attention layers on x f32[batch, seq, hidden] (pre-LN, LayerNorm op),
     every layer masked by the same shape-only mask:
 
         x ─ LayerNorm ─ MatMul q/k/v ─ Reshape ─ Transpose ─ MatMul ─ Div ─ mask ─ Softmax ─ MatMul
           ─ Transpose ─ Reshape ─ MatMul ─ Add(x)
     With `with_past`, keys and values also read a prefix past f32[batch, past, hidden] (its
-    projections put before those of x), so there are past + seq keys.
+    projections put before those of x), so there are past + seq keys. A Where mask fills `fill`;
+    the builder may return a list of (encoding, mask), applied in order, and `extra_inputs`
+    (value infos) are graph inputs it reads.
     """
     g = GraphBuilder(np.random.default_rng(seed))
     head_dim = hidden // heads
@@ -126,8 +132,9 @@ def make_masked_encoder(name: str, mask_builder, hidden: int = 32, heads: int = 
     x = "x"
     context_source = g.op("Concat", ["past", x], "past_and_x", axis=1) if with_past else x
     m = MaskGraph(g, x, context_source)
-    encoding, mask = mask_builder(m)
-    minus_inf = g.const("c.minus_inf", np.array(-np.inf, np.float32))
+    masks = mask_builder(m)
+    masks = masks if isinstance(masks, list) else [masks]
+    minus_inf = g.const("c.minus_inf", np.array(fill, np.float32))
     split = _ints(g, "c.split_heads", [0, 0, heads, head_dim])
     merge = _ints(g, "c.merge_heads", [0, 0, hidden])
     sqrt_d = g.const("c.sqrt_head_dim", np.array(math.sqrt(head_dim), np.float32))
@@ -150,12 +157,13 @@ def make_masked_encoder(name: str, mask_builder, hidden: int = 32, heads: int = 
         v = g.op("Transpose", [g.op("Reshape", [project(kv_in, "v"), split])], f"l{layer}_v_bhsd",
                  perm=[0, 2, 1, 3])
         scores = g.op("Div", [g.op("MatMul", [q, k_t], f"l{layer}_scores"), sqrt_d], f"l{layer}_scaled")
-        if encoding == "hidden":
-            scores = g.op("Where", [mask, minus_inf, scores], f"l{layer}_masked")
-        elif encoding == "visible":
-            scores = g.op("Where", [mask, scores, minus_inf], f"l{layer}_masked")
-        else:
-            scores = g.op("Add", [scores, mask], f"l{layer}_masked")
+        for encoding, mask in masks:
+            if encoding == "hidden":
+                scores = g.op("Where", [mask, minus_inf, scores], f"l{layer}_masked")
+            elif encoding == "visible":
+                scores = g.op("Where", [mask, scores, minus_inf], f"l{layer}_masked")
+            else:
+                scores = g.op("Add", [scores, mask], f"l{layer}_masked")
         probs = g.op("Softmax", [scores], f"l{layer}_probs", axis=-1)
         attended = g.op("Transpose", [g.op("MatMul", [probs, v], f"l{layer}_context")], f"l{layer}_bshd",
                         perm=[0, 2, 1, 3])
@@ -165,6 +173,7 @@ def make_masked_encoder(name: str, mask_builder, hidden: int = 32, heads: int = 
     g.nodes[-1].output[0] = "y"
 
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])]
+    inputs += list(extra_inputs)
     if with_past:
         inputs.append(helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", "past", hidden]))
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", hidden])]
@@ -213,11 +222,45 @@ def make_band120_torch() -> onnx.ModelProto:
         os.remove(path)
 
 
+FINFO_MIN = float(np.finfo(np.float32).min)
+
+
+def _padding(m: MaskGraph):
+    """attention_mask i64[batch, seq] == 0, as [batch, 1, 1, seq]: the keys HF hides."""
+    g = m.g
+    padded = g.op("Equal", ["attention_mask", _ints(g, "c.pad_zero", 0)], "is_padding")
+    return g.op("Unsqueeze", [padded, _ints(g, "c.axes12", [1, 2])], "padding_4d")
+
+
+def distilbert_fill_mask(m: MaskGraph):
+    """HF DistilBERT: scores.masked_fill(mask == 0, finfo.min), a Where on input data."""
+    return "hidden", _padding(m)
+
+
+def gpt2_fill_masks(m: MaskGraph):
+    """HF GPT-2: Where(causal, scores, finfo.min) (here Where(j > i, finfo.min, scores)), then the
+    additive (1 - mask) * finfo.min of the padding."""
+    g = m.g
+    future = g.op("Greater", [m.j, m.i], "future")
+    keep = g.op("Cast", [g.op("Unsqueeze", ["attention_mask", _ints(g, "c.axes12", [1, 2])], "mask_4d")],
+                "mask_f32", to=TensorProto.FLOAT)
+    inverted = g.op("Sub", [g.const("c.one_f", np.array(1.0, np.float32)), keep], "inverted")
+    additive = g.op("Mul", [inverted, g.const("c.finfo_min", np.array(FINFO_MIN, np.float32))], "additive")
+    return [("hidden", future), ("additive", additive)]
+
+
+def _mask_input():
+    return helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
+
+
 def _shapes(*lengths, batch=1, **extra):
     return [dict({"batch": batch, "seq": n}, **extra) for n in lengths]
 
 
 X32 = [_float_input("x", ["batch", "seq", 32])]
+# attention_mask with the last row of a batch of 2 or more all padding (see model_inputs).
+MASK_WITH_EMPTY_ROW = {"name": "attention_mask", "dtype": "int64", "shape": ["batch", "seq"],
+                       "generator": {"kind": "attention_mask", "empty_last_row": True}}
 X16 = [_float_input("x", ["batch", "seq", 16])]
 
 # name: (maker, opset, description, inputs, test shapes), as build_models.HANDBUILT.
@@ -247,6 +290,14 @@ MODELS = {
     "mask_band120_torch": (make_band120_torch, 17,
                            "2 layers exported from torch, band |i - j| <= 120 by arange/abs/masked_fill",
                            X32, _shapes(50, 120, 121, 300)),
+    "mask_fill_distilbert": (lambda: make_masked_encoder("mask_fill_distilbert", distilbert_fill_mask, seed=31,
+                                                         fill=FINFO_MIN, extra_inputs=[_mask_input()]), 17,
+                             "2 layers, padding masked_fill(mask == 0, finfo.min), a row all padding",
+                             X32 + [MASK_WITH_EMPTY_ROW], _shapes(7, 30, 129, batch=3)),
+    "mask_fill_gpt2": (lambda: make_masked_encoder("mask_fill_gpt2", gpt2_fill_masks, seed=32, fill=FINFO_MIN,
+                                                   extra_inputs=[_mask_input()]), 17,
+                       "2 layers, causal Where finfo.min then + (1 - mask) * finfo.min, a row all padding",
+                       X32 + [MASK_WITH_EMPTY_ROW], _shapes(7, 30, 129, batch=3)),
 }
 
 # What -O2 makes of each model's attention blocks (tests/models/test_mask_models.py): how many
@@ -262,6 +313,11 @@ EXPECTED_ATTENTION = {
                          "operand": "the mask depends on the query and key positions, not only on their distance"},
     "mask_past_causal": {"count": 2, "attributes": _OPERAND, "operand": "query and key lengths differ"},
     "mask_last_keys": {"count": 2, "attributes": _OPERAND, "operand": "the mask depends on the sequence length"},
+    # A finite Where fill: the Attention says so (mask_fill), so fully padded rows stay uniform.
+    "mask_fill_distilbert": {"count": 2, "attributes": _OPERAND, "operand": "mask depends on input data",
+                             "mask_fill": True},
+    "mask_fill_gpt2": {"count": 2, "attributes": {"is_causal": 1, "window": None},
+                       "operand": "mask depends on input data", "mask_fill": True},
 }
 
 # What -O2 fuses in each (tests/models/test_models.py::test_fusions, by family = model name).
@@ -269,5 +325,5 @@ EXPECTED_FUSIONS = {
     name: {"Attention": EXPECTED_ATTENTION[name]["count"], "LayerNorm": layer_norms}
     for name, layer_norms in [("mask_band120", 2), ("mask_band120_torch", 0), ("mask_sliding128", 2),
                               ("mask_sliding4096", 1), ("mask_block_local", 2), ("mask_past_causal", 4),
-                              ("mask_last_keys", 2)]
+                              ("mask_last_keys", 2), ("mask_fill_distilbert", 2), ("mask_fill_gpt2", 2)]
 }

@@ -7,7 +7,9 @@ and a shape binding like {"batch": 2, "seq": 16} gives the symbolic dimensions t
 
 Generator kinds:
   token_ids       integers in [low, high); with "pad_id", rows after the first end in padding
-  attention_mask  1 for tokens, 0 for padding at the end of every row after the first
+  attention_mask  1 for tokens, 0 for padding at the end of every row after the first; with
+                  "empty_last_row", the last row of a batch of 2 or more is all padding (a row whose
+                  every key is masked: the unfused graph's result there is what fusions must keep)
   padding_flags   the opposite: true for padding (torch's key_padding_mask), false for tokens
   normal          float, standard normal times "scale" (default 1)
 
@@ -55,6 +57,8 @@ def make_input(spec: dict, dims: dict, rng: np.random.Generator) -> np.ndarray:
         for row, pad in enumerate(padding_lengths(shape[0], shape[1])):
             if pad:
                 mask[row, -pad:] = 0
+        if gen.get("empty_last_row") and shape[0] >= 2:
+            mask[-1, :] = 0
         return mask
     if kind == "padding_flags":
         flags = np.zeros(shape, dtype=dtype)

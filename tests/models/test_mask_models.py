@@ -47,6 +47,7 @@ def test_mask_attributes(entry, tmp_path):
         found = {name: attribute(line, name) for name in expected["attributes"]}
         assert found == expected["attributes"], line
         assert (len(operands) == 4) == (expected["operand"] is not None), line
+        assert ("mask_fill = " in line) == expected.get("mask_fill", False), line
     if expected["operand"]:
         assert f"stays an operand: {expected['operand']}" in result.stderr, result.stderr
     else:
