@@ -95,5 +95,6 @@ std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
+std::unique_ptr<Pass> createFuseAdditiveAttentionPass();
 
 } // namespace onnxc

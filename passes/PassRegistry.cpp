@@ -23,6 +23,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseRmsNormPass,
     createFuseSkipLayerNormPass,
     createFuseAttentionPass,
+    createFuseAdditiveAttentionPass,
 };
 } // namespace
 

@@ -117,8 +117,8 @@ TEST(Pipelines, Levels) {
       expected = {"fold-constants", "remove-identity", "simplify-shapes", "simplify-transposes", "cse",
                   "dce"};
     if (level > 1)
-      for (const char *fusion :
-           {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+      for (const char *fusion : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+                                 "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }
