@@ -348,9 +348,10 @@ public:
           checkMaskShape(chain.mask, shape);
         checkValues(chain);
         Node *source = chain.source->definingNode();
-        bool dot = source->kind() == OpKind::MatMul &&
-                   !definedBy(source->operand(0), OpKind::Tanh) &&
-                   chain.source->shape().rank() == 3;
+        // A MatMul of 3-D operands is a dot product; anything else (a 4-D
+        // tanh tensor reduced by w) is checked as additive attention.
+        const Shape &lhs = source->operand(0)->shape();
+        bool dot = source->kind() == OpKind::MatMul && lhs.isRanked() && lhs.rank() <= 3;
         if (dot)
           rewriteDot(graph, chain, context);
         else
