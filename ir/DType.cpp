@@ -132,4 +132,55 @@ int64_t narrowInteger(int64_t value, DType type) {
   }
 }
 
+namespace {
+
+/// Significand bits of a float type (the integers it holds exactly are
+/// those below 2^bits).
+int significandBits(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 11;
+  case DType::BF16:
+    return 8;
+  case DType::F32:
+    return 24;
+  case DType::F64:
+    return 53;
+  default:
+    return 0;
+  }
+}
+
+/// Magnitude bits of an integer type (without the sign).
+int magnitudeBits(DType t) {
+  int bits = int(dtypeSize(t)) * 8;
+  return isSignedInt(t) ? bits - 1 : bits;
+}
+
+} // namespace
+
+/// Whether every value of `from` converts to `to` and back unchanged.
+bool castRoundTripsExactly(DType from, DType to) {
+  if (from == to || from == DType::Bool)
+    return true;
+  if (isFloat(from)) {
+    // Each float type's values are a subset of a wider one's (bf16 and
+    // f16 both within f32); never of an integer type's.
+    if (!isFloat(to))
+      return false;
+    if (to == DType::F64)
+      return true;
+    return to == DType::F32 && (from == DType::F16 || from == DType::BF16);
+  }
+  if (!isInteger(from))
+    return false;
+  if (isFloat(to))
+    return magnitudeBits(from) <= significandBits(to);
+  if (!isInteger(to))
+    return false;
+  if (isSignedInt(from) && !isSignedInt(to))
+    return false;
+  return magnitudeBits(from) <= magnitudeBits(to);
+}
+
 } // namespace onnxc

@@ -52,6 +52,10 @@ inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
 /// would: wrapped to the narrower type, bool as value != 0.
 int64_t narrowInteger(int64_t value, DType type);
 
+/// Whether every value of `from` converts to `to` and back unchanged
+/// (f16 -> f32, i32 -> i64, i16 -> f32, bool -> anything; not f32 -> f16).
+bool castRoundTripsExactly(DType from, DType to);
+
 float halfToFloat(uint16_t bits);
 uint16_t floatToHalf(float value);
 float bfloat16ToFloat(uint16_t bits);

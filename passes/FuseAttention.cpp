@@ -4,7 +4,8 @@
 //
 //   %s = MatMul(%q, %kt)            q [b,h,Sq,d] (optionally * c), kt [b,h,d,Skv]
 //   %s = Div(%s, √d) | Mul(%s, 1/√d)   (or the scale folded into q and/or k)
-//   %s = Add(%s, %mask)             zero or more masks: additive, or
+//   %s = Add(%s, %mask)             zero or more masks: additive,
+//   %s = Sub(%s, %bias)             a subtracted bias (ALiBi), or
 //   %s = Where(%hidden, -inf, %s)   Where replacing hidden scores
 //   %p = Softmax(%s) {axis = -1}
 //   %o = MatMul(%p, %v)             v [b,h,Skv,dv]
@@ -68,7 +69,8 @@ struct Heads3d {
 struct MaskTerm {
   Value *mask;
   MaskEncoding encoding;
-  double fill = 0; // Where forms only
+  double fill = 0;       // Where forms only
+  bool negated = false;  // subtracted (scores - bias, as ALiBi is often written)
 };
 
 /// A rejected candidate's reason (a static string, so equal reasons tally).
@@ -252,6 +254,8 @@ bool leadsToScoreMatMul(const Value *value, int depth = 0) {
   case OpKind::Div:
     return leadsToScoreMatMul(node->operand(0), depth + 1) ||
            leadsToScoreMatMul(node->operand(1), depth + 1);
+  case OpKind::Sub:
+    return leadsToScoreMatMul(node->operand(0), depth + 1);
   case OpKind::Where:
     return leadsToScoreMatMul(node->operand(1), depth + 1) ||
            leadsToScoreMatMul(node->operand(2), depth + 1);
@@ -335,6 +339,18 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
       value = node->operand(first ? 0 : 1);
       if (sawScale)
         throw Rejection{"the scores are scaled after the mask"};
+    } else if (node->kind() == OpKind::Sub) {
+      // scores - bias: an additive mask of -bias.
+      if (!leadsToScoreMatMul(node->operand(0)) || leadsToScoreMatMul(node->operand(1)))
+        throw Rejection{"a Sub before Softmax does not subtract a bias from the scores"};
+      Value *bias = node->operand(1);
+      if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 ||
+          bias->shape().rank() > 4)
+        throw Rejection{"a subtracted bias is not a float tensor of rank 1 to 4"};
+      m.masks.push_back({bias, MaskEncoding::Additive, 0, /*negated=*/true});
+      value = node->operand(0);
+      if (sawScale)
+        throw Rejection{"the scores are scaled after the mask"};
     } else if (node->kind() == OpKind::Where) {
       std::optional<double> onTrue = scalarConstant(node->operand(1));
       std::optional<double> onFalse = scalarConstant(node->operand(2));
@@ -394,6 +410,7 @@ struct MaskPlan {
   KeyBand band;
   Value *operand = nullptr; // data-dependent mask, before any Not
   bool negate = false;      // operand is a "hidden" bool: Not() it
+  bool subtract = false;    // operand is a subtracted bias: Neg() it
 };
 
 /// Whether the Attention op's attributes say exactly this band: none,
@@ -415,8 +432,10 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
   for (const MaskTerm &term : m.masks) {
-    std::string why;
-    std::optional<KeyBand> band = proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+    std::string why = "a subtracted bias (ALiBi) is an additive operand";
+    std::optional<KeyBand> band =
+        term.negated ? std::nullopt
+                     : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
     if (band && expressible(*band)) {
       plan.band = plan.band.intersect(*band);
       continue;
@@ -428,6 +447,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
       throw Rejection{"more than one mask stays an operand"};
     if (term.encoding == MaskEncoding::Additive) {
       plan.operand = term.mask;
+      plan.subtract = term.negated;
       continue;
     }
     if (term.mask->dtype() != DType::Bool)
@@ -599,6 +619,8 @@ private:
         Value *mask = masks.operand;
         if (masks.negate)
           mask = create(graph, created, OpKind::Not, {mask}, base + ".visible", root)->result(0);
+        if (masks.subtract)
+          mask = create(graph, created, OpKind::Neg, {mask}, base + ".bias", root)->result(0);
         operands.push_back(mask);
       }
       Node *attention = graph.createNode(OpKind::Attention, operands, 1, base, {}, root);

@@ -88,12 +88,14 @@ std::unique_ptr<Pass> createDeadCodeEliminationPass();
 std::unique_ptr<Pass> createFoldConstantsPass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();
+std::unique_ptr<Pass> createSimplifyCastsPass();
 std::unique_ptr<Pass> createSimplifyShapesPass();
 std::unique_ptr<Pass> createSimplifyTransposesPass();
 std::unique_ptr<Pass> createFuseGeluPass();
 std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
+std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
 std::unique_ptr<Pass> createFuseAdditiveAttentionPass();
 

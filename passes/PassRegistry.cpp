@@ -14,6 +14,7 @@ namespace {
 constexpr PassFactory kPassFactories[] = {
     createFoldConstantsPass,
     createRemoveIdentityPass,
+    createSimplifyCastsPass,
     createSimplifyShapesPass,
     createSimplifyTransposesPass,
     createCommonSubexpressionEliminationPass,
@@ -22,6 +23,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseLayerNormPass,
     createFuseRmsNormPass,
     createFuseSkipLayerNormPass,
+    createLiftBatchedHeadsPass,
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
 };

@@ -13,7 +13,7 @@ namespace {
 // Gather -> Concat chains that computed them dead.
 void addCleanup(PassManager &pm) {
   std::vector<std::unique_ptr<Pass>> group;
-  for (const char *name : {"fold-constants", "remove-identity", "simplify-shapes",
+  for (const char *name : {"fold-constants", "remove-identity", "simplify-casts", "simplify-shapes",
                            "simplify-transposes", "cse", "dce"})
     group.push_back(createPass(name));
   pm.addFixedPointGroup(std::move(group), kCleanupRounds);
@@ -26,6 +26,10 @@ void addCleanup(PassManager &pm) {
 // attention fuse-attention (4-D scores only) leaves. The cleanup after them
 // removes what the fusions left dead.
 void addFusions(PassManager &pm) {
+  // Attention with the heads folded into the batch is first brought to the
+  // [b, h, S, d] form; the cleanup merges the Reshape pairs that leaves.
+  pm.addPass("lift-batched-heads");
+  addCleanup(pm);
   for (const char *name : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
                            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);

@@ -11,7 +11,8 @@ namespace onnxc {
 
 /// Appends the pipeline of optimization level `level` (0 to 3) to `pm`:
 ///   -O0  nothing (import and verify only);
-///   -O1  cleanup: fold-constants, remove-identity, cse, dce, to a fixed point;
+///   -O1  cleanup: fold-constants, remove-identity, simplify-casts, simplify-shapes,
+///        simplify-transposes, cse, dce, to a fixed point;
 ///   -O2  -O1 plus the transformer fusions;
 ///   -O3  -O2 plus codegen-level fusion and weight pre-packing.
 /// Throws onnxc::Error for a level outside 0..3.

@@ -29,11 +29,12 @@ sys.path.insert(0, HERE)
 import onnx  # noqa: E402
 
 import handbuilt_models  # noqa: E402
+import library_models  # noqa: E402
 import mask_models  # noqa: E402
 
 TORCH_OPSETS = (14, 17)
 # A model is stale when any of these is newer than it.
-SOURCES = [os.path.join(HERE, name) for name in ("build_models.py", "transformers_zoo.py",
+SOURCES = [os.path.join(HERE, name) for name in ("build_models.py", "transformers_zoo.py", "library_models.py",
                                                  "handbuilt_models.py", "mask_models.py")]
 
 SEQ_SHAPES = [{"batch": 1, "seq": 7}, {"batch": 2, "seq": 16}]
@@ -109,6 +110,15 @@ def torch_llama():
             {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
 
 
+def torch_alibi():
+    import torch
+    import transformers_zoo as zoo
+    cfg = zoo.GptConfig(layers=2)
+    model = zoo.AlibiDecoder(cfg)
+    return (model, (torch.randint(0, cfg.vocab_size, (2, 5)),), [ids_input("input_ids", cfg.vocab_size)],
+            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+
+
 def torch_lstm_attn():
     import torch
     import transformers_zoo as zoo
@@ -158,10 +168,13 @@ TORCH_FAMILIES = {
     "vit": (torch_vit, 1004, "ViT, conv patches 8x8 on 32x32, class token, 4 pre-LN layers"),
     "llama": (torch_llama, 1006, "LLaMA-style decoder, 2 layers, RMSNorm, rotary, GQA 4/2 heads, SwiGLU"),
     "lstm_attn": (torch_lstm_attn, 1005, "BiLSTM encoder, LSTM+GRU decoder, additive (Bahdanau) attention"),
-    "gru_bahdanau": (torch_gru_bahdanau, 1007,
+    "alibi": (torch_alibi, 1007, "ALiBi decoder, 2 pre-LN layers, scores - slope * distance, causal"),
+    "gru_bahdanau": (torch_gru_bahdanau, 1011,
                      "BiGRU encoder, GRU decoder, Bahdanau attention (bias in tanh, scored by Linear(A, 1), padding hidden)"),
-    "luong_attn": (torch_luong_attn, 1008, "GRU encoder-decoder, Luong dot (padding hidden) and general attention"),
+    "luong_attn": (torch_luong_attn, 1012, "GRU encoder-decoder, Luong dot (padding hidden) and general attention"),
 }
+# The libraries' own models: HF transformers and torch.nn (library_models.py).
+TORCH_FAMILIES.update(library_models.FAMILIES)
 
 # What the differential check (model_inputs.differential_shapes) varies where the symbolic input
 # dims alone would not say why; keyed by family. Every other model drives its sequence dims.
@@ -170,6 +183,7 @@ DIFFERENTIAL = {
             "reason": "the image is fixed at 32x32: the learned position table has one row per 8x8 patch "
                       "plus the class token (17 tokens), so no other image size or token count can run"},
 }
+DIFFERENTIAL.update(library_models.DIFFERENTIAL)
 
 HANDBUILT = {
     "attention_op23": (handbuilt_models.make_attention_op23, 23,

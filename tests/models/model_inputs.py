@@ -8,6 +8,7 @@ and a shape binding like {"batch": 2, "seq": 16} gives the symbolic dimensions t
 Generator kinds:
   token_ids       integers in [low, high); with "pad_id", rows after the first end in padding
   attention_mask  1 for tokens, 0 for padding at the end of every row after the first
+  padding_flags   the opposite: true for padding (torch's key_padding_mask), false for tokens
   normal          float, standard normal times "scale" (default 1)
 
 differential_shapes() gives the shapes of the differential check (compiled path against the
@@ -55,6 +56,12 @@ def make_input(spec: dict, dims: dict, rng: np.random.Generator) -> np.ndarray:
             if pad:
                 mask[row, -pad:] = 0
         return mask
+    if kind == "padding_flags":
+        flags = np.zeros(shape, dtype=dtype)
+        for row, pad in enumerate(padding_lengths(shape[0], shape[1])):
+            if pad:
+                flags[row, -pad:] = True
+        return flags
     if kind == "normal":
         return (gen.get("scale", 1.0) * rng.standard_normal(shape)).astype(dtype)
     raise ValueError(f"input '{spec['name']}': unknown generator kind '{kind}'")

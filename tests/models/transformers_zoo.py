@@ -32,7 +32,9 @@ def randomize_norms(module: nn.Module, generator: torch.Generator) -> None:
             if isinstance(sub, nn.LayerNorm):
                 sub.weight.copy_(1.0 + 0.2 * torch.randn(sub.weight.shape, generator=generator))
                 sub.bias.copy_(0.1 * torch.randn(sub.bias.shape, generator=generator))
-            elif isinstance(sub, LlamaRMSNorm):
+            elif isinstance(sub, LlamaRMSNorm) or (type(sub).__name__.endswith(("RMSNorm", "LayerNorm"))
+                                                   and isinstance(getattr(sub, "weight", None), nn.Parameter)):
+                # Ours, and the libraries' own (HF LlamaRMSNorm, T5LayerNorm, ...).
                 sub.weight.copy_(1.0 + 0.2 * torch.randn(sub.weight.shape, generator=generator))
 
 
@@ -652,6 +654,61 @@ class LuongAttentionSeq2Seq(nn.Module):
 # ---------------------------------------------------------------------------------------------
 # Export helper shared by tests/models/build_models.py and examples/models/.
 # ---------------------------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------------------------
+# ALiBi decoder: no position embeddings; each head subtracts slope * distance from its scores
+# (written `scores - bias`, as several ALiBi implementations do), causal by a tril buffer.
+# ---------------------------------------------------------------------------------------------
+
+class AlibiAttention(nn.Module):
+    def __init__(self, cfg: GptConfig):
+        super().__init__()
+        self.heads = cfg.heads
+        self.head_dim = cfg.hidden // cfg.heads
+        self.hidden = cfg.hidden
+        self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        # The geometric slopes of the ALiBi paper: 2^(-8 i / heads).
+        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / cfg.heads) for i in range(cfg.heads)])
+        self.register_buffer("slopes", slopes.view(cfg.heads, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        q, k, v = self.qkv(x).split(self.hidden, dim=2)
+        q, k, v = (t.view(batch, seq, self.heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        positions = torch.arange(seq, device=x.device)
+        distance = (positions.view(1, -1) - positions.view(-1, 1)).abs().to(scores.dtype)
+        scores = scores - self.slopes * distance
+        causal = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+        probs = F.softmax(scores, dim=-1)
+        context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, self.hidden)
+        return self.proj(context)
+
+
+class AlibiBlock(GptBlock):
+    def __init__(self, cfg: GptConfig):
+        super().__init__(cfg)
+        self.attn = AlibiAttention(cfg)
+
+
+class AlibiDecoder(nn.Module):
+    """input_ids (int64 [batch, seq]) -> logits [batch, seq, vocab]; ALiBi instead of positions."""
+
+    def __init__(self, cfg: GptConfig):
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.blocks = nn.ModuleList(AlibiBlock(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.layer_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab_size, bias=False)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        x = self.wte(input_ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
 
 def export_onnx(model: nn.Module, example_inputs: tuple, path: str, input_names: list,
                 output_names: list, dynamic_axes: dict, opset: int) -> None:

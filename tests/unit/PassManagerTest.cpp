@@ -114,11 +114,12 @@ TEST(Pipelines, Levels) {
     addOptimizationPipeline(pm, level);
     std::vector<std::string> expected;
     if (level > 0)
-      expected = {"fold-constants", "remove-identity", "simplify-shapes", "simplify-transposes", "cse",
-                  "dce"};
+      expected = {"fold-constants",      "remove-identity", "simplify-casts", "simplify-shapes",
+                  "simplify-transposes", "cse",             "dce"};
     if (level > 1)
-      for (const char *fusion : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
-                                 "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+      for (const char *fusion :
+           {"lift-batched-heads", "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }

@@ -1,0 +1,477 @@
+//===- passes/LiftBatchedHeads.cpp - Heads out of the batch, into 4-D -----===//
+//
+// torch's nn.MultiheadAttention and the HF models copied from BART (BART,
+// Whisper, CLIP, Marian, ...) compute attention with the heads folded into
+// the batch: [b*h, S, d] operands, batched MatMuls, a [b*h, Sq, Sk] Softmax.
+// fuse-attention matches one form, [b, h, S, d]; rather than a second
+// matcher, this pass rewrites the folded core into that form:
+//
+//   %s = MatMul(%q3, %kt3)           [b*h, Sq, Sk]
+//   ... masks and scales (Add, Sub, Mul, Div, Where; BART's Reshape to
+//       [b, h, Sq, Sk] around its Add) ...
+//   %p = Softmax(%s) {axis = -1}
+//   %o3 = MatMul(%p, %v3)            [b*h, Sq, dv]
+//
+// becomes the same ops on [b, h, ., .] tensors, followed by one Reshape of
+// the result back to [b*h, Sq, dv] for its users. The 4-D operands are read
+// from the plumbing that folded them, so that fuse-attention sees the split
+// heads it knows and reads the projections in place:
+//
+//   %q3 = Reshape(%q4 [b, h, S, d])                      (BART)   -> %q4
+//   %q3 = Transpose(Reshape(%p [S, b, h*d] -> [S, b*h, d]))
+//                             {perm = [1, 0, 2]}         (torch)  ->
+//         Transpose(Reshape(Transpose(%p) -> [b, S, h, d])) {perm = [0, 2, 1, 3]}
+//   %kt3 = Transpose(%k3) {perm = [0, 2, 1]}                      -> Kᵀ of the 4-D K
+//
+// and scalar scales on them are carried over. A mask or other operand of
+// rank 3 with a first dim of b*h is lifted the same way (Unsqueeze, then a
+// Reshape to [-1, h, ., .]); one of rank <= 2, or with a first dim of 1,
+// broadcasts to the same values in 4-D and is used as it is. The number of
+// heads comes from the plumbing (or BART's Reshape of the scores); when no
+// operand says it, the candidate is left alone (--explain says why). The old
+// chain is left dead for dce; the cleanup after this pass merges the Reshape
+// pairs the rewrite creates.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Error.h"
+#include "ir/infer/ShapeInference.h"
+#include "passes/MatchSupport.h"
+#include "passes/Pass.h"
+
+#include <optional>
+
+namespace onnxc {
+
+namespace {
+
+using match::definedBy;
+using match::scalarConstant;
+using match::soleUser;
+using match::transposePerm;
+
+struct Rejection {
+  const char *reason;
+};
+
+bool hasRank(const Value *value, size_t rank) {
+  return value->shape().isRanked() && value->shape().rank() == rank;
+}
+
+bool isPerm(const Node *node, const std::vector<int64_t> &perm) {
+  return node && node->kind() == OpKind::Transpose && transposePerm(*node) == perm;
+}
+
+/// A scalar Mul/Div on a folded operand: reapplied to the lifted one.
+struct ScalarStep {
+  OpKind kind;
+  Value *constant;
+  bool constantFirst;
+};
+
+/// How one folded operand [b*h, S, d] is read in 4-D.
+struct FoldedOperand {
+  enum Form { Split4d, SeqFirstProjection } form;
+  Value *source = nullptr; // the [b, h, S, d] tensor, or the [S, b, h*d] projection
+  int64_t heads = 0, size = 0;
+  std::vector<ScalarStep> scales; // outermost first
+};
+
+Value *peelScalarSteps(Value *value, std::vector<ScalarStep> &steps) {
+  while (Node *node = value->definingNode()) {
+    if (node->kind() != OpKind::Mul && node->kind() != OpKind::Div)
+      break;
+    if (scalarConstant(node->operand(1))) {
+      steps.push_back({node->kind(), node->operand(1), false});
+      value = node->operand(0);
+    } else if (node->kind() == OpKind::Mul && scalarConstant(node->operand(0))) {
+      steps.push_back({node->kind(), node->operand(0), true});
+      value = node->operand(1);
+    } else {
+      break;
+    }
+  }
+  return value;
+}
+
+/// The projection P [S, b, h*d] of `merged` = Reshape(P) -> [S, b*h, d].
+std::optional<FoldedOperand> seqFirstKeys(Value *merged) {
+  Node *reshape = definedBy(merged, OpKind::Reshape);
+  if (!reshape || !hasRank(reshape->operand(0), 3) || !hasRank(merged, 3))
+    return std::nullopt;
+  const Shape &in = reshape->operand(0)->shape(), &mid = merged->shape();
+  std::optional<int64_t> channels = in[2].constant(), size = mid[2].constant();
+  if (!channels || !size || *size <= 0 || *channels % *size != 0 || !(in[0] == mid[0]))
+    return std::nullopt;
+  int64_t heads = *channels / *size;
+  if (!(in[1] * Dim(heads) == mid[1]))
+    return std::nullopt;
+  FoldedOperand op;
+  op.form = FoldedOperand::SeqFirstProjection;
+  op.source = reshape->operand(0);
+  op.heads = heads;
+  op.size = *size;
+  return op;
+}
+
+/// The 4-D reading of `folded` [b*h, S, d], if the plumbing says it.
+std::optional<FoldedOperand> foldedOperand(Value *folded) {
+  FoldedOperand op;
+  Value *value = peelScalarSteps(folded, op.scales);
+  if (!hasRank(value, 3))
+    return std::nullopt;
+  const Shape &shape = value->shape();
+  if (Node *reshape = definedBy(value, OpKind::Reshape)) {
+    // BART: Reshape([b, h, S, d] -> [b*h, S, d]).
+    Value *split = reshape->operand(0);
+    if (!hasRank(split, 4))
+      return std::nullopt;
+    const Shape &in = split->shape();
+    std::optional<int64_t> heads = in[1].constant(), size = in[3].constant();
+    if (!heads || !size || !(in[0] * in[1] == shape[0]) || !(in[2] == shape[1]) ||
+        !(in[3] == shape[2]))
+      return std::nullopt;
+    op.form = FoldedOperand::Split4d;
+    op.source = split;
+    op.heads = *heads;
+    op.size = *size;
+    return op;
+  }
+  if (Node *transpose = definedBy(value, OpKind::Transpose); isPerm(transpose, {1, 0, 2})) {
+    // torch: Transpose(Reshape([S, b, h*d] -> [S, b*h, d])) {perm = [1, 0, 2]}.
+    std::optional<FoldedOperand> keys = seqFirstKeys(transpose->operand(0));
+    if (keys)
+      keys->scales = op.scales;
+    return keys;
+  }
+  return std::nullopt;
+}
+
+/// One link of the chain from the score MatMul to Softmax.
+struct ChainLink {
+  Node *node;
+  size_t scoreOperand; // which operand carries the scores (elementwise links)
+};
+
+class Lifter {
+public:
+  Lifter(Graph &graph, Node &softmax) : graph_(graph), softmax_(softmax), inference_(graph) {}
+
+  void run() {
+    match();
+    rewrite();
+  }
+
+private:
+  Graph &graph_;
+  Node &softmax_;
+  Node *scores_ = nullptr, *output_ = nullptr;
+  std::vector<ChainLink> chain_; // from the score MatMul's user up to Softmax's producer
+  std::optional<FoldedOperand> q_, k_, v_;
+  int64_t heads_ = 0;
+  std::vector<Node *> created_;
+  // One context for every created node, so that the contents of the Shape
+  // and Concat computing a Reshape target reach the Reshape's rule.
+  InferenceContext inference_;
+
+  void match() {
+    int64_t axis = softmax_.getInt("axis", -1);
+    if (axis != -1 && axis != 2)
+      throw Rejection{"Softmax is not over the last (key) axis"};
+    output_ = soleUser(graph_, softmax_.result(0));
+    if (!output_ || output_->kind() != OpKind::MatMul || output_->operand(0) != softmax_.result(0) ||
+        !hasRank(output_->operand(1), 3))
+      throw Rejection{"Softmax output is not multiplied by a 3-D V alone"};
+    std::optional<int64_t> foldedHeads; // from a Reshape of the scores to 4-D
+    Value *value = softmax_.operand(0);
+    for (int steps = 0;; ++steps) {
+      if (steps > 16)
+        throw Rejection{"too many ops between the score MatMul and Softmax"};
+      Node *node = value->definingNode();
+      if (!node)
+        throw Rejection{"scores do not come from a MatMul"};
+      if (value->numUses() != 1 || graph_.isOutput(value))
+        throw Rejection{"an intermediate score tensor is used elsewhere"};
+      if (node->kind() == OpKind::MatMul) {
+        scores_ = node;
+        break;
+      }
+      switch (node->kind()) {
+      case OpKind::Reshape: {
+        // BART's view of the scores as [b, h, Sq, Sk] around its mask Add.
+        const Shape &in = node->operand(0)->shape(), &out = node->result(0)->shape();
+        if (!in.isRanked() || !out.isRanked())
+          throw Rejection{"a Reshape of the scores has an unknown shape"};
+        const Shape &four = in.rank() == 4 ? in : out, &three = in.rank() == 4 ? out : in;
+        if (four.rank() != 4 || three.rank() != 3 || !(four[0] * four[1] == three[0]) ||
+            !(four[2] == three[1]) || !(four[3] == three[2]) || !four[1].constant())
+          throw Rejection{"a Reshape of the scores does not split [b*h] into [b, h]"};
+        if (foldedHeads && *foldedHeads != *four[1].constant())
+          throw Rejection{"the scores are split into different numbers of heads"};
+        foldedHeads = *four[1].constant();
+        chain_.push_back({node, 0});
+        value = node->operand(0);
+        continue;
+      }
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div: {
+        size_t score = scoreOperand(*node);
+        chain_.push_back({node, score});
+        value = node->operand(score);
+        continue;
+      }
+      case OpKind::Where: {
+        size_t score = rankOf(node->operand(1)) >= rankOf(node->operand(2)) &&
+                               !node->operand(1)->isConstant()
+                           ? 1
+                           : 2;
+        chain_.push_back({node, score});
+        value = node->operand(score);
+        continue;
+      }
+      default:
+        throw Rejection{"an unexpected op sits between the score MatMul and Softmax"};
+      }
+    }
+    if (!hasRank(scores_->result(0), 3) && !hasRank(scores_->result(0), 4))
+      throw Rejection{"the score MatMul is not 3-D"};
+    if (!hasRank(scores_->result(0), 3))
+      throw Rejection{"the score MatMul is already 4-D"};
+    Value *kt = scores_->operand(1);
+    std::vector<ScalarStep> ktScales;
+    Value *ktBare = peelScalarSteps(kt, ktScales);
+    Node *transpose = definedBy(ktBare, OpKind::Transpose);
+    if (isPerm(transpose, {0, 2, 1})) {
+      k_ = foldedOperand(transpose->operand(0));
+    } else if (isPerm(transpose, {1, 2, 0})) {
+      // torch's exporter merges the head transpose [1, 0, 2] of the keys
+      // with the score transpose [0, 2, 1]: Kᵀ = Transpose(Reshape(P)) {[1, 2, 0]}.
+      k_ = seqFirstKeys(transpose->operand(0));
+    } else {
+      throw Rejection{"the keys are not transposed by [0, 2, 1] before the score MatMul"};
+    }
+    q_ = foldedOperand(scores_->operand(0));
+    v_ = foldedOperand(output_->operand(1));
+    if (k_)
+      k_->scales.insert(k_->scales.begin(), ktScales.begin(), ktScales.end());
+    for (const std::optional<FoldedOperand> *op : {&q_, &k_, &v_})
+      if (*op)
+        heads_ = heads_ ? heads_ : (*op)->heads;
+    if (!heads_ && foldedHeads)
+      heads_ = *foldedHeads;
+    if (!heads_)
+      throw Rejection{"no operand says how many heads are folded into the batch"};
+    for (const std::optional<FoldedOperand> *op : {&q_, &k_, &v_})
+      if (*op && (*op)->heads != heads_)
+        throw Rejection{"Q, K and V fold different numbers of heads"};
+    if (foldedHeads && *foldedHeads != heads_)
+      throw Rejection{"the scores and the operands fold different numbers of heads"};
+    if (!q_ || !k_ || !v_)
+      throw Rejection{"Q, K or V is not split into heads by a recognized Reshape/Transpose"};
+    // The three sources must fold the same batch: b*h of each is the scores' first dim.
+  }
+
+  static size_t rankOf(const Value *value) {
+    return value->shape().isRanked() ? value->shape().rank() : 0;
+  }
+
+  /// The operand of an elementwise link that leads back to the score MatMul.
+  static size_t scoreOperand(const Node &node) {
+    auto leads = [](const Value *value) {
+      for (int depth = 0; value && depth < 16; ++depth) {
+        const Node *producer = value->definingNode();
+        if (!producer)
+          return false;
+        if (producer->kind() == OpKind::MatMul)
+          return true;
+        if (producer->numOperands() == 0)
+          return false;
+        // Follow the widest operand (the scores are the full-size one).
+        const Value *next = producer->operand(0);
+        for (size_t i = 1; i < producer->numOperands(); ++i)
+          if (producer->operand(i) && rankOf(producer->operand(i)) > rankOf(next))
+            next = producer->operand(i);
+        value = next;
+      }
+      return false;
+    };
+    bool first = leads(node.operand(0)), second = leads(node.operand(1));
+    if (first == second)
+      throw Rejection{"an op before Softmax does not apply a mask or scale to the scores"};
+    return first ? 0 : 1;
+  }
+
+  Node *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
+               const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
+    Node *node = graph_.createNode(kind, operands, 1, name, {graph_.uniqueName(name)}, output_);
+    created_.push_back(node);
+    for (const auto &[key, value] : attributes)
+      node->setAttr(key, value);
+    inferNodeShapes(*node, inference_);
+    return node;
+  }
+
+  Value *constantI64(const std::string &base, std::vector<int64_t> values) {
+    int64_t n = int64_t(values.size());
+    return graph_.addConstant(graph_.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
+  }
+
+  /// [b*h, A, B] -> [b, h, A, B].
+  Value *liftGeneric(Value *folded, const std::string &name) {
+    Value *unsqueezed =
+        create(OpKind::Unsqueeze, {folded, constantI64(name + ".axes", {1})}, name)->result(0);
+    return create(OpKind::Reshape, {unsqueezed, constantI64(name + ".shape", {-1, heads_, 0, 0})},
+                  name)
+        ->result(0);
+  }
+
+  Value *lift(const FoldedOperand &op, const std::string &name) {
+    Value *value = op.source;
+    if (op.form == FoldedOperand::SeqFirstProjection) {
+      // [S, b, h*d] -> [b, S, h*d] -> [b, S, h, d] -> [b, h, S, d]: the
+      // batch-first projection fuse-attention reads in place.
+      Value *batchFirst =
+          create(OpKind::Transpose, {value}, name + ".batch_first",
+                 {{"perm", Attribute(std::vector<int64_t>{1, 0, 2})}})
+              ->result(0);
+      Value *split = create(OpKind::Reshape,
+                            {batchFirst, constantI64(name + ".split", {0, 0, op.heads, op.size})},
+                            name + ".split")
+                         ->result(0);
+      value = create(OpKind::Transpose, {split}, name + ".heads",
+                     {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
+                  ->result(0);
+    }
+    for (auto it = op.scales.rbegin(); it != op.scales.rend(); ++it) {
+      std::vector<Value *> operands =
+          it->constantFirst ? std::vector<Value *>{it->constant, value}
+                            : std::vector<Value *>{value, it->constant};
+      value = create(it->kind, operands, name + ".scale")->result(0);
+    }
+    return value;
+  }
+
+  /// A side operand (mask, fill) of an elementwise link, in 4-D.
+  Value *liftSide(Value *side, const Dim &foldedBatch, const std::string &name) {
+    const Shape &shape = side->shape();
+    if (!shape.isRanked())
+      throw Rejection{"a mask of unknown rank meets the folded scores"};
+    if (shape.rank() <= 2 || (shape.rank() == 3 && shape[0] == Dim(1)))
+      return side;
+    if (shape.rank() == 3 && shape[0] == foldedBatch)
+      return liftGeneric(side, name);
+    throw Rejection{"a mask broadcasts against the folded scores in a way 4-D cannot"};
+  }
+
+  void rewrite() {
+    std::string base = softmax_.name().empty() ? "attention" : softmax_.name();
+    size_t assumptionsBefore = graph_.assumptions().size();
+    try {
+      const Dim foldedBatch = scores_->result(0)->shape()[0];
+      Value *q4 = lift(*q_, base + ".q4");
+      Value *k4 = lift(*k_, base + ".k4");
+      Value *v4 = lift(*v_, base + ".v4");
+      Value *kt4 = create(OpKind::Transpose, {k4}, base + ".kt4",
+                          {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
+                       ->result(0);
+      Value *scores = create(OpKind::MatMul, {q4, kt4}, base + ".scores4")->result(0);
+      for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
+        Node *node = it->node;
+        if (node->kind() == OpKind::Reshape)
+          continue; // a view between [b*h] and [b, h]: the 4-D scores already are it
+        // On BART's 4-D view of the scores a mask applies as it is; on the
+        // folded scores it is lifted.
+        bool onFoldedScores = hasRank(node->operand(it->scoreOperand), 3);
+        std::vector<Value *> operands;
+        for (size_t i = 0; i < node->numOperands(); ++i) {
+          Value *operand = node->operand(i);
+          if (i == it->scoreOperand)
+            operands.push_back(scores);
+          else if (!onFoldedScores)
+            operands.push_back(operand);
+          else if (hasRank(operand, 4))
+            throw Rejection{"a 4-D mask meets the folded 3-D scores"};
+          else
+            operands.push_back(liftSide(operand, foldedBatch, base + ".mask4"));
+        }
+        Node *copy = graph_.createNode(node->kind(), operands, 1, node->name(),
+                                       {graph_.uniqueName(node->result(0)->name() + ".4d")}, output_);
+        created_.push_back(copy);
+        for (const auto &[key, value] : node->attributes())
+          copy->setAttr(key, value);
+        inferNodeShapes(*copy, inference_);
+        scores = copy->result(0);
+      }
+      const Shape &lifted = scores->shape();
+      if (!lifted.isRanked() || lifted.rank() != 4)
+        throw Rejection{"a mask broadcasts the lifted scores beyond 4-D"};
+      Value *probs =
+          create(OpKind::Softmax, {scores}, softmax_.name(), {{"axis", Attribute(int64_t(-1))}})
+              ->result(0);
+      Value *o4 = create(OpKind::MatMul, {probs, v4}, output_->name())->result(0);
+      // Back to [b*h, Sq, dv] for the users: [-1] ++ dims 2.. of o4.
+      Value *tail = create(OpKind::Shape, {o4}, base + ".o3.dims",
+                           {{"start", Attribute(int64_t(2))}})
+                        ->result(0);
+      Value *target = create(OpKind::Concat, {constantI64(base + ".o3.batch", {-1}), tail},
+                             base + ".o3.dims", {{"axis", Attribute(int64_t(0))}})
+                          ->result(0);
+      Value *o3 = create(OpKind::Reshape, {o4, target}, base + ".o3")->result(0);
+      if (o3->type() != output_->result(0)->type()) {
+        throw Rejection{"the lifted attention's result type differs from the pattern's"};
+      }
+      std::string name = output_->result(0)->name();
+      graph_.replaceAllUsesWith(output_->result(0), o3);
+      graph_.eraseNode(output_);
+      graph_.renameValue(o3, name);
+    } catch (const Error &) {
+      rollBack(assumptionsBefore);
+      throw Rejection{"shape inference rejects the lifted ops"};
+    } catch (const Rejection &) {
+      rollBack(assumptionsBefore);
+      throw;
+    }
+  }
+
+  void rollBack(size_t assumptionsBefore) {
+    graph_.truncateAssumptions(assumptionsBefore);
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+      graph_.eraseNode(*it);
+    created_.clear();
+  }
+};
+
+class LiftBatchedHeads : public Pass {
+public:
+  std::string_view name() const override { return "lift-batched-heads"; }
+  std::string_view description() const override {
+    return "rewrite attention with heads folded into the batch ([b*h, S, d], as "
+           "nn.MultiheadAttention and BART write it) into the [b, h, S, d] form fuse-attention "
+           "matches";
+  }
+
+  bool run(Graph &graph, PassContext &context) override {
+    context.count("lifted", 0);
+    bool changed = false;
+    for (Node *node : graph.nodeList()) {
+      if (node->kind() != OpKind::Softmax || !hasRank(node->result(0), 3) ||
+          !node->result(0)->hasUses())
+        continue;
+      try {
+        Lifter(graph, *node).run();
+        context.count("lifted");
+        changed = true;
+      } catch (const Rejection &r) {
+        context.reject(*node, r.reason);
+      }
+    }
+    return changed;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLiftBatchedHeadsPass() { return std::make_unique<LiftBatchedHeads>(); }
+
+} // namespace onnxc

@@ -1,0 +1,321 @@
+"""Transformers as the popular libraries write them, for onnxc's model tests.
+
+transformers_zoo.py holds models written to look like the popular implementations; this file
+takes the implementations themselves: HF `transformers` (4.40, the last line that runs on
+Debian's torch 1.13) built from small random-weight configs, and torch's own nn.Transformer*
+and nn.MultiheadAttention. Nothing is downloaded: every config is written here.
+
+Each builder returns (module, example inputs, input descriptions, {output: {axis: dim}}, test
+shapes), as build_models.TORCH_FAMILIES expects. The modules return one tensor: the wrappers
+below unpack the libraries' output tuples.
+"""
+
+import torch
+from torch import nn
+
+from transformers_zoo import MAX_POSITIONS
+
+VOCAB = 384
+SEQ_SHAPES = [{"batch": 1, "seq": 7}, {"batch": 2, "seq": 16}]
+ENCDEC_SHAPES = [{"batch": 1, "src_seq": 7, "tgt_seq": 5}, {"batch": 2, "src_seq": 16, "tgt_seq": 11}]
+
+
+def ids_input(name, seq_dim="seq", vocab=VOCAB, low=0):
+    return {"name": name, "dtype": "int64", "shape": ["batch", seq_dim],
+            "generator": {"kind": "token_ids", "low": low, "high": vocab}}
+
+
+def mask_input(name, seq_dim="seq"):
+    return {"name": name, "dtype": "int64", "shape": ["batch", seq_dim], "generator": {"kind": "attention_mask"}}
+
+
+def float_input(name, shape):
+    return {"name": name, "dtype": "float32", "shape": shape, "generator": {"kind": "normal"}}
+
+
+def example_ids(batch=2, seq=5, vocab=VOCAB):
+    return torch.randint(3, vocab, (batch, seq))
+
+
+def example_mask(batch=2, seq=5):
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[1, -2:] = 0
+    return mask
+
+
+class FirstOutput(nn.Module):
+    """Calls a HF model with positional tensors bound to keyword names and returns output [0]."""
+
+    def __init__(self, model: nn.Module, names: list):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *tensors):
+        return self.model(**dict(zip(self.names, tensors)), return_dict=False)[0]
+
+
+def hf(model_class, config, names):
+    import transformers
+    model = getattr(transformers, model_class)(config)
+    return FirstOutput(model, names)
+
+
+def hf_config(config_class, **fields):
+    import transformers
+    return getattr(transformers, config_class)(**fields)
+
+
+# ---- HF transformers ---------------------------------------------------------------------------
+
+def hf_gpt2():
+    cfg = hf_config("GPT2Config", vocab_size=VOCAB, n_positions=MAX_POSITIONS, n_embd=64, n_layer=2, n_head=4,
+                    use_cache=False)
+    model = hf("GPT2LMHeadModel", cfg, ["input_ids"])
+    return model, (example_ids(),), [ids_input("input_ids")], {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES
+
+
+def encoder_with_mask(model_class, config):
+    model = hf(model_class, config, ["input_ids", "attention_mask"])
+    inputs = [ids_input("input_ids"), mask_input("attention_mask")]
+    return (model, (example_ids(), example_mask()), inputs, {"last_hidden_state": {0: "batch", 1: "seq"}},
+            SEQ_SHAPES)
+
+
+def hf_bert():
+    return encoder_with_mask("BertModel", hf_config(
+        "BertConfig", vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=MAX_POSITIONS))
+
+
+def hf_roberta():
+    # RoBERTa's positions start after padding_idx + 1.
+    return encoder_with_mask("RobertaModel", hf_config(
+        "RobertaConfig", vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=MAX_POSITIONS + 2))
+
+
+def hf_distilbert():
+    return encoder_with_mask("DistilBertModel", hf_config(
+        "DistilBertConfig", vocab_size=VOCAB, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+        max_position_embeddings=MAX_POSITIONS))
+
+
+def hf_deberta_v2():
+    return encoder_with_mask("DebertaV2Model", hf_config(
+        "DebertaV2Config", vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=MAX_POSITIONS, relative_attention=True,
+        position_buckets=32, max_relative_positions=MAX_POSITIONS, pos_att_type=["p2c", "c2p"],
+        norm_rel_ebd="layer_norm", share_att_key=True))
+
+
+def hf_clip_text():
+    return encoder_with_mask("CLIPTextModel", hf_config(
+        "CLIPTextConfig", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, max_position_embeddings=MAX_POSITIONS))
+
+
+def hf_llama(with_mask: bool):
+    cfg = hf_config("LlamaConfig", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=MAX_POSITIONS,
+                    use_cache=False)
+    if not with_mask:
+        model = hf("LlamaModel", cfg, ["input_ids"])
+        return model, (example_ids(),), [ids_input("input_ids")], {"last_hidden_state": {0: "batch", 1: "seq"}}, \
+            SEQ_SHAPES
+    return encoder_with_mask("LlamaModel", cfg)
+
+
+def encoder_decoder(model_class, config):
+    names = ["input_ids", "attention_mask", "decoder_input_ids"]
+    model = hf(model_class, config, names)
+    inputs = [ids_input("input_ids", "src_seq"), mask_input("attention_mask", "src_seq"),
+              ids_input("decoder_input_ids", "tgt_seq")]
+    example = (example_ids(2, 6), example_mask(2, 6), example_ids(2, 5))
+    return model, example, inputs, {"last_hidden_state": {0: "batch", 1: "tgt_seq"}}, ENCDEC_SHAPES
+
+
+def hf_bart():
+    return encoder_decoder("BartModel", hf_config(
+        "BartConfig", vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=MAX_POSITIONS,
+        use_cache=False))
+
+
+def hf_t5():
+    return encoder_decoder("T5Model", hf_config(
+        "T5Config", vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
+        num_heads=4, relative_attention_num_buckets=32, relative_attention_max_distance=128, use_cache=False))
+
+
+def hf_vit():
+    cfg = hf_config("ViTConfig", image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
+                    num_attention_heads=4, intermediate_size=128)
+    model = hf("ViTModel", cfg, ["pixel_values"])
+    inputs = [float_input("pixel_values", ["batch", 3, 32, 32])]
+    return model, (torch.randn(2, 3, 32, 32),), inputs, {"last_hidden_state": {0: "batch"}}, \
+        [{"batch": 1}, {"batch": 3}]
+
+
+WHISPER_FRAMES = 64
+
+
+def hf_whisper_encoder():
+    import transformers
+    cfg = hf_config("WhisperConfig", vocab_size=VOCAB, d_model=64, encoder_layers=2, encoder_attention_heads=4,
+                    encoder_ffn_dim=128, num_mel_bins=16, max_source_positions=WHISPER_FRAMES // 2,
+                    decoder_layers=1, decoder_attention_heads=4, decoder_ffn_dim=128,
+                    pad_token_id=1, bos_token_id=2, eos_token_id=2, decoder_start_token_id=2)
+    model = FirstOutput(transformers.WhisperModel(cfg).get_encoder(), ["input_features"])
+    inputs = [float_input("input_features", ["batch", 16, WHISPER_FRAMES])]
+    return model, (torch.randn(2, 16, WHISPER_FRAMES),), inputs, {"last_hidden_state": {0: "batch"}}, \
+        [{"batch": 1}, {"batch": 3}]
+
+
+# ---- torch.nn --------------------------------------------------------------------------------
+
+D_MODEL = 64
+
+
+def padding_input(name, seq_dim="seq"):
+    return {"name": name, "dtype": "bool", "shape": ["batch", seq_dim], "generator": {"kind": "padding_flags"}}
+
+
+def example_padding(batch=2, seq=5):
+    return example_mask(batch, seq) == 0
+
+
+class TorchEncoder(nn.Module):
+    """nn.TransformerEncoder over float embeddings with a key-padding mask input, a causal mask,
+    or both. torch 1.13 cannot export its own eval-mode fast path (batch_first with only a
+    padding mask), so a batch_first model with padding also takes the causal mask."""
+
+    def __init__(self, batch_first, norm_first, activation, masking):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(D_MODEL, 4, 128, dropout=0.0, activation=activation,
+                                           batch_first=batch_first, norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.batch_first = batch_first
+        self.masking = masking
+
+    def forward(self, x, padding=None):
+        causal = None
+        if self.masking in ("causal", "both"):
+            length = x.shape[1] if self.batch_first else x.shape[0]
+            causal = nn.Transformer.generate_square_subsequent_mask(length)
+        return self.encoder(x, mask=causal, src_key_padding_mask=padding)
+
+
+def torch_encoder(batch_first, norm_first, activation, masking):
+    def build():
+        model = TorchEncoder(batch_first, norm_first, activation, masking)
+        shape = ["batch", "seq", D_MODEL] if batch_first else ["seq", "batch", D_MODEL]
+        example_x = torch.randn(2, 5, D_MODEL) if batch_first else torch.randn(5, 2, D_MODEL)
+        inputs = [float_input("x", shape)]
+        example = (example_x,)
+        if masking in ("padding", "both"):
+            inputs.append(padding_input("padding"))
+            example = (example_x, example_padding())
+        axes = {0: "batch", 1: "seq"} if batch_first else {0: "seq", 1: "batch"}
+        return model, example, inputs, {"y": axes}, SEQ_SHAPES
+    return build
+
+
+class TorchTransformer(nn.Module):
+    """nn.Transformer (sequence-first, its default) with a causal tgt_mask and source padding."""
+
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.Transformer(D_MODEL, 4, 2, 2, 128, dropout=0.0)
+        # The nested-tensor conversion of padded batches (logical_not) has no ONNX export in 1.13.
+        self.transformer.encoder.enable_nested_tensor = False
+
+    def forward(self, src, tgt, src_padding):
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[0])
+        return self.transformer(src, tgt, tgt_mask=tgt_mask, src_key_padding_mask=src_padding,
+                                memory_key_padding_mask=src_padding)
+
+
+def torch_transformer():
+    inputs = [float_input("src", ["src_seq", "batch", D_MODEL]), float_input("tgt", ["tgt_seq", "batch", D_MODEL]),
+              padding_input("src_padding", "src_seq")]
+    example = (torch.randn(6, 2, D_MODEL), torch.randn(5, 2, D_MODEL), example_padding(2, 6))
+    return TorchTransformer(), example, inputs, {"y": {0: "tgt_seq", 1: "batch"}}, ENCDEC_SHAPES
+
+
+class TorchDecoder(nn.Module):
+    """nn.TransformerDecoder, sequence-first, causal tgt_mask, memory from another input."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(D_MODEL, 4, 128, dropout=0.0, activation="gelu", norm_first=True)
+        self.decoder = nn.TransformerDecoder(layer, 2)
+
+    def forward(self, tgt, memory):
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[0])
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask)
+
+
+def torch_decoder():
+    inputs = [float_input("tgt", ["tgt_seq", "batch", D_MODEL]), float_input("memory", ["src_seq", "batch", D_MODEL])]
+    example = (torch.randn(5, 2, D_MODEL), torch.randn(6, 2, D_MODEL))
+    return TorchDecoder(), example, inputs, {"y": {0: "tgt_seq", 1: "batch"}}, ENCDEC_SHAPES
+
+
+class TorchMultiheadAttention(nn.Module):
+    """A bare nn.MultiheadAttention with kdim/vdim != embed_dim (separate projection weights)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(D_MODEL, 4, kdim=48, vdim=40, batch_first=True)
+
+    def forward(self, query, key, value, padding):
+        return self.attention(query, key, value, key_padding_mask=padding, need_weights=False)[0]
+
+
+def torch_mha():
+    inputs = [float_input("query", ["batch", "tgt_seq", D_MODEL]), float_input("key", ["batch", "src_seq", 48]),
+              float_input("value", ["batch", "src_seq", 40]), padding_input("padding", "src_seq")]
+    example = (torch.randn(2, 5, D_MODEL), torch.randn(2, 6, 48), torch.randn(2, 6, 40), example_padding(2, 6))
+    return TorchMultiheadAttention(), example, inputs, {"y": {0: "batch", 1: "tgt_seq"}}, ENCDEC_SHAPES
+
+
+# name: (builder, seed, description)
+FAMILIES = {
+    "hf_gpt2": (hf_gpt2, 2001, "HF GPT2LMHeadModel, 2 layers, hidden 64, 4 heads"),
+    "hf_bert": (hf_bert, 2002, "HF BertModel, 2 layers, padding mask"),
+    "hf_roberta": (hf_roberta, 2003, "HF RobertaModel, 2 layers, padding mask"),
+    "hf_distilbert": (hf_distilbert, 2004, "HF DistilBertModel, 2 layers, finite-fill Where mask"),
+    "hf_clip_text": (hf_clip_text, 2006, "HF CLIPTextModel, 2 layers, causal + padding mask, heads in batch"),
+    "hf_llama": (lambda: hf_llama(False), 2007, "HF LlamaModel, 2 layers, GQA 4/2, no attention mask"),
+    "hf_bart": (hf_bart, 2009, "HF BartModel, 2+2 layers, heads in batch, cross attention"),
+    "hf_t5": (hf_t5, 2010, "HF T5Model, 2+2 layers, relative position buckets, RMS-style norm"),
+    "hf_vit": (hf_vit, 2011, "HF ViTModel, 8x8 patches on 32x32, 2 layers"),
+    "hf_whisper_encoder": (hf_whisper_encoder, 2012, "HF Whisper encoder, two Conv1d, 2 layers, heads in batch"),
+    "nn_encoder_post_relu_padding": (torch_encoder(False, False, "relu", "padding"), 2101,
+                                     "nn.TransformerEncoder, seq-first, post-LN, ReLU, key-padding mask"),
+    "nn_encoder_bf_pre_gelu_causal": (torch_encoder(True, True, "gelu", "causal"), 2102,
+                                      "nn.TransformerEncoder, batch_first, pre-LN, GELU, causal mask"),
+    "nn_encoder_bf_post_gelu_both": (torch_encoder(True, False, "gelu", "both"), 2103,
+                                        "nn.TransformerEncoder, batch_first, post-LN, GELU, causal + key-padding"),
+    "nn_encoder_pre_relu_causal": (torch_encoder(False, True, "relu", "causal"), 2104,
+                                   "nn.TransformerEncoder, seq-first, pre-LN, ReLU, causal mask"),
+    "nn_transformer": (torch_transformer, 2105,
+                       "nn.Transformer 2+2, sequence-first, causal tgt_mask, source key-padding mask"),
+    "nn_decoder": (torch_decoder, 2106, "nn.TransformerDecoder 2 layers, seq-first, pre-LN, GELU, causal"),
+    "nn_mha": (torch_mha, 2107, "nn.MultiheadAttention, kdim 48 / vdim 40, key-padding mask"),
+}
+
+# Registered once ScatterND (LLaMA's mask) and GatherElements (DeBERTa's relative positions) import.
+NEEDS_SCATTER_GATHER = {
+    "hf_deberta_v2": (hf_deberta_v2, 2005, "HF DebertaV2Model, 2 layers, disentangled relative attention"),
+    "hf_llama_mask": (lambda: hf_llama(True), 2008, "HF LlamaModel, 2 layers, GQA 4/2, attention mask"),
+}
+
+# What the differential check varies where the symbolic dims do not say it (build_models.DIFFERENTIAL).
+DIFFERENTIAL = {
+    "hf_vit": {"batches": [1, 2, 7, 33], "reason": "ViT's position table has one row per 8x8 patch of the 32x32 "
+                                                   "image plus the class token"},
+    "hf_whisper_encoder": {"batches": [1, 2, 7, 33], "reason": "Whisper's encoder takes exactly "
+                                                               f"{WHISPER_FRAMES} frames"},
+}
