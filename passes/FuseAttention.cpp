@@ -63,6 +63,7 @@ struct Heads3d {
   int64_t heads = 0, size = 0;
   bool sliced = false;
   int64_t begin = 0, end = 0;
+  bool seqFirst = false; // source is [S, b, h*d] (torch's nn.MultiheadAttention)
 };
 
 /// A mask term between the scale and Softmax.
@@ -180,6 +181,12 @@ std::optional<Heads3d> headsSource(const Value *v4) {
       return Heads3d{source, *heads, *size};
     return std::nullopt;
   }
+  // Sequence-first: Transpose(Reshape(P [S, b, h*d] -> [S, b, h, d])) {perm = [1, 2, 0, 3]}.
+  if (isPerm(node, {1, 2, 0, 3})) {
+    if (Value *source = splitLastAxisSource(node->operand(0), 2))
+      return Heads3d{source, *heads, *size, false, 0, 0, /*seqFirst=*/true};
+    return std::nullopt;
+  }
   // ViT: Gather(Transpose(Reshape(qkv -> [b,S,k,h,d])) {perm = [2,0,3,1,4]}, i).
   if (node && node->kind() == OpKind::Gather && node->getInt("axis", 0) == 0) {
     std::optional<double> index = scalarConstant(node->operand(1));
@@ -203,18 +210,22 @@ struct KeyForms {
   Value *k4 = nullptr;         // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
   int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
   Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
+  std::vector<int64_t> splitToK4; // the perm from splitHeads to the 4-D K
   std::optional<Heads3d> k3;
 };
 
 KeyForms keyForms(Value *kt, double &scale) {
   KeyForms forms;
   Node *node = kt->definingNode();
-  if (isPerm(node, {0, 2, 3, 1})) {
+  if (isPerm(node, {0, 2, 3, 1}) || isPerm(node, {1, 2, 3, 0})) {
+    // [b, Skv, h, d] (or sequence-first [Skv, b, h, d]) straight to Kᵀ.
+    bool seqFirst = isPerm(node, {1, 2, 3, 0});
     forms.splitHeads = node->operand(0);
+    forms.splitToK4 = seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
     const Shape &shape = kt->shape();
     std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
     if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
-      forms.k3 = Heads3d{source, *heads, *size};
+      forms.k3 = Heads3d{source, *heads, *size, false, 0, 0, seqFirst};
   } else if (isPerm(node, {0, 1, 3, 2})) {
     forms.k4 = stripScale(node->operand(0), scale);
     if (Value *kv = repeatedKvSource(forms.k4, forms.group))
@@ -224,21 +235,37 @@ KeyForms keyForms(Value *kt, double &scale) {
   return forms;
 }
 
+/// The Reshape merging heads after the transposed output.
+struct MergeRoot {
+  Node *reshape = nullptr;
+  bool seqFirst = false; // [Sq, b, h*dv] (or its [Sq*b, h*dv] view)
+};
+
 /// The Reshape merging heads after the transposed output: its node, or null.
-Node *mergeHeadsRoot(const Graph &graph, const Value *o4) {
+/// [b, h, Sq, dv] -> Transpose [0, 2, 1, 3] -> Reshape [b, Sq, h*dv], or the
+/// sequence-first Transpose [2, 0, 1, 3] -> Reshape [Sq, b, h*dv] or the
+/// [Sq*b, h*dv] that torch's out_proj reads.
+MergeRoot mergeHeadsRoot(const Graph &graph, const Value *o4) {
   Node *transpose = soleUser(graph, o4);
-  if (!isPerm(transpose, {0, 2, 1, 3}))
-    return nullptr;
+  bool seqFirst = isPerm(transpose, {2, 0, 1, 3});
+  if (!isPerm(transpose, {0, 2, 1, 3}) && !seqFirst)
+    return {};
   Node *reshape = soleUser(graph, transpose->result(0));
   if (!reshape || reshape->kind() != OpKind::Reshape || reshape->operand(0) != transpose->result(0))
-    return nullptr;
+    return {};
   const Shape &in = o4->shape(), &out = reshape->result(0)->shape();
   std::optional<int64_t> heads = constantDim(in, 1), size = constantDim(in, 3);
-  std::optional<int64_t> merged = constantDim(out, 2);
-  if (!out.isRanked() || out.rank() != 3 || out[0] != in[0] || out[1] != in[2] || !heads || !size ||
-      !merged || *merged != *heads * *size)
-    return nullptr;
-  return reshape;
+  if (!out.isRanked() || !heads || !size)
+    return {};
+  std::optional<int64_t> merged = constantDim(out, out.rank() - 1);
+  if (!merged || *merged != *heads * *size)
+    return {};
+  const Dim &outer = seqFirst ? in[2] : in[0], &inner = seqFirst ? in[0] : in[2];
+  bool split = out.rank() == 3 && out[0] == outer && out[1] == inner;
+  bool flat = seqFirst && out.rank() == 2 && out[0] == outer * inner;
+  if (!split && !flat)
+    return {};
+  return {reshape, seqFirst};
 }
 
 /// Whether `value` is computed (through masks and scales) from a MatMul.
@@ -297,12 +324,42 @@ bool feedsOnly(const Graph &graph, const Value *value, const Node *consumer,
   return consumed;
 }
 
+/// Whether the Softmax input is a MatMul's result under masks, scales and
+/// Casts (the scores of a dot-product attention of any rank).
+bool scoresFromMatMul(const Value *value) {
+  for (int depth = 0; value && depth < 16; ++depth) {
+    const Node *node = value->definingNode();
+    if (!node)
+      return false;
+    switch (node->kind()) {
+    case OpKind::MatMul:
+      return true;
+    case OpKind::Cast:
+    case OpKind::Reshape:
+      value = node->operand(0);
+      continue;
+    case OpKind::Where:
+      return leadsToScoreMatMul(node->operand(1)) || leadsToScoreMatMul(node->operand(2));
+    default:
+      return leadsToScoreMatMul(value);
+    }
+  }
+  return false;
+}
+
 CoreMatch matchCore(const Graph &graph, Node &softmax) {
   CoreMatch m;
   m.softmax = &softmax;
   const Shape &shape = softmax.result(0)->shape();
+  // The first check is the one that tells what the candidate is: additive
+  // (Bahdanau) or graph attention scores come from no MatMul, whatever
+  // their rank.
+  if (!scoresFromMatMul(softmax.operand(0)))
+    throw Rejection{"scores do not come from a MatMul (not dot-product attention)"};
   if (!shape.isRanked() || shape.rank() != 4)
-    throw Rejection{"scores are not 4-D [batch, heads, q, k]"};
+    throw Rejection{shape.isRanked() && shape.rank() == 3
+                        ? "scores are 3-D and lift-batched-heads did not split their heads"
+                        : "scores are not 4-D [batch, heads, q, k]"};
   int64_t axis = softmax.getInt("axis", -1);
   if (axis != -1 && axis != 3)
     throw Rejection{"Softmax is not over the last (key) axis"};
@@ -545,8 +602,10 @@ private:
       };
       std::vector<Value *> dims; // one 1-element tensor per axis of the scores
       if (q3) {
-        dims = {dimsOf(q3->source, 0, 1), constantI64(graph, "attention.heads", {q3->heads}),
-                dimsOf(q3->source, 1, 2), dimsOf(v3->source, 1, 2)};
+        int64_t batchAxis = q3->seqFirst ? 1 : 0, seqAxis = q3->seqFirst ? 0 : 1;
+        dims = {dimsOf(q3->source, batchAxis, batchAxis + 1),
+                constantI64(graph, "attention.heads", {q3->heads}),
+                dimsOf(q3->source, seqAxis, seqAxis + 1), dimsOf(v3->source, seqAxis, seqAxis + 1)};
       } else {
         Value *bhs = dimsOf(core.q, 0, 3);
         dims = {bhs, dimsOf(v4, 2, 3)};
@@ -588,10 +647,20 @@ private:
       throw Rejection{"K and V are repeated for grouped heads differently"};
     const int64_t group = key.group;
     std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(v4);
-    Node *merge = mergeHeadsRoot(graph, core.output->result(0));
-    bool threeD = q3 && key.k3 && v3 && merge && key.k3->heads == v3->heads &&
-                  q3->heads == key.k3->heads * group;
-    Node *root = threeD ? merge : core.output;
+    MergeRoot merge = mergeHeadsRoot(graph, core.output->result(0));
+    bool threeD = q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
+                  q3->heads == key.k3->heads * group && q3->seqFirst == merge.seqFirst &&
+                  key.k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
+    Node *root = threeD ? merge.reshape : core.output;
+    if (threeD) {
+      // A scale applied to the projection before the head split (BART's
+      // q_proj(x) * scaling) joins the op's scale: the op reads the
+      // unscaled projection, and the Mul is left dead.
+      if (!q3->sliced)
+        q3->source = stripScale(q3->source, scale);
+      if (!key.k3->sliced)
+        key.k3->source = stripScale(key.k3->source, scale);
+    }
     std::string base = core.softmax->name().empty() ? "attention" : core.softmax->name();
 
     std::vector<Node *> created;
@@ -607,7 +676,7 @@ private:
         Value *k4 = key.k4;
         if (!k4 && key.splitHeads)
           k4 = create(graph, created, OpKind::Transpose, {key.splitHeads}, base + ".k", root,
-                      {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
+                      {{"perm", Attribute(key.splitToK4)}})
                    ->result(0);
         else if (!k4)
           k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", root,
@@ -629,6 +698,8 @@ private:
       if (threeD) {
         attention->setAttr("q_num_heads", Attribute(q3->heads));
         attention->setAttr("kv_num_heads", Attribute(key.k3->heads));
+        if (merge.seqFirst)
+          attention->setAttr("seq_first", Attribute(int64_t(1)));
       }
       const KeyBand &band = masks.band;
       if (band.above == 0 && !band.isEverything())
@@ -637,12 +708,22 @@ private:
         attention->setAttr("window", Attribute(band.below));
       InferenceContext inference(graph);
       inferNodeShapes(*attention, inference);
-      if (attention->result(0)->type() != root->result(0)->type())
+      Value *result = attention->result(0);
+      if (threeD && root->result(0)->shape().rank() == 2) {
+        // torch's out_proj reads the [Sq*b, h*dv] view of [Sq, b, h*dv].
+        const Shape &flat = root->result(0)->shape();
+        std::optional<int64_t> width = flat[1].constant();
+        result = create(graph, created, OpKind::Reshape,
+                        {result, constantI64(graph, base + ".flat", {-1, *width})},
+                        base + ".flat", root)
+                     ->result(0);
+      }
+      if (result->type() != root->result(0)->type())
         throw Rejection{"the fused op's result type differs from the pattern's"};
       std::string resultName = root->result(0)->name();
-      graph.replaceAllUsesWith(root->result(0), attention->result(0));
+      graph.replaceAllUsesWith(root->result(0), result);
       graph.eraseNode(root);
-      graph.renameValue(attention->result(0), resultName);
+      graph.renameValue(result, resultName);
     } catch (const Error &) {
       rollBack(graph, created, assumptionsBefore);
       throw Rejection{"shape inference rejects the fused op"};

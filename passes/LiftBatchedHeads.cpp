@@ -158,6 +158,7 @@ public:
 
   void run() {
     match();
+    insertBefore_ = output_;
     rewrite();
   }
 
@@ -169,6 +170,7 @@ private:
   std::optional<FoldedOperand> q_, k_, v_;
   int64_t heads_ = 0;
   std::vector<Node *> created_;
+  Node *insertBefore_ = nullptr; // where created nodes go: before the value MatMul
   // One context for every created node, so that the contents of the Shape
   // and Concat computing a Reshape target reach the Reshape's rule.
   InferenceContext inference_;
@@ -304,7 +306,8 @@ private:
 
   Node *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
                const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
-    Node *node = graph_.createNode(kind, operands, 1, name, {graph_.uniqueName(name)}, output_);
+    Node *node =
+        graph_.createNode(kind, operands, 1, name, {graph_.uniqueName(name)}, insertBefore_);
     created_.push_back(node);
     for (const auto &[key, value] : attributes)
       node->setAttr(key, value);
@@ -329,18 +332,14 @@ private:
   Value *lift(const FoldedOperand &op, const std::string &name) {
     Value *value = op.source;
     if (op.form == FoldedOperand::SeqFirstProjection) {
-      // [S, b, h*d] -> [b, S, h*d] -> [b, S, h, d] -> [b, h, S, d]: the
-      // batch-first projection fuse-attention reads in place.
-      Value *batchFirst =
-          create(OpKind::Transpose, {value}, name + ".batch_first",
-                 {{"perm", Attribute(std::vector<int64_t>{1, 0, 2})}})
-              ->result(0);
+      // [S, b, h*d] -> [S, b, h, d] -> [b, h, S, d]: the sequence-first
+      // head split fuse-attention reads in place (seq_first).
       Value *split = create(OpKind::Reshape,
-                            {batchFirst, constantI64(name + ".split", {0, 0, op.heads, op.size})},
+                            {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
                             name + ".split")
                          ->result(0);
       value = create(OpKind::Transpose, {split}, name + ".heads",
-                     {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
+                     {{"perm", Attribute(std::vector<int64_t>{1, 2, 0, 3})}})
                   ->result(0);
     }
     for (auto it = op.scales.rbegin(); it != op.scales.rend(); ++it) {
@@ -396,7 +395,8 @@ private:
             operands.push_back(liftSide(operand, foldedBatch, base + ".mask4"));
         }
         Node *copy = graph_.createNode(node->kind(), operands, 1, node->name(),
-                                       {graph_.uniqueName(node->result(0)->name() + ".4d")}, output_);
+                                       {graph_.uniqueName(node->result(0)->name() + ".4d")},
+                                       insertBefore_);
         created_.push_back(copy);
         for (const auto &[key, value] : node->attributes())
           copy->setAttr(key, value);
@@ -425,12 +425,49 @@ private:
       graph_.replaceAllUsesWith(output_->result(0), o3);
       graph_.eraseNode(output_);
       graph_.renameValue(o3, name);
+      if (q_->form == FoldedOperand::SeqFirstProjection)
+        mergeSequenceFirst(o4, o3, base);
     } catch (const Error &) {
       rollBack(assumptionsBefore);
       throw Rejection{"shape inference rejects the lifted ops"};
     } catch (const Rejection &) {
       rollBack(assumptionsBefore);
       throw;
+    }
+  }
+
+  /// torch merges the heads of the folded result with Transpose {[1, 0, 2]}
+  /// to [Sq, b*h, dv] (then a Reshape to [Sq*b, h*dv]): that Transpose is
+  /// rebuilt from the 4-D result as Transpose {[2, 0, 1, 3]} to [Sq, b, h, dv]
+  /// and a Reshape, which the cleanup merges with the Reshape after it, so
+  /// that fuse-attention finds the sequence-first head merge it reads in place.
+  void mergeSequenceFirst(Value *o4, Value *o3, const std::string &base) {
+    Node *merge = soleUser(graph_, o3);
+    if (!isPerm(merge, {1, 0, 2}))
+      return;
+    created_.clear(); // what was created so far stays whatever happens here
+    insertBefore_ = merge;
+    std::optional<int64_t> size = o4->shape()[3].constant();
+    if (!size)
+      return;
+    try {
+      Value *heads = create(OpKind::Transpose, {o4}, base + ".merge",
+                            {{"perm", Attribute(std::vector<int64_t>{2, 0, 1, 3})}})
+                         ->result(0);
+      Value *folded =
+          create(OpKind::Reshape, {heads, constantI64(base + ".merge.shape", {0, -1, *size})},
+                 base + ".merge")
+              ->result(0);
+      if (folded->type() != merge->result(0)->type()) {
+        rollBack(graph_.assumptions().size());
+        return;
+      }
+      std::string name = merge->result(0)->name();
+      graph_.replaceAllUsesWith(merge->result(0), folded);
+      graph_.eraseNode(merge);
+      graph_.renameValue(folded, name);
+    } catch (const Error &) {
+      rollBack(graph_.assumptions().size());
     }
   }
 

@@ -4,7 +4,11 @@
                                           [--seqs 128,512] [--threads 1,2] [--iters 30]
 
 Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
-vocab 30522, exported with torch.onnx at opset 17, random weights); the other names are the
+vocab 30522, exported with torch.onnx at opset 17, random weights); `gpt2_small` is HF
+transformers' own GPT2LMHeadModel at GPT-2 small's size (12 layers, hidden 768, 12 heads, vocab
+50257; random weights, opset 17, exported as the library writes it); `bart_base` is HF's
+BartModel at bart-base's size (6+6 layers, hidden 768, 12 heads, FFN 3072, vocab 50265), run at
+source 128 / target 32 whatever --seqs says; the other names are the
 transformer test models of tests/models (built into build/models by build_models.py).
 
 For every model, sequence length and thread count it prints onnxc's and ORT's latency (min and
@@ -58,6 +62,59 @@ def build_minilm(directory: str) -> dict:
     axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
             "last_hidden_state": {0: "batch", 1: "seq"}}
     zoo.export_onnx(model, (ids, mask), path, ["input_ids", "attention_mask"], ["last_hidden_state"], axes, 17)
+    return entry
+
+
+def build_gpt2_small(directory: str) -> dict:
+    """HF GPT2LMHeadModel with GPT-2 small's config and random weights, exported once."""
+    path = os.path.join(directory, "gpt2_small_op17.onnx")
+    entry = {"name": "gpt2_small", "file": path,
+             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "seq"],
+                         "generator": {"kind": "token_ids", "low": 0, "high": 50257}}],
+             "max_seq": 1024}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers
+    import library_models
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    model = library_models.FirstOutput(
+        transformers.GPT2LMHeadModel(transformers.GPT2Config(use_cache=False)), ["input_ids"])
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    zoo.export_onnx(model, (torch.randint(0, 50257, (2, 5)),), path, ["input_ids"], ["logits"], axes, 17)
+    return entry
+
+
+def build_bart_base(directory: str) -> dict:
+    """HF BartModel with bart-base's config and random weights, exported once; fixed lengths."""
+    path = os.path.join(directory, "bart_base_op17.onnx")
+    ids = {"kind": "token_ids", "low": 3, "high": 50265}
+    entry = {"name": "bart_base", "file": path,
+             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "src_seq"], "generator": ids},
+                        {"name": "attention_mask", "dtype": "int64", "shape": ["batch", "src_seq"],
+                         "generator": {"kind": "attention_mask"}},
+                        {"name": "decoder_input_ids", "dtype": "int64", "shape": ["batch", "tgt_seq"],
+                         "generator": ids}],
+             "dims": {"src_seq": 128, "tgt_seq": 32}}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers
+    import library_models
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    # BartConfig's defaults are bart-large's; these are bart-base's.
+    config = transformers.BartConfig(d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
+                                     decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072,
+                                     use_cache=False)
+    model = library_models.FirstOutput(transformers.BartModel(config),
+                                       ["input_ids", "attention_mask", "decoder_input_ids"])
+    example = (torch.randint(3, 50265, (2, 6)), torch.ones(2, 6, dtype=torch.int64), torch.randint(3, 50265, (2, 5)))
+    axes = {"input_ids": {0: "batch", 1: "src_seq"}, "attention_mask": {0: "batch", 1: "src_seq"},
+            "decoder_input_ids": {0: "batch", 1: "tgt_seq"}, "last_hidden_state": {0: "batch", 1: "tgt_seq"}}
+    zoo.export_onnx(model, example, path, ["input_ids", "attention_mask", "decoder_input_ids"],
+                    ["last_hidden_state"], axes, 17)
     return entry
 
 
@@ -126,15 +183,17 @@ def main() -> int:
 
     entries = {}
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    if "minilm" in names:
-        entries["minilm"] = build_minilm(args.workdir)
-    if any(n != "minilm" for n in names):
+    builders = {"minilm": build_minilm, "gpt2_small": build_gpt2_small, "bart_base": build_bart_base}
+    for n in names:
+        if n in builders:
+            entries[n] = builders[n](args.workdir)
+    if any(n not in builders for n in names):
         zoo = test_model_entries(os.path.join(REPO, "build", "models"))
         for n in names:
-            if n != "minilm":
+            if n not in builders:
                 entries[n] = zoo[n]
 
-    print(f"{'model':<12} {'seq':>4} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
+    print(f"{'model':<12} {'seq':>7} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
           f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|")
     notes = []
     for name in names:
@@ -143,12 +202,15 @@ def main() -> int:
         start = time.perf_counter()
         run([args.onnxc, "compile", entry["file"], "-o", library])
         compile_s = time.perf_counter() - start
-        for seq in [int(s) for s in args.seqs.split(",")]:
+        fixed = entry.get("dims")
+        for seq in [0] if fixed else [int(s) for s in args.seqs.split(",")]:
             limit = entry.get("max_seq")
             if limit and seq > limit:
                 notes.append(f"{name}: seq {seq} skipped (model positions {limit})")
                 continue
-            feeds = make_inputs(entry, {"batch": 1, "seq": seq}, seed=0)
+            dims = {"batch": 1, **fixed} if fixed else {"batch": 1, "seq": seq}
+            label = "/".join(str(v) for v in fixed.values()) if fixed else str(seq)
+            feeds = make_inputs(entry, dims, seed=0)
             with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
                 inputs = []
                 for input_name, value in feeds.items():
@@ -162,13 +224,13 @@ def main() -> int:
                         ours = onnxc_bench(args.onnxc, library, inputs, threads, args.iters)
                         diff = max_difference(args.onnxc, library, inputs, ort_outputs, workdir)
                     except RuntimeError as error:
-                        notes.append(f"{name} seq {seq} threads {threads}: {str(error).splitlines()[-1]}")
+                        notes.append(f"{name} seq {label} threads {threads}: {str(error).splitlines()[-1]}")
                         continue
                     ratio = ours["min_ms"] / theirs["min_ms"]
-                    print(f"{name:<12} {seq:>4} {threads:>3} | {ours['min_ms']:>9.2f} {ours['median_ms']:>8.2f} |"
+                    print(f"{name:<12} {label:>7} {threads:>3} | {ours['min_ms']:>9.2f} {ours['median_ms']:>8.2f} |"
                           f" {theirs['min_ms']:>8.2f} {theirs['median_ms']:>8.2f} | {ratio:>5.2f} |"
                           f" {ours['peak_mib']:>9.1f} {theirs['peak_mib']:>8.1f} | {diff:.2e}", flush=True)
-                    notes.append(f"{name} seq {seq} threads {threads}: onnxc .so load {ours['load_ms']:.1f} ms"
+                    notes.append(f"{name} seq {label} threads {threads}: onnxc .so load {ours['load_ms']:.1f} ms"
                                  f" + session {ours['session_ms']:.2f} ms; ORT session creation"
                                  f" {theirs['session_ms']:.1f} ms")
         notes.append(f"{name}: onnxc compile {compile_s:.2f} s")

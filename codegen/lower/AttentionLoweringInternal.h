@@ -21,7 +21,11 @@ struct HeadLayout {
   Dim batch, head, position;
 };
 
-inline HeadLayout headLayout(bool is3d, const Dim &heads, const Dim &seq, const Dim &size) {
+/// `batch` matters only to the sequence-first 3-D layout [seq, batch, heads*size].
+inline HeadLayout headLayout(bool is3d, bool seqFirst, const Dim &batch, const Dim &heads,
+                             const Dim &seq, const Dim &size) {
+  if (is3d && seqFirst)
+    return {heads * size, size, batch * heads * size};
   if (is3d)
     return {seq * heads * size, size, heads * size};
   return {heads * seq * size, seq * size, size};
@@ -30,7 +34,7 @@ inline HeadLayout headLayout(bool is3d, const Dim &heads, const Dim &seq, const 
 /// An Attention node's dims in the 4-D view and the layouts of Q, K, V, Y.
 struct AttentionShape {
   DType dtype = DType::F32;
-  bool is3d = false, hasPast = false;
+  bool is3d = false, seqFirst = false, hasPast = false;
   Dim batch, qHeads, kvHeads, qSeq, kvSeq, past = Dim(0), total, headSize, vHeadSize;
   HeadLayout q, k, v, y;
 };

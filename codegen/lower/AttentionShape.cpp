@@ -75,20 +75,25 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
     ctx.unsupported(node, "Q, K, V must all be 3-D or all 4-D, got " + q.str() + ", " + k.str() +
                               ", " + v.str());
   s.is3d = q.rank() == 3;
-  s.batch = q[0];
+  // onnxc's seq_first: the 3-D operands and Y are [seq, batch, heads*size].
+  s.seqFirst = node.getInt("seq_first", 0) != 0;
+  if (s.seqFirst && !s.is3d)
+    ctx.unsupported(node, "seq_first needs the 3-D form");
+  size_t batchAxis = s.seqFirst ? 1 : 0, seqAxis = s.seqFirst ? 0 : 1;
+  s.batch = q[batchAxis];
   if (s.is3d) {
     int64_t qHeads = node.requireInt("q_num_heads"), kvHeads = node.requireInt("kv_num_heads");
     if (qHeads <= 0 || kvHeads <= 0)
       ctx.unsupported(node, "q_num_heads and kv_num_heads must be positive");
     s.qHeads = Dim(qHeads);
     s.kvHeads = Dim(kvHeads);
-    s.qSeq = q[1];
-    s.kvSeq = k[1];
+    s.qSeq = q[seqAxis];
+    s.kvSeq = k[seqAxis];
     s.headSize = headSizeOf(ctx, node, q[2], qHeads, "Q");
     requireSame(ctx, node, headSizeOf(ctx, node, k[2], kvHeads, "K"), s.headSize,
                 "key and query head sizes");
     s.vHeadSize = headSizeOf(ctx, node, v[2], kvHeads, "V");
-    requireSame(ctx, node, v[1], s.kvSeq, "key and value lengths");
+    requireSame(ctx, node, v[seqAxis], s.kvSeq, "key and value lengths");
   } else {
     s.qHeads = q[1];
     s.qSeq = q[2];
@@ -100,8 +105,8 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
     requireSame(ctx, node, v[1], s.kvHeads, "key and value head counts");
     requireSame(ctx, node, v[2], s.kvSeq, "key and value lengths");
   }
-  requireSame(ctx, node, k[0], s.batch, "query and key batch sizes");
-  requireSame(ctx, node, v[0], s.batch, "query and value batch sizes");
+  requireSame(ctx, node, k[batchAxis], s.batch, "query and key batch sizes");
+  requireSame(ctx, node, v[batchAxis], s.batch, "query and value batch sizes");
   std::optional<int64_t> qHeads = s.qHeads.constant(), kvHeads = s.kvHeads.constant();
   if (!qHeads || !kvHeads || *kvHeads <= 0 || *qHeads % *kvHeads != 0)
     ctx.unsupported(node, "query heads " + s.qHeads.str() +
@@ -127,10 +132,10 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
   s.total = s.past + s.kvSeq;
   if (const Value *mask = node.operand(3))
     checkMask(ctx, node, s, *mask);
-  s.q = headLayout(s.is3d, s.qHeads, s.qSeq, s.headSize);
-  s.k = headLayout(s.is3d, s.kvHeads, s.kvSeq, s.headSize);
-  s.v = headLayout(s.is3d, s.kvHeads, s.kvSeq, s.vHeadSize);
-  s.y = headLayout(s.is3d, s.qHeads, s.qSeq, s.vHeadSize);
+  s.q = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.headSize);
+  s.k = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.headSize);
+  s.v = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.vHeadSize);
+  s.y = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.vHeadSize);
   return s;
 }
 

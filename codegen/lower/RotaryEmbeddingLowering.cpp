@@ -49,7 +49,7 @@ RotaryShape rotaryShape(const LoweringContext &ctx, const Node &node) {
   } else {
     ctx.unsupported(node, "input must be 3-D or 4-D, got " + xs.str());
   }
-  r.layout = headLayout(xs.rank() == 3, r.heads, r.seq, r.headSize);
+  r.layout = headLayout(xs.rank() == 3, /*seqFirst=*/false, r.batch, r.heads, r.seq, r.headSize);
 
   int64_t rotary = node.getInt("rotary_embedding_dim", 0);
   r.rotaryDim = rotary == 0 ? r.headSize : Dim(rotary);

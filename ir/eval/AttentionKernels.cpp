@@ -69,7 +69,8 @@ struct Heads {
 
 /// Reads Q, K or V as [batch, heads, seq, size]; a 3-D tensor is
 /// [batch, seq, heads*size] and is split into `heads3d` heads.
-Heads readHeads(const Node &node, const Tensor &t, int64_t heads3d, const char *what) {
+Heads readHeads(const Node &node, const Tensor &t, int64_t heads3d, const char *what,
+                bool seqFirst = false) {
   const std::vector<int64_t> &d = t.dims();
   if (t.rank() == 4) {
     Heads h(d[0], d[1], d[2], d[3]);
@@ -79,12 +80,15 @@ Heads readHeads(const Node &node, const Tensor &t, int64_t heads3d, const char *
   if (heads3d <= 0 || d[2] % heads3d != 0)
     fail(node.describe(), ": hidden size ", d[2], " of ", what, " is not a multiple of ",
          heads3d, " heads");
-  Heads h(d[0], heads3d, d[1], d[2] / heads3d);
+  // [batch, seq, hidden], or [seq, batch, hidden] with onnxc's seq_first.
+  Heads h(seqFirst ? d[1] : d[0], heads3d, seqFirst ? d[0] : d[1], d[2] / heads3d);
   for (int64_t b = 0; b < h.batch; ++b)
     for (int64_t s = 0; s < h.seq; ++s)
       for (int64_t head = 0; head < h.heads; ++head)
-        for (int64_t i = 0; i < h.size; ++i)
-          h.at(b, head, s, i) = t.elementAsDouble(((b * h.seq + s) * h.heads + head) * h.size + i);
+        for (int64_t i = 0; i < h.size; ++i) {
+          int64_t row = seqFirst ? s * h.batch + b : b * h.seq + s;
+          h.at(b, head, s, i) = t.elementAsDouble((row * h.heads + head) * h.size + i);
+        }
   return h;
 }
 
@@ -163,7 +167,7 @@ std::vector<double> attentionBias(const Node &node, const Tensor *mask, int64_t 
 struct AttentionInputs {
   Heads q, key, value; // key/value include the past
   int64_t past = 0;
-  bool is3d = false;
+  bool is3d = false, seqFirst = false;
 };
 
 AttentionInputs readAttentionInputs(const Node &node, const std::vector<const Tensor *> &operands) {
@@ -180,9 +184,12 @@ AttentionInputs readAttentionInputs(const Node &node, const std::vector<const Te
   in.is3d = q.rank() == 3;
   int64_t qHeads = in.is3d ? node.requireInt("q_num_heads") : 0;
   int64_t kvHeads = in.is3d ? node.requireInt("kv_num_heads") : 0;
-  in.q = readHeads(node, q, qHeads, "Q");
-  Heads key = readHeads(node, k, kvHeads, "K");
-  Heads value = readHeads(node, v, kvHeads, "V");
+  in.seqFirst = node.getInt("seq_first", 0) != 0;
+  if (in.seqFirst && !in.is3d)
+    fail(node.describe(), ": seq_first needs the 3-D form, got Q ", q.typeString());
+  in.q = readHeads(node, q, qHeads, "Q", in.seqFirst);
+  Heads key = readHeads(node, k, kvHeads, "K", in.seqFirst);
+  Heads value = readHeads(node, v, kvHeads, "V", in.seqFirst);
   if (key.batch != in.q.batch || value.batch != in.q.batch || key.size != in.q.size ||
       value.heads != key.heads || value.seq != key.seq)
     fail(node.describe(), ": attention shapes do not agree: Q ", q.typeString(), ", K ",
@@ -252,14 +259,19 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
 
   DType dtype = operands[0]->dtype();
   if (in.is3d) {
-    // Back to [batch, seq, heads*size].
+    // Back to [batch, seq, heads*size] (or [seq, batch, heads*size]).
     std::vector<double> flat(y.data.size());
     for (int64_t b = 0; b < y.batch; ++b)
       for (int64_t h = 0; h < y.heads; ++h)
         for (int64_t s = 0; s < y.seq; ++s)
-          for (int64_t d = 0; d < y.size; ++d)
-            flat[size_t(((b * y.seq + s) * y.heads + h) * y.size + d)] = y.at(b, h, s, d);
-    results[0] = makeTensor(dtype, {y.batch, y.seq, y.heads * y.size}, flat);
+          for (int64_t d = 0; d < y.size; ++d) {
+            int64_t row = in.seqFirst ? s * y.batch + b : b * y.seq + s;
+            flat[size_t((row * y.heads + h) * y.size + d)] = y.at(b, h, s, d);
+          }
+    std::vector<int64_t> dims = {y.batch, y.seq, y.heads * y.size};
+    if (in.seqFirst)
+      std::swap(dims[0], dims[1]);
+    results[0] = makeTensor(dtype, dims, flat);
   } else {
     results[0] = makeTensor(dtype, y.dims(), y.data);
   }

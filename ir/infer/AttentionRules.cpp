@@ -3,6 +3,8 @@
 // Shapes of the opset-23 Attention op: Q, K, V are all 4-D
 // [batch, heads, seq, head_size] or all 3-D [batch, seq, heads*head_size]
 // (with q_num_heads / kv_num_heads); the past caches extend the key length.
+// onnxc's own attribute seq_first = 1 makes the 3-D form [seq, batch,
+// heads*head_size] (torch's nn.MultiheadAttention layout), for Y too.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/infer/LinearAlgebraRulesInternal.h"
@@ -36,7 +38,11 @@ struct AttentionDims {
 
 AttentionDims attentionDims(InferenceContext &context, const Node &node, const Shape &q, const Shape &k, const Shape &v) {
   AttentionDims d;
-  d.batch = q[0];
+  bool seqFirst = node.getInt("seq_first", 0) != 0;
+  if (seqFirst && q.rank() != 3)
+    fail(node.describe(), ": seq_first needs the 3-D form, got Q ", q.str());
+  size_t batchAxis = seqFirst ? 1 : 0, seqAxis = seqFirst ? 0 : 1;
+  d.batch = q[batchAxis];
   if (q.rank() == 4) {
     d.qHeads = q[1], d.qSeq = q[2], d.headSize = q[3];
     d.kvHeads = k[1], d.kvSeq = k[2], d.kHeadSize = k[3], d.vHeadSize = v[3];
@@ -46,7 +52,7 @@ AttentionDims attentionDims(InferenceContext &context, const Node &node, const S
   int64_t qHeads = positiveIntAttr(node, "q_num_heads");
   int64_t kvHeads = positiveIntAttr(node, "kv_num_heads");
   d.qHeads = Dim(qHeads), d.kvHeads = Dim(kvHeads);
-  d.qSeq = q[1], d.kvSeq = k[1];
+  d.qSeq = q[seqAxis], d.kvSeq = k[seqAxis];
   d.headSize = headSizeOf(node, q[2], qHeads, "Q");
   d.kHeadSize = headSizeOf(node, k[2], kvHeads, "K");
   d.vHeadSize = headSizeOf(node, v[2], kvHeads, "V");
@@ -73,10 +79,12 @@ void inferAttention(Node &node, InferenceContext &context) {
          k.str(), ", ", v.str());
 
   AttentionDims d = attentionDims(context, node, q, k, v);
-  requireSameDim(context, node, q[0], k[0], "attention batch", q, k);
-  requireSameDim(context, node, q[0], v[0], "attention batch", q, v);
+  bool seqFirst = node.getInt("seq_first", 0) != 0;
+  size_t batchAxis = seqFirst ? 1 : 0, seqAxis = q.rank() == 4 ? 2 : seqFirst ? 0 : 1;
+  requireSameDim(context, node, q[batchAxis], k[batchAxis], "attention batch", q, k);
+  requireSameDim(context, node, q[batchAxis], v[batchAxis], "attention batch", q, v);
   requireSameDim(context, node, d.headSize, d.kHeadSize, "attention query/key head size", q, k);
-  requireSameDim(context, node, d.kvSeq, q.rank() == 4 ? v[2] : v[1], "attention key/value length", k, v);
+  requireSameDim(context, node, d.kvSeq, v[seqAxis], "attention key/value length", k, v);
   std::optional<int64_t> qHeads = d.qHeads.constant(), kvHeads = d.kvHeads.constant();
   if (qHeads && kvHeads && (*kvHeads == 0 || *qHeads % *kvHeads != 0))
     fail(node.describe(), ": ", *qHeads, " query heads are not a multiple of ", *kvHeads,
@@ -90,6 +98,7 @@ void inferAttention(Node &node, InferenceContext &context) {
     total = past.isRanked() ? past[2] + d.kvSeq : Dim::unknown();
   }
   Shape y = q.rank() == 4 ? Shape({d.batch, d.qHeads, d.qSeq, d.vHeadSize})
+            : seqFirst    ? Shape({d.qSeq, d.batch, d.vHeadSize * d.qHeads})
                           : Shape({d.batch, d.qSeq, d.vHeadSize * d.qHeads});
   std::vector<Shape> shapes = {y, Shape({d.batch, d.kvHeads, total, d.headSize}),
                                Shape({d.batch, d.kvHeads, total, d.vHeadSize}),

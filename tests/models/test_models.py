@@ -309,11 +309,7 @@ EXPECTED_FUSIONS.update({
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
 # (with K and V read before repeat_kv: no Expand may remain).
 REPEATED_KV = {"llama", "hf_llama"}
-# Also in the 4-D form: torch's sequence-first [S, b*h, d] plumbing, whose heads fuse-attention
-# reads through a transposed copy of each projection.
-FOUR_D_ATTENTION = REPEATED_KV | {"nn_encoder_post_relu_padding", "nn_encoder_bf_pre_gelu_causal",
-                                  "nn_encoder_bf_post_gelu_both", "nn_encoder_pre_relu_causal",
-                                  "nn_transformer", "nn_decoder", "nn_mha"}
+FOUR_D_ATTENTION = REPEATED_KV
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
 
