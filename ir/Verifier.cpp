@@ -177,6 +177,10 @@ void checkNodeAttributes(const Node &node) {
   case OpKind::Concat: checkAxis(node, /*required=*/true); break;
   case OpKind::Flatten: checkAxis(node, /*required=*/false, /*allowRank=*/true); break;
   case OpKind::Transpose: checkPerm(node); break;
+  case OpKind::AdditiveAttention:
+    if (const Attribute *fill = node.findAttr("mask_fill"); fill && !fill->isFloat())
+      fail(node.describe(), ": attribute 'mask_fill' must be a float");
+    break;
   default: break;
   }
 }

@@ -97,5 +97,6 @@ std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
 std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
+std::unique_ptr<Pass> createFuseAdditiveAttentionPass();
 
 } // namespace onnxc

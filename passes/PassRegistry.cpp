@@ -25,6 +25,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseSkipLayerNormPass,
     createLiftBatchedHeadsPass,
     createFuseAttentionPass,
+    createFuseAdditiveAttentionPass,
 };
 } // namespace
 

@@ -22,14 +22,16 @@ void addCleanup(PassManager &pm) {
 // The transformer fusions. Each matches exported patterns independently of
 // the others, except skip-LayerNorm, which takes the LayerNormalization ops
 // fuse-layernorm made (and the opset-17 ones) with the residual Add before
-// them. The cleanup after them removes what the fusions left dead.
+// them, and fuse-additive-attention, which takes the 3-D single-head
+// attention fuse-attention (4-D scores only) leaves. The cleanup after them
+// removes what the fusions left dead.
 void addFusions(PassManager &pm) {
   // Attention with the heads folded into the batch is first brought to the
   // [b, h, S, d] form; the cleanup merges the Reshape pairs that leaves.
   pm.addPass("lift-batched-heads");
   addCleanup(pm);
-  for (const char *name :
-       {"fuse-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+  for (const char *name : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+                           "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);
   addCleanup(pm);
 }

@@ -380,6 +380,7 @@ void lowerAttention(LoweringContext &ctx, const Node &node) {
 void registerAttentionLowerings(LoweringTable &table) {
   table.add(OpKind::Attention, lowerAttention);
   table.add(OpKind::RotaryEmbedding, lowerRotaryEmbedding);
+  table.add(OpKind::AdditiveAttention, lowerAdditiveAttention);
 }
 
 } // namespace onnxc::lower

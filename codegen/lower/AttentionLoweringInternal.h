@@ -81,5 +81,7 @@ struct MaskLayout {
 MaskLayout attentionMaskLayout(KernelBuilder &k, const Shape &shape);
 
 void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node);
+/// onnxc's AdditiveAttention (AdditiveAttentionLowering.cpp).
+void lowerAdditiveAttention(LoweringContext &ctx, const Node &node);
 
 } // namespace onnxc::lower

@@ -26,7 +26,7 @@ void registerMovementLowerings(LoweringTable &table);      // Reshape ... Trilu,
 void registerReductionLowerings(LoweringTable &table);     // Reduce*, ArgMax/Min, CumSum
 void registerNormalizationLowerings(LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
-void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryEmbedding
+void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryEmbedding, AdditiveAttention
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND

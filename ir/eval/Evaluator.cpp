@@ -18,6 +18,7 @@ const KernelTable &referenceKernels() {
     registerMovementKernels(t);
     registerLinearAlgebraKernels(t);
     registerAttentionKernels(t);
+    registerAdditiveAttentionKernels(t);
     registerConvolutionKernels(t);
     registerRecurrentKernels(t);
     registerScatterGatherKernels(t);

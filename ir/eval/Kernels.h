@@ -30,6 +30,7 @@ void registerNormalizationKernels(KernelTable &table); // Softmax, LogSoftmax, L
 void registerMovementKernels(KernelTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraKernels(KernelTable &table); // MatMul, Gemm, Einsum
 void registerAttentionKernels(KernelTable &table);     // Attention, RotaryEmbedding
+void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention (onnxc)
 void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND

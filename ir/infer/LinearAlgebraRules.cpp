@@ -360,6 +360,7 @@ EinsumSpec parseEinsumEquation(const Node &node, const std::string &equation,
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table) {
   registerMatMulFamilyShapeRules(table);
   registerAttentionShapeRules(table);
+  registerAdditiveAttentionShapeRules(table);
   registerConvolutionShapeRules(table);
   registerRecurrentShapeRules(table);
 }

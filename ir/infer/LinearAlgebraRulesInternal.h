@@ -18,6 +18,7 @@ namespace onnxc {
 
 void registerMatMulFamilyShapeRules(ShapeRuleTable &table); // MatMul, Gemm, Einsum
 void registerAttentionShapeRules(ShapeRuleTable &table);    // Attention, RotaryEmbedding
+void registerAdditiveAttentionShapeRules(ShapeRuleTable &table); // AdditiveAttention
 void registerConvolutionShapeRules(ShapeRuleTable &table);  // Conv
 void registerRecurrentShapeRules(ShapeRuleTable &table);    // LSTM, GRU, RNN
 

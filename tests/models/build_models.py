@@ -132,6 +132,34 @@ def torch_lstm_attn():
     return model, (src, tgt), inputs, {"logits": {0: "batch", 1: "tgt_seq"}}, shapes
 
 
+def torch_gru_bahdanau():
+    import torch
+    import transformers_zoo as zoo
+    cfg = zoo.GruBahdanauConfig()
+    model = zoo.GruBahdanauSeq2Seq(cfg)
+    src = torch.randint(1, cfg.src_vocab_size, (2, 6))
+    src[1, -2:] = cfg.pad_id
+    tgt = torch.randint(0, cfg.tgt_vocab_size, (2, 5))
+    inputs = [ids_input("src_ids", cfg.src_vocab_size, "src_seq", low=1, pad_id=cfg.pad_id),
+              ids_input("tgt_ids", cfg.tgt_vocab_size, "tgt_seq")]
+    shapes = [{"batch": 1, "src_seq": 7, "tgt_seq": 5}, {"batch": 2, "src_seq": 16, "tgt_seq": 11}]
+    return model, (src, tgt), inputs, {"logits": {0: "batch", 1: "tgt_seq"}}, shapes
+
+
+def torch_luong_attn():
+    import torch
+    import transformers_zoo as zoo
+    cfg = zoo.LuongConfig()
+    model = zoo.LuongAttentionSeq2Seq(cfg)
+    src = torch.randint(1, cfg.src_vocab_size, (2, 6))
+    src[1, -2:] = cfg.pad_id
+    tgt = torch.randint(0, cfg.tgt_vocab_size, (2, 5))
+    inputs = [ids_input("src_ids", cfg.src_vocab_size, "src_seq", low=1, pad_id=cfg.pad_id),
+              ids_input("tgt_ids", cfg.tgt_vocab_size, "tgt_seq")]
+    shapes = [{"batch": 1, "src_seq": 7, "tgt_seq": 5}, {"batch": 2, "src_seq": 16, "tgt_seq": 11}]
+    return model, (src, tgt), inputs, {"logits": {0: "batch", 1: "tgt_seq"}}, shapes
+
+
 TORCH_FAMILIES = {
     # name: (builder, seed, one-line description)
     "bert": (torch_bert, 1001, "BERT encoder, 6 post-LN layers, learned positions, GELU erf, padding mask"),
@@ -141,6 +169,9 @@ TORCH_FAMILIES = {
     "llama": (torch_llama, 1006, "LLaMA-style decoder, 2 layers, RMSNorm, rotary, GQA 4/2 heads, SwiGLU"),
     "lstm_attn": (torch_lstm_attn, 1005, "BiLSTM encoder, LSTM+GRU decoder, additive (Bahdanau) attention"),
     "alibi": (torch_alibi, 1007, "ALiBi decoder, 2 pre-LN layers, scores - slope * distance, causal"),
+    "gru_bahdanau": (torch_gru_bahdanau, 1011,
+                     "BiGRU encoder, GRU decoder, Bahdanau attention (bias in tanh, scored by Linear(A, 1), padding hidden)"),
+    "luong_attn": (torch_luong_attn, 1012, "GRU encoder-decoder, Luong dot (padding hidden) and general attention"),
 }
 # The libraries' own models: HF transformers and torch.nn (library_models.py).
 TORCH_FAMILIES.update(library_models.FAMILIES)

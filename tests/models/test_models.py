@@ -268,7 +268,8 @@ MODELS = [pytest.param(entry, id=entry["name"]) for entry in MANIFEST["models"]]
 # What -O2 must fuse in each model family (issue 4): every attention block into one Attention
 # op reading the projections in place (the 3-D form, with q_num_heads), every LayerNorm (alone,
 # or with the residual Add before it as SkipLayerNormalization) and every GELU. The recurrent
-# seq2seq's additive (Bahdanau) attention is not scaled dot-product attention: nothing to fuse.
+# seq2seq models' additive (Bahdanau) attention becomes AdditiveAttention, their 3-D Luong
+# attention a single-head Attention (fuse-additive-attention).
 EXPECTED_FUSIONS = {
     "bert": {"Attention": 6, "LayerNorm": 13, "Gelu": 6},
     "gpt": {"Attention": 4, "LayerNorm": 9, "Gelu": 4},
@@ -277,7 +278,9 @@ EXPECTED_FUSIONS = {
     "windowed_attn": {"Attention": 1, "LayerNorm": 1, "Gelu": 0},
     "llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "attention_op23": {"Attention": 2, "RMSNormalization": 3},
-    "lstm_attn": {"Attention": 0},
+    "lstm_attn": {"Attention": 0, "AdditiveAttention": 1},
+    "gru_bahdanau": {"Attention": 0, "AdditiveAttention": 1},
+    "luong_attn": {"Attention": 2, "AdditiveAttention": 0},
     "alibi": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
 }
 EXPECTED_FUSIONS.update(build_models.mask_models.EXPECTED_FUSIONS)
@@ -326,11 +329,12 @@ def test_fusions(entry, tmp_path):
         "LayerNorm": count_ops(text, "LayerNormalization") + count_ops(text, "SkipLayerNormalization"),
         "Gelu": count_ops(text, "Gelu"),
         "RMSNormalization": count_ops(text, "RMSNormalization"),
+        "AdditiveAttention": count_ops(text, "AdditiveAttention"),
     }
     assert {k: found[k] for k in expected} == expected, f"{entry['name']}: fused ops {found}"
     if entry["family"] in REPEATED_KV:
         assert count_ops(text, "Expand") == 0, f"{entry['name']}: repeat_kv's Expand remains"
-    if entry["family"] == "lstm_attn":
+    if entry["family"] in ("lstm_attn", "gru_bahdanau", "luong_attn"):  # tanh outside attention
         return
     if entry["family"] not in FOUR_D_ATTENTION:
         attention_lines = [line for line in text.splitlines() if "= Attention(" in line]

@@ -1,7 +1,7 @@
 """Small PyTorch transformers for onnxc's model tests and examples.
 
 Each module is written the way the popular implementations write it (HF BERT, GPT-2, the
-original Transformer, timm's ViT, HF LLaMA, a Bahdanau seq2seq), so that torch.onnx.export produces the
+original Transformer, timm's ViT, HF LLaMA, Bahdanau and Luong seq2seq), so that torch.onnx.export produces the
 graph shapes a compiler meets in the wild: hand-written attention with Reshape/Transpose
 plumbing, masks built from integer inputs, sliced constant buffers, Range-based positions.
 
@@ -556,6 +556,98 @@ class LstmAttentionSeq2Seq(nn.Module):
         weights = torch.softmax(scores, dim=-1)
         context = torch.bmm(weights, enc)                                 # [b, T, 2He]
         combined = torch.tanh(self.combine(torch.cat((dec, context), dim=-1)))
+        return self.out(combined)
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU seq2seq with Bahdanau attention as the tutorials write it: a bias inside the tanh, the
+# score Linear(A, 1) with its bias, and a source padding mask filled with -inf.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class GruBahdanauConfig:
+    src_vocab_size: int = 70
+    tgt_vocab_size: int = 80
+    embed: int = 24
+    encoder_hidden: int = 18     # per direction: values of 36, not a multiple of 8
+    decoder_hidden: int = 40
+    attention: int = 44          # not a multiple of 8 either
+    pad_id: int = 0
+
+
+class GruBahdanauSeq2Seq(nn.Module):
+    """src_ids [batch, src_seq], tgt_ids [batch, tgt_seq] -> logits [batch, tgt_seq, tgt_vocab].
+
+    Teacher-forced; score(t, s) = v^T tanh(W d_t + U h_s + b) + c, padded sources hidden.
+    """
+
+    def __init__(self, cfg: GruBahdanauConfig):
+        super().__init__()
+        enc_out = 2 * cfg.encoder_hidden
+        self.pad_id = cfg.pad_id
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.embed)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.embed)
+        self.encoder = nn.GRU(cfg.embed, cfg.encoder_hidden, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(enc_out, cfg.decoder_hidden)
+        self.decoder = nn.GRU(cfg.embed, cfg.decoder_hidden, batch_first=True)
+        self.query = nn.Linear(cfg.decoder_hidden, cfg.attention, bias=False)
+        self.key = nn.Linear(enc_out, cfg.attention, bias=False)
+        self.energy_bias = nn.Parameter(0.1 * torch.randn(cfg.attention))
+        self.v = nn.Linear(cfg.attention, 1)
+        self.out = nn.Linear(cfg.decoder_hidden + enc_out, cfg.tgt_vocab_size)
+
+    def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
+        enc, h_n = self.encoder(self.src_embed(src_ids))                  # enc: [b, S, 2He]
+        h0 = torch.tanh(self.bridge(torch.cat((h_n[0], h_n[1]), dim=-1))).unsqueeze(0)
+        dec, _ = self.decoder(self.tgt_embed(tgt_ids), h0)                # dec: [b, T, Hd]
+        energy = torch.tanh(self.query(dec).unsqueeze(2) + self.key(enc).unsqueeze(1)
+                            + self.energy_bias)                           # [b, T, S, A]
+        scores = self.v(energy).squeeze(-1)                               # [b, T, S]
+        scores = scores.masked_fill((src_ids == self.pad_id).unsqueeze(1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = torch.bmm(weights, enc)                                 # [b, T, 2He]
+        return self.out(torch.cat((dec, context), dim=-1))
+
+
+# ---------------------------------------------------------------------------------------------
+# GRU seq2seq with Luong attention, dot (d^T h) and general (d^T W h) side by side, single head.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class LuongConfig:
+    src_vocab_size: int = 60
+    tgt_vocab_size: int = 75
+    embed: int = 24
+    hidden: int = 32
+    pad_id: int = 0
+
+
+class LuongAttentionSeq2Seq(nn.Module):
+    """src_ids [batch, src_seq], tgt_ids [batch, tgt_seq] -> logits [batch, tgt_seq, tgt_vocab].
+
+    Both scores are 3-D [b, T, S] bmm products (no head split); the dot one hides padding.
+    """
+
+    def __init__(self, cfg: LuongConfig):
+        super().__init__()
+        self.pad_id = cfg.pad_id
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.embed)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.embed)
+        self.encoder = nn.GRU(cfg.embed, cfg.hidden, batch_first=True)
+        self.decoder = nn.GRU(cfg.embed, cfg.hidden, batch_first=True)
+        self.general = nn.Linear(cfg.hidden, cfg.hidden, bias=False)
+        self.combine = nn.Linear(3 * cfg.hidden, cfg.hidden)
+        self.out = nn.Linear(cfg.hidden, cfg.tgt_vocab_size)
+
+    def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
+        enc, h_n = self.encoder(self.src_embed(src_ids))                  # enc: [b, S, H]
+        dec, _ = self.decoder(self.tgt_embed(tgt_ids), h_n)               # dec: [b, T, H]
+        dot = torch.bmm(dec, enc.transpose(1, 2))                         # [b, T, S]
+        dot = dot.masked_fill((src_ids == self.pad_id).unsqueeze(1), float("-inf"))
+        context_dot = torch.bmm(torch.softmax(dot, dim=-1), enc)
+        general = torch.bmm(self.general(dec), enc.transpose(1, 2))
+        context_general = torch.bmm(torch.softmax(general, dim=-1), enc)
+        combined = torch.tanh(self.combine(torch.cat((dec, context_dot, context_general), dim=-1)))
         return self.out(combined)
 
 
