@@ -288,6 +288,8 @@ FAMILIES = {
     "hf_distilbert": (hf_distilbert, 2004, "HF DistilBertModel, 2 layers, finite-fill Where mask"),
     "hf_clip_text": (hf_clip_text, 2006, "HF CLIPTextModel, 2 layers, causal + padding mask, heads in batch"),
     "hf_llama": (lambda: hf_llama(False), 2007, "HF LlamaModel, 2 layers, GQA 4/2, no attention mask"),
+    "hf_deberta_v2": (hf_deberta_v2, 2005, "HF DebertaV2Model, 2 layers, disentangled relative attention"),
+    "hf_llama_mask": (lambda: hf_llama(True), 2008, "HF LlamaModel, 2 layers, GQA 4/2, attention mask"),
     "hf_bart": (hf_bart, 2009, "HF BartModel, 2+2 layers, heads in batch, cross attention"),
     "hf_t5": (hf_t5, 2010, "HF T5Model, 2+2 layers, relative position buckets, RMS-style norm"),
     "hf_vit": (hf_vit, 2011, "HF ViTModel, 8x8 patches on 32x32, 2 layers"),
@@ -306,11 +308,6 @@ FAMILIES = {
     "nn_mha": (torch_mha, 2107, "nn.MultiheadAttention, kdim 48 / vdim 40, key-padding mask"),
 }
 
-# Registered once ScatterND (LLaMA's mask) and GatherElements (DeBERTa's relative positions) import.
-NEEDS_SCATTER_GATHER = {
-    "hf_deberta_v2": (hf_deberta_v2, 2005, "HF DebertaV2Model, 2 layers, disentangled relative attention"),
-    "hf_llama_mask": (lambda: hf_llama(True), 2008, "HF LlamaModel, 2 layers, GQA 4/2, attention mask"),
-}
 
 # What the differential check varies where the symbolic dims do not say it (build_models.DIFFERENTIAL).
 DIFFERENTIAL = {

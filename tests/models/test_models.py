@@ -294,6 +294,11 @@ EXPECTED_FUSIONS.update({
     "hf_distilbert": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_clip_text": {"Attention": 2, "LayerNorm": 5, "Gelu": 0},
     "hf_llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
+    "hf_llama_mask": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
+    # Not fused yet: DeBERTa's disentangled scores (Q·Kᵀ plus c2p and p2c terms gathered by
+    # GatherElements, heads in the batch) meet XSoftmax's Where after the Softmax, which zeroes
+    # fully masked rows; the Attention op has no such semantics. Counted so a change shows.
+    "hf_deberta_v2": {"Attention": 0, "LayerNorm": 5, "Gelu": 2},
     "hf_bart": {"Attention": 6, "LayerNorm": 12, "Gelu": 4},
     "hf_t5": {"Attention": 6, "RMSNormalization": 12, "LayerNorm": 0},
     "hf_vit": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
@@ -308,7 +313,9 @@ EXPECTED_FUSIONS.update({
 })
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
 # (with K and V read before repeat_kv: no Expand may remain).
-REPEATED_KV = {"llama", "hf_llama"}
+REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask"}
+# Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
+UNFUSED_ATTENTION = {"hf_deberta_v2"}
 FOUR_D_ATTENTION = REPEATED_KV
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
@@ -341,6 +348,8 @@ def test_fusions(entry, tmp_path):
         assert all("q_num_heads" in line for line in attention_lines), \
             f"{entry['name']}: an Attention is in the 4-D form (head plumbing not absorbed)"
     leftovers = [op for op in UNFUSED_LEFTOVERS if op in text]
+    if entry["family"] in UNFUSED_ATTENTION:
+        leftovers = [op for op in leftovers if op != "Softmax("]
     assert not leftovers, f"{entry['name']}: unfused ops remain at -O2: {leftovers}"
 
 
