@@ -213,6 +213,7 @@ struct KeyForms {
   int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
   Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
   std::vector<int64_t> splitToK4; // the perm from splitHeads to the 4-D K
+  Value *repeated = nullptr;       // the repeated K, when repeat_kv was peeled
   std::optional<Heads3d> k3;
 };
 
@@ -230,8 +231,10 @@ KeyForms keyForms(Value *kt, double &scale) {
       forms.k3 = Heads3d{source, *heads, *size, false, 0, 0, seqFirst};
   } else if (isPerm(node, {0, 1, 3, 2})) {
     forms.k4 = stripScale(node->operand(0), scale);
-    if (Value *kv = repeatedKvSource(forms.k4, forms.group))
+    if (Value *kv = repeatedKvSource(forms.k4, forms.group)) {
+      forms.repeated = forms.k4;
       forms.k4 = kv;
+    }
     forms.k3 = headsSource(forms.k4);
   }
   return forms;
@@ -643,27 +646,62 @@ private:
         Value *bhs = dimsOf(core.q, 0, 3);
         dims = {bhs, dimsOf(v4, 2, 3)};
       }
-      int64_t rank = 4;
-      auto clampAxis = [rank](int64_t axis) {
-        return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
+      replaceShapeReader(graph, created, reader, dims);
+    }
+  }
+
+  /// Replaces `reader` = Shape(t) {start, end} of a 4-D t by the matching
+  /// slice of `dims` (one 1-element tensor per axis of t, concatenated).
+  static void replaceShapeReader(Graph &graph, std::vector<Node *> &created, Node *reader,
+                               const std::vector<Value *> &dims) {
+    int64_t rank = 4;
+    auto clampAxis = [rank](int64_t axis) {
+      return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
+    };
+    int64_t start = clampAxis(reader->getInt("start", 0)),
+            end = clampAxis(reader->getInt("end", rank));
+    Value *full = create(graph, created, OpKind::Concat, dims, "attention.dims", reader,
+                         {{"axis", Attribute(int64_t(0))}})
+                      ->result(0);
+    Value *picked = full;
+    if (start != 0 || end != rank) {
+      std::vector<Value *> operands = {
+          full, constantI64(graph, "attention.dims.start", {start}),
+          constantI64(graph, "attention.dims.end", {std::max(start, end)})};
+      picked =
+          create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+    }
+    std::string name = reader->result(0)->name();
+    graph.replaceAllUsesWith(reader->result(0), picked);
+    graph.eraseNode(reader);
+    graph.renameValue(picked, name);
+  }
+
+  /// K or V repeated for grouped heads may stay measured by Shape nodes
+  /// (HF LLaMA slices its mask to Shape(repeated K)[-2]): they read the
+  /// unrepeated source's dims instead, so that once the fused chain is
+  /// swept the repeat goes dead too (unless something else still reads it).
+  static void rewireRepeatedShapeReaders(Graph &graph, Value *repeated, Value *source) {
+    if (!repeated || repeated == source)
+      return;
+    std::vector<Node *> readers;
+    for (const Use &use : repeated->uses())
+      if (use.user->kind() == OpKind::Shape &&
+          std::find(readers.begin(), readers.end(), use.user) == readers.end())
+        readers.push_back(use.user);
+    std::optional<int64_t> heads = constantDim(repeated->shape(), 1);
+    if (!heads)
+      return;
+    for (Node *reader : readers) {
+      std::vector<Node *> created;
+      auto dimsOf = [&](int64_t start, int64_t end) {
+        return create(graph, created, OpKind::Shape, {source}, "attention.dims", reader,
+                      {{"start", Attribute(start)}, {"end", Attribute(end)}})
+            ->result(0);
       };
-      int64_t start = clampAxis(reader->getInt("start", 0)),
-              end = clampAxis(reader->getInt("end", rank));
-      Value *full = create(graph, created, OpKind::Concat, dims, "attention.dims", reader,
-                           {{"axis", Attribute(int64_t(0))}})
-                        ->result(0);
-      Value *picked = full;
-      if (start != 0 || end != rank) {
-        std::vector<Value *> operands = {
-            full, constantI64(graph, "attention.dims.start", {start}),
-            constantI64(graph, "attention.dims.end", {std::max(start, end)})};
-        picked =
-            create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
-      }
-      std::string name = reader->result(0)->name();
-      graph.replaceAllUsesWith(reader->result(0), picked);
-      graph.eraseNode(reader);
-      graph.renameValue(picked, name);
+      replaceShapeReader(graph, created, reader,
+                         {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}),
+                          dimsOf(2, 4)});
     }
   }
 
@@ -767,6 +805,10 @@ private:
       throw;
     }
     rewireShapeReaders(graph, core, v4, threeD ? &*q3 : nullptr, threeD ? &*v3 : nullptr);
+    if (group > 1) {
+      rewireRepeatedShapeReaders(graph, key.repeated, key.k4);
+      rewireRepeatedShapeReaders(graph, core.v, v4);
+    }
     context.count("fused");
     if (!threeD)
       context.count("in 4-D form");
