@@ -1,6 +1,8 @@
-"""End-to-end benchmark: onnxc vs onnxruntime on the same models, inputs and machine, in one run.
+"""End-to-end benchmark: onnxc vs onnxruntime (and OpenVINO) on the same models, inputs and machine, in one run.
 
-    .venv/bin/python benchmarks/e2e/run.py [--onnxc build/tools/onnxc] [--models minilm,bert_op17]
+    bash benchmarks/e2e/setup_peers.sh          # newest onnxruntime and OpenVINO in build/peers-venv
+    .venv/bin/python benchmarks/e2e/run.py [--peer-python build/peers-venv/bin/python --openvino]
+                                          [--onnxc build/tools/onnxc] [--models minilm,bert_op17]
                                           [--seqs 128,512] [--threads 1,2] [--iters 30]
 
 Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
@@ -149,9 +151,20 @@ def onnxc_bench(onnxc: str, library: str, inputs: list, threads: int, iters: int
             "peak_mib": float(memory.group(1))}
 
 
-def ort_bench(model: str, inputs: list, threads: int, iters: int, outputs: str) -> dict:
-    out = run([sys.executable, os.path.join(HERE, "ort_runner.py"), model, "--threads", str(threads),
+def ort_bench(model: str, inputs: list, threads: int, iters: int, outputs: str,
+              python: str = sys.executable) -> dict:
+    out = run([python, os.path.join(HERE, "ort_runner.py"), model, "--threads", str(threads),
                "--iters", str(iters), "--save-outputs", outputs] + inputs)
+    return runner_result(out)
+
+
+def openvino_bench(model: str, inputs: list, threads: int, iters: int, python: str) -> dict:
+    out = run([python, os.path.join(HERE, "ov_runner.py"), model, "--threads", str(threads),
+               "--iters", str(iters)] + inputs)
+    return runner_result(out)
+
+
+def runner_result(out: str) -> dict:
     data = json.loads(out.strip().splitlines()[-1])
     times = sorted(data["times_ms"])
     return {"session_ms": data["session_ms"], "min_ms": times[0], "median_ms": times[len(times) // 2],
@@ -178,6 +191,10 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-e2e"))
+    parser.add_argument("--peer-python", default=sys.executable,
+                        help="the Python whose onnxruntime (and OpenVINO) are timed; "
+                             "benchmarks/e2e/setup_peers.sh makes build/peers-venv with the newest of both")
+    parser.add_argument("--openvino", action="store_true", help="also time OpenVINO (needs it in --peer-python)")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
 
@@ -193,8 +210,14 @@ def main() -> int:
             if n not in builders:
                 entries[n] = zoo[n]
 
+    versions = run([args.peer_python, "-c", "import onnxruntime; print(onnxruntime.__version__)"]).strip()
+    if args.openvino:
+        versions += ", OpenVINO " + run([args.peer_python, "-c",
+                                         "import openvino; print(openvino.__version__.split('-')[0])"]).strip()
+    print(f"peers: onnxruntime {versions}")
     print(f"{'model':<12} {'seq':>7} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
-          f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|")
+          f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|"
+          + (f" | {'OV min':>8} {'median':>8} | {'ratio':>5} | {'OV MiB':>7}" if args.openvino else ""))
     notes = []
     for name in names:
         entry = entries[name]
@@ -220,16 +243,21 @@ def main() -> int:
                 for threads in [int(t) for t in args.threads.split(",")]:
                     ort_outputs = os.path.join(workdir, "ort.npz")
                     try:
-                        theirs = ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs)
+                        theirs = ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs, args.peer_python)
                         ours = onnxc_bench(args.onnxc, library, inputs, threads, args.iters)
                         diff = max_difference(args.onnxc, library, inputs, ort_outputs, workdir)
+                        vino = (openvino_bench(entry["file"], inputs, threads, args.iters, args.peer_python)
+                                if args.openvino else None)
                     except RuntimeError as error:
                         notes.append(f"{name} seq {label} threads {threads}: {str(error).splitlines()[-1]}")
                         continue
                     ratio = ours["min_ms"] / theirs["min_ms"]
                     print(f"{name:<12} {label:>7} {threads:>3} | {ours['min_ms']:>9.2f} {ours['median_ms']:>8.2f} |"
                           f" {theirs['min_ms']:>8.2f} {theirs['median_ms']:>8.2f} | {ratio:>5.2f} |"
-                          f" {ours['peak_mib']:>9.1f} {theirs['peak_mib']:>8.1f} | {diff:.2e}", flush=True)
+                          f" {ours['peak_mib']:>9.1f} {theirs['peak_mib']:>8.1f} | {diff:.2e}"
+                          + (f" | {vino['min_ms']:>8.2f} {vino['median_ms']:>8.2f} |"
+                             f" {ours['min_ms'] / vino['min_ms']:>5.2f} | {vino['peak_mib']:>7.1f}" if vino else ""),
+                          flush=True)
                     notes.append(f"{name} seq {label} threads {threads}: onnxc .so load {ours['load_ms']:.1f} ms"
                                  f" + session {ours['session_ms']:.2f} ms; ORT session creation"
                                  f" {theirs['session_ms']:.1f} ms")

@@ -1,0 +1,57 @@
+"""Times OpenVINO on one model in a process of its own, as ort_runner.py times onnxruntime.
+
+    python ov_runner.py MODEL.onnx --threads N --iters N --warmup N --input NAME=FILE.npy ...
+
+The model is read and compiled for the CPU with `ov.Core().compile_model(path, "CPU")`, its
+inference threads set to N, latency hint; one infer request runs the timed loop. Prints the same
+JSON object as ort_runner.py: compile time (as session_ms), first run, every latency (ms), peak
+RSS (MiB).
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ort_runner import peak_resident_mib
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--input", action="append", default=[])
+    args = parser.parse_args()
+
+    feeds = {}
+    for pair in args.input:
+        name, _, path = pair.partition("=")
+        feeds[name] = np.load(path)
+
+    import openvino as ov
+    start = time.perf_counter()
+    core = ov.Core()
+    compiled = core.compile_model(args.model, "CPU", {"INFERENCE_NUM_THREADS": args.threads,
+                                                      "PERFORMANCE_HINT": "LATENCY"})
+    request = compiled.create_infer_request()
+    session_ms = (time.perf_counter() - start) * 1e3
+
+    start = time.perf_counter()
+    request.infer(feeds)
+    first_ms = (time.perf_counter() - start) * 1e3
+    for _ in range(args.warmup - 1):
+        request.infer(feeds)
+    times = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        request.infer(feeds)
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps({"session_ms": session_ms, "first_ms": first_ms, "times_ms": times,
+                      "peak_mib": peak_resident_mib()}))
+
+
+if __name__ == "__main__":
+    main()
