@@ -3,7 +3,10 @@
     python ov_runner.py MODEL.onnx --threads N --iters N --warmup N --input NAME=FILE.npy ...
 
 The model is read and compiled for the CPU with `ov.Core().compile_model(path, "CPU")`, its
-inference threads set to N, latency hint; one infer request runs the timed loop. Prints the same
+inference threads set to N, latency hint, and `--precision f32` (the default here) as its
+inference precision: on a CPU with bf16 (AVX512_BF16, AMX) OpenVINO's own default is bf16, which
+is not the fp32 computation onnxc and onnxruntime do (`--precision default` keeps OpenVINO's).
+One infer request runs the timed loop. Prints the same
 JSON object as ort_runner.py: compile time (as session_ms), first run, every latency (ms), peak
 RSS (MiB).
 """
@@ -24,6 +27,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--precision", default="f32", help="f32, bf16, f16, or 'default' (OpenVINO's choice)")
     args = parser.parse_args()
 
     feeds = {}
@@ -34,8 +38,10 @@ def main() -> None:
     import openvino as ov
     start = time.perf_counter()
     core = ov.Core()
-    compiled = core.compile_model(args.model, "CPU", {"INFERENCE_NUM_THREADS": args.threads,
-                                                      "PERFORMANCE_HINT": "LATENCY"})
+    config = {"INFERENCE_NUM_THREADS": args.threads, "PERFORMANCE_HINT": "LATENCY"}
+    if args.precision != "default":
+        config["INFERENCE_PRECISION_HINT"] = args.precision
+    compiled = core.compile_model(args.model, "CPU", config)
     request = compiled.create_infer_request()
     session_ms = (time.perf_counter() - start) * 1e3
 
@@ -50,7 +56,8 @@ def main() -> None:
         request.infer(feeds)
         times.append((time.perf_counter() - start) * 1e3)
     print(json.dumps({"session_ms": session_ms, "first_ms": first_ms, "times_ms": times,
-                      "peak_mib": peak_resident_mib()}))
+                      "peak_mib": peak_resident_mib(),
+                      "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT"))}))
 
 
 if __name__ == "__main__":

@@ -158,9 +158,10 @@ def ort_bench(model: str, inputs: list, threads: int, iters: int, outputs: str,
     return runner_result(out)
 
 
-def openvino_bench(model: str, inputs: list, threads: int, iters: int, python: str) -> dict:
+def openvino_bench(model: str, inputs: list, threads: int, iters: int, python: str,
+                   precision: str) -> dict:
     out = run([python, os.path.join(HERE, "ov_runner.py"), model, "--threads", str(threads),
-               "--iters", str(iters)] + inputs)
+               "--iters", str(iters), "--precision", precision] + inputs)
     return runner_result(out)
 
 
@@ -195,6 +196,9 @@ def main() -> int:
                         help="the Python whose onnxruntime (and OpenVINO) are timed; "
                              "benchmarks/e2e/setup_peers.sh makes build/peers-venv with the newest of both")
     parser.add_argument("--openvino", action="store_true", help="also time OpenVINO (needs it in --peer-python)")
+    parser.add_argument("--openvino-precision", default="f32",
+                        help="OpenVINO's inference precision: f32 (as onnxc computes), or 'default' (bf16 on "
+                             "CPUs that have it)")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
 
@@ -214,6 +218,7 @@ def main() -> int:
     if args.openvino:
         versions += ", OpenVINO " + run([args.peer_python, "-c",
                                          "import openvino; print(openvino.__version__.split('-')[0])"]).strip()
+        versions += f" (inference precision {args.openvino_precision})"
     print(f"peers: onnxruntime {versions}")
     print(f"{'model':<12} {'seq':>7} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
           f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|"
@@ -246,7 +251,8 @@ def main() -> int:
                         theirs = ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs, args.peer_python)
                         ours = onnxc_bench(args.onnxc, library, inputs, threads, args.iters)
                         diff = max_difference(args.onnxc, library, inputs, ort_outputs, workdir)
-                        vino = (openvino_bench(entry["file"], inputs, threads, args.iters, args.peer_python)
+                        vino = (openvino_bench(entry["file"], inputs, threads, args.iters, args.peer_python,
+                                               args.openvino_precision)
                                 if args.openvino else None)
                     except RuntimeError as error:
                         notes.append(f"{name} seq {label} threads {threads}: {str(error).splitlines()[-1]}")
