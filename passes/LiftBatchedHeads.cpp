@@ -20,8 +20,13 @@
 //   %q3 = Reshape(%q4 [b, h, S, d])                      (BART)   -> %q4
 //   %q3 = Transpose(Reshape(%p [S, b, h*d] -> [S, b*h, d]))
 //                             {perm = [1, 0, 2]}         (torch)  ->
-//         Transpose(Reshape(Transpose(%p) -> [b, S, h, d])) {perm = [0, 2, 1, 3]}
+//         Transpose(Reshape(%p -> [S, b, h, d])) {perm = [1, 2, 0, 3]}
 //   %kt3 = Transpose(%k3) {perm = [0, 2, 1]}                      -> Kᵀ of the 4-D K
+//
+// torch's head merge of the result, Transpose {[1, 0, 2]} to [Sq, b*h, dv],
+// is rebuilt from the 4-D result as Transpose {[2, 0, 1, 3]} and a Reshape:
+// the sequence-first form fuse-attention reads and writes in place
+// (Attention's seq_first).
 //
 // and scalar scales on them are carried over. A mask or other operand of
 // rank 3 with a first dim of b*h is lifted the same way (Unsqueeze, then a
@@ -271,7 +276,8 @@ private:
       throw Rejection{"the scores and the operands fold different numbers of heads"};
     if (!q_ || !k_ || !v_)
       throw Rejection{"Q, K or V is not split into heads by a recognized Reshape/Transpose"};
-    // The three sources must fold the same batch: b*h of each is the scores' first dim.
+    // Each operand's fold was checked against its own [b*h, S, d], and the
+    // folded MatMuls agree on b*h: with h the same constant, so does b.
   }
 
   static size_t rankOf(const Value *value) {
