@@ -223,16 +223,13 @@ private:
       case OpKind::Sub:
       case OpKind::Mul:
       case OpKind::Div: {
-        size_t score = scoreOperand(*node);
+        size_t score = scoreOperand(*node, 0, 1);
         chain_.push_back({node, score});
         value = node->operand(score);
         continue;
       }
       case OpKind::Where: {
-        size_t score = rankOf(node->operand(1)) >= rankOf(node->operand(2)) &&
-                               !node->operand(1)->isConstant()
-                           ? 1
-                           : 2;
+        size_t score = scoreOperand(*node, 1, 2);
         chain_.push_back({node, score});
         value = node->operand(score);
         continue;
@@ -284,8 +281,9 @@ private:
     return value->shape().isRanked() ? value->shape().rank() : 0;
   }
 
-  /// The operand of an elementwise link that leads back to the score MatMul.
-  static size_t scoreOperand(const Node &node) {
+  /// Which of operands `a` and `b` of an elementwise link leads back to the
+  /// score MatMul (exactly one must).
+  static size_t scoreOperand(const Node &node, size_t a, size_t b) {
     auto leads = [](const Value *value) {
       for (int depth = 0; value && depth < 16; ++depth) {
         const Node *producer = value->definingNode();
@@ -304,10 +302,10 @@ private:
       }
       return false;
     };
-    bool first = leads(node.operand(0)), second = leads(node.operand(1));
+    bool first = leads(node.operand(a)), second = leads(node.operand(b));
     if (first == second)
       throw Rejection{"an op before Softmax does not apply a mask or scale to the scores"};
-    return first ? 0 : 1;
+    return first ? a : b;
   }
 
   Node *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
