@@ -25,9 +25,9 @@
 //
 // becomes the 3-D single-head %y = Attention(%q, %k, %v, [%mask])
 // {q_num_heads = 1, kv_num_heads = 1, scale}: a data-dependent mask stays
-// an operand (a 3-D one gains the heads axis), a Where only with a -inf
-// fill (a finite one would give a uniform row where Attention gives NaN).
-// Dead nodes are left for dce.
+// an operand (a 3-D one gains the heads axis); a Where's finite fill
+// becomes Attention's mask_fill (less the dropped shift), so a row hiding
+// every key is uniform as in the unfused graph. Dead nodes are left for dce.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -504,8 +504,6 @@ private:
     if (!isFloat(q->dtype()) || q->dtype() != kt->dtype())
       throw Rejection{"Q and K do not share one floating type"};
     const MaskTerm &mask = chain.mask;
-    if (mask.mask && !mask.additive && !(std::isinf(mask.fill) && mask.fill < 0))
-      throw Rejection{"a Where mask fills a finite value (rows hiding every key would differ)"};
     Builder build(graph, chain.output,
                   chain.softmax->name().empty() ? "attention" : chain.softmax->name());
     try {
@@ -528,6 +526,10 @@ private:
       fused->setAttr("scale", Attribute(float(chain.scale)));
       fused->setAttr("q_num_heads", Attribute(int64_t(1)));
       fused->setAttr("kv_num_heads", Attribute(int64_t(1)));
+      // A finite Where fill is what Attention's hidden keys score (its
+      // mask_fill), moved by the shift the op drops, as in rewriteAdditive.
+      if (mask.mask && !mask.additive && !(std::isinf(mask.fill) && mask.fill < 0))
+        fused->setAttr("mask_fill", Attribute(float(mask.fill - chain.shift)));
       InferenceContext inference(graph);
       inferNodeShapes(*fused, inference);
       build.replace(fused);
