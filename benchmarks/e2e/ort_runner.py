@@ -25,6 +25,30 @@ def peak_resident_mib() -> float:
     return 0.0
 
 
+def read_feeds(pairs: list) -> dict:
+    """NAME=FILE.npy arguments -> {name: array}."""
+    feeds = {}
+    for pair in pairs:
+        name, _, path = pair.partition("=")
+        feeds[name] = np.load(path)
+    return feeds
+
+
+def time_runs(run, warmup: int, iters: int) -> tuple:
+    """(first run's outputs, first run ms, [ms of each timed run]) after warmup - 1 more runs."""
+    start = time.perf_counter()
+    outputs = run()
+    first_ms = (time.perf_counter() - start) * 1e3
+    for _ in range(warmup - 1):
+        run()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1e3)
+    return outputs, first_ms, times
+
+
 def ort_session(model: str, threads: int):
     """An onnxruntime session configured as the benchmarks compare against."""
     import onnxruntime as ort
@@ -46,25 +70,11 @@ def main() -> None:
     parser.add_argument("--save-outputs", default="")
     args = parser.parse_args()
 
-    feeds = {}
-    for pair in args.input:
-        name, _, path = pair.partition("=")
-        feeds[name] = np.load(path)
-
+    feeds = read_feeds(args.input)
     start = time.perf_counter()
     session = ort_session(args.model, args.threads)
     session_ms = (time.perf_counter() - start) * 1e3
-
-    start = time.perf_counter()
-    outputs = session.run(None, feeds)
-    first_ms = (time.perf_counter() - start) * 1e3
-    for _ in range(args.warmup - 1):
-        session.run(None, feeds)
-    times = []
-    for _ in range(args.iters):
-        start = time.perf_counter()
-        session.run(None, feeds)
-        times.append((time.perf_counter() - start) * 1e3)
+    outputs, first_ms, times = time_runs(lambda: session.run(None, feeds), args.warmup, args.iters)
     if args.save_outputs:
         np.savez(args.save_outputs, **{o.name: v for o, v in zip(session.get_outputs(), outputs)})
     print(json.dumps({"session_ms": session_ms, "first_ms": first_ms, "times_ms": times,

@@ -15,9 +15,7 @@ import argparse
 import json
 import time
 
-import numpy as np
-
-from ort_runner import peak_resident_mib
+from ort_runner import peak_resident_mib, read_feeds, time_runs
 
 
 def main() -> None:
@@ -30,11 +28,7 @@ def main() -> None:
     parser.add_argument("--precision", default="f32", help="f32, bf16, f16, or 'default' (OpenVINO's choice)")
     args = parser.parse_args()
 
-    feeds = {}
-    for pair in args.input:
-        name, _, path = pair.partition("=")
-        feeds[name] = np.load(path)
-
+    feeds = read_feeds(args.input)
     import openvino as ov
     start = time.perf_counter()
     core = ov.Core()
@@ -45,16 +39,7 @@ def main() -> None:
     request = compiled.create_infer_request()
     session_ms = (time.perf_counter() - start) * 1e3
 
-    start = time.perf_counter()
-    request.infer(feeds)
-    first_ms = (time.perf_counter() - start) * 1e3
-    for _ in range(args.warmup - 1):
-        request.infer(feeds)
-    times = []
-    for _ in range(args.iters):
-        start = time.perf_counter()
-        request.infer(feeds)
-        times.append((time.perf_counter() - start) * 1e3)
+    _, first_ms, times = time_runs(lambda: request.infer(feeds), args.warmup, args.iters)
     print(json.dumps({"session_ms": session_ms, "first_ms": first_ms, "times_ms": times,
                       "peak_mib": peak_resident_mib(),
                       "precision": str(compiled.get_property("INFERENCE_PRECISION_HINT"))}))
