@@ -69,13 +69,17 @@ def torch_bert():
     return model, (ids, mask), inputs, {"last_hidden_state": {0: "batch", 1: "seq"}}, SEQ_SHAPES
 
 
-def torch_gpt():
+def decoder_family(model, vocab_size):
+    """A decoder-only family: input_ids [batch, seq] -> logits [batch, seq, vocab]."""
     import torch
+    return (model, (torch.randint(0, vocab_size, (2, 5)),), [ids_input("input_ids", vocab_size)],
+            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+
+
+def torch_gpt():
     import transformers_zoo as zoo
     cfg = zoo.GptConfig()
-    model = zoo.GptDecoder(cfg)
-    return (model, (torch.randint(0, cfg.vocab_size, (2, 5)),), [ids_input("input_ids", cfg.vocab_size)],
-            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+    return decoder_family(zoo.GptDecoder(cfg), cfg.vocab_size)
 
 
 def torch_encdec():
@@ -102,21 +106,15 @@ def torch_vit():
 
 
 def torch_llama():
-    import torch
     import transformers_zoo as zoo
     cfg = zoo.LlamaConfig()
-    model = zoo.LlamaDecoder(cfg)
-    return (model, (torch.randint(0, cfg.vocab_size, (2, 5)),), [ids_input("input_ids", cfg.vocab_size)],
-            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+    return decoder_family(zoo.LlamaDecoder(cfg), cfg.vocab_size)
 
 
 def torch_alibi():
-    import torch
     import transformers_zoo as zoo
     cfg = zoo.GptConfig(layers=2)
-    model = zoo.AlibiDecoder(cfg)
-    return (model, (torch.randint(0, cfg.vocab_size, (2, 5)),), [ids_input("input_ids", cfg.vocab_size)],
-            {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES)
+    return decoder_family(zoo.AlibiDecoder(cfg), cfg.vocab_size)
 
 
 def torch_lstm_attn():
