@@ -243,6 +243,14 @@ std::vector<Node *> Graph::nodeList() const {
   return out;
 }
 
+std::vector<Node *> Graph::nodesOfKind(OpKind kind) const {
+  std::vector<Node *> out;
+  for (const auto &n : nodes_)
+    if (n->kind() == kind)
+      out.push_back(n.get());
+  return out;
+}
+
 Node *Graph::createNode(OpKind kind, const std::vector<Value *> &operands, unsigned numResults,
                         const std::string &nodeName, const std::vector<std::string> &resultNames,
                         Node *insertBefore) {

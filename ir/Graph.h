@@ -68,8 +68,13 @@ public:
   // --- nodes ----------------------------------------------------------------
   const NodeList &nodes() const { return nodes_; }
   size_t numNodes() const { return nodes_.size(); }
-  /// A snapshot of the node pointers in order (safe to erase while iterating).
+  /// A snapshot of the node pointers in order. A loop over it may erase the
+  /// node it visits or one already visited, never one still ahead (that
+  /// pointer would dangle): a pass that erases further nodes collects its
+  /// candidates first (nodesOfKind).
   std::vector<Node *> nodeList() const;
+  /// A snapshot of the nodes of one kind, in order.
+  std::vector<Node *> nodesOfKind(OpKind kind) const;
 
   /// Creates a node with `numResults` fresh results named from `resultNames`
   /// (made unique; generated when empty). Inserted before `insertBefore`, or

@@ -565,10 +565,8 @@ public:
 
   bool run(Graph &graph, PassContext &context) override {
     context.count("fused", 0);
-    std::vector<Node *> candidates;
-    for (Node *node : graph.nodeList())
-      if (node->kind() == OpKind::Softmax)
-        candidates.push_back(node);
+    // Softmaxes first: a fusion erases nodes after its Softmax.
+    std::vector<Node *> candidates = graph.nodesOfKind(OpKind::Softmax);
     bool changed = false;
     for (Node *softmax : candidates) {
       // A chain left dead by an earlier fusion waits for dce.

@@ -495,9 +495,10 @@ public:
   bool run(Graph &graph, PassContext &context) override {
     context.count("lifted", 0);
     bool changed = false;
-    for (Node *node : graph.nodeList()) {
-      if (node->kind() != OpKind::Softmax || !hasRank(node->result(0), 3) ||
-          !node->result(0)->hasUses())
+    // Softmaxes first: a lift erases the value MatMul and the head merge
+    // after its Softmax, which a snapshot of every node would still hold.
+    for (Node *node : graph.nodesOfKind(OpKind::Softmax)) {
+      if (!hasRank(node->result(0), 3) || !node->result(0)->hasUses())
         continue;
       try {
         Lifter(graph, *node).run();
