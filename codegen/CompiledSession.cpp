@@ -7,6 +7,7 @@
 #include "onnxc/onnxc.h"
 
 #include <cstring>
+#include <string>
 
 namespace onnxc {
 
@@ -28,6 +29,11 @@ CompiledSession::~CompiledSession() { onnxc_session_destroy(session_); }
 std::vector<Tensor> CompiledSession::run(const std::vector<const Tensor *> &inputs) {
   std::vector<onnxc_tensor> in(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i])
+      fail("input ",
+           i < size_t(model_->num_inputs) ? "'" + std::string(model_->inputs[i].name) + "'"
+                                          : std::to_string(i),
+           " is not given (a null tensor)");
     const Tensor &t = *inputs[i];
     if (t.rank() > ONNXC_MAX_RANK)
       fail("input ", i, " has rank ", t.rank(), ", more than the runtime's ", ONNXC_MAX_RANK);

@@ -29,7 +29,8 @@ public:
 
   /// Runs on `inputs` (in the model's input order) and returns the outputs
   /// in the model's output order. Throws onnxc::Error with the runtime's
-  /// one-line message on bad inputs.
+  /// one-line message on bad inputs, naming an input that is missing (too
+  /// few, a null entry, or a tensor without data).
   std::vector<Tensor> run(const std::vector<const Tensor *> &inputs);
 
   /// Bytes of the session's intermediate arena after the last run.

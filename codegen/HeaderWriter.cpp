@@ -85,6 +85,9 @@ void defineIndices(std::ostringstream &os, const std::string &prefix,
 std::string renderModelHeader(const ModelPlan &plan, const std::string &fileName) {
   std::string accessor = descriptorAccessorName(plan.name);
   std::string macro = macroPart(accessor);
+  // Not <macro>_H: a model named "abi" would take model_abi.h's guard
+  // (ONNXC_MODEL_ABI_H) and hide the ABI from its own header.
+  std::string guard = macro + "_GENERATED_H";
   std::ostringstream os;
   os << "/*===- " << commentSafe(fileName) << " - onnxc compiled model '" << commentSafe(plan.name)
      << "' (generated; do not edit) ---===*\n"
@@ -100,7 +103,7 @@ std::string renderModelHeader(const ModelPlan &plan, const std::string &fileName
   os << " *\n";
   describeSymbols(os, plan);
   os << " *===----------------------------------------------------------------------===*/\n"
-     << "#ifndef " << macro << "_H\n#define " << macro << "_H\n\n"
+     << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include \"onnxc/onnxc.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
      << "#define " << macro << "_NUM_INPUTS " << plan.inputs.size() << "\n"
@@ -113,7 +116,7 @@ std::string renderModelHeader(const ModelPlan &plan, const std::string &fileName
      << "/* The model of a program that includes one generated header; with several,\n"
      << " * the first one included wins. */\n"
      << "#ifndef ONNXC_DEFAULT_MODEL\n#define ONNXC_DEFAULT_MODEL " << accessor << "\n#endif\n\n"
-     << "#endif /* " << macro << "_H */\n";
+     << "#endif /* " << guard << " */\n";
   return os.str();
 }
 

@@ -12,6 +12,8 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <unistd.h>
 
@@ -35,11 +37,33 @@ struct TemporaryFile {
 
 } // namespace
 
-LoweredModel lowerModel(const Graph &graph, const TargetSelection &target) {
+bool isValidModelName(const std::string &name) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return !name.empty() && name.size() <= 200 && letter(name[0]) &&
+         std::all_of(name.begin(), name.end(), [&](char c) { return letter(c) || digit(c); });
+}
+
+std::string modelNameForOutput(const std::string &outputPath) {
+  std::string stem = std::filesystem::path(outputPath).stem().string();
+  std::string name;
+  for (char c : stem)
+    name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (name.empty() || std::all_of(name.begin(), name.end(), [](char c) { return c == '_'; }))
+    return "model";
+  if (std::isdigit(static_cast<unsigned char>(name[0])))
+    name = "_" + name;
+  return name.size() > 200 ? name.substr(0, 200) : name;
+}
+
+LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
+                        const std::string &modelName) {
   checkCompilableShapes(graph);
   LoweredModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
-  std::string name = graph.name().empty() ? "model" : graph.name();
+  std::string name = modelName;
+  if (name.empty())
+    name = graph.name().empty() ? "model" : graph.name();
   model.module = std::make_unique<llvm::Module>(name, *model.context);
   target.configureModule(*model.module);
   LoweringOptions options;
@@ -57,7 +81,12 @@ std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelect
 
 ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
                                const ArtifactRequest &request) {
-  LoweredModel model = lowerModel(graph, target);
+  std::string name =
+      request.modelName.empty() ? modelNameForOutput(request.outputPath) : request.modelName;
+  if (!isValidModelName(name))
+    fail("model name '", name, "' is not a C identifier (letters, digits and '_', not starting ",
+         "with a digit)");
+  LoweredModel model = lowerModel(graph, target, name);
   using Kind = ArtifactRequest::Kind;
   switch (request.kind) {
   case Kind::Object:
@@ -73,7 +102,12 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     // The object goes next to the library (same file system, so a partially
     // written library never replaces a good one mid-way) and is removed after.
     TemporaryFile object{request.outputPath + ".tmp" + std::to_string(getpid()) + ".o"};
-    emitModule(*model.module, target, EmitKind::Object, object.path);
+    try {
+      emitModule(*model.module, target, EmitKind::Object, object.path);
+    } catch (const Error &error) {
+      // The temporary object is ours, not the user's: name the library.
+      fail("cannot write '", request.outputPath, "' (its intermediate object: ", error.what(), ")");
+    }
     linkSharedLibrary(
         {object.path, request.outputPath, {model.accessor, GenericDescriptorAccessor}, "", ""});
     std::string header = request.headerPath;

@@ -34,9 +34,11 @@ struct LoweredModel {
   std::string accessor;
 };
 
-/// Lowers `graph` for `target` and emits its descriptor. Throws onnxc::Error
-/// naming what cannot be compiled.
-LoweredModel lowerModel(const Graph &graph, const TargetSelection &target);
+/// Lowers `graph` for `target` and emits its descriptor under `modelName`
+/// (empty: the graph's name, which the JIT uses: one process, one lookup).
+/// Throws onnxc::Error naming what cannot be compiled.
+LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
+                        const std::string &modelName = "");
 
 /// lowerModel + ORC JIT.
 std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target);
@@ -51,7 +53,24 @@ struct ArtifactRequest {
   enum class Kind { SharedLibrary, Object, Assembly, LlvmIr } kind = Kind::SharedLibrary;
   /// The C header next to a shared library; empty: outputPath with ".h".
   std::string headerPath;
+  /// The model's name in the artifact: the descriptor's model_name, the
+  /// accessor onnxc_model_<name>, the header's macros. Must be a C
+  /// identifier (isValidModelName); empty: modelNameForOutput(outputPath).
+  /// Not the graph's name, so that two exports both named "torch_jit" can be
+  /// linked into one program.
+  std::string modelName;
 };
+
+/// Whether `name` can name a compiled model: a C identifier ([A-Za-z_]
+/// then [A-Za-z0-9_]*), at most 200 characters.
+bool isValidModelName(const std::string &name);
+
+/// The default model name of an artifact written to `outputPath`: the file
+/// name without its last extension, every character that is not a letter,
+/// digit or '_' replaced by '_', and '_' in front of a leading digit
+/// ("out/my-gpt.so" -> "my_gpt", "2layer.so" -> "_2layer"; "model" for a
+/// name with nothing left).
+std::string modelNameForOutput(const std::string &outputPath);
 
 /// Lowers `graph` and writes the artifact. Returns the lowered plan (for
 /// reporting). Throws onnxc::Error naming the file or the node at fault.

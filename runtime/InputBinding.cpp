@@ -38,8 +38,45 @@ std::string checkInputLayout(const onnxc_tensor_info &info, const onnxc_tensor &
     empty |= input.dims[axis] == 0;
   }
   if (!input.data && !empty)
-    return label() + ": data is NULL";
+    return label() + ": data is NULL (every input needs its values)";
   return "";
+}
+
+/// Bytes the dims need, or -1 when that overflows; the checks above made
+/// every dim non-negative.
+int64_t neededBytes(const onnxc_tensor &input) {
+  int64_t bytes = dtypeSize(input.dtype);
+  for (int32_t axis = 0; axis < input.rank; ++axis)
+    if (__builtin_mul_overflow(bytes, input.dims[axis], &bytes))
+      return -1;
+  return bytes;
+}
+
+/// A caller that says how many bytes it passes (size_bytes != 0; 0 means
+/// "not said", as before inputs had to say it) must pass enough for the
+/// dims: the kernels would read past the buffer otherwise.
+std::string checkInputSize(const onnxc_tensor_info &info, const onnxc_tensor &input) {
+  if (input.size_bytes == 0)
+    return "";
+  int64_t needed = neededBytes(input);
+  if (needed >= 0 && uint64_t(needed) <= uint64_t(input.size_bytes))
+    return "";
+  std::string dims;
+  for (int32_t axis = 0; axis < input.rank; ++axis)
+    dims += (axis ? ", " : "") + std::to_string(input.dims[axis]);
+  return inputLabel(info) + ": size_bytes is " + std::to_string(input.size_bytes) + " but " +
+         dtypeName(input.dtype) + " [" + dims + "] needs " +
+         (needed < 0 ? "more than 2^63" : std::to_string(needed));
+}
+
+/// "'attention_mask' is missing" for the model inputs past the given ones.
+std::string describeMissing(const onnxc_model_descriptor &model, int32_t given) {
+  if (given < 0 || given >= model.num_inputs)
+    return "";
+  std::string names;
+  for (int32_t i = given; i < model.num_inputs; ++i)
+    names += std::string(i == given ? "'" : ", '") + model.inputs[i].name + "'";
+  return ": " + names + (model.num_inputs - given == 1 ? " is" : " are") + " missing";
 }
 
 /// "seq = 7 (bound by input 'input_ids')", or just "4" for a constant dim.
@@ -109,11 +146,14 @@ std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *
                        int32_t numInputs, int64_t *symbols) {
   if (numInputs != model.num_inputs)
     return "the model takes " + describeCount(model) + " but " + std::to_string(numInputs) +
-           (numInputs == 1 ? " was" : " were") + " given";
+           (numInputs == 1 ? " was" : " were") + " given" + describeMissing(model, numInputs);
   if (numInputs > 0 && !inputs)
     return "the input array is NULL";
   for (int32_t i = 0; i < numInputs; ++i)
     if (std::string error = checkInputLayout(model.inputs[i], inputs[i]); !error.empty())
+      return error;
+  for (int32_t i = 0; i < numInputs; ++i)
+    if (std::string error = checkInputSize(model.inputs[i], inputs[i]); !error.empty())
       return error;
   for (int32_t s = 0; s < model.num_symbols; ++s) {
     onnxc_symbol_source source = model.symbol_sources[s];

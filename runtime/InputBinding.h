@@ -15,7 +15,8 @@
 
 namespace onnxc::runtime {
 
-/// Checks the inputs' count, dtypes, ranks and dims against a checked
+/// Checks the inputs' count (naming the missing ones), data pointers,
+/// dtypes, ranks, sizes (when size_bytes is set) and dims against a checked
 /// descriptor and writes the symbol values into `symbols` (num_symbols
 /// entries). Returns "" on success, else one line naming the input at fault.
 std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,

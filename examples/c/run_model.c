@@ -3,8 +3,12 @@
  * Shows the whole C side of onnxc: a model compiled with
  *   onnxc compile model.onnx -o model.so      (also writes model.h)
  * is linked and run without any onnxc tool or Python:
- *   cc -I<onnxc>/runtime/include -I. run_model.c model.so -Wl,-rpath,. -o run_model
+ *   cc -I<onnxc>/runtime/include -I. run_model.c model.so -Wl,-rpath,'$ORIGIN' -o run_model
  *   ./run_model batch=2 seq=16
+ * '$ORIGIN' (quoted so the shell leaves it alone) is the program's own folder,
+ * so it finds model.so beside it from any working directory; a program kept
+ * elsewhere than its model links with -Wl,-rpath,/absolute/folder/of/model.
+ * (-rpath,. would be the working directory: it fails when run from elsewhere.)
  * Symbols (batch, seq, ...) default to 1 and are set with name=value. Inputs
  * are filled with a fixed pattern; each output is printed with its shape.
  * Another header name: -DONNXC_MODEL_HEADER='"bert.h"'.

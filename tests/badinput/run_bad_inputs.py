@@ -21,6 +21,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+import cli_cases
 import size_cases
 
 TIMEOUT_SECONDS = 30
@@ -501,7 +502,8 @@ def library_file_cases(onnxc: str, out: Path, scratch: Path) -> list:
              "empty.so": (b"", ["too short"]),
              "text.so": (b"this is not a library\n" * 10, ["not an elf"]),
              "relocatable.so": (obj.read_bytes(), ["not a shared object"])}
-    cases = [Case("run whole.so (control)", [onnxc, "run", str(library)], mode="custom",
+    cases = [Case("run whole.so (control)", [onnxc, "run", str(library), "--shape", "x=2x3"],
+                  mode="custom",
                   check=lambda r: None if r.code == 0 else f"exit code {r.code}: {r.stderr!r}")]
     cases += forged_descriptor_cases(onnxc, folder)
     for name, (contents, keywords) in files.items():
@@ -564,7 +566,8 @@ def main() -> int:
              + external_link_cases(onnxc, out, scratch) + no_overwrite_cases(onnxc, out, scratch)
              + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
              + inspect_count_cases(onnxc, out, scratch)
-             + size_cases.cases(onnxc, out, scratch, Case))
+             + size_cases.cases(onnxc, out, scratch, Case)
+             + cli_cases.cases(onnxc, out, scratch, Case, error_line_problem))
     for case in cases:
         problem = judge(case, run(case.argv))
         if problem:

@@ -7,7 +7,8 @@ import lit.formats
 config.name = "onnxc-ir"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".ir"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+# Inputs/ holds the second files of tests (models, C programs), not tests.
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 
 if not hasattr(config, "onnxc_tools_dir"):
     lit_config.fatal("run the IR tests from the build folder (ctest, or lit on <build>/tests/ir)")
@@ -26,3 +27,10 @@ repo = os.path.dirname(os.path.dirname(config.onnxc_test_source_dir))
 venv_python = os.path.join(repo, ".venv", "bin", "python")
 config.substitutions.append(("%python", venv_python if os.path.exists(venv_python) else sys.executable))
 config.substitutions.append(("%repo", repo))
+# %sanitize_cflags: a C program linking a model.so of a sanitized build needs
+# the sanitizers' runtimes that library was linked against.
+sanitize = getattr(config, "onnxc_sanitize", "")
+config.substitutions.append(
+    ("%sanitize_cflags", f"-fsanitize={sanitize} -fno-sanitize-recover=all" if sanitize else ""))
+# %onnxc_version: the version CMake's project() gives, which --version prints.
+config.substitutions.append(("%onnxc_version", getattr(config, "onnxc_version", "")))

@@ -2,6 +2,7 @@
 #include "CodegenAotTestSupport.h"
 
 #include "codegen/HeaderWriter.h"
+#include "codegen/ModelCompiler.h"
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
 
@@ -69,6 +70,28 @@ TEST(CodegenAotDescriptor, AccessorNamesAreSanitized) {
   EXPECT_EQ(descriptorAccessorName(""), "onnxc_model_model");
 }
 
+TEST(CodegenAotDescriptor, ArtifactNamesComeFromTheOutputFile) {
+  EXPECT_EQ(modelNameForOutput("model.so"), "model");
+  EXPECT_EQ(modelNameForOutput("out/my-gpt.so"), "my_gpt");
+  EXPECT_EQ(modelNameForOutput("/tmp/bert.base.o"), "bert_base");
+  EXPECT_EQ(modelNameForOutput("2layer.so"), "_2layer");
+  EXPECT_EQ(modelNameForOutput("---.so"), "model");
+  for (const char *path : {"model.so", "out/my-gpt.so", "2layer.so", "---.so", "a b.ll"})
+    EXPECT_TRUE(isValidModelName(modelNameForOutput(path))) << path;
+  EXPECT_TRUE(isValidModelName("minilm"));
+  EXPECT_TRUE(isValidModelName("_gpt2_L6"));
+  for (const char *bad : {"", "my-gpt", "2layer", "a.b", "caf\xc3\xa9", "x y"})
+    EXPECT_FALSE(isValidModelName(bad)) << bad;
+  EXPECT_FALSE(isValidModelName(std::string(201, 'a')));
+}
+
+TEST(CodegenAotHeader, GuardDoesNotCollideWithTheAbiHeader) {
+  TinyModel model = buildTinyModel(TargetSelection::genericX86_64(), "abi");
+  std::string header = renderModelHeader(model.plan, "abi.h");
+  EXPECT_EQ(header.find("ONNXC_MODEL_ABI_H\n"), std::string::npos) << header;
+  EXPECT_NE(header.find("#ifndef ONNXC_MODEL_ABI_GENERATED_H\n"), std::string::npos) << header;
+}
+
 TEST(CodegenAotDescriptor, JitReadsBackEveryField) {
   TargetSelection target = TargetSelection::select();
   TinyModel model = buildTinyModel(target, "tiny-jit");
@@ -132,7 +155,7 @@ TEST(CodegenAotHeader, DocumentsInputsOutputsAndSymbols) {
   TinyModel model = buildTinyModel(TargetSelection::genericX86_64(), "tiny.v1");
   std::string header = renderModelHeader(model.plan, "tiny.h");
   for (const char *expected :
-       {"/*===- tiny.h - onnxc compiled model 'tiny.v1'", "#ifndef ONNXC_MODEL_TINY_V1_H",
+       {"/*===- tiny.h - onnxc compiled model 'tiny.v1'", "#ifndef ONNXC_MODEL_TINY_V1_GENERATED_H",
         "#include \"onnxc/onnxc.h\"", "const onnxc_model_descriptor *onnxc_model_tiny_v1(void);",
         " *   0  x  f32 [batch, 4]  (ONNXC_F32)\n", " *   batch = dims[0] of input 'x'\n",
         "#define ONNXC_MODEL_TINY_V1_INPUT_X 0\n", "#define ONNXC_MODEL_TINY_V1_NUM_OUTPUTS 1\n",

@@ -74,16 +74,36 @@ TEST_F(RuntimeRunErrors, NegativeDimAndMissingData) {
   EXPECT_EQ(runError(session_.get(), inputs), "input 'mask': dim 0 is -1; dims must be >= 0");
   inputs = test_.inputs();
   inputs[0].data = nullptr;
-  EXPECT_EQ(runError(session_.get(), inputs), "input 'x': data is NULL");
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "input 'x': data is NULL (every input needs its values)");
 }
 
 TEST_F(RuntimeRunErrors, WrongCounts) {
   auto inputs = test_.inputs();
   inputs.pop_back();
   EXPECT_EQ(runError(session_.get(), inputs),
-            "the model takes 3 inputs ('x', 'c', 'mask') but 2 were given");
+            "the model takes 3 inputs ('x', 'c', 'mask') but 2 were given: 'mask' is missing");
+  inputs.pop_back();
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "the model takes 3 inputs ('x', 'c', 'mask') but 1 was given: 'c', 'mask' are missing");
+  EXPECT_EQ(runError(session_.get(), {}),
+            "the model takes 3 inputs ('x', 'c', 'mask') but 0 were given: 'x', 'c', 'mask' are "
+            "missing");
   EXPECT_EQ(runError(session_.get(), test_.inputs(), nullptr, 1),
             "the model has 2 outputs but 1 were given");
+}
+
+TEST_F(RuntimeRunErrors, InputSmallerThanItsDims) {
+  auto inputs = test_.inputs();
+  // 2 x 7 x 4 floats are 224 bytes; a caller that says it passes fewer would
+  // have the kernels read past its buffer.
+  inputs[0].size_bytes = 220;
+  EXPECT_EQ(runError(session_.get(), inputs),
+            "input 'x': size_bytes is 220 but f32 [2, 7, 4] needs 224");
+  inputs[0].size_bytes = 224;
+  EXPECT_EQ(runError(session_.get(), inputs), "");
+  inputs[0].size_bytes = 4096;
+  EXPECT_EQ(runError(session_.get(), inputs), "");
 }
 
 TEST_F(RuntimeRunErrors, OutputBufferTooSmall) {

@@ -12,6 +12,7 @@
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
 #include "tools/onnxc/CompiledLibrary.h"
+#include "tools/onnxc/ModelFiles.h"
 
 #include <algorithm>
 #include <chrono>
@@ -95,6 +96,9 @@ int runBench(const ParsedArgs &args) {
   int iterations = positiveOption(args, "iters", 50);
   int warmup = positiveOption(args, "warmup", 3);
   bool library = isCompiledLibraryPath(path);
+  if (library)
+    refuseCompileOptions(args, path, "bench");
+  checkModelFile(path, "bench", ModelKinds::GraphsAndLibraries);
 
   std::unique_ptr<CompiledLibrary> compiled;
   std::unique_ptr<JitModel> jit;
@@ -115,7 +119,9 @@ int runBench(const ParsedArgs &args) {
   }
   double prepareMs = millisecondsSince(start);
 
-  std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
+  // A benchmark's outputs are not read: inputs not given are generated (a
+  // single --shape input_ids=1x128 sizes the mask too), unlike `onnxc run`.
+  std::map<std::string, Tensor> inputs = prepareInputs(*graph, request, MissingInputs::Generate);
   std::vector<const Tensor *> ordered;
   for (const Value *input : graph->inputs())
     ordered.push_back(&inputs.at(input->name()));
@@ -174,7 +180,8 @@ std::vector<OptionSpec> benchOptions() {
 
 Command benchCommand() {
   return {"bench", "measure a compiled model's latency, load time and memory",
-          "bench MODEL.onnx|MODEL.ir|MODEL.so [--shape NAME=1x128]... [--threads N] [--iters N]",
+          "bench MODEL.onnx|MODEL.ir|MODEL.so [--shape NAME=1x128]... [--threads N] [--iters N]\n"
+          "(inputs neither --input nor --shape gives are generated, sized by the ones that are)",
           benchOptions(), runBench};
 }
 

@@ -9,6 +9,7 @@
 #include "tools/onnxc/RunInputs.h"
 
 #include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,9 +46,12 @@ std::string modelArgument(const ParsedArgs &args, const std::string &command);
 std::vector<OptionSpec> pipelineOptions();
 /// Builds the pipeline the options ask for: the -O level first, then
 /// --passes. Called before the model loads, so that option mistakes are
-/// usage errors however broken the model is.
+/// usage errors however broken the model is. --print-ir-after* goes to
+/// `irStream`: stdout for `dump` without -o (where the IR goes), stderr
+/// (the default) wherever stdout carries something else or -o takes the IR.
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
-                                           const PrintOptions &printOptions, int defaultLevel = 0);
+                                           const PrintOptions &printOptions, int defaultLevel = 0,
+                                           std::ostream *irStream = nullptr);
 /// The option groups of a command, in order, as one list.
 inline std::vector<OptionSpec> joinOptions(std::initializer_list<std::vector<OptionSpec>> groups) {
   std::vector<OptionSpec> all;
@@ -70,6 +74,9 @@ TargetSelection selectTarget(const ParsedArgs &args);
 bool printTargetHelp(const ParsedArgs &args);
 /// --threads N (0 or absent: one per core).
 int threadCount(const ParsedArgs &args);
+
+/// `onnxc --version`: the onnxc and LLVM versions and the default target CPU.
+void printVersion(std::ostream &out);
 
 /// Runs the pipeline on `graph`; statistics and explanations go to stderr.
 void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args);

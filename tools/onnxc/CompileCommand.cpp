@@ -3,6 +3,7 @@
 //   onnxc compile model.onnx -o model.so            shared library + model.h
 //   onnxc compile model.onnx -o m.s --emit=asm      inspection forms: obj, asm, llvm
 //   onnxc compile model.onnx -o m.so --mcpu=x86-64  any x86-64 (portable vector code)
+//   onnxc compile gpt.onnx -o lib/gpt.so --name gpt  onnxc_model_gpt() in gpt.so and gpt.h
 //
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
@@ -11,6 +12,7 @@
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/FileIdentity.h"
+#include "tools/onnxc/ModelFiles.h"
 
 #include <chrono>
 #include <cstdio>
@@ -120,6 +122,21 @@ void checkOutputsSpareExternalData(const std::vector<std::string> &externalFiles
   }
 }
 
+/// --name, checked; else the name the output file gives (model.so -> model).
+std::string modelName(const ParsedArgs &args, const std::string &output) {
+  if (!args.has("name"))
+    return modelNameForOutput(output);
+  std::string name = args.get("name");
+  if (!isValidModelName(name)) {
+    std::string suggestion = modelNameForOutput(name + ".so");
+    throw UsageError(
+        "--name '" + name + "' is not a C identifier (letters, digits and '_', not " +
+        "starting with a digit, at most 200 characters)" +
+        (isValidModelName(suggestion) && !name.empty() ? "; try --name " + suggestion : ""));
+  }
+  return name;
+}
+
 int runCompile(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -136,9 +153,14 @@ int runCompile(const ParsedArgs &args) {
   bool headerIsDefault = request.headerPath.empty();
   if (headerIsDefault && request.kind == ArtifactRequest::Kind::SharedLibrary)
     request.headerPath = defaultHeaderPath(output);
-  checkOutputsAreDistinct(path, request, headerIsDefault);
+  request.modelName = modelName(args, output);
   TargetSelection target = selectTarget(args);
   std::unique_ptr<PassManager> pm = buildPipeline(args, "compile", PrintOptions(), 3);
+  checkModelFile(path, "compile", ModelKinds::Graphs);
+  checkOutputFile("-o", request.outputPath);
+  if (request.kind == ArtifactRequest::Kind::SharedLibrary)
+    checkOutputFile(headerIsDefault ? "the header" : "--header", request.headerPath);
+  checkOutputsAreDistinct(path, request, headerIsDefault);
 
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> externalFiles;
@@ -165,18 +187,25 @@ int runCompile(const ParsedArgs &args) {
 std::vector<OptionSpec> compileOptions() {
   return joinOptions({{
                           {"o", "FILE", "output file (model.so, or the --emit form)"},
-                          {"emit", "so|obj|asm|llvm", "shared library + C header (default), object, assembly, LLVM IR"},
+                          {"emit", "so|obj|asm|llvm",
+                           "shared library + C header (default), object, assembly, LLVM IR"},
                           {"header", "FILE", "where to write the C header (default: FILE with .h)"},
+                          {"name", "NAME",
+                           "the model's C name: onnxc_model_NAME() in the library and header "
+                           "(default: the -o file's name, my-gpt.so -> my_gpt)"},
                       },
-                      targetOptions(), pipelineOptions()});
+                      targetOptions(),
+                      pipelineOptions()});
 }
 
 } // namespace
 
 Command compileCommand() {
-  return {"compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
-          "compile MODEL.onnx|MODEL.ir -o model.so [--emit=so|obj|asm|llvm] [--mcpu=CPU] [options]",
-          compileOptions(), runCompile};
+  return {
+      "compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
+      "compile MODEL.onnx|MODEL.ir -o model.so [--name NAME] [--emit=so|obj|asm|llvm] [--mcpu=CPU] "
+      "[options]",
+      compileOptions(), runCompile};
 }
 
 } // namespace onnxc

@@ -4,6 +4,7 @@
 #include "ir/DotExport.h"
 #include "ir/Error.h"
 #include "ir/Printer.h"
+#include "tools/onnxc/ModelFiles.h"
 
 #include <fstream>
 #include <iostream>
@@ -21,13 +22,20 @@ int runDump(const ParsedArgs &args) {
   printOptions.printNodeNames = args.has("print-node-names");
   printOptions.printAllConstants = args.has("print-all-constants");
 
-  std::unique_ptr<PassManager> pm = buildPipeline(args, "dump", printOptions);
+  bool toFile = args.has("o") && args.get("o") != "-";
+  // With -o the file takes the final IR only (it must parse back as one
+  // graph), so the per-pass dumps go to stderr like the statistics.
+  std::unique_ptr<PassManager> pm =
+      buildPipeline(args, "dump", printOptions, 0, toFile ? &std::cerr : &std::cout);
+  checkModelFile(path, "dump", ModelKinds::Graphs);
+  if (toFile)
+    checkOutputFile("-o", args.get("o"));
   std::unique_ptr<Graph> graph = loadModel(path);
   runPipeline(*pm, *graph, args);
 
   std::ofstream file;
   std::ostream *out = &std::cout;
-  if (args.has("o") && args.get("o") != "-") {
+  if (toFile) {
     file.open(args.get("o"), std::ios::trunc);
     if (!file)
       fail(args.get("o"), ": cannot open file for writing");
@@ -48,7 +56,9 @@ std::vector<OptionSpec> dumpOptions() {
   options.push_back({"format", "text|dot", "output the text IR (default) or a Graphviz graph"});
   options.push_back({"print-node-names", "", "append loc(\"onnx node name\") to nodes"});
   options.push_back({"print-all-constants", "", "print every constant in full instead of dense<elided>"});
-  options.push_back({"o", "FILE", "write the IR to FILE instead of stdout"});
+  options.push_back(
+      {"o", "FILE",
+       "write the IR to FILE instead of stdout (--print-ir-after* then go to stderr)"});
   return options;
 }
 

@@ -45,6 +45,8 @@ void printList(const char *title, const std::vector<std::string> &items) {
 int runInspect(const ParsedArgs &args) {
   std::string path = modelArgument(args, "inspect");
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail(path, ": is a directory, not a model file");
   if (!std::filesystem::is_regular_file(path, ec))
     fail(path, ": no such file");
   if (std::filesystem::path(path).extension() != ".onnx")

@@ -17,7 +17,8 @@ namespace onnxc {
 std::unique_ptr<Graph> loadModel(const std::string &path, std::vector<std::string> *externalFiles) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    fail(path, ": no such file");
+    fail(path, std::filesystem::is_directory(path, ec) ? ": is a directory, not a model file"
+                                                       : ": no such file");
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") {
     std::unique_ptr<Graph> graph = importOnnxFile(path, externalFiles);
@@ -88,14 +89,15 @@ std::vector<std::string> passNames(const ParsedArgs &args, const std::string &op
 } // namespace
 
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
-                                           const PrintOptions &printOptions, int defaultLevel) {
+                                           const PrintOptions &printOptions, int defaultLevel,
+                                           std::ostream *irStream) {
   PassManagerOptions options;
   options.printIrAfter = passNames(args, "print-ir-after", command);
   options.printIrAfterAll = args.has("print-ir-after-all");
   options.verifyEach = args.has("verify-each");
   options.explain = args.has("explain");
   options.printOptions = printOptions;
-  auto pm = std::make_unique<PassManager>(options, &std::cout);
+  auto pm = std::make_unique<PassManager>(options, irStream ? irStream : &std::cerr);
   addOptimizationPipeline(*pm, optimizationLevel(args, command, defaultLevel));
   addPassesByName(*pm, passNames(args, "passes", command));
   return pm;

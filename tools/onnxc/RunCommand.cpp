@@ -1,6 +1,7 @@
 //===- tools/onnxc/RunCommand.cpp - onnxc run -------------------------------===//
 #include "tools/onnxc/Commands.h"
 
+#include "codegen/CompilableShapes.h"
 #include "codegen/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ShapeSpecialization.h"
@@ -8,6 +9,7 @@
 #include "ir/eval/Evaluator.h"
 #include "tools/onnxc/CompiledLibrary.h"
 #include "tools/onnxc/FileIdentity.h"
+#include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
 
@@ -129,6 +131,8 @@ int runRun(const ParsedArgs &args) {
     return 0;
   std::string path = modelArgument(args, "run");
   bool library = isCompiledLibraryPath(path);
+  if (library)
+    refuseCompileOptions(args, path, "run");
   std::string backend = args.get("backend", library ? "so" : "jit");
   if (backend != "ref" && backend != "jit" && backend != "so")
     throw UsageError("unknown --backend '" + backend +
@@ -147,6 +151,7 @@ int runRun(const ParsedArgs &args) {
   std::string outputDir = args.get("output-dir");
   std::vector<Tensor> outputs;
   std::vector<std::string> outputNames, outputFiles;
+  checkModelFile(path, "run", ModelKinds::GraphsAndLibraries);
   if (library) {
     CompiledLibrary compiled(path);
     const onnxc_model_descriptor &model = *compiled.descriptor();
@@ -155,7 +160,8 @@ int runRun(const ParsedArgs &args) {
       outputNames.push_back(model.outputs[i].name);
     if (!outputDir.empty())
       outputFiles = outputPaths(outputDir, outputNames, request, path);
-    std::map<std::string, Tensor> inputs = prepareInputs(*signature, request);
+    std::map<std::string, Tensor> inputs =
+        prepareInputs(*signature, request, MissingInputs::Refuse);
     outputs = runCompiledModel(model, *signature, inputs, threads);
   } else {
     std::unique_ptr<PassManager> pm =
@@ -166,7 +172,10 @@ int runRun(const ParsedArgs &args) {
       outputNames.push_back(output.name);
     if (!outputDir.empty())
       outputFiles = outputPaths(outputDir, outputNames, request, path);
-    std::map<std::string, Tensor> inputs = prepareInputs(*graph, request);
+    // A model the JIT can never run is reported as such, before its inputs.
+    if (backend == "jit")
+      checkCompilableShapes(*graph);
+    std::map<std::string, Tensor> inputs = prepareInputs(*graph, request, MissingInputs::Refuse);
     if (backend == "ref") {
       outputs = evaluateGraph(*graph, inputs);
     } else {
@@ -238,7 +247,8 @@ std::vector<OptionSpec> inputOptions() {
       {"input", "NAME=FILE.npy", "read input NAME from a .npy file", true},
       {"shape", "NAME=1x128",
        "generate input NAME with these dims (binds its symbolic dims); token ids are drawn below "
-       "the vocabulary size from a .onnx, in [0, 10) from a .so",
+       "the vocabulary size from a .onnx, in [0, 10) from a .so. run needs every input from "
+       "--input or --shape; bench generates the ones not given",
        true},
       {"seed", "N", "seed of generated inputs (default 0)"},
   };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <random>
 
 namespace onnxc {
@@ -136,6 +137,44 @@ Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &b
   return tensor;
 }
 
+/// "1x16" when the given inputs determine every dim of `input`, else "DIMS".
+std::string suggestedShape(const Value &input, const Bindings &bindings) {
+  const Shape &shape = input.shape();
+  if (!shape.isRanked())
+    return "DIMS";
+  std::string text;
+  for (const Dim &dim : shape.dims()) {
+    std::optional<int64_t> value = dim.evaluate(bindings);
+    if (!value)
+      return "DIMS";
+    text += (text.empty() ? "" : "x") + std::to_string(*value);
+  }
+  return shape.rank() == 0 ? "" : text;
+}
+
+/// Every input neither --input nor --shape gives is an error naming it (all
+/// of them at once), with the options that would give it.
+void refuseMissingInputs(const Graph &graph, const InputRequest &request,
+                         const Bindings &bindings) {
+  std::vector<const Value *> missing;
+  for (const Value *input : graph.inputs())
+    if (!request.files.count(input->name()) && !request.shapes.count(input->name()))
+      missing.push_back(input);
+  if (missing.empty())
+    return;
+  if (missing.size() == 1) {
+    const Value &input = *missing[0];
+    fail("input '", input.name(), "' (", input.type().str(), ") is not given: pass --input ",
+         input.name(), "=FILE.npy, or --shape ", input.name(), "=", suggestedShape(input, bindings),
+         " to run on random values");
+  }
+  std::string list;
+  for (const Value *input : missing)
+    list += (list.empty() ? "'" : ", '") + input->name() + "' (" + input->type().str() + ")";
+  fail(missing.size(), " inputs are not given: ", list,
+       "; pass --input NAME=FILE.npy, or --shape NAME=DIMS to run on random values, for each");
+}
+
 } // namespace
 
 std::vector<int64_t> parseShapeText(const std::string &text, const std::string &option) {
@@ -156,7 +195,8 @@ std::vector<int64_t> parseShapeText(const std::string &text, const std::string &
   }
 }
 
-std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request) {
+std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request,
+                                            MissingInputs missing) {
   auto checkName = [&](const std::string &name, const char *option) {
     if (!graph.findValue(name) || !graph.findValue(name)->isGraphInput()) {
       std::string known;
@@ -176,6 +216,9 @@ std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputReque
   std::map<std::string, Tensor> tensors;
   Bindings bindings;
   for (const auto &[name, path] : request.files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      fail("input '", name, "': ", path, " is a directory, not an .npy file");
     Tensor t = readNpy(path);
     const Value &input = *graph.findValue(name);
     if (input.dtype() != DType::Unknown && t.dtype() != input.dtype())
@@ -191,6 +234,8 @@ std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputReque
   for (const auto &[name, dims] : request.shapes)
     checkDims(*graph.findValue(name), dims, "--shape " + dimsText(dims), bindings);
 
+  if (missing == MissingInputs::Refuse)
+    refuseMissingInputs(graph, request, bindings);
   for (const Value *input : graph.inputs()) {
     if (tensors.count(input->name()))
       continue;

@@ -1,6 +1,7 @@
 //===- tools/onnxc/RunInputs.h - Inputs of `onnxc run` ----------------------===//
 //
-// Inputs come from .npy files or are generated from a fixed seed. Symbolic
+// Inputs come from .npy files or are generated from a fixed seed when asked
+// for with --shape (`onnxc bench` generates the rest too). Symbolic
 // dims (batch, seq) are bound by the shapes of given files and --shape
 // options, so `--shape input_ids=1x128` also sizes an attention mask
 // declared [batch, seq].
@@ -26,7 +27,19 @@ struct InputRequest {
   uint64_t seed = 0;
 };
 
-/// Builds a tensor for every graph input. Generated values: floats uniform
+/// What to do with an input that neither --input nor --shape names.
+enum class MissingInputs {
+  /// An error naming it (`onnxc run`: like onnxruntime, a forgotten
+  /// attention_mask must not be filled with random values).
+  Refuse,
+  /// Generate it with the dims the other inputs bind (`onnxc bench`, whose
+  /// outputs nobody reads: one --shape sizes every input of a benchmark).
+  Generate,
+};
+
+/// Builds a tensor for every graph input: read from its --input file,
+/// generated for its --shape, and otherwise refused or generated as
+/// `missing` says. Generated values: floats uniform
 /// in [-1, 1); integers used as Gather indices uniform in [0, size of the
 /// gathered axis); other integers named like "*mask*" (and bools) in {0, 1};
 /// other integers in [0, 10). A compiled model's signature has no Gather, so
@@ -34,7 +47,8 @@ struct InputRequest {
 /// model.onnx` draws them below the vocabulary size. Throws onnxc::Error
 /// naming the input when a
 /// file does not match the declared type, or a shape cannot be resolved.
-std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request);
+std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request,
+                                            MissingInputs missing);
 
 /// Parses "1x128" (empty text is a scalar); throws UsageError naming `option`.
 std::vector<int64_t> parseShapeText(const std::string &text, const std::string &option);

@@ -51,7 +51,9 @@ void printToolHelp() {
   for (const Command &c : commands())
     std::cout << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
   std::cout << "\nType 'onnxc SUBCOMMAND --help' for the options of a subcommand.\n\n"
-               "OPTIONS:\n  --help    show this help\n\nPASSES (for --passes= and --print-ir-after=):\n"
+               "OPTIONS:\n  --help     show this help\n"
+               "  --version  print the onnxc and LLVM versions and the default target CPU\n\n"
+               "PASSES (for --passes= and --print-ir-after=):\n"
             << passListing();
 }
 
@@ -76,6 +78,12 @@ int dispatch(const std::vector<std::string> &args) {
     if (args.size() > 1)
       return dispatch({args[1], "--help"});
     printToolHelp();
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    if (args.size() > 1)
+      throw UsageError("'onnxc " + name + "' takes no arguments");
+    printVersion(std::cout);
     return 0;
   }
   auto it = std::find_if(commands().begin(), commands().end(), [&](const Command &c) { return c.name == name; });

@@ -2,11 +2,16 @@
  *
  * A program links a compiled model.so (or uses the JIT) and runs it:
  *
- *   const onnxc_model_descriptor *model = <model>_descriptor();   // from the generated header
- *   onnxc_session *s = onnxc_session_create(model, 0);             // 0 threads = one per core
- *   onnxc_tensor in[2] = {...}, out[1] = {{0}};                      // out data NULL: library-owned
+ *   const onnxc_model_descriptor *model = onnxc_model_<name>();  // from the generated <name>.h
+ *   onnxc_session *s = onnxc_session_create(model, 0);            // 0 threads = one per core
+ *   onnxc_tensor in[2] = {...}, out[1] = {{0}};                     // out data NULL: library-owned
  *   if (onnxc_session_run(s, in, 2, out, 1) != 0) puts(onnxc_session_error(s));
  *   onnxc_session_destroy(s);
+ *
+ * <name> is `onnxc compile --name`, by default the library's file name
+ * (my-gpt.so -> onnxc_model_my_gpt). Every library also exports
+ * onnxc_descriptor(), the same descriptor under one fixed name for loaders
+ * that dlopen a model they know nothing about.
  *
  * A session may be used by one thread at a time; use one session per
  * thread to run a model concurrently (sessions share the model's constants).
@@ -30,7 +35,8 @@ typedef struct onnxc_tensor {
   int32_t dtype; /* onnxc_dtype; checked for inputs, filled for outputs */
   int32_t rank;
   int64_t dims[ONNXC_MAX_RANK];
-  size_t size_bytes; /* output: capacity of a caller buffer; filled with the size used */
+  size_t size_bytes; /* input: bytes at data, checked against the dims (0: not checked);
+                        output: capacity of a caller buffer; filled with the size used */
 } onnxc_tensor;
 
 typedef struct onnxc_session onnxc_session;
@@ -41,10 +47,11 @@ typedef struct onnxc_session onnxc_session;
 onnxc_session *onnxc_session_create(const onnxc_model_descriptor *model, int num_threads);
 void onnxc_session_destroy(onnxc_session *session);
 
-/* Runs the model. Inputs must match the model's dtypes and shapes (symbols
- * bound consistently). Outputs with data == NULL are allocated by the
- * session and stay valid until the next run or destroy; otherwise their
- * size_bytes must be large enough. Returns 0, or non-zero with
+/* Runs the model. Every input must be given, in the model's order, with its
+ * data (a missing input or a NULL data pointer is an error naming it) and
+ * the model's dtypes and shapes (symbols bound consistently). Outputs with
+ * data == NULL are allocated by the session and stay valid until the next
+ * run or destroy; otherwise their size_bytes must be large enough. Returns 0, or non-zero with
  * onnxc_session_error() set to one line naming the input/output at fault. */
 int onnxc_session_run(onnxc_session *session, const onnxc_tensor *inputs, int32_t num_inputs,
                       onnxc_tensor *outputs, int32_t num_outputs);
