@@ -255,7 +255,7 @@ std::vector<OptionSpec> inputOptions() {
 }
 
 Command runCommand() {
-  return {"run", "run a model on .npy or generated inputs and print its outputs",
+  return {"run", "run a model on .npy inputs (--shape: random ones) and print its outputs",
           "run MODEL.onnx|MODEL.ir|MODEL.so [--input NAME=FILE.npy]... [--shape NAME=1x128]... "
           "[options]",
           runOptions(), runRun};
