@@ -478,7 +478,36 @@ struct MaskPlan {
   // The finite value the Where masks replace hidden scores by (mask_fill);
   // none when they fill -inf (the op's default meaning) or there are none.
   std::optional<double> fill;
+  // The band is around the diagonal offset by a cache (kvSeq = past +
+  // qSeq): the op says so only with past_key / past_value operands.
+  bool pastOffset = false;
 };
+
+/// K and V as a KV cache concatenated with the new keys along the sequence
+/// (GPT-2's torch.cat((past_key, key), dim=-2)).
+struct CacheSplit {
+  Value *pastKey = nullptr, *newKey = nullptr, *pastValue = nullptr, *newValue = nullptr;
+};
+
+/// The cache and new parts of the 4-D K and V, when both are Concat(past,
+/// new) on the sequence axis with `past` keys in the cache; nullopt else.
+std::optional<CacheSplit> splitCache(Value *k4, Value *v4, const Dim &past) {
+  auto parts = [&](Value *x) -> std::optional<std::pair<Value *, Value *>> {
+    Node *cat = x ? x->definingNode() : nullptr;
+    if (!cat || cat->kind() != OpKind::Concat || cat->numOperands() != 2)
+      return std::nullopt;
+    int64_t axis = cat->getInt("axis", 0);
+    Value *cache = cat->operand(0), *fresh = cat->operand(1);
+    if ((axis != 2 && axis != -2) || !cache || !fresh || cache->shape().rank() != 4 ||
+        fresh->shape().rank() != 4 || !cache->shape()[2].provablyEqual(past))
+      return std::nullopt;
+    return std::make_pair(cache, fresh);
+  };
+  auto key = parts(k4), value = parts(v4);
+  if (!key || !value)
+    return std::nullopt;
+  return CacheSplit{key->first, key->second, value->first, value->second};
+}
 
 /// Whether the Attention op's attributes say exactly this band: none,
 /// is_causal, window, or both. (These four forms are closed under
@@ -551,6 +580,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
                       "hidden keys score s + mask, not the fill)"};
     plan.fill = whereFill;
   }
+  plan.pastOffset = !plan.band.isEverything() && qSeq != kvSeq;
   assert(expressible(plan.band));
   return plan;
 }
@@ -715,9 +745,20 @@ private:
     if (key.group != valueGroup)
       throw Rejection{"K and V are repeated for grouped heads differently"};
     const int64_t group = key.group;
+    // A band offset by a cache: the op offsets its diagonal by the length
+    // of past_key, so it reads the cache and the new keys apart (and
+    // appends them itself, in the 4-D form).
+    std::optional<CacheSplit> cache;
+    if (masks.pastOffset) {
+      const Shape &scores = core.scores->result(0)->shape();
+      cache = splitCache(key.k4, v4, scores[3] - scores[2]);
+      if (!cache)
+        throw Rejection{"the mask is a band offset by kv - q, but K and V are not a cache "
+                        "concatenated with the new keys"};
+    }
     std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(v4);
     MergeRoot merge = mergeHeadsRoot(graph, core.output->result(0));
-    bool threeD = q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
+    bool threeD = !cache && q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
                   q3->heads == key.k3->heads * group && q3->seqFirst == merge.seqFirst &&
                   key.k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
     Node *root = threeD ? merge.reshape : core.output;
@@ -752,6 +793,8 @@ private:
                       {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
                    ->result(0);
         operands = {core.q, k4, v4};
+        if (cache)
+          operands = {core.q, cache->newKey, cache->newValue};
       }
       if (masks.operand) {
         Value *mask = masks.operand;
@@ -760,6 +803,12 @@ private:
         if (masks.subtract)
           mask = create(graph, created, OpKind::Neg, {mask}, base + ".bias", root)->result(0);
         operands.push_back(mask);
+      }
+      if (cache) {
+        if (!masks.operand)
+          operands.push_back(nullptr);
+        operands.push_back(cache->pastKey);
+        operands.push_back(cache->pastValue);
       }
       Node *attention = graph.createNode(OpKind::Attention, operands, 1, base, {}, root);
       created.push_back(attention);
@@ -820,6 +869,8 @@ private:
       context.count("with a mask operand");
     if (masks.fill)
       context.count("with a finite mask fill");
+    if (cache)
+      context.count("after a KV cache");
   }
 };
 
