@@ -531,10 +531,29 @@ std::string bandText(const KeyBand &b) {
 /// comes after the additive operand (which it would overwrite) and no band
 /// is additive (its keys score s + v, not the fill). A fill of -inf hides
 /// the same either way, so those orders fuse as before.
+/// K and V as the 4-D tensors the op would read (K before its transpose and
+/// either before a grouped-query repeat), split into cache and new keys.
+std::optional<CacheSplit> cacheOf(const CoreMatch &m) {
+  double scale = m.scale; // keyForms folds a scale on K into it: a copy here
+  KeyForms key = keyForms(m.kt, scale);
+  int64_t group = 1;
+  Value *v4 = m.v;
+  if (Value *kv = repeatedKvSource(m.v, group))
+    v4 = kv;
+  const Shape &scores = m.scores->result(0)->shape();
+  std::optional<Dim> past = Dim::trySubtract(scores[3], scores[2]);
+  if (!past)
+    return std::nullopt;
+  return splitCache(key.k4, v4, *past);
+}
+
 MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   MaskPlan plan;
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
+  // A band around a diagonal offset by a cache is expressible only when the
+  // op can read the cache apart (past_key / past_value).
+  bool offsetExpressible = qSeq == kvSeq || cacheOf(m).has_value();
   std::optional<double> whereFill;
   bool additiveBand = false, additiveOperand = false, whereAfterAdd = false;
   // m.masks runs from Softmax backwards; walk them in the order applied.
@@ -551,12 +570,17 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     std::optional<KeyBand> band =
         term.negated ? std::nullopt
                      : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+    if (band && !band->isEverything() && !offsetExpressible) {
+      why = "query and key lengths differ and K and V are not a cache concatenated with the "
+            "new keys (the op offsets its diagonal only by a past_key operand)";
+      band.reset();
+    }
     if (band && expressible(*band)) {
       plan.band = plan.band.intersect(*band);
       additiveBand = additiveBand || !isWhere;
       continue;
     }
-    if (band)
+    else if (band)
       why = "its band " + bandText(*band) + " is neither causal nor symmetric";
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
     if (plan.operand)
