@@ -198,6 +198,19 @@ Dim Dim::substitute(const std::map<std::string, int64_t> &bindings) const {
   return result;
 }
 
+Dim Dim::substitute(const std::string &symbol, const Dim &replacement) const {
+  if (unknown_)
+    return Dim();
+  Dim result(0);
+  for (const auto &[mono, coeff] : terms_) {
+    Dim term(coeff);
+    for (const std::string &sym : mono)
+      term = term * (sym == symbol ? replacement : Dim::symbol(sym));
+    result = result + term;
+  }
+  return result;
+}
+
 std::vector<std::string> Dim::symbols() const {
   std::vector<std::string> result;
   for (const auto &[mono, coeff] : terms_)

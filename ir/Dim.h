@@ -81,6 +81,9 @@ public:
   /// This dimension with the bound symbols replaced by their values (the
   /// others kept). Throws SizeError on overflow.
   Dim substitute(const std::map<std::string, int64_t> &bindings) const;
+  /// This dimension with every occurrence of `symbol` replaced by
+  /// `replacement` (unknown stays unknown). Throws SizeError on overflow.
+  Dim substitute(const std::string &symbol, const Dim &replacement) const;
   /// The symbols occurring in this dimension.
   std::vector<std::string> symbols() const;
 

@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <sys/mman.h>
@@ -58,10 +59,22 @@ std::string dimsText(const std::vector<int64_t> &dims) {
 }
 
 int64_t checkedElementCount(const std::vector<int64_t> &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
+  for (int64_t d : dims)
     if (d < 0)
       fail("negative tensor dimension ", d, " in ", dimsText(dims));
+  // A zero-size tensor (an empty KV cache [b, h, 0, d]) holds nothing, so the
+  // element limit, which is about memory, does not apply; its strides are
+  // products of the other dims and must still fit in int64 (numpy's rule).
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) {
+    int64_t strides = 1;
+    for (int64_t d : dims)
+      if (d != 0 && __builtin_mul_overflow(strides, d, &strides))
+        throw SizeError("a tensor of shape " + dimsText(dims) +
+                        " has nonzero dims whose product int64 cannot count");
+    return 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : dims) {
     if (d != 0 && n > (int64_t(1) << 40) / d)
       throw SizeError("a tensor of shape " + dimsText(dims) +
                       " has more than 2^40 elements, which onnxc does not support");

@@ -1,7 +1,10 @@
 //===- passes/AttentionMasks.cpp - Proving what shape-only masks hide -----===//
 #include "passes/AttentionMasks.h"
 
+#include "ir/ShapeAssumption.h"
+
 #include "ir/Error.h"
+#include "ir/ShapeAssumption.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/KnownContents.h"
 #include "passes/MaskProof.h"
@@ -225,15 +228,27 @@ std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, c
                  : "mask depends on input data";
     return std::nullopt;
   }
-  if (qSeq != kvSeq || qSeq.isUnknown()) {
-    reason = "query and key lengths differ";
+  if (qSeq.isUnknown() || kvSeq.isUnknown()) {
+    reason = "the query or key length is unknown";
     return std::nullopt;
   }
-  if (std::optional<int64_t> n = qSeq.constant(); n && !involvesSymbols(mask, nodes))
+  if (qSeq != kvSeq) {
+    // Queries after a cache: kvSeq - qSeq must be a length (past), and the
+    // band is proven around the diagonal offset by it.
+    std::optional<Dim> past = Dim::trySubtract(kvSeq, qSeq);
+    bool length = past && !past->isUnknown() && !past->constant() &&
+                  ShapeAssumption{*past, ShapeAssumption::Kind::NonNegative, ""}.provable();
+    if (!length) {
+      reason = "query and key lengths differ by " + (past ? past->str() : std::string("?")) +
+               ", which is not a cache length";
+      return std::nullopt;
+    }
+  }
+  if (std::optional<int64_t> n = qSeq.constant(); n && qSeq == kvSeq && !involvesSymbols(mask, nodes))
     return evaluateAtLength(mask, encoding, *n, reason);
   try {
     mask::SymbolicEvaluator evaluator;
-    return mask::proveBand(evaluator.evaluate(mask), encoding, qSeq);
+    return mask::proveBand(evaluator.evaluate(mask), encoding, qSeq, kvSeq);
   } catch (const mask::NotProvable &e) {
     reason = e.reason;
   } catch (const Error &e) {

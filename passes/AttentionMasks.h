@@ -51,10 +51,13 @@ struct KeyBand {
   }
 };
 
-/// The band `mask` hides when applied to scores of shape [..., qSeq, kvSeq]
-/// (qSeq and kvSeq must be the same Dim), proven for every value of the
-/// shape symbols; nullopt with `reason` set when the mask depends on data,
-/// is not a band, or the proof does not go through.
+/// The band `mask` hides when applied to scores of shape [..., qSeq, kvSeq],
+/// proven for every value of the shape symbols; nullopt with `reason` set
+/// when the mask depends on data, is not a band, or the proof does not go
+/// through. When kvSeq is qSeq plus a symbolic length (a KV cache, past +
+/// seq), the queries are the last qSeq positions and the band is around
+/// the diagonal offset by that length (query i at position i + past), which
+/// the Attention op expresses only with past_key / past_value operands.
 std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, const Dim &qSeq,
                                      const Dim &kvSeq, std::string &reason);
 

@@ -478,7 +478,36 @@ struct MaskPlan {
   // The finite value the Where masks replace hidden scores by (mask_fill);
   // none when they fill -inf (the op's default meaning) or there are none.
   std::optional<double> fill;
+  // The band is around the diagonal offset by a cache (kvSeq = past +
+  // qSeq): the op says so only with past_key / past_value operands.
+  bool pastOffset = false;
 };
+
+/// K and V as a KV cache concatenated with the new keys along the sequence
+/// (GPT-2's torch.cat((past_key, key), dim=-2)).
+struct CacheSplit {
+  Value *pastKey = nullptr, *newKey = nullptr, *pastValue = nullptr, *newValue = nullptr;
+};
+
+/// The cache and new parts of the 4-D K and V, when both are Concat(past,
+/// new) on the sequence axis with `past` keys in the cache; nullopt else.
+std::optional<CacheSplit> splitCache(Value *k4, Value *v4, const Dim &past) {
+  auto parts = [&](Value *x) -> std::optional<std::pair<Value *, Value *>> {
+    Node *cat = x ? x->definingNode() : nullptr;
+    if (!cat || cat->kind() != OpKind::Concat || cat->numOperands() != 2)
+      return std::nullopt;
+    int64_t axis = cat->getInt("axis", 0);
+    Value *cache = cat->operand(0), *fresh = cat->operand(1);
+    if ((axis != 2 && axis != -2) || !cache || !fresh || cache->shape().rank() != 4 ||
+        fresh->shape().rank() != 4 || !cache->shape()[2].provablyEqual(past))
+      return std::nullopt;
+    return std::make_pair(cache, fresh);
+  };
+  auto key = parts(k4), value = parts(v4);
+  if (!key || !value)
+    return std::nullopt;
+  return CacheSplit{key->first, key->second, value->first, value->second};
+}
 
 /// Whether the Attention op's attributes say exactly this band: none,
 /// is_causal, window, or both. (These four forms are closed under
@@ -502,10 +531,29 @@ std::string bandText(const KeyBand &b) {
 /// comes after the additive operand (which it would overwrite) and no band
 /// is additive (its keys score s + v, not the fill). A fill of -inf hides
 /// the same either way, so those orders fuse as before.
+/// K and V as the 4-D tensors the op would read (K before its transpose and
+/// either before a grouped-query repeat), split into cache and new keys.
+std::optional<CacheSplit> cacheOf(const CoreMatch &m) {
+  double scale = m.scale; // keyForms folds a scale on K into it: a copy here
+  KeyForms key = keyForms(m.kt, scale);
+  int64_t group = 1;
+  Value *v4 = m.v;
+  if (Value *kv = repeatedKvSource(m.v, group))
+    v4 = kv;
+  const Shape &scores = m.scores->result(0)->shape();
+  std::optional<Dim> past = Dim::trySubtract(scores[3], scores[2]);
+  if (!past)
+    return std::nullopt;
+  return splitCache(key.k4, v4, *past);
+}
+
 MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   MaskPlan plan;
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
+  // A band around a diagonal offset by a cache is expressible only when the
+  // op can read the cache apart (past_key / past_value).
+  bool offsetExpressible = qSeq == kvSeq || cacheOf(m).has_value();
   std::optional<double> whereFill;
   bool additiveBand = false, additiveOperand = false, whereAfterAdd = false;
   // m.masks runs from Softmax backwards; walk them in the order applied.
@@ -522,12 +570,17 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     std::optional<KeyBand> band =
         term.negated ? std::nullopt
                      : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+    if (band && !band->isEverything() && !offsetExpressible) {
+      why = "query and key lengths differ and K and V are not a cache concatenated with the "
+            "new keys (the op offsets its diagonal only by a past_key operand)";
+      band.reset();
+    }
     if (band && expressible(*band)) {
       plan.band = plan.band.intersect(*band);
       additiveBand = additiveBand || !isWhere;
       continue;
     }
-    if (band)
+    else if (band)
       why = "its band " + bandText(*band) + " is neither causal nor symmetric";
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
     if (plan.operand)
@@ -551,6 +604,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
                       "hidden keys score s + mask, not the fill)"};
     plan.fill = whereFill;
   }
+  plan.pastOffset = !plan.band.isEverything() && qSeq != kvSeq;
   assert(expressible(plan.band));
   return plan;
 }
@@ -715,9 +769,20 @@ private:
     if (key.group != valueGroup)
       throw Rejection{"K and V are repeated for grouped heads differently"};
     const int64_t group = key.group;
+    // A band offset by a cache: the op offsets its diagonal by the length
+    // of past_key, so it reads the cache and the new keys apart (and
+    // appends them itself, in the 4-D form).
+    std::optional<CacheSplit> cache;
+    if (masks.pastOffset) {
+      const Shape &scores = core.scores->result(0)->shape();
+      cache = splitCache(key.k4, v4, scores[3] - scores[2]);
+      if (!cache)
+        throw Rejection{"the mask is a band offset by kv - q, but K and V are not a cache "
+                        "concatenated with the new keys"};
+    }
     std::optional<Heads3d> q3 = headsSource(core.q), v3 = headsSource(v4);
     MergeRoot merge = mergeHeadsRoot(graph, core.output->result(0));
-    bool threeD = q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
+    bool threeD = !cache && q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
                   q3->heads == key.k3->heads * group && q3->seqFirst == merge.seqFirst &&
                   key.k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
     Node *root = threeD ? merge.reshape : core.output;
@@ -752,6 +817,8 @@ private:
                       {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
                    ->result(0);
         operands = {core.q, k4, v4};
+        if (cache)
+          operands = {core.q, cache->newKey, cache->newValue};
       }
       if (masks.operand) {
         Value *mask = masks.operand;
@@ -760,6 +827,12 @@ private:
         if (masks.subtract)
           mask = create(graph, created, OpKind::Neg, {mask}, base + ".bias", root)->result(0);
         operands.push_back(mask);
+      }
+      if (cache) {
+        if (!masks.operand)
+          operands.push_back(nullptr);
+        operands.push_back(cache->pastKey);
+        operands.push_back(cache->pastValue);
       }
       Node *attention = graph.createNode(OpKind::Attention, operands, 1, base, {}, root);
       created.push_back(attention);
@@ -820,6 +893,8 @@ private:
       context.count("with a mask operand");
     if (masks.fill)
       context.count("with a finite mask fill");
+    if (cache)
+      context.count("after a KV cache");
   }
 };
 

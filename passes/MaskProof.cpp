@@ -16,20 +16,28 @@ namespace {
 constexpr double kHidingValue = -1e4;
 
 /// Step 1: the mask's element over i (query), j (key) and the leading axes
-/// that are not unit.
-ExprPtr bindAxes(const SymbolicTensor &mask, const Dim &seq) {
+/// that are not unit. With more keys than queries (a KV cache: the queries
+/// are the last qSeq of kvSeq positions), i is the query's position among
+/// the keys, so the mask's query row i - (kvSeq - qSeq) is bound to it.
+ExprPtr bindAxes(const SymbolicTensor &mask, const Dim &qSeq, const Dim &kvSeq) {
   size_t rank = mask.dims.size();
+  Affine row = Affine::variable(kQueryVariable);
+  row.offset = subtractDims(qSeq, kvSeq);
   std::vector<Affine> replacement;
   for (size_t k = 0; k < rank; ++k) {
     const Dim &dim = mask.dims[k];
     bool key = k + 1 == rank, query = k + 2 == rank;
     if (isUnit(dim)) {
+      // A unit query axis is the same row for every query; a unit key axis
+      // the same column for every key.
       replacement.push_back(Affine::constant(0));
     } else if (key || query) {
-      if (dim != seq)
+      const Dim &length = key ? kvSeq : qSeq;
+      if (dim != length)
         notProvable(std::string("the mask's ") + (key ? "key" : "query") + " axis has " +
-                    dim.str() + " entries, not the sequence length " + seq.str());
-      replacement.push_back(Affine::variable(key ? kKeyVariable : kQueryVariable));
+                    dim.str() + " entries, not the " + (key ? "key" : "query") + " length " +
+                    length.str());
+      replacement.push_back(key ? Affine::variable(kKeyVariable) : row);
     } else {
       replacement.push_back(Affine::variable(kFirstLeadingVariable + int(k)));
     }
@@ -244,9 +252,14 @@ int64_t reach(const std::vector<Visibility> &side) {
 } // namespace
 
 KeyBand proveBand(const SymbolicTensor &mask, MaskEncoding encoding, const Dim &seq) {
+  return proveBand(mask, encoding, seq, seq);
+}
+
+KeyBand proveBand(const SymbolicTensor &mask, MaskEncoding encoding, const Dim &qSeq,
+                  const Dim &kvSeq) {
   if (encoding == MaskEncoding::Additive ? !isFloat(mask.dtype) : mask.dtype != DType::Bool)
     notProvable("the mask's element type does not suit how it is applied");
-  ExprPtr predicate = distanceForm(bindAxes(mask, seq));
+  ExprPtr predicate = distanceForm(bindAxes(mask, qSeq, kvSeq));
   DistanceFunction function(predicate);
   int64_t horizon = function.horizon();
   std::vector<Visibility> below(size_t(horizon + 1)), above(size_t(horizon + 1));

@@ -36,5 +36,11 @@ namespace onnxc::mask {
 /// The band `mask` hides when applied to scores of shape [.., seq, seq],
 /// for every value of the symbols; throws NotProvable.
 KeyBand proveBand(const SymbolicTensor &mask, MaskEncoding encoding, const Dim &seq);
+/// The same for scores [.., qSeq, kvSeq] whose queries are the last qSeq of
+/// kvSeq positions (a KV cache of kvSeq - qSeq keys before them): the band
+/// is around the diagonal offset by kvSeq - qSeq (query i is at position
+/// i + kvSeq - qSeq).
+KeyBand proveBand(const SymbolicTensor &mask, MaskEncoding encoding, const Dim &qSeq,
+                  const Dim &kvSeq);
 
 } // namespace onnxc::mask

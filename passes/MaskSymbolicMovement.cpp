@@ -38,7 +38,26 @@ struct AxisSlice {
   Dim length;
   int64_t start = 0, step = 1;
   bool assumesInTable = false;
+  Dim shapeStart = Dim(int64_t(0)); // a start computed from shapes, added to `start`
 };
+
+/// Rows [start, end) of a stored table, both bounds computed from shapes (a
+/// causal table read after a KV cache: rows past .. past+seq). Shape
+/// inference's Slice rule made 0 <= start <= end <= the table's length
+/// assumptions the runtime checks before anything runs, so no clamp applies.
+AxisSlice sliceTableFromShapes(const Dim &start, const Dim &end, int64_t step) {
+  if (step != 1)
+    notProvable("a strided Slice from a start that depends on shapes");
+  if (end.isConstant() || !provablyNonNegative(start))
+    notProvable("a Slice start that depends on shapes");
+  AxisSlice slice;
+  slice.length = subtractDims(end, start);
+  if (!provablyNonNegative(slice.length))
+    notProvable("a Slice whose length may be negative");
+  slice.shapeStart = start;
+  slice.assumesInTable = true;
+  return slice;
+}
 
 AxisSlice sliceAxis(const Dim &dim, const Dim &start, const Dim &end, int64_t step) {
   std::optional<int64_t> d = dim.constant(), s = start.constant(), e = end.constant();
@@ -46,6 +65,8 @@ AxisSlice sliceAxis(const Dim &dim, const Dim &start, const Dim &end, int64_t st
     SliceBounds b = resolveSliceBounds(*s, *e, step, *d);
     return {Dim(b.length), b.start, b.step, false};
   }
+  if (!s && d && !start.isUnknown() && !end.isUnknown())
+    return sliceTableFromShapes(start, end, step);
   if (step != 1)
     notProvable("a strided Slice of a symbolic dimension");
   if (!s)
@@ -116,6 +137,7 @@ SymbolicTensor slice(const SymbolicOperands &in) {
     dims[size_t(axis)] = s.length;
     replacement[size_t(axis)] =
         Affine::constant(s.start) + scaled(Affine::variable(int(axis)), s.step);
+    replacement[size_t(axis)].offset = addDims(replacement[size_t(axis)].offset, s.shapeStart);
     assumes |= s.assumesInTable;
   }
   SymbolicTensor t = moved(data, dims, replacement);

@@ -52,7 +52,11 @@ void bindSymbols(const Graph &graph, ModelPlan &plan) {
         fail("cannot compile: value '", value->name(), "' has a data-dependent dimension (shape ",
              value->shape().str(), "); the compiled path needs shapes known from the inputs'");
       for (const std::string &symbol : d.symbols())
-        if (!bound.count(symbol))
+        if (!bound.count(symbol) && value->isGraphInput())
+          fail("cannot compile: graph input '", value->name(), "' ", value->shape().str(),
+               " has symbol '", symbol, "' only inside ", d.str(),
+               ", and no input axis is '", symbol, "' alone to bind it from");
+        else if (!bound.count(symbol))
           fail("cannot compile: the shape of value '", value->name(), "' (", value->shape().str(),
                ") depends on symbol '", symbol,
                "', which is not a dimension of any graph input (it follows from input contents); "

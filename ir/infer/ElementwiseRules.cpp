@@ -3,8 +3,10 @@
 // Shape and dtype rules of the elementwise family (arithmetic, unary math,
 // comparison and logic, Where, Clip, Cast), Softmax and the norms, and the
 // reductions. Broadcasting is symbolic: [batch, seq, 64] + [64] gives
-// [batch, seq, 64]; when two different symbols meet the result gets a fresh
-// symbol, since either may turn out to be 1 at run time.
+// [batch, seq, 64]. When two different symbolic dims meet and both follow
+// from the graph inputs' dims, they are unified (InferenceContext::unify):
+// the input's symbol is replaced by the other expression and the inputs are
+// checked against it at run time. Otherwise the result gets a fresh symbol.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -65,8 +67,9 @@ std::string shapesString(const std::vector<const Shape *> &shapes) {
   return out;
 }
 
-Dim broadcastDim(const Node &node, const Dim &a, const Dim &b,
+Dim broadcastDim(const Node &node, const Dim &unresolvedA, const Dim &unresolvedB,
                  const std::vector<const Shape *> &shapes, InferenceContext &context) {
+  Dim a = context.resolve(unresolvedA), b = context.resolve(unresolvedB);
   if (a.provablyEqual(b))
     return a;
   if (a.constant() == 1)
@@ -86,6 +89,11 @@ Dim broadcastDim(const Node &node, const Dim &a, const Dim &b,
     context.assumeBroadcastsTo(node, a, b, "the broadcast dimension");
     return b;
   }
+  // Two symbolic dims: where both follow from input dims (the mask's own
+  // length against past+seq), they are made one; a 1 on either side is then
+  // refused at run time by the input checks, never stretched silently.
+  if (std::optional<Dim> unified = context.unify(a, b))
+    return *unified;
   return context.freshSymbol("b");
 }
 

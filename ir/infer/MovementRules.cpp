@@ -67,6 +67,10 @@ Dim unifyDims(InferenceContext &context, const Node &node, const Dim &a, const D
   if (a.isConstant() && b.isConstant())
     fail(node.describe(), ": dimension ", axis, " differs between operands (", a.str(), " vs ",
          b.str(), ")");
+  // Both symbolic and both following from input dims: one dim from now on.
+  if (!a.isConstant() && !b.isConstant())
+    if (std::optional<Dim> unified = context.unify(a, b))
+      return *unified;
   std::string what = "dimension " + std::to_string(axis) + " of each operand:";
   if (a.isConstant())
     context.assumeEqual(node, b, a, what);

@@ -101,9 +101,104 @@ size_t derivedRank(const Node &node, size_t base, int64_t length, const char *wh
   return base + size_t(length);
 }
 
-void InferenceContext::commitAssumptions() {
+bool InferenceContext::canReplace(const Dim &symbol, const Dim &replacement) const {
+  if (!symbol.isSymbol() || replacement.isUnknown() || !inputSymbols_.count(symbol.symbolName()))
+    return false;
+  // The replacement's symbols must stay bound by some input axis: input
+  // symbols are, since only a replaced symbol ever loses its axes.
+  for (const std::string &name : replacement.symbols())
+    if (name == symbol.symbolName() || !inputSymbols_.count(name))
+      return false;
+  return true;
+}
+
+Dim InferenceContext::resolve(const Dim &dim) const {
+  Dim resolved = dim;
+  for (const auto &[symbol, replacement] : unified_)
+    resolved = resolved.substitute(symbol, replacement);
+  for (const auto &[symbol, replacement] : pendingUnifications_)
+    resolved = resolved.substitute(symbol, replacement);
+  return resolved;
+}
+
+std::optional<Dim> InferenceContext::unify(const Dim &a, const Dim &b) {
+  Dim left = resolve(a), right = resolve(b);
+  if (left.provablyEqual(right))
+    return left;
+  // Keep the derived expression (past+seq) and drop the input's own name
+  // for it; between two plain symbols, keep the first operand's.
+  const Dim *replaced = nullptr, *kept = nullptr;
+  if (canReplace(right, left)) {
+    replaced = &right;
+    kept = &left;
+  } else if (canReplace(left, right)) {
+    replaced = &left;
+    kept = &right;
+  } else {
+    return std::nullopt;
+  }
+  for (auto &[symbol, replacement] : pendingUnifications_)
+    replacement = replacement.substitute(replaced->symbolName(), *kept);
+  pendingUnifications_.emplace_back(replaced->symbolName(), *kept);
+  return *kept;
+}
+
+namespace {
+Shape substituteShape(const Shape &shape, const std::string &symbol, const Dim &replacement) {
+  if (!shape.isRanked())
+    return shape;
+  std::vector<Dim> dims;
+  for (const Dim &d : shape.dims())
+    dims.push_back(d.substitute(symbol, replacement));
+  return Shape(std::move(dims));
+}
+
+void substituteValueType(Value &value, const std::string &symbol, const Dim &replacement) {
+  value.setType({value.dtype(), substituteShape(value.shape(), symbol, replacement)});
+}
+} // namespace
+
+void InferenceContext::applyUnification(const std::string &symbol, const Dim &replacement) {
+  for (Value *input : graph_.inputs())
+    substituteValueType(*input, symbol, replacement);
+  for (Node *node : graph_.nodeList())
+    for (Value *result : node->results())
+      if (result)
+        substituteValueType(*result, symbol, replacement);
+  for (auto &[value, contents] : contents_)
+    for (Dim &d : contents)
+      d = d.substitute(symbol, replacement);
   for (ShapeAssumption &assumption : pending_)
+    assumption.expr = assumption.expr.substitute(symbol, replacement);
+  // The graph's assumptions in the new terms: some now hold trivially.
+  std::vector<ShapeAssumption> kept;
+  for (ShapeAssumption assumption : graph_.assumptions()) {
+    assumption.expr = assumption.expr.substitute(symbol, replacement);
+    if (assumption.refuted())
+      fail(assumption.message, " (with ", symbol, " = ", replacement.str(), ")");
+    if (!assumption.provable())
+      kept.push_back(std::move(assumption));
+  }
+  graph_.eraseAssumptionsIf([](const ShapeAssumption &) { return true; });
+  for (ShapeAssumption &assumption : kept)
     graph_.addAssumption(std::move(assumption));
+  for (auto &[done, by] : unified_)
+    by = by.substitute(symbol, replacement);
+  unified_.emplace_back(symbol, replacement);
+}
+
+void InferenceContext::commitAssumptions() {
+  std::vector<std::pair<std::string, Dim>> unifications = std::move(pendingUnifications_);
+  pendingUnifications_.clear();
+  for (const auto &[symbol, replacement] : unifications)
+    applyUnification(symbol, replacement);
+  for (ShapeAssumption &assumption : pending_) {
+    if (assumption.provable())
+      continue;
+    if (assumption.refuted())
+      fail(assumption.message);
+    graph_.addAssumption(std::move(assumption));
+  }
   pending_.clear();
 }
 

@@ -3,7 +3,9 @@
 
 #include "ir/Graph.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -39,9 +41,27 @@ public:
   void assumeAtMost(const Node &node, const Dim &a, const Dim &b, const std::string &what);
   /// `a` is 1 or `c`: how a dim broadcasts against c (unidirectionally).
   void assumeBroadcastsTo(const Node &node, const Dim &a, const Dim &c, const std::string &what);
-  /// Moves the assumptions of the last successful rule to the graph.
+  /// Two dims that must be equal but are not the same polynomial: the
+  /// attention mask's own length `past_seq` broadcast against the keys'
+  /// past+seq. When one is a graph input's symbol and the other an
+  /// expression of the other inputs' symbols, the symbol is replaced by the
+  /// expression everywhere in the graph, the inputs' types included, once
+  /// the rule has succeeded: the runtime and the evaluator then bind it from
+  /// the other inputs and refuse an input whose dim disagrees, naming it
+  /// (which also refuses a 1 that a broadcast would have stretched, rather
+  /// than computing for a shape the graph was not typed for). Returns the
+  /// dim both become; nullopt when neither side can be replaced.
+  std::optional<Dim> unify(const Dim &a, const Dim &b);
+  /// `dim` with the symbols unified so far (and by the current rule)
+  /// replaced.
+  Dim resolve(const Dim &dim) const;
+  /// Moves the assumptions of the last successful rule to the graph, after
+  /// applying its unifications to the graph.
   void commitAssumptions();
-  void discardAssumptions() { pending_.clear(); }
+  void discardAssumptions() {
+    pending_.clear();
+    pendingUnifications_.clear();
+  }
 
   Graph &graph() { return graph_; }
 
@@ -49,6 +69,12 @@ private:
   Graph &graph_;
   std::unordered_set<std::string> inputSymbols_;
   std::vector<ShapeAssumption> pending_;
+  /// Symbol -> what replaced it (fully resolved: no replaced symbol occurs
+  /// in a replacement), committed and of the current rule.
+  std::vector<std::pair<std::string, Dim>> unified_;
+  std::vector<std::pair<std::string, Dim>> pendingUnifications_;
+  bool canReplace(const Dim &symbol, const Dim &replacement) const;
+  void applyUnification(const std::string &symbol, const Dim &replacement);
   std::unordered_map<const Value *, std::vector<Dim>> contents_;
   // Every symbol named so far, and the next suffix freshSymbol tries per
   // hint: a model can ask for many fresh symbols, so this stays linear.

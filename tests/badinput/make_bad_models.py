@@ -225,6 +225,31 @@ def write_npy_cases(out: Path) -> None:
     np.save(out / "fortran.npy", fortran)
 
 
+def write_kv_cache_mask(out: Path) -> None:
+    """A KV-cache attention score: keys are the cache and the new tokens (Concat, past + seq),
+    and the mask input, with a dimension of its own, must cover exactly those keys. A mask of
+    another length is bad input, whichever backend runs it; an empty cache is good input."""
+    nodes = [helper.make_node("Concat", ["past", "x"], ["keys"], name="cat_keys", axis=1),
+             helper.make_node("Transpose", ["keys"], ["keys_t"], name="keys_t", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["x", "keys_t"], ["scores"], name="scores"),
+             helper.make_node("Unsqueeze", ["mask", "one"], ["mask3"], name="mask3"),
+             helper.make_node("Add", ["scores", "mask3"], ["y"], name="add_mask")]
+    one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
+    inputs = [tensor_info("x", ["batch", "seq", 4]), tensor_info("past", ["batch", "past", 4]),
+              tensor_info("mask", ["batch", "past+seq"])]
+    model = model_of(nodes, inputs, [tensor_info("y", ["batch", "seq", "past+seq"])], [one], name="kv_mask")
+    onnx.checker.check_model(model)
+    save(model, out / "kv_mask.onnx")
+    rng = np.random.default_rng(12)
+    np.save(out / "kv_x.npy", rng.standard_normal((2, 3, 4)).astype(np.float32))
+    np.save(out / "kv_past.npy", rng.standard_normal((2, 5, 4)).astype(np.float32))
+    np.save(out / "kv_empty_past.npy", np.zeros((2, 0, 4), dtype=np.float32))
+    np.save(out / "kv_mask.npy", rng.standard_normal((2, 8)).astype(np.float32))
+    np.save(out / "kv_short_mask.npy", rng.standard_normal((2, 3)).astype(np.float32))
+    np.save(out / "kv_long_mask.npy", rng.standard_normal((2, 9)).astype(np.float32))
+    np.save(out / "kv_one_mask.npy", rng.standard_normal((2, 1)).astype(np.float32))
+
+
 def write_external_link_defects(out: Path) -> None:
     """External data that every path check passes but is no file of the folder:
     a hard link to outside.bin (the outside file under an inside name), and a
@@ -307,6 +332,7 @@ def main() -> int:
     write_bad_index_data(out)
     write_scatter_gather_index_data(out)
     write_npy_cases(out)
+    write_kv_cache_mask(out)
     size_cases.write(out)
     print(f"bad inputs written to {os.fspath(out)}")
     return 0

@@ -322,6 +322,55 @@ def scatter_gather_data_cases(onnxc: str, out: Path, scratch: Path) -> list:
     return cases
 
 
+def kv_output_check(output_dir: str, out: Path, past_file: str, mask_file: str) -> Callable:
+    def check(result: Result) -> Optional[str]:
+        if result.code != 0:
+            return f"exit code {result.code}, expected 0: {result.stderr.strip()[:300]!r}"
+        produced = Path(output_dir) / "y.npy"
+        if not produced.exists():
+            return f"no {produced.name} in the output folder"
+        x, past, mask = (np.load(out / name) for name in ("kv_x.npy", past_file, mask_file))
+        keys = np.concatenate([past, x], axis=1)
+        want = x @ keys.transpose(0, 2, 1) + mask[:, None, :]
+        got = np.load(produced)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+            return f"y.npy is {got.dtype}{list(got.shape)}, expected {list(want.shape)} scores plus the mask"
+        return None
+    return check
+
+
+def kv_mask_cases(onnxc: str, out: Path, scratch: Path) -> list:
+    """A mask input whose length must be past + seq (the keys it is added to): one compiled
+    .so, the JIT and the evaluator take a cache of 5 and an empty one, and refuse a mask of
+    another length (also of length 1, which a broadcast would have stretched) naming it."""
+    model, library = str(out / "kv_mask.onnx"), str(scratch / "kv_mask.so")
+
+    def compiled(result: Result) -> Optional[str]:
+        if result.code != 0 or not Path(library).exists():
+            return f"compile exit code {result.code}: {result.stderr.strip()[:300]!r}"
+        return None
+    cases = [Case("compile kv_mask.onnx", [onnxc, "compile", model, "-o", library], mode="custom",
+                  check=compiled)]
+    for label, target, backend in (("jit", model, ["--backend=jit"]), ("so", library, []),
+                                   ("ref", model, ["--backend=ref"])):
+        def argv(past: str, mask: str, output_dir: str) -> list:
+            return ([onnxc, "run", target, "--input", f"x={out / 'kv_x.npy'}", "--input", f"past={out / past}",
+                     "--input", f"mask={out / mask}", "--output-dir", output_dir] + backend)
+        for past, mask, what in (("kv_past.npy", "kv_mask.npy", "a cache of 5"),
+                                 ("kv_empty_past.npy", "kv_short_mask.npy", "an empty cache")):
+            output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+            cases.append(Case(f"run kv_mask ({label}) with {what} (control)", argv(past, mask, output_dir),
+                              mode="custom", check=kv_output_check(output_dir, out, past, mask)))
+        for past, mask, what in (("kv_past.npy", "kv_long_mask.npy", "9 for past 5 + seq 3"),
+                                 ("kv_past.npy", "kv_one_mask.npy", "1 for past 5 + seq 3"),
+                                 ("kv_empty_past.npy", "kv_mask.npy", "8 for past 0 + seq 3")):
+            output_dir = tempfile.mkdtemp(prefix="run_", dir=scratch)
+            cases.append(Case(f"run kv_mask ({label}) with a mask of length {what}",
+                              argv(past, mask, output_dir), ["'mask'"], [r"past", r"seq"],
+                              strip=[str(out / past), str(out / mask)]))
+    return cases
+
+
 def npy_cases(onnxc: str, out: Path, scratch: Path) -> list:
     good = str(out / "good.onnx")
 
@@ -563,6 +612,7 @@ def main() -> int:
     cases = (model_cases(onnxc, out, scratch) + runtime_cases(onnxc, out, scratch)
              + bad_data_cases(onnxc, out, scratch)
              + scatter_gather_data_cases(onnxc, out, scratch) + npy_cases(onnxc, out, scratch)
+             + kv_mask_cases(onnxc, out, scratch)
              + external_link_cases(onnxc, out, scratch) + no_overwrite_cases(onnxc, out, scratch)
              + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
              + inspect_count_cases(onnxc, out, scratch)

@@ -75,6 +75,48 @@ def hf_gpt2():
     return model, (example_ids(),), [ids_input("input_ids")], {"logits": {0: "batch", 1: "seq"}}, SEQ_SHAPES
 
 
+GPT2_LAYERS = 2
+GPT2_HEADS = 4
+GPT2_HEAD_DIM = 16
+# The KV-cache model's shapes: an empty cache (past 0, the prompt), one decode step after five
+# tokens, and a cache far longer than anything a pass probes. One compiled .so serves them all.
+PAST_SHAPES = [{"batch": 1, "seq": 7, "past": 0}, {"batch": 2, "seq": 1, "past": 5},
+               {"batch": 1, "seq": 3, "past": 300}]
+
+
+class Gpt2WithPast(nn.Module):
+    """GPT2LMHeadModel with its cache as flat tensors, as a generation loop feeds it:
+    (input_ids, attention_mask, past_key_0, past_value_0, ...) -> (logits, present_key_0,
+    present_value_0, ...). The mask covers the cache and the new tokens (past + seq)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, *past):
+        cache = tuple((past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2))
+        logits, presents = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache,
+                                      use_cache=True, return_dict=False)[:2]
+        return (logits,) + tuple(t for pair in presents for t in pair)
+
+
+def hf_gpt2_past():
+    import transformers
+    cfg = hf_config("GPT2Config", vocab_size=VOCAB, n_positions=MAX_POSITIONS, n_embd=GPT2_HEADS * GPT2_HEAD_DIM,
+                    n_layer=GPT2_LAYERS, n_head=GPT2_HEADS, use_cache=True)
+    model = Gpt2WithPast(transformers.GPT2LMHeadModel(cfg))
+    batch, seq, past = 2, 5, 3
+    example = [example_ids(batch, seq), example_mask(batch, past + seq)]
+    inputs = [ids_input("input_ids"), mask_input("attention_mask", "past+seq")]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(GPT2_LAYERS):
+        for kind in ("key", "value"):
+            example.append(torch.randn(batch, GPT2_HEADS, past, GPT2_HEAD_DIM))
+            inputs.append(float_input(f"past_{kind}_{layer}", ["batch", GPT2_HEADS, "past", GPT2_HEAD_DIM]))
+            outputs[f"present_{kind}_{layer}"] = {0: "batch", 2: "past+seq"}
+    return model, tuple(example), inputs, outputs, PAST_SHAPES
+
+
 def encoder_with_mask(model_class, config):
     model = hf(model_class, config, ["input_ids", "attention_mask"])
     inputs = [ids_input("input_ids"), mask_input("attention_mask")]
@@ -283,6 +325,8 @@ def torch_mha():
 # name: (builder, seed, description)
 FAMILIES = {
     "hf_gpt2": (hf_gpt2, 2001, "HF GPT2LMHeadModel, 2 layers, hidden 64, 4 heads"),
+    "hf_gpt2_past": (hf_gpt2_past, 2013, "HF GPT2LMHeadModel with past_key_values in and presents out, "
+                                         "mask of length past+seq"),
     "hf_bert": (hf_bert, 2002, "HF BertModel, 2 layers, padding mask"),
     "hf_roberta": (hf_roberta, 2003, "HF RobertaModel, 2 layers, padding mask"),
     "hf_distilbert": (hf_distilbert, 2004, "HF DistilBertModel, 2 layers, finite-fill Where mask"),

@@ -3,7 +3,9 @@
 An input description looks like
     {"name": "input_ids", "dtype": "int64", "shape": ["batch", "seq"],
      "generator": {"kind": "token_ids", "low": 0, "high": 512}}
-and a shape binding like {"batch": 2, "seq": 16} gives the symbolic dimensions their sizes.
+and a shape binding like {"batch": 2, "seq": 16} gives the symbolic dimensions their sizes. A
+dimension may be a sum of symbols ("past+seq", a KV-cache model's attention mask): its size is
+the sum of theirs.
 
 Generator kinds:
   token_ids       integers in [low, high); with "pad_id", rows after the first end in padding
@@ -32,9 +34,14 @@ def concrete_shape(spec: dict, dims: dict) -> tuple:
     shape = []
     for dim in spec["shape"]:
         if isinstance(dim, str):
-            if dim not in dims:
-                raise KeyError(f"input '{spec['name']}': no size given for dimension '{dim}'")
-            shape.append(int(dims[dim]))
+            # A sum of dimensions ("past+seq": a mask over the cache and the new tokens) is
+            # sized from its terms; it is not a dimension of its own.
+            size = 0
+            for term in dim.split("+"):
+                if term not in dims:
+                    raise KeyError(f"input '{spec['name']}': no size given for dimension '{term}'")
+                size += int(dims[term])
+            shape.append(size)
         else:
             shape.append(int(dim))
     return tuple(shape)
@@ -108,8 +115,9 @@ def symbolic_dims(entry: dict) -> list:
     found = []
     for spec in entry["inputs"]:
         for dim in spec["shape"]:
-            if isinstance(dim, str) and dim not in found:
-                found.append(dim)
+            for term in dim.split("+") if isinstance(dim, str) else []:
+                if term not in found:
+                    found.append(term)
     return found
 
 

@@ -289,6 +289,9 @@ EXPECTED_FUSIONS.update(build_models.mask_models.EXPECTED_FUSIONS)
 # embeddings' and the stacks' final norms.
 EXPECTED_FUSIONS.update({
     "hf_gpt2": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
+    # With its cache: queries are the new tokens, keys the cache and them (past + seq); the causal
+    # mask offset by the past stays an operand (the Attention op's is_causal is not offset).
+    "hf_gpt2_past": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_bert": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_roberta": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_distilbert": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
@@ -316,7 +319,8 @@ EXPECTED_FUSIONS.update({
 REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask"}
 # Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
 UNFUSED_ATTENTION = {"hf_deberta_v2"}
-FOUR_D_ATTENTION = REPEATED_KV
+# A KV cache is concatenated per head ([b, h, past + seq, d]): K and V are 4-D, not projections.
+FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past"}
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
 

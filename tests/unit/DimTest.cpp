@@ -49,6 +49,14 @@ TEST(Dim, ParseRoundTrips) {
   EXPECT_FALSE(Dim::parse("99999999999999999999999"));
 }
 
+TEST(Dim, SubstituteASymbolByAnExpression) {
+  Dim past = Dim::symbol("past"), seq = Dim::symbol("seq"), len = Dim::symbol("len");
+  EXPECT_EQ((len * Dim(2) + Dim(1)).substitute("len", past + seq).str(), (past * Dim(2) + seq * Dim(2) + Dim(1)).str());
+  EXPECT_EQ((len * seq).substitute("len", past + seq), past * seq + seq * seq);
+  EXPECT_EQ(seq.substitute("len", past), seq);
+  EXPECT_TRUE(Dim::unknown().substitute("len", past).isUnknown());
+}
+
 TEST(Dim, Evaluate) {
   Dim d = *Dim::parse("batch*seq+seq*2");
   EXPECT_EQ(d.evaluate({{"batch", 3}, {"seq", 5}}), 25);

@@ -84,6 +84,39 @@ TEST(Npy, RoundTripsEveryDtype) {
   EXPECT_THROW(encodeNpy(Tensor(DType::BF16, {1}), "b.npy"), Error);
 }
 
+// Every array numpy.save writes with a zero dim anywhere: an empty KV cache
+// [b, h, 0, d], an empty vector, a zero leading dim, zeros beside dims whose
+// product is far past onnxc's element limit (numpy takes any that fits int64).
+TEST(Npy, ReadsEveryZeroSizeArray) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 4, 0, 16}, {0}, {0, 3}, {3, 0}, {2, 0, 0, 5}, {1 << 30, 1 << 30, 0}, {0, int64_t(1) << 56}};
+  for (const std::vector<int64_t> &dims : shapes) {
+    std::string tuple;
+    for (int64_t d : dims)
+      tuple += std::to_string(d) + ", ";
+    for (const char *descr : {"<f4", "<i8", "|b1"}) {
+      std::string header = std::string("{'descr': '") + descr +
+                           "', 'fortran_order': False, 'shape': (" + tuple + "), }\n";
+      Tensor t = decodeNpy(npyBytes(header, ""), "empty.npy");
+      EXPECT_EQ(t.dims(), dims) << header;
+      EXPECT_EQ(t.numElements(), 0) << header;
+      // And back: the writer keeps the shape.
+      EXPECT_EQ(decodeNpy(encodeNpy(t, "e.npy"), "e.npy").dims(), dims) << header;
+    }
+  }
+  // Empty, but with data after the header: the data does not belong to it.
+  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 0, 16), }\n",
+                             floats({1})))
+                .find("data size mismatch"),
+            std::string::npos);
+  // numpy refuses these too: the other dims' product overflows int64.
+  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': False, "
+                             "'shape': (4294967296, 4294967296, 0), }\n",
+                             ""))
+                .find("too large"),
+            std::string::npos);
+}
+
 TEST(Npy, WritesAndReadsFiles) {
   std::string path = ::testing::TempDir() + "/onnxc_npy_test.npy";
   Tensor t = Tensor::fromVector<int32_t>({3}, {1, -2, 3});

@@ -543,3 +543,42 @@ TEST(MaskProof, RandomStoredTablesAgreeWithTheReference) {
   }
   EXPECT_GE(proven, attempts / 4);
 }
+
+// Scores [.., seq, past+seq] after a KV cache: the queries are the last seq
+// positions. A mask hiding j > i + past is causal around that offset
+// diagonal at every past and seq; a triangle aligned top-left (j > i) is
+// not (what it hides depends on past).
+Proof proveAfterCache(const std::string &hiddenWhen) {
+  std::string text = std::string("graph @mask(%x: f32[batch, seq, 8], %cache: f32[batch, past, 8]) "
+                                 "-> (%mask: unknown[*]) {") +
+                     kConstants + R"(
+  %all = Concat(%cache, %x) {axis = 1}
+  %x_shape = Shape(%x)
+  %q_len = Gather(%x_shape, %one) {axis = 0}
+  %all_shape = Shape(%all)
+  %kv_len = Gather(%all_shape, %one) {axis = 0}
+  %past = Sub(%kv_len, %q_len)
+  %q_pos = Range(%zero, %q_len, %one)
+  %i = Unsqueeze(%q_pos, %axis1)
+  %at = Add(%i, %past)
+  %kv_pos = Range(%zero, %kv_len, %one)
+  %j = Unsqueeze(%kv_pos, %axis0)
+  %mask = Greater(%j, )" + hiddenWhen +
+                     R"()
+  return %mask
+}
+)";
+  std::unique_ptr<Graph> g = parseGraph(text);
+  inferShapes(*g);
+  Proof p;
+  p.band = proveBandMask(g->findValue("mask"), MaskEncoding::HiddenWhereTrue, Dim::symbol("seq"),
+                         g->findValue("all")->shape()[1], p.reason);
+  return p;
+}
+
+TEST(MaskProof, BandAfterAKvCacheIsAroundTheOffsetDiagonal) {
+  expectBand(proveAfterCache("%at"), kUnbounded, 0);
+  Proof topLeft = proveAfterCache("%i");
+  EXPECT_FALSE(topLeft.band);
+  EXPECT_FALSE(topLeft.reason.empty());
+}

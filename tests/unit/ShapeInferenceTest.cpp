@@ -307,6 +307,47 @@ TEST(ShapeInference, ConcatSumsSymbolicallyAndChecksOtherDims) {
   EXPECT_THROW(inferShapes(bad.graph), Error);
 }
 
+// A KV-cache decoder's mask has a length of its own (`mask_len`) that meets
+// the keys' past+seq in the broadcast: the symbol is replaced by past+seq in
+// the whole graph (input type, earlier results, known contents), instead of
+// the scores getting a fresh symbol nothing at run time binds.
+TEST(ShapeInference, BroadcastUnifiesAnInputSymbolWithADerivedLength) {
+  Builder b;
+  Value *x = b.input("x", type(DType::F32, {sym("batch"), sym("seq"), 8}));
+  Value *past = b.input("past", type(DType::F32, {sym("batch"), sym("past"), 8}));
+  Value *mask = b.input("mask", type(DType::F32, {sym("batch"), sym("mask_len")}));
+  Value *maskShape = b.op(OpKind::Shape, {mask});
+  Value *mask3 = b.op(OpKind::Unsqueeze, {mask, b.ints({1})});
+  Value *keys = b.op(OpKind::Concat, {past, x}, {{"axis", int64_t(1)}});
+  Value *keysT = b.op(OpKind::Transpose, {keys}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  Value *scores = b.op(OpKind::MatMul, {x, keysT});
+  Value *masked = b.op(OpKind::Add, {scores, mask3});
+  // A second use of the mask after the unification sees past+seq directly.
+  Value *again = b.op(OpKind::Add, {masked, mask3});
+  InferenceContext context = inferShapes(b.graph);
+  EXPECT_EQ(typeOf(masked), "f32[batch, seq, past+seq]");
+  EXPECT_EQ(typeOf(again), "f32[batch, seq, past+seq]");
+  EXPECT_EQ(typeOf(mask), "f32[batch, past+seq]");
+  EXPECT_EQ(typeOf(mask3), "f32[batch, 1, past+seq]");
+  ASSERT_NE(context.knownContents(maskShape), nullptr);
+  EXPECT_EQ(Shape(*context.knownContents(maskShape)).str(), "[batch, past+seq]");
+  EXPECT_EQ(context.resolve(sym("mask_len")).str(), "past+seq");
+  EXPECT_TRUE(b.graph.assumptions().empty());
+}
+
+// Two dims a rule made up (a Range over input contents) cannot be unified:
+// nothing binds them, so the broadcast keeps a fresh symbol as before.
+TEST(ShapeInference, BroadcastOfMadeUpSymbolsStaysFresh) {
+  Builder b;
+  Value *limit = b.input("limit", type(DType::I64, {}));
+  Value *other = b.input("other", type(DType::I64, {}));
+  Value *r1 = b.op(OpKind::Range, {b.ints({0}, true), limit, b.ints({1}, true)});
+  Value *r2 = b.op(OpKind::Range, {b.ints({0}, true), other, b.ints({1}, true)});
+  Value *sum = b.op(OpKind::Add, {r1, r2});
+  inferShapes(b.graph);
+  EXPECT_EQ(typeOf(sum), "i64[b]");
+}
+
 TEST(ShapeInference, FreshSymbolsAvoidExistingNames) {
   Builder b;
   Value *x = b.input("x", type(DType::F32, {sym("range")}));

@@ -206,11 +206,20 @@ Tensor decodeNpy(std::string_view bytes, const std::string &name) {
   DType dtype = dtypeFromDescr(*header.descr, name);
 
   std::string_view data = bytes.substr(headerStart + headerLength);
-  // An empty array has no data whatever its other dims; otherwise count
+  // An empty array (any dim 0, an empty KV cache [b, h, 0, d]) has no data
+  // whatever its other dims; numpy writes one whenever the product of its
+  // other dims fits in int64, so that is what is taken. Otherwise count
   // elements against the data size as we go, so that a hostile shape cannot
   // overflow the product.
   const std::vector<int64_t> &dims = *header.shape;
   bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  if (empty) {
+    int64_t others = 1;
+    for (int64_t d : dims)
+      if (d != 0 && __builtin_mul_overflow(others, d, &others))
+        fail(name, ": npy shape ", shapeText(dims),
+             " is too large: the product of its nonzero dims does not fit in int64");
+  }
   uint64_t elements = empty ? 0 : 1;
   for (size_t i = 0; !empty && i < dims.size(); ++i)
     if (__builtin_mul_overflow(elements, uint64_t(dims[i]), &elements) || elements > data.size())
