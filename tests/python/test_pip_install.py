@@ -1,6 +1,6 @@
 """`pip install .` of the repository into a fresh venv, then onnxc used from a fresh process outside
 the repository: what a user gets. The venv is made with --system-site-packages (as the README
-says), and sees the test venv's packages too (scikit-build-core, nanobind, numpy, onnxruntime,
+says), and sees the test process's packages too (scikit-build-core, nanobind, numpy, onnxruntime,
 pinned in scripts/requirements.txt), so the install needs no network: --no-build-isolation uses
 them as the build requirements. The wheel's build folder lives in the ctest build tree, so a second
 run is incremental; the first compiles the libraries the module needs (and only those)."""
@@ -8,7 +8,6 @@ run is incremental; the first compiles the libraries the module needs (and only 
 import os
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import time
 
@@ -38,8 +37,11 @@ def test_pip_install_then_use(tiny_bert, tmp_path):
     python = str(venv / "bin" / "python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
+    # The packages this process sees (its venv's, and what that venv's own .pth files add), but
+    # not PYTHONPATH's build tree.
+    visible = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
     with open(os.path.join(purelib, "onnxc_test_parent.pth"), "w") as f:
-        f.write(sysconfig.get_paths()["purelib"] + "\n")
+        f.write("".join(p + "\n" for p in visible))
 
     work = os.environ.get("ONNXC_PYTHON_TEST_DIR") or str(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD")}
