@@ -32,49 +32,40 @@ namespace {
 using InputArray = nb::ndarray<nb::ro, nb::device::cpu>;
 using OutputArray = nb::ndarray<nb::numpy>;
 
+/// Each onnxc dtype and its DLPack spelling (what numpy exports and takes).
+/// bfloat16, which numpy has not, travels as its uint16 bit patterns: it is
+/// matched on the way in (tensorView) and spelled uint16 on the way out.
+struct DtypeSpelling {
+  int32_t onnxc;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+};
+constexpr DtypeSpelling kDtypes[] = {
+    {ONNXC_F32, nb::dlpack::dtype_code::Float, 32}, {ONNXC_F64, nb::dlpack::dtype_code::Float, 64},
+    {ONNXC_F16, nb::dlpack::dtype_code::Float, 16}, {ONNXC_I8, nb::dlpack::dtype_code::Int, 8},
+    {ONNXC_U8, nb::dlpack::dtype_code::UInt, 8},    {ONNXC_I16, nb::dlpack::dtype_code::Int, 16},
+    {ONNXC_U16, nb::dlpack::dtype_code::UInt, 16},  {ONNXC_I32, nb::dlpack::dtype_code::Int, 32},
+    {ONNXC_U32, nb::dlpack::dtype_code::UInt, 32},  {ONNXC_I64, nb::dlpack::dtype_code::Int, 64},
+    {ONNXC_U64, nb::dlpack::dtype_code::UInt, 64},  {ONNXC_BOOL, nb::dlpack::dtype_code::Bool, 8},
+    {ONNXC_BF16, nb::dlpack::dtype_code::UInt, 16},
+};
+
 /// The onnxc dtype of a DLPack dtype, or nothing for a type onnxc has not.
 std::optional<int32_t> onnxcDtype(nb::dlpack::dtype dtype) {
-  using Code = nb::dlpack::dtype_code;
   if (dtype.lanes != 1)
     return std::nullopt;
-  auto code = Code(dtype.code);
-  switch (dtype.bits) {
-  case 8:
-    return code == Code::Int ? ONNXC_I8 : code == Code::UInt ? ONNXC_U8 : code == Code::Bool ? ONNXC_BOOL : std::optional<int32_t>();
-  case 16:
-    if (code == Code::Float)
-      return ONNXC_F16;
-    if (code == Code::Bfloat)
-      return ONNXC_BF16;
-    return code == Code::Int ? ONNXC_I16 : code == Code::UInt ? ONNXC_U16 : std::optional<int32_t>();
-  case 32:
-    return code == Code::Float ? ONNXC_F32 : code == Code::Int ? ONNXC_I32 : code == Code::UInt ? ONNXC_U32 : std::optional<int32_t>();
-  case 64:
-    return code == Code::Float ? ONNXC_F64 : code == Code::Int ? ONNXC_I64 : code == Code::UInt ? ONNXC_U64 : std::optional<int32_t>();
-  default:
-    return std::nullopt;
-  }
+  for (const DtypeSpelling &spelling : kDtypes)
+    if (uint8_t(spelling.code) == dtype.code && spelling.bits == dtype.bits)
+      return spelling.onnxc;
+  return std::nullopt;
 }
 
-/// The DLPack dtype numpy gets for an onnxc output dtype. bfloat16, which
-/// numpy has not, comes out as its uint16 bit patterns.
+/// The DLPack dtype numpy gets for an onnxc output dtype.
 nb::dlpack::dtype dlpackDtype(int32_t dtype) {
-  switch (dtype) {
-  case ONNXC_F32: return nb::dtype<float>();
-  case ONNXC_F64: return nb::dtype<double>();
-  case ONNXC_F16: return {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
-  case ONNXC_BF16: return nb::dtype<uint16_t>();
-  case ONNXC_I8: return nb::dtype<int8_t>();
-  case ONNXC_U8: return nb::dtype<uint8_t>();
-  case ONNXC_I16: return nb::dtype<int16_t>();
-  case ONNXC_U16: return nb::dtype<uint16_t>();
-  case ONNXC_I32: return nb::dtype<int32_t>();
-  case ONNXC_U32: return nb::dtype<uint32_t>();
-  case ONNXC_I64: return nb::dtype<int64_t>();
-  case ONNXC_U64: return nb::dtype<uint64_t>();
-  case ONNXC_BOOL: return nb::dtype<bool>();
-  default: fail("output has unknown dtype code ", dtype);
-  }
+  for (const DtypeSpelling &spelling : kDtypes)
+    if (spelling.onnxc == dtype)
+      return {uint8_t(spelling.code), spelling.bits, 1};
+  fail("output has unknown dtype code ", dtype);
 }
 
 bool isCContiguous(const InputArray &array) {
@@ -132,9 +123,9 @@ nb::list runModel(ModelRunner &runner, const std::vector<InputArray> &arrays) {
     std::vector<size_t> shape(output.dims.begin(), output.dims.end());
     uint8_t *data = output.data.release();
     nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<uint8_t *>(p); });
-    results.append(OutputArray(data, shape.size(), shape.data(), owner, nullptr,
-                               dlpackDtype(output.dtype))
-                       .cast());
+    results.append(
+        OutputArray(data, shape.size(), shape.data(), owner, nullptr, dlpackDtype(output.dtype))
+            .cast());
   }
   return results;
 }
@@ -156,7 +147,8 @@ nb::list tensorInfos(const onnxc_tensor_info *infos, int32_t count) {
       else
         dims.append(nb::none());
     }
-    list.append(nb::make_tuple(info.name, info.dtype, info.shape_text ? info.shape_text : "", dims));
+    list.append(
+        nb::make_tuple(info.name, info.dtype, info.shape_text ? info.shape_text : "", dims));
   }
   return list;
 }
@@ -176,14 +168,17 @@ NB_MODULE(_onnxc, m) {
   nb::exception<onnxc::Error>(m, "Error", PyExc_RuntimeError);
 
   nb::class_<ModelRunner>(m, "ModelRunner")
-      .def_prop_ro("name", [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
+      .def_prop_ro("name",
+                   [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
       .def_prop_ro("library_path", &ModelRunner::libraryPath)
-      .def_prop_ro("inputs", [](const ModelRunner &r) {
-        return tensorInfos(r.descriptor().inputs, r.descriptor().num_inputs);
-      })
-      .def_prop_ro("outputs", [](const ModelRunner &r) {
-        return tensorInfos(r.descriptor().outputs, r.descriptor().num_outputs);
-      })
+      .def_prop_ro("inputs",
+                   [](const ModelRunner &r) {
+                     return tensorInfos(r.descriptor().inputs, r.descriptor().num_inputs);
+                   })
+      .def_prop_ro("outputs",
+                   [](const ModelRunner &r) {
+                     return tensorInfos(r.descriptor().outputs, r.descriptor().num_outputs);
+                   })
       .def("run", &runModel, "inputs"_a);
 
   m.def(
@@ -231,6 +226,6 @@ NB_MODULE(_onnxc, m) {
       "path"_a, "opt_level"_a, "passes"_a);
   // For the tests: the address the binding reads an input from, to check
   // that a contiguous array of the right dtype is not copied on the way in.
-  m.def("input_address", [](const InputArray &array) { return uintptr_t(array.data()); },
-        "array"_a);
+  m.def(
+      "input_address", [](const InputArray &array) { return uintptr_t(array.data()); }, "array"_a);
 }

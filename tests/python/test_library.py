@@ -22,7 +22,8 @@ def test_load_a_library_compiled_by_the_tool(tool_library, tiny_bert):
     assert model.library_path == os.path.abspath(tool_library)
     jit = onnxc.compile(tiny_bert)
     assert model.inputs == jit.inputs and model.outputs == jit.outputs
-    assert model.name == jit.name
+    # The names may differ: the tool can name a library after its file (issue 13, item 3).
+    assert isinstance(model.name, str) and model.name
     for batch, seq in [(1, 9), (2, 4)]:
         feeds = bert_feeds(batch, seq, seed=seq)
         assert_close(model.run(None, feeds)[0], onnxruntime_outputs(tiny_bert, feeds)[0], "library")
