@@ -8,7 +8,10 @@
 // Weight packing is not timed: onnxc packs weights at compile time.
 //
 //   onnxc_bench_gemm [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--pack-a on|off] [--asm PATH]
-//                    [--cpu-clock]
+//                    [--lanes 8|16] [--cpu-clock]
+//
+// --lanes picks the kernel width (default: 16 where the host has AVX-512F,
+// as onnxc compiles for it, else 8); the peak is measured at the same width.
 //
 // --cpu-clock times everything (the peak included) in this thread's CPU
 // time instead of wall time: on a machine shared with other jobs, a run
@@ -89,15 +92,15 @@ template <typename F> double seconds(F &&f) {
 }
 
 /// measurePeakGflops, timed by `seconds` (so by the CPU clock if chosen).
-std::vector<double> peakSamples(int repeats) {
+std::vector<double> peakSamples(int repeats, int lanes) {
   if (!useCpuClock)
-    return measurePeakGflops(repeats);
+    return measurePeakGflops(repeats, lanes);
   const int64_t iterations = 20'000'000;
-  timeFmaChains(iterations / 4);
+  timeFmaChainsOf(lanes, iterations / 4);
   std::vector<double> gflops;
   for (int r = 0; r < repeats; ++r)
-    gflops.push_back(double(iterations) * 12 * 16 / seconds([&] { timeFmaChains(iterations); }) *
-                     1e-9);
+    gflops.push_back(double(iterations) * 12 * 2 * lanes /
+                     seconds([&] { timeFmaChainsOf(lanes, iterations); }) * 1e-9);
   return gflops;
 }
 
@@ -106,6 +109,7 @@ struct Options {
   std::vector<Shape> shapes;
   GemmBlocking blocking{0, 0};
   int packA = -1; // -1: as chooseGemmBlocking decides
+  int lanes = hostHasAvx512() ? 16 : 8;
   std::string asmPath;
 };
 
@@ -128,7 +132,13 @@ Options parseOptions(int argc, char **argv) {
       options.packA = value() == "on" ? 1 : 0;
     else if (arg == "--mc")
       options.blocking.mc = std::stoll(value());
-    else if (arg == "--cpu-clock")
+    else if (arg == "--lanes") {
+      options.lanes = std::stoi(value());
+      if (options.lanes != 8 && (options.lanes != 16 || !hostHasAvx512())) {
+        std::fprintf(stderr, "--lanes is 8, or 16 on a CPU with AVX-512F\n");
+        std::exit(2);
+      }
+    } else if (arg == "--cpu-clock")
       useCpuClock = true;
     else if (arg == "--asm")
       options.asmPath = value();
@@ -142,7 +152,7 @@ Options parseOptions(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--runs N] [--shape MxKxN]... [--kc N] [--mc N] [--pack-a on|off] "
-                   "[--asm PATH] "
+                   "[--asm PATH] [--lanes 8|16] "
                    "[--cpu-clock]\n",
                    argv[0]);
       std::exit(2);
@@ -170,7 +180,7 @@ struct Result {
 };
 
 GemmBlocking blockingFor(const Shape &s, const Options &options) {
-  GemmBlocking blocking = chooseGemmBlocking(s.k);
+  GemmBlocking blocking = chooseGemmBlocking(s.k, options.lanes);
   if (options.blocking.kc > 0)
     blocking.kc = options.blocking.kc;
   if (options.blocking.mc > 0)
@@ -198,7 +208,7 @@ Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
   auto *kernel = jit.lookup<PackedGemmFn>(name);
 
   Buffer a = randomBuffer(s.m * s.k, 1), b = randomBuffer(s.k * s.n, 2);
-  Buffer packed = allocate(packedGemmWeightsSize(s.k, s.n));
+  Buffer packed = allocate(packedGemmWeightsSize(s.k, s.n, blocking.nr()));
   packGemmWeights(b.get(), s.k, s.n, false, blocking, packed.get());
   Buffer cOnnxc = allocate(s.m * s.n), cBlas = allocate(s.m * s.n);
   auto runOnnxc = [&] {
@@ -248,19 +258,20 @@ int main(int argc, char **argv) {
   KernelJit jit = KernelJit::forHost();
   // Peak samples are taken between shapes too: on a shared machine the
   // contention changes during the run, and the best sample is the peak.
-  std::vector<double> peakRuns = peakSamples(5);
+  std::vector<double> peakRuns = peakSamples(5, options.lanes);
   std::vector<Result> results;
   for (const Shape &shape : options.shapes) {
     results.push_back(benchmarkShape(jit, shape, options));
-    for (double sample : peakSamples(2))
+    for (double sample : peakSamples(2, options.lanes))
       peakRuns.push_back(sample);
   }
   double peak = *std::max_element(peakRuns.begin(), peakRuns.end());
   std::printf("%s clock; ", useCpuClock ? "thread CPU" : "wall");
-  std::printf("one thread; onnxc JIT for cpu '%s'; OpenBLAS core %s (%s)\n", jit.cpuName().c_str(),
-              openblas_get_corename(), openblas_get_config());
-  std::printf("measured fp32 FMA peak %.1f GFLOP/s (best of %zu samples, median %.1f)\n", peak,
-              peakRuns.size(), median(peakRuns));
+  std::printf("one thread; onnxc JIT for cpu '%s', %d-lane kernel; OpenBLAS core %s (%s)\n",
+              jit.cpuName().c_str(), options.lanes, openblas_get_corename(),
+              openblas_get_config());
+  std::printf("measured fp32 FMA peak at %d lanes %.1f GFLOP/s (best of %zu samples, median %.1f)\n",
+              options.lanes, peak, peakRuns.size(), median(peakRuns));
   std::printf("GFLOP/s: best = fastest run, med = median run; %%pk = best / peak\n");
   std::printf("    M     K     N |  onnxc    med   %%pk | OpenBLAS  med   %%pk | ratio  med | "
               "runs\n");

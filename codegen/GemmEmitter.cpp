@@ -14,6 +14,9 @@ void checkBlocking(const std::string &name, const GemmBlocking &blocking) {
   if (blocking.kc <= 0 || blocking.mc <= 0 || blocking.mc % GemmMR != 0)
     fail("gemm kernel '", name, "': blocking kc=", blocking.kc, " mc=", blocking.mc,
          " is invalid (kc > 0, mc a positive multiple of ", GemmMR, ")");
+  if (blocking.lanes != GemmLanesAvx2 && blocking.lanes != GemmLanesAvx512)
+    fail("gemm kernel '", name, "': ", blocking.lanes, " lanes per vector is not a kernel width (",
+         GemmLanesAvx2, " or ", GemmLanesAvx512, ")");
 }
 
 /// Creates `name` with external linkage, names its arguments, and marks it as
@@ -31,6 +34,14 @@ llvm::Function *createKernel(llvm::Module &module, const std::string &name,
   function->addFnAttr(llvm::Attribute::NoUnwind);
   function->addFnAttr(llvm::Attribute::NoFree);
   return function;
+}
+
+/// A 16-lane kernel's <16 x float> must stay whole zmm registers: CPUs tuned
+/// to prefer 256-bit vectors (LLVM's default for several AVX-512 parts)
+/// would otherwise split every vector in two.
+void requireVectorWidth(llvm::Function *function, const GemmBlocking &blocking) {
+  if (blocking.lanes == GemmLanesAvx512)
+    function->addFnAttr("min-legal-vector-width", "512");
 }
 
 void markReadOnly(llvm::Function *function, std::initializer_list<unsigned> arguments) {
@@ -53,6 +64,7 @@ llvm::Function *emitPackedGemm(llvm::Module &module, const PackedGemmSpec &spec)
       module, spec.name, {ptr, i64, ptr, ptr, i64, i64, i64, ptr, ptr, i64},
       {"a", "lda", "packedB", "c", "ldc", "rowBegin", "rowEnd", "bias", "residual", "ldResidual"});
   markReadOnly(function, {0, 2, 7, 8});
+  requireVectorWidth(function, spec.blocking);
 
   GemmIRBuilder builder(*function, spec.blocking);
   GemmOperands operands;
@@ -87,6 +99,7 @@ llvm::Function *emitRuntimeGemm(llvm::Module &module, const RuntimeGemmSpec &spe
                    {"a", "lda", "strideA", "b", "ldb", "strideB", "c", "ldc", "strideC", "m", "k",
                     "n", "batchBegin", "batchEnd", "packBuffer"});
   markReadOnly(function, {0, 3});
+  requireVectorWidth(function, spec.blocking);
   auto arg = [&](unsigned i) { return function->getArg(i); };
 
   GemmIRBuilder builder(*function, spec.blocking);

@@ -48,7 +48,10 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
     : builder_(llvm::BasicBlock::Create(function.getContext(), "entry", &function)),
       blocking_(blocking) {
   floatType_ = builder_.getFloatTy();
-  vectorType_ = llvm::FixedVectorType::get(floatType_, 8);
+  lanes_ = blocking.lanes;
+  nr_ = blocking.nr();
+  vectorType_ = llvm::FixedVectorType::get(floatType_, unsigned(lanes_));
+  vector8Type_ = llvm::FixedVectorType::get(floatType_, 8);
   // Both buffers are fixed-size allocas in the entry block, so they cost one
   // stack-pointer adjustment per call and nothing per tile.
   // 8 floats of slack: the vectorized packing's last store may overrun.
@@ -60,7 +63,7 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
     packedA_ = packedA;
   }
   auto *scratch =
-      builder_.CreateAlloca(llvm::ArrayType::get(floatType_, GemmMR * GemmNR), nullptr, "tile");
+      builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(GemmMR * nr_)), nullptr, "tile");
   scratch->setAlignment(llvm::Align(64));
   tileScratch_ = scratch;
 }
@@ -155,14 +158,14 @@ llvm::Value *GemmIRBuilder::min(llvm::Value *a, llvm::Value *b) {
 
 llvm::Value *GemmIRBuilder::laneMask(llvm::Value *width, int half) {
   if (auto *constant = llvm::dyn_cast<llvm::ConstantInt>(width))
-    if (constant->getSExtValue() >= GemmNR)
+    if (constant->getSExtValue() >= nr_)
       return nullptr;
   std::vector<llvm::Constant *> lanes;
-  for (int lane = 0; lane < 8; ++lane)
-    lanes.push_back(builder_.getInt32(half * 8 + lane));
-  llvm::Value *clamped = builder_.CreateTrunc(min(width, index(GemmNR)), builder_.getInt32Ty());
+  for (int64_t lane = 0; lane < lanes_; ++lane)
+    lanes.push_back(builder_.getInt32(uint32_t(half * lanes_ + lane)));
+  llvm::Value *clamped = builder_.CreateTrunc(min(width, index(nr_)), builder_.getInt32Ty());
   return builder_.CreateICmpSLT(llvm::ConstantVector::get(lanes),
-                                builder_.CreateVectorSplat(8, clamped));
+                                builder_.CreateVectorSplat(unsigned(lanes_), clamped));
 }
 
 llvm::Value *GemmIRBuilder::loadVector(llvm::Value *pointer, llvm::Value *mask) {
@@ -191,9 +194,9 @@ void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llv
     std::array<llvm::Value *, 8> rows;
     for (int64_t r = 0; r < GemmMR; ++r)
       rows[size_t(r)] = builder_.CreateAlignedLoad(
-          vectorType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)),
+          vector8Type_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)),
           llvm::Align(4));
-    rows[6] = rows[7] = llvm::PoisonValue::get(vectorType_);
+    rows[6] = rows[7] = llvm::PoisonValue::get(vector8Type_);
     std::array<llvm::Value *, 8> columns = transpose8x8(builder_, rows);
     llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(GemmMR)));
     for (int64_t column = 0; column < 8; ++column)
@@ -249,16 +252,16 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, l
   // of a full tile, not all of it).
   const int64_t splits = rows < GemmMR ? 2 : 1;
   auto stepK = [&](llvm::Value *k, int64_t split, std::vector<llvm::Value *> &acc) {
-    llvm::Value *bRow = floatAt(bPanel, builder_.CreateMul(k, index(GemmNR)));
+    llvm::Value *bRow = floatAt(bPanel, builder_.CreateMul(k, index(nr_)));
     llvm::Value *b0 = builder_.CreateAlignedLoad(vectorType_, bRow, llvm::Align(4));
     llvm::Value *b1 =
-        builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(8)), llvm::Align(4));
+        builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(lanes_)), llvm::Align(4));
     llvm::Value *aColumn =
         aTile.panel ? floatAt(aTile.panel, builder_.CreateMul(k, index(GemmMR))) : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
       llvm::Value *a = builder_.CreateLoad(floatType_, aColumn ? floatAt(aColumn, index(r))
                                                                : floatAt(aTile.rows[size_t(r)], k));
-      llvm::Value *broadcast = builder_.CreateVectorSplat(8, a);
+      llvm::Value *broadcast = builder_.CreateVectorSplat(unsigned(lanes_), a);
       size_t i = size_t(2 * (split * rows + r));
       acc[i] =
           builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_}, {broadcast, b0, acc[i]});
@@ -276,9 +279,13 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, l
       emitLoop(index(0), unrolledEnd, unroll, zeros,
                [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
                  std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+                 // One line of the next panel per 16 floats of k rows read.
                  if (prefetchB)
-                   emitPrefetch(floatAt(prefetchB, builder_.CreateMul(k, index(GemmNR))),
-                                /*write=*/false, /*locality=*/2);
+                   for (int64_t line = 0; line < nr_ / 16; ++line)
+                     emitPrefetch(floatAt(prefetchB, builder_.CreateAdd(
+                                                         builder_.CreateMul(k, index(nr_)),
+                                                         index(line * 64))),
+                                  /*write=*/false, /*locality=*/2);
                  for (int64_t u = 0; u < unroll; ++u)
                    stepK(builder_.CreateAdd(k, index(u)), u % splits, acc);
                  return acc;
@@ -307,8 +314,8 @@ std::array<llvm::Value *, 2> GemmIRBuilder::loadBias(const GemmOperands &operand
   if (applyEpilogue && epilogue.bias)
     for (int half = 0; half < 2; ++half)
       if (!isConstantFalse(masks[half]))
-        bias[half] = loadVector(floatAt(operands.bias, builder_.CreateAdd(col, index(half * 8))),
-                                masks[half]);
+        bias[half] = loadVector(
+            floatAt(operands.bias, builder_.CreateAdd(col, index(half * lanes_))), masks[half]);
   return bias;
 }
 
@@ -318,7 +325,7 @@ void GemmIRBuilder::emitStoreHalf(const GemmOperands &operands, const GemmEpilog
                                   llvm::Value *isFirst, bool applyEpilogue) {
   llvm::Value *cRow =
       floatAt(operands.c, builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldc), col));
-  llvm::Value *cPointer = floatAt(cRow, index(half * 8));
+  llvm::Value *cPointer = floatAt(cRow, index(half * lanes_));
   // K blocks after the first add to what earlier blocks stored.
   if (!llvm::isa<llvm::ConstantInt>(isFirst) || llvm::cast<llvm::ConstantInt>(isFirst)->isZero()) {
     // The load is harmless on the first block (C is the caller's buffer) and
@@ -334,7 +341,7 @@ void GemmIRBuilder::emitStoreHalf(const GemmOperands &operands, const GemmEpilog
     if (epilogue.residual) {
       llvm::Value *residualOffset =
           builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),
-                             builder_.CreateAdd(col, index(half * 8)));
+                             builder_.CreateAdd(col, index(half * lanes_)));
       value =
           builder_.CreateFAdd(value, loadVector(floatAt(operands.residual, residualOffset), mask));
     }
@@ -352,7 +359,7 @@ void GemmIRBuilder::emitTileStore(const GemmOperands &operands, const GemmEpilog
       if (isConstantFalse(masks[half]))
         continue;
       llvm::Value *offset =
-          builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), index(half * 8));
+          builder_.CreateAdd(builder_.CreateMul(r, index(nr_)), index(half * lanes_));
       llvm::Value *value =
           builder_.CreateAlignedLoad(vectorType_, floatAt(tileScratch_, offset), llvm::Align(32));
       emitStoreHalf(operands, epilogue, value, builder_.CreateAdd(row, r), col, half, masks[half],
@@ -384,13 +391,17 @@ void GemmIRBuilder::emitPrefetch(llvm::Value *pointer, bool write, int locality)
 
 void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *row,
                                      llvm::Value *col) {
-  // The tile's C rows (64 bytes each, two lines when unaligned) are needed
-  // right after the k loop; fetching them now hides an L2/L3 miss per row.
-  // Prefetches never fault, so rows past M are harmless.
+  // The tile's C rows (nr floats each: every line they touch, unaligned or
+  // not) are needed right after the k loop; fetching them now hides an
+  // L2/L3 miss per row. Prefetches never fault, so rows past M are harmless.
+  std::vector<int64_t> lines;
+  for (int64_t line = 0; line < nr_; line += 16)
+    lines.push_back(line);
+  lines.push_back(nr_ - 1);
   for (int64_t r = 0; r < GemmMR; ++r) {
     llvm::Value *offset = builder_.CreateAdd(
         builder_.CreateMul(builder_.CreateAdd(row, index(r)), operands.ldc), col);
-    for (int64_t line : {int64_t(0), GemmNR - 1}) {
+    for (int64_t line : lines) {
       emitPrefetch(
           builder_.CreateGEP(floatType_, operands.c, builder_.CreateAdd(offset, index(line))),
           /*write=*/true, /*locality=*/3);
@@ -402,7 +413,7 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
                                     llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
                                     llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
                                     llvm::Value *isFirst, llvm::Value *isLast, bool fullWidth) {
-  llvm::Value *width = fullWidth ? index(GemmNR) : builder_.CreateSub(operands.n, col);
+  llvm::Value *width = fullWidth ? index(nr_) : builder_.CreateSub(operands.n, col);
   emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
     llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
     emitPrefetchTile(operands, row, col);
@@ -414,7 +425,8 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
     // the tile, so four tiles bring it all to L2 long before it is needed.
     llvm::Value *line = builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(GemmMR)), index(3));
     llvm::Value *prefetchB =
-        floatAt(bPanel, builder_.CreateMul(builder_.CreateAdd(depth, line), index(GemmNR)));
+        floatAt(bPanel, builder_.CreateAdd(builder_.CreateMul(depth, index(nr_)),
+                                           builder_.CreateMul(line, index(16))));
     llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
     ATile aTile;
     if (blocking_.packA) {
@@ -440,12 +452,12 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false); });
         },
         [&] {
-          // Row tails go through a 384-byte scratch and a loop over the valid
+          // Row tails go through a 6-row tile scratch and a loop over the valid
           // rows; up to 3 rows take a kernel of that many rows.
           auto toScratch = [&](int64_t kernelRows) {
             Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, kernelRows);
             for (size_t i = 0; i < size_t(kernelRows * 2); ++i)
-              builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * 8)),
+              builder_.CreateAlignedStore(acc[i], floatAt(tileScratch_, index(int64_t(i) * lanes_)),
                                           llvm::Align(32));
           };
           emitIf(
@@ -472,10 +484,9 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
 
 void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpilogue &epilogue) {
   llvm::Value *nPadded = builder_.CreateMul(
-      builder_.CreateSDiv(builder_.CreateAdd(operands.n, index(GemmNR - 1)), index(GemmNR)),
-      index(GemmNR));
-  llvm::Value *fullPanels = builder_.CreateSDiv(operands.n, index(GemmNR));
-  llvm::Value *tailCol = builder_.CreateMul(fullPanels, index(GemmNR));
+      builder_.CreateSDiv(builder_.CreateAdd(operands.n, index(nr_ - 1)), index(nr_)), index(nr_));
+  llvm::Value *fullPanels = builder_.CreateSDiv(operands.n, index(nr_));
+  llvm::Value *tailCol = builder_.CreateMul(fullPanels, index(nr_));
   emitLoop(index(0), operands.k, blocking_.kc, [&](llvm::Value *kBlock) {
     llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(operands.k, kBlock));
     llvm::Value *bBlock = floatAt(operands.packedB, builder_.CreateMul(kBlock, nPadded));
@@ -493,7 +504,7 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
       if (blocking_.packA)
         emitPackABlock(aBlock, operands.lda, rows, depth);
       emitLoop(index(0), fullPanels, 1, [&](llvm::Value *panel) {
-        llvm::Value *col = builder_.CreateMul(panel, index(GemmNR));
+        llvm::Value *col = builder_.CreateMul(panel, index(nr_));
         emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,
                         /*fullWidth=*/true);
@@ -510,13 +521,13 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
 void GemmIRBuilder::emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, llvm::Value *n,
                               bool transposed, llvm::Value *out) {
   llvm::Value *nPadded = builder_.CreateMul(
-      builder_.CreateSDiv(builder_.CreateAdd(n, index(GemmNR - 1)), index(GemmNR)), index(GemmNR));
+      builder_.CreateSDiv(builder_.CreateAdd(n, index(nr_ - 1)), index(nr_)), index(nr_));
   emitLoop(index(0), k, blocking_.kc, [&](llvm::Value *kBlock) {
     llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(k, kBlock));
     llvm::Value *block = floatAt(out, builder_.CreateMul(kBlock, nPadded));
-    emitLoop(index(0), nPadded, GemmNR, [&](llvm::Value *panelCol) {
+    emitLoop(index(0), nPadded, nr_, [&](llvm::Value *panelCol) {
       llvm::Value *panel = floatAt(block, builder_.CreateMul(panelCol, depth));
-      llvm::Value *width = min(index(GemmNR), builder_.CreateSub(n, panelCol));
+      llvm::Value *width = min(index(nr_), builder_.CreateSub(n, panelCol));
       if (!transposed) {
         // Rows of B are contiguous: two (masked) vector copies per k.
         std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
@@ -524,17 +535,17 @@ void GemmIRBuilder::emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, 
           llvm::Value *source =
               floatAt(b, builder_.CreateAdd(builder_.CreateMul(builder_.CreateAdd(kBlock, r), ldb),
                                             panelCol));
-          llvm::Value *target = floatAt(panel, builder_.CreateMul(r, index(GemmNR)));
+          llvm::Value *target = floatAt(panel, builder_.CreateMul(r, index(nr_)));
           for (int half = 0; half < 2; ++half)
-            storeVector(loadVector(floatAt(source, index(half * 8)), masks[half]),
-                        floatAt(target, index(half * 8)), nullptr);
+            storeVector(loadVector(floatAt(source, index(half * lanes_)), masks[half]),
+                        floatAt(target, index(half * lanes_)), nullptr);
         });
         return;
       }
       // B^T: each panel column is a contiguous run of k in the source.
-      emitIf(builder_.CreateICmpSLT(width, index(GemmNR)), [&] {
+      emitIf(builder_.CreateICmpSLT(width, index(nr_)), [&] {
         builder_.CreateMemSet(panel, builder_.getInt8(0),
-                              builder_.CreateMul(depth, index(GemmNR * 4)), llvm::Align(4));
+                              builder_.CreateMul(depth, index(nr_ * 4)), llvm::Align(4));
       });
       emitLoop(index(0), width, 1, [&](llvm::Value *j) {
         llvm::Value *source =
@@ -543,7 +554,7 @@ void GemmIRBuilder::emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, 
         emitLoop(index(0), depth, 1, [&](llvm::Value *r) {
           llvm::Value *value = builder_.CreateLoad(floatType_, floatAt(source, r));
           builder_.CreateStore(
-              value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(r, index(GemmNR)), j)));
+              value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(r, index(nr_)), j)));
         });
       });
     });

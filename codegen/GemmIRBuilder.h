@@ -2,7 +2,7 @@
 //
 // Codegen-internal. Wraps an IRBuilder positioned in a kernel function and
 // emits the pieces of GemmEmitter.h's loop nest: counted loops with carried
-// values, A-block packing, the 6x16 micro-kernel, the tile store with its
+// values, A-block packing, the 6 x NR micro-kernel, the tile store with its
 // fused epilogue, and run-time B packing. Dims are llvm::Values that are
 // constants when the kernel is specialized, so one emitter serves both
 // specialized and run-time shapes (IRBuilder folds the constant cases).
@@ -75,8 +75,8 @@ private:
 
   llvm::Value *floatAt(llvm::Value *base, llvm::Value *offset);
   llvm::Value *min(llvm::Value *a, llvm::Value *b);
-  /// Lanes [half*8, half*8+8) of a 16-column panel that are < width, or
-  /// nullptr when `width` is statically >= 16 (a full panel).
+  /// Lanes [half*lanes, (half+1)*lanes) of an nr-column panel that are <
+  /// width, or nullptr when `width` is statically >= nr (a full panel).
   llvm::Value *laneMask(llvm::Value *width, int half);
   llvm::Value *loadVector(llvm::Value *pointer, llvm::Value *mask);
   void storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask);
@@ -85,14 +85,14 @@ private:
   void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                          llvm::Value *depth);
   void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
-  /// The first `rows` rows of the 6x16 tile over `depth` k (the other
+  /// The first `rows` rows of the 6 x NR tile over `depth` k (the other
   /// accumulators are zero). When `prefetchB` is set, one line of it (every
   /// 64 floats) is prefetched to L2 per 4 k.
   Accumulators emitMicroKernel(const ATile &a, llvm::Value *bPanel, llvm::Value *depth,
                                llvm::Value *prefetchB, int64_t rows);
   /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
   void emitPrefetch(llvm::Value *pointer, bool write, int locality);
-  /// Columns [col, col + 16) of the whole A block, one tile per 6 rows.
+  /// Columns [col, col + nr) of the whole A block, one tile per 6 rows.
   void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
                        llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
                        llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
@@ -101,7 +101,7 @@ private:
                                         llvm::Value *col, const std::array<llvm::Value *, 2> &masks,
                                         bool applyEpilogue);
   /// Adds the previous C (later K blocks), applies the epilogue and stores
-  /// one 8-column half of row `outRow`.
+  /// one vector (half of the tile's width) of row `outRow`.
   void emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *value,
                      llvm::Value *outRow, llvm::Value *col, int half, llvm::Value *mask,
                      llvm::Value *bias, llvm::Value *isFirst, bool applyEpilogue);
@@ -118,7 +118,9 @@ private:
   llvm::IRBuilder<> builder_;
   GemmBlocking blocking_;
   llvm::Type *floatType_;
-  llvm::VectorType *vectorType_;
+  int64_t lanes_, nr_;
+  llvm::VectorType *vectorType_;  // the kernel's vector: lanes_ floats
+  llvm::VectorType *vector8Type_; // the A packing's 8 x 8 transposition
   llvm::Value *packedA_ = nullptr;
   llvm::Value *tileScratch_ = nullptr;
 };

@@ -1,17 +1,19 @@
 //===- codegen/GemmPacking.h - Blocking and B-panel layout of the GEMM -----===//
 //
-// The emitted GEMM (GemmEmitter.h) computes C = A * B with a 6x16 register
-// tile. Its B operand is "packed": split into K blocks of `kc` rows, and each
-// block into column panels of 16 floats, so that the micro-kernel reads one
-// panel as a single contiguous stream of kc * 16 floats:
+// The emitted GEMM (GemmEmitter.h) computes C = A * B with a 6 x NR register
+// tile, NR = two vectors of `lanes` floats: 16 columns with AVX2 (8 lanes),
+// 32 with AVX-512 (16 lanes). Its B operand is "packed": split into K blocks
+// of `kc` rows, and each block into column panels of NR floats, so that the
+// micro-kernel reads one panel as a single contiguous stream of kc * NR floats:
 //
-//   packed = [K block b][column panel p][k within block][16 columns]
-//   panel (b, p) starts at  b*kc*nPadded + p*16*kcOf(b),  nPadded = ceil(N/16)*16
+//   packed = [K block b][column panel p][k within block][NR columns]
+//   panel (b, p) starts at  b*kc*nPadded + p*NR*kcOf(b),  nPadded = ceil(N/NR)*NR
 //
 // Columns past N are zero, so tail panels need no special case inside the
 // micro-kernel (only the store is masked). The same layout is produced at
 // compile time for weights (packGemmWeights, here) and at run time for
-// activations (the runtime-B kernels of GemmEmitter.h).
+// activations (the runtime-B kernels of GemmEmitter.h); a kernel and the
+// panels it reads must agree on kc and NR.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,8 +25,9 @@ namespace onnxc {
 
 /// Rows of the register tile (broadcast A values per k).
 inline constexpr int64_t GemmMR = 6;
-/// Columns of the register tile: two 8-float AVX vectors.
-inline constexpr int64_t GemmNR = 16;
+/// Floats per vector of the two kernel widths: 256-bit AVX2, 512-bit AVX-512.
+inline constexpr int64_t GemmLanesAvx2 = 8;
+inline constexpr int64_t GemmLanesAvx512 = 16;
 
 /// Cache blocking of one GEMM. Both sizes are compile-time constants of the
 /// emitted kernel, and `kc` also fixes the packed-B layout, so a kernel and
@@ -40,6 +43,10 @@ struct GemmBlocking {
   /// micro-kernel broadcasts A straight from its rows (chooseGemmBlocking
   /// packs only when K takes several blocks).
   bool packA = true;
+  /// Floats per vector (GemmLanesAvx2 or GemmLanesAvx512); the register tile
+  /// and the B panels are nr() = two vectors wide.
+  int64_t lanes = GemmLanesAvx2;
+  int64_t nr() const { return 2 * lanes; }
 };
 
 /// Blocking for a GEMM of depth `k`. K up to 1536 (the hidden and FFN sizes
@@ -53,14 +60,18 @@ struct GemmBlocking {
 /// equal size (rounded up to a multiple of 8, so no block is a short
 /// remainder): a 20 KiB B panel stays in L1 beside the packed A micro-panel.
 /// mc = 96 keeps a packed A block at <= 120 KiB, under a quarter of a
-/// 512 KiB L2.
-GemmBlocking chooseGemmBlocking(int64_t k);
+/// 512 KiB L2. With 16 lanes the panels are twice as wide (up to 192 KiB
+/// for one block of 1536 rows), still well inside the 1 MiB L2 of the
+/// AVX-512 CPUs that run them.
+GemmBlocking chooseGemmBlocking(int64_t k, int64_t lanes);
 
-/// Columns of B rounded up to whole panels.
-inline int64_t gemmPaddedColumns(int64_t n) { return (n + GemmNR - 1) / GemmNR * GemmNR; }
+/// Columns of B rounded up to whole panels of `nr` columns.
+inline int64_t gemmPaddedColumns(int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr; }
 
 /// Floats in the packed form of a [k, n] B operand (independent of kc).
-inline int64_t packedGemmWeightsSize(int64_t k, int64_t n) { return k * gemmPaddedColumns(n); }
+inline int64_t packedGemmWeightsSize(int64_t k, int64_t n, int64_t nr) {
+  return k * gemmPaddedColumns(n, nr);
+}
 
 /// Packs B into the layout above. `b` is [k, n] row-major, or [n, k]
 /// row-major when `transposed` (ONNX Gemm transB=1, or a Linear weight).

@@ -2,6 +2,8 @@
 
 #include "codegen/ModelCompiler.h"
 
+#include "codegen/GemmPacking.h"
+
 #include "codegen/CompilableShapes.h"
 #include "codegen/DescriptorEmitter.h"
 #include "codegen/HeaderWriter.h"
@@ -18,10 +20,6 @@
 namespace onnxc {
 
 namespace {
-
-bool hasFeature(const std::string &features, const std::string &name) {
-  return ("," + features + ",").find(",+" + name + ",") != std::string::npos;
-}
 
 /// Removes a file when it goes out of scope (the intermediate object of a
 /// shared-library build).
@@ -43,7 +41,11 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target) {
   model.module = std::make_unique<llvm::Module>(name, *model.context);
   target.configureModule(*model.module);
   LoweringOptions options;
-  options.avx2Fma = hasFeature(target.features(), "avx2") && hasFeature(target.features(), "fma");
+  options.avx2Fma = target.hasFeature("avx2") && target.hasFeature("fma");
+  // 512-bit GEMM tiles where the target has them (about 1.5x the 256-bit
+  // kernel's throughput on a core with full-width FMA units).
+  options.gemmLanes =
+      options.avx2Fma && target.hasFeature("avx512f") ? GemmLanesAvx512 : GemmLanesAvx2;
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
   model.accessor = emitDescriptor(*model.module, model.plan);

@@ -126,6 +126,12 @@ TargetSelection TargetSelection::select(const TargetRequest &request) {
   return selection;
 }
 
+bool TargetSelection::hasFeature(const std::string &feature) const {
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      hostTarget(triple_).createMCSubtargetInfo(triple_.str(), cpu_, features_));
+  return info && info->checkFeatures("+" + feature);
+}
+
 std::unique_ptr<llvm::TargetMachine> TargetSelection::createTargetMachine() const {
   const llvm::Target &target = hostTarget(triple_);
   llvm::TargetOptions options;

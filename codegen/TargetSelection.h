@@ -45,8 +45,14 @@ public:
 
   const llvm::Triple &triple() const { return triple_; }
   const std::string &cpu() const { return cpu_; }
-  /// The resolved feature string ("+avx2,+fma,-avx512f,...").
+  /// The resolved feature string ("+avx2,+fma,-avx512f,..."): the host's
+  /// for "native", then the --mattr overrides; empty for a named CPU without
+  /// overrides (its features are implied by its name).
   const std::string &features() const { return features_; }
+  /// Whether the code generated for this choice may use `feature` (e.g.
+  /// "avx512f"): what the CPU implies, with the overrides applied as LLVM
+  /// applies them (-avx512f also turns off avx512bw and the rest).
+  bool hasFeature(const std::string &feature) const;
 
   /// A TargetMachine for ahead-of-time code: position independent (it goes
   /// into a shared library) and optimized at -O3.

@@ -94,7 +94,7 @@ PackedBias planPackedBias(LoweringContext &ctx, StepBuilder &step, const MatMulP
 std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
                                                   const Tensor &weights, int64_t k, int64_t n,
                                                   const GemmBlocking &blocking) {
-  const int64_t itemFloats = packedGemmWeightsSize(k, n);
+  const int64_t itemFloats = packedGemmWeightsSize(k, n, blocking.nr());
   const int64_t items = weights.numElements() / (k * n);
   std::vector<float> scaled;
   const float *source = weights.data<float>();
@@ -115,14 +115,14 @@ std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
 
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
   const int64_t k = *problem.k.constant(), n = *problem.n.constant();
-  const GemmBlocking blocking = chooseGemmBlocking(k);
+  const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
   StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
   MatMulSlots slots;
   slots.a = step.input(problem.a);
   // Keyed by the weight value and everything the packing depends on.
   std::ostringstream key;
   key << "packed-gemm-weights:" << problem.b->name() << ":k" << k << ":n" << n << ":kc"
-      << blocking.kc << (problem.transB ? ":t" : "") << ":alpha" << std::hexfloat << problem.alpha;
+      << blocking.kc << ":nr" << blocking.nr() << (problem.transB ? ":t" : "") << ":alpha" << std::hexfloat << problem.alpha;
   slots.b = step.bufferSlot(ctx.sharedConstant(
       key.str(), [&] { return ConstantBytes(packWeights(problem, weights, k, n, blocking)); }));
   slots.result = step.output(problem.result);
@@ -173,7 +173,7 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
         ItemOffsets offsets = itemOffsets(kb, problem, item);
         // B's item offset counts raw [k, n] items; the packed ones are padded.
         llvm::Value *packedOffset = ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)),
-                                                 kb.i64(packedGemmWeightsSize(k, n)));
+                                                 kb.i64(packedGemmWeightsSize(k, n, blocking.nr())));
         llvm::Value *biasPointer = nullPointer(kb), *residualPointer = nullPointer(kb);
         if (bias.epilogue.bias)
           biasPointer = kb.buffer(bias.slot);
@@ -193,17 +193,19 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
   std::optional<int64_t> kConstant = problem.k.constant(), nConstant = problem.n.constant();
   // With both dims known and small, B is packed whole by a kernel
   // specialized to them; otherwise in column blocks of run-time width.
+  const int64_t nr = 2 * ctx.gemmLanes();
   const bool wholeB =
-      kConstant && nConstant && packedGemmWeightsSize(*kConstant, *nConstant) <= kMaxPackFloats;
+      kConstant && nConstant && packedGemmWeightsSize(*kConstant, *nConstant, nr) <= kMaxPackFloats;
   RuntimeGemmSpec spec;
   spec.name = ctx.uniqueName("gemm_runtime_kernel");
   spec.k = kConstant.value_or(0);
   spec.n = wholeB ? *nConstant : 0;
   spec.transposedB = problem.transB;
+  spec.blocking.lanes = ctx.gemmLanes();
   if (kConstant)
-    spec.blocking = chooseGemmBlocking(*kConstant);
+    spec.blocking = chooseGemmBlocking(*kConstant, ctx.gemmLanes());
   const int64_t packFloats =
-      wholeB ? packedGemmWeightsSize(*kConstant, *nConstant) : kMaxPackFloats;
+      wholeB ? packedGemmWeightsSize(*kConstant, *nConstant, nr) : kMaxPackFloats;
 
   StepBuilder step = ctx.beginStep(*problem.node, "gemm_runtime");
   MatMulSlots slots;
@@ -222,12 +224,12 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
   packBuffer->setAlignment(llvm::Align(64));
   llvm::Value *depth = kb.dim(problem.k), *n = kb.dim(problem.n);
   llvm::Value *ldb = problem.transB ? depth : n;
-  // Columns per block: the widest multiple of 16 whose panels fit.
+  // Columns per block: the widest multiple of nr whose panels fit.
   llvm::Value *blockColumns = kb.i64(packFloats);
   if (!wholeB) {
     llvm::Value *fit = ir.CreateSDiv(kb.i64(kMaxPackFloats), kb.max(depth, kb.i64(1)));
-    fit = kb.max(kb.i64(GemmNR), ir.CreateMul(ir.CreateSDiv(fit, kb.i64(GemmNR)), kb.i64(GemmNR)));
-    blockColumns = kb.min(fit, ir.CreateMul(kb.ceilDiv(n, kb.i64(GemmNR)), kb.i64(GemmNR)));
+    fit = kb.max(kb.i64(nr), ir.CreateMul(ir.CreateSDiv(fit, kb.i64(nr)), kb.i64(nr)));
+    blockColumns = kb.min(fit, ir.CreateMul(kb.ceilDiv(n, kb.i64(nr)), kb.i64(nr)));
   }
   const bool scaleOrBias = problem.isGemm && (problem.alpha != 1 || problem.c);
 

@@ -120,6 +120,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
 
   lower::LoweringContext context(graph, module, plan);
   context.setAvx2Fma(options.avx2Fma);
+  context.setGemmLanes(options.gemmLanes);
   for (const Node *node : order) {
     if (context.isClaimed(*node))
       continue;

@@ -22,6 +22,9 @@ namespace onnxc {
 struct LoweringOptions {
   /// Whether to emit AVX2+FMA fast paths (otherwise portable vector code).
   bool avx2Fma = true;
+  /// Floats per vector of the GEMM kernels: 16 when the target has AVX-512F
+  /// (GemmPacking.h), else 8.
+  int64_t gemmLanes = 8;
 };
 
 /// Lowers `graph` into `module` (which must have its target data layout).

@@ -130,6 +130,9 @@ public:
   /// AVX2+FMA); lowerings pick their fast paths on it.
   bool hasAvx2Fma() const { return avx2Fma_; }
   void setAvx2Fma(bool value) { avx2Fma_ = value; }
+  /// Floats per vector of the GEMM kernels (GemmPacking.h's lanes).
+  int64_t gemmLanes() const { return gemmLanes_; }
+  void setGemmLanes(int64_t lanes) { gemmLanes_ = lanes; }
 
   /// The constant tensor of `value` (an initializer or folded constant), or
   /// null when its contents are only known at run time.
@@ -185,6 +188,7 @@ private:
   ModelPlan &plan_;
   SymbolIndex symbolIndex_;
   bool avx2Fma_ = true;
+  int64_t gemmLanes_ = 8;
   std::unordered_map<const Value *, int32_t> buffers_;
   std::map<std::string, int32_t> sharedConstants_;
   std::map<std::string, int> names_;

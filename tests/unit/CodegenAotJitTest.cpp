@@ -33,6 +33,24 @@ TEST(CodegenAotTarget, NativeIsTheHostCpuWithItsFeatures) {
   EXPECT_EQ(generic.features(), "");
 }
 
+TEST(CodegenAotTarget, FeaturesAreWhatTheCpuImpliesWithTheOverridesApplied) {
+  // A named CPU's features come from its name (its feature string is empty).
+  TargetSelection v3 = TargetSelection::select({"x86-64-v3", ""});
+  EXPECT_TRUE(v3.hasFeature("avx2"));
+  EXPECT_TRUE(v3.hasFeature("fma"));
+  EXPECT_FALSE(v3.hasFeature("avx512f"));
+  EXPECT_TRUE(TargetSelection::select({"znver4", ""}).hasFeature("avx512f"));
+  // An override wins, and turns off what depends on it.
+  TargetSelection noAvx512 = TargetSelection::select({"znver4", "-avx512f"});
+  EXPECT_FALSE(noAvx512.hasFeature("avx512f"));
+  EXPECT_FALSE(noAvx512.hasFeature("avx512bw"));
+  EXPECT_TRUE(noAvx512.hasFeature("avx2"));
+  TargetSelection generic = TargetSelection::select({"x86-64", "+avx2,-fma"});
+  EXPECT_TRUE(generic.hasFeature("avx2"));
+  EXPECT_FALSE(generic.hasFeature("fma"));
+  EXPECT_FALSE(TargetSelection::select({"native", "-avx2"}).hasFeature("avx2"));
+}
+
 TEST(CodegenAotTarget, UserAttributesComeLastAndAreValidated) {
   TargetSelection selection = TargetSelection::select({"x86-64", " +avx2, -fma"});
   EXPECT_EQ(selection.features(), "+avx2,-fma");

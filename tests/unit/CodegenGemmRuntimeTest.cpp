@@ -73,46 +73,69 @@ struct BatchedProblem {
 };
 
 void runAndCheck(RuntimeGemmFn *kernel, const BatchedProblem &p, int64_t itemBegin,
-                 int64_t itemEnd) {
+                 int64_t itemEnd, int64_t lanes) {
   std::vector<float> c(size_t(p.batch * p.strideC), 0.0f);
-  std::vector<float> packBuffer(size_t(packedGemmWeightsSize(p.k, p.n)), NAN);
+  std::vector<float> packBuffer(size_t(packedGemmWeightsSize(p.k, p.n, 2 * lanes)), NAN);
   kernel(p.a.data(), p.lda, p.strideA, p.b.data(), p.ldb, p.strideB, c.data(), p.ldc, p.strideC,
          p.m, p.k, p.n, itemBegin, itemEnd, packBuffer.data());
   p.check(c, itemBegin, itemEnd);
 }
 
+/// kc x mc (0: the defaults) at the test's kernel width.
+GemmBlocking blockingOf(int64_t lanes, int64_t kc = 0, int64_t mc = 0) {
+  GemmBlocking blocking;
+  if (kc)
+    blocking.kc = kc;
+  if (mc)
+    blocking.mc = mc;
+  blocking.lanes = lanes;
+  return blocking;
+}
+
+/// Both kernel widths (8 and 16 lanes); 16-lane vectors run on any host.
+class CodegenGemmRuntime : public testing::TestWithParam<int64_t> {};
+
 } // namespace
 
-TEST(CodegenGemmRuntime, ConstantDims) {
+INSTANTIATE_TEST_SUITE_P(Widths, CodegenGemmRuntime,
+                         testing::Values(GemmLanesAvx2, GemmLanesAvx512),
+                         [](const testing::TestParamInfo<int64_t> &info) {
+                           return std::to_string(info.param) + "lanes";
+                         });
+
+TEST_P(CodegenGemmRuntime, ConstantDims) {
+  const int64_t lanes = GetParam();
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("runtime_gemm");
   // Q * K^T of one head (K = head dim 64, N = 40 keys) and P * V (K = 40, N = 64).
-  emitRuntimeGemm(module, RuntimeGemmSpec{"qk", 64, 40, true, {}});
-  emitRuntimeGemm(module, RuntimeGemmSpec{"pv", 40, 64, false, {}});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"qk", 64, 40, true, blockingOf(lanes)});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"pv", 40, 64, false, blockingOf(lanes)});
   jit.compile();
   for (int64_t m : {1, 7, 40}) {
-    runAndCheck(jit.lookup<RuntimeGemmFn>("qk"), BatchedProblem(3, m, 64, 40, true), 0, 3);
-    runAndCheck(jit.lookup<RuntimeGemmFn>("pv"), BatchedProblem(3, m, 40, 64, false), 1, 3);
+    runAndCheck(jit.lookup<RuntimeGemmFn>("qk"), BatchedProblem(3, m, 64, 40, true), 0, 3, lanes);
+    runAndCheck(jit.lookup<RuntimeGemmFn>("pv"), BatchedProblem(3, m, 40, 64, false), 1, 3, lanes);
   }
 }
 
-TEST(CodegenGemmRuntime, RunTimeDims) {
+TEST_P(CodegenGemmRuntime, RunTimeDims) {
+  const int64_t lanes = GetParam();
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("runtime_gemm_dynamic");
   // Small kc: several K blocks; small mc: several A blocks.
-  emitRuntimeGemm(module, RuntimeGemmSpec{"dyn", 0, 0, false, {12, 6}});
-  emitRuntimeGemm(module, RuntimeGemmSpec{"dynT", 0, 0, true, {12, 6}});
-  emitRuntimeGemm(module, RuntimeGemmSpec{"keysOnly", 64, 0, true, {}});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"dyn", 0, 0, false, blockingOf(lanes, 12, 6)});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"dynT", 0, 0, true, blockingOf(lanes, 12, 6)});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"keysOnly", 64, 0, true, blockingOf(lanes)});
   jit.compile();
   for (bool transposed : {false, true})
     for (int64_t m : {1, 6, 13})
       for (int64_t k : {1, 12, 29})
-        for (int64_t n : {1, 16, 33}) {
+        for (int64_t n : {1, 16, 33, 65}) {
           SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(k) +
                        " n=" + std::to_string(n) + (transposed ? " transposed" : ""));
           runAndCheck(jit.lookup<RuntimeGemmFn>(transposed ? "dynT" : "dyn"),
-                      BatchedProblem(2, m, k, n, transposed), 0, 2);
+                      BatchedProblem(2, m, k, n, transposed), 0, 2, lanes);
         }
   for (int64_t n : {3, 128})
-    runAndCheck(jit.lookup<RuntimeGemmFn>("keysOnly"), BatchedProblem(4, 9, 64, n, true), 0, 4);
+    runAndCheck(jit.lookup<RuntimeGemmFn>("keysOnly"), BatchedProblem(4, 9, 64, n, true), 0, 4,
+                lanes);
 }

@@ -3,6 +3,8 @@
 // Every kernel is emitted, JIT-compiled for the host and compared with a
 // naive double-accumulating GEMM. Outputs are written into a larger buffer
 // pre-filled with a sentinel so that stores outside [rows, N) are caught.
+// Each test runs at both kernel widths (8 lanes: 6x16 tiles, 16 lanes: 6x32
+// tiles); LLVM legalizes 16-lane vectors on any host, so both run anywhere.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/GemmEmitter.h"
@@ -152,22 +154,47 @@ std::vector<float> runPacked(PackedGemmFn *kernel, const Problem &p, const GemmB
 
 const int64_t Ms[] = {1, 5, 6, 7, 13, 128};
 const int64_t Ks[] = {1, 3, 16, 64, 100, 384};
-const int64_t Ns[] = {1, 8, 15, 16, 17, 48, 384};
+const int64_t Ns[] = {1, 8, 15, 16, 17, 31, 32, 33, 48, 384};
+
+/// A blocking of kc x mc at the test's kernel width.
+GemmBlocking blockingOf(int64_t kc, int64_t mc, int64_t lanes) {
+  GemmBlocking blocking{kc, mc};
+  blocking.lanes = lanes;
+  return blocking;
+}
+
+std::string lanesName(const testing::TestParamInfo<int64_t> &info) {
+  return std::to_string(info.param) + "lanes";
+}
+
+class CodegenGemmPacking : public testing::TestWithParam<int64_t> {};
+class CodegenGemm : public testing::TestWithParam<int64_t> {
+protected:
+  GemmBlocking chosen(int64_t k) const { return chooseGemmBlocking(k, GetParam()); }
+};
 
 } // namespace
 
-TEST(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
-  const int64_t k = 11, n = 21;
-  GemmBlocking blocking{4, 6};
+INSTANTIATE_TEST_SUITE_P(Widths, CodegenGemmPacking,
+                         testing::Values(GemmLanesAvx2, GemmLanesAvx512), lanesName);
+INSTANTIATE_TEST_SUITE_P(Widths, CodegenGemm, testing::Values(GemmLanesAvx2, GemmLanesAvx512),
+                         lanesName);
+
+TEST_P(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
+  const int64_t k = 11, n = 37;
+  GemmBlocking blocking = blockingOf(4, 6, GetParam());
+  const int64_t nr = blocking.nr(), nPadded = (n + nr - 1) / nr * nr;
   std::vector<float> b(size_t(k * n));
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = float(i + 1);
   std::vector<float> packed = packGemmWeights(b.data(), k, n, false, blocking);
-  ASSERT_EQ(packed.size(), size_t(k * 32));
+  ASSERT_EQ(packed.size(), size_t(k * nPadded));
+  ASSERT_EQ(packedGemmWeightsSize(k, n, nr), k * nPadded);
   for (int64_t row = 0; row < k; ++row) {
     int64_t blockBegin = row / 4 * 4, depth = std::min<int64_t>(4, k - blockBegin);
-    for (int64_t col = 0; col < 32; ++col) {
-      int64_t index = blockBegin * 32 + col / 16 * 16 * depth + (row - blockBegin) * 16 + col % 16;
+    for (int64_t col = 0; col < nPadded; ++col) {
+      int64_t index =
+          blockBegin * nPadded + col / nr * nr * depth + (row - blockBegin) * nr + col % nr;
       float expected = col < n ? b[size_t(row * n + col)] : 0.0f;
       EXPECT_EQ(packed[size_t(index)], expected) << row << ", " << col;
     }
@@ -177,9 +204,10 @@ TEST(CodegenGemmPacking, LayoutMatchesTheDocumentedFormula) {
             packGemmWeights(p.bTransposed().data(), k, n, true, blocking));
 }
 
-TEST(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
+TEST_P(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
   for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 1537, 3072}) {
-    GemmBlocking blocking = chooseGemmBlocking(k);
+    GemmBlocking blocking = chooseGemmBlocking(k, GetParam());
+    EXPECT_EQ(blocking.lanes, GetParam());
     EXPECT_EQ(blocking.mc % GemmMR, 0);
     if (k <= 1536) {
       EXPECT_GE(blocking.kc, k) << "K up to 1536 is one block, K=" << k;
@@ -193,11 +221,11 @@ TEST(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
   }
 }
 
-TEST(CodegenGemm, AllShapesMatchReference) {
+TEST_P(CodegenGemm, AllShapesMatchReference) {
   GemmKernels kernels;
   for (int64_t k : Ks)
     for (int64_t n : Ns)
-      kernels.add(PackedGemmSpec{kernelName(k, n), k, n, {}, chooseGemmBlocking(k)});
+      kernels.add(PackedGemmSpec{kernelName(k, n), k, n, {}, chosen(k)});
   for (int64_t k : Ks)
     for (int64_t n : Ns) {
       auto *kernel = kernels.get<PackedGemmFn>(kernelName(k, n));
@@ -205,32 +233,32 @@ TEST(CodegenGemm, AllShapesMatchReference) {
         Problem p(m, k, n, unsigned(m * 1000 + k * 10 + n));
         std::string what =
             "M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n);
-        p.check(runPacked(kernel, p, chooseGemmBlocking(k), false), {}, what);
+        p.check(runPacked(kernel, p, chosen(k), false), {}, what);
       }
     }
 }
 
-TEST(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
+TEST_P(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
   // K = 1536 is one block (A read directly, a 96 KiB B panel); K = 1537 is
   // six blocks of at most 320 rows with A packed.
   GemmKernels kernels;
   for (int64_t k : {1536, 1537})
     kernels.add(PackedGemmSpec{
-        kernelName(k, 40), k, 40, {true, GemmActivation::GeluErf, false}, chooseGemmBlocking(k)});
+        kernelName(k, 40), k, 40, {true, GemmActivation::GeluErf, false}, chosen(k)});
   for (int64_t k : {1536, 1537})
     for (int64_t m : {1, 8, 97}) {
       Problem p(m, k, 40, unsigned(k + m));
       p.check(
-          runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chooseGemmBlocking(k), false),
+          runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chosen(k), false),
           {true, GemmActivation::GeluErf, false},
           "M=" + std::to_string(m) + " K=" + std::to_string(k));
     }
 }
 
-TEST(CodegenGemm, SmallBlocksExerciseEveryLoop) {
+TEST_P(CodegenGemm, SmallBlocksExerciseEveryLoop) {
   // kc = 10 leaves a remainder for the 4x-unrolled k loop and many K blocks;
   // mc = 12 gives several A blocks with a partial last one.
-  GemmBlocking blocking{10, 12};
+  GemmBlocking blocking = blockingOf(10, 12, GetParam());
   GemmKernels kernels;
   for (int64_t k : {7, 33, 100})
     for (int64_t n : {5, 16, 40})
@@ -246,11 +274,11 @@ TEST(CodegenGemm, SmallBlocksExerciseEveryLoop) {
       }
 }
 
-TEST(CodegenGemm, DirectAEveryTailAndBlock) {
+TEST_P(CodegenGemm, DirectAEveryTailAndBlock) {
   // A read from its rows (no packing): every tail of 1 to 5 rows, several A
   // blocks (mc = 12) and several K blocks (kc = 16, each starting A further
   // right), with the fused epilogue.
-  GemmBlocking blocking{16, 12};
+  GemmBlocking blocking = blockingOf(16, 12, GetParam());
   blocking.packA = false;
   GemmKernels kernels;
   for (int64_t k : {7, 40})
@@ -265,11 +293,11 @@ TEST(CodegenGemm, DirectAEveryTailAndBlock) {
     }
 }
 
-TEST(CodegenGemm, VectorizedAPackingEdges) {
+TEST_P(CodegenGemm, VectorizedAPackingEdges) {
   // A is packed 8 k at a time with overlapping stores: depths around
   // multiples of 8 cover the remainder loop, and rows == mc with
   // depth == kc makes the last store of a block overrun the block's end.
-  GemmBlocking blocking{16, 12};
+  GemmBlocking blocking = blockingOf(16, 12, GetParam());
   const int64_t depths[] = {5, 8, 9, 15, 16, 17, 24, 32, 40};
   GemmKernels kernels;
   for (int64_t k : depths)
@@ -284,7 +312,7 @@ TEST(CodegenGemm, VectorizedAPackingEdges) {
     }
 }
 
-TEST(CodegenGemm, EpiloguesMatchReference) {
+TEST_P(CodegenGemm, EpiloguesMatchReference) {
   const GemmActivation activations[] = {GemmActivation::None, GemmActivation::Relu,
                                         GemmActivation::GeluErf, GemmActivation::GeluTanh};
   const std::tuple<int64_t, int64_t, int64_t> shapes[] = {{13, 100, 17}, {7, 384, 48}};
@@ -295,7 +323,7 @@ TEST(CodegenGemm, EpiloguesMatchReference) {
       for (int flags = 0; flags < 4; ++flags) {
         GemmEpilogue epilogue{bool(flags & 1), activation, bool(flags & 2)};
         std::string name = kernelName(k, n, ("_e" + std::to_string(cases.size())).c_str());
-        kernels.add(PackedGemmSpec{name, k, n, epilogue, chooseGemmBlocking(k)});
+        kernels.add(PackedGemmSpec{name, k, n, epilogue, chosen(k)});
         cases.emplace_back(name, epilogue, m, k, n);
       }
   for (auto &[name, epilogue, m, k, n] : cases) {
@@ -303,18 +331,18 @@ TEST(CodegenGemm, EpiloguesMatchReference) {
     Problem p(m, k, n, 99);
     for (float &v : p.a)
       v *= float(6.0 / std::sqrt(double(k)));
-    p.check(runPacked(kernels.get<PackedGemmFn>(name), p, chooseGemmBlocking(k), false), epilogue,
+    p.check(runPacked(kernels.get<PackedGemmFn>(name), p, chosen(k), false), epilogue,
             name);
   }
 }
 
-TEST(CodegenGemm, RowRangesComposeToTheFullProduct) {
+TEST_P(CodegenGemm, RowRangesComposeToTheFullProduct) {
   GemmKernels kernels;
   GemmEpilogue epilogue{true, GemmActivation::GeluTanh, true};
-  kernels.add(PackedGemmSpec{"split", 384, 48, epilogue, chooseGemmBlocking(384)});
+  kernels.add(PackedGemmSpec{"split", 384, 48, epilogue, chosen(384)});
   auto *kernel = kernels.get<PackedGemmFn>("split");
   Problem p(128, 384, 48, 5);
-  std::vector<float> packed = packGemmWeights(p.b.data(), 384, 48, false, chooseGemmBlocking(384));
+  std::vector<float> packed = packGemmWeights(p.b.data(), 384, 48, false, chosen(384));
   std::vector<float> c = p.output();
   const int64_t bounds[] = {0, 5, 13, 14, 101, 128};
   for (int i = 0; i + 1 < 6; ++i)
@@ -328,23 +356,25 @@ TEST(CodegenGemm, RowRangesComposeToTheFullProduct) {
   EXPECT_EQ(untouched, p.output());
 }
 
-TEST(CodegenGemm, TransposedWeights) {
+TEST_P(CodegenGemm, TransposedWeights) {
   GemmKernels kernels;
   for (int64_t n : {15, 384})
-    kernels.add(PackedGemmSpec{kernelName(100, n), 100, n, {}, chooseGemmBlocking(100)});
+    kernels.add(PackedGemmSpec{kernelName(100, n), 100, n, {}, chosen(100)});
   for (int64_t n : {15, 384}) {
     Problem p(13, 100, n, 11);
     p.check(
-        runPacked(kernels.get<PackedGemmFn>(kernelName(100, n)), p, chooseGemmBlocking(100), true),
+        runPacked(kernels.get<PackedGemmFn>(kernelName(100, n)), p, chosen(100), true),
         {}, "transposed N=" + std::to_string(n));
   }
 }
 
-TEST(CodegenGemm, RejectsBadSpecs) {
+TEST_P(CodegenGemm, RejectsBadSpecs) {
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("bad");
   EXPECT_THROW(emitPackedGemm(module, PackedGemmSpec{"zero", 0, 16, {}, {}}), Error);
   EXPECT_THROW(emitPackedGemm(module, PackedGemmSpec{"mc", 16, 16, {}, {16, 10}}), Error);
+  EXPECT_THROW(emitPackedGemm(module, PackedGemmSpec{"lanes", 16, 16, {}, blockingOf(16, 12, 4)}),
+               Error);
   emitPackedGemm(module, PackedGemmSpec{"twice", 16, 16, {}, {}});
   EXPECT_THROW(emitPackedGemm(module, PackedGemmSpec{"twice", 16, 16, {}, {}}), Error);
 }
