@@ -1,0 +1,86 @@
+"""onnxc from Python: compile an ONNX transformer model to native code and run it on numpy arrays.
+
+    import onnxc
+    model = onnxc.compile("model.onnx")        # JIT into this process; onnxc.load("model.so") for a library
+    (hidden,) = model.run(None, {"input_ids": ids, "attention_mask": mask})   # onnxruntime's spelling
+    hidden = model(input_ids=ids, attention_mask=mask)                         # or call it
+
+See docs/PYTHON.md for the whole API.
+"""
+
+import os
+
+from . import _onnxc
+from ._model import Model, ValueInfo
+
+__all__ = ["Error", "Model", "ValueInfo", "compile", "load", "dump", "explain"]
+
+#: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
+#: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".
+Error = _onnxc.Error
+Error.__module__ = "onnxc"
+
+
+def _path(path, what):
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}") from None
+
+
+def _passes(passes):
+    if passes is None:
+        return []
+    if isinstance(passes, str):
+        return [name for name in passes.split(",") if name]
+    return [str(name) for name in passes]
+
+
+def _threads(threads):
+    threads = 0 if threads is None else int(threads)
+    if threads < 0:
+        raise ValueError(f"threads must be >= 0 (0 = one per core), got {threads}")
+    return threads
+
+
+def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
+            passes=None):
+    """Compiles MODEL (.onnx or .ir) and returns a runnable Model.
+
+    Without `output` the code is JIT-compiled into this process (nothing is written, no C++
+    compiler needed). With `output="model.so"` a shared library and its C header (`header`, default
+    model.h) are written as by `onnxc compile`, and the returned Model runs that library.
+    `threads` is the runtime's thread count per run (0: one per core). `opt_level` 0-3 and
+    `passes` (a list or "a,b" of registered pass names, run after the level's pipeline) choose the
+    passes; `mcpu` / `mattr` the target, as on the command line.
+    """
+    path = _path(model, "model")
+    opt_level = int(opt_level)
+    threads = _threads(threads)
+    if output is None:
+        if header is not None:
+            raise ValueError("header= applies only with output= (a compiled library)")
+        runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr, threads)
+        return Model(runner, source=path)
+    output = _path(output, "output")
+    header = "" if header is None else _path(header, "header")
+    _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, output, header)
+    return Model(_onnxc.load(output, threads), source=path)
+
+
+def load(library, threads=0):
+    """Loads a model library written by `onnxc compile` (or compile(output=...))."""
+    path = _path(library, "library")
+    return Model(_onnxc.load(path, _threads(threads)), source=path)
+
+
+def dump(model, opt_level=2, passes=None):
+    """The text IR of MODEL after the -O`opt_level` pipeline (and `passes`): `onnxc dump -O2`."""
+    return _onnxc.dump(_path(model, "model"), int(opt_level), _passes(passes))
+
+
+def explain(model, opt_level=2, passes=None):
+    """What the passes did and why they left candidates alone: the lines `onnxc dump --stats
+    --explain` prints, statistics first ("fuse-attention: 2 fused"), then one line per rejected
+    candidate naming its node and the reason."""
+    return _onnxc.explain(_path(model, "model"), int(opt_level), _passes(passes))

@@ -1,0 +1,151 @@
+"""Model: a compiled onnxc model, run on numpy arrays."""
+
+import numpy as np
+
+from . import _onnxc
+
+# onnxc_dtype codes (runtime/include/onnxc/model_abi.h) -> numpy. bfloat16, which numpy has not,
+# travels as its uint16 bit patterns.
+_NUMPY_DTYPES = {
+    1: np.dtype(np.float32), 2: np.dtype(np.float64), 3: np.dtype(np.float16), 4: np.dtype(np.uint16),
+    5: np.dtype(np.int8), 6: np.dtype(np.uint8), 7: np.dtype(np.int16), 8: np.dtype(np.uint16),
+    9: np.dtype(np.int32), 10: np.dtype(np.uint32), 11: np.dtype(np.int64), 12: np.dtype(np.uint64),
+    13: np.dtype(np.bool_),
+}
+_TYPE_NAMES = {
+    1: "float32", 2: "float64", 3: "float16", 4: "bfloat16", 5: "int8", 6: "uint8", 7: "int16",
+    8: "uint16", 9: "int32", 10: "uint32", 11: "int64", 12: "uint64", 13: "bool",
+}
+
+
+class ValueInfo:
+    """An input or output of a model: `name`, `dtype` (a numpy dtype), `shape` (a tuple of ints for
+    fixed dims and strings for symbolic ones, e.g. ("batch", "seq", 32)) and `type` (the element
+    type's name; "bfloat16" has dtype uint16)."""
+
+    __slots__ = ("name", "dtype", "shape", "type")
+
+    def __init__(self, name, dtype, shape, type):
+        self.name, self.dtype, self.shape, self.type = name, dtype, shape, type
+
+    @classmethod
+    def _from_descriptor(cls, info):
+        name, code, shape_text, dims = info
+        texts = [part.strip() for part in shape_text.strip()[1:-1].split(",")] if dims else []
+        if len(texts) != len(dims):
+            texts = ["?"] * len(dims)
+        shape = tuple(dim if dim is not None else text for dim, text in zip(dims, texts))
+        return cls(name, _NUMPY_DTYPES[code], shape, _TYPE_NAMES[code])
+
+    def __repr__(self):
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"ValueInfo({self.name!r}, {self.type}[{dims}])"
+
+    def __eq__(self, other):
+        return isinstance(other, ValueInfo) and (self.name, self.type, self.shape) == (
+            other.name, other.type, other.shape)
+
+    __hash__ = None
+
+
+class Model:
+    """A compiled model (from onnxc.compile or onnxc.load). Thread-safe: threads may run one model
+    at once (each run takes a runtime session of its own)."""
+
+    def __init__(self, runner, source=None):
+        self._runner = runner
+        self.inputs = [ValueInfo._from_descriptor(info) for info in runner.inputs]
+        self.outputs = [ValueInfo._from_descriptor(info) for info in runner.outputs]
+        self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
+        self._output_index = {info.name: i for i, info in enumerate(self.outputs)}
+        self.source = source
+
+    @property
+    def name(self):
+        """The model's name (the graph's)."""
+        return self._runner.name
+
+    @property
+    def library_path(self):
+        """The absolute path of the .so this model runs, or None for a JIT-compiled model."""
+        return self._runner.library_path or None
+
+    def __repr__(self):
+        ins = ", ".join(repr(i) for i in self.inputs)
+        outs = ", ".join(repr(o) for o in self.outputs)
+        return f"<onnxc.Model {self.name!r} ({ins}) -> ({outs})>"
+
+    def _prepare(self, feeds):
+        """The arrays in input order, each C-contiguous with the model's dtype: an array that already
+        is one is passed as it is (read in place), others are converted; a missing, unknown or
+        mistyped input raises onnxc.Error naming it."""
+        unknown = [name for name in feeds if name not in self._input_index]
+        if unknown:
+            raise Error(f"unknown input '{unknown[0]}' (the model takes "
+                        f"{', '.join(i.name for i in self.inputs)})")
+        arrays = []
+        for info in self.inputs:
+            if info.name not in feeds:
+                raise Error(f"missing input '{info.name}' ({info.type}"
+                            f"[{', '.join(str(d) for d in info.shape)}]): every input must be given")
+            arrays.append(_as_input(info, feeds[info.name]))
+        return arrays
+
+    def run(self, output_names, input_feed, run_options=None):
+        """onnxruntime's spelling: `output_names` (a list of names, or None for all) and a dict of
+        input name -> array. Returns a list of numpy arrays that own their data."""
+        if run_options is not None:
+            raise TypeError("onnxc has no run options; pass None")
+        if not isinstance(input_feed, dict):
+            raise TypeError(f"input_feed must be a dict of input name -> array, got "
+                            f"{type(input_feed).__name__}")
+        if output_names is not None:
+            if isinstance(output_names, str):
+                raise TypeError("output_names must be a list of names or None, got a string")
+            for name in output_names:
+                if name not in self._output_index:
+                    raise Error(f"unknown output '{name}' (the model has "
+                                f"{', '.join(o.name for o in self.outputs)})")
+        results = self._runner.run(self._prepare(input_feed))
+        if output_names is None:
+            return results
+        return [results[self._output_index[name]] for name in output_names]
+
+    def __call__(self, *args, **feeds):
+        """model(ids, mask) or model(input_ids=ids, attention_mask=mask): positional arrays follow
+        model.inputs. Returns the output array for a one-output model, else a tuple of them in the
+        order of model.outputs."""
+        if len(args) > len(self.inputs):
+            raise Error(f"the model takes {len(self.inputs)} inputs, got {len(args)} positional")
+        for info, value in zip(self.inputs, args):
+            if info.name in feeds:
+                raise Error(f"input '{info.name}' is given twice (positionally and by name)")
+            feeds[info.name] = value
+        results = self.run(None, feeds)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def _as_input(info, value):
+    """Arrays of another dtype are refused rather than cast (onnxruntime refuses them too; a silent
+    int32 -> int64 or float64 -> float32 cast hides a caller's bug). Anything else numpy can turn into
+    an array of the right dtype (lists, scalars, non-contiguous views) is converted."""
+    if isinstance(value, np.ndarray):
+        if value.dtype != info.dtype:
+            raise Error(f"input '{info.name}': expected {info.type}, got {value.dtype} "
+                        f"(convert it with .astype(numpy.{info.dtype}))")
+        if value.ndim != len(info.shape):
+            raise Error(f"input '{info.name}': expected rank {len(info.shape)} "
+                        f"[{', '.join(str(d) for d in info.shape)}], got shape {list(value.shape)}")
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    try:
+        array = np.asarray(value, dtype=info.dtype)
+    except (TypeError, ValueError) as e:
+        raise Error(f"input '{info.name}': cannot make a {info.type} array of a "
+                    f"{type(value).__name__} ({e})") from None
+    if array.ndim != len(info.shape):
+        raise Error(f"input '{info.name}': expected rank {len(info.shape)} "
+                    f"[{', '.join(str(d) for d in info.shape)}], got shape {list(array.shape)}")
+    return np.ascontiguousarray(array)
+
+
+Error = _onnxc.Error

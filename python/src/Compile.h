@@ -1,0 +1,49 @@
+//===- python/src/Compile.h - onnxc.compile, dump and explain -------------===//
+//
+// The compiler half of the Python package, on the same libraries as the
+// onnxc tool (frontend, passes, codegen): load a .onnx or .ir model, run an
+// -O pipeline (plus named passes), then print the IR, report what the passes
+// did, or compile (JIT into this process, or a model.so on disk).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+class JitModel;
+
+namespace python {
+
+struct PipelineRequest {
+  std::string modelPath;
+  int optLevel = 3;
+  /// Registered pass names run after the -O pipeline.
+  std::vector<std::string> passes;
+};
+
+struct TargetOptions {
+  std::string cpu = "native";
+  std::string attributes;
+};
+
+/// The IR text after the pipeline (`onnxc dump -On --passes=...`).
+std::string dumpModel(const PipelineRequest &request);
+
+/// What the pipeline did and why it left candidates alone: the lines of
+/// `onnxc dump --stats` followed by those of `--explain`.
+std::string explainModel(const PipelineRequest &request);
+
+/// Optimizes and JIT-compiles the model into this process.
+std::unique_ptr<JitModel> compileJit(const PipelineRequest &request, const TargetOptions &target);
+
+/// Optimizes and writes `libraryPath` (a shared library) and its C header
+/// (`headerPath`, or the library path with ".h").
+void compileLibrary(const PipelineRequest &request, const TargetOptions &target,
+                    const std::string &libraryPath, const std::string &headerPath);
+
+} // namespace python
+} // namespace onnxc

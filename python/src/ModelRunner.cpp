@@ -1,0 +1,120 @@
+//===- python/src/ModelRunner.cpp - A compiled model and its sessions ------===//
+#include "python/src/ModelRunner.h"
+
+#include "codegen/DescriptorEmitter.h"
+#include "codegen/ModelJit.h"
+#include "ir/Error.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+
+namespace onnxc::python {
+
+namespace {
+
+void checkAbi(const onnxc_model_descriptor *model, const std::string &what) {
+  if (model->abi_version != ONNXC_ABI_VERSION)
+    fail(what, ": model ABI version ", model->abi_version, ", this onnxc runs version ",
+         ONNXC_ABI_VERSION, " (recompile the model with this onnxc)");
+}
+
+} // namespace
+
+ModelRunner::ModelRunner(std::unique_ptr<JitModel> jit, int numThreads)
+    : jit_(std::move(jit)), descriptor_(jit_->descriptor()), numThreads_(numThreads) {
+  checkAbi(descriptor_, "the compiled model");
+}
+
+ModelRunner::ModelRunner(const std::string &path, int numThreads) : numThreads_(numThreads) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    fail(path, ": no such file");
+  // An absolute path: dlopen would search the library path for a bare name.
+  libraryPath_ = std::filesystem::absolute(path, ec).string();
+  if (ec)
+    libraryPath_ = path;
+  // RTLD_LOCAL: two models' symbols never resolve against each other.
+  library_ = dlopen(libraryPath_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library_)
+    fail(path, ": cannot load the library (", dlerror(), ")");
+  using Accessor = const onnxc_model_descriptor *(*)();
+  auto accessor = reinterpret_cast<Accessor>(dlsym(library_, GenericDescriptorAccessor));
+  const onnxc_model_descriptor *model = accessor ? accessor() : nullptr;
+  if (!model) {
+    dlclose(library_);
+    library_ = nullptr;
+    fail(path, ": not an onnxc model library (no '", GenericDescriptorAccessor,
+         "' function; compile it with 'onnxc compile')");
+  }
+  try {
+    checkAbi(model, path);
+  } catch (...) {
+    dlclose(library_);
+    library_ = nullptr;
+    throw;
+  }
+  descriptor_ = model;
+}
+
+ModelRunner::~ModelRunner() {
+  // Sessions first: they point into the descriptor, which the JIT or the
+  // library owns.
+  for (onnxc_session *session : idle_)
+    onnxc_session_destroy(session);
+  idle_.clear();
+  jit_.reset();
+  if (library_)
+    dlclose(library_);
+}
+
+onnxc_session *ModelRunner::acquireSession() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_.empty()) {
+      onnxc_session *session = idle_.back();
+      idle_.pop_back();
+      return session;
+    }
+  }
+  onnxc_session *session = onnxc_session_create(descriptor_, numThreads_);
+  if (!session)
+    fail("cannot create a session: ", onnxc_last_error());
+  return session;
+}
+
+void ModelRunner::releaseSession(onnxc_session *session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_.push_back(session);
+}
+
+std::vector<OutputBuffer> ModelRunner::run(const std::vector<onnxc_tensor> &inputs) {
+  onnxc_session *session = acquireSession();
+  // Returned to the pool on every path, including a copy that throws bad_alloc.
+  struct Release {
+    ModelRunner *runner;
+    onnxc_session *session;
+    ~Release() { runner->releaseSession(session); }
+  } release{this, session};
+
+  std::vector<onnxc_tensor> out(size_t(descriptor_->num_outputs));
+  for (onnxc_tensor &o : out)
+    std::memset(&o, 0, sizeof o);
+  if (onnxc_session_run(session, inputs.data(), int32_t(inputs.size()), out.data(),
+                        int32_t(out.size())) != 0)
+    fail(onnxc_session_error(session));
+  std::vector<OutputBuffer> results(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    OutputBuffer &r = results[i];
+    r.dtype = out[i].dtype;
+    r.dims.assign(out[i].dims, out[i].dims + out[i].rank);
+    r.sizeBytes = out[i].size_bytes;
+    // One byte at least, so that an empty output still has an owner to free.
+    r.data.reset(new uint8_t[r.sizeBytes ? r.sizeBytes : 1]);
+    if (r.sizeBytes)
+      std::memcpy(r.data.get(), out[i].data, r.sizeBytes);
+  }
+  return results;
+}
+
+} // namespace onnxc::python

@@ -1,0 +1,231 @@
+//===- python/src/Module.cpp - The onnxc._onnxc extension module -----------===//
+//
+// Bindings only: argument conversion, the GIL, and numpy arrays in and out.
+// The Python layer (python/onnxc/__init__.py) gives the public API its
+// shape (keyword feeds, ValueInfo, checks that name the input at fault);
+// this module trusts nothing it is given all the same: every array is
+// checked against the descriptor's dtype and for C-contiguity before its
+// buffer is handed to the runtime.
+//
+//===----------------------------------------------------------------------===//
+#include "python/src/Compile.h"
+#include "python/src/ModelRunner.h"
+
+#include "codegen/ModelJit.h"
+#include "ir/Error.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace onnxc::python {
+
+namespace {
+
+using InputArray = nb::ndarray<nb::ro, nb::device::cpu>;
+using OutputArray = nb::ndarray<nb::numpy>;
+
+/// Each onnxc dtype and its DLPack spelling (what numpy exports and takes).
+/// bfloat16, which numpy has not, travels as its uint16 bit patterns: it is
+/// matched on the way in (tensorView) and spelled uint16 on the way out.
+struct DtypeSpelling {
+  int32_t onnxc;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+};
+constexpr DtypeSpelling kDtypes[] = {
+    {ONNXC_F32, nb::dlpack::dtype_code::Float, 32}, {ONNXC_F64, nb::dlpack::dtype_code::Float, 64},
+    {ONNXC_F16, nb::dlpack::dtype_code::Float, 16}, {ONNXC_I8, nb::dlpack::dtype_code::Int, 8},
+    {ONNXC_U8, nb::dlpack::dtype_code::UInt, 8},    {ONNXC_I16, nb::dlpack::dtype_code::Int, 16},
+    {ONNXC_U16, nb::dlpack::dtype_code::UInt, 16},  {ONNXC_I32, nb::dlpack::dtype_code::Int, 32},
+    {ONNXC_U32, nb::dlpack::dtype_code::UInt, 32},  {ONNXC_I64, nb::dlpack::dtype_code::Int, 64},
+    {ONNXC_U64, nb::dlpack::dtype_code::UInt, 64},  {ONNXC_BOOL, nb::dlpack::dtype_code::Bool, 8},
+    {ONNXC_BF16, nb::dlpack::dtype_code::UInt, 16},
+};
+
+/// The onnxc dtype of a DLPack dtype, or nothing for a type onnxc has not.
+std::optional<int32_t> onnxcDtype(nb::dlpack::dtype dtype) {
+  if (dtype.lanes != 1)
+    return std::nullopt;
+  for (const DtypeSpelling &spelling : kDtypes)
+    if (uint8_t(spelling.code) == dtype.code && spelling.bits == dtype.bits)
+      return spelling.onnxc;
+  return std::nullopt;
+}
+
+/// The DLPack dtype numpy gets for an onnxc output dtype.
+nb::dlpack::dtype dlpackDtype(int32_t dtype) {
+  for (const DtypeSpelling &spelling : kDtypes)
+    if (spelling.onnxc == dtype)
+      return {uint8_t(spelling.code), spelling.bits, 1};
+  fail("output has unknown dtype code ", dtype);
+}
+
+bool isCContiguous(const InputArray &array) {
+  int64_t expected = 1;
+  for (size_t d = array.ndim(); d-- > 0;) {
+    if (array.shape(d) == 0)
+      return true;
+    if (array.shape(d) != 1 && array.stride(d) != expected)
+      return false;
+    expected *= int64_t(array.shape(d));
+  }
+  return true;
+}
+
+/// The runtime's view of `array`, pointing at its buffer (no copy).
+onnxc_tensor tensorView(const InputArray &array, const onnxc_tensor_info &info) {
+  std::optional<int32_t> dtype = onnxcDtype(array.dtype());
+  // bfloat16 inputs arrive as their uint16 bit patterns (numpy has no bfloat16).
+  if (info.dtype == ONNXC_BF16 && dtype == ONNXC_U16)
+    dtype = ONNXC_BF16;
+  if (dtype != info.dtype)
+    fail("input '", info.name, "': wrong element type (the model takes dtype code ", info.dtype,
+         ")");
+  if (array.ndim() > ONNXC_MAX_RANK)
+    fail("input '", info.name, "' has rank ", array.ndim(), ", more than the runtime's ",
+         ONNXC_MAX_RANK);
+  if (!isCContiguous(array))
+    fail("input '", info.name, "' is not C-contiguous");
+  onnxc_tensor tensor{};
+  tensor.data = const_cast<void *>(array.data());
+  tensor.dtype = *dtype;
+  tensor.rank = int32_t(array.ndim());
+  for (size_t d = 0; d < array.ndim(); ++d)
+    tensor.dims[d] = int64_t(array.shape(d));
+  tensor.size_bytes = array.nbytes();
+  return tensor;
+}
+
+nb::list runModel(ModelRunner &runner, const std::vector<InputArray> &arrays) {
+  const onnxc_model_descriptor &model = runner.descriptor();
+  if (arrays.size() != size_t(model.num_inputs))
+    fail("the model takes ", model.num_inputs, " inputs, got ", arrays.size());
+  std::vector<onnxc_tensor> inputs;
+  for (size_t i = 0; i < arrays.size(); ++i)
+    inputs.push_back(tensorView(arrays[i], model.inputs[i]));
+  std::vector<OutputBuffer> outputs;
+  {
+    // The arrays stay referenced by `arrays` (and the caller) while the
+    // model reads them without the GIL.
+    nb::gil_scoped_release release;
+    outputs = runner.run(inputs);
+  }
+  nb::list results;
+  for (OutputBuffer &output : outputs) {
+    std::vector<size_t> shape(output.dims.begin(), output.dims.end());
+    uint8_t *data = output.data.release();
+    nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<uint8_t *>(p); });
+    results.append(
+        OutputArray(data, shape.size(), shape.data(), owner, nullptr, dlpackDtype(output.dtype))
+            .cast());
+  }
+  return results;
+}
+
+/// (name, dtype code, shape text, dims) of each tensor; a dim is its value
+/// when the expression is a constant, None when it involves a symbol.
+nb::list tensorInfos(const onnxc_tensor_info *infos, int32_t count) {
+  nb::list list;
+  for (int32_t i = 0; i < count; ++i) {
+    const onnxc_tensor_info &info = infos[i];
+    nb::list dims;
+    for (int32_t d = 0; d < info.rank; ++d) {
+      // Encoding (model_abi.h): numTerms, then coefficient, degree, symbols.
+      const int64_t *expr = info.dims[d];
+      if (expr[0] == 0)
+        dims.append(0);
+      else if (expr[0] == 1 && expr[2] == 0)
+        dims.append(expr[1]);
+      else
+        dims.append(nb::none());
+    }
+    list.append(
+        nb::make_tuple(info.name, info.dtype, info.shape_text ? info.shape_text : "", dims));
+  }
+  return list;
+}
+
+PipelineRequest pipeline(const std::string &path, int optLevel,
+                         const std::vector<std::string> &passes) {
+  return PipelineRequest{path, optLevel, passes};
+}
+
+} // namespace
+
+} // namespace onnxc::python
+
+NB_MODULE(_onnxc, m) {
+  using namespace onnxc::python;
+  m.doc() = "onnxc's compiler and runtime (use the onnxc package, not this module)";
+  nb::exception<onnxc::Error>(m, "Error", PyExc_RuntimeError);
+
+  nb::class_<ModelRunner>(m, "ModelRunner")
+      .def_prop_ro("name",
+                   [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
+      .def_prop_ro("library_path", &ModelRunner::libraryPath)
+      .def_prop_ro("inputs",
+                   [](const ModelRunner &r) {
+                     return tensorInfos(r.descriptor().inputs, r.descriptor().num_inputs);
+                   })
+      .def_prop_ro("outputs",
+                   [](const ModelRunner &r) {
+                     return tensorInfos(r.descriptor().outputs, r.descriptor().num_outputs);
+                   })
+      .def("run", &runModel, "inputs"_a);
+
+  m.def(
+      "compile_jit",
+      [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
+         const std::string &cpu, const std::string &attributes, int threads) {
+        std::unique_ptr<onnxc::JitModel> jit;
+        {
+          nb::gil_scoped_release release;
+          jit = compileJit(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes});
+        }
+        return std::make_unique<ModelRunner>(std::move(jit), threads);
+      },
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "threads"_a);
+  m.def(
+      "compile_library",
+      [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
+         const std::string &cpu, const std::string &attributes, const std::string &output,
+         const std::string &header) {
+        nb::gil_scoped_release release;
+        compileLibrary(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes}, output,
+                       header);
+      },
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "output"_a, "header"_a);
+  m.def(
+      "load",
+      [](const std::string &path, int threads) {
+        nb::gil_scoped_release release;
+        return std::make_unique<ModelRunner>(path, threads);
+      },
+      "path"_a, "threads"_a);
+  m.def(
+      "dump",
+      [](const std::string &path, int optLevel, const std::vector<std::string> &passes) {
+        nb::gil_scoped_release release;
+        return dumpModel(pipeline(path, optLevel, passes));
+      },
+      "path"_a, "opt_level"_a, "passes"_a);
+  m.def(
+      "explain",
+      [](const std::string &path, int optLevel, const std::vector<std::string> &passes) {
+        nb::gil_scoped_release release;
+        return explainModel(pipeline(path, optLevel, passes));
+      },
+      "path"_a, "opt_level"_a, "passes"_a);
+  // For the tests: the address the binding reads an input from, to check
+  // that a contiguous array of the right dtype is not copied on the way in.
+  m.def(
+      "input_address", [](const InputArray &array) { return uintptr_t(array.data()); }, "array"_a);
+}

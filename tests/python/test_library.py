@@ -1,0 +1,72 @@
+"""onnxc.load of libraries written by the onnxc tool, and compile(output=...)."""
+
+import os
+import subprocess
+
+import pytest
+
+import onnxc
+from onnxc import _onnxc
+from conftest import assert_close, bert_feeds, onnxruntime_outputs
+
+
+@pytest.fixture(scope="module")
+def tool_library(onnxc_tool, tiny_bert, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("lib") / "tiny_bert.so")
+    subprocess.run([onnxc_tool, "compile", tiny_bert, "-o", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def test_load_a_library_compiled_by_the_tool(tool_library, tiny_bert):
+    model = onnxc.load(tool_library)
+    assert model.library_path == os.path.abspath(tool_library)
+    jit = onnxc.compile(tiny_bert)
+    assert model.inputs == jit.inputs and model.outputs == jit.outputs
+    # The names may differ: the tool can name a library after its file (issue 13, item 3).
+    assert isinstance(model.name, str) and model.name
+    for batch, seq in [(1, 9), (2, 4)]:
+        feeds = bert_feeds(batch, seq, seed=seq)
+        assert_close(model.run(None, feeds)[0], onnxruntime_outputs(tiny_bert, feeds)[0], "library")
+
+
+def test_load_relative_path(tool_library, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(tool_library))
+    model = onnxc.load(os.path.basename(tool_library), threads=1)
+    assert model.library_path == tool_library
+
+
+def test_compile_to_a_library(tiny_bert, tmp_path):
+    output = tmp_path / "bert.so"
+    model = onnxc.compile(tiny_bert, output=output)
+    assert output.exists() and (tmp_path / "bert.h").exists()
+    assert model.library_path == str(output)
+    feeds = bert_feeds(2, 3, seed=3)
+    assert_close(model.run(None, feeds)[0], onnxruntime_outputs(tiny_bert, feeds)[0], "compile(output=)")
+    onnxc.compile(tiny_bert, output=tmp_path / "b.so", header=tmp_path / "b_model.h")
+    assert (tmp_path / "b_model.h").exists() and not (tmp_path / "b.h").exists()
+    with pytest.raises(ValueError, match="header= applies only with output="):
+        onnxc.compile(tiny_bert, header=tmp_path / "c.h")
+
+
+def test_two_libraries_at_once(tool_library, tiny_bert, gpt, onnxc_tool, tmp_path):
+    gpt_path, _ = gpt
+    gpt_library = str(tmp_path / "gpt.so")
+    subprocess.run([onnxc_tool, "compile", gpt_path, "-o", gpt_library], check=True,
+                   stdout=subprocess.DEVNULL)
+    bert_model, gpt_model = onnxc.load(tool_library), onnxc.load(gpt_library)
+    feeds = bert_feeds(1, 5, seed=5)
+    assert_close(bert_model.run(None, feeds)[0], onnxruntime_outputs(tiny_bert, feeds)[0], "bert")
+    ids = {"input_ids": feeds["input_ids"]}
+    assert_close(gpt_model.run(None, ids)[0], onnxruntime_outputs(gpt_path, ids)[0], "gpt")
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(onnxc.Error, match="no such file"):
+        onnxc.load(tmp_path / "missing.so")
+    # A shared library that is not a model: the extension module itself.
+    with pytest.raises(onnxc.Error, match="not an onnxc model library"):
+        onnxc.load(_onnxc.__file__)
+    text = tmp_path / "text.so"
+    text.write_text("not a library")
+    with pytest.raises(onnxc.Error, match="cannot load the library"):
+        onnxc.load(text)

@@ -1,0 +1,79 @@
+"""Several models in one process, several threads on one model, compiles in parallel."""
+
+import threading
+
+import numpy as np
+
+import onnxc
+from conftest import assert_close, bert_feeds, onnxruntime_outputs
+
+
+def gpt_feeds(batch, seq, seed, vocab):
+    rng = np.random.default_rng(seed)
+    return {"input_ids": rng.integers(0, vocab, size=(batch, seq), dtype=np.int64)}
+
+
+def run_threads(count, body):
+    """Runs body(index) on `count` threads started together; re-raises the first failure."""
+    errors = []
+    start = threading.Barrier(count)
+
+    def worker(index):
+        try:
+            start.wait()
+            body(index)
+        except BaseException as e:  # noqa: B902 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def test_two_models_in_one_process(tiny_bert, gpt):
+    gpt_path, entry = gpt
+    vocab = entry["inputs"][0]["generator"]["high"]
+    bert_model, gpt_model = onnxc.compile(tiny_bert), onnxc.compile(gpt_path)
+    assert [i.name for i in gpt_model.inputs] == ["input_ids"]
+    for step in range(3):
+        bf = bert_feeds(2, 6 + step, seed=step)
+        gf = gpt_feeds(1, 5 + step, seed=step, vocab=vocab)
+        assert_close(bert_model.run(None, bf)[0], onnxruntime_outputs(tiny_bert, bf)[0], "bert")
+        assert_close(gpt_model.run(None, gf)[0], onnxruntime_outputs(gpt_path, gf)[0], "gpt")
+
+
+def test_threads_share_one_model(tiny_bert):
+    model = onnxc.compile(tiny_bert, threads=1)
+    cases = [bert_feeds(1 + i % 2, 3 + i, seed=i) for i in range(8)]
+    want = [model.run(None, feeds)[0] for feeds in cases]
+
+    def body(index):
+        for round_ in range(5):
+            case = (index + round_) % len(cases)
+            np.testing.assert_array_equal(model.run(None, cases[case])[0], want[case])
+
+    run_threads(4, body)
+
+
+def test_threads_on_two_models_and_compiles_in_parallel(tiny_bert, gpt):
+    gpt_path, entry = gpt
+    vocab = entry["inputs"][0]["generator"]["high"]
+    models = [None, None]
+
+    def compile_one(index):
+        models[index] = onnxc.compile([tiny_bert, gpt_path][index], threads=2)
+
+    run_threads(2, compile_one)
+    bf, gf = bert_feeds(2, 7, seed=11), gpt_feeds(2, 7, seed=12, vocab=vocab)
+    want = [onnxruntime_outputs(tiny_bert, bf)[0], onnxruntime_outputs(gpt_path, gf)[0]]
+
+    def body(index):
+        model, feeds = models[index % 2], [bf, gf][index % 2]
+        for _ in range(4):
+            assert_close(model.run(None, feeds)[0], want[index % 2], f"thread {index}")
+
+    run_threads(4, body)
