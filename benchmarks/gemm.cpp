@@ -268,10 +268,10 @@ int main(int argc, char **argv) {
   double peak = *std::max_element(peakRuns.begin(), peakRuns.end());
   std::printf("%s clock; ", useCpuClock ? "thread CPU" : "wall");
   std::printf("one thread; onnxc JIT for cpu '%s', %d-lane kernel; OpenBLAS core %s (%s)\n",
-              jit.cpuName().c_str(), options.lanes, openblas_get_corename(),
-              openblas_get_config());
-  std::printf("measured fp32 FMA peak at %d lanes %.1f GFLOP/s (best of %zu samples, median %.1f)\n",
-              options.lanes, peak, peakRuns.size(), median(peakRuns));
+              jit.cpuName().c_str(), options.lanes, openblas_get_corename(), openblas_get_config());
+  std::printf(
+      "measured fp32 FMA peak at %d lanes %.1f GFLOP/s (best of %zu samples, median %.1f)\n",
+      options.lanes, peak, peakRuns.size(), median(peakRuns));
   std::printf("GFLOP/s: best = fastest run, med = median run; %%pk = best / peak\n");
   std::printf("    M     K     N |  onnxc    med   %%pk | OpenBLAS  med   %%pk | ratio  med | "
               "runs\n");

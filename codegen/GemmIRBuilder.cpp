@@ -62,8 +62,8 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
     packedA->setAlignment(llvm::Align(64));
     packedA_ = packedA;
   }
-  auto *scratch =
-      builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(GemmMR * nr_)), nullptr, "tile");
+  auto *scratch = builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(GemmMR * nr_)),
+                                        nullptr, "tile");
   scratch->setAlignment(llvm::Align(64));
   tileScratch_ = scratch;
 }
@@ -275,21 +275,21 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, l
   std::vector<llvm::Value *> zeros(size_t(splits * rows * 2),
                                    llvm::Constant::getNullValue(vectorType_));
   llvm::Value *unrolledEnd = builder_.CreateAnd(depth, index(~(unroll - 1)));
-  auto unrolled =
-      emitLoop(index(0), unrolledEnd, unroll, zeros,
-               [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
-                 std::vector<llvm::Value *> acc(carried.begin(), carried.end());
-                 // One line of the next panel per 16 floats of k rows read.
-                 if (prefetchB)
-                   for (int64_t line = 0; line < nr_ / 16; ++line)
-                     emitPrefetch(floatAt(prefetchB, builder_.CreateAdd(
-                                                         builder_.CreateMul(k, index(nr_)),
-                                                         index(line * 64))),
-                                  /*write=*/false, /*locality=*/2);
-                 for (int64_t u = 0; u < unroll; ++u)
-                   stepK(builder_.CreateAdd(k, index(u)), u % splits, acc);
-                 return acc;
-               });
+  auto unrolled = emitLoop(
+      index(0), unrolledEnd, unroll, zeros,
+      [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+        std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+        // Per 4 k (4 * nr floats of this panel), nr / 16 lines of the next one,
+        // 64 floats apart: with each tile's own line offset, four tiles fetch it all.
+        if (prefetchB)
+          for (int64_t line = 0; line < nr_ / 16; ++line)
+            emitPrefetch(floatAt(prefetchB, builder_.CreateAdd(builder_.CreateMul(k, index(nr_)),
+                                                               index(line * 64))),
+                         /*write=*/false, /*locality=*/2);
+        for (int64_t u = 0; u < unroll; ++u)
+          stepK(builder_.CreateAdd(k, index(u)), u % splits, acc);
+        return acc;
+      });
   auto final = emitLoop(unrolledEnd, depth, 1, unrolled,
                         [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
                           std::vector<llvm::Value *> acc(carried.begin(), carried.end());
@@ -544,8 +544,8 @@ void GemmIRBuilder::emitPackB(llvm::Value *b, llvm::Value *ldb, llvm::Value *k, 
       }
       // B^T: each panel column is a contiguous run of k in the source.
       emitIf(builder_.CreateICmpSLT(width, index(nr_)), [&] {
-        builder_.CreateMemSet(panel, builder_.getInt8(0),
-                              builder_.CreateMul(depth, index(nr_ * 4)), llvm::Align(4));
+        builder_.CreateMemSet(panel, builder_.getInt8(0), builder_.CreateMul(depth, index(nr_ * 4)),
+                              llvm::Align(4));
       });
       emitLoop(index(0), width, 1, [&](llvm::Value *j) {
         llvm::Value *source =

@@ -122,7 +122,8 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   // Keyed by the weight value and everything the packing depends on.
   std::ostringstream key;
   key << "packed-gemm-weights:" << problem.b->name() << ":k" << k << ":n" << n << ":kc"
-      << blocking.kc << ":nr" << blocking.nr() << (problem.transB ? ":t" : "") << ":alpha" << std::hexfloat << problem.alpha;
+      << blocking.kc << ":nr" << blocking.nr() << (problem.transB ? ":t" : "") << ":alpha"
+      << std::hexfloat << problem.alpha;
   slots.b = step.bufferSlot(ctx.sharedConstant(
       key.str(), [&] { return ConstantBytes(packWeights(problem, weights, k, n, blocking)); }));
   slots.result = step.output(problem.result);
@@ -172,8 +173,9 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
       [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd) {
         ItemOffsets offsets = itemOffsets(kb, problem, item);
         // B's item offset counts raw [k, n] items; the packed ones are padded.
-        llvm::Value *packedOffset = ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)),
-                                                 kb.i64(packedGemmWeightsSize(k, n, blocking.nr())));
+        llvm::Value *packedOffset =
+            ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)),
+                         kb.i64(packedGemmWeightsSize(k, n, blocking.nr())));
         llvm::Value *biasPointer = nullPointer(kb), *residualPointer = nullPointer(kb);
         if (bias.epilogue.bias)
           biasPointer = kb.buffer(bias.slot);

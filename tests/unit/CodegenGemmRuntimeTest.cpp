@@ -72,8 +72,8 @@ struct BatchedProblem {
   }
 };
 
-void runAndCheck(RuntimeGemmFn *kernel, const BatchedProblem &p, int64_t itemBegin,
-                 int64_t itemEnd, int64_t lanes) {
+void runAndCheck(RuntimeGemmFn *kernel, const BatchedProblem &p, int64_t itemBegin, int64_t itemEnd,
+                 int64_t lanes) {
   std::vector<float> c(size_t(p.batch * p.strideC), 0.0f);
   std::vector<float> packBuffer(size_t(packedGemmWeightsSize(p.k, p.n, 2 * lanes)), NAN);
   kernel(p.a.data(), p.lda, p.strideA, p.b.data(), p.ldb, p.strideB, c.data(), p.ldc, p.strideC,

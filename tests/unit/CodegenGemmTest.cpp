@@ -248,10 +248,9 @@ TEST_P(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
   for (int64_t k : {1536, 1537})
     for (int64_t m : {1, 8, 97}) {
       Problem p(m, k, 40, unsigned(k + m));
-      p.check(
-          runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chosen(k), false),
-          {true, GemmActivation::GeluErf, false},
-          "M=" + std::to_string(m) + " K=" + std::to_string(k));
+      p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chosen(k), false),
+              {true, GemmActivation::GeluErf, false},
+              "M=" + std::to_string(m) + " K=" + std::to_string(k));
     }
 }
 
@@ -331,8 +330,7 @@ TEST_P(CodegenGemm, EpiloguesMatchReference) {
     Problem p(m, k, n, 99);
     for (float &v : p.a)
       v *= float(6.0 / std::sqrt(double(k)));
-    p.check(runPacked(kernels.get<PackedGemmFn>(name), p, chosen(k), false), epilogue,
-            name);
+    p.check(runPacked(kernels.get<PackedGemmFn>(name), p, chosen(k), false), epilogue, name);
   }
 }
 
@@ -362,9 +360,8 @@ TEST_P(CodegenGemm, TransposedWeights) {
     kernels.add(PackedGemmSpec{kernelName(100, n), 100, n, {}, chosen(100)});
   for (int64_t n : {15, 384}) {
     Problem p(13, 100, n, 11);
-    p.check(
-        runPacked(kernels.get<PackedGemmFn>(kernelName(100, n)), p, chosen(100), true),
-        {}, "transposed N=" + std::to_string(n));
+    p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(100, n)), p, chosen(100), true), {},
+            "transposed N=" + std::to_string(n));
   }
 }
 
