@@ -1,17 +1,23 @@
-//===- runtime/CApi.cpp - The C functions of onnxc.h -----------------------===//
+//===- runtime/CApi.cpp - The C functions of onnxc.h and onnxc_generate.h --===//
 //
 // The boundary between C callers and the C++ runtime: no exception crosses
 // it, and every failure becomes a message the caller can fetch.
 //
 //===----------------------------------------------------------------------===//
+#include "Generator.h"
 #include "Session.h"
 #include "onnxc/onnxc.h"
+#include "onnxc/onnxc_generate.h"
 
 #include <exception>
 #include <string>
 
 struct onnxc_session {
   std::unique_ptr<onnxc::runtime::Session> impl;
+};
+
+struct onnxc_generator {
+  std::unique_ptr<onnxc::runtime::Generator> impl;
 };
 
 namespace {
@@ -76,6 +82,92 @@ void onnxc_session_set_profiling(onnxc_session *session, int enabled) {
 
 int64_t onnxc_session_step_nanoseconds(const onnxc_session *session, int32_t step) {
   return session ? session->impl->stepNanoseconds(step) : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// onnxc_generate.h
+//===----------------------------------------------------------------------===//
+
+void onnxc_generate_options_init(onnxc_generate_options *options) {
+  if (!options)
+    return;
+  *options = onnxc_generate_options{};
+  options->max_new_tokens = 32;
+  options->temperature = 1.0f;
+  options->top_p = 1.0f;
+  options->eos_token_id = -1;
+}
+
+onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
+                                        const onnxc_generate_options *options) {
+  try {
+    onnxc_generate_options defaults;
+    onnxc_generate_options_init(&defaults);
+    std::string error;
+    auto impl = onnxc::runtime::Generator::create(model, options ? *options : defaults, error);
+    if (!impl) {
+      lastCreateError = std::move(error);
+      return nullptr;
+    }
+    lastCreateError.clear();
+    return new onnxc_generator{std::move(impl)};
+  } catch (const std::bad_alloc &) {
+    lastCreateError = "out of memory";
+  } catch (const std::exception &exception) {
+    lastCreateError = std::string("cannot create the generator: ") + exception.what();
+  }
+  return nullptr;
+}
+
+void onnxc_generator_destroy(onnxc_generator *generator) { delete generator; }
+
+int32_t onnxc_generator_mode(const onnxc_generator *generator) {
+  return generator ? generator->impl->mode() : 0;
+}
+
+const char *onnxc_generator_describe(const onnxc_generator *generator) {
+  return generator ? generator->impl->description().c_str() : "the generator is NULL";
+}
+
+int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count) {
+  if (!generator)
+    return -1;
+  try {
+    return generator->impl->prefill(prompt_ids, count) ? 0 : -1;
+  } catch (const std::bad_alloc &) {
+    // Only growing the buffers to a larger prompt allocates.
+    return -1;
+  }
+}
+
+int onnxc_generator_next(onnxc_generator *generator, int64_t *token) {
+  if (!generator || !token)
+    return -1;
+  return generator->impl->next(*token);
+}
+
+int64_t onnxc_generate(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count,
+                       int64_t *out, int64_t out_capacity) {
+  if (onnxc_generator_prefill(generator, prompt_ids, count) != 0)
+    return -1;
+  int64_t produced = 0, token = 0;
+  while (produced < out_capacity) {
+    int status = onnxc_generator_next(generator, &token);
+    if (status < 0)
+      return -1;
+    if (status == 0)
+      break;
+    out[produced++] = token;
+  }
+  return produced;
+}
+
+int64_t onnxc_generator_capacity(const onnxc_generator *generator) {
+  return generator ? generator->impl->capacity() : 0;
+}
+
+const char *onnxc_generator_error(const onnxc_generator *generator) {
+  return generator ? generator->impl->error().c_str() : "the generator is NULL";
 }
 
 } // extern "C"

@@ -57,19 +57,23 @@ const ExecutionPlan *Session::findOrBuildPlan() {
       return plan.get();
 
   // Build aside: a half-built plan left in the cache would match later runs.
-  auto plan = std::make_unique<ExecutionPlan>();
-  if (std::string error = buildExecutionPlan(model_, symbols_.data(), *plan); !error.empty()) {
+  if (!sparePlan_)
+    sparePlan_ = std::make_unique<ExecutionPlan>();
+  if (std::string error = buildExecutionPlan(model_, symbols_.data(), *sparePlan_);
+      !error.empty()) {
     fail(std::move(error));
     return nullptr;
   }
   ++plansBuilt_;
   if (plans_.size() < kPlanCacheSize) {
-    plans_.push_back(std::move(plan));
+    plans_.push_back(std::move(sparePlan_));
     return plans_.back().get();
   }
+  // A generator's every step has a new cache length: recycling the evicted
+  // plan keeps such steps from allocating plans over and over.
   size_t slot = nextEvicted_;
   nextEvicted_ = (nextEvicted_ + 1) % kPlanCacheSize;
-  plans_[slot] = std::move(plan);
+  std::swap(plans_[slot], sparePlan_);
   return plans_[slot].get();
 }
 
@@ -197,6 +201,28 @@ int64_t Session::stepNanoseconds(int32_t step) const {
   if (step < 0 || size_t(step) >= stepNanoseconds_.size())
     return 0;
   return stepNanoseconds_[size_t(step)];
+}
+
+bool Session::reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc_tensor *outputs,
+                      int32_t numOutputs) {
+  error_.clear();
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+    return fail(std::move(error));
+  if (numOutputs != model_.num_outputs || (numOutputs > 0 && !outputs))
+    return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +
+                std::to_string(numOutputs) + " were given");
+  try {
+    const ExecutionPlan *plan = findOrBuildPlan();
+    if (!plan || !checkMemory(*plan, outputs))
+      return false;
+    arena_.reserve(plan->arenaBytes);
+    for (int32_t o = 0; o < model_.num_outputs; ++o)
+      if (!outputs[o].data)
+        ownedOutputs_[o].reserve(plan->outputBytes[o]);
+    return true;
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  }
 }
 
 bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,

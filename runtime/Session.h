@@ -31,6 +31,13 @@ public:
   bool run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,
            int32_t numOutputs);
 
+  /// Plans a run with these inputs and outputs (their data is not read)
+  /// and grows the arena and the library-owned outputs to it, without
+  /// running: a caller that knows its largest shapes (the generator) makes
+  /// later runs allocate nothing. Checks the memory limit like run().
+  bool reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc_tensor *outputs,
+               int32_t numOutputs);
+
   const std::string &error() const { return error_; }
   /// The arena the last successful run planned.
   size_t arenaBytes() const { return lastArenaBytes_; }
@@ -62,6 +69,9 @@ private:
   ThreadPool pool_;
   std::vector<int64_t> symbols_;
   std::vector<std::unique_ptr<ExecutionPlan>> plans_;
+  /// Where the next plan is built; an evicted plan comes back here, so a
+  /// run with new shapes reuses its vectors instead of allocating them.
+  std::unique_ptr<ExecutionPlan> sparePlan_;
   size_t nextEvicted_ = 0;
   size_t plansBuilt_ = 0;
   AlignedBuffer arena_;

@@ -32,6 +32,7 @@ Command dumpCommand();
 Command runCommand();
 Command compileCommand();
 Command benchCommand();
+Command generateCommand();
 
 /// Loads a model by extension: `.onnx` is imported, `.ir` is parsed, then
 /// verified and shape-inferred. Throws onnxc::Error naming the file.

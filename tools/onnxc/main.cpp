@@ -20,8 +20,8 @@ using namespace onnxc;
 namespace {
 
 const std::vector<Command> &commands() {
-  static const std::vector<Command> table = {inspectCommand(), dumpCommand(), runCommand(), compileCommand(),
-                                             benchCommand()};
+  static const std::vector<Command> table = {inspectCommand(), dumpCommand(),  runCommand(),
+                                             compileCommand(), benchCommand(), generateCommand()};
   return table;
 }
 

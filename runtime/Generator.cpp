@@ -1,0 +1,340 @@
+//===- runtime/Generator.cpp - The token loop over a compiled decoder ------===//
+#include "Generator.h"
+
+#include "DimExpr.h"
+#include "Dtype.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace onnxc::runtime {
+
+namespace {
+
+/// Bytes of a tensor with `info`'s shape for the bound symbols, or -1 on
+/// overflow or a negative dim.
+int64_t tensorBytes(const onnxc_model_descriptor &model, const onnxc_tensor_info &info,
+                    const int64_t *symbols) {
+  int64_t bytes = dtypeSize(info.dtype);
+  for (int32_t axis = 0; axis < info.rank; ++axis) {
+    std::optional<int64_t> dim = evaluateDimExpr(info.dims[axis], symbols, model.num_symbols);
+    if (!dim || *dim < 0 || __builtin_mul_overflow(bytes, *dim, &bytes))
+      return -1;
+  }
+  return bytes;
+}
+
+/// Writes `count` elements of `dtype` with the values first, first + step, ...
+void fillSequence(void *data, int32_t dtype, int64_t count, int64_t first, int64_t step) {
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t value = first + i * step;
+    switch (dtype) {
+    case ONNXC_I64:
+      static_cast<int64_t *>(data)[i] = value;
+      break;
+    case ONNXC_I32:
+      static_cast<int32_t *>(data)[i] = int32_t(value);
+      break;
+    case ONNXC_F32:
+      static_cast<float *>(data)[i] = float(value);
+      break;
+    case ONNXC_F64:
+      static_cast<double *>(data)[i] = double(value);
+      break;
+    case ONNXC_BOOL:
+    case ONNXC_U8:
+    case ONNXC_I8:
+      static_cast<uint8_t *>(data)[i] = uint8_t(value);
+      break;
+    default:
+      // f16/bf16 and other widths: the mask check at create refuses them.
+      break;
+    }
+  }
+}
+
+bool isFillableMaskDtype(int32_t dtype) {
+  return dtype == ONNXC_I64 || dtype == ONNXC_I32 || dtype == ONNXC_F32 || dtype == ONNXC_F64 ||
+         dtype == ONNXC_BOOL || dtype == ONNXC_U8 || dtype == ONNXC_I8;
+}
+
+/// Capacities beyond this are a mistake (a negative number cast), not a cache.
+constexpr int64_t kMaxCapacity = int64_t(1) << 31;
+
+std::string checkOptions(const onnxc_generate_options &options) {
+  if (options.max_new_tokens < 0)
+    return "max_new_tokens is " + std::to_string(options.max_new_tokens) + "; it must be >= 0";
+  if (options.capacity < 0 || options.capacity > kMaxCapacity)
+    return "capacity is " + std::to_string(options.capacity) + "; use 0 (prompt + max_new_tokens) "
+           "or a positive number of positions up to 2^31";
+  if (options.top_k < 0)
+    return "top_k is " + std::to_string(options.top_k) + "; use 0 for no limit";
+  if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
+    return "top_p is " + std::to_string(options.top_p) + "; it must be in (0, 1]";
+  if (std::isnan(options.temperature))
+    return "temperature is NaN";
+  return "";
+}
+
+SamplingParams samplingParams(const onnxc_generate_options &options) {
+  SamplingParams params;
+  params.sample = options.do_sample != 0;
+  params.temperature = options.temperature;
+  params.topK = options.top_k;
+  params.topP = options.top_p;
+  return params;
+}
+
+} // namespace
+
+std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model,
+                                             const onnxc_generate_options &options,
+                                             std::string &error) {
+  error = checkOptions(options);
+  if (!error.empty())
+    return nullptr;
+  std::unique_ptr<Session> session = Session::create(model, options.num_threads, error);
+  if (!session)
+    return nullptr;
+  GeneratorRoles roles;
+  error = findRoles(*model, options.mapping ? options.mapping : "", roles);
+  if (!error.empty())
+    return nullptr;
+  if (roles.mask >= 0 && !isFillableMaskDtype(model->inputs[roles.mask].dtype)) {
+    error = "attention mask input '" + std::string(model->inputs[roles.mask].name) + "' is " +
+            dtypeName(model->inputs[roles.mask].dtype) + "; the generator fills i64, i32, f32, "
+            "f64, bool, u8 or i8 masks";
+    return nullptr;
+  }
+  std::unique_ptr<Generator> generator(
+      new Generator(*model, options, std::move(roles), std::move(session)));
+  if (options.capacity > 0 && !generator->allocate(options.capacity)) {
+    error = generator->error();
+    return nullptr;
+  }
+  return generator;
+}
+
+Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_options &options,
+                     GeneratorRoles roles, std::unique_ptr<Session> session)
+    : model_(model), options_(options), roles_(std::move(roles)), session_(std::move(session)),
+      sampler_(samplingParams(options), options.seed), cache_(roles_.cache.size()),
+      inputs_(size_t(model.num_inputs)), outputs_(size_t(model.num_outputs)),
+      symbols_(size_t(model.num_symbols)) {
+  // The mapping string belongs to the caller; only the roles found are kept.
+  options_.mapping = nullptr;
+  description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE
+                                 ? "kv-cache"
+                                 : "full-sequence (no cache inputs: every step re-runs the "
+                                   "whole sequence)") +
+                 ": " + describeRoles(model, roles_);
+}
+
+bool Generator::fail(std::string message) {
+  error_ = std::move(message);
+  return false;
+}
+
+bool Generator::allocate(int64_t capacity) {
+  if (capacity <= capacity_)
+    return true;
+  if (capacity > kMaxCapacity)
+    return fail("a capacity of " + std::to_string(capacity) + " positions is more than 2^31");
+  try {
+    return allocateBuffers(capacity);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory allocating buffers for " + std::to_string(capacity) +
+                " positions");
+  }
+}
+
+bool Generator::allocateBuffers(int64_t capacity) {
+  tokens_.reserve(size_t(capacity));
+  if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
+    ids32_.reserve(size_t(capacity));
+  if (roles_.mask >= 0) {
+    int32_t dtype = model_.inputs[roles_.mask].dtype;
+    maskOnes_.reserve(size_t(capacity * dtypeSize(dtype)));
+    fillSequence(maskOnes_.data(), dtype, capacity, 1, 0);
+  }
+  if (roles_.positions >= 0) {
+    int32_t dtype = model_.inputs[roles_.positions].dtype;
+    positions_.reserve(size_t(capacity * dtypeSize(dtype)));
+    fillSequence(positions_.data(), dtype, capacity, 0, 1);
+  }
+  // Each half holds a full cache: past at the capacity, or a present that
+  // reaches it from a prompt or from one new token.
+  int64_t most = 0;
+  for (const CachePair &pair : roles_.cache) {
+    bindGeneratorSymbols(roles_, 1, capacity, symbols_.data());
+    int64_t past = tensorBytes(model_, model_.inputs[pair.input], symbols_.data());
+    bindGeneratorSymbols(roles_, 1, capacity - 1, symbols_.data());
+    int64_t step = tensorBytes(model_, model_.outputs[pair.output], symbols_.data());
+    bindGeneratorSymbols(roles_, capacity, 0, symbols_.data());
+    int64_t prompt = tensorBytes(model_, model_.outputs[pair.output], symbols_.data());
+    if (past < 0 || step < 0 || prompt < 0)
+      return fail("cache input '" + std::string(model_.inputs[pair.input].name) +
+                  "' overflows at a capacity of " + std::to_string(capacity) + " positions");
+    most = std::max({most, past, step, prompt});
+  }
+  for (std::array<AlignedBuffer, 2> &halves : cache_)
+    for (AlignedBuffer &half : halves)
+      half.reserve(size_t(most));
+  cacheBytes_ = size_t(most);
+  capacity_ = capacity;
+  return true;
+}
+
+void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past) {
+  bindGeneratorSymbols(roles_, newTokens, past, symbols_.data());
+  for (int32_t i = 0; i < model_.num_inputs; ++i) {
+    const onnxc_tensor_info &info = model_.inputs[i];
+    onnxc_tensor &tensor = inputs_[size_t(i)];
+    tensor = onnxc_tensor{};
+    tensor.dtype = info.dtype;
+    tensor.rank = info.rank;
+    for (int32_t axis = 0; axis < info.rank; ++axis)
+      tensor.dims[axis] =
+          evaluateDimExpr(info.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
+  }
+  onnxc_tensor &idsTensor = inputs_[size_t(roles_.ids)];
+  if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
+    idsTensor.data = ids32_.data() + (ids - tokens_.data());
+  else
+    idsTensor.data = const_cast<int64_t *>(ids);
+  if (roles_.mask >= 0)
+    inputs_[size_t(roles_.mask)].data = maskOnes_.data();
+  if (roles_.positions >= 0)
+    inputs_[size_t(roles_.positions)].data =
+        positions_.data() + past * dtypeSize(model_.inputs[roles_.positions].dtype);
+  for (onnxc_tensor &output : outputs_)
+    output = onnxc_tensor{};
+  for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    inputs_[size_t(roles_.cache[k].input)].data = cache_[k][size_t(current_)].data();
+    onnxc_tensor &present = outputs_[size_t(roles_.cache[k].output)];
+    present.data = cache_[k][size_t(1 - current_)].data();
+    present.size_bytes = cacheBytes_;
+  }
+}
+
+bool Generator::reserveSession(int64_t promptLength) {
+  bool cached = roles_.hasCache();
+  bindTensors(tokens_.data(), promptLength, 0);
+  if (!session_->reserve(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
+                         int32_t(outputs_.size())))
+    return fail(session_->error());
+  bindTensors(tokens_.data(), cached ? 1 : capacity_, cached ? capacity_ - 1 : 0);
+  if (!session_->reserve(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
+                         int32_t(outputs_.size())))
+    return fail(session_->error());
+  return true;
+}
+
+bool Generator::runModel(int64_t newTokens) {
+  int64_t length = int64_t(tokens_.size());
+  if (roles_.hasCache())
+    bindTensors(tokens_.data() + (length - newTokens), newTokens, cached_);
+  else
+    bindTensors(tokens_.data(), length, 0);
+  if (!session_->run(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
+                     int32_t(outputs_.size())))
+    return fail(session_->error());
+  if (!roles_.hasCache())
+    return true;
+  // The next step reads each present as its past: its dims must be past's.
+  bindGeneratorSymbols(roles_, 1, cached_ + newTokens, symbols_.data());
+  for (const CachePair &pair : roles_.cache) {
+    const onnxc_tensor_info &past = model_.inputs[pair.input];
+    const onnxc_tensor &present = outputs_[size_t(pair.output)];
+    for (int32_t axis = 0; axis < past.rank; ++axis) {
+      int64_t want = evaluateDimExpr(past.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
+      if (present.dims[axis] != want)
+        return fail("output '" + std::string(model_.outputs[pair.output].name) + "' dim " +
+                    std::to_string(axis) + " is " + std::to_string(present.dims[axis]) +
+                    " but cache input '" + past.name + "' needs " + std::to_string(want) +
+                    " after " + std::to_string(cached_ + newTokens) + " positions");
+    }
+  }
+  current_ = 1 - current_;
+  cached_ += newTokens;
+  return true;
+}
+
+const float *Generator::lastLogits(int64_t &vocab) const {
+  const onnxc_tensor &logits = outputs_[size_t(roles_.logits)];
+  vocab = logits.dims[logits.rank - 1];
+  int64_t rows = logits.rank == 3 ? logits.dims[1] : 1;
+  if (vocab <= 0 || rows <= 0 || logits.dims[0] != 1)
+    return nullptr;
+  return static_cast<const float *>(logits.data) + (rows - 1) * vocab;
+}
+
+bool Generator::prefill(const int64_t *promptIds, int64_t count) {
+  error_.clear();
+  started_ = false;
+  if (count <= 0 || !promptIds)
+    return fail("the prompt is empty; generation needs at least one token");
+  if (options_.capacity == 0 && !allocate(count + std::max<int64_t>(options_.max_new_tokens, 1)))
+    return false;
+  if (count > capacity_)
+    return fail("the prompt has " + std::to_string(count) + " tokens but the capacity is " +
+                std::to_string(capacity_) + " positions (the capacity option)");
+  tokens_.assign(promptIds, promptIds + count);
+  if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
+    ids32_.assign(promptIds, promptIds + count);
+  cached_ = 0;
+  current_ = 0;
+  produced_ = 0;
+  ended_ = false;
+  logitsReady_ = false;
+  sampler_.reseed(options_.seed);
+  if (!reserveSession(count) || !runModel(count))
+    return false;
+  started_ = logitsReady_ = true;
+  return true;
+}
+
+int Generator::next(int64_t &token) {
+  error_.clear();
+  if (!started_)
+    return fail("no generation is under way: call prefill first (or again after an error)"), -1;
+  if (ended_ || produced_ >= options_.max_new_tokens) {
+    ended_ = true;
+    return 0;
+  }
+  if (!logitsReady_) {
+    int64_t length = int64_t(tokens_.size()) + 1;
+    if (length > capacity_) {
+      started_ = false;
+      return fail("the sequence would grow to " + std::to_string(length) +
+                  " positions, past the capacity of " + std::to_string(capacity_) +
+                  " (the capacity option; by default prompt + max_new_tokens)"),
+             -1;
+    }
+    tokens_.push_back(lastToken_);
+    if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
+      ids32_.push_back(int32_t(lastToken_));
+    if (!runModel(roles_.hasCache() ? 1 : length)) {
+      started_ = false;
+      return -1;
+    }
+  }
+  int64_t vocab = 0;
+  const float *row = lastLogits(vocab);
+  if (!row) {
+    started_ = false;
+    return fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
+                "' has no row for the last position"),
+           -1;
+  }
+  token = sampler_.choose(row, vocab);
+  logitsReady_ = false;
+  lastToken_ = token;
+  ++produced_;
+  if (options_.eos_token_id >= 0 && token == options_.eos_token_id)
+    ended_ = true;
+  return 1;
+}
+
+} // namespace onnxc::runtime

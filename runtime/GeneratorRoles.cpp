@@ -1,0 +1,342 @@
+//===- runtime/GeneratorRoles.cpp - Which inputs and outputs a decoder has -===//
+#include "GeneratorRoles.h"
+
+#include "DimExprQueries.h"
+#include "Dtype.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+
+namespace onnxc::runtime {
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char &c : text)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+bool contains(const char *name, const char *part) {
+  return lower(name).find(part) != std::string::npos;
+}
+
+std::string quoted(const char *name) { return "'" + std::string(name) + "'"; }
+
+bool isInteger(int32_t dtype) { return dtype == ONNXC_I64 || dtype == ONNXC_I32; }
+bool isFloat(int32_t dtype) {
+  return dtype == ONNXC_F32 || dtype == ONNXC_F16 || dtype == ONNXC_BF16 || dtype == ONNXC_F64;
+}
+
+/// A cache name without its "past"/"present" word, so that past_key_0 and
+/// present_key_0 (or past_key_values.0.key and present.0.key) meet.
+std::string cacheKey(const std::string &name, bool isPast) {
+  static const char *const pastWords[] = {"past_key_values", "past"};
+  static const char *const presentWords[] = {"present_key_values", "present"};
+  std::string text = lower(name);
+  for (const char *word : isPast ? pastWords : presentWords) {
+    size_t at = text.find(word);
+    if (at != std::string::npos)
+      return text.erase(at, std::string(word).size());
+  }
+  return "";
+}
+
+struct Mapping {
+  std::map<std::string, std::string> roles; ///< input_ids, attention_mask, position_ids, logits
+  std::map<std::string, std::string> cache; ///< past input -> present output
+};
+
+std::string trim(const std::string &text) {
+  size_t begin = text.find_first_not_of(" \t"), end = text.find_last_not_of(" \t");
+  return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
+}
+
+int32_t findInput(const onnxc_model_descriptor &model, const std::string &name) {
+  for (int32_t i = 0; i < model.num_inputs; ++i)
+    if (name == model.inputs[i].name)
+      return i;
+  return -1;
+}
+
+int32_t findOutput(const onnxc_model_descriptor &model, const std::string &name) {
+  for (int32_t o = 0; o < model.num_outputs; ++o)
+    if (name == model.outputs[o].name)
+      return o;
+  return -1;
+}
+
+std::string parseMapping(const onnxc_model_descriptor &model, const std::string &text,
+                         Mapping &mapping) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string entry = trim(text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                              : comma - start));
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    if (entry.empty())
+      continue;
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return "mapping: expected ROLE=NAME, got '" + entry + "'";
+    std::string key = trim(entry.substr(0, eq)), value = trim(entry.substr(eq + 1));
+    if (key == "input_ids" || key == "attention_mask" || key == "position_ids") {
+      if (!value.empty() && findInput(model, value) < 0)
+        return "mapping: " + key + "=" + value + " names no input of the model";
+      mapping.roles[key] = value;
+    } else if (key == "logits") {
+      if (findOutput(model, value) < 0)
+        return "mapping: logits=" + value + " names no output of the model";
+      mapping.roles[key] = value;
+    } else if (findInput(model, key) >= 0) {
+      if (findOutput(model, value) < 0)
+        return "mapping: cache input '" + key + "' is paired with '" + value +
+               "', which is no output of the model";
+      mapping.cache[key] = value;
+    } else {
+      return "mapping: '" + key +
+             "' is neither a role (input_ids, attention_mask, position_ids, logits) nor an input "
+             "of the model";
+    }
+  }
+  return "";
+}
+
+/// The input for a role: the mapping's, else the first that `matches`.
+/// A mapping with an empty name says the model has none.
+int32_t pickInput(const onnxc_model_descriptor &model, const Mapping &mapping, const char *role,
+                  bool (*matches)(const char *)) {
+  if (auto it = mapping.roles.find(role); it != mapping.roles.end())
+    return it->second.empty() ? -1 : findInput(model, it->second);
+  for (int32_t i = 0; i < model.num_inputs; ++i)
+    if (matches(model.inputs[i].name) && !mapping.cache.count(model.inputs[i].name))
+      return i;
+  return -1;
+}
+
+bool looksLikeMask(const char *name) { return contains(name, "mask") && !contains(name, "past"); }
+bool looksLikePositions(const char *name) {
+  return contains(name, "position") && !contains(name, "past");
+}
+bool isExactlyInputIds(const char *name) { return lower(name) == "input_ids"; }
+bool looksLikeInputIds(const char *name) { return contains(name, "input_ids"); }
+
+std::string findIds(const onnxc_model_descriptor &model, const Mapping &mapping,
+                    GeneratorRoles &roles) {
+  roles.ids = pickInput(model, mapping, "input_ids", isExactlyInputIds);
+  if (roles.ids < 0 && !mapping.roles.count("input_ids"))
+    roles.ids = pickInput(model, mapping, "input_ids", looksLikeInputIds);
+  if (roles.ids < 0 && !mapping.roles.count("input_ids")) {
+    // The one rank-2 integer input that is nothing else.
+    for (int32_t i = 0; i < model.num_inputs; ++i) {
+      const onnxc_tensor_info &info = model.inputs[i];
+      if (info.rank != 2 || !isInteger(info.dtype) || i == roles.mask || i == roles.positions ||
+          contains(info.name, "past") || mapping.cache.count(info.name))
+        continue;
+      if (roles.ids >= 0)
+        return "cannot tell the token ids input: " + quoted(model.inputs[roles.ids].name) +
+               " and " + quoted(info.name) + " both fit; name it with input_ids=NAME";
+      roles.ids = i;
+    }
+  }
+  if (roles.ids < 0)
+    return "the model has no token ids input (an integer [batch, seq] input named input_ids); "
+           "name it with input_ids=NAME";
+  const onnxc_tensor_info &info = model.inputs[roles.ids];
+  if (info.rank != 2 || !isInteger(info.dtype))
+    return "token ids input " + quoted(info.name) + " is " + dtypeName(info.dtype) + " " +
+           (info.shape_text ? info.shape_text : "") + "; the generator needs i64 or i32 [batch, seq]";
+  return "";
+}
+
+std::string findCache(const onnxc_model_descriptor &model, const Mapping &mapping,
+                      GeneratorRoles &roles) {
+  std::vector<bool> taken(size_t(model.num_outputs), false);
+  for (int32_t i = 0; i < model.num_inputs; ++i) {
+    const char *name = model.inputs[i].name;
+    int32_t output = -1;
+    if (auto it = mapping.cache.find(name); it != mapping.cache.end()) {
+      output = findOutput(model, it->second);
+    } else {
+      if (i == roles.ids || i == roles.mask || i == roles.positions || !contains(name, "past"))
+        continue;
+      std::string key = cacheKey(name, true);
+      for (int32_t o = 0; o < model.num_outputs && output < 0; ++o)
+        if (!taken[size_t(o)] && contains(model.outputs[o].name, "present") &&
+            cacheKey(model.outputs[o].name, false) == key)
+          output = o;
+      if (output < 0)
+        return "cache input " + quoted(name) +
+               " has no matching output (one named like it with 'present' for 'past'); pair them "
+               "with " + std::string(name) + "=OUTPUT";
+    }
+    const onnxc_tensor_info &past = model.inputs[i], &present = model.outputs[output];
+    if (past.dtype != present.dtype || past.rank != present.rank)
+      return "cache input " + quoted(past.name) + " is " + dtypeName(past.dtype) + " " +
+             past.shape_text + " but its output " + quoted(present.name) + " is " +
+             dtypeName(present.dtype) + " " + present.shape_text;
+    taken[size_t(output)] = true;
+    roles.cache.push_back({i, output});
+  }
+  return "";
+}
+
+std::string findLogits(const onnxc_model_descriptor &model, const Mapping &mapping,
+                       GeneratorRoles &roles) {
+  auto isCacheOutput = [&](int32_t o) {
+    return std::any_of(roles.cache.begin(), roles.cache.end(),
+                       [o](const CachePair &pair) { return pair.output == o; });
+  };
+  if (auto it = mapping.roles.find("logits"); it != mapping.roles.end())
+    roles.logits = findOutput(model, it->second);
+  for (int32_t o = 0; o < model.num_outputs && roles.logits < 0; ++o)
+    if (contains(model.outputs[o].name, "logits") && !isCacheOutput(o))
+      roles.logits = o;
+  if (roles.logits < 0) {
+    for (int32_t o = 0; o < model.num_outputs; ++o) {
+      const onnxc_tensor_info &info = model.outputs[o];
+      if (isCacheOutput(o) || !isFloat(info.dtype) || (info.rank != 2 && info.rank != 3))
+        continue;
+      if (roles.logits >= 0)
+        return "cannot tell the logits output: " + quoted(model.outputs[roles.logits].name) +
+               " and " + quoted(info.name) + " both fit; name it with logits=NAME";
+      roles.logits = o;
+    }
+  }
+  if (roles.logits < 0)
+    return "the model has no logits output (a float [batch, seq, vocab] output named logits); "
+           "name it with logits=NAME";
+  const onnxc_tensor_info &info = model.outputs[roles.logits];
+  if (info.dtype != ONNXC_F32 || (info.rank != 2 && info.rank != 3))
+    return "logits output " + quoted(info.name) + " is " + dtypeName(info.dtype) + " " +
+           info.shape_text + "; the generator reads f32 [batch, seq, vocab] or [batch, vocab]";
+  return "";
+}
+
+/// Gives every symbol a kind from the inputs that carry it; fails on one
+/// the generator cannot set.
+std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles &roles) {
+  using Kind = GeneratorRoles::SymbolKind;
+  std::vector<std::optional<Kind>> kinds(size_t(model.num_symbols));
+  auto assign = [&](const onnxc_tensor_info &info, int32_t axis, Kind kind) {
+    if (std::optional<int32_t> symbol = singleSymbolOf(info.dims[axis]); symbol && !kinds[*symbol])
+      kinds[size_t(*symbol)] = kind;
+  };
+  const onnxc_tensor_info &ids = model.inputs[roles.ids];
+  assign(ids, 0, Kind::Batch);
+  if (!singleSymbolOf(ids.dims[1]))
+    return "token ids input " + quoted(ids.name) + " has sequence dim " +
+           formatDimExpr(ids.dims[1], model.symbol_names) +
+           "; the generator needs a symbolic length";
+  assign(ids, 1, Kind::NewTokens);
+  for (const CachePair &pair : roles.cache) {
+    const onnxc_tensor_info &past = model.inputs[pair.input];
+    int32_t found = -1;
+    for (int32_t axis = 0; axis < past.rank; ++axis) {
+      std::optional<int32_t> symbol = singleSymbolOf(past.dims[axis]);
+      if (symbol && (!kinds[*symbol] || kinds[*symbol] == Kind::Past))
+        found = axis;
+    }
+    if (found < 0)
+      return "cache input " + quoted(past.name) + " " + past.shape_text +
+             " has no symbolic length of its own (a dim such as 'past')";
+    assign(past, found, Kind::Past);
+  }
+  if (roles.mask >= 0)
+    assign(model.inputs[roles.mask], 1, roles.hasCache() ? Kind::Total : Kind::NewTokens);
+  if (roles.positions >= 0)
+    assign(model.inputs[roles.positions], 1, Kind::NewTokens);
+  roles.symbolKinds.clear();
+  for (int32_t s = 0; s < model.num_symbols; ++s) {
+    if (!kinds[size_t(s)]) {
+      onnxc_symbol_source source = model.symbol_sources[s];
+      return "symbol '" + std::string(model.symbol_names[s]) + "' (dim " +
+             std::to_string(source.axis) + " of input " +
+             quoted(model.inputs[source.input].name) +
+             ") is neither the batch, the sequence nor the cache length; the generator cannot "
+             "set it";
+    }
+    roles.symbolKinds.push_back(*kinds[size_t(s)]);
+  }
+  return "";
+}
+
+std::string checkEveryInputHasARole(const onnxc_model_descriptor &model,
+                                    const GeneratorRoles &roles) {
+  for (int32_t i = 0; i < model.num_inputs; ++i) {
+    bool known = i == roles.ids || i == roles.mask || i == roles.positions ||
+                 std::any_of(roles.cache.begin(), roles.cache.end(),
+                             [i](const CachePair &pair) { return pair.input == i; });
+    if (!known)
+      return "input " + quoted(model.inputs[i].name) +
+             " is none of token ids, attention mask, position ids or a cache input; the "
+             "generator cannot fill it (name its role with the mapping)";
+  }
+  for (int32_t role : {roles.mask, roles.positions})
+    if (role >= 0 && model.inputs[role].rank != 2)
+      return "input " + quoted(model.inputs[role].name) + " is " + model.inputs[role].shape_text +
+             "; a mask or position ids input must be [batch, length]";
+  if (roles.positions >= 0 && !isInteger(model.inputs[roles.positions].dtype))
+    return "position ids input " + quoted(model.inputs[roles.positions].name) + " is " +
+           dtypeName(model.inputs[roles.positions].dtype) + "; the generator writes i64 or i32";
+  return "";
+}
+
+} // namespace
+
+std::string findRoles(const onnxc_model_descriptor &model, const std::string &mapping,
+                      GeneratorRoles &roles) {
+  roles = GeneratorRoles();
+  Mapping parsed;
+  if (std::string error = parseMapping(model, mapping, parsed); !error.empty())
+    return error;
+  roles.mask = pickInput(model, parsed, "attention_mask", looksLikeMask);
+  roles.positions = pickInput(model, parsed, "position_ids", looksLikePositions);
+  for (auto stage : {findIds, findCache, findLogits})
+    if (std::string error = stage(model, parsed, roles); !error.empty())
+      return error;
+  if (std::string error = checkEveryInputHasARole(model, roles); !error.empty())
+    return error;
+  return classifySymbols(model, roles);
+}
+
+void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
+                          int64_t *symbols) {
+  using Kind = GeneratorRoles::SymbolKind;
+  for (size_t s = 0; s < roles.symbolKinds.size(); ++s) {
+    switch (roles.symbolKinds[s]) {
+    case Kind::Batch:
+      symbols[s] = 1;
+      break;
+    case Kind::NewTokens:
+      symbols[s] = newTokens;
+      break;
+    case Kind::Past:
+      symbols[s] = past;
+      break;
+    case Kind::Total:
+      symbols[s] = past + newTokens;
+      break;
+    }
+  }
+}
+
+std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRoles &roles) {
+  std::string text = "ids " + quoted(model.inputs[roles.ids].name);
+  if (roles.mask >= 0)
+    text += ", mask " + quoted(model.inputs[roles.mask].name);
+  if (roles.positions >= 0)
+    text += ", positions " + quoted(model.inputs[roles.positions].name);
+  text += ", logits " + quoted(model.outputs[roles.logits].name);
+  if (roles.hasCache()) {
+    const CachePair &first = roles.cache.front();
+    text += ", " + std::to_string(roles.cache.size()) + " cache pair" +
+            (roles.cache.size() == 1 ? "" : "s") + " (" + model.inputs[first.input].name + " -> " +
+            model.outputs[first.output].name + (roles.cache.size() > 1 ? ", ...)" : ")");
+  }
+  return text;
+}
+
+} // namespace onnxc::runtime

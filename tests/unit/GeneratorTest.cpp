@@ -1,0 +1,346 @@
+//===- tests/unit/GeneratorTest.cpp - The token loop on hand-built decoders ===//
+//
+// Two toy decoders written as descriptors (like RuntimeTestModel.h): one with
+// a KV cache (past_key_0 [batch, 2, past, 3] in, present_key_0 out, the mask
+// past+seq long) and one without. Both predict the next id from the whole
+// prefix, (sum of ids + 7 * length) mod 16, as logits peaked at it; the cache
+// model reads the earlier ids back from its past input only, so a cache that
+// is not carried from step to step changes the tokens.
+//
+//===----------------------------------------------------------------------===//
+#include "onnxc/onnxc_generate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kVocab = 16, kHeads = 2, kDim = 3;
+
+// Symbols: 0 batch, 1 seq, 2 past (the cache model only).
+const int64_t kBatch[] = {1, 1, 1, 0};
+const int64_t kSeq[] = {1, 1, 1, 1};
+const int64_t kPast[] = {1, 1, 1, 2};
+const int64_t kTotal[] = {2, 1, 1, 2, 1, 1, 1};
+const int64_t kHeadsExpr[] = {1, kHeads, 0};
+const int64_t kDimExpr[] = {1, kDim, 0};
+const int64_t kVocabExpr[] = {1, kVocab, 0};
+const int64_t kIdsBytes[] = {1, 8, 2, 0, 1};
+const int64_t kMaskBytes[] = {2, 8, 2, 0, 2, 8, 2, 0, 1};
+const int64_t kPastBytes[] = {1, 4 * kHeads * kDim, 2, 0, 2};
+const int64_t kPresentBytes[] = {2, 4 * kHeads * kDim, 2, 0, 2, 4 * kHeads * kDim, 2, 0, 1};
+const int64_t kLogitsBytes[] = {1, 4 * kVocab, 2, 0, 1};
+
+int64_t nextId(int64_t idSum, int64_t length) { return (idSum + 7 * length) % kVocab; }
+
+void writeLogits(float *row, int64_t target) {
+  for (int64_t v = 0; v < kVocab; ++v)
+    row[v] = -float((v - target + kVocab) % kVocab);
+}
+
+/// buffers: ids, mask, past, present, logits.
+int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
+  auto *ids = static_cast<const int64_t *>(buffers[0]);
+  auto *mask = static_cast<const int64_t *>(buffers[1]);
+  auto *past = static_cast<const float *>(buffers[2]);
+  auto *present = static_cast<float *>(buffers[3]);
+  auto *logits = static_cast<float *>(buffers[4]);
+  int64_t batch = symbols[0], seq = symbols[1], pastLength = symbols[2], total = pastLength + seq;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < total; ++t)
+      if (mask[b * total + t] != 1)
+        return 1;
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t t = 0; t < total; ++t)
+        for (int64_t d = 0; d < kDim; ++d)
+          present[((b * kHeads + h) * total + t) * kDim + d] =
+              t < pastLength ? past[((b * kHeads + h) * pastLength + t) * kDim + d]
+                             : float(ids[b * seq + t - pastLength] + 100 * h + 10 * d);
+    float sum = 0;
+    for (int64_t t = 0; t < total; ++t) {
+      sum += present[(b * kHeads * total + t) * kDim];
+      if (t >= pastLength)
+        writeLogits(logits + (b * seq + t - pastLength) * kVocab, nextId(int64_t(sum), t + 1));
+    }
+  }
+  return 0;
+}
+
+/// buffers: ids, mask, logits.
+int32_t fullKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
+  auto *ids = static_cast<const int64_t *>(buffers[0]);
+  auto *mask = static_cast<const int64_t *>(buffers[1]);
+  auto *logits = static_cast<float *>(buffers[2]);
+  int64_t batch = symbols[0], seq = symbols[1];
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t sum = 0;
+    for (int64_t t = 0; t < seq; ++t) {
+      if (mask[b * seq + t] != 1)
+        return 1;
+      sum += ids[b * seq + t];
+      writeLogits(logits + (b * seq + t) * kVocab, nextId(sum, t + 1));
+    }
+  }
+  return 0;
+}
+
+/// A toy decoder; `withCache` picks the variant. Names can be changed
+/// before descriptor() to test the role guessing.
+struct ToyDecoder {
+  explicit ToyDecoder(bool withCache) : cache(withCache) {
+    inputNames = {"input_ids", "attention_mask"};
+    outputNames = {"logits"};
+    if (cache) {
+      inputNames.push_back("past_key_0");
+      outputNames.push_back("present_key_0");
+    }
+  }
+
+  const onnxc_model_descriptor *descriptor() {
+    inputs = {{inputNames[0].c_str(), ONNXC_I64, 2, idsDims, "[batch, seq]"},
+              {inputNames[1].c_str(), ONNXC_I64, 2, cache ? maskCacheDims : idsDims,
+               cache ? "[batch, past + seq]" : "[batch, seq]"}};
+    outputs = {{outputNames[0].c_str(), ONNXC_F32, 3, logitsDims, "[batch, seq, 16]"}};
+    buffers = {{ONNXC_BUFFER_INPUT, 0, kIdsBytes, nullptr, 0, 0},
+               {ONNXC_BUFFER_INPUT, 1, cache ? kMaskBytes : kIdsBytes, nullptr, 0, 0}};
+    if (cache) {
+      inputs.push_back({inputNames[2].c_str(), ONNXC_F32, 4, pastDims, "[batch, 2, past, 3]"});
+      outputs.push_back(
+          {outputNames[1].c_str(), ONNXC_F32, 4, presentDims, "[batch, 2, past + seq, 3]"});
+      buffers.push_back({ONNXC_BUFFER_INPUT, 2, kPastBytes, nullptr, 0, 0});
+      buffers.push_back({ONNXC_BUFFER_OUTPUT, 1, kPresentBytes, nullptr, 0, 0});
+      stepBuffers = {0, 1, 2, 3, 4};
+    } else {
+      stepBuffers = {0, 1, 2};
+    }
+    buffers.push_back({ONNXC_BUFFER_OUTPUT, 0, kLogitsBytes, nullptr, 0, 0});
+    step = {"toy", cache ? cacheKernel : fullKernel, nullptr, int32_t(stepBuffers.size()),
+            stepBuffers.data(), "the mask is not all ones"};
+    model = {ONNXC_ABI_VERSION, "toy",      cache ? 3 : 2,           symbolNames,
+             symbolSources,     int32_t(inputs.size()), inputs.data(), int32_t(outputs.size()),
+             outputs.data(),    int32_t(buffers.size()), buffers.data(), 1,
+             &step,             0,          nullptr};
+    return &model;
+  }
+
+  bool cache;
+  std::vector<std::string> inputNames, outputNames;
+  const char *symbolNames[3] = {"batch", "seq", "past"};
+  onnxc_symbol_source symbolSources[3] = {{0, 0}, {0, 1}, {2, 2}};
+  onnxc_dim_expr idsDims[2] = {kBatch, kSeq};
+  onnxc_dim_expr maskCacheDims[2] = {kBatch, kTotal};
+  onnxc_dim_expr pastDims[4] = {kBatch, kHeadsExpr, kPast, kDimExpr};
+  onnxc_dim_expr presentDims[4] = {kBatch, kHeadsExpr, kTotal, kDimExpr};
+  onnxc_dim_expr logitsDims[3] = {kBatch, kSeq, kVocabExpr};
+  std::vector<onnxc_tensor_info> inputs, outputs;
+  std::vector<onnxc_buffer> buffers;
+  std::vector<int32_t> stepBuffers;
+  onnxc_step step{};
+  onnxc_model_descriptor model{};
+};
+
+struct GeneratorDeleter {
+  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
+};
+using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+
+onnxc_generate_options options(int64_t maxNewTokens, int64_t capacity = 0) {
+  onnxc_generate_options result;
+  onnxc_generate_options_init(&result);
+  result.max_new_tokens = maxNewTokens;
+  result.capacity = capacity;
+  result.num_threads = 1;
+  return result;
+}
+
+std::vector<int64_t> expectedTokens(std::vector<int64_t> sequence, int64_t count) {
+  std::vector<int64_t> produced;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t sum = std::accumulate(sequence.begin(), sequence.end(), int64_t(0));
+    produced.push_back(nextId(sum, int64_t(sequence.size())));
+    sequence.push_back(produced.back());
+  }
+  return produced;
+}
+
+std::vector<int64_t> generate(onnxc_generator *generator, const std::vector<int64_t> &prompt,
+                              int64_t room = 1000) {
+  std::vector<int64_t> out(static_cast<size_t>(room));
+  int64_t count =
+      onnxc_generate(generator, prompt.data(), int64_t(prompt.size()), out.data(), room);
+  EXPECT_GE(count, 0) << onnxc_generator_error(generator);
+  out.resize(size_t(std::max<int64_t>(count, 0)));
+  return out;
+}
+
+} // namespace
+
+TEST(Generator, CacheModeCarriesTheCachePast64Positions) {
+  ToyDecoder toy(true);
+  onnxc_generate_options opts = options(100);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_mode(generator.get()), ONNXC_GENERATE_KV_CACHE);
+  EXPECT_NE(std::string(onnxc_generator_describe(generator.get())).find("present_key_0"),
+            std::string::npos);
+  std::vector<int64_t> prompt = {3, 9, 4};
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 100));
+  EXPECT_EQ(onnxc_generator_capacity(generator.get()), 103);
+  // A second generation starts from an empty cache.
+  std::vector<int64_t> other = {5};
+  EXPECT_EQ(generate(generator.get(), other), expectedTokens(other, 100));
+}
+
+TEST(Generator, FullSequenceModeMatchesTheCacheMode) {
+  ToyDecoder toy(false);
+  onnxc_generate_options opts = options(70);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_mode(generator.get()), ONNXC_GENERATE_FULL_SEQUENCE);
+  std::vector<int64_t> prompt = {1, 2, 3, 4, 5};
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 70));
+}
+
+TEST(Generator, StopsAtTheEndTokenAndAtMaxNewTokens) {
+  ToyDecoder toy(true);
+  std::vector<int64_t> prompt = {3, 9, 4}, all = expectedTokens(prompt, 20);
+  onnxc_generate_options opts = options(20);
+  opts.eos_token_id = all[5];
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  std::vector<int64_t> got = generate(generator.get(), prompt);
+  size_t firstEos = size_t(std::find(all.begin(), all.end(), all[5]) - all.begin());
+  EXPECT_EQ(got, std::vector<int64_t>(all.begin(), all.begin() + long(firstEos) + 1));
+  int64_t token = 0;
+  EXPECT_EQ(onnxc_generator_next(generator.get(), &token), 0);
+  opts = options(4);
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_EQ(generate(generator.get(), prompt).size(), 4u);
+}
+
+TEST(Generator, APresetCapacityBoundsTheSequence) {
+  ToyDecoder toy(true);
+  onnxc_generate_options opts = options(20, 10);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_capacity(generator.get()), 10);
+  std::vector<int64_t> prompt = {3, 9, 4}, want = expectedTokens(prompt, 20);
+  ASSERT_EQ(onnxc_generator_prefill(generator.get(), prompt.data(), 3), 0);
+  // Token k needs 3 + k - 1 positions: eight fit in ten.
+  int64_t token = 0;
+  for (size_t k = 0; k < 8; ++k) {
+    ASSERT_EQ(onnxc_generator_next(generator.get(), &token), 1)
+        << onnxc_generator_error(generator.get());
+    EXPECT_EQ(token, want[k]);
+  }
+  EXPECT_EQ(onnxc_generator_next(generator.get(), &token), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "the sequence would grow to 11 positions, past the capacity of 10 (the capacity "
+            "option; by default prompt + max_new_tokens)");
+  std::vector<int64_t> longPrompt(11, 1);
+  EXPECT_EQ(onnxc_generator_prefill(generator.get(), longPrompt.data(), 11), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "the prompt has 11 tokens but the capacity is 10 positions (the capacity option)");
+}
+
+TEST(Generator, SamplingWithASeedRepeats) {
+  ToyDecoder toy(true);
+  onnxc_generate_options opts = options(30);
+  opts.do_sample = 1;
+  opts.temperature = 3.0f;
+  opts.top_k = 8;
+  opts.seed = 11;
+  GeneratorPtr first(onnxc_generator_create(toy.descriptor(), &opts));
+  GeneratorPtr second(onnxc_generator_create(toy.descriptor(), &opts));
+  std::vector<int64_t> prompt = {3, 9, 4};
+  std::vector<int64_t> a = generate(first.get(), prompt), b = generate(second.get(), prompt);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(generate(first.get(), prompt), a); // prefill reseeds
+  EXPECT_NE(a, expectedTokens(prompt, 30));   // hot sampling is not greedy
+}
+
+TEST(Generator, RolesFromAMappingAndOtherNames) {
+  ToyDecoder toy(true);
+  toy.inputNames = {"tokens", "mask", "past_key_values.0.key"};
+  toy.outputNames = {"lm_logits", "present.0.key"};
+  onnxc_generate_options opts = options(10);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  std::vector<int64_t> prompt = {2, 2};
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 10));
+
+  toy.outputNames = {"scores", "cache_out"};
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_FALSE(generator);
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "cache input 'past_key_values.0.key' has no matching output (one named like it with "
+            "'present' for 'past'); pair them with past_key_values.0.key=OUTPUT");
+  std::string mapping = "past_key_values.0.key=cache_out, logits=scores";
+  opts.mapping = mapping.c_str();
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 10));
+}
+
+TEST(Generator, ErrorsAreOneLine) {
+  ToyDecoder noCache(false);
+  noCache.outputNames = {"hidden"};
+  onnxc_generate_options opts = options(4);
+  // An output that is f32 [batch, seq, 16] is the logits by elimination.
+  GeneratorPtr generator(onnxc_generator_create(noCache.descriptor(), &opts));
+  EXPECT_TRUE(generator) << onnxc_last_error();
+
+  ToyDecoder toy(true);
+  std::string mapping = "logits=nothing";
+  opts.mapping = mapping.c_str();
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_FALSE(generator);
+  EXPECT_EQ(std::string(onnxc_last_error()), "mapping: logits=nothing names no output of the model");
+  mapping = "colour=red";
+  opts.mapping = mapping.c_str();
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "mapping: 'colour' is neither a role (input_ids, attention_mask, position_ids, logits) "
+            "nor an input of the model");
+  // Without a mask the generator cannot fill attention_mask.
+  mapping = "attention_mask=";
+  opts.mapping = mapping.c_str();
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "input 'attention_mask' is none of token ids, attention mask, position ids or a cache "
+            "input; the generator cannot fill it (name its role with the mapping)");
+  opts.mapping = nullptr;
+  opts.top_p = 0.0f;
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()), "top_p is 0.000000; it must be in (0, 1]");
+
+  opts = options(4);
+  generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator);
+  int64_t token = 0;
+  EXPECT_EQ(onnxc_generator_next(generator.get(), &token), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "no generation is under way: call prefill first (or again after an error)");
+  EXPECT_EQ(onnxc_generator_prefill(generator.get(), nullptr, 0), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "the prompt is empty; generation needs at least one token");
+}
+
+TEST(Generator, NoLogitsOutputIsRefused) {
+  ToyDecoder toy(true);
+  toy.outputNames = {"hidden", "present_key_0"};
+  toy.descriptor();
+  // Make the only non-cache output an integer tensor: nothing is logits.
+  toy.outputs[0].dtype = ONNXC_I32;
+  onnxc_generate_options opts = options(4);
+  GeneratorPtr generator(onnxc_generator_create(&toy.model, &opts));
+  EXPECT_FALSE(generator);
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "the model has no logits output (a float [batch, seq, vocab] output named logits); "
+            "name it with logits=NAME");
+}

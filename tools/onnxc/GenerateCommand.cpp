@@ -1,0 +1,240 @@
+//===- tools/onnxc/GenerateCommand.cpp - onnxc generate ---------------------===//
+//
+// Generates tokens with a compiled decoder through the runtime's generator
+// (onnxc_generate.h): the prompt once, then one step per token, in one
+// process, with the cache kept in the generator's buffers. Prints the ids as
+// one comma-separated line (the --prompt-ids format); what the generator
+// found (KV cache or full re-run) and --bench timings go to stderr.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/onnxc/Commands.h"
+
+#include "codegen/ModelCompiler.h"
+#include "ir/Error.h"
+#include "onnxc/onnxc_generate.h"
+#include "tools/onnxc/CompiledLibrary.h"
+#include "tools/onnxc/ModelFiles.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onnxc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// A decimal integer in [minimum, 2^62], or UsageError naming the option.
+int64_t integerArgument(const std::string &text, const std::string &option, int64_t minimum) {
+  bool negative = !text.empty() && text[0] == '-';
+  std::string digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("--" + option + " needs an integer, got '" + text + "'");
+  int64_t value = std::stoll(digits) * (negative ? -1 : 1);
+  if (value < minimum)
+    throw UsageError("--" + option + " must be at least " + std::to_string(minimum) + ", got " +
+                     text);
+  return value;
+}
+
+float floatArgument(const ParsedArgs &args, const std::string &option, float fallback) {
+  if (!args.has(option))
+    return fallback;
+  std::string text = args.get(option);
+  size_t used = 0;
+  float value = 0;
+  try {
+    value = std::stof(text, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value))
+    throw UsageError("--" + option + " needs a number, got '" + text + "'");
+  return value;
+}
+
+std::vector<int64_t> promptIds(const ParsedArgs &args) {
+  if (!args.has("prompt-ids"))
+    throw UsageError("onnxc generate needs --prompt-ids, e.g. --prompt-ids 464,3290,318");
+  std::string text = args.get("prompt-ids");
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                      : comma - start);
+    ids.push_back(integerArgument(item, "prompt-ids", 0));
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+  }
+  return ids;
+}
+
+onnxc_generate_options generateOptions(const ParsedArgs &args, std::string &mapping) {
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = integerArgument(args.get("max-new-tokens", "32"), "max-new-tokens", 0);
+  options.capacity = integerArgument(args.get("capacity", "0"), "capacity", 0);
+  bool sampling = args.has("sample");
+  for (const char *option : {"temperature", "top-k", "top-p"})
+    if (args.has(option) && !sampling)
+      throw UsageError(std::string("--") + option + " applies to sampling; add --sample");
+  options.do_sample = sampling ? 1 : 0;
+  options.temperature = floatArgument(args, "temperature", 1.0f);
+  options.top_k = int32_t(integerArgument(args.get("top-k", "0"), "top-k", 0));
+  options.top_p = floatArgument(args, "top-p", 1.0f);
+  if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
+    throw UsageError("--top-p must be in (0, 1], got " + args.get("top-p"));
+  options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
+  options.eos_token_id = integerArgument(args.get("eos-id", "-1"), "eos-id", -1);
+  options.num_threads = threadCount(args);
+  for (const std::string &entry : args.getAll("map"))
+    mapping += (mapping.empty() ? "" : ",") + entry;
+  options.mapping = mapping.c_str();
+  return options;
+}
+
+struct GeneratorDeleter {
+  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
+};
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+int runGenerate(const ParsedArgs &args) {
+  if (printTargetHelp(args))
+    return 0;
+  std::string path = modelArgument(args, "generate");
+  bool library = isCompiledLibraryPath(path);
+  if (library)
+    refuseCompileOptions(args, path, "generate");
+  std::vector<int64_t> prompt = promptIds(args);
+  std::string mapping;
+  onnxc_generate_options options = generateOptions(args, mapping);
+  bool stream = args.has("stream"), bench = args.has("bench");
+  checkModelFile(path, "generate", ModelKinds::GraphsAndLibraries);
+
+  std::unique_ptr<CompiledLibrary> compiled;
+  std::unique_ptr<JitModel> jit;
+  const onnxc_model_descriptor *model = nullptr;
+  if (library) {
+    compiled = std::make_unique<CompiledLibrary>(path);
+    model = compiled->descriptor();
+  } else {
+    TargetSelection target = selectTarget(args);
+    std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
+    std::unique_ptr<Graph> graph = loadModel(path);
+    runPipeline(*pm, *graph, args);
+    jit = compileModelJit(*graph, target);
+    model = jit->descriptor();
+  }
+
+  std::unique_ptr<onnxc_generator, GeneratorDeleter> generator(
+      onnxc_generator_create(model, &options));
+  if (!generator)
+    fail(path, ": ", onnxc_last_error());
+  std::cerr << "onnxc generate: "
+            << (onnxc_generator_mode(generator.get()) == ONNXC_GENERATE_KV_CACHE
+                    ? "using the KV cache"
+                    : "no KV cache in the model, re-running the full sequence at every step")
+            << " (" << onnxc_generator_describe(generator.get()) << ")\n";
+
+  Clock::time_point start = Clock::now();
+  if (onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())) != 0)
+    fail(path, ": ", onnxc_generator_error(generator.get()));
+  std::vector<int64_t> tokens;
+  std::vector<double> stepMs;
+  double prefillMs = 0;
+  while (true) {
+    int64_t token = 0;
+    int status = onnxc_generator_next(generator.get(), &token);
+    double ms = millisecondsSince(start);
+    if (status < 0) {
+      if (stream && !tokens.empty())
+        std::cout << "\n";
+      fail(path, ": after ", tokens.size(), " tokens: ", onnxc_generator_error(generator.get()));
+    }
+    if (status == 0)
+      break;
+    // The first token comes from the prompt's logits: it belongs to the prefill.
+    if (tokens.empty())
+      prefillMs = ms;
+    else
+      stepMs.push_back(ms);
+    tokens.push_back(token);
+    if (stream)
+      std::cout << (tokens.size() > 1 ? "," : "") << token << std::flush;
+    start = Clock::now();
+  }
+  if (!stream)
+    for (size_t i = 0; i < tokens.size(); ++i)
+      std::cout << (i ? "," : "") << tokens[i];
+  std::cout << "\n";
+  if (bench) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
+                  "%zu tokens in %.3f ms\n",
+                  prefillMs, prompt.size(), median(stepMs), stepMs.size(), tokens.size(),
+                  prefillMs + [&] {
+                    double sum = 0;
+                    for (double ms : stepMs)
+                      sum += ms;
+                    return sum;
+                  }());
+    std::cerr << line;
+  }
+  return 0;
+}
+
+std::vector<OptionSpec> generateOptionSpecs() {
+  return joinOptions(
+      {{
+           {"prompt-ids", "IDS", "the prompt's token ids, comma-separated (required)"},
+           {"max-new-tokens", "N", "tokens to generate at most (default 32)"},
+           {"eos-id", "N", "stop after generating this id"},
+           {"sample", "", "sample instead of greedy decoding"},
+           {"temperature", "T", "sampling temperature (default 1; 0 is greedy)"},
+           {"top-k", "K", "sample among the K most likely ids (default: all)"},
+           {"top-p", "P", "sample among the most likely ids whose mass reaches P (default 1)"},
+           {"seed", "N", "the sampler's seed (default 0)"},
+           {"capacity", "N",
+            "positions the cache holds, preallocated (default: prompt + max-new-tokens)"},
+           {"map", "ROLE=NAME",
+            "name a role the generator cannot guess: input_ids, attention_mask, position_ids, "
+            "logits=OUTPUT, or PAST_INPUT=PRESENT_OUTPUT",
+            true},
+           {"stream", "", "print each id as soon as it is generated"},
+           {"bench", "", "print the prefill time and the median per-token latency on stderr"},
+           {"threads", "N", "runtime threads (default: one per core)"},
+       },
+       targetOptions(),
+       pipelineOptions()});
+}
+
+} // namespace
+
+Command generateCommand() {
+  return {"generate", "generate token ids with a decoder (KV cache when the model has one)",
+          "generate MODEL.so|MODEL.onnx|MODEL.ir --prompt-ids 464,3290,318 [--max-new-tokens 32] "
+          "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
+          "[--bench]",
+          generateOptionSpecs(), runGenerate};
+}
+
+} // namespace onnxc
