@@ -66,7 +66,8 @@ std::string checkOptions(const onnxc_generate_options &options) {
   if (options.max_new_tokens < 0)
     return "max_new_tokens is " + std::to_string(options.max_new_tokens) + "; it must be >= 0";
   if (options.capacity < 0 || options.capacity > kMaxCapacity)
-    return "capacity is " + std::to_string(options.capacity) + "; use 0 (prompt + max_new_tokens) "
+    return "capacity is " + std::to_string(options.capacity) +
+           "; use 0 (prompt + max_new_tokens) "
            "or a positive number of positions up to 2^31";
   if (options.top_k < 0)
     return "top_k is " + std::to_string(options.top_k) + "; use 0 for no limit";
@@ -103,7 +104,8 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
     return nullptr;
   if (roles.mask >= 0 && !isFillableMaskDtype(model->inputs[roles.mask].dtype)) {
     error = "attention mask input '" + std::string(model->inputs[roles.mask].name) + "' is " +
-            dtypeName(model->inputs[roles.mask].dtype) + "; the generator fills i64, i32, f32, "
+            dtypeName(model->inputs[roles.mask].dtype) +
+            "; the generator fills i64, i32, f32, "
             "f64, bool, u8 or i8 masks";
     return nullptr;
   }
@@ -124,11 +126,8 @@ Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_o
       symbols_(size_t(model.num_symbols)) {
   // The mapping string belongs to the caller; only the roles found are kept.
   options_.mapping = nullptr;
-  description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE
-                                 ? "kv-cache"
-                                 : "full-sequence (no cache inputs: every step re-runs the "
-                                   "whole sequence)") +
-                 ": " + describeRoles(model, roles_);
+  description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE ? "kv-cache: " : "full-sequence: ") +
+                 describeRoles(model, roles_);
 }
 
 bool Generator::fail(std::string message) {
@@ -144,8 +143,7 @@ bool Generator::allocate(int64_t capacity) {
   try {
     return allocateBuffers(capacity);
   } catch (const std::bad_alloc &) {
-    return fail("out of memory allocating buffers for " + std::to_string(capacity) +
-                " positions");
+    return fail("out of memory allocating buffers for " + std::to_string(capacity) + " positions");
   }
 }
 
@@ -248,7 +246,8 @@ bool Generator::runModel(int64_t newTokens) {
     const onnxc_tensor_info &past = model_.inputs[pair.input];
     const onnxc_tensor &present = outputs_[size_t(pair.output)];
     for (int32_t axis = 0; axis < past.rank; ++axis) {
-      int64_t want = evaluateDimExpr(past.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
+      int64_t want =
+          evaluateDimExpr(past.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
       if (present.dims[axis] != want)
         return fail("output '" + std::string(model_.outputs[pair.output].name) + "' dim " +
                     std::to_string(axis) + " is " + std::to_string(present.dims[axis]) +

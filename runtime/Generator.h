@@ -74,14 +74,14 @@ private:
   std::string error_;
 
   int64_t capacity_ = 0;
-  std::vector<int64_t> tokens_;   ///< Prompt plus fed tokens; reserved to the capacity.
-  std::vector<int32_t> ids32_;    ///< The ids again for an i32 ids input.
-  AlignedBuffer maskOnes_;        ///< capacity ones in the mask's dtype.
-  AlignedBuffer positions_;       ///< 0, 1, ..., capacity - 1 in the positions' dtype.
+  std::vector<int64_t> tokens_; ///< Prompt plus fed tokens; reserved to the capacity.
+  std::vector<int32_t> ids32_;  ///< The ids again for an i32 ids input.
+  AlignedBuffer maskOnes_;      ///< capacity ones in the mask's dtype.
+  AlignedBuffer positions_;     ///< 0, 1, ..., capacity - 1 in the positions' dtype.
   std::vector<std::array<AlignedBuffer, 2>> cache_; ///< Per pair: the ping-pong halves.
-  size_t cacheBytes_ = 0;         ///< Bytes of each half.
-  int current_ = 0;               ///< The half that holds past.
-  int64_t cached_ = 0;            ///< Positions in the cache.
+  size_t cacheBytes_ = 0;                           ///< Bytes of each half.
+  int current_ = 0;                                 ///< The half that holds past.
+  int64_t cached_ = 0;                              ///< Positions in the cache.
   std::vector<onnxc_tensor> inputs_, outputs_;
   std::vector<int64_t> symbols_;
 

@@ -73,8 +73,8 @@ std::string parseMapping(const onnxc_model_descriptor &model, const std::string 
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string entry = trim(text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                              : comma - start));
+    std::string entry =
+        trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (entry.empty())
       continue;
@@ -147,7 +147,8 @@ std::string findIds(const onnxc_model_descriptor &model, const Mapping &mapping,
   const onnxc_tensor_info &info = model.inputs[roles.ids];
   if (info.rank != 2 || !isInteger(info.dtype))
     return "token ids input " + quoted(info.name) + " is " + dtypeName(info.dtype) + " " +
-           (info.shape_text ? info.shape_text : "") + "; the generator needs i64 or i32 [batch, seq]";
+           (info.shape_text ? info.shape_text : "") +
+           "; the generator needs i64 or i32 [batch, seq]";
   return "";
 }
 
@@ -170,7 +171,8 @@ std::string findCache(const onnxc_model_descriptor &model, const Mapping &mappin
       if (output < 0)
         return "cache input " + quoted(name) +
                " has no matching output (one named like it with 'present' for 'past'); pair them "
-               "with " + std::string(name) + "=OUTPUT";
+               "with " +
+               std::string(name) + "=OUTPUT";
     }
     const onnxc_tensor_info &past = model.inputs[i], &present = model.outputs[output];
     if (past.dtype != present.dtype || past.rank != present.rank)
@@ -253,8 +255,7 @@ std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles 
     if (!kinds[size_t(s)]) {
       onnxc_symbol_source source = model.symbol_sources[s];
       return "symbol '" + std::string(model.symbol_names[s]) + "' (dim " +
-             std::to_string(source.axis) + " of input " +
-             quoted(model.inputs[source.input].name) +
+             std::to_string(source.axis) + " of input " + quoted(model.inputs[source.input].name) +
              ") is neither the batch, the sequence nor the cache length; the generator cannot "
              "set it";
     }

@@ -59,6 +59,7 @@ class Model:
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
         self._output_index = {info.name: i for i, info in enumerate(self.outputs)}
         self.source = source
+        self.last_generation = None
 
     @property
     def name(self):
@@ -123,6 +124,35 @@ class Model:
             feeds[info.name] = value
         results = self.run(None, feeds)
         return results[0] if len(results) == 1 else tuple(results)
+
+    def generate(self, prompt_ids, max_new_tokens=32, *, do_sample=False, temperature=1.0, top_k=0,
+                 top_p=1.0, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None):
+        """Generates token ids with a decoder (docs/GENERATE.md): the prompt once, then one step per
+        token, the KV cache in the runtime's buffers when the model has past/present pairs (else
+        the whole sequence re-runs at every step). Returns the new ids as a list of ints.
+
+        Greedy unless `do_sample`; then `temperature`, `top_k` (0: all) and `top_p` (1: all) shape
+        the distribution and `seed` makes the draws repeatable. Stops after `eos_token_id` or
+        `max_new_tokens`. `capacity` is the positions the cache holds (0: prompt + max_new_tokens).
+        `mapping` names roles the generator cannot guess: a dict or "role=name,..." with roles
+        input_ids, attention_mask, position_ids, logits, or a past input's name -> its present
+        output. `on_token(id)` is called with each id as it comes. The mode and the roles found
+        are in `last_generation` afterwards. Batch 1: `prompt_ids` is a flat sequence of ints."""
+        prompt = np.asarray(prompt_ids)
+        if prompt.ndim == 2 and prompt.shape[0] == 1:
+            prompt = prompt[0]
+        if prompt.ndim != 1 or (prompt.size and not np.issubdtype(prompt.dtype, np.integer)):
+            raise Error(f"prompt_ids must be a flat sequence of token ids, got shape {list(prompt.shape)}")
+        if isinstance(mapping, dict):
+            mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
+        tokens, mode, description = _onnxc.generate(
+            self._runner, [int(t) for t in prompt], int(max_new_tokens), bool(do_sample),
+            float(temperature), int(top_k), float(top_p), int(seed),
+            -1 if eos_token_id is None else int(eos_token_id), int(capacity), mapping or "",
+            self._runner.threads, on_token)
+        self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
+                                "roles": description}
+        return list(tokens)
 
 
 def _as_input(info, value):

@@ -47,6 +47,8 @@ public:
   ModelRunner &operator=(const ModelRunner &) = delete;
 
   const onnxc_model_descriptor &descriptor() const { return *descriptor_; }
+  /// The runtime threads each session runs on (0: one per core).
+  int numThreads() const { return numThreads_; }
   /// The .so it came from; empty for a JIT model.
   const std::string &libraryPath() const { return libraryPath_; }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "python/src/Compile.h"
+#include "python/src/Generate.h"
 #include "python/src/ModelRunner.h"
 
 #include "codegen/ModelJit.h"
@@ -16,7 +17,9 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
@@ -171,6 +174,7 @@ NB_MODULE(_onnxc, m) {
       .def_prop_ro("name",
                    [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
       .def_prop_ro("library_path", &ModelRunner::libraryPath)
+      .def_prop_ro("threads", &ModelRunner::numThreads)
       .def_prop_ro("inputs",
                    [](const ModelRunner &r) {
                      return tensorInfos(r.descriptor().inputs, r.descriptor().num_inputs);
@@ -224,6 +228,40 @@ NB_MODULE(_onnxc, m) {
         return explainModel(pipeline(path, optLevel, passes));
       },
       "path"_a, "opt_level"_a, "passes"_a);
+  m.def(
+      "generate",
+      [](const ModelRunner &runner, const std::vector<int64_t> &prompt, int64_t maxNewTokens,
+         bool sample, float temperature, int32_t topK, float topP, uint64_t seed, int64_t eos,
+         int64_t capacity, const std::string &mapping, int threads, nb::object onToken) {
+        onnxc_generate_options options;
+        onnxc_generate_options_init(&options);
+        options.max_new_tokens = maxNewTokens;
+        options.do_sample = sample ? 1 : 0;
+        options.temperature = temperature;
+        options.top_k = topK;
+        options.top_p = topP;
+        options.seed = seed;
+        options.eos_token_id = eos;
+        options.capacity = capacity;
+        options.mapping = mapping.c_str();
+        options.num_threads = threads;
+        std::function<void(int64_t)> callback;
+        if (!onToken.is_none())
+          // The loop runs without the GIL; the callback takes it back per token.
+          callback = [&onToken](int64_t token) {
+            nb::gil_scoped_acquire acquire;
+            onToken(token);
+          };
+        GenerateResult result;
+        {
+          nb::gil_scoped_release release;
+          result = generateTokens(runner, prompt, options, callback);
+        }
+        return nb::make_tuple(result.tokens, result.mode, result.description);
+      },
+      "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a, "temperature"_a, "top_k"_a,
+      "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a, "mapping"_a, "threads"_a,
+      "on_token"_a.none());
   // For the tests: the address the binding reads an input from, to check
   // that a contiguous array of the right dtype is not copied on the way in.
   m.def(

@@ -32,8 +32,8 @@ const int64_t kDimExpr[] = {1, kDim, 0};
 const int64_t kVocabExpr[] = {1, kVocab, 0};
 const int64_t kIdsBytes[] = {1, 8, 2, 0, 1};
 const int64_t kMaskBytes[] = {2, 8, 2, 0, 2, 8, 2, 0, 1};
-const int64_t kPastBytes[] = {1, 4 * kHeads * kDim, 2, 0, 2};
-const int64_t kPresentBytes[] = {2, 4 * kHeads * kDim, 2, 0, 2, 4 * kHeads * kDim, 2, 0, 1};
+const int64_t kPastBytes[] = {1, 4 * kHeads *kDim, 2, 0, 2};
+const int64_t kPresentBytes[] = {2, 4 * kHeads *kDim, 2, 0, 2, 4 * kHeads *kDim, 2, 0, 1};
 const int64_t kLogitsBytes[] = {1, 4 * kVocab, 2, 0, 1};
 
 int64_t nextId(int64_t idSum, int64_t length) { return (idSum + 7 * length) % kVocab; }
@@ -119,12 +119,27 @@ struct ToyDecoder {
       stepBuffers = {0, 1, 2};
     }
     buffers.push_back({ONNXC_BUFFER_OUTPUT, 0, kLogitsBytes, nullptr, 0, 0});
-    step = {"toy", cache ? cacheKernel : fullKernel, nullptr, int32_t(stepBuffers.size()),
-            stepBuffers.data(), "the mask is not all ones"};
-    model = {ONNXC_ABI_VERSION, "toy",      cache ? 3 : 2,           symbolNames,
-             symbolSources,     int32_t(inputs.size()), inputs.data(), int32_t(outputs.size()),
-             outputs.data(),    int32_t(buffers.size()), buffers.data(), 1,
-             &step,             0,          nullptr};
+    step = {"toy",
+            cache ? cacheKernel : fullKernel,
+            nullptr,
+            int32_t(stepBuffers.size()),
+            stepBuffers.data(),
+            "the mask is not all ones"};
+    model = {ONNXC_ABI_VERSION,
+             "toy",
+             cache ? 3 : 2,
+             symbolNames,
+             symbolSources,
+             int32_t(inputs.size()),
+             inputs.data(),
+             int32_t(outputs.size()),
+             outputs.data(),
+             int32_t(buffers.size()),
+             buffers.data(),
+             1,
+             &step,
+             0,
+             nullptr};
     return &model;
   }
 
@@ -261,7 +276,7 @@ TEST(Generator, SamplingWithASeedRepeats) {
   std::vector<int64_t> a = generate(first.get(), prompt), b = generate(second.get(), prompt);
   EXPECT_EQ(a, b);
   EXPECT_EQ(generate(first.get(), prompt), a); // prefill reseeds
-  EXPECT_NE(a, expectedTokens(prompt, 30));   // hot sampling is not greedy
+  EXPECT_NE(a, expectedTokens(prompt, 30));    // hot sampling is not greedy
 }
 
 TEST(Generator, RolesFromAMappingAndOtherNames) {
@@ -300,7 +315,8 @@ TEST(Generator, ErrorsAreOneLine) {
   opts.mapping = mapping.c_str();
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_FALSE(generator);
-  EXPECT_EQ(std::string(onnxc_last_error()), "mapping: logits=nothing names no output of the model");
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "mapping: logits=nothing names no output of the model");
   mapping = "colour=red";
   opts.mapping = mapping.c_str();
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));

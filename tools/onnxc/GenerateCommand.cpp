@@ -72,8 +72,8 @@ std::vector<int64_t> promptIds(const ParsedArgs &args) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     ids.push_back(integerArgument(item, "prompt-ids", 0));
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
   }
@@ -187,16 +187,16 @@ int runGenerate(const ParsedArgs &args) {
   std::cout << "\n";
   if (bench) {
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
-                  "%zu tokens in %.3f ms\n",
-                  prefillMs, prompt.size(), median(stepMs), stepMs.size(), tokens.size(),
-                  prefillMs + [&] {
-                    double sum = 0;
-                    for (double ms : stepMs)
-                      sum += ms;
-                    return sum;
-                  }());
+    std::snprintf(
+        line, sizeof line,
+        "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
+        "%zu tokens in %.3f ms\n",
+        prefillMs, prompt.size(), median(stepMs), stepMs.size(), tokens.size(), prefillMs + [&] {
+          double sum = 0;
+          for (double ms : stepMs)
+            sum += ms;
+          return sum;
+        }());
     std::cerr << line;
   }
   return 0;

@@ -1,0 +1,165 @@
+"""`onnxc generate` against onnxruntime's greedy loop over the same exported model.
+
+    ONNXC=build/tools/onnxc ONNXC_MODEL_DIR=build/models .venv/bin/python -m pytest tests/generate -v
+
+The models are the random-weight HF GPT-2 of tests/models (2 layers, hidden 64, vocabulary 384):
+hf_gpt2_past (past_key_i/past_value_i in, present_key_i/present_value_i out: the KV-cache mode)
+and hf_gpt2 (no cache: the generator re-runs the whole sequence). Each is compiled to a .so
+once; 64 greedy tokens from a 3-token prompt take the context past 64 positions, where the
+old input-specialized JIT failed. The ORT loop feeds its presents back as pasts (or re-runs the
+sequence) and takes the argmax of the last logits row, the lowest id on ties like onnxc.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "models"))
+
+from ort_reference import make_session  # noqa: E402
+
+MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
+ONNXC = os.environ.get("ONNXC")
+PROMPT = [64, 290, 318]
+NEW_TOKENS = 64
+TIMEOUT = 600
+
+pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is not set")
+
+
+def model_file(name: str) -> str:
+    path = os.path.join(MODEL_DIR, f"{name}_op17.onnx")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not built (ctest -R models/build)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def libraries(tmp_path_factory):
+    """{model name: (onnx path, compiled .so)}, compiled once for the module."""
+    folder = tmp_path_factory.mktemp("generate")
+    built = {}
+    for name in ("hf_gpt2_past", "hf_gpt2"):
+        onnx_path = model_file(name)
+        library = str(folder / f"{name}.so")
+        subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+        built[name] = (onnx_path, library)
+    return built
+
+
+def generate(model: str, *options: str, expect_failure: bool = False):
+    """(ids, stdout, stderr) of `onnxc generate MODEL --prompt-ids PROMPT OPTIONS...`."""
+    command = [ONNXC, "generate", model, "--prompt-ids", ",".join(map(str, PROMPT)), "--threads", "1",
+               *options]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+    if expect_failure:
+        assert result.returncode == 1, f"{command} should fail:\n{result.stdout}{result.stderr}"
+        return None, result.stdout, result.stderr
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout}{result.stderr}"
+    line = result.stdout.strip()
+    ids = [int(token) for token in line.split(",")] if line else []
+    return ids, result.stdout, result.stderr
+
+
+def ort_greedy_with_cache(onnx_path: str, prompt: list, count: int) -> list:
+    session = make_session(onnx_path, "all")
+    pasts = [i for i in session.get_inputs() if i.name.startswith("past_")]
+    feeds = {p.name: np.zeros((1, p.shape[1], 0, p.shape[3]), dtype=np.float32) for p in pasts}
+    names = [o.name for o in session.get_outputs()]
+    ids, produced, length = list(prompt), [], 0
+    while len(produced) < count:
+        new = ids[length:]
+        feeds["input_ids"] = np.array([new], dtype=np.int64)
+        feeds["attention_mask"] = np.ones((1, len(ids)), dtype=np.int64)
+        outputs = dict(zip(names, session.run(names, feeds)))
+        token = int(np.argmax(outputs["logits"][0, -1]))
+        produced.append(token)
+        length = len(ids)
+        ids.append(token)
+        for p in pasts:
+            feeds[p.name] = outputs[p.name.replace("past_", "present_", 1)]
+    return produced
+
+
+def ort_greedy_full(onnx_path: str, prompt: list, count: int) -> list:
+    session = make_session(onnx_path, "all")
+    ids, produced = list(prompt), []
+    while len(produced) < count:
+        logits = session.run(["logits"], {"input_ids": np.array([ids], dtype=np.int64)})[0]
+        token = int(np.argmax(logits[0, -1]))
+        produced.append(token)
+        ids.append(token)
+    return produced
+
+
+def test_kv_cache_greedy_matches_onnxruntime(libraries):
+    onnx_path, library = libraries["hf_gpt2_past"]
+    ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
+    assert "using the KV cache" in stderr, stderr
+    assert "4 cache pairs" in stderr, stderr
+    want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
+    print(f"onnxc: {ids}\nort:   {want}")
+    assert ids == want
+
+
+def test_full_sequence_greedy_matches_onnxruntime(libraries):
+    onnx_path, library = libraries["hf_gpt2"]
+    ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
+    assert "re-running the full sequence" in stderr, stderr
+    assert ids == ort_greedy_full(onnx_path, PROMPT, NEW_TOKENS)
+
+
+def test_stream_bench_and_eos(libraries):
+    _, library = libraries["hf_gpt2_past"]
+    ids, _, _ = generate(library, "--max-new-tokens", "20")
+    streamed, stdout, stderr = generate(library, "--max-new-tokens", "20", "--stream", "--bench")
+    assert streamed == ids
+    bench = re.search(r"prefill ([0-9.]+) ms \(3 prompt tokens\), per token: median ([0-9.]+) ms over 19 steps",
+                      stderr)
+    assert bench, stderr
+    print(stderr.strip())
+    # Stopping at an end id: the output ends at its first occurrence (an id after the first
+    # change, so that the stop is not at the first token).
+    eos = next((token for token in ids if token != ids[0]), ids[0])
+    stopped, _, _ = generate(library, "--max-new-tokens", "20", "--eos-id", str(eos))
+    assert stopped == ids[:ids.index(eos) + 1]
+
+
+def test_sampling_is_seeded(libraries):
+    _, library = libraries["hf_gpt2_past"]
+    options = ("--max-new-tokens", "24", "--sample", "--temperature", "1.5", "--top-k", "40", "--top-p", "0.95")
+    first, _, _ = generate(library, *options, "--seed", "1")
+    again, _, _ = generate(library, *options, "--seed", "1")
+    other, _, _ = generate(library, *options, "--seed", "2")
+    assert first == again
+    assert first != other
+    assert all(0 <= token < 384 for token in first)
+
+
+def test_capacity_past_64_and_beyond_it(libraries):
+    _, library = libraries["hf_gpt2_past"]
+    full, _, _ = generate(library, "--max-new-tokens", "70")
+    preset, _, _ = generate(library, "--max-new-tokens", "70", "--capacity", "72")
+    assert preset == full and len(full) == 70
+    _, _, stderr = generate(library, "--max-new-tokens", "70", "--capacity", "40", expect_failure=True)
+    assert stderr.strip().splitlines()[-1] == (
+        f"error: {library}: after 38 tokens: the sequence would grow to 41 positions, past the capacity of "
+        "40 (the capacity option; by default prompt + max_new_tokens)"), stderr
+    _, _, stderr = generate(library, "--capacity", "2", expect_failure=True)
+    assert stderr.strip().splitlines()[-1] == (
+        f"error: {library}: the prompt has 3 tokens but the capacity is 2 positions (the capacity option)")
+
+
+def test_onnx_is_compiled_in_process(libraries):
+    onnx_path, library = libraries["hf_gpt2_past"]
+    from_library, _, _ = generate(library, "--max-new-tokens", "8")
+    from_onnx, _, stderr = generate(onnx_path, "--max-new-tokens", "8")
+    assert from_onnx == from_library
+    assert "using the KV cache" in stderr

@@ -1,0 +1,79 @@
+"""Model.generate on the KV-cache GPT-2 of tests/models (hf_gpt2_past) and on a decoder without a
+cache (gpt_op17), against onnxruntime's greedy loop over the same file."""
+
+import os
+
+import numpy as np
+import pytest
+
+import onnxc
+
+PROMPT = [64, 290, 318]
+
+
+@pytest.fixture(scope="module")
+def gpt2_past(model_dir):
+    path = os.path.join(model_dir, "hf_gpt2_past_op17.onnx")
+    return path, onnxc.compile(path, threads=1)
+
+
+def ort_greedy_with_cache(path, prompt, count):
+    import onnxruntime as ort
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    pasts = [i.name for i in session.get_inputs() if i.name.startswith("past_")]
+    feeds = {name: np.zeros((1, 4, 0, 16), dtype=np.float32) for name in pasts}
+    names = [o.name for o in session.get_outputs()]
+    ids, produced = list(prompt), []
+    new = list(prompt)
+    while len(produced) < count:
+        feeds["input_ids"] = np.array([new], dtype=np.int64)
+        feeds["attention_mask"] = np.ones((1, len(ids)), dtype=np.int64)
+        outputs = dict(zip(names, session.run(names, feeds)))
+        token = int(np.argmax(outputs["logits"][0, -1]))
+        produced.append(token)
+        ids.append(token)
+        new = [token]
+        for name in pasts:
+            feeds[name] = outputs[name.replace("past_", "present_", 1)]
+    return produced
+
+
+def test_greedy_matches_onnxruntime(gpt2_past):
+    path, model = gpt2_past
+    streamed = []
+    tokens = model.generate(PROMPT, max_new_tokens=24, on_token=streamed.append)
+    assert tokens == ort_greedy_with_cache(path, PROMPT, 24)
+    assert streamed == tokens
+    assert model.last_generation["mode"] == "kv-cache"
+    assert "4 cache pairs" in model.last_generation["roles"]
+    # A numpy prompt, [1, n] too.
+    assert model.generate(np.array([PROMPT]), max_new_tokens=24) == tokens
+
+
+def test_sampling_and_errors(gpt2_past):
+    _, model = gpt2_past
+    options = dict(max_new_tokens=12, do_sample=True, temperature=1.5, top_k=40, top_p=0.95)
+    first = model.generate(PROMPT, seed=3, **options)
+    assert first == model.generate(PROMPT, seed=3, **options)
+    assert first != model.generate(PROMPT, seed=4, **options)
+    with pytest.raises(onnxc.Error, match=r"^after 6 tokens: the sequence would grow to 9 positions, "
+                                          r"past the capacity of 8"):
+        model.generate(PROMPT, max_new_tokens=12, capacity=8)
+    with pytest.raises(onnxc.Error, match=r"^mapping: logits=nope names no output of the model$"):
+        model.generate(PROMPT, mapping={"logits": "nope"})
+
+
+def test_without_a_cache(gpt):
+    path, _ = gpt
+    import onnxruntime as ort
+    model = onnxc.compile(path, threads=1)
+    tokens = model.generate([5, 17, 2], max_new_tokens=10)
+    assert model.last_generation["mode"] == "full-sequence"
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    ids, want = [5, 17, 2], []
+    name = session.get_inputs()[0].name
+    for _ in range(10):
+        logits = session.run(None, {name: np.array([ids], dtype=np.int64)})[0]
+        want.append(int(np.argmax(logits[0, -1])))
+        ids.append(want[-1])
+    assert tokens == want
