@@ -1,13 +1,11 @@
 //===- tests/unit/GeneratorTest.cpp - The token loop on hand-built decoders ===//
 //
-// Two toy decoders written as descriptors (like RuntimeTestModel.h): one with
-// a KV cache (past_key_0 [batch, 2, past, 3] in, present_key_0 out, the mask
-// past+seq long) and one without. Both predict the next id from the whole
-// prefix, (sum of ids + 7 * length) mod 16, as logits peaked at it; the cache
-// model reads the earlier ids back from its past input only, so a cache that
-// is not carried from step to step changes the tokens.
+// The toy decoders of GeneratorTestModel.h through the C API: both modes give
+// the tokens the toy's rule predicts, stops, capacity, sampling, roles and
+// the one-line errors.
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 
 #include <gtest/gtest.h>
@@ -18,146 +16,9 @@
 #include <string>
 #include <vector>
 
+using namespace onnxc::runtime::testing::toy;
+
 namespace {
-
-constexpr int64_t kVocab = 16, kHeads = 2, kDim = 3;
-
-// Symbols: 0 batch, 1 seq, 2 past (the cache model only).
-const int64_t kBatch[] = {1, 1, 1, 0};
-const int64_t kSeq[] = {1, 1, 1, 1};
-const int64_t kPast[] = {1, 1, 1, 2};
-const int64_t kTotal[] = {2, 1, 1, 2, 1, 1, 1};
-const int64_t kHeadsExpr[] = {1, kHeads, 0};
-const int64_t kDimExpr[] = {1, kDim, 0};
-const int64_t kVocabExpr[] = {1, kVocab, 0};
-const int64_t kIdsBytes[] = {1, 8, 2, 0, 1};
-const int64_t kMaskBytes[] = {2, 8, 2, 0, 2, 8, 2, 0, 1};
-const int64_t kPastBytes[] = {1, 4 * kHeads *kDim, 2, 0, 2};
-const int64_t kPresentBytes[] = {2, 4 * kHeads *kDim, 2, 0, 2, 4 * kHeads *kDim, 2, 0, 1};
-const int64_t kLogitsBytes[] = {1, 4 * kVocab, 2, 0, 1};
-
-int64_t nextId(int64_t idSum, int64_t length) { return (idSum + 7 * length) % kVocab; }
-
-void writeLogits(float *row, int64_t target) {
-  for (int64_t v = 0; v < kVocab; ++v)
-    row[v] = -float((v - target + kVocab) % kVocab);
-}
-
-/// buffers: ids, mask, past, present, logits.
-int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
-  auto *ids = static_cast<const int64_t *>(buffers[0]);
-  auto *mask = static_cast<const int64_t *>(buffers[1]);
-  auto *past = static_cast<const float *>(buffers[2]);
-  auto *present = static_cast<float *>(buffers[3]);
-  auto *logits = static_cast<float *>(buffers[4]);
-  int64_t batch = symbols[0], seq = symbols[1], pastLength = symbols[2], total = pastLength + seq;
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < total; ++t)
-      if (mask[b * total + t] != 1)
-        return 1;
-    for (int64_t h = 0; h < kHeads; ++h)
-      for (int64_t t = 0; t < total; ++t)
-        for (int64_t d = 0; d < kDim; ++d)
-          present[((b * kHeads + h) * total + t) * kDim + d] =
-              t < pastLength ? past[((b * kHeads + h) * pastLength + t) * kDim + d]
-                             : float(ids[b * seq + t - pastLength] + 100 * h + 10 * d);
-    float sum = 0;
-    for (int64_t t = 0; t < total; ++t) {
-      sum += present[(b * kHeads * total + t) * kDim];
-      if (t >= pastLength)
-        writeLogits(logits + (b * seq + t - pastLength) * kVocab, nextId(int64_t(sum), t + 1));
-    }
-  }
-  return 0;
-}
-
-/// buffers: ids, mask, logits.
-int32_t fullKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
-  auto *ids = static_cast<const int64_t *>(buffers[0]);
-  auto *mask = static_cast<const int64_t *>(buffers[1]);
-  auto *logits = static_cast<float *>(buffers[2]);
-  int64_t batch = symbols[0], seq = symbols[1];
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t sum = 0;
-    for (int64_t t = 0; t < seq; ++t) {
-      if (mask[b * seq + t] != 1)
-        return 1;
-      sum += ids[b * seq + t];
-      writeLogits(logits + (b * seq + t) * kVocab, nextId(sum, t + 1));
-    }
-  }
-  return 0;
-}
-
-/// A toy decoder; `withCache` picks the variant. Names can be changed
-/// before descriptor() to test the role guessing.
-struct ToyDecoder {
-  explicit ToyDecoder(bool withCache) : cache(withCache) {
-    inputNames = {"input_ids", "attention_mask"};
-    outputNames = {"logits"};
-    if (cache) {
-      inputNames.push_back("past_key_0");
-      outputNames.push_back("present_key_0");
-    }
-  }
-
-  const onnxc_model_descriptor *descriptor() {
-    inputs = {{inputNames[0].c_str(), ONNXC_I64, 2, idsDims, "[batch, seq]"},
-              {inputNames[1].c_str(), ONNXC_I64, 2, cache ? maskCacheDims : idsDims,
-               cache ? "[batch, past + seq]" : "[batch, seq]"}};
-    outputs = {{outputNames[0].c_str(), ONNXC_F32, 3, logitsDims, "[batch, seq, 16]"}};
-    buffers = {{ONNXC_BUFFER_INPUT, 0, kIdsBytes, nullptr, 0, 0},
-               {ONNXC_BUFFER_INPUT, 1, cache ? kMaskBytes : kIdsBytes, nullptr, 0, 0}};
-    if (cache) {
-      inputs.push_back({inputNames[2].c_str(), ONNXC_F32, 4, pastDims, "[batch, 2, past, 3]"});
-      outputs.push_back(
-          {outputNames[1].c_str(), ONNXC_F32, 4, presentDims, "[batch, 2, past + seq, 3]"});
-      buffers.push_back({ONNXC_BUFFER_INPUT, 2, kPastBytes, nullptr, 0, 0});
-      buffers.push_back({ONNXC_BUFFER_OUTPUT, 1, kPresentBytes, nullptr, 0, 0});
-      stepBuffers = {0, 1, 2, 3, 4};
-    } else {
-      stepBuffers = {0, 1, 2};
-    }
-    buffers.push_back({ONNXC_BUFFER_OUTPUT, 0, kLogitsBytes, nullptr, 0, 0});
-    step = {"toy",
-            cache ? cacheKernel : fullKernel,
-            nullptr,
-            int32_t(stepBuffers.size()),
-            stepBuffers.data(),
-            "the mask is not all ones"};
-    model = {ONNXC_ABI_VERSION,
-             "toy",
-             cache ? 3 : 2,
-             symbolNames,
-             symbolSources,
-             int32_t(inputs.size()),
-             inputs.data(),
-             int32_t(outputs.size()),
-             outputs.data(),
-             int32_t(buffers.size()),
-             buffers.data(),
-             1,
-             &step,
-             0,
-             nullptr};
-    return &model;
-  }
-
-  bool cache;
-  std::vector<std::string> inputNames, outputNames;
-  const char *symbolNames[3] = {"batch", "seq", "past"};
-  onnxc_symbol_source symbolSources[3] = {{0, 0}, {0, 1}, {2, 2}};
-  onnxc_dim_expr idsDims[2] = {kBatch, kSeq};
-  onnxc_dim_expr maskCacheDims[2] = {kBatch, kTotal};
-  onnxc_dim_expr pastDims[4] = {kBatch, kHeadsExpr, kPast, kDimExpr};
-  onnxc_dim_expr presentDims[4] = {kBatch, kHeadsExpr, kTotal, kDimExpr};
-  onnxc_dim_expr logitsDims[3] = {kBatch, kSeq, kVocabExpr};
-  std::vector<onnxc_tensor_info> inputs, outputs;
-  std::vector<onnxc_buffer> buffers;
-  std::vector<int32_t> stepBuffers;
-  onnxc_step step{};
-  onnxc_model_descriptor model{};
-};
 
 struct GeneratorDeleter {
   void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }

@@ -5,6 +5,7 @@
 // Other tests see no difference beyond one thread-local check per allocation.
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorTestModel.h"
 #include "RuntimeTestModel.h"
 
 #include <gtest/gtest.h>
@@ -111,4 +112,32 @@ TEST(RuntimeAllocation, RepeatedShapesRunWithoutAllocating) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(allocationCount, 0);
   onnxc_session_destroy(session);
+}
+
+TEST(RuntimeAllocation, GeneratorStepsAllocateNothing) {
+  // The cache model at a preset capacity: after the first steps (the
+  // session's plan cache filling up), steps at ever longer contexts
+  // allocate nothing at all, let alone memory that grows with the context.
+  toy::ToyDecoder decoder(true);
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = 200;
+  options.capacity = 210;
+  options.num_threads = 2;
+  onnxc_generator *generator = onnxc_generator_create(decoder.descriptor(), &options);
+  ASSERT_NE(generator, nullptr) << onnxc_last_error();
+  int64_t prompt[] = {3, 9, 4}, token = 0;
+  ASSERT_EQ(onnxc_generator_prefill(generator, prompt, 3), 0) << onnxc_generator_error(generator);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(onnxc_generator_next(generator, &token), 1) << onnxc_generator_error(generator);
+
+  countingAllocations = true;
+  allocationCount = 0;
+  int produced = 0;
+  while (onnxc_generator_next(generator, &token) == 1)
+    ++produced;
+  countingAllocations = false;
+  EXPECT_EQ(produced, 180) << onnxc_generator_error(generator);
+  EXPECT_EQ(allocationCount, 0);
+  onnxc_generator_destroy(generator);
 }
