@@ -82,6 +82,17 @@ TEST(Generator, FullSequenceModeMatchesTheCacheMode) {
   EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 70));
 }
 
+TEST(Generator, PositionIdsAndI32TokenIds) {
+  ToyDecoder toy(true, true);
+  onnxc_generate_options opts = options(40);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_NE(std::string(onnxc_generator_describe(generator.get())).find("positions 'position_ids'"),
+            std::string::npos);
+  std::vector<int64_t> prompt = {7, 1, 12, 5};
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 40));
+}
+
 TEST(Generator, StopsAtTheEndTokenAndAtMaxNewTokens) {
   ToyDecoder toy(true);
   std::vector<int64_t> prompt = {3, 9, 4}, all = expectedTokens(prompt, 20);

@@ -29,6 +29,7 @@ inline const int64_t kHeadsExpr[] = {1, kHeads, 0};
 inline const int64_t kDimExpr[] = {1, kDim, 0};
 inline const int64_t kVocabExpr[] = {1, kVocab, 0};
 inline const int64_t kIdsBytes[] = {1, 8, 2, 0, 1};
+inline const int64_t kIds32Bytes[] = {1, 4, 2, 0, 1};
 inline const int64_t kMaskBytes[] = {2, 8, 2, 0, 2, 8, 2, 0, 1};
 inline const int64_t kPastBytes[] = {1, 4 * kHeads *kDim, 2, 0, 2};
 inline const int64_t kPresentBytes[] = {2, 4 * kHeads *kDim, 2, 0, 2, 4 * kHeads *kDim, 2, 0, 1};
@@ -41,9 +42,11 @@ inline void writeLogits(float *row, int64_t target) {
     row[v] = -float((v - target + kVocab) % kVocab);
 }
 
-/// buffers: ids, mask, past, present, logits.
-inline int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
-  auto *ids = static_cast<const int64_t *>(buffers[0]);
+/// The cache model's step for ids of type Id; `positions`, when given, must
+/// be past, past + 1, ... (the kernel fails otherwise).
+template <typename Id>
+int32_t cacheStep(void *const *buffers, const int64_t *symbols, const int64_t *positions) {
+  auto *ids = static_cast<const Id *>(buffers[0]);
   auto *mask = static_cast<const int64_t *>(buffers[1]);
   auto *past = static_cast<const float *>(buffers[2]);
   auto *present = static_cast<float *>(buffers[3]);
@@ -52,6 +55,9 @@ inline int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t t = 0; t < total; ++t)
       if (mask[b * total + t] != 1)
+        return 1;
+    for (int64_t s = 0; positions && s < seq; ++s)
+      if (positions[b * seq + s] != pastLength + s)
         return 1;
     for (int64_t h = 0; h < kHeads; ++h)
       for (int64_t t = 0; t < total; ++t)
@@ -67,6 +73,17 @@ inline int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t
     }
   }
   return 0;
+}
+
+/// buffers: ids, mask, past, present, logits.
+inline int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
+  return cacheStep<int64_t>(buffers, symbols, nullptr);
+}
+
+/// buffers: ids (i32), mask, past, present, logits, position_ids.
+inline int32_t cachePositionsKernel(void *const *buffers, const int64_t *symbols, int64_t,
+                                    int64_t) {
+  return cacheStep<int32_t>(buffers, symbols, static_cast<const int64_t *>(buffers[5]));
 }
 
 /// buffers: ids, mask, logits.
@@ -87,24 +104,29 @@ inline int32_t fullKernel(void *const *buffers, const int64_t *symbols, int64_t,
   return 0;
 }
 
-/// A toy decoder; `withCache` picks the variant. Names can be changed
-/// before descriptor() to test the role guessing.
+/// A toy decoder; `withCache` picks the variant, `withPositions` adds a
+/// position_ids input to the cache model and makes its ids i32. Names can be
+/// changed before descriptor() to test the role guessing.
 struct ToyDecoder {
-  explicit ToyDecoder(bool withCache) : cache(withCache) {
+  explicit ToyDecoder(bool withCache, bool withPositions = false)
+      : cache(withCache), positions(withCache && withPositions) {
     inputNames = {"input_ids", "attention_mask"};
     outputNames = {"logits"};
     if (cache) {
       inputNames.push_back("past_key_0");
       outputNames.push_back("present_key_0");
     }
+    if (positions)
+      inputNames.push_back("position_ids");
   }
 
   const onnxc_model_descriptor *descriptor() {
-    inputs = {{inputNames[0].c_str(), ONNXC_I64, 2, idsDims, "[batch, seq]"},
-              {inputNames[1].c_str(), ONNXC_I64, 2, cache ? maskCacheDims : idsDims,
-               cache ? "[batch, past + seq]" : "[batch, seq]"}};
+    inputs = {
+        {inputNames[0].c_str(), positions ? ONNXC_I32 : ONNXC_I64, 2, idsDims, "[batch, seq]"},
+        {inputNames[1].c_str(), ONNXC_I64, 2, cache ? maskCacheDims : idsDims,
+         cache ? "[batch, past + seq]" : "[batch, seq]"}};
     outputs = {{outputNames[0].c_str(), ONNXC_F32, 3, logitsDims, "[batch, seq, 16]"}};
-    buffers = {{ONNXC_BUFFER_INPUT, 0, kIdsBytes, nullptr, 0, 0},
+    buffers = {{ONNXC_BUFFER_INPUT, 0, positions ? kIds32Bytes : kIdsBytes, nullptr, 0, 0},
                {ONNXC_BUFFER_INPUT, 1, cache ? kMaskBytes : kIdsBytes, nullptr, 0, 0}};
     if (cache) {
       inputs.push_back({inputNames[2].c_str(), ONNXC_F32, 4, pastDims, "[batch, 2, past, 3]"});
@@ -117,8 +139,15 @@ struct ToyDecoder {
       stepBuffers = {0, 1, 2};
     }
     buffers.push_back({ONNXC_BUFFER_OUTPUT, 0, kLogitsBytes, nullptr, 0, 0});
+    if (positions) {
+      inputs.push_back({inputNames[3].c_str(), ONNXC_I64, 2, idsDims, "[batch, seq]"});
+      buffers.push_back({ONNXC_BUFFER_INPUT, 3, kIdsBytes, nullptr, 0, 0});
+      stepBuffers.push_back(5);
+    }
     step = {"toy",
-            cache ? cacheKernel : fullKernel,
+            positions ? cachePositionsKernel
+            : cache   ? cacheKernel
+                      : fullKernel,
             nullptr,
             int32_t(stepBuffers.size()),
             stepBuffers.data(),
@@ -141,7 +170,7 @@ struct ToyDecoder {
     return &model;
   }
 
-  bool cache;
+  bool cache, positions;
   std::vector<std::string> inputNames, outputNames;
   const char *symbolNames[3] = {"batch", "seq", "past"};
   onnxc_symbol_source symbolSources[3] = {{0, 0}, {0, 1}, {2, 2}};
