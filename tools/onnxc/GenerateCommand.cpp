@@ -116,6 +116,54 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
+struct Timings {
+  double prefillMs = 0;       ///< The prompt's run and the first token.
+  std::vector<double> stepMs; ///< Each later token.
+};
+
+/// Prefill and the token loop; prints the ids as they come with `stream`.
+std::vector<int64_t> generateAll(onnxc_generator *generator, const std::vector<int64_t> &prompt,
+                                 bool stream, const std::string &path, Timings &timings) {
+  Clock::time_point start = Clock::now();
+  if (onnxc_generator_prefill(generator, prompt.data(), int64_t(prompt.size())) != 0)
+    fail(path, ": ", onnxc_generator_error(generator));
+  std::vector<int64_t> tokens;
+  while (true) {
+    int64_t token = 0;
+    int status = onnxc_generator_next(generator, &token);
+    double ms = millisecondsSince(start);
+    if (status < 0) {
+      if (stream && !tokens.empty())
+        std::cout << "\n";
+      fail(path, ": after ", tokens.size(), " tokens: ", onnxc_generator_error(generator));
+    }
+    if (status == 0)
+      return tokens;
+    // The first token comes from the prompt's logits: it belongs to the prefill.
+    if (tokens.empty())
+      timings.prefillMs = ms;
+    else
+      timings.stepMs.push_back(ms);
+    tokens.push_back(token);
+    if (stream)
+      std::cout << (tokens.size() > 1 ? "," : "") << token << std::flush;
+    start = Clock::now();
+  }
+}
+
+void printBench(const Timings &timings, size_t promptLength, size_t generated) {
+  double total = timings.prefillMs;
+  for (double ms : timings.stepMs)
+    total += ms;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
+                "%zu tokens in %.3f ms\n",
+                timings.prefillMs, promptLength, median(timings.stepMs), timings.stepMs.size(),
+                generated, total);
+  std::cerr << line;
+}
+
 int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -126,7 +174,7 @@ int runGenerate(const ParsedArgs &args) {
   std::vector<int64_t> prompt = promptIds(args);
   std::string mapping;
   onnxc_generate_options options = generateOptions(args, mapping);
-  bool stream = args.has("stream"), bench = args.has("bench");
+  bool stream = args.has("stream");
   checkModelFile(path, "generate", ModelKinds::GraphsAndLibraries);
 
   std::unique_ptr<CompiledLibrary> compiled;
@@ -153,52 +201,14 @@ int runGenerate(const ParsedArgs &args) {
                     ? "using the KV cache"
                     : "no KV cache in the model, re-running the full sequence at every step")
             << " (" << onnxc_generator_describe(generator.get()) << ")\n";
-
-  Clock::time_point start = Clock::now();
-  if (onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())) != 0)
-    fail(path, ": ", onnxc_generator_error(generator.get()));
-  std::vector<int64_t> tokens;
-  std::vector<double> stepMs;
-  double prefillMs = 0;
-  while (true) {
-    int64_t token = 0;
-    int status = onnxc_generator_next(generator.get(), &token);
-    double ms = millisecondsSince(start);
-    if (status < 0) {
-      if (stream && !tokens.empty())
-        std::cout << "\n";
-      fail(path, ": after ", tokens.size(), " tokens: ", onnxc_generator_error(generator.get()));
-    }
-    if (status == 0)
-      break;
-    // The first token comes from the prompt's logits: it belongs to the prefill.
-    if (tokens.empty())
-      prefillMs = ms;
-    else
-      stepMs.push_back(ms);
-    tokens.push_back(token);
-    if (stream)
-      std::cout << (tokens.size() > 1 ? "," : "") << token << std::flush;
-    start = Clock::now();
-  }
+  Timings timings;
+  std::vector<int64_t> tokens = generateAll(generator.get(), prompt, stream, path, timings);
   if (!stream)
     for (size_t i = 0; i < tokens.size(); ++i)
       std::cout << (i ? "," : "") << tokens[i];
   std::cout << "\n";
-  if (bench) {
-    char line[256];
-    std::snprintf(
-        line, sizeof line,
-        "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
-        "%zu tokens in %.3f ms\n",
-        prefillMs, prompt.size(), median(stepMs), stepMs.size(), tokens.size(), prefillMs + [&] {
-          double sum = 0;
-          for (double ms : stepMs)
-            sum += ms;
-          return sum;
-        }());
-    std::cerr << line;
-  }
+  if (args.has("bench"))
+    printBench(timings, prompt.size(), tokens.size());
   return 0;
 }
 
