@@ -19,7 +19,7 @@
  * Roles come from the model's names and shapes: the token ids input
  * (`input_ids`, else the one rank-2 integer input that is no mask or
  * position), `attention_mask` (a name with "mask"; filled with ones),
- * `position_ids` (a name with "position"; filled with 0, 1, ...), the logits
+ * `position_ids` (a name with "position"; the new tokens' positions), the logits
  * output (a name with "logits", else the one float output of rank 2 or 3 that
  * is not a cache), and cache pairs: an input whose name has "past"
  * (past_key_values.0.key, past_key_0, past_key, past0, ...) pairs with the
