@@ -82,8 +82,8 @@ struct Heads3d {
 struct MaskTerm {
   Value *mask;
   MaskEncoding encoding;
-  double fill = 0;       // Where forms only
-  bool negated = false;  // subtracted (scores - bias, as ALiBi is often written)
+  double fill = 0;      // Where forms only
+  bool negated = false; // subtracted (scores - bias, as ALiBi is often written)
 };
 
 /// A rejected candidate's reason (a static string, so equal reasons tally).
@@ -219,11 +219,11 @@ std::optional<Heads3d> headsSource(const Value *v4) {
 
 /// What Kᵀ [b, h, d, Skv] was made from.
 struct KeyForms {
-  Value *k4 = nullptr;         // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
-  int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
-  Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
+  Value *k4 = nullptr;            // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
+  int64_t group = 1;              // query heads per K head, when repeat_kv was peeled
+  Value *splitHeads = nullptr;    // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
   std::vector<int64_t> splitToK4; // the perm from splitHeads to the 4-D K
-  Value *repeated = nullptr;       // the repeated K, when repeat_kv was peeled
+  Value *repeated = nullptr;      // the repeated K, when repeat_kv was peeled
   std::optional<Heads3d> k3;
 };
 
@@ -234,7 +234,8 @@ KeyForms keyForms(Value *kt, double &scale) {
     // [b, Skv, h, d] (or sequence-first [Skv, b, h, d]) straight to Kᵀ.
     bool seqFirst = isPerm(node, {1, 2, 3, 0});
     forms.splitHeads = node->operand(0);
-    forms.splitToK4 = seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+    forms.splitToK4 =
+        seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
     const Shape &shape = kt->shape();
     std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
     if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
@@ -438,8 +439,7 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
       if (!leadsToScoreMatMul(node->operand(0)) || leadsToScoreMatMul(node->operand(1)))
         throw Rejection{"a Sub before Softmax does not subtract a bias from the scores"};
       Value *bias = node->operand(1);
-      if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 ||
-          bias->shape().rank() > 4)
+      if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 || bias->shape().rank() > 4)
         throw Rejection{"a subtracted bias is not a float tensor of rank 1 to 4"};
       m.masks.push_back({bias, MaskEncoding::Additive, 0, /*negated=*/true});
       value = node->operand(0);
@@ -619,8 +619,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     }
     std::string why = "a subtracted bias (ALiBi) is an additive operand";
     std::optional<KeyBand> band =
-        term.negated ? std::nullopt
-                     : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+        term.negated ? std::nullopt : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
     if (band && !band->isEverything() && !offsetExpressible) {
       why = "query and key lengths differ and K and V are not a cache concatenated with the "
             "new keys (the op offsets its diagonal only by a past_key operand)";
@@ -630,8 +629,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
       plan.band = plan.band.intersect(*band);
       additiveBand = additiveBand || !isWhere;
       continue;
-    }
-    else if (band)
+    } else if (band)
       why = "its band " + bandText(*band) + " is neither causal nor symmetric";
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
     if (plan.operand && additiveOperand && isWhere && m.zeroing && &term == &m.masks.front() &&
@@ -773,7 +771,7 @@ private:
   /// Replaces `reader` = Shape(t) {start, end} of a 4-D t by the matching
   /// slice of `dims` (one 1-element tensor per axis of t, concatenated).
   static void replaceShapeReader(Graph &graph, std::vector<Node *> &created, Node *reader,
-                               const std::vector<Value *> &dims) {
+                                 const std::vector<Value *> &dims) {
     int64_t rank = 4;
     auto clampAxis = [rank](int64_t axis) {
       return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
@@ -788,8 +786,7 @@ private:
       std::vector<Value *> operands = {
           full, constantI64(graph, "attention.dims.start", {start}),
           constantI64(graph, "attention.dims.end", {std::max(start, end)})};
-      picked =
-          create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+      picked = create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
     }
     std::string name = reader->result(0)->name();
     graph.replaceAllUsesWith(reader->result(0), picked);
@@ -819,9 +816,9 @@ private:
                       {{"start", Attribute(start)}, {"end", Attribute(end)}})
             ->result(0);
       };
-      replaceShapeReader(graph, created, reader,
-                         {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}),
-                          dimsOf(2, 4)});
+      replaceShapeReader(
+          graph, created, reader,
+          {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}), dimsOf(2, 4)});
     }
   }
 
@@ -858,9 +855,9 @@ private:
                    {any, constantI64(graph, name + ".heads", {int64_t(any->shape().rank()) - 3})},
                    name, before)
                 ->result(0);
-    Value *seesKey = create(graph, created, OpKind::Cast, {any}, name, before,
-                            {{"to", Attribute(int64_t(9))}})
-                         ->result(0);
+    Value *seesKey =
+        create(graph, created, OpKind::Cast, {any}, name, before, {{"to", Attribute(int64_t(9))}})
+            ->result(0);
     Value *zero = graph.addConstant(graph.uniqueName(name + ".zero"), Tensor::scalar<float>(0.0f));
     return create(graph, created, OpKind::Where, {seesKey, result, zero}, name, before)->result(0);
   }
@@ -977,10 +974,10 @@ private:
         // torch's out_proj reads the [Sq*b, h*dv] view of [Sq, b, h*dv].
         const Shape &flat = root->result(0)->shape();
         std::optional<int64_t> width = flat[1].constant();
-        result = create(graph, created, OpKind::Reshape,
-                        {result, constantI64(graph, base + ".flat", {-1, *width})},
-                        base + ".flat", root)
-                     ->result(0);
+        result =
+            create(graph, created, OpKind::Reshape,
+                   {result, constantI64(graph, base + ".flat", {-1, *width})}, base + ".flat", root)
+                ->result(0);
       }
       if (result->type() != root->result(0)->type())
         throw Rejection{"the fused op's result type differs from the pattern's"};

@@ -448,18 +448,17 @@ private:
     if (op.form == FoldedOperand::SeqFirstProjection) {
       // [S, b, h*d] -> [S, b, h, d] -> [b, h, S, d]: the sequence-first
       // head split fuse-attention reads in place (seq_first).
-      Value *split = create(OpKind::Reshape,
-                            {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
-                            name + ".split")
-                         ->result(0);
+      Value *split =
+          create(OpKind::Reshape, {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
+                 name + ".split")
+              ->result(0);
       value = create(OpKind::Transpose, {split}, name + ".heads",
                      {{"perm", Attribute(std::vector<int64_t>{1, 2, 0, 3})}})
                   ->result(0);
     }
     for (auto it = op.scales.rbegin(); it != op.scales.rend(); ++it) {
-      std::vector<Value *> operands =
-          it->constantFirst ? std::vector<Value *>{it->constant, value}
-                            : std::vector<Value *>{value, it->constant};
+      std::vector<Value *> operands = it->constantFirst ? std::vector<Value *>{it->constant, value}
+                                                        : std::vector<Value *>{value, it->constant};
       value = create(it->kind, operands, name + ".scale")->result(0);
     }
     return value;
@@ -508,9 +507,9 @@ private:
           else
             operands.push_back(liftSide(operand, foldedBatch, base + ".mask4"));
         }
-        Node *copy = graph_.createNode(node->kind(), operands, 1, node->name(),
-                                       {graph_.uniqueName(node->result(0)->name() + ".4d")},
-                                       insertBefore_);
+        Node *copy =
+            graph_.createNode(node->kind(), operands, 1, node->name(),
+                              {graph_.uniqueName(node->result(0)->name() + ".4d")}, insertBefore_);
         created_.push_back(copy);
         for (const auto &[key, value] : node->attributes())
           copy->setAttr(key, value);
@@ -529,7 +528,7 @@ private:
         measureInstead(softmax_.result(0), probs);
       // Zeroing Wheres were on the 4-D view already: the same ones on the
       // lifted probabilities.
-      for (Value *unlifted = softmax_.result(0); Node *zero : zeroing_) {
+      for (Value *unlifted = softmax_.result(0); Node * zero : zeroing_) {
         size_t kept = *zeroedProbabilities(*zero, unlifted);
         std::vector<Value *> operands = {zero->operand(0), zero->operand(1), zero->operand(2)};
         operands[kept] = probs;
@@ -539,9 +538,9 @@ private:
       }
       Value *o4 = create(OpKind::MatMul, {probs, v4}, output_->name())->result(0);
       // Back to [b*h, Sq, dv] for the users: [-1] ++ dims 2.. of o4.
-      Value *tail = create(OpKind::Shape, {o4}, base + ".o3.dims",
-                           {{"start", Attribute(int64_t(2))}})
-                        ->result(0);
+      Value *tail =
+          create(OpKind::Shape, {o4}, base + ".o3.dims", {{"start", Attribute(int64_t(2))}})
+              ->result(0);
       Value *target = create(OpKind::Concat, {constantI64(base + ".o3.batch", {-1}), tail},
                              base + ".o3.dims", {{"axis", Attribute(int64_t(0))}})
                           ->result(0);
@@ -594,7 +593,9 @@ private:
       Value *full = create(OpKind::Concat, {foldedBatch, dims(2, 4)}, base + ".o3.dims",
                            {{"axis", Attribute(int64_t(0))}})
                         ->result(0);
-      auto clamp = [](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + 3 : axis, 0, 3); };
+      auto clamp = [](int64_t axis) {
+        return std::clamp<int64_t>(axis < 0 ? axis + 3 : axis, 0, 3);
+      };
       int64_t start = clamp(reader->getInt("start", 0)), end = clamp(reader->getInt("end", 3));
       Value *picked = full;
       if (start != 0 || end != 3)
