@@ -1,0 +1,212 @@
+//===- exporter/AttentionExport.cpp - Attention ops as standard ONNX --------===//
+//
+// The IR's Attention is ONNX's opset-23 op plus three onnxc attributes, each
+// rewritten into standard ops here:
+//
+//   seq_first = 1   Q, K, V, Y are [S, b, h*d]: Transpose(1, 0, 2) around the op.
+//   window = r      keys with |j - (i + past)| > r are hidden: a bool band
+//                   mask built from the shapes (Range, Sub, Abs, LessOrEqual).
+//   mask_fill = f   a hidden key scores f instead of -inf: an additive float
+//                   mask Where(visible, m, f + m). Exact in f32 when s + f
+//                   rounds to f (|f| >= 1e30, as finfo.min fills are); a
+//                   smaller finite fill stays an `onnxc` op.
+//
+// is_causal with a past_key is written as the band too: onnxc's diagonal is
+// offset by the past length (query i sees keys up to i + past), which is
+// the form that holds for every onnxruntime version.
+//
+// AdditiveAttention (Bahdanau) becomes the ops it was fused from:
+//
+//   Unsqueeze(q, 2) + Unsqueeze(k, 1) -> Tanh -> MatMul(score) -> [mask] -> Softmax -> MatMul(V)
+//
+//===----------------------------------------------------------------------===//
+#include "exporter/NodeExport.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace onnxc {
+
+namespace {
+
+/// A finite fill this large is absorbed by any score: s + f rounds to f.
+constexpr double kAbsorbingFill = -1e30;
+
+/// Helpers that name the temporaries after the node they come from.
+struct Builder {
+  OnnxGraphWriter &writer;
+  const Node &node;
+  std::string base; // prefix of temp names
+
+  std::string op(std::string_view type, std::vector<std::string> inputs, const std::string &what) {
+    return writer.addTemp(type, std::move(inputs), base + "." + what, node.name());
+  }
+  /// dims[axis] of `tensor` as an i64 scalar.
+  std::string dim(const std::string &tensor, int64_t axis, const std::string &what) {
+    std::string oneElement = writer.freshName(base + "." + what + "_shape");
+    onnx::NodeProto &shape = writer.addNode("Shape", {tensor}, {oneElement}, node.name() + "/Shape");
+    addIntAttribute(shape, "start", axis);
+    addIntAttribute(shape, "end", axis + 1);
+    return op("Squeeze", {oneElement, writer.int64s(base + ".axes0", {0})}, what);
+  }
+};
+
+/// The keys each query may see under is_causal / window, as a bool
+/// [Sq, past + Sk] tensor: d = j - (i + past); causal: d <= 0; window r: |d| <= r.
+std::string bandMask(Builder &b, const std::string &q, const std::string &k,
+                     const std::string &pastKey, int64_t seqAxis, bool causal, int64_t window) {
+  std::string zero = b.writer.scalar(b.base + ".zero", DType::I64, 0);
+  std::string one = b.writer.scalar(b.base + ".one", DType::I64, 1);
+  std::string querySeq = b.dim(q, seqAxis, "q_seq");
+  std::string total = b.dim(k, seqAxis, "kv_seq");
+  std::string queryPos = b.op("Range", {zero, querySeq, one}, "q_pos");
+  if (!pastKey.empty()) {
+    std::string past = b.dim(pastKey, 2, "past_seq");
+    total = b.op("Add", {total, past}, "total_seq");
+    queryPos = b.op("Add", {queryPos, past}, "q_pos_after_past");
+  }
+  std::string keyPos = b.op("Range", {zero, total, one}, "k_pos");
+  std::string column = b.op("Unsqueeze", {queryPos, b.writer.int64s(b.base + ".axes1", {1})}, "q_col");
+  std::string distance = b.op("Sub", {keyPos, column}, "distance");
+  std::string visible;
+  if (causal)
+    visible = b.op("LessOrEqual", {distance, zero}, "causal");
+  if (window >= 0) {
+    std::string width = b.writer.scalar(b.base + ".window", DType::I64, double(window));
+    std::string inBand =
+        b.op("LessOrEqual", {b.op("Abs", {distance}, "abs_distance"), width}, "in_window");
+    visible = visible.empty() ? inBand : b.op("And", {visible, inBand}, "visible_band");
+  }
+  return visible;
+}
+
+/// onnxruntime reads attn_mask as [..., Sq, total] with no broadcasting of
+/// the query axis (1.23 computes garbage for [b, 1, 1, total], 1.32 refuses
+/// it), so a mask that broadcasts over the queries is expanded to Sq rows:
+/// Expand(mask, [Sq, 1]).
+std::string expandQueryAxis(Builder &b, const std::string &mask, const Value &maskValue,
+                            const std::string &q, int64_t seqAxis, const Dim &querySeq) {
+  const Shape &shape = maskValue.shape();
+  if (shape.isRanked() && shape.rank() >= 2 && shape[shape.rank() - 2] == querySeq)
+    return mask;
+  std::string rows = b.writer.freshName(b.base + ".q_rows");
+  onnx::NodeProto &rowCount = b.writer.addNode("Shape", {q}, {rows}, b.node.name() + "/Shape");
+  addIntAttribute(rowCount, "start", seqAxis);
+  addIntAttribute(rowCount, "end", seqAxis + 1);
+  std::string target = b.writer.freshName(b.base + ".mask_rows");
+  onnx::NodeProto &concat = b.writer.addNode(
+      "Concat", {rows, b.writer.int64s(b.base + ".one_column", {1})}, {target},
+      b.node.name() + "/Concat");
+  addIntAttribute(concat, "axis", 0);
+  return b.op("Expand", {mask, target}, "mask_per_query");
+}
+
+} // namespace
+
+void exportAttention(OnnxGraphWriter &writer, const Node &node) {
+  std::optional<double> fill;
+  if (node.hasAttr("mask_fill") && !std::isinf(node.getFloat("mask_fill", 0.0f)))
+    fill = node.getFloat("mask_fill", 0.0f);
+  if (fill && *fill > kAbsorbingFill) {
+    writer.exportCustom(node);
+    return;
+  }
+  Builder b{writer, node, writer.name(node.result(0))};
+  DType dtype = node.operand(0)->dtype();
+  bool seqFirst = node.getInt("seq_first", 0) != 0;
+  bool causal = node.getInt("is_causal", 0) != 0;
+  int64_t window = node.getInt("window", -1);
+  const Value *maskValue = node.operand(3);
+  bool boolMask = maskValue && maskValue->dtype() == DType::Bool;
+  std::string q = writer.name(node.operand(0)), k = writer.name(node.operand(1)),
+              v = writer.name(node.operand(2)), mask = writer.name(maskValue),
+              pastKey = writer.name(node.operand(4)), pastValue = writer.name(node.operand(5));
+  if (seqFirst) {
+    auto toBatchFirst = [&](const std::string &x, const std::string &what) {
+      onnx::NodeProto &t = writer.addNode("Transpose", {x}, {writer.freshName(b.base + "." + what)},
+                                          node.name() + "/Transpose");
+      addIntsAttribute(t, "perm", {1, 0, 2});
+      return t.output(0);
+    };
+    q = toBatchFirst(q, "q_batch_first");
+    k = toBatchFirst(k, "k_batch_first");
+    v = toBatchFirst(v, "v_batch_first");
+  }
+
+  int64_t seqAxis = node.operand(0)->shape().rank() == 3 ? 1 : 2;
+  if (maskValue) {
+    const Shape &qShape = node.operand(0)->shape();
+    Dim querySeq = qShape.isRanked() ? qShape[seqFirst ? 0 : seqAxis] : Dim::unknown();
+    mask = expandQueryAxis(b, mask, *maskValue, q, seqAxis, querySeq);
+  }
+  bool band = window >= 0 || (causal && !pastKey.empty()) || (fill && causal);
+  if (band || (fill && boolMask)) {
+    std::string visible = band ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
+    if (boolMask)
+      visible = visible.empty() ? mask : b.op("And", {visible, mask}, "visible");
+    if (fill) {
+      std::string kept = maskValue && !boolMask ? mask : writer.scalar(b.base + ".kept", dtype, 0);
+      std::string fillValue = writer.scalar(b.base + ".fill", dtype, *fill);
+      std::string hidden =
+          maskValue && !boolMask ? b.op("Add", {mask, fillValue}, "hidden_score") : fillValue;
+      mask = b.op("Where", {visible, kept, hidden}, "additive_mask");
+    } else if (maskValue && !boolMask) {
+      std::string minusInf =
+          writer.scalar(b.base + ".minus_inf", dtype, -std::numeric_limits<double>::infinity());
+      mask = b.op("Where", {visible, mask, minusInf}, "additive_mask");
+    } else {
+      mask = visible;
+    }
+    causal = false; // the band holds it
+  }
+
+  std::vector<std::string> outputs;
+  for (const Value *result : node.results())
+    outputs.push_back(writer.name(result));
+  if (seqFirst)
+    outputs[0] = writer.freshName(b.base + ".batch_first");
+  // onnxruntime runs a past only with the present outputs named too.
+  if (!pastKey.empty()) {
+    for (const char *present : {".present_key", ".present_value"})
+      if (outputs.size() < 3)
+        outputs.push_back(writer.freshName(b.base + present));
+  }
+  onnx::NodeProto &attention =
+      writer.addNode("Attention", {q, k, v, mask, pastKey, pastValue}, outputs, node.name());
+  writer.copyAttributes(node, attention, {"seq_first", "window", "mask_fill", "is_causal"});
+  if (causal)
+    addIntAttribute(attention, "is_causal", 1);
+  if (seqFirst) {
+    onnx::NodeProto &t = writer.addNode("Transpose", {outputs[0]}, {writer.name(node.result(0))},
+                                        node.name() + "/Transpose");
+    addIntsAttribute(t, "perm", {1, 0, 2});
+  }
+}
+
+void exportAdditiveAttention(OnnxGraphWriter &writer, const Node &node) {
+  Builder b{writer, node, writer.name(node.result(0))};
+  DType dtype = node.operand(0)->dtype();
+  std::string query = b.op("Unsqueeze", {writer.name(node.operand(0)), writer.int64s(b.base + ".axes2", {2})},
+                           "query_rows");
+  std::string key = b.op("Unsqueeze", {writer.name(node.operand(1)), writer.int64s(b.base + ".axes1", {1})},
+                         "key_columns");
+  std::string energy = b.op("Tanh", {b.op("Add", {query, key}, "sum")}, "energy");
+  std::string scores = b.op("MatMul", {energy, writer.name(node.operand(3))}, "scores");
+  if (const Value *mask = node.operand(4)) {
+    if (mask->dtype() == DType::Bool) {
+      double fillValue = node.getFloat("mask_fill", -std::numeric_limits<float>::infinity());
+      std::string fill = writer.scalar(b.base + ".fill", dtype, fillValue);
+      scores = b.op("Where", {writer.name(mask), scores, fill}, "masked");
+    } else {
+      scores = b.op("Add", {scores, writer.name(mask)}, "masked");
+    }
+  }
+  std::string weights = writer.freshName(b.base + ".weights");
+  onnx::NodeProto &softmax = writer.addNode("Softmax", {scores}, {weights}, node.name() + "/Softmax");
+  addIntAttribute(softmax, "axis", -1);
+  writer.addNode("MatMul", {weights, writer.name(node.operand(2))}, {writer.name(node.result(0))},
+                 node.name());
+}
+
+} // namespace onnxc

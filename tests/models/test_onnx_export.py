@@ -1,0 +1,78 @@
+"""`onnxc dump --format=onnx` of every test model runs in onnxruntime and matches the original.
+
+    ONNXC=build/tools/onnxc ONNXC_MODEL_DIR=build/models .venv/bin/python -m pytest tests/models/test_onnx_export.py -v
+
+For each model in manifest.json: dump at -O2 (the fused graph: Attention, LayerNormalization,
+RMSNormalization, Gelu as standard ONNX ops, onnxc's own ops decomposed) to ONNX, check it with
+the onnx checker, run it with onnxruntime on the inputs of the model's last test shape and compare
+with onnxruntime's run of the original model at the model's tolerance. The exported model may keep
+no op in the `onnxc` domain unless KEPT_CUSTOM lists the model with the reason. A second test does
+the same at -O0 for a few models (the unoptimized graph round-trips). One shape per model keeps it
+cheap: the models are the ones build_models.py already exported.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from model_inputs import make_inputs, shape_id  # noqa: E402
+from ort_reference import run_ort  # noqa: E402
+from test_models import MANIFEST, compare, model_path, onnxc_binary, reference  # noqa: E402
+
+# Models whose export keeps ops in the onnxc domain, with why (docs/OUTPUTS.md). Empty: every
+# zoo model's fused graph has a standard form.
+KEPT_CUSTOM = {}
+# -O0 round trips: one model per importer family is enough to show nothing is lost on the way.
+ROUND_TRIP_O0 = ("bert_op14", "hf_gpt2_op17", "lstm_attn_op17", "attention_op23", "hf_t5_op17")
+
+
+def export(entry: dict, directory, opt_level: str) -> tuple:
+    """(path of the exported model, custom ops the export reported)."""
+    destination = str(directory / f"{entry['name']}{opt_level}.onnx")
+    command = [onnxc_binary(), "dump", model_path(entry), opt_level, "--format=onnx", "-o", destination,
+               "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        pytest.fail(f"exit code {result.returncode}: {' '.join(command)}\nstderr: {result.stderr.strip()[-3000:]}")
+    document = json.loads(result.stdout)
+    assert document["format"] == "onnx" and document["output"] == destination
+    return destination, document["custom_ops"]
+
+
+def check_runs_like_original(entry: dict, exported: str) -> None:
+    import onnx
+    model = onnx.load(exported)
+    onnx.checker.check_model(model)
+    dims = entry["test_shapes"][-1]
+    feeds, want = reference(entry, dims)
+    got = run_ort(exported, feeds)
+    assert sorted(got) == sorted(want), f"outputs {sorted(got)}, expected {sorted(want)}"
+    for name, value in want.items():
+        compare(f"{entry['name']} {shape_id(dims)} {name} (exported vs original)", got[name], value,
+                entry["tolerance"])
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["name"]) for e in MANIFEST["models"]])
+def test_exported_o2_runs_in_onnxruntime(entry, tmp_path):
+    exported, custom = export(entry, tmp_path, "-O2")
+    expected = KEPT_CUSTOM.get(entry["name"], {}).get("ops", [])
+    assert custom == expected, f"{entry['name']}: ops kept in the onnxc domain: {custom}"
+    print(f"{entry['name']}: custom ops {custom or 'none'}")
+    if custom:
+        pytest.skip(f"keeps {custom}: {KEPT_CUSTOM[entry['name']]['reason']}")
+    check_runs_like_original(entry, exported)
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP_O0)
+def test_exported_o0_round_trips(name, tmp_path):
+    entry = next(e for e in MANIFEST["models"] if e["name"] == name)
+    exported, custom = export(entry, tmp_path, "-O0")
+    assert custom == []
+    check_runs_like_original(entry, exported)
