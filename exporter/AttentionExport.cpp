@@ -9,7 +9,9 @@
 //   mask_fill = f   a hidden key scores f instead of -inf: an additive float
 //                   mask Where(visible, m, f + m). Exact in f32 when s + f
 //                   rounds to f (|f| >= 1e30, as finfo.min fills are); a
-//                   smaller finite fill stays an `onnxc` op.
+//                   smaller finite fill is decomposed into MatMul, Where,
+//                   Softmax, MatMul (AttentionDecomposition.cpp), or kept as
+//                   an `onnxc` op when that needs what is not constant.
 //
 // is_causal with a past_key is written as the band too: onnxc's diagonal is
 // offset by the past length (query i sees keys up to i + past), which is
@@ -20,6 +22,7 @@
 //   Unsqueeze(q, 2) + Unsqueeze(k, 1) -> Tanh -> MatMul(score) -> [mask] -> Softmax -> MatMul(V)
 //
 //===----------------------------------------------------------------------===//
+#include "exporter/AttentionExportSupport.h"
 #include "exporter/NodeExport.h"
 
 #include <cmath>
@@ -33,28 +36,11 @@ namespace {
 /// A finite fill this large is absorbed by any score: s + f rounds to f.
 constexpr double kAbsorbingFill = -1e30;
 
-/// Helpers that name the temporaries after the node they come from.
-struct Builder {
-  OnnxGraphWriter &writer;
-  const Node &node;
-  std::string base; // prefix of temp names
-
-  std::string op(std::string_view type, std::vector<std::string> inputs, const std::string &what) {
-    return writer.addTemp(type, std::move(inputs), base + "." + what, node.name());
-  }
-  /// dims[axis] of `tensor` as an i64 scalar.
-  std::string dim(const std::string &tensor, int64_t axis, const std::string &what) {
-    std::string oneElement = writer.freshName(base + "." + what + "_shape");
-    onnx::NodeProto &shape = writer.addNode("Shape", {tensor}, {oneElement}, node.name() + "/Shape");
-    addIntAttribute(shape, "start", axis);
-    addIntAttribute(shape, "end", axis + 1);
-    return op("Squeeze", {oneElement, writer.int64s(base + ".axes0", {0})}, what);
-  }
-};
-
 /// The keys each query may see under is_causal / window, as a bool
 /// [Sq, past + Sk] tensor: d = j - (i + past); causal: d <= 0; window r: |d| <= r.
-std::string bandMask(Builder &b, const std::string &q, const std::string &k,
+} // namespace
+
+std::string bandMask(AttentionBuilder &b, const std::string &q, const std::string &k,
                      const std::string &pastKey, int64_t seqAxis, bool causal, int64_t window) {
   std::string zero = b.writer.scalar(b.base + ".zero", DType::I64, 0);
   std::string one = b.writer.scalar(b.base + ".one", DType::I64, 1);
@@ -81,11 +67,13 @@ std::string bandMask(Builder &b, const std::string &q, const std::string &k,
   return visible;
 }
 
+namespace {
+
 /// onnxruntime reads attn_mask as [..., Sq, total] with no broadcasting of
 /// the query axis (1.23 computes garbage for [b, 1, 1, total], 1.32 refuses
 /// it), so a mask that broadcasts over the queries is expanded to Sq rows:
 /// Expand(mask, [Sq, 1]).
-std::string expandQueryAxis(Builder &b, const std::string &mask, const Value &maskValue,
+std::string expandQueryAxis(AttentionBuilder &b, const std::string &mask, const Value &maskValue,
                             const std::string &q, int64_t seqAxis, const Dim &querySeq) {
   const Shape &shape = maskValue.shape();
   if (shape.isRanked() && shape.rank() >= 2 && shape[shape.rank() - 2] == querySeq)
@@ -102,18 +90,62 @@ std::string expandQueryAxis(Builder &b, const std::string &mask, const Value &ma
   return b.op("Expand", {mask, target}, "mask_per_query");
 }
 
+void writeStandard(AttentionBuilder &b, std::vector<std::string> inputs, bool boolMask, bool hasMask,
+                   std::optional<double> fill, bool causal, int64_t window, int64_t seqAxis,
+                   std::vector<std::string> outputs) {
+  OnnxGraphWriter &writer = b.writer;
+  const Node &node = b.node;
+  DType dtype = node.operand(0)->dtype();
+  const std::string &q = inputs[0], &k = inputs[1], &pastKey = inputs[4];
+  std::string &mask = inputs[3];
+  bool band = window >= 0 || (causal && !pastKey.empty()) || (fill && causal);
+  if (band || (fill && boolMask)) {
+    std::string visible = band ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
+    if (boolMask)
+      visible = visible.empty() ? mask : b.op("And", {visible, mask}, "visible");
+    if (fill) {
+      std::string kept = hasMask && !boolMask ? mask : writer.scalar(b.base + ".kept", dtype, 0);
+      std::string fillValue = writer.scalar(b.base + ".fill", dtype, *fill);
+      std::string hidden =
+          hasMask && !boolMask ? b.op("Add", {mask, fillValue}, "hidden_score") : fillValue;
+      mask = b.op("Where", {visible, kept, hidden}, "additive_mask");
+    } else if (hasMask && !boolMask) {
+      std::string minusInf =
+          writer.scalar(b.base + ".minus_inf", dtype, -std::numeric_limits<double>::infinity());
+      mask = b.op("Where", {visible, mask, minusInf}, "additive_mask");
+    } else {
+      mask = visible;
+    }
+    causal = false; // the band holds it
+  }
+
+  // onnxruntime runs a past only with the present outputs named too.
+  if (!pastKey.empty()) {
+    for (const char *present : {".present_key", ".present_value"})
+      if (outputs.size() < 3)
+        outputs.push_back(writer.freshName(b.base + present));
+  }
+  onnx::NodeProto &attention = writer.addNode("Attention", inputs, outputs, node.name());
+  writer.copyAttributes(node, attention, {"seq_first", "window", "mask_fill", "is_causal"});
+  if (causal)
+    addIntAttribute(attention, "is_causal", 1);
+}
+
 } // namespace
 
 void exportAttention(OnnxGraphWriter &writer, const Node &node) {
   std::optional<double> fill;
   if (node.hasAttr("mask_fill") && !std::isinf(node.getFloat("mask_fill", 0.0f)))
     fill = node.getFloat("mask_fill", 0.0f);
+  std::optional<AttentionDecomposition> decomposed;
   if (fill && *fill > kAbsorbingFill) {
-    writer.exportCustom(node);
-    return;
+    decomposed = planAttentionDecomposition(node);
+    if (!decomposed) {
+      writer.exportCustom(node);
+      return;
+    }
   }
-  Builder b{writer, node, writer.name(node.result(0))};
-  DType dtype = node.operand(0)->dtype();
+  AttentionBuilder b{writer, node, writer.name(node.result(0))};
   bool seqFirst = node.getInt("seq_first", 0) != 0;
   bool causal = node.getInt("is_causal", 0) != 0;
   int64_t window = node.getInt("window", -1);
@@ -140,43 +172,21 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
     Dim querySeq = qShape.isRanked() ? qShape[seqFirst ? 0 : seqAxis] : Dim::unknown();
     mask = expandQueryAxis(b, mask, *maskValue, q, seqAxis, querySeq);
   }
-  bool band = window >= 0 || (causal && !pastKey.empty()) || (fill && causal);
-  if (band || (fill && boolMask)) {
-    std::string visible = band ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
-    if (boolMask)
-      visible = visible.empty() ? mask : b.op("And", {visible, mask}, "visible");
-    if (fill) {
-      std::string kept = maskValue && !boolMask ? mask : writer.scalar(b.base + ".kept", dtype, 0);
-      std::string fillValue = writer.scalar(b.base + ".fill", dtype, *fill);
-      std::string hidden =
-          maskValue && !boolMask ? b.op("Add", {mask, fillValue}, "hidden_score") : fillValue;
-      mask = b.op("Where", {visible, kept, hidden}, "additive_mask");
-    } else if (maskValue && !boolMask) {
-      std::string minusInf =
-          writer.scalar(b.base + ".minus_inf", dtype, -std::numeric_limits<double>::infinity());
-      mask = b.op("Where", {visible, mask, minusInf}, "additive_mask");
-    } else {
-      mask = visible;
-    }
-    causal = false; // the band holds it
-  }
-
   std::vector<std::string> outputs;
   for (const Value *result : node.results())
     outputs.push_back(writer.name(result));
   if (seqFirst)
     outputs[0] = writer.freshName(b.base + ".batch_first");
-  // onnxruntime runs a past only with the present outputs named too.
-  if (!pastKey.empty()) {
-    for (const char *present : {".present_key", ".present_value"})
-      if (outputs.size() < 3)
-        outputs.push_back(writer.freshName(b.base + present));
+  if (decomposed) {
+    std::string visible = causal || window >= 0 ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
+    if (boolMask)
+      visible = visible.empty() ? mask : b.op("And", {visible, mask}, "visible");
+    writeDecomposedAttention(b, *decomposed, {q, k, v, pastKey, pastValue}, visible,
+                    maskValue && !boolMask ? mask : "", *fill, outputs);
+  } else {
+    writeStandard(b, {q, k, v, mask, pastKey, pastValue}, boolMask, maskValue != nullptr, fill,
+                  causal, window, seqAxis, outputs);
   }
-  onnx::NodeProto &attention =
-      writer.addNode("Attention", {q, k, v, mask, pastKey, pastValue}, outputs, node.name());
-  writer.copyAttributes(node, attention, {"seq_first", "window", "mask_fill", "is_causal"});
-  if (causal)
-    addIntAttribute(attention, "is_causal", 1);
   if (seqFirst) {
     onnx::NodeProto &t = writer.addNode("Transpose", {outputs[0]}, {writer.name(node.result(0))},
                                         node.name() + "/Transpose");
@@ -185,7 +195,7 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
 }
 
 void exportAdditiveAttention(OnnxGraphWriter &writer, const Node &node) {
-  Builder b{writer, node, writer.name(node.result(0))};
+  AttentionBuilder b{writer, node, writer.name(node.result(0))};
   DType dtype = node.operand(0)->dtype();
   std::string query = b.op("Unsqueeze", {writer.name(node.operand(0)), writer.int64s(b.base + ".axes2", {2})},
                            "query_rows");

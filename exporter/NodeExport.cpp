@@ -13,6 +13,50 @@ namespace onnxc {
 
 namespace {
 
+/// A LayerNorm / RMSNorm scale or bias as onnxruntime takes it: of shape
+/// X.shape[axis:] exactly (it refuses the broadcasting ONNX allows, a [1]
+/// scale over [s, 8]), so anything else is expanded to that shape.
+std::string normalizedShapeParam(OnnxGraphWriter &writer, const Node &node, const Value *x,
+                                 const std::string &xName, const Value *param) {
+  if (!param)
+    return "";
+  const Shape &xShape = x->shape(), &paramShape = param->shape();
+  int64_t axis = node.getInt("axis", -1);
+  if (!xShape.isRanked() || !paramShape.isRanked())
+    return writer.name(param);
+  if (axis < 0)
+    axis += int64_t(xShape.rank());
+  if (axis < 0 || axis > int64_t(xShape.rank()))
+    return writer.name(param); // the verifier's to report, not the exporter's
+  std::vector<Dim> normalized(xShape.dims().begin() + axis, xShape.dims().end());
+  if (paramShape.dims() == normalized)
+    return writer.name(param);
+  std::string shape = writer.freshName(writer.name(param) + ".normalized_shape");
+  onnx::NodeProto &shapeNode = writer.addNode("Shape", {xName}, {shape}, node.name() + "/Shape");
+  addIntAttribute(shapeNode, "start", axis);
+  return writer.addTemp("Expand", {writer.name(param), shape}, writer.name(param) + ".expanded",
+                        node.name());
+}
+
+/// LayerNormalization / RMSNormalization of `xName` (the value `x` has).
+void exportNormalization(OnnxGraphWriter &writer, const Node &node, const Value *x,
+                         const std::string &xName, std::vector<std::string> outputs) {
+  std::vector<std::string> inputs = {xName};
+  for (size_t i = node.kind() == OpKind::SkipLayerNormalization ? 2 : 1; i < node.numOperands(); ++i)
+    inputs.push_back(normalizedShapeParam(writer, node, x, xName, node.operand(i)));
+  std::string_view op =
+      node.kind() == OpKind::RMSNormalization ? "RMSNormalization" : "LayerNormalization";
+  onnx::NodeProto &norm = writer.addNode(op, std::move(inputs), std::move(outputs), node.name());
+  writer.copyAttributes(node, norm);
+}
+
+std::vector<std::string> resultNames(const OnnxGraphWriter &writer, const Node &node) {
+  std::vector<std::string> names;
+  for (const Value *result : node.results())
+    names.push_back(writer.name(result));
+  return names;
+}
+
 /// SkipLayerNormalization(x, skip, scale[, bias]) -> Y[, x + skip] is the Add
 /// it was fused from followed by a LayerNormalization over the sum.
 void exportSkipLayerNorm(OnnxGraphWriter &writer, const Node &node) {
@@ -20,11 +64,7 @@ void exportSkipLayerNorm(OnnxGraphWriter &writer, const Node &node) {
                                           : writer.freshName(writer.name(node.result(0)) + ".sum");
   writer.addNode("Add", {writer.name(node.operand(0)), writer.name(node.operand(1))}, {sum},
                  node.name().empty() ? "" : node.name() + "/Add");
-  onnx::NodeProto &norm =
-      writer.addNode("LayerNormalization",
-                     {sum, writer.name(node.operand(2)), writer.name(node.operand(3))},
-                     {writer.name(node.result(0))}, node.name());
-  writer.copyAttributes(node, norm);
+  exportNormalization(writer, node, node.operand(0), sum, {writer.name(node.result(0))});
 }
 
 } // namespace
@@ -39,6 +79,11 @@ void exportNode(OnnxGraphWriter &writer, const Node &node) {
     return;
   case OpKind::AdditiveAttention:
     exportAdditiveAttention(writer, node);
+    return;
+  case OpKind::LayerNormalization:
+  case OpKind::RMSNormalization:
+    exportNormalization(writer, node, node.operand(0), writer.name(node.operand(0)),
+                        resultNames(writer, node));
     return;
   default:
     writer.exportAsIs(node);
