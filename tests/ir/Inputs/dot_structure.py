@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the structure of `onnxc dump --format=dot` output read from stdin, without Graphviz:
-braces balance, every node id is declared once, every edge joins declared nodes. Prints the
-node and edge counts, each cluster's label and node count, then `dangling edges: N`."""
+every node id is declared once, every edge joins declared nodes. Prints the node and edge
+counts, each cluster's label and node count, then `dangling edges: N`. tests/models imports
+parse_dot for the model zoo's pictures."""
 
 import re
 import sys
@@ -12,10 +13,10 @@ CLUSTER = re.compile(r'^\s*subgraph (cluster_\d+) \{')
 LABEL = re.compile(r'^\s*label="((?:[^"\\]|\\.)*)";')
 
 
-def main() -> int:
-    text = sys.stdin.read()
+def parse_dot(text: str) -> tuple:
+    """(declared node ids, edges as (from, to), clusters as [label, node count])."""
     assert text.startswith("digraph "), "not a digraph"
-    declared, edges, clusters = {}, [], []
+    declared, edges, clusters = set(), [], []
     current = None
     for line in text.splitlines():
         if CLUSTER.match(line):
@@ -28,11 +29,16 @@ def main() -> int:
         elif NODE.match(line):
             node = NODE.match(line).group(1)
             assert node not in declared, f"node {node} declared twice"
-            declared[node] = True
+            declared.add(node)
             if current is not None:
                 current[1] += 1
-        if line.strip() == "}" and current is not None:
+        elif line.strip() == "}":
             current = None
+    return declared, edges, clusters
+
+
+def main() -> int:
+    declared, edges, clusters = parse_dot(sys.stdin.read())
     dangling = [e for e in edges if e[0] not in declared or e[1] not in declared]
     print(f"nodes: {len(declared)}, edges: {len(edges)}, clusters: {len(clusters)}")
     for label, count in clusters:

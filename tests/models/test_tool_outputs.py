@@ -1,6 +1,7 @@
-"""`onnxc dump --format=onnx` of every test model runs in onnxruntime and matches the original.
+"""Outputs for other tools, on every test model: `onnxc dump --format=onnx` runs in onnxruntime
+and matches the original, and `--format=dot` draws one cluster per layer with no dangling edge.
 
-    ONNXC=build/tools/onnxc ONNXC_MODEL_DIR=build/models .venv/bin/python -m pytest tests/models/test_onnx_export.py -v
+    ONNXC=build/tools/onnxc ONNXC_MODEL_DIR=build/models .venv/bin/python -m pytest tests/models/test_tool_outputs.py -v
 
 For each model in manifest.json: dump at -O2 (the fused graph: Attention, LayerNormalization,
 RMSNormalization, Gelu as standard ONNX ops, onnxc's own ops decomposed) to ONNX, check it with
@@ -13,16 +14,18 @@ cheap: the models are the ones build_models.py already exported.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "ir", "Inputs"))
 
-from model_inputs import make_inputs, shape_id  # noqa: E402
+from dot_structure import parse_dot  # noqa: E402
+from model_inputs import shape_id  # noqa: E402
 from ort_reference import run_ort  # noqa: E402
 from test_models import MANIFEST, compare, model_path, onnxc_binary, reference  # noqa: E402
 
@@ -76,3 +79,23 @@ def test_exported_o0_round_trips(name, tmp_path):
     exported, custom = export(entry, tmp_path, "-O0")
     assert custom == []
     check_runs_like_original(entry, exported)
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["name"]) for e in MANIFEST["models"]])
+def test_dot_has_a_cluster_per_layer(entry):
+    """The -O2 picture joins every edge to a drawn node and, where the exporter's node names
+    number the layers (`/layers.3/...`, `/h.0/...`), has one cluster per layer index."""
+    result = subprocess.run([onnxc_binary(), "dump", model_path(entry), "-O2", "--format=dot"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    declared, edges, clusters = parse_dot(result.stdout)
+    dangling = [e for e in edges if e[0] not in declared or e[1] not in declared]
+    assert not dangling, f"edges to undeclared nodes: {dangling[:3]}"
+    # Layer indices the node names carry, as the clusters should show them.
+    names = re.findall(r'loc\("([^"]*)"\)', subprocess.run(
+        [onnxc_binary(), "dump", model_path(entry), "-O2", "--print-node-names"],
+        capture_output=True, text=True, timeout=600).stdout)
+    layers = {m.group(0).strip("/") for n in names for m in [re.search(r"/[^/]*[._]\d+/", n)] if m}
+    labels = {label for label, _ in clusters}
+    missing = [layer for layer in layers if not any(label.endswith(layer) for label in labels)]
+    assert not missing, f"layers without a cluster: {sorted(missing)[:5]} (clusters {sorted(labels)})"
