@@ -30,10 +30,11 @@ std::optional<int64_t> constantDim(const Value *value, size_t axis) {
 /// [b, S, h*d] -> [b, h, S, d].
 std::string splitHeads(AttentionBuilder &b, const std::string &x, int64_t heads,
                        const std::string &what) {
-  std::string perHead =
-      b.op("Reshape", {x, b.writer.int64s(b.base + ".split_shape", {0, 0, heads, -1})}, what + "_split");
-  onnx::NodeProto &t = b.writer.addNode("Transpose", {perHead}, {b.writer.freshName(b.base + "." + what + "_heads")},
-                                        b.node.name() + "/Transpose");
+  std::string perHead = b.op(
+      "Reshape", {x, b.writer.int64s(b.base + ".split_shape", {0, 0, heads, -1})}, what + "_split");
+  onnx::NodeProto &t =
+      b.writer.addNode("Transpose", {perHead}, {b.writer.freshName(b.base + "." + what + "_heads")},
+                       b.node.name() + "/Transpose");
   addIntsAttribute(t, "perm", {0, 2, 1, 3});
   return t.output(0);
 }
@@ -41,9 +42,11 @@ std::string splitHeads(AttentionBuilder &b, const std::string &x, int64_t heads,
 /// [b, g, T, d] -> [b, g*group, T, d], head i reading group head i / group.
 std::string repeatHeads(AttentionBuilder &b, const std::string &x, int64_t group, int64_t heads,
                         const std::string &what) {
-  std::string unsqueezed = b.op("Unsqueeze", {x, b.writer.int64s(b.base + ".axes2", {2})}, what + "_unsqueezed");
-  std::string repeated = b.op(
-      "Expand", {unsqueezed, b.writer.int64s(b.base + ".group_shape", {1, 1, group, 1, 1})}, what + "_expanded");
+  std::string unsqueezed =
+      b.op("Unsqueeze", {x, b.writer.int64s(b.base + ".axes2", {2})}, what + "_unsqueezed");
+  std::string repeated =
+      b.op("Expand", {unsqueezed, b.writer.int64s(b.base + ".group_shape", {1, 1, group, 1, 1})},
+           what + "_expanded");
   std::string lastDim = b.writer.freshName(b.base + "." + what + "_head_size");
   onnx::NodeProto &shape = b.writer.addNode("Shape", {x}, {lastDim}, b.node.name() + "/Shape");
   addIntAttribute(shape, "start", 3);
@@ -105,8 +108,10 @@ void writeDecomposedAttention(AttentionBuilder &b, const AttentionDecomposition 
   if (!pastKey.empty()) {
     auto withPast = [&](const std::string &past, const std::string &current, size_t output,
                         const std::string &what) {
-      std::string all = output < outputs.size() ? outputs[output] : writer.freshName(b.base + "." + what);
-      onnx::NodeProto &concat = writer.addNode("Concat", {past, current}, {all}, node.name() + "/Concat");
+      std::string all =
+          output < outputs.size() ? outputs[output] : writer.freshName(b.base + "." + what);
+      onnx::NodeProto &concat =
+          writer.addNode("Concat", {past, current}, {all}, node.name() + "/Concat");
       addIntAttribute(concat, "axis", 2);
       return all;
     };
@@ -119,12 +124,14 @@ void writeDecomposedAttention(AttentionBuilder &b, const AttentionDecomposition 
     v = repeatHeads(b, v, group, plan.qHeads, "v");
   }
   std::string keysT = writer.freshName(b.base + ".k_transposed");
-  onnx::NodeProto &transpose = writer.addNode("Transpose", {k}, {keysT}, node.name() + "/Transpose");
+  onnx::NodeProto &transpose =
+      writer.addNode("Transpose", {k}, {keysT}, node.name() + "/Transpose");
   addIntsAttribute(transpose, "perm", {0, 1, 3, 2});
   std::string scores = b.op("MatMul", {q, keysT}, "scores");
   scores = b.op("Mul", {scores, writer.scalar(b.base + ".scale", dtype, plan.scale)}, "scaled");
   if (!visible.empty())
-    scores = b.op("Where", {visible, scores, writer.scalar(b.base + ".fill", dtype, fill)}, "filled");
+    scores =
+        b.op("Where", {visible, scores, writer.scalar(b.base + ".fill", dtype, fill)}, "filled");
   if (!additive.empty())
     scores = b.op("Add", {scores, additive}, "masked");
   double cap = node.getFloat("softcap", 0.0f);
@@ -134,7 +141,8 @@ void writeDecomposedAttention(AttentionBuilder &b, const AttentionDecomposition 
     scores = b.op("Mul", {squashed, capValue}, "capped");
   }
   std::string weights = writer.freshName(b.base + ".weights");
-  onnx::NodeProto &softmax = writer.addNode("Softmax", {scores}, {weights}, node.name() + "/Softmax");
+  onnx::NodeProto &softmax =
+      writer.addNode("Softmax", {scores}, {weights}, node.name() + "/Softmax");
   addIntAttribute(softmax, "axis", -1);
   if (!plan.threeD) {
     writer.addNode("MatMul", {weights, v}, {outputs[0]}, node.name());
@@ -142,10 +150,11 @@ void writeDecomposedAttention(AttentionBuilder &b, const AttentionDecomposition 
   }
   std::string heads = b.op("MatMul", {weights, v}, "heads");
   std::string merged = writer.freshName(b.base + ".merged");
-  onnx::NodeProto &back = writer.addNode("Transpose", {heads}, {merged}, node.name() + "/Transpose");
+  onnx::NodeProto &back =
+      writer.addNode("Transpose", {heads}, {merged}, node.name() + "/Transpose");
   addIntsAttribute(back, "perm", {0, 2, 1, 3});
-  writer.addNode("Reshape", {merged, writer.int64s(b.base + ".merge_shape", {0, 0, -1})}, {outputs[0]},
-                 node.name());
+  writer.addNode("Reshape", {merged, writer.int64s(b.base + ".merge_shape", {0, 0, -1})},
+                 {outputs[0]}, node.name());
 }
 
 } // namespace onnxc

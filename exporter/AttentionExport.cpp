@@ -53,7 +53,8 @@ std::string bandMask(AttentionBuilder &b, const std::string &q, const std::strin
     queryPos = b.op("Add", {queryPos, past}, "q_pos_after_past");
   }
   std::string keyPos = b.op("Range", {zero, total, one}, "k_pos");
-  std::string column = b.op("Unsqueeze", {queryPos, b.writer.int64s(b.base + ".axes1", {1})}, "q_col");
+  std::string column =
+      b.op("Unsqueeze", {queryPos, b.writer.int64s(b.base + ".axes1", {1})}, "q_col");
   std::string distance = b.op("Sub", {keyPos, column}, "distance");
   std::string visible;
   if (causal)
@@ -83,16 +84,16 @@ std::string expandQueryAxis(AttentionBuilder &b, const std::string &mask, const 
   addIntAttribute(rowCount, "start", seqAxis);
   addIntAttribute(rowCount, "end", seqAxis + 1);
   std::string target = b.writer.freshName(b.base + ".mask_rows");
-  onnx::NodeProto &concat = b.writer.addNode(
-      "Concat", {rows, b.writer.int64s(b.base + ".one_column", {1})}, {target},
-      b.node.name() + "/Concat");
+  onnx::NodeProto &concat =
+      b.writer.addNode("Concat", {rows, b.writer.int64s(b.base + ".one_column", {1})}, {target},
+                       b.node.name() + "/Concat");
   addIntAttribute(concat, "axis", 0);
   return b.op("Expand", {mask, target}, "mask_per_query");
 }
 
-void writeStandard(AttentionBuilder &b, std::vector<std::string> inputs, bool boolMask, bool hasMask,
-                   std::optional<double> fill, bool causal, int64_t window, int64_t seqAxis,
-                   std::vector<std::string> outputs) {
+void writeStandard(AttentionBuilder &b, std::vector<std::string> inputs, bool boolMask,
+                   bool hasMask, std::optional<double> fill, bool causal, int64_t window,
+                   int64_t seqAxis, std::vector<std::string> outputs) {
   OnnxGraphWriter &writer = b.writer;
   const Node &node = b.node;
   DType dtype = node.operand(0)->dtype();
@@ -178,11 +179,12 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
   if (seqFirst)
     outputs[0] = writer.freshName(b.base + ".batch_first");
   if (decomposed) {
-    std::string visible = causal || window >= 0 ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
+    std::string visible =
+        causal || window >= 0 ? bandMask(b, q, k, pastKey, seqAxis, causal, window) : "";
     if (boolMask)
       visible = visible.empty() ? mask : b.op("And", {visible, mask}, "visible");
     writeDecomposedAttention(b, *decomposed, {q, k, v, pastKey, pastValue}, visible,
-                    maskValue && !boolMask ? mask : "", *fill, outputs);
+                             maskValue && !boolMask ? mask : "", *fill, outputs);
   } else {
     writeStandard(b, {q, k, v, mask, pastKey, pastValue}, boolMask, maskValue != nullptr, fill,
                   causal, window, seqAxis, outputs);
@@ -197,10 +199,12 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
 void exportAdditiveAttention(OnnxGraphWriter &writer, const Node &node) {
   AttentionBuilder b{writer, node, writer.name(node.result(0))};
   DType dtype = node.operand(0)->dtype();
-  std::string query = b.op("Unsqueeze", {writer.name(node.operand(0)), writer.int64s(b.base + ".axes2", {2})},
-                           "query_rows");
-  std::string key = b.op("Unsqueeze", {writer.name(node.operand(1)), writer.int64s(b.base + ".axes1", {1})},
-                         "key_columns");
+  std::string query =
+      b.op("Unsqueeze", {writer.name(node.operand(0)), writer.int64s(b.base + ".axes2", {2})},
+           "query_rows");
+  std::string key =
+      b.op("Unsqueeze", {writer.name(node.operand(1)), writer.int64s(b.base + ".axes1", {1})},
+           "key_columns");
   std::string energy = b.op("Tanh", {b.op("Add", {query, key}, "sum")}, "energy");
   std::string scores = b.op("MatMul", {energy, writer.name(node.operand(3))}, "scores");
   if (const Value *mask = node.operand(4)) {
@@ -213,7 +217,8 @@ void exportAdditiveAttention(OnnxGraphWriter &writer, const Node &node) {
     }
   }
   std::string weights = writer.freshName(b.base + ".weights");
-  onnx::NodeProto &softmax = writer.addNode("Softmax", {scores}, {weights}, node.name() + "/Softmax");
+  onnx::NodeProto &softmax =
+      writer.addNode("Softmax", {scores}, {weights}, node.name() + "/Softmax");
   addIntAttribute(softmax, "axis", -1);
   writer.addNode("MatMul", {weights, writer.name(node.operand(2))}, {writer.name(node.result(0))},
                  node.name());

@@ -21,7 +21,8 @@ struct AttentionBuilder {
   /// dims[axis] of `tensor` as an i64 scalar.
   std::string dim(const std::string &tensor, int64_t axis, const std::string &what) {
     std::string oneElement = writer.freshName(base + "." + what + "_shape");
-    onnx::NodeProto &shape = writer.addNode("Shape", {tensor}, {oneElement}, node.name() + "/Shape");
+    onnx::NodeProto &shape =
+        writer.addNode("Shape", {tensor}, {oneElement}, node.name() + "/Shape");
     addIntAttribute(shape, "start", axis);
     addIntAttribute(shape, "end", axis + 1);
     return op("Squeeze", {oneElement, writer.int64s(base + ".axes0", {0})}, what);

@@ -42,7 +42,8 @@ std::string normalizedShapeParam(OnnxGraphWriter &writer, const Node &node, cons
 void exportNormalization(OnnxGraphWriter &writer, const Node &node, const Value *x,
                          const std::string &xName, std::vector<std::string> outputs) {
   std::vector<std::string> inputs = {xName};
-  for (size_t i = node.kind() == OpKind::SkipLayerNormalization ? 2 : 1; i < node.numOperands(); ++i)
+  for (size_t i = node.kind() == OpKind::SkipLayerNormalization ? 2 : 1; i < node.numOperands();
+       ++i)
     inputs.push_back(normalizedShapeParam(writer, node, x, xName, node.operand(i)));
   std::string_view op =
       node.kind() == OpKind::RMSNormalization ? "RMSNormalization" : "LayerNormalization";

@@ -4,8 +4,8 @@
 // such as `past+seq` is written as its text), constants become initializers
 // with their data, nodes are written in program order (which is topological)
 // and graph outputs keep their model names: an output bound to a value of
-// another name, to an input or constant, or a second time to the same
-// value, is written through an Identity.
+// another name, to a constant, or a second time to the same value, is
+// written through an Identity.
 //
 //===----------------------------------------------------------------------===//
 #include "exporter/OnnxExporter.h"
@@ -38,9 +38,9 @@ void typeToProto(const TensorType &type, onnx::ValueInfoProto &info, const std::
   }
 }
 
-/// Which outputs a node result can carry directly (same name, first output
-/// bound to it); the others get an Identity. Values whose name an output
-/// takes over are renamed.
+/// Which outputs a node result (or a graph input of that name) carries
+/// directly; the others get an Identity. Values whose name an output takes
+/// over are renamed.
 std::vector<bool> bindOutputs(const Graph &graph, OnnxGraphWriter &writer) {
   std::vector<bool> direct(graph.outputs().size(), false);
   std::unordered_set<std::string> claimed;
@@ -49,7 +49,8 @@ std::vector<bool> bindOutputs(const Graph &graph, OnnxGraphWriter &writer) {
     if (!output.value)
       fail("graph output '", output.name, "' is bound to no value");
     bool sameName = output.value->name() == output.name;
-    direct[i] = output.value->isNodeResult() && sameName && !claimed.count(output.name);
+    direct[i] = (output.value->isNodeResult() || output.value->isGraphInput()) && sameName &&
+                !claimed.count(output.name);
     claimed.insert(output.name);
   }
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
@@ -95,7 +96,8 @@ onnx::ModelProto exportOnnxModel(const Graph &graph, const OnnxExportOptions &op
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const GraphOutput &output = graph.outputs()[i];
     if (!direct[i])
-      writer.addNode("Identity", {writer.name(output.value)}, {output.name}, output.name + "/Identity");
+      writer.addNode("Identity", {writer.name(output.value)}, {output.name},
+                     output.name + "/Identity");
     onnx::ValueInfoProto &info = *proto.add_output();
     info.set_name(output.name);
     typeToProto(output.value->type(), info, "graph output '" + output.name + "'");

@@ -7,20 +7,34 @@ namespace onnxc {
 
 int32_t onnxDataType(DType dtype) {
   switch (dtype) {
-  case DType::F32: return onnx::TensorProto::FLOAT;
-  case DType::F64: return onnx::TensorProto::DOUBLE;
-  case DType::F16: return onnx::TensorProto::FLOAT16;
-  case DType::BF16: return onnx::TensorProto::BFLOAT16;
-  case DType::I8: return onnx::TensorProto::INT8;
-  case DType::U8: return onnx::TensorProto::UINT8;
-  case DType::I16: return onnx::TensorProto::INT16;
-  case DType::U16: return onnx::TensorProto::UINT16;
-  case DType::I32: return onnx::TensorProto::INT32;
-  case DType::U32: return onnx::TensorProto::UINT32;
-  case DType::I64: return onnx::TensorProto::INT64;
-  case DType::U64: return onnx::TensorProto::UINT64;
-  case DType::Bool: return onnx::TensorProto::BOOL;
-  case DType::Unknown: return onnx::TensorProto::UNDEFINED;
+  case DType::F32:
+    return onnx::TensorProto::FLOAT;
+  case DType::F64:
+    return onnx::TensorProto::DOUBLE;
+  case DType::F16:
+    return onnx::TensorProto::FLOAT16;
+  case DType::BF16:
+    return onnx::TensorProto::BFLOAT16;
+  case DType::I8:
+    return onnx::TensorProto::INT8;
+  case DType::U8:
+    return onnx::TensorProto::UINT8;
+  case DType::I16:
+    return onnx::TensorProto::INT16;
+  case DType::U16:
+    return onnx::TensorProto::UINT16;
+  case DType::I32:
+    return onnx::TensorProto::INT32;
+  case DType::U32:
+    return onnx::TensorProto::UINT32;
+  case DType::I64:
+    return onnx::TensorProto::INT64;
+  case DType::U64:
+    return onnx::TensorProto::UINT64;
+  case DType::Bool:
+    return onnx::TensorProto::BOOL;
+  case DType::Unknown:
+    return onnx::TensorProto::UNDEFINED;
   }
   return onnx::TensorProto::UNDEFINED;
 }
@@ -176,7 +190,8 @@ void OnnxGraphWriter::exportAsIs(const Node &node) {
     inputs.push_back(name(operand));
   for (const Value *result : node.results())
     outputs.push_back(name(result));
-  onnx::NodeProto &proto = addNode(node.opName(), std::move(inputs), std::move(outputs), node.name());
+  onnx::NodeProto &proto =
+      addNode(node.opName(), std::move(inputs), std::move(outputs), node.name());
   copyAttributes(node, proto);
 }
 

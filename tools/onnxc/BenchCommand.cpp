@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <fstream>
 #include <string>
 
 namespace onnxc {
@@ -68,7 +68,8 @@ struct Profile {
   std::vector<std::pair<double, std::string>> bySteps;
 };
 
-Profile collectProfile(const onnxc_model_descriptor &model, const CompiledSession &session, int runs) {
+Profile collectProfile(const onnxc_model_descriptor &model, const CompiledSession &session,
+                       int runs) {
   Profile profile;
   profile.runs = runs;
   std::map<std::string, Profile::OpTime> byOp;
@@ -100,8 +101,8 @@ void printProfile(const Profile &profile) {
                 profile.totalMs);
   std::cout << line;
   for (const Profile::OpTime &op : profile.byOp) {
-    std::snprintf(line, sizeof line, "  %-28s %5d steps %9.3f ms %5.1f%%\n", op.op.c_str(), op.steps,
-                  op.ms, percentOf(op.ms, profile.totalMs));
+    std::snprintf(line, sizeof line, "  %-28s %5d steps %9.3f ms %5.1f%%\n", op.op.c_str(),
+                  op.steps, op.ms, percentOf(op.ms, profile.totalMs));
     std::cout << line;
   }
   std::cout << "slowest steps:\n";
@@ -262,15 +263,17 @@ int runBench(const ParsedArgs &args) {
 }
 
 std::vector<OptionSpec> benchOptions() {
-  return joinOptions({inputOptions(),
-                      {
-                          {"threads", "N", "runtime threads (default: one per core)"},
-                          {"iters", "N", "timed runs (default 50)"},
-                          {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
-                          {"profile", "", "after timing, run again with per-step timers and print time by op"},
-                          jsonOption(),
-                      },
-                      targetOptions(), pipelineOptions()});
+  return joinOptions(
+      {inputOptions(),
+       {
+           {"threads", "N", "runtime threads (default: one per core)"},
+           {"iters", "N", "timed runs (default 50)"},
+           {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
+           {"profile", "", "after timing, run again with per-step timers and print time by op"},
+           jsonOption(),
+       },
+       targetOptions(),
+       pipelineOptions()});
 }
 
 } // namespace

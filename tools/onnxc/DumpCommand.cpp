@@ -60,8 +60,8 @@ llvm::json::Array exportOnnx(const Graph &graph, const std::string &path, bool q
     list += (list.empty() ? "" : ", ") + op;
   }
   if (!quiet && !list.empty())
-    std::cerr << "note: " << path << ": kept in the 'onnxc' domain (onnxruntime cannot run them): "
-              << list << "\n";
+    std::cerr << "note: " << path
+              << ": kept in the 'onnxc' domain (onnxruntime cannot run them): " << list << "\n";
   return custom;
 }
 
@@ -77,8 +77,8 @@ int runDump(const ParsedArgs &args) {
   // With -o the file takes the final IR only (it must parse back as one
   // graph), and with --json stdout takes the document, so the per-pass dumps
   // go to stderr like the statistics.
-  std::unique_ptr<PassManager> pm = buildPipeline(args, "dump", printOptions, 0,
-                                                  toFile || json ? &std::cerr : &std::cout);
+  std::unique_ptr<PassManager> pm =
+      buildPipeline(args, "dump", printOptions, 0, toFile || json ? &std::cerr : &std::cout);
   checkModelFile(path, "dump", ModelKinds::Graphs);
   if (toFile)
     checkOutputFile("-o", args.get("o"));

@@ -19,7 +19,8 @@ void renderWithGraphviz(const std::string &dotText, const std::string &format,
                         const std::string &outputPath) {
   llvm::ErrorOr<std::string> dot = llvm::sys::findProgramByName("dot");
   if (!dot)
-    fail("--format=", format, " needs Graphviz, and its 'dot' program is not on PATH (install "
+    fail("--format=", format,
+         " needs Graphviz, and its 'dot' program is not on PATH (install "
          "graphviz, or write --format=dot and render it elsewhere)");
   int fd = -1;
   llvm::SmallString<128> dotPath;

@@ -137,8 +137,11 @@ int runInspect(const ParsedArgs &args) {
 } // namespace
 
 Command inspectCommand() {
-  return {"inspect", "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops",
-          "inspect MODEL.onnx [--json]", {jsonOption()}, runInspect};
+  return {"inspect",
+          "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops",
+          "inspect MODEL.onnx [--json]",
+          {jsonOption()},
+          runInspect};
 }
 
 } // namespace onnxc

@@ -24,9 +24,8 @@ llvm::json::Array passStatisticsJson(const PassManager &pm) {
     llvm::json::Array rejected;
     for (const auto &[reason, count] : context->rejectReasons())
       rejected.push_back(llvm::json::Object{{"reason", jsonText(reason)}, {"count", count}});
-    passes.push_back(llvm::json::Object{{"pass", name},
-                                        {"counters", std::move(counters)},
-                                        {"rejected", std::move(rejected)}});
+    passes.push_back(llvm::json::Object{
+        {"pass", name}, {"counters", std::move(counters)}, {"rejected", std::move(rejected)}});
   }
   return passes;
 }

@@ -30,8 +30,7 @@ llvm::json::Array passStatisticsJson(const PassManager &pm);
 /// [{"pass": NAME, "message": TEXT}] for every explanation recorded.
 llvm::json::Array passExplanationsJson(const PassManager &pm);
 /// Adds "stats" / "explanations" to `document` when --stats / --explain ask.
-void addPipelineReport(llvm::json::Object &document, const PassManager &pm,
-                       const ParsedArgs &args);
+void addPipelineReport(llvm::json::Object &document, const PassManager &pm, const ParsedArgs &args);
 
 /// Prints `document` (pretty, two-space indent) and a newline on stdout.
 void printJson(llvm::json::Value document);

@@ -67,9 +67,8 @@ void printOutput(const std::string &name, const Tensor &t) {
 
 /// An output's type, statistics and file for --json.
 llvm::json::Object outputJson(const std::string &name, const Tensor &t, const std::string &file) {
-  llvm::json::Object entry{{"name", jsonText(name)},
-                           {"type", t.typeString()},
-                           {"elements", t.numElements()}};
+  llvm::json::Object entry{
+      {"name", jsonText(name)}, {"type", t.typeString()}, {"elements", t.numElements()}};
   if (!file.empty())
     entry["file"] = jsonText(file);
   int64_t n = t.hasData() ? t.numElements() : 0;
@@ -83,7 +82,9 @@ llvm::json::Object outputJson(const std::string &name, const Tensor &t, const st
     sum += v;
   }
   // JSON has no NaN or infinity: such statistics are null.
-  auto number = [](double v) { return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr); };
+  auto number = [](double v) {
+    return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr);
+  };
   entry["min"] = number(lo);
   entry["max"] = number(hi);
   entry["mean"] = number(sum / double(n));
@@ -229,8 +230,8 @@ int runRun(const ParsedArgs &args) {
   llvm::json::Array outputList;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (args.has("json"))
-      outputList.push_back(outputJson(outputNames[i], outputs[i],
-                                      outputDir.empty() ? "" : outputFiles[i]));
+      outputList.push_back(
+          outputJson(outputNames[i], outputs[i], outputDir.empty() ? "" : outputFiles[i]));
     else
       printOutput(outputNames[i], outputs[i]);
     if (!outputDir.empty())
