@@ -15,7 +15,8 @@
 //
 // is_causal with a past_key is written as the band too: onnxc's diagonal is
 // offset by the past length (query i sees keys up to i + past), which is
-// the form that holds for every onnxruntime version.
+// the form that holds for every onnxruntime version. A mask that broadcasts
+// over the queries is expanded to Sq rows, the only form onnxruntime reads.
 //
 // AdditiveAttention (Bahdanau) becomes the ops it was fused from:
 //
@@ -36,10 +37,9 @@ namespace {
 /// A finite fill this large is absorbed by any score: s + f rounds to f.
 constexpr double kAbsorbingFill = -1e30;
 
-/// The keys each query may see under is_causal / window, as a bool
-/// [Sq, past + Sk] tensor: d = j - (i + past); causal: d <= 0; window r: |d| <= r.
 } // namespace
 
+// d = j - (i + past); causal: d <= 0; window r: |d| <= r.
 std::string bandMask(AttentionBuilder &b, const std::string &q, const std::string &k,
                      const std::string &pastKey, int64_t seqAxis, bool causal, int64_t window) {
   std::string zero = b.writer.scalar(b.base + ".zero", DType::I64, 0);
