@@ -160,10 +160,10 @@ TEST(LowerMatMul, UnprovenDimsAreCheckedAtRunTime) {
   // an operand (found by the jit-differential fuzzer: MatMul of [0] and
   // [3, 5] returned numbers).
   Tensor w = randomOf(DType::F32, {3, 5}, 1), batched = randomOf(DType::F32, {4, 3, 2}, 2);
-  auto graph = parseGraph(
-      "graph @g(%x: f32[k], %y: f32[b, 6, 3]) -> (%u: unknown[*], %v: unknown[*]) {\n" +
-      constantText("w", "f32[3, 5]", w) + constantText("wb", "f32[4, 3, 2]", batched) +
-      "  %u = MatMul(%x, %w)\n  %v = MatMul(%y, %wb)\n  return %u, %v\n}\n");
+  auto graph =
+      parseGraph("graph @g(%x: f32[k], %y: f32[b, 6, 3]) -> (%u: unknown[*], %v: unknown[*]) {\n" +
+                 constantText("w", "f32[3, 5]", w) + constantText("wb", "f32[4, 3, 2]", batched) +
+                 "  %u = MatMul(%x, %w)\n  %v = MatMul(%y, %wb)\n  return %u, %v\n}\n");
   auto gemm = parseGraph(R"(
 graph @g(%p: f32[2, k], %q: f32[3, 2], %c: f32[r, 2]) -> (%g: unknown[*]) {
   %g = Gemm(%p, %q, %c)
@@ -414,8 +414,10 @@ TEST(LowerMatMulEpilogue, BiasActivationAndResidualFuseIntoOneStep) {
     bias += (i ? ", " : "") + std::to_string((i % 7 - 3) / 10.0);
   auto graph = lowertest::parseGraph(R"(
 graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
-  const %w: f32[40, 40] = dense<[)" + weights + R"(]>
-  const %b: f32[40] = dense<[)" + bias + R"(]>
+  const %w: f32[40, 40] = dense<[)" + weights +
+                                     R"(]>
+  const %b: f32[40] = dense<[)" + bias +
+                                     R"(]>
   %h = MatMul(%x, %w)
   %a = Add(%b, %h)
   %r = Relu(%a)
@@ -428,7 +430,8 @@ graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
   EXPECT_EQ(plan.steps[0].name.rfind("MatMul+Add+Relu+Add", 0), 0u) << plan.steps[0].name;
   for (int64_t seq : {1, 7, 50})
     lowertest::expectCompiledMatchesReference(
-        *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5, 2);
+        *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5,
+        2);
 }
 
 // The FFN-in of a transformer after fuse-gelu: MatMul -> Add bias -> Gelu
@@ -443,13 +446,14 @@ TEST(LowerMatMulEpilogue, BiasAndGeluFuseIntoOneStep) {
   for (const char *approximate : {"none", "tanh"})
     for (bool residual : {false, true}) {
       SCOPED_TRACE(std::string(approximate) + (residual ? " + residual" : ""));
-      std::string tail = residual ? "  %g = Gelu(%a) {approximate = \"" + std::string(approximate) +
-                                        "\"}\n  %y = Add(%g, %r)\n"
-                                  : "  %y = Gelu(%a) {approximate = \"" + std::string(approximate) +
-                                        "\"}\n";
+      std::string tail =
+          residual ? "  %g = Gelu(%a) {approximate = \"" + std::string(approximate) +
+                         "\"}\n  %y = Add(%g, %r)\n"
+                   : "  %y = Gelu(%a) {approximate = \"" + std::string(approximate) + "\"}\n";
       auto graph = lowertest::parseGraph(R"(
 graph @ffn(%x: f32[batch, seq, 40], %r: f32[batch, seq, 48]) -> (%y: f32[batch, seq, 48]) {
-  const %w: f32[40, 48] = dense<[)" + weights + R"(]>
+  const %w: f32[40, 48] = dense<[)" + weights +
+                                         R"(]>
   const %b: f32[48] = dense<[)" + bias + R"(]>
   %h = MatMul(%x, %w)
   %a = Add(%h, %b)
@@ -469,6 +473,52 @@ graph @ffn(%x: f32[batch, seq, 40], %r: f32[batch, seq, 48]) -> (%y: f32[batch, 
     }
 }
 
+// HF's Conv1D as exported: Gemm (C the bias) -> Reshape -> Gelu, here with a
+// residual Add after it, and a Gemm without C whose bias is an Add after an
+// Unsqueeze. The view and the nodes after it join the GEMM's store (one
+// step); a Gemm whose C is a column (added after the GEMM) keeps its Gelu
+// apart, since the activation must follow the whole sum.
+TEST(LowerGemmEpilogue, ViewsBiasGeluAndResidualFuseIntoOneStep) {
+  Tensor w = randomOf(DType::F32, {24, 48}, 11), bias = randomOf(DType::F32, {48}, 12);
+  Tensor column = randomOf(DType::F32, {5, 1}, 13);
+  auto text = [&](const std::string &body, const std::string &inputs, const std::string &results) {
+    return "graph @g(" + inputs + ") -> (" + results + ") {\n" +
+           constantText("w", "f32[24, 48]", w) + constantText("bias", "f32[48]", bias) +
+           constantText("column", "f32[5, 1]", column) +
+           "  const %shape: i64[3] = dense<[-1, 4, 12]>\n"
+           "  const %axes: i64[1] = dense<[0]>\n" +
+           body + "}\n";
+  };
+  struct Case {
+    std::string body, inputs, results, step;
+  };
+  std::vector<Case> cases = {
+      {"  %h = Gemm(%x, %w, %bias)\n  %v = Reshape(%h, %shape)\n"
+       "  %g = Gelu(%v) {approximate = \"tanh\"}\n  %y = Add(%g, %r)\n  return %y\n",
+       "%x: f32[m, 24], %r: f32[m, 4, 12]", "%y: f32[m, 4, 12]", "Gemm+Reshape+Gelu+Add"},
+      {"  %h = Gemm(%x, %w)\n  %v = Unsqueeze(%h, %axes)\n  %a = Add(%v, %bias)\n"
+       "  %y = Gelu(%a)\n  return %y\n",
+       "%x: f32[m, 24], %r: f32[m, 4, 12]", "%y: f32[1, m, 48]", "Gemm+Unsqueeze+Add+Gelu"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.step);
+    auto graph = parseGraph(text(c.body, c.inputs, c.results));
+    ModelPlan plan = lowerOnly(*graph);
+    ASSERT_EQ(plan.steps.size(), 1u);
+    EXPECT_EQ(plan.steps[0].name.rfind(c.step, 0), 0u) << plan.steps[0].name;
+    for (int64_t m : {1, 7, 61})
+      expectCompiledMatchesReference(*graph,
+                                     {{"x", randomOf(DType::F32, {m, 24}, unsigned(m))},
+                                      {"r", randomOf(DType::F32, {m, 4, 12}, unsigned(m + 50))}},
+                                     1e-4, 1e-5, 2);
+  }
+  auto apart = parseGraph(text("  %h = Gemm(%y, %w, %column) {beta = 2.0}\n"
+                               "  %z = Gelu(%h)\n  return %z\n",
+                               "%y: f32[5, 24]", "%z: f32[5, 48]"));
+  EXPECT_EQ(lowerOnly(*apart).steps.size(), 2u);
+  expectCompiledMatchesReference(*apart, {{"y", randomOf(DType::F32, {5, 24}, 14)}}, 1e-4, 1e-5);
+}
+
 // The same chain where the MatMul's result is also read elsewhere: nothing
 // fuses (the GEMM must store the plain product), and results still match.
 TEST(LowerMatMulEpilogue, SharedResultIsNotFused) {
@@ -483,7 +533,8 @@ graph @shared(%x: f32[n, 4]) -> (%y: f32[n, 4], %h: f32[n, 4]) {
 )");
   ModelPlan plan = lowertest::lowerOnly(*graph);
   EXPECT_EQ(plan.steps.size(), 2u);
-  lowertest::expectCompiledMatchesReference(*graph, {{"x", lowertest::randomOf(DType::F32, {9, 4}, 3)}});
+  lowertest::expectCompiledMatchesReference(*graph,
+                                            {{"x", lowertest::randomOf(DType::F32, {9, 4}, 3)}});
 }
 
 } // namespace
