@@ -82,6 +82,7 @@ private:
   int64_t rows() const { return geometry_.rows(); }
 
   // FlashAttentionLowering.cpp
+  unsigned readOperand(LoweringContext &ctx, unsigned index, HeadLayout &layout, int64_t &offset);
   void prepareMask();
   void emitTask(Value *task);
   void emitBlock(const Block &block);
@@ -121,7 +122,8 @@ private:
   Value *minusInfinity() { return v_.splat(-std::numeric_limits<float>::infinity()); }
 
   const Node &node_;
-  const AttentionShape &shape_;
+  /// The node's shape, with the layouts of operands read in place.
+  AttentionShape shape_;
   FlashGeometry geometry_;
   StepBuilder step_;
   KernelBuilder &k_;
@@ -132,6 +134,8 @@ private:
   /// mask_fill when finite: hidden keys score it (see FlashAttentionLowering.cpp).
   std::optional<float> fill_;
   unsigned q_, key_, value_, y_;
+  /// Element offsets of Q, K and V in the buffers read (nonzero in place).
+  int64_t qOffset_ = 0, keyOffset_ = 0, valueOffset_ = 0;
   int mask_ = -1;
   /// Row vectors of the block being emitted (1 to geometry_.rowVectors); the
   /// scratch layouts keep rows() lanes per column whatever it is.

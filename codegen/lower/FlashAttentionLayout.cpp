@@ -51,7 +51,8 @@ void FlashAttentionEmitter::packQuery(const Block &block) {
   const AttentionShape &s = shape_;
   const int64_t w = int64_t(width()), halves = w / kColumns;
   Value *query = k_.buffer(q_);
-  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.q.batch), dim(s.q.head)});
+  Value *headBase = b.CreateAdd(
+      k_.offset({block.batch, block.head}, {dim(s.q.batch), dim(s.q.head)}), b.getInt64(qOffset_));
   Value *lastRow = b.CreateSub(block.rows, b.getInt64(1));
   auto rowBase = [&](Value *r) {
     Value *row = b.CreateAdd(block.first, k_.min(r, lastRow));

@@ -85,9 +85,9 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
     fill_.reset(); // -inf is the default meaning
   scale_ = node.hasAttr("scale") ? node.getFloat("scale", 1.0f)
                                  : float(1.0 / std::sqrt(double(headSize_)));
-  q_ = step_.input(node.operand(0));
-  key_ = step_.input(node.operand(1));
-  value_ = step_.input(node.operand(2));
+  q_ = readOperand(ctx, 0, shape_.q, qOffset_);
+  key_ = readOperand(ctx, 1, shape_.k, keyOffset_);
+  value_ = readOperand(ctx, 2, shape_.v, valueOffset_);
   if (node.operand(3))
     mask_ = int(step_.input(node.operand(3)));
   y_ = step_.output(node.result(0));
@@ -95,6 +95,26 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   // 256-bit vectors (as the 16-lane GEMM kernels require).
   if (geometry_.width == 16)
     k_.function()->addFnAttr("min-legal-vector-width", "512");
+}
+
+/// The slot operand `index` (Q, K or V) is read from: its own buffer, or,
+/// when attentionReadingSplitInPlace says so, the Split's packed input, with
+/// `layout` and `offset` (elements) pointing at the operand's columns.
+unsigned FlashAttentionEmitter::readOperand(LoweringContext &ctx, unsigned index,
+                                            HeadLayout &layout, int64_t &offset) {
+  const onnxc::Value *operand = node_.operand(index);
+  const Node *split = operand->definingNode();
+  offset = 0;
+  if (!split || split->kind() != OpKind::Split ||
+      attentionReadingSplitInPlace(ctx, *split) != &node_)
+    return step_.input(operand);
+  const onnxc::Value *packed = split->operand(0);
+  for (unsigned r = 0; r < operand->resultIndex(); ++r)
+    offset += *split->result(r)->shape()[2].constant();
+  const Dim &columns = packed->shape()[2];
+  layout.position = columns;
+  layout.batch = packed->shape()[1] * columns;
+  return step_.input(packed);
 }
 
 /// The mask's broadcast strides (see MaskLayout); keys at or past its last
@@ -153,8 +173,10 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
   block.last = b.CreateSub(b.CreateAdd(block.first, block.rows), b.getInt64(1));
   int64_t group = *s.qHeads.constant() / *s.kvHeads.constant();
   Value *kvHead = b.CreateUDiv(block.head, b.getInt64(group));
-  block.keyBase = k_.offset({block.batch, kvHead}, {dim(s.k.batch), dim(s.k.head)});
-  block.valueBase = k_.offset({block.batch, kvHead}, {dim(s.v.batch), dim(s.v.head)});
+  block.keyBase = b.CreateAdd(k_.offset({block.batch, kvHead}, {dim(s.k.batch), dim(s.k.head)}),
+                              b.getInt64(keyOffset_));
+  block.valueBase = b.CreateAdd(k_.offset({block.batch, kvHead}, {dim(s.v.batch), dim(s.v.head)}),
+                                b.getInt64(valueOffset_));
   block.maskBase = nullptr;
 
   const unsigned w = width();
@@ -269,6 +291,37 @@ void FlashAttentionEmitter::emitBlock(const Block &block) {
     state = emitSkippedKeys(block, state);
   ArrayRef<Value *> all(state);
   emitOutput(block, all.take_front(rowVectors_), all.drop_front(rowVectors_));
+}
+
+const Node *attentionReadingSplitInPlace(const LoweringContext &ctx, const Node &split) {
+  const onnxc::Value *data = split.operand(0);
+  if (split.kind() != OpKind::Split || !data || data->dtype() != DType::F32 ||
+      data->shape().rank() != 3 || !data->shape()[2].isConstant() || split.numResults() == 0)
+    return nullptr;
+  int64_t axis = split.getInt("axis", 0);
+  if (axis != 2 && axis != -1)
+    return nullptr;
+  const Node *attention = nullptr;
+  std::array<bool, 3> seen{};
+  for (const onnxc::Value *result : split.results()) {
+    if (!result || result->numUses() != 1 || ctx.graph().isOutput(result) ||
+        !result->shape().isRanked() || result->shape().rank() != 3 ||
+        !result->shape()[2].isConstant())
+      return nullptr;
+    const Use &use = result->uses()[0];
+    if (use.user->kind() != OpKind::Attention || use.operandIndex > 2 || seen[use.operandIndex] ||
+        (attention && attention != use.user))
+      return nullptr;
+    attention = use.user;
+    seen[use.operandIndex] = true;
+  }
+  if (!seen[0] || !seen[1] || !seen[2] || attention->getInt("seq_first", 0) != 0)
+    return nullptr;
+  for (size_t r = 1; r < 3; ++r)
+    if (attention->numResults() > r && isNeeded(ctx, attention->result(r)))
+      return nullptr;
+  AttentionShape shape = attentionShape(ctx, *attention);
+  return shape.is3d && canUseFlashAttention(ctx, *attention, shape) ? attention : nullptr;
 }
 
 bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,

@@ -282,6 +282,45 @@ TEST(LowerFlashAttention, GptHeadSizesAcrossTilesAndBlocks) {
   }
 }
 
+TEST(LowerFlashAttention, PackedProjectionIsReadInPlace) {
+  // HF GPT-2's c_attn output [b, s, 3h] split into Q, K, V: the kernel reads
+  // the packed rows (one step, no Split copy), here also with grouped heads
+  // (K and V narrower than Q) and the parts in another order. When a part is
+  // read elsewhere too (a graph output), the Split copies as before.
+  struct Case {
+    std::string split, extra;
+    bool grouped;
+    size_t steps;
+  };
+  for (const Case &c :
+       std::vector<Case>{{"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "", false, 1},
+                         {"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "", true, 1},
+                         {"%k, %v, %q = Split(%x, %sizes) {axis = -1}", "", true, 1},
+                         {"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "k", false, 2}}) {
+    bool grouped = c.grouped;
+    SCOPED_TRACE(c.split + (grouped ? " grouped" : "") + " " + c.extra);
+    int64_t qWidth = 64, kvWidth = grouped ? 32 : 64;
+    std::string sizes = c.split.rfind("%k, %v, %q", 0) == 0
+                            ? str(kvWidth) + ", " + str(kvWidth) + ", " + str(qWidth)
+                            : str(qWidth) + ", " + str(kvWidth) + ", " + str(kvWidth);
+    int64_t packed = qWidth + 2 * kvWidth;
+    GraphText g;
+    g.input("x", "f32[b, s, " + str(packed) + "]");
+    g.constant("%sizes: i64[3] = dense<[" + sizes + "]>");
+    g.node(c.split);
+    g.node("%y = Attention(%q, %k, %v) {is_causal = 1, kv_num_heads = " + str(grouped ? 2 : 4) +
+           ", q_num_heads = 4}");
+    g.output("y", "f32[b, s, 64]");
+    if (!c.extra.empty())
+      g.output(c.extra, "f32[b, s, " + str(kvWidth) + "]");
+    auto graph = parseGraph(g.str());
+    EXPECT_EQ(lowertest::lowerOnly(*graph).steps.size(), c.steps);
+    for (auto [b, s] : std::vector<std::array<int64_t, 2>>{{1, 1}, {2, 45}})
+      expectCompiledMatchesReference(
+          *graph, {{"x", randomOf(DType::F32, {b, s, packed}, unsigned(s), -2, 2)}}, 1e-4, 1e-5);
+  }
+}
+
 TEST(LowerFlashAttention, KernelWidthFollowsTheGemmLanes) {
   // 16 lanes: <16 x float> FMAs in a function that keeps them whole zmm
   // registers; 8 lanes: <8 x float> and no such attribute.
