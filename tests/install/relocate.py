@@ -9,8 +9,9 @@
    with ONNXC_LINKER=driver fails with one line naming the missing driver.
 3. A fresh C program is compiled with `cc` against the installed include/ only, linked with
    tiny.so, run, and its output compared with numpy's relu(x . W + b).
-4. A CMake project uses find_package(onnxc) (compiling the model with onnxc::onnxc at build time),
-   and pkg-config --cflags onnxc builds the program too.
+4. A CMake project uses find_package(onnxc) (compiling the model with onnxc::onnxc at build time);
+   pkg-config --cflags onnxc builds the program too, and pkg-config --libs links a model object
+   (`--emit=obj`) with the installed runtime archive.
 
 Usage: relocate.py BUILD_DIR (the test's cwd is a scratch folder; everything is made under it).
 """
@@ -140,6 +141,15 @@ def main():
         run(["cc", "-std=c11", *cflags, "-I" + out, os.path.join(HERE, "consumer.c"),
              os.path.join(out, "tiny.so"), "-Wl,-rpath," + out, "-o", pc_program])
         check_program_output(run([pc_program]).stdout, "C program built with pkg-config's flags")
+
+        # pkg-config --libs: the runtime archive, for a model object linked into a program directly.
+        run([onnxc, "compile", model, "-o", os.path.join(out, "tiny_object.o"), "--emit=obj",
+             "--name", "tiny"], env=env)
+        libs = run(["pkg-config", "--libs", "onnxc"], env=pc_env).stdout.split()
+        object_program = os.path.join(out, "consumer-object")
+        run(["cc", "-std=c11", *cflags, "-I" + out, os.path.join(HERE, "consumer.c"),
+             os.path.join(out, "tiny_object.o"), *libs, "-o", object_program])
+        check_program_output(run([object_program]).stdout, "model object + pkg-config --libs")
 
         # find_package(onnxc) from a CMake project of its own.
         project = os.path.join(scratch, "consumer-project")
