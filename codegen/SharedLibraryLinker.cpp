@@ -147,10 +147,13 @@ LinkerDecision decideLinker(const LinkRequest &request) {
 
 void linkWithLld(const LinkRequest &request, const std::string &archive,
                  const std::string &versionScript, const std::vector<std::string> &libraries) {
-  // What the C++ driver passes ld for -shared, minus crti/crtbeginS (lld
-  // defines __dso_handle itself; .init_array needs no _init): --eh-frame-hdr
-  // lets the unwinder find the runtime's exception tables without the
-  // frame registration crtbeginS would do.
+  // What the C++ driver passes ld for -shared, minus crti/crtbeginS, which
+  // are part of the compiler, not of the system (lld defines __dso_handle
+  // itself; .init_array needs no _init). --eh-frame-hdr lets the unwinder
+  // find the runtime's exception tables without crtbeginS's registration.
+  // crtbeginS would also run __cxa_finalize at dlclose; the runtime registers
+  // no static destructors, so there is nothing to finalize (a unit test,
+  // InProcessLinker.LinksTwiceInOneProcessAndMatchesTheDriver, keeps it so).
   std::vector<std::string> arguments = {"-shared",
                                         "-o",
                                         request.outputPath,

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <fstream>
+#include <iterator>
 #include <optional>
 
 using namespace onnxc;
@@ -136,6 +137,16 @@ TEST(InProcessLinker, LinksTwiceInOneProcessAndMatchesTheDriver) {
   EXPECT_EQ(linkSharedLibrary({second, dir / "second.so", {secondAccessor}, "", ""}),
             Linker::InProcessLld);
   EXPECT_TRUE(inProcessLinkerUsable());
+  // lld links no crtbeginS.o, whose destructor would run __cxa_finalize for
+  // this library at dlclose: a runtime static object with a destructor
+  // (registered with __cxa_atexit) would then be called after the library is
+  // unloaded. The runtime has none; this fails the day it gets one.
+  std::string undefined = dir / "undefined.txt";
+  std::string command = "nm -D --undefined-only " + dir / "first.so" + " > " + undefined;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream listing(undefined);
+  std::string symbols((std::istreambuf_iterator<char>(listing)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(symbols.find("__cxa_atexit"), std::string::npos) << symbols;
   void *keepFirst = dlopen((dir / "first.so").c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(keepFirst, nullptr) << dlerror();
   expectLibraryComputes(dir / "second.so", secondAccessor);
