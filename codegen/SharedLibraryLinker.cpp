@@ -1,6 +1,8 @@
 //===- codegen/SharedLibraryLinker.cpp - model.o + runtime -> model.so -----===//
 #include "codegen/SharedLibraryLinker.h"
 
+#include "codegen/InProcessLinker.h"
+#include "codegen/RuntimeFiles.h"
 #include "ir/Error.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -13,9 +15,6 @@
 
 #include <cstdlib>
 
-#ifndef ONNXC_RUNTIME_ARCHIVE
-#error "codegen/CMakeLists.txt defines ONNXC_RUNTIME_ARCHIVE as the path of libonnxc_runtime.a"
-#endif
 #ifndef ONNXC_RUNTIME_LINK_FLAGS
 #error "codegen/CMakeLists.txt defines ONNXC_RUNTIME_LINK_FLAGS (the sanitizer flags, or empty)"
 #endif
@@ -88,37 +87,104 @@ std::string joinCommand(const std::vector<std::string> &arguments) {
   return command;
 }
 
-} // namespace
-
-std::string findCompilerDriver() {
+/// The driver, or empty when there is none (findCompilerDriver without the error).
+std::string compilerDriverIfAny() {
   for (const char *variable : {"ONNXC_CXX", "CXX"})
     if (const char *value = std::getenv(variable); value && *value)
       return value;
   for (const char *candidate : {"c++", "g++", "clang++"})
     if (llvm::sys::findProgramByName(candidate))
       return candidate;
-  fail("no C++ compiler driver found to link model.so (tried $ONNXC_CXX, $CXX, c++, g++, "
-       "clang++); install g++ or set ONNXC_CXX");
+  return "";
 }
 
-std::string defaultRuntimeArchive() { return ONNXC_RUNTIME_ARCHIVE; }
+constexpr const char *NoDriverMessage =
+    "no C++ compiler driver found (tried $ONNXC_CXX, $CXX, c++, g++, clang++)";
 
-std::string defaultRuntimeLinkFlags() { return ONNXC_RUNTIME_LINK_FLAGS; }
+/// What links this request, and why lld does not when it does not.
+struct LinkerDecision {
+  Linker linker = Linker::CompilerDriver;
+  /// Why the in-process linker is not used (empty when it is).
+  std::string whyNotLld;
+  /// The system libraries lld links (when linker is InProcessLld).
+  std::vector<std::string> libraries;
+};
 
-void linkSharedLibrary(const LinkRequest &request) {
-  std::string archive =
-      request.runtimeArchive.empty() ? defaultRuntimeArchive() : request.runtimeArchive;
-  if (!llvm::sys::fs::exists(archive))
-    fail("the runtime archive '", archive, "' does not exist (build the onnxc_runtime target)");
-  if (!llvm::sys::fs::exists(request.objectPath))
-    fail("the model object '", request.objectPath, "' does not exist");
+LinkerDecision decideLinker(const LinkRequest &request) {
+  Linker wanted = linkerFromEnvironment();
+  LinkerDecision decision;
+  if (!request.driver.empty() || wanted == Linker::CompilerDriver) {
+    decision.whyNotLld = "the compiler driver was asked for";
+    return decision;
+  }
+  if (!inProcessLinkerBuiltIn())
+    decision.whyNotLld = "this onnxc was built without lld (liblld-19-dev)";
+  else if (!inProcessLinkerUsable())
+    decision.whyNotLld = "lld cannot run again in this process after a crash inside it";
+  else if (request.runtimeArchive.empty() && !defaultRuntimeLinkFlags().empty())
+    // A sanitized runtime needs the sanitizers' runtimes, which only the
+    // compiler driver knows how to add.
+    decision.whyNotLld = "the runtime is sanitized (" + defaultRuntimeLinkFlags() + ")";
+  if (decision.whyNotLld.empty()) {
+    std::vector<std::string> missing;
+    decision.libraries = systemLinkLibraries(missing);
+    if (missing.empty()) {
+      decision.linker = Linker::InProcessLld;
+      return decision;
+    }
+    std::string names;
+    for (const std::string &name : missing)
+      names += (names.empty() ? "" : ", ") + name;
+    decision.whyNotLld = "lld needs " + names +
+                         ", not found among this process's libraries nor in the dynamic "
+                         "loader's folders (/etc/ld.so.conf.d, /lib, /usr/lib)";
+  }
+  if (wanted == Linker::InProcessLld)
+    fail("cannot link '", request.outputPath,
+         "' in process (ONNXC_LINKER=lld): ", decision.whyNotLld);
+  return decision;
+}
 
-  TemporaryFile versionScript("onnxc-exports", "map");
-  writeVersionScript(versionScript.path.str().str(), request.exportedSymbols);
+void linkWithLld(const LinkRequest &request, const std::string &archive,
+                 const std::string &versionScript, const std::vector<std::string> &libraries) {
+  // What the C++ driver passes ld for -shared, minus crti/crtbeginS, which
+  // are part of the compiler, not of the system (lld defines __dso_handle
+  // itself; .init_array needs no _init). --eh-frame-hdr lets the unwinder
+  // find the runtime's exception tables without crtbeginS's registration.
+  // crtbeginS would also run __cxa_finalize at dlclose; the runtime registers
+  // no static destructors, so there is nothing to finalize (a unit test,
+  // InProcessLinker.LinksTwiceInOneProcessAndMatchesTheDriver, keeps it so).
+  std::vector<std::string> arguments = {"-shared",
+                                        "-o",
+                                        request.outputPath,
+                                        "--build-id",
+                                        "--eh-frame-hdr",
+                                        "--hash-style=gnu",
+                                        "-z",
+                                        "relro",
+                                        "-z",
+                                        "noexecstack",
+                                        "-O1",
+                                        "--no-undefined",
+                                        request.objectPath,
+                                        "--whole-archive",
+                                        archive,
+                                        "--no-whole-archive",
+                                        "--version-script=" + versionScript,
+                                        "--as-needed"};
+  arguments.insert(arguments.end(), libraries.begin(), libraries.end());
+  InProcessLinkResult result = linkInProcess(arguments);
+  if (result.succeeded)
+    return;
+  fail("linking '", request.outputPath,
+       "' failed (lld in process): ", firstErrorLine(result.messages), " [command: ld.lld ",
+       joinCommand(arguments), "]");
+}
+
+void linkWithDriver(const LinkRequest &request, const std::string &archive,
+                    const std::string &versionScript, const std::string &driver) {
   TemporaryFile linkerOutput("onnxc-link", "txt");
-
-  std::vector<std::string> arguments =
-      driverCommand(request.driver.empty() ? findCompilerDriver() : request.driver);
+  std::vector<std::string> arguments = driverCommand(driver);
   // --whole-archive: nothing in the model object calls the C API, yet it must
   // be in the library for programs that do. --no-undefined turns a missing
   // symbol into a link error here instead of a dlopen error on the user's side.
@@ -130,7 +196,7 @@ void linkSharedLibrary(const LinkRequest &request) {
   for (const std::string &argument :
        {std::string("-shared"), std::string("-o"), request.outputPath, request.objectPath,
         std::string("-Wl,--whole-archive"), archive, std::string("-Wl,--no-whole-archive"),
-        "-Wl,--version-script=" + versionScript.path.str().str(), std::string("-Wl,--no-undefined"),
+        "-Wl,--version-script=" + versionScript, std::string("-Wl,--no-undefined"),
         std::string("-Wl,-z,noexecstack"), std::string("-Wl,-O1"), std::string("-pthread"),
         std::string("-lm")})
     arguments.push_back(argument);
@@ -151,6 +217,55 @@ void linkSharedLibrary(const LinkRequest &request) {
   std::string firstLine = log ? firstErrorLine((*log)->getBuffer()) : "(linker output lost)";
   fail("linking '", request.outputPath, "' failed (exit ", status, "): ", firstLine,
        " [command: ", command, "]");
+}
+
+} // namespace
+
+Linker linkerFromEnvironment() {
+  const char *value = std::getenv("ONNXC_LINKER");
+  llvm::StringRef name = value ? llvm::StringRef(value).trim() : "";
+  if (name.empty() || name == "auto")
+    return Linker::Auto;
+  if (name == "lld")
+    return Linker::InProcessLld;
+  if (name == "driver" || name == "c++" || name == "cc")
+    return Linker::CompilerDriver;
+  fail("ONNXC_LINKER='", name.str(), "' is not a linker (use lld, driver or auto)");
+}
+
+std::string findCompilerDriver() {
+  std::string driver = compilerDriverIfAny();
+  if (driver.empty())
+    fail(NoDriverMessage, " to link model.so; install g++ or set ONNXC_CXX");
+  return driver;
+}
+
+std::string defaultRuntimeArchive() { return findRuntimeFiles().archive; }
+
+std::string defaultRuntimeLinkFlags() { return ONNXC_RUNTIME_LINK_FLAGS; }
+
+Linker linkSharedLibrary(const LinkRequest &request) {
+  std::string archive =
+      request.runtimeArchive.empty() ? defaultRuntimeArchive() : request.runtimeArchive;
+  if (!llvm::sys::fs::exists(archive))
+    fail("the runtime archive '", archive, "' does not exist (build the onnxc_runtime target)");
+  if (!llvm::sys::fs::exists(request.objectPath))
+    fail("the model object '", request.objectPath, "' does not exist");
+
+  TemporaryFile versionScript("onnxc-exports", "map");
+  writeVersionScript(versionScript.path.str().str(), request.exportedSymbols);
+  LinkerDecision decision = decideLinker(request);
+  if (decision.linker == Linker::InProcessLld) {
+    linkWithLld(request, archive, versionScript.path.str().str(), decision.libraries);
+    return Linker::InProcessLld;
+  }
+  std::string driver = request.driver.empty() ? compilerDriverIfAny() : request.driver;
+  if (driver.empty())
+    fail("cannot link '", request.outputPath, "': ", decision.whyNotLld, ", and ", NoDriverMessage,
+         "; install g++ (or set ONNXC_CXX)",
+         inProcessLinkerBuiltIn() ? "" : ", or rebuild onnxc with liblld-19-dev installed");
+  linkWithDriver(request, archive, versionScript.path.str().str(), driver);
+  return Linker::CompilerDriver;
 }
 
 } // namespace onnxc

@@ -5,10 +5,14 @@
 #
 #   bash scripts/setup.sh          # as root, or as a user with passwordless sudo
 #
-# Works without a terminal (CI=true, no stdin). On failure: one line on stderr, exit 1.
+# Works without a terminal (CI=true, no stdin). On failure: one line on stderr, exit 1, naming
+# the cause as the failed tool gave it (sudo wanting a password, no network to the package index,
+# a pinned version not served; scripts/failure-cause.sh) and where its full log was kept.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=failure-cause.sh
+source "$REPO/scripts/failure-cause.sh"
 APT_LIST="$REPO/scripts/apt-packages.txt"
 REQUIREMENTS="$REPO/scripts/requirements.txt"
 VENV="$REPO/.venv"
@@ -52,14 +56,28 @@ if [ -n "$MISSING" ]; then
   else
     die "not root and sudo is missing; cannot install: $(echo $MISSING)"
   fi
+  # sudo -n fails at once without a terminal or a NOPASSWD rule: say so before apt runs.
+  if [ "${#SUDO[@]}" -gt 0 ] && ! sudo -n true >"$LOG" 2>&1; then
+    die "cannot install Debian packages ($(echo $MISSING)) as $(id -un): $(failure_cause "$LOG"); run as root, or install them by hand"
+  fi
   APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
   note "installing Debian packages: $(echo $MISSING)"
-  "${APT[@]}" update >"$LOG" 2>&1 || note "warning: apt-get update failed, using the cached package lists"
+  UPDATE_CAUSE=""
+  if ! "${APT[@]}" update >"$LOG" 2>&1; then
+    UPDATE_CAUSE=$(failure_cause "$LOG")
+    note "warning: apt-get update failed ($UPDATE_CAUSE); using the cached package lists"
+  fi
+  # What install's own log cannot tell (a missing package after a failed update is the update's fault).
+  AFTER_UPDATE=${UPDATE_CAUSE:+, after apt-get update failed: $UPDATE_CAUSE}
   if ! "${APT[@]}" install --no-install-recommends "${PINNED[@]}" >"$LOG" 2>&1; then
-    note "warning: pinned install failed (a version in scripts/apt-packages.txt may no longer be served); retrying unpinned"
+    # Only a pin apt does not serve is worth an unpinned retry; anything else (no network, a
+    # held dpkg lock, a broken dependency) would fail the same way again.
+    UNSERVED=$(unserved_apt_pins "$LOG")
+    [ -n "$UNSERVED" ] || die "apt-get install failed: $(failure_cause "$LOG")$AFTER_UPDATE (log: $(keep_log apt))"
+    note "warning: pinned versions not served by apt: $UNSERVED; retrying unpinned"
     "${APT[@]}" install --no-install-recommends "${NAMES[@]}" >"$LOG" 2>&1 ||
-      die "apt-get install failed (log: $(keep_log apt))"
+      die "apt-get install failed: $(failure_cause "$LOG")$AFTER_UPDATE (log: $(keep_log apt))"
   fi
   MISSING=$(missing_packages)
   [ -z "$MISSING" ] || die "still not installed after apt-get: $(echo $MISSING)"
@@ -78,7 +96,7 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   note "creating venv at $VENV"
   "$SYSTEM_PYTHON" -m venv --system-site-packages "$VENV" >"$LOG" 2>&1 ||
-    die "could not create $VENV (is python3-venv installed?) (log: $(keep_log venv))"
+    die "could not create $VENV: $(failure_cause "$LOG") (is python3-venv installed?) (log: $(keep_log venv))"
 fi
 
 WANT_SHA=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
@@ -87,9 +105,10 @@ if [ "$WANT_SHA" != "$HAVE_SHA" ]; then
   note "installing Python packages from scripts/requirements.txt"
   rm -f "$STAMP"
   PIP_NO_INPUT=1 "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
-      -r "$REQUIREMENTS" >"$LOG" 2>&1 || die "pip install failed (log: $(keep_log pip))"
+      -r "$REQUIREMENTS" >"$LOG" 2>&1 ||
+    die "pip install -r scripts/requirements.txt failed: $(failure_cause "$LOG") (log: $(keep_log pip))"
   # The combination that matters: Debian's torch with the venv's numpy, plus onnx and ORT.
-  "$VENV/bin/python" - >"$LOG" 2>&1 <<'EOF' || die "venv check failed: torch/numpy/onnx/onnxruntime do not import together (log: $(keep_log check))"
+  "$VENV/bin/python" - >"$LOG" 2>&1 <<'EOF' || die "venv check failed: torch/numpy/onnx/onnxruntime do not import together: $(failure_cause "$LOG") (log: $(keep_log check))"
 import numpy, torch, onnx, onnxruntime
 assert numpy.__version__.startswith("1."), numpy.__version__
 torch.from_numpy(numpy.zeros(2))

@@ -27,6 +27,22 @@ CHECK = textwrap.dedent("""
     (got,) = model.run(None, feeds)
     (want,) = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"]).run(None, feeds)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+    # A library too, with no compiler on PATH (lld in process), against the runtime archive the
+    # wheel installed beside the module, not the build folder's: with that one broken, it fails.
+    import os, tempfile
+    os.environ["PATH"] = tempfile.mkdtemp()
+    library = os.path.join(tempfile.mkdtemp(), "tiny.so")
+    (from_library,) = onnxc.compile(sys.argv[1], output=library).run(None, feeds)
+    np.testing.assert_allclose(from_library, want, rtol=1e-4, atol=1e-5)
+    archive = os.path.join(os.path.dirname(onnxc.__file__), "lib", "libonnxc_runtime.a")
+    with open(archive, "w") as f:
+        f.write("not an archive")
+    try:
+        onnxc.compile(sys.argv[1], output=library + ".2.so")
+        raise AssertionError("compiled against a broken runtime archive")
+    except onnxc.Error as error:
+        assert archive in str(error), error
     print("ok", [i.name for i in model.inputs], got.shape)
 """)
 

@@ -1,7 +1,7 @@
 //===- tests/unit/PassManagerTest.cpp - Pass infrastructure and pipelines -===//
+#include "passes/PassManager.h"
 #include "ir/Error.h"
 #include "ir/Graph.h"
-#include "passes/PassManager.h"
 #include "passes/PassRegistry.h"
 #include "passes/Pipelines.h"
 
@@ -114,8 +114,14 @@ TEST(Pipelines, Levels) {
     addOptimizationPipeline(pm, level);
     std::vector<std::string> expected;
     if (level > 0)
-      expected = {"fold-constants", "remove-identity", "simplify-casts", "simplify-shapes",
-                  "simplify-transposes", "cse", "dce"};
+      expected = {"fold-constants",
+                  "fold-channel-affine",
+                  "remove-identity",
+                  "simplify-casts",
+                  "simplify-shapes",
+                  "simplify-transposes",
+                  "cse",
+                  "dce"};
     // (Each pass is listed once, though the cleanup runs again between.)
     if (level > 1)
       for (const char *fusion :
