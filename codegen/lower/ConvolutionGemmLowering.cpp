@@ -17,7 +17,8 @@
 // ViT) is then a pure gather of whole rows of the patch, and Whisper's
 // kernel-3 Conv1d three loads per channel. Depthwise Conv (fewer than
 // kMinGroupColumns output channels per group) stays on the loop nest,
-// where a 32-column tile would be mostly padding.
+// where a 32-column tile would be mostly padding, as do patches too deep
+// (or groups too wide) for six rows of them to fit the stack budget.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/GemmEmitter.h"
@@ -45,8 +46,6 @@ constexpr int64_t kMaxPatchFloats = 131072;
 constexpr int64_t kMaxTileFloats = 98304;
 /// Rows per block: the GEMM streams its packed B once per block.
 constexpr int64_t kMaxBlockRows = 96;
-/// Deeper patches than this (6 rows of it) are not worth a stack buffer.
-constexpr int64_t kMaxDepth = 1 << 18;
 /// Last-dim kernel extents up to this are copied straight-line.
 constexpr int64_t kMaxUnrolledTaps = 32;
 
@@ -98,7 +97,9 @@ std::optional<ConvGemmPlan> planConvGemm(const LoweringContext &ctx, const Node 
     plan.taps *= *d.constant();
   }
   plan.depth = plan.groupIn * plan.taps;
-  if (plan.groupOut < kMinGroupColumns || plan.depth > kMaxDepth)
+  // A block of one tile's rows must fit the stack budgets.
+  if (plan.groupOut < kMinGroupColumns || plan.depth * GemmMR > kMaxPatchFloats ||
+      plan.groupOut * GemmMR > kMaxTileFloats)
     return std::nullopt;
   int64_t rows =
       std::min({kMaxBlockRows, kMaxPatchFloats / plan.depth, kMaxTileFloats / plan.groupOut});
