@@ -32,7 +32,17 @@
 // Where as a bool "visible" mask. A Where filling a finite value (HF's
 // torch.finfo(f32).min) sets mask_fill, so hidden keys keep that score and
 // a row hiding every key stays uniform as in the unfused graph (planMasks
-// says which mask orders that covers). Dead nodes are left for dce.
+// says which mask orders that covers).
+//
+// DeBERTa's XSoftmax also zeroes the hidden probabilities after Softmax,
+// %p = Where(%hidden, 0, Softmax(Where(%hidden, finfo.min, %s + %rel))):
+// a key the Where hides has probability exactly 0 already wherever its row
+// sees some key (exp(finfo.min - max) underflows for every finite score), so
+// the zeroing changes only rows hiding every key, which it makes 0. The
+// fused op then reads the position terms and the Where as one additive
+// operand Where(%hidden, finfo.min, %rel), and its rows that see no key are
+// set to 0 by Where(any visible key in the row, %y, 0). Dead nodes are left
+// for dce.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -72,8 +82,8 @@ struct Heads3d {
 struct MaskTerm {
   Value *mask;
   MaskEncoding encoding;
-  double fill = 0;       // Where forms only
-  bool negated = false;  // subtracted (scores - bias, as ALiBi is often written)
+  double fill = 0;      // Where forms only
+  bool negated = false; // subtracted (scores - bias, as ALiBi is often written)
 };
 
 /// A rejected candidate's reason (a static string, so equal reasons tally).
@@ -209,11 +219,11 @@ std::optional<Heads3d> headsSource(const Value *v4) {
 
 /// What Kᵀ [b, h, d, Skv] was made from.
 struct KeyForms {
-  Value *k4 = nullptr;         // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
-  int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
-  Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
+  Value *k4 = nullptr;            // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
+  int64_t group = 1;              // query heads per K head, when repeat_kv was peeled
+  Value *splitHeads = nullptr;    // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
   std::vector<int64_t> splitToK4; // the perm from splitHeads to the 4-D K
-  Value *repeated = nullptr;       // the repeated K, when repeat_kv was peeled
+  Value *repeated = nullptr;      // the repeated K, when repeat_kv was peeled
   std::optional<Heads3d> k3;
 };
 
@@ -224,7 +234,8 @@ KeyForms keyForms(Value *kt, double &scale) {
     // [b, Skv, h, d] (or sequence-first [Skv, b, h, d]) straight to Kᵀ.
     bool seqFirst = isPerm(node, {1, 2, 3, 0});
     forms.splitHeads = node->operand(0);
-    forms.splitToK4 = seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+    forms.splitToK4 =
+        seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
     const Shape &shape = kt->shape();
     std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
     if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
@@ -304,6 +315,10 @@ struct CoreMatch {
   Value *q = nullptr, *kt = nullptr, *v = nullptr;
   double scale = 1.0;
   std::vector<MaskTerm> masks;
+  // Where(cond, 0, p) or Where(cond, p, 0) between Softmax and the value
+  // MatMul: probabilities zeroed where `cond` hides (XSoftmax).
+  Node *zeroing = nullptr;
+  MaskEncoding zeroingEncoding = MaskEncoding::HiddenWhereTrue;
   // Shape nodes reading an intermediate score tensor (a mask sized from
   // the scores): rewired to the Attention's operands' dims.
   std::vector<Node *> shapeReaders;
@@ -370,8 +385,24 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
   int64_t axis = softmax.getInt("axis", -1);
   if (axis != -1 && axis != 3)
     throw Rejection{"Softmax is not over the last (key) axis"};
-  m.output = soleUser(graph, softmax.result(0));
-  if (!m.output || m.output->kind() != OpKind::MatMul || m.output->operand(0) != softmax.result(0))
+  Value *probs = softmax.result(0);
+  m.output = soleUser(graph, probs);
+  if (m.output && m.output->kind() == OpKind::Where) {
+    std::optional<double> onTrue = scalarConstant(m.output->operand(1));
+    std::optional<double> onFalse = scalarConstant(m.output->operand(2));
+    if (onTrue && *onTrue == 0 && m.output->operand(2) == probs)
+      m.zeroingEncoding = MaskEncoding::HiddenWhereTrue;
+    else if (onFalse && *onFalse == 0 && m.output->operand(1) == probs)
+      m.zeroingEncoding = MaskEncoding::HiddenWhereFalse;
+    else
+      throw Rejection{"a Where after Softmax does not zero hidden probabilities"};
+    if (m.output->operand(0)->dtype() != DType::Bool)
+      throw Rejection{"a Where zeroing probabilities has a condition that is not bool"};
+    m.zeroing = m.output;
+    probs = m.zeroing->result(0);
+    m.output = soleUser(graph, probs);
+  }
+  if (!m.output || m.output->kind() != OpKind::MatMul || m.output->operand(0) != probs)
     throw Rejection{"Softmax output is not multiplied by V alone"};
 
   Value *value = softmax.operand(0);
@@ -408,8 +439,7 @@ CoreMatch matchCore(const Graph &graph, Node &softmax) {
       if (!leadsToScoreMatMul(node->operand(0)) || leadsToScoreMatMul(node->operand(1)))
         throw Rejection{"a Sub before Softmax does not subtract a bias from the scores"};
       Value *bias = node->operand(1);
-      if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 ||
-          bias->shape().rank() > 4)
+      if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 || bias->shape().rank() > 4)
         throw Rejection{"a subtracted bias is not a float tensor of rank 1 to 4"};
       m.masks.push_back({bias, MaskEncoding::Additive, 0, /*negated=*/true});
       value = node->operand(0);
@@ -481,7 +511,16 @@ struct MaskPlan {
   // The band is around the diagonal offset by a cache (kvSeq = past +
   // qSeq): the op says so only with past_key / past_value operands.
   bool pastOffset = false;
+  // DeBERTa: the additive operand and the zeroed Where's bool mask combined
+  // into one additive operand Where(condition, fill, operand).
+  Value *combinedCondition = nullptr;
+  bool combinedHiddenWhereTrue = true;
+  double combinedFill = 0;
 };
+
+/// A fill that leaves a hidden key's probability exactly 0 whenever its row
+/// sees any key with a finite score: exp(fill - max) underflows.
+bool zeroesHiddenProbability(double fill) { return fill <= -1e30; }
 
 /// K and V as a KV cache concatenated with the new keys along the sequence
 /// (GPT-2's torch.cat((past_key, key), dim=-2)).
@@ -556,6 +595,18 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
   bool offsetExpressible = qSeq == kvSeq || cacheOf(m).has_value();
   std::optional<double> whereFill;
   bool additiveBand = false, additiveOperand = false, whereAfterAdd = false;
+  if (m.zeroing) {
+    // Zeroing the probabilities a Where hid changes only rows that see no
+    // key (see the file comment), provided that Where is the last mask
+    // applied and its fill leaves the hidden probabilities exactly 0.
+    if (m.masks.empty() || m.masks.front().mask != m.zeroing->operand(0) ||
+        m.masks.front().encoding != m.zeroingEncoding)
+      throw Rejection{"the Where zeroing probabilities after Softmax does not repeat the mask "
+                      "applied last before it"};
+    if (!zeroesHiddenProbability(m.masks.front().fill))
+      throw Rejection{"probabilities are zeroed after Softmax, but the Where before it fills a "
+                      "value under which hidden keys keep some probability"};
+  }
   // m.masks runs from Softmax backwards; walk them in the order applied.
   for (auto it = m.masks.rbegin(); it != m.masks.rend(); ++it) {
     const MaskTerm &term = *it;
@@ -568,8 +619,7 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     }
     std::string why = "a subtracted bias (ALiBi) is an additive operand";
     std::optional<KeyBand> band =
-        term.negated ? std::nullopt
-                     : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
+        term.negated ? std::nullopt : proveBandMask(term.mask, term.encoding, qSeq, kvSeq, why);
     if (band && !band->isEverything() && !offsetExpressible) {
       why = "query and key lengths differ and K and V are not a cache concatenated with the "
             "new keys (the op offsets its diagonal only by a past_key operand)";
@@ -579,10 +629,18 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
       plan.band = plan.band.intersect(*band);
       additiveBand = additiveBand || !isWhere;
       continue;
-    }
-    else if (band)
+    } else if (band)
       why = "its band " + bandText(*band) + " is neither causal nor symmetric";
     context.explain(*m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
+    if (plan.operand && additiveOperand && isWhere && m.zeroing && &term == &m.masks.front() &&
+        std::isfinite(term.fill) && term.mask->dtype() == DType::Bool &&
+        plan.operand->dtype() == DType::F32) {
+      // The additive operand (applied before) and this Where as one operand.
+      plan.combinedCondition = term.mask;
+      plan.combinedHiddenWhereTrue = term.encoding == MaskEncoding::HiddenWhereTrue;
+      plan.combinedFill = term.fill;
+      continue;
+    }
     if (plan.operand)
       throw Rejection{"more than one mask stays an operand"};
     plan.operand = term.mask;
@@ -594,6 +652,14 @@ MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
     if (term.mask->dtype() != DType::Bool)
       throw Rejection{"a Where mask condition is not bool"};
     plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
+  }
+  if (plan.combinedCondition) {
+    // The combined operand says every hidden score; nothing else may hide.
+    if (!plan.band.isEverything())
+      throw Rejection{"a shape-only mask meets an additive operand and a zeroed Where mask"};
+    if (plan.subtract)
+      throw Rejection{"a subtracted bias meets a zeroed Where mask"};
+    return plan;
   }
   if (whereFill && std::isfinite(*whereFill)) {
     if (whereAfterAdd)
@@ -705,7 +771,7 @@ private:
   /// Replaces `reader` = Shape(t) {start, end} of a 4-D t by the matching
   /// slice of `dims` (one 1-element tensor per axis of t, concatenated).
   static void replaceShapeReader(Graph &graph, std::vector<Node *> &created, Node *reader,
-                               const std::vector<Value *> &dims) {
+                                 const std::vector<Value *> &dims) {
     int64_t rank = 4;
     auto clampAxis = [rank](int64_t axis) {
       return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
@@ -720,8 +786,7 @@ private:
       std::vector<Value *> operands = {
           full, constantI64(graph, "attention.dims.start", {start}),
           constantI64(graph, "attention.dims.end", {std::max(start, end)})};
-      picked =
-          create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+      picked = create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
     }
     std::string name = reader->result(0)->name();
     graph.replaceAllUsesWith(reader->result(0), picked);
@@ -751,10 +816,50 @@ private:
                       {{"start", Attribute(start)}, {"end", Attribute(end)}})
             ->result(0);
       };
-      replaceShapeReader(graph, created, reader,
-                         {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}),
-                          dimsOf(2, 4)});
+      replaceShapeReader(
+          graph, created, reader,
+          {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}), dimsOf(2, 4)});
     }
+  }
+
+  /// Whether a row flag of the zeroing Where's condition, [.., Sq, 1],
+  /// broadcasts over the merged [b, Sq, h*dv] result once its head axis is
+  /// dropped: the condition does not vary over heads.
+  static bool rowsBroadcastOver3d(const Node &zeroing) {
+    const Shape &cond = zeroing.operand(0)->shape();
+    if (!cond.isRanked())
+      return false;
+    if (cond.rank() <= 2)
+      return true;
+    return cond.rank() <= 4 && cond[cond.rank() - 3] == Dim(1);
+  }
+
+  /// XSoftmax's zeroing of hidden probabilities, on the fused result: a row
+  /// that sees no key (by the zeroing Where's condition) becomes 0, every
+  /// other row is already what the zeroing leaves (see the file comment).
+  static Value *zeroRowsSeeingNoKey(Graph &graph, std::vector<Node *> &created,
+                                    const CoreMatch &core, Value *result, bool threeD,
+                                    const std::string &base, Node *before) {
+    const std::string name = base + ".rows";
+    Value *visible = core.zeroing->operand(0);
+    if (core.zeroingEncoding == MaskEncoding::HiddenWhereTrue)
+      visible = create(graph, created, OpKind::Not, {visible}, name, before)->result(0);
+    Value *asFloat = create(graph, created, OpKind::Cast, {visible}, name, before,
+                            {{"to", Attribute(int64_t(1))}})
+                         ->result(0);
+    Value *any = create(graph, created, OpKind::ReduceMax,
+                        {asFloat, constantI64(graph, name + ".axes", {-1})}, name, before)
+                     ->result(0); // [.., Sq, 1]
+    if (threeD && any->shape().rank() >= 3)
+      any = create(graph, created, OpKind::Squeeze,
+                   {any, constantI64(graph, name + ".heads", {int64_t(any->shape().rank()) - 3})},
+                   name, before)
+                ->result(0);
+    Value *seesKey =
+        create(graph, created, OpKind::Cast, {any}, name, before, {{"to", Attribute(int64_t(9))}})
+            ->result(0);
+    Value *zero = graph.addConstant(graph.uniqueName(name + ".zero"), Tensor::scalar<float>(0.0f));
+    return create(graph, created, OpKind::Where, {seesKey, result, zero}, name, before)->result(0);
   }
 
   void rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks, PassContext &context) {
@@ -785,6 +890,8 @@ private:
     bool threeD = !cache && q3 && key.k3 && v3 && merge.reshape && key.k3->heads == v3->heads &&
                   q3->heads == key.k3->heads * group && q3->seqFirst == merge.seqFirst &&
                   key.k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
+    if (threeD && core.zeroing && (merge.seqFirst || !rowsBroadcastOver3d(*core.zeroing)))
+      threeD = false; // the zeroed rows are per head or sequence-first: 4-D keeps them apart
     Node *root = threeD ? merge.reshape : core.output;
     if (threeD) {
       // A scale applied to the projection before the head split (BART's
@@ -822,6 +929,14 @@ private:
       }
       if (masks.operand) {
         Value *mask = masks.operand;
+        if (masks.combinedCondition) {
+          Value *fill = graph.addConstant(graph.uniqueName(base + ".fill"),
+                                          Tensor::scalar<float>(float(masks.combinedFill)));
+          std::vector<Value *> where = {masks.combinedCondition, fill, mask};
+          if (!masks.combinedHiddenWhereTrue)
+            std::swap(where[1], where[2]);
+          mask = create(graph, created, OpKind::Where, where, base + ".bias", root)->result(0);
+        }
         if (masks.negate)
           mask = create(graph, created, OpKind::Not, {mask}, base + ".visible", root)->result(0);
         if (masks.subtract)
@@ -853,14 +968,16 @@ private:
       InferenceContext inference(graph);
       inferNodeShapes(*attention, inference);
       Value *result = attention->result(0);
+      if (core.zeroing)
+        result = zeroRowsSeeingNoKey(graph, created, core, result, threeD, base, root);
       if (threeD && root->result(0)->shape().rank() == 2) {
         // torch's out_proj reads the [Sq*b, h*dv] view of [Sq, b, h*dv].
         const Shape &flat = root->result(0)->shape();
         std::optional<int64_t> width = flat[1].constant();
-        result = create(graph, created, OpKind::Reshape,
-                        {result, constantI64(graph, base + ".flat", {-1, *width})},
-                        base + ".flat", root)
-                     ->result(0);
+        result =
+            create(graph, created, OpKind::Reshape,
+                   {result, constantI64(graph, base + ".flat", {-1, *width})}, base + ".flat", root)
+                ->result(0);
       }
       if (result->type() != root->result(0)->type())
         throw Rejection{"the fused op's result type differs from the pattern's"};
@@ -895,6 +1012,8 @@ private:
       context.count("with a finite mask fill");
     if (cache)
       context.count("after a KV cache");
+    if (core.zeroing)
+      context.count("with hidden rows zeroed");
   }
 };
 

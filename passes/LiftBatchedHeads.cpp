@@ -28,7 +28,15 @@
 // the sequence-first form fuse-attention reads and writes in place
 // (Attention's seq_first).
 //
-// and scalar scales on them are carried over. A mask or other operand of
+// and scalar scales on them are carried over. DeBERTa's XSoftmax takes its
+// Softmax on the [b, h, Sq, Sk] view and zeroes the hidden probabilities
+// (Where(hidden, 0, p)) before folding them back for the value MatMul:
+//
+//   %p4 = Softmax(Reshape(%s -> [b, h, Sq, Sk]))
+//   %o3 = MatMul(Reshape(Where(%hidden, 0, %p4) -> [b*h, Sq, Sk]), %v3)
+//
+// is lifted the same way, the Where kept on the 4-D probabilities for
+// fuse-attention to read. A mask or other operand of
 // rank 3 with a first dim of b*h is lifted the same way (Unsqueeze, then a
 // Reshape to [-1, h, ., .]); one of rank <= 2, or with a first dim of 1,
 // broadcasts to the same values in 4-D and is used as it is. The number of
@@ -43,6 +51,7 @@
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace onnxc {
@@ -151,6 +160,65 @@ std::optional<FoldedOperand> foldedOperand(Value *folded) {
   return std::nullopt;
 }
 
+/// The number of heads a Reshape between [b*h, A, B] and [b, h, A, B] (either
+/// way) splits off, when its shapes say so.
+std::optional<int64_t> reshapeFoldsHeads(const Node &reshape) {
+  const Shape &in = reshape.operand(0)->shape(), &out = reshape.result(0)->shape();
+  if (!in.isRanked() || !out.isRanked())
+    return std::nullopt;
+  const Shape &four = in.rank() == 4 ? in : out, &three = in.rank() == 4 ? out : in;
+  if (four.rank() != 4 || three.rank() != 3 || !(four[0] * four[1] == three[0]) ||
+      !(four[2] == three[1]) || !(four[3] == three[2]) || !four[1].constant())
+    return std::nullopt;
+  return *four[1].constant();
+}
+
+/// Which operand of `node` carries `probs` when `node` is Where(c, 0, probs)
+/// or Where(c, probs, 0): probabilities zeroed where c says (XSoftmax).
+std::optional<size_t> zeroedProbabilities(const Node &node, const Value *probs) {
+  if (node.kind() != OpKind::Where)
+    return std::nullopt;
+  for (size_t kept : {size_t(1), size_t(2)}) {
+    std::optional<double> other = scalarConstant(node.operand(kept == 1 ? 2 : 1));
+    if (node.operand(kept) == probs && other && *other == 0)
+      return kept;
+  }
+  return std::nullopt;
+}
+
+/// The one user of `value` other than Shape nodes (DeBERTa measures its
+/// probabilities to fold them back), or null.
+Node *soleUserButShapes(const Graph &graph, const Value *value) {
+  if (graph.isOutput(value))
+    return nullptr;
+  Node *user = nullptr;
+  for (const Use &use : value->uses()) {
+    if (use.user->kind() == OpKind::Shape)
+      continue;
+    if (user && user != use.user)
+      return nullptr;
+    user = use.user;
+  }
+  return user;
+}
+
+/// A 4-D Softmax whose probabilities (zeroed or not) are folded back to
+/// [b*h, Sq, Sk] for a 3-D value MatMul: the Reshape that folds them.
+Node *foldAfterSoftmax(const Graph &graph, Node &softmax, std::vector<Node *> *zeroing) {
+  Value *probs = softmax.result(0);
+  Node *user = soleUserButShapes(graph, probs);
+  while (user && zeroedProbabilities(*user, probs)) {
+    if (zeroing)
+      zeroing->push_back(user);
+    probs = user->result(0);
+    user = soleUserButShapes(graph, probs);
+  }
+  if (!user || user->kind() != OpKind::Reshape || user->operand(0) != probs ||
+      !hasRank(user->result(0), 3) || !reshapeFoldsHeads(*user))
+    return nullptr;
+  return user;
+}
+
 /// One link of the chain from the score MatMul to Softmax.
 struct ChainLink {
   Node *node;
@@ -172,6 +240,15 @@ private:
   Node &softmax_;
   Node *scores_ = nullptr, *output_ = nullptr;
   std::vector<ChainLink> chain_; // from the score MatMul's user up to Softmax's producer
+  std::vector<Node *> zeroing_;  // Where(hidden, 0, p) links after a 4-D Softmax (DeBERTa)
+  struct Remeasured {
+    Node *reader;
+    size_t index;
+    Value *old;
+  };
+  std::vector<Remeasured> remeasured_; // Shape readers moved to lifted values
+  // Shape readers of the folded result and what replaces each once lifted.
+  std::vector<std::pair<Node *, Value *>> remeasuredFolded_;
   std::optional<FoldedOperand> q_, k_, v_;
   int64_t heads_ = 0;
   std::vector<Node *> created_;
@@ -181,14 +258,23 @@ private:
   InferenceContext inference_;
 
   void match() {
+    const bool fourD = hasRank(softmax_.result(0), 4);
     int64_t axis = softmax_.getInt("axis", -1);
-    if (axis != -1 && axis != 2)
+    if (axis != -1 && axis != (fourD ? 3 : 2))
       throw Rejection{"Softmax is not over the last (key) axis"};
-    output_ = soleUser(graph_, softmax_.result(0));
-    if (!output_ || output_->kind() != OpKind::MatMul || output_->operand(0) != softmax_.result(0) ||
+    std::optional<int64_t> foldedHeads; // from a Reshape of the scores to or from 4-D
+    Value *probs = softmax_.result(0);
+    if (fourD) {
+      Node *fold = foldAfterSoftmax(graph_, softmax_, &zeroing_);
+      if (!fold)
+        throw Rejection{"the 4-D probabilities are not folded back to [b*h, Sq, Sk]"};
+      foldedHeads = reshapeFoldsHeads(*fold);
+      probs = fold->result(0);
+    }
+    output_ = soleUser(graph_, probs);
+    if (!output_ || output_->kind() != OpKind::MatMul || output_->operand(0) != probs ||
         !hasRank(output_->operand(1), 3))
       throw Rejection{"Softmax output is not multiplied by a 3-D V alone"};
-    std::optional<int64_t> foldedHeads; // from a Reshape of the scores to 4-D
     Value *value = softmax_.operand(0);
     for (int steps = 0;; ++steps) {
       if (steps > 16)
@@ -196,7 +282,11 @@ private:
       Node *node = value->definingNode();
       if (!node)
         throw Rejection{"scores do not come from a MatMul"};
-      if (value->numUses() != 1 || graph_.isOutput(value))
+      // Shape nodes may measure the scores (DeBERTa sizes its Reshapes so):
+      // those of a 4-D view are moved to the lifted copy, those of the
+      // folded scores die with the Reshape targets they compute.
+      Node *consumer = chain_.empty() ? &softmax_ : chain_.back().node;
+      if (soleUserButShapes(graph_, value) != consumer)
         throw Rejection{"an intermediate score tensor is used elsewhere"};
       if (node->kind() == OpKind::MatMul) {
         scores_ = node;
@@ -204,17 +294,16 @@ private:
       }
       switch (node->kind()) {
       case OpKind::Reshape: {
-        // BART's view of the scores as [b, h, Sq, Sk] around its mask Add.
-        const Shape &in = node->operand(0)->shape(), &out = node->result(0)->shape();
-        if (!in.isRanked() || !out.isRanked())
+        // BART's view of the scores as [b, h, Sq, Sk] around its mask Add
+        // (DeBERTa's, before its Softmax).
+        if (!node->operand(0)->shape().isRanked() || !node->result(0)->shape().isRanked())
           throw Rejection{"a Reshape of the scores has an unknown shape"};
-        const Shape &four = in.rank() == 4 ? in : out, &three = in.rank() == 4 ? out : in;
-        if (four.rank() != 4 || three.rank() != 3 || !(four[0] * four[1] == three[0]) ||
-            !(four[2] == three[1]) || !(four[3] == three[2]) || !four[1].constant())
+        std::optional<int64_t> heads = reshapeFoldsHeads(*node);
+        if (!heads)
           throw Rejection{"a Reshape of the scores does not split [b*h] into [b, h]"};
-        if (foldedHeads && *foldedHeads != *four[1].constant())
+        if (foldedHeads && *foldedHeads != *heads)
           throw Rejection{"the scores are split into different numbers of heads"};
-        foldedHeads = *four[1].constant();
+        foldedHeads = heads;
         chain_.push_back({node, 0});
         value = node->operand(0);
         continue;
@@ -302,7 +391,28 @@ private:
       }
       return false;
     };
+    // The score MatMul itself (under scalar scales), when both sides lead
+    // to some MatMul: DeBERTa adds position terms gathered from Q·Kᵣᵀ.
+    auto isScoreMatMul = [](const Value *value) {
+      while (const Node *producer = value->definingNode()) {
+        if (producer->kind() == OpKind::MatMul)
+          return true;
+        if (producer->kind() != OpKind::Mul && producer->kind() != OpKind::Div)
+          return false;
+        if (scalarConstant(producer->operand(1)))
+          value = producer->operand(0);
+        else if (producer->kind() == OpKind::Mul && scalarConstant(producer->operand(0)))
+          value = producer->operand(1);
+        else
+          return false;
+      }
+      return false;
+    };
     bool first = leads(node.operand(a)), second = leads(node.operand(b));
+    if (first && second) {
+      first = isScoreMatMul(node.operand(a));
+      second = isScoreMatMul(node.operand(b)) && !first; // two such: either reads the same
+    }
     if (first == second)
       throw Rejection{"an op before Softmax does not apply a mask or scale to the scores"};
     return first ? a : b;
@@ -338,18 +448,17 @@ private:
     if (op.form == FoldedOperand::SeqFirstProjection) {
       // [S, b, h*d] -> [S, b, h, d] -> [b, h, S, d]: the sequence-first
       // head split fuse-attention reads in place (seq_first).
-      Value *split = create(OpKind::Reshape,
-                            {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
-                            name + ".split")
-                         ->result(0);
+      Value *split =
+          create(OpKind::Reshape, {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
+                 name + ".split")
+              ->result(0);
       value = create(OpKind::Transpose, {split}, name + ".heads",
                      {{"perm", Attribute(std::vector<int64_t>{1, 2, 0, 3})}})
                   ->result(0);
     }
     for (auto it = op.scales.rbegin(); it != op.scales.rend(); ++it) {
-      std::vector<Value *> operands =
-          it->constantFirst ? std::vector<Value *>{it->constant, value}
-                            : std::vector<Value *>{value, it->constant};
+      std::vector<Value *> operands = it->constantFirst ? std::vector<Value *>{it->constant, value}
+                                                        : std::vector<Value *>{value, it->constant};
       value = create(it->kind, operands, name + ".scale")->result(0);
     }
     return value;
@@ -398,14 +507,16 @@ private:
           else
             operands.push_back(liftSide(operand, foldedBatch, base + ".mask4"));
         }
-        Node *copy = graph_.createNode(node->kind(), operands, 1, node->name(),
-                                       {graph_.uniqueName(node->result(0)->name() + ".4d")},
-                                       insertBefore_);
+        Node *copy =
+            graph_.createNode(node->kind(), operands, 1, node->name(),
+                              {graph_.uniqueName(node->result(0)->name() + ".4d")}, insertBefore_);
         created_.push_back(copy);
         for (const auto &[key, value] : node->attributes())
           copy->setAttr(key, value);
         inferNodeShapes(*copy, inference_);
         scores = copy->result(0);
+        if (hasRank(node->result(0), 4))
+          measureInstead(node->result(0), scores);
       }
       const Shape &lifted = scores->shape();
       if (!lifted.isRanked() || lifted.rank() != 4)
@@ -413,11 +524,23 @@ private:
       Value *probs =
           create(OpKind::Softmax, {scores}, softmax_.name(), {{"axis", Attribute(int64_t(-1))}})
               ->result(0);
+      if (hasRank(softmax_.result(0), 4))
+        measureInstead(softmax_.result(0), probs);
+      // Zeroing Wheres were on the 4-D view already: the same ones on the
+      // lifted probabilities.
+      for (Value *unlifted = softmax_.result(0); Node * zero : zeroing_) {
+        size_t kept = *zeroedProbabilities(*zero, unlifted);
+        std::vector<Value *> operands = {zero->operand(0), zero->operand(1), zero->operand(2)};
+        operands[kept] = probs;
+        probs = create(OpKind::Where, operands, zero->name())->result(0);
+        unlifted = zero->result(0);
+        measureInstead(unlifted, probs);
+      }
       Value *o4 = create(OpKind::MatMul, {probs, v4}, output_->name())->result(0);
       // Back to [b*h, Sq, dv] for the users: [-1] ++ dims 2.. of o4.
-      Value *tail = create(OpKind::Shape, {o4}, base + ".o3.dims",
-                           {{"start", Attribute(int64_t(2))}})
-                        ->result(0);
+      Value *tail =
+          create(OpKind::Shape, {o4}, base + ".o3.dims", {{"start", Attribute(int64_t(2))}})
+              ->result(0);
       Value *target = create(OpKind::Concat, {constantI64(base + ".o3.batch", {-1}), tail},
                              base + ".o3.dims", {{"axis", Attribute(int64_t(0))}})
                           ->result(0);
@@ -425,10 +548,18 @@ private:
       if (o3->type() != output_->result(0)->type()) {
         throw Rejection{"the lifted attention's result type differs from the pattern's"};
       }
+      remeasureFolded(output_->result(0), o4, base);
       std::string name = output_->result(0)->name();
       graph_.replaceAllUsesWith(output_->result(0), o3);
       graph_.eraseNode(output_);
       graph_.renameValue(o3, name);
+      for (auto [reader, picked] : remeasuredFolded_) {
+        std::string measured = reader->result(0)->name();
+        graph_.replaceAllUsesWith(reader->result(0), picked);
+        graph_.eraseNode(reader);
+        graph_.renameValue(picked, measured);
+      }
+      remeasuredFolded_.clear();
       if (q_->form == FoldedOperand::SeqFirstProjection)
         mergeSequenceFirst(o4, o3, base);
     } catch (const Error &) {
@@ -437,6 +568,62 @@ private:
     } catch (const Rejection &) {
       rollBack(assumptionsBefore);
       throw;
+    }
+  }
+
+  /// Shape nodes measuring the folded result [b*h, Sq, dv] (DeBERTa sizes
+  /// its head merge from it) read the same dims from the 4-D result, so that
+  /// the Reshape back to [b*h, Sq, dv] keeps one user and the cleanup can
+  /// merge it with the head merge's Reshape.
+  void remeasureFolded(Value *folded, Value *o4, const std::string &base) {
+    std::vector<Node *> readers;
+    for (const Use &use : folded->uses())
+      if (use.user->kind() == OpKind::Shape &&
+          std::find(readers.begin(), readers.end(), use.user) == readers.end())
+        readers.push_back(use.user);
+    for (Node *reader : readers) {
+      insertBefore_ = reader;
+      auto dims = [&](int64_t start, int64_t end) {
+        return create(OpKind::Shape, {o4}, base + ".o3.dims",
+                      {{"start", Attribute(start)}, {"end", Attribute(end)}})
+            ->result(0);
+      };
+      Value *foldedBatch =
+          create(OpKind::Mul, {dims(0, 1), dims(1, 2)}, base + ".o3.dims")->result(0);
+      Value *full = create(OpKind::Concat, {foldedBatch, dims(2, 4)}, base + ".o3.dims",
+                           {{"axis", Attribute(int64_t(0))}})
+                        ->result(0);
+      auto clamp = [](int64_t axis) {
+        return std::clamp<int64_t>(axis < 0 ? axis + 3 : axis, 0, 3);
+      };
+      int64_t start = clamp(reader->getInt("start", 0)), end = clamp(reader->getInt("end", 3));
+      Value *picked = full;
+      if (start != 0 || end != 3)
+        picked = create(OpKind::Slice,
+                        {full, constantI64(base + ".o3.start", {start}),
+                         constantI64(base + ".o3.end", {std::max(start, end)})},
+                        base + ".o3.dims")
+                     ->result(0);
+      if (picked->type() != reader->result(0)->type())
+        throw Rejection{"the folded result's dims do not come out of the lifted one"};
+      remeasuredFolded_.emplace_back(reader, picked);
+    }
+    insertBefore_ = output_;
+  }
+
+  /// Shape nodes measuring a 4-D value of the old chain measure its lifted
+  /// copy (the same shape), so that the old chain is left dead. Undone by
+  /// rollBack.
+  void measureInstead(Value *old, Value *lifted) {
+    if (!match::provablySameShape(old->shape(), lifted->shape()))
+      throw Rejection{"the lifted probabilities' shape differs from the pattern's"};
+    std::vector<std::pair<Node *, size_t>> readers;
+    for (const Use &use : old->uses())
+      if (use.user->kind() == OpKind::Shape)
+        readers.emplace_back(use.user, use.operandIndex);
+    for (auto [reader, index] : readers) {
+      reader->setOperand(index, lifted);
+      remeasured_.push_back({reader, index, old});
     }
   }
 
@@ -476,6 +663,10 @@ private:
   }
 
   void rollBack(size_t assumptionsBefore) {
+    for (const Remeasured &r : remeasured_)
+      r.reader->setOperand(r.index, r.old);
+    remeasured_.clear();
+    remeasuredFolded_.clear();
     graph_.truncateAssumptions(assumptionsBefore);
     for (auto it = created_.rbegin(); it != created_.rend(); ++it)
       graph_.eraseNode(*it);
@@ -498,7 +689,12 @@ public:
     // Softmaxes first: a lift erases the value MatMul and the head merge
     // after its Softmax, which a snapshot of every node would still hold.
     for (Node *node : graph.nodesOfKind(OpKind::Softmax)) {
-      if (!hasRank(node->result(0), 3) || !node->result(0)->hasUses())
+      if (!node->result(0)->hasUses())
+        continue;
+      // A 4-D Softmax is fuse-attention's form unless its probabilities are
+      // folded back into the batch (DeBERTa): only those are candidates.
+      bool folded = hasRank(node->result(0), 4) && foldAfterSoftmax(graph, *node, nullptr);
+      if (!hasRank(node->result(0), 3) && !folded)
         continue;
       try {
         Lifter(graph, *node).run();

@@ -298,10 +298,9 @@ EXPECTED_FUSIONS.update({
     "hf_clip_text": {"Attention": 2, "LayerNorm": 5, "Gelu": 0},
     "hf_llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "hf_llama_mask": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
-    # Not fused yet: DeBERTa's disentangled scores (Q·Kᵀ plus c2p and p2c terms gathered by
-    # GatherElements, heads in the batch) meet XSoftmax's Where after the Softmax, which zeroes
-    # fully masked rows; the Attention op has no such semantics. Counted so a change shows.
-    "hf_deberta_v2": {"Attention": 0, "LayerNorm": 5, "Gelu": 2},
+    # DeBERTa: heads in the batch, Softmax on the 4-D view, c2p + p2c position terms (gathered by
+    # GatherElements) and XSoftmax's zeroing of hidden probabilities (docs/FUSIONS.md).
+    "hf_deberta_v2": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_bart": {"Attention": 6, "LayerNorm": 12, "Gelu": 4},
     "hf_t5": {"Attention": 6, "RMSNormalization": 12, "LayerNorm": 0},
     "hf_vit": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
@@ -318,7 +317,7 @@ EXPECTED_FUSIONS.update({
 # (with K and V read before repeat_kv: no Expand may remain).
 REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask"}
 # Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
-UNFUSED_ATTENTION = {"hf_deberta_v2"}
+UNFUSED_ATTENTION = set()
 # A KV cache is concatenated per head ([b, h, past + seq, d]): K and V are 4-D, not projections.
 FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past"}
 # Ops that must be gone once everything above is fused.
