@@ -56,6 +56,10 @@ struct ConvGemmPlan {
   GemmEpilogue epilogue;
   /// A Relu/Gelu computed in the GEMM's store (claimed), or null.
   const Node *activation = nullptr;
+  /// 1-D, dilation 1, stride <= kernel: the patch rows are overlapping
+  /// windows of the input block transposed to [position, channel] (K in
+  /// (tap, channel) order), read by the GEMM in place with lda = stride * Ci.
+  bool channelsLast = false;
 };
 
 /// The Relu or Gelu that alone reads the Conv's result, as a GEMM epilogue.
@@ -107,6 +111,8 @@ std::optional<ConvGemmPlan> planConvGemm(const LoweringContext &ctx, const Node 
   plan.blocking = chooseGemmBlocking(plan.depth, ctx.gemmLanes());
   plan.epilogue.bias = node.operand(2) != nullptr;
   plan.activation = fusableActivation(ctx, node, plan.epilogue.activation);
+  plan.channelsLast =
+      c.spatialDims == 1 && c.dilations[0] == 1 && c.strides[0] <= *c.kernel[0].constant();
   return plan;
 }
 
@@ -116,6 +122,17 @@ ConstantBytes packConvWeights(const Tensor &weights, const ConvGemmPlan &plan, i
   auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(groups * groupFloats) * sizeof(float));
   auto *packed = reinterpret_cast<float *>(bytes->data());
   const float *source = weights.data<float>();
+  // The channels-last form reads K in (tap, channel) order.
+  std::vector<float> permuted;
+  if (plan.channelsLast) {
+    permuted.resize(size_t(weights.numElements()));
+    for (int64_t row = 0; row < groups * plan.groupOut; ++row)
+      for (int64_t channel = 0; channel < plan.groupIn; ++channel)
+        for (int64_t tap = 0; tap < plan.taps; ++tap)
+          permuted[size_t(row * plan.depth + tap * plan.groupIn + channel)] =
+              source[row * plan.depth + channel * plan.taps + tap];
+    source = permuted.data();
+  }
   for (int64_t g = 0; g < groups; ++g)
     packGemmWeights(source + g * plan.groupOut * plan.depth, plan.depth, plan.groupOut,
                     /*transposed=*/true, plan.blocking, packed + g * groupFloats);
@@ -248,6 +265,74 @@ private:
   Value *inSize_ = nullptr;
 };
 
+/// The channels-last block of a 1-D Conv: rows[t * channels + ci] =
+/// x[channel ci, start + t] (0 outside [0, length)) for t in [0, positions),
+/// 8 x 8 through registers where a block lies inside the input.
+void emitChannelsLastBlock(KernelBuilder &k, Value *input, Value *channelBase, int64_t channels,
+                           Value *length, Value *start, Value *positions, Value *rows) {
+  llvm::IRBuilder<> &b = k.ir();
+  auto *vector = llvm::FixedVectorType::get(b.getFloatTy(), 8);
+  auto scalar = [&](Value *t, Value *channel) {
+    Value *position = b.CreateAdd(start, t);
+    Value *to = b.CreateAdd(b.CreateMul(t, k.i64(channels)), channel);
+    k.ifThenElse(
+        b.CreateICmpULT(position, length),
+        [&] {
+          Value *from =
+              b.CreateAdd(channelBase, b.CreateAdd(b.CreateMul(channel, length), position));
+          k.storeElement(DType::F32, k.loadElement(DType::F32, input, from), rows, to);
+        },
+        [&] { k.storeElement(DType::F32, k.constant(DType::F32, 0.0), rows, to); });
+  };
+  const int64_t fullChannels = channels / 8 * 8;
+  Value *fullPositions = b.CreateAnd(positions, k.i64(~int64_t(7)));
+  k.forRange(
+      k.i64(0), k.i64(fullChannels),
+      [&](Value *channel) {
+        k.forRange(
+            k.i64(0), fullPositions,
+            [&](Value *t) {
+              Value *position = b.CreateAdd(start, t);
+              Value *inside = b.CreateAnd(b.CreateICmpSGE(position, k.i64(0)),
+                                          b.CreateICmpSLE(b.CreateAdd(position, k.i64(8)), length));
+              k.ifThenElse(
+                  inside,
+                  [&] {
+                    std::array<Value *, 8> lanes;
+                    for (int64_t i = 0; i < 8; ++i) {
+                      Value *from = b.CreateAdd(
+                          channelBase,
+                          b.CreateAdd(b.CreateMul(b.CreateAdd(channel, k.i64(i)), length),
+                                      position));
+                      lanes[size_t(i)] = b.CreateAlignedLoad(
+                          vector, k.elementAddress(DType::F32, input, from), llvm::Align(4));
+                    }
+                    std::array<Value *, 8> transposed = transpose8x8(b, lanes);
+                    for (int64_t i = 0; i < 8; ++i) {
+                      Value *to = b.CreateAdd(
+                          b.CreateMul(b.CreateAdd(t, k.i64(i)), k.i64(channels)), channel);
+                      b.CreateAlignedStore(transposed[size_t(i)],
+                                           k.elementAddress(DType::F32, rows, to), llvm::Align(4));
+                    }
+                  },
+                  [&] {
+                    for (int64_t i = 0; i < 8; ++i)
+                      for (int64_t j = 0; j < 8; ++j)
+                        scalar(b.CreateAdd(t, k.i64(j)), b.CreateAdd(channel, k.i64(i)));
+                  });
+            },
+            8, "t");
+        k.forRange(fullPositions, positions, [&](Value *t) {
+          for (int64_t i = 0; i < 8; ++i)
+            scalar(t, b.CreateAdd(channel, k.i64(i)));
+        });
+      },
+      8, "channel");
+  k.forRange(k.i64(fullChannels), k.i64(channels), [&](Value *channel) {
+    k.forRange(k.i64(0), positions, [&](Value *t) { scalar(t, channel); });
+  });
+}
+
 /// output[column * ldOutput + row] = tile[row * columns + column] for rows
 /// [0, count) and the tile's `columns` (a compile-time constant): 8 x 8
 /// blocks through registers, scalar edges.
@@ -309,7 +394,7 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
   unsigned x = step.input(node.operand(0));
   std::ostringstream key;
   key << "conv-gemm-weights:" << node.operand(1)->name() << ":g" << groups << ":kc"
-      << plan.blocking.kc << ":nr" << plan.blocking.nr();
+      << plan.blocking.kc << ":nr" << plan.blocking.nr() << (plan.channelsLast ? ":tap-major" : "");
   unsigned w = step.bufferSlot(
       ctx.sharedConstant(key.str(), [&] { return packConvWeights(*weights, plan, groups); }));
   int bias = node.operand(2) ? int(step.input(node.operand(2))) : -1;
@@ -350,6 +435,7 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
   Value *patches = stackFloats(plan.blockRows * plan.depth, "patches");
   Value *tile = stackFloats(plan.blockRows * plan.groupOut, "tile");
   PatchGather gather(k, c, plan);
+  std::vector<Value *> pads = convPadsBefore(k, c);
   Value *positionCount = k.dim(positions);
   Value *inChannels = k.dim(c.inChannels), *outChannels = k.i64(plan.groupOut * groups);
   Value *inSize = k.dim(dimProduct(c.inSpatial, 0, c.spatialDims));
@@ -364,15 +450,29 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
           k.forRange(
               k.i64(0), k.i64(groups),
               [&](Value *group) {
-                gather.emit(k.buffer(x), xBatch, group, first, count, patches);
+                Value *lda = k.i64(plan.depth);
+                if (plan.channelsLast) {
+                  // Input positions of the block's windows: (count - 1) * s + k.
+                  Value *stride = k.i64(c.strides[0]);
+                  Value *start = b.CreateSub(b.CreateMul(first, stride), pads[0]);
+                  Value *span = b.CreateAdd(b.CreateMul(b.CreateSub(count, k.i64(1)), stride),
+                                            k.i64(plan.taps));
+                  Value *channelBase = b.CreateAdd(
+                      xBatch, b.CreateMul(b.CreateMul(group, k.i64(plan.groupIn)), inSize));
+                  emitChannelsLastBlock(k, k.buffer(x), channelBase, plan.groupIn, inSize, start,
+                                        span, patches);
+                  lda = k.i64(c.strides[0] * plan.groupIn);
+                } else {
+                  gather.emit(k.buffer(x), xBatch, group, first, count, patches);
+                }
                 Value *packed = k.elementAddress(DType::F32, k.buffer(w),
                                                  b.CreateMul(group, k.i64(groupFloats)));
                 Value *firstColumn = b.CreateMul(group, k.i64(plan.groupOut));
                 Value *biasPointer =
                     bias >= 0 ? k.elementAddress(DType::F32, k.buffer(unsigned(bias)), firstColumn)
                               : null;
-                b.CreateCall(gemm, {patches, k.i64(plan.depth), packed, tile, k.i64(plan.groupOut),
-                                    k.i64(0), count, biasPointer, null, k.i64(0)});
+                b.CreateCall(gemm, {patches, lda, packed, tile, k.i64(plan.groupOut), k.i64(0),
+                                    count, biasPointer, null, k.i64(0)});
                 Value *outputOffset = b.CreateAdd(
                     b.CreateMul(b.CreateAdd(b.CreateMul(item, outChannels), firstColumn),
                                 positionCount),

@@ -194,6 +194,10 @@ TEST_P(LowerConvGemm, OneDimensionalLikeWhisper) {
     check({type, {36, 7, 3}, std::string("pads = [1, 1], strides = [") + (*type ? "1" : "2") + "]"},
           {{1, 7, 1}, {2, 7, 300}, {1, 7, 97}});
   check({"f32[1, 9, l]", {24, 9, 3}, "pads = [0, 3], dilations = [2]"}, {{1, 9, 20}});
+  // 20 channels: two 8 x 8 blocks of the channels-last transposition and a
+  // tail, windows at both edges of the input, asymmetric pads.
+  check({"f32[b, 20, l]", {24, 20, 3}, "pads = [2, 1]"}, {{2, 20, 45}, {1, 20, 300}});
+  check({"", {24, 20, 4}, "pads = [2, 1], strides = [2]"}, {{1, 20, 45}});
 }
 
 TEST_P(LowerConvGemm, PatchEmbeddingLikeViT) {
