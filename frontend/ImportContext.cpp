@@ -88,8 +88,8 @@ Node *OnnxNode::emit(OpKind kind, const std::vector<Value *> &operands,
          describeCountRange(info.minOperands, info.maxOperands), " inputs, got ", operands.size());
   if (int(numResults) < info.minResults ||
       (info.maxResults >= 0 && int(numResults) > info.maxResults))
-    fail(describe(), ": ", info.name, " has ",
-         describeCountRange(info.minResults, info.maxResults), " outputs, got ", numResults);
+    fail(describe(), ": ", info.name, " has ", describeCountRange(info.minResults, info.maxResults),
+         " outputs, got ", numResults);
   for (size_t i = 0; i < operands.size(); ++i)
     if (!operands[i] && int(i) < info.minOperands)
       fail(describe(), ": required input ", i, " of ", info.name, " is empty");
@@ -109,6 +109,28 @@ Node *OnnxNode::emit(OpKind kind, const std::vector<Value *> &operands,
     if (!proto_.output(int(i)).empty())
       context_.bind(proto_.output(int(i)), node->result(i));
   return node;
+}
+
+Value *OnnxNode::emitStep(OpKind kind, const std::vector<Value *> &operands,
+                          const std::string &suffix, const AttributeMap &attributes) {
+  std::string base =
+      proto_.output_size() && !proto_.output(0).empty() ? proto_.output(0) : proto_.name();
+  Node *node = context_.graph().createNode(kind, operands, 1, proto_.name(),
+                                           {context_.freshName(base + "_" + suffix)});
+  for (const auto &[name, value] : attributes)
+    node->setAttr(name, value);
+  return node->result(0);
+}
+
+void OnnxNode::emitOutput(size_t index, OpKind kind, const std::vector<Value *> &operands,
+                          const AttributeMap &attributes) {
+  if (int(index) >= proto_.output_size() || proto_.output(int(index)).empty())
+    fail(describe(), ": output ", index, " is missing");
+  const std::string &name = proto_.output(int(index));
+  Node *node = context_.graph().createNode(kind, operands, 1, proto_.name(), {name});
+  for (const auto &[key, value] : attributes)
+    node->setAttr(key, value);
+  context_.bind(name, node->result(0));
 }
 
 void OnnxNode::bindOutput(size_t index, Value *value) {

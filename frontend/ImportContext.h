@@ -78,6 +78,15 @@ public:
   /// (generating names for empty optional ones; trailing empty ones are
   /// dropped) and binds them.
   Node *emit(OpKind kind, const std::vector<Value *> &operands, const AttributeMap &attributes);
+  /// Creates one intermediate node of an expansion (an op ONNX defines as a
+  /// function of others): a single result named after this node's first
+  /// output and `suffix`, bound to no ONNX name.
+  Value *emitStep(OpKind kind, const std::vector<Value *> &operands, const std::string &suffix,
+                  const AttributeMap &attributes = {});
+  /// Creates the node defining output `index` alone (of an expansion with
+  /// several outputs), named after that output and bound to it.
+  void emitOutput(size_t index, OpKind kind, const std::vector<Value *> &operands,
+                  const AttributeMap &attributes = {});
   /// Binds output `index` to an existing value (e.g. a folded constant).
   void bindOutput(size_t index, Value *value);
 

@@ -13,6 +13,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerReductionImporters(r);
     registerMovementImporters(r);
     registerNeuralNetImporters(r);
+    registerFunctionImporters(r);
     return r;
   }();
   return registry;

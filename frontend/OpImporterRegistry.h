@@ -56,5 +56,6 @@ void registerElementwiseImporters(OpImporterRegistry &registry);
 void registerReductionImporters(OpImporterRegistry &registry);
 void registerMovementImporters(OpImporterRegistry &registry);
 void registerNeuralNetImporters(OpImporterRegistry &registry);
+void registerFunctionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import size_cases
 
@@ -107,6 +107,14 @@ def write_graph_defects(out: Path) -> None:
 
     relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     save(model_of(relu, [x], [y], opset=9), out / "opset_too_old.onnx")
+
+    # Ops imported as their ONNX function expansion still check their form.
+    stats = [numpy_helper.from_array(np.ones([3], np.float32), n) for n in ("s", "b", "m", "v")]
+    norm = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="norm",
+                             training_mode=2)]
+    save(model_of(norm, [x], [y], stats), out / "batchnorm_bad_mode.onnx")
+    prelu = [helper.make_node("PRelu", ["x"], ["y"], name="leaky")]
+    save(model_of(prelu, [x], [y]), out / "prelu_no_slope.onnx")
 
 
 def write_weight_defects(out: Path) -> None:

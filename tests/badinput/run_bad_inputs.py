@@ -132,6 +132,8 @@ def model_cases(onnxc: str, out: Path, scratch: Path) -> list:
         "missing_input.onnx": ["nowhere_defined"],
         "unknown_ops.onnx": ["FrobnicateTensor", "QuantumFlux"],
         "opset_too_old.onnx": ["opset", r"\b9\b"],
+        "batchnorm_bad_mode.onnx": ["norm", "training_mode"],
+        "prelu_no_slope.onnx": ["leaky", "PRelu takes 2 inputs"],
         "external/external_escape.onnx": ["W_escape", ("escap", "outside the model")],
         "external/external_absolute.onnx": ["W_absolute",
                                             ("absolute", "escap", "outside the model")],

@@ -6,7 +6,7 @@
 // Runs every in-scope ONNX node-test case under each ROOT through the
 // importer and a backend: the reference evaluator (default), the JIT
 // (lowering + ORC + runtime) or a compiled shared library. A case is in scope when all of its
-// nodes are ai.onnx ops declared in ir/Ops.def. Cases whose opset is outside
+// nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases whose opset is outside
 // the importer's window (13 to 23) and cases listed in the exclusions file
 // are skipped with their reason. Prints one line per failure, the excluded cases, failures
 // grouped by op, and closes with "node tests: N passed, N failed, N skipped".
