@@ -379,6 +379,112 @@ void emitTileTranspose(KernelBuilder &k, Value *tile, int64_t columns, Value *co
   });
 }
 
+/// The step's slots and GEMM kernel.
+struct ConvGemmSlots {
+  unsigned x = 0, w = 0, y = 0;
+  int bias = -1;
+  llvm::Function *gemm = nullptr;
+};
+
+/// Declares the step's buffers (the weights packed once per weight and
+/// layout), claims a fused activation and emits the GEMM kernel.
+ConvGemmSlots declareConvGemm(LoweringContext &ctx, StepBuilder &step, const Node &node,
+                              const ConvGemmPlan &plan, const Tensor &weights, int64_t groups) {
+  ConvGemmSlots slots;
+  slots.x = step.input(node.operand(0));
+  std::ostringstream key;
+  key << "conv-gemm-weights:" << node.operand(1)->name() << ":g" << groups << ":kc"
+      << plan.blocking.kc << ":nr" << plan.blocking.nr() << (plan.channelsLast ? ":tap-major" : "");
+  slots.w = step.bufferSlot(
+      ctx.sharedConstant(key.str(), [&] { return packConvWeights(weights, plan, groups); }));
+  slots.bias = node.operand(2) ? int(step.input(node.operand(2))) : -1;
+  const onnxc::Value *result = node.result(0);
+  if (plan.activation) {
+    ctx.claim(*plan.activation);
+    result = plan.activation->result(0);
+    step.setName("Conv+" + std::string(plan.activation->opName()) +
+                 (node.name().empty() ? "" : " " + node.name()));
+  }
+  slots.y = step.output(result);
+  PackedGemmSpec spec{ctx.uniqueName("conv_gemm_kernel"), plan.depth, plan.groupOut, plan.epilogue,
+                      plan.blocking};
+  slots.gemm = emitPackedGemm(ctx.module(), spec);
+  slots.gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+  return slots;
+}
+
+/// Emits, in the step's kernel, one block of output positions of one group:
+/// patch rows, GEMM into the tile, tile into the output.
+class ConvGemmBlock {
+public:
+  ConvGemmBlock(KernelBuilder &k, const ConvShape &c, const ConvGemmPlan &plan,
+                const ConvGemmSlots &slots)
+      : k_(k), c_(c), plan_(plan), slots_(slots), gather_(k, c, plan), pads_(convPadsBefore(k, c)) {
+    patches_ = stackFloats(plan.blockRows * plan.depth, "patches");
+    tile_ = stackFloats(plan.blockRows * plan.groupOut, "tile");
+    positions_ = k.dim(dimProduct(c.outSpatial, 0, c.spatialDims));
+    inSize_ = k.dim(dimProduct(c.inSpatial, 0, c.spatialDims));
+    null_ = llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(k.context()));
+  }
+
+  /// The input offset of batch item `item`.
+  Value *batchOffset(Value *item) {
+    return k_.ir().CreateMul(item, k_.ir().CreateMul(k_.dim(c_.inChannels), inSize_));
+  }
+
+  /// Output positions [first, first + count) of `group` in batch `item`.
+  void emit(Value *item, Value *xBatch, Value *first, Value *count, Value *group) {
+    llvm::IRBuilder<> &b = k_.ir();
+    Value *lda = k_.i64(plan_.depth);
+    if (plan_.channelsLast) {
+      // Input positions of the block's windows: (count - 1) * stride + kernel.
+      Value *stride = k_.i64(c_.strides[0]);
+      Value *start = b.CreateSub(b.CreateMul(first, stride), pads_[0]);
+      Value *span =
+          b.CreateAdd(b.CreateMul(b.CreateSub(count, k_.i64(1)), stride), k_.i64(plan_.taps));
+      Value *channelBase =
+          b.CreateAdd(xBatch, b.CreateMul(b.CreateMul(group, k_.i64(plan_.groupIn)), inSize_));
+      emitChannelsLastBlock(k_, k_.buffer(slots_.x), channelBase, plan_.groupIn, inSize_, start,
+                            span, patches_);
+      lda = k_.i64(c_.strides[0] * plan_.groupIn);
+    } else {
+      gather_.emit(k_.buffer(slots_.x), xBatch, group, first, count, patches_);
+    }
+    const int64_t groupFloats =
+        packedGemmWeightsSize(plan_.depth, plan_.groupOut, plan_.blocking.nr());
+    Value *packed =
+        k_.elementAddress(DType::F32, k_.buffer(slots_.w), b.CreateMul(group, k_.i64(groupFloats)));
+    Value *firstColumn = b.CreateMul(group, k_.i64(plan_.groupOut));
+    Value *bias = slots_.bias >= 0
+                      ? k_.elementAddress(DType::F32, k_.buffer(unsigned(slots_.bias)), firstColumn)
+                      : null_;
+    b.CreateCall(slots_.gemm, {patches_, lda, packed, tile_, k_.i64(plan_.groupOut), k_.i64(0),
+                               count, bias, null_, k_.i64(0)});
+    Value *outChannels = k_.i64(plan_.groupOut * c_.group);
+    Value *outputOffset = b.CreateAdd(
+        b.CreateMul(b.CreateAdd(b.CreateMul(item, outChannels), firstColumn), positions_), first);
+    emitTileTranspose(k_, tile_, plan_.groupOut, count,
+                      k_.elementAddress(DType::F32, k_.buffer(slots_.y), outputOffset), positions_);
+  }
+
+private:
+  Value *stackFloats(int64_t count, const char *name) {
+    auto *buffer = k_.hoisted().CreateAlloca(
+        llvm::ArrayType::get(k_.ir().getFloatTy(), uint64_t(count)), nullptr, name);
+    buffer->setAlignment(llvm::Align(64));
+    return buffer;
+  }
+
+  KernelBuilder &k_;
+  const ConvShape &c_;
+  const ConvGemmPlan &plan_;
+  const ConvGemmSlots &slots_;
+  PatchGather gather_;
+  std::vector<Value *> pads_;
+  Value *patches_ = nullptr, *tile_ = nullptr, *positions_ = nullptr, *inSize_ = nullptr;
+  Value *null_ = nullptr;
+};
+
 } // namespace
 
 bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c) {
@@ -387,37 +493,15 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
   if (!planned)
     return false;
   const ConvGemmPlan &plan = *planned;
-  const int64_t groups = c.group;
-  const int64_t groupFloats = packedGemmWeightsSize(plan.depth, plan.groupOut, plan.blocking.nr());
-
   StepBuilder step = ctx.beginStep(node, "conv_gemm");
-  unsigned x = step.input(node.operand(0));
-  std::ostringstream key;
-  key << "conv-gemm-weights:" << node.operand(1)->name() << ":g" << groups << ":kc"
-      << plan.blocking.kc << ":nr" << plan.blocking.nr() << (plan.channelsLast ? ":tap-major" : "");
-  unsigned w = step.bufferSlot(
-      ctx.sharedConstant(key.str(), [&] { return packConvWeights(*weights, plan, groups); }));
-  int bias = node.operand(2) ? int(step.input(node.operand(2))) : -1;
-  const onnxc::Value *result = node.result(0);
-  if (plan.activation) {
-    ctx.claim(*plan.activation);
-    result = plan.activation->result(0);
-    step.setName("Conv+" + std::string(plan.activation->opName()) +
-                 (node.name().empty() ? "" : " " + node.name()));
-  }
-  unsigned y = step.output(result);
-
-  PackedGemmSpec spec{ctx.uniqueName("conv_gemm_kernel"), plan.depth, plan.groupOut, plan.epilogue,
-                      plan.blocking};
-  llvm::Function *gemm = emitPackedGemm(ctx.module(), spec);
-  gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+  ConvGemmSlots slots = declareConvGemm(ctx, step, node, plan, *weights, c.group);
 
   Dim positions = dimProduct(c.outSpatial, 0, c.spatialDims);
   Dim batch = c.batch;
   // Tasks of whole tiles doing >= 64K multiply-adds each; a thread's
   // consecutive tasks merge into one range, walked in blocks of R rows.
   const int64_t taskRows = std::clamp<int64_t>(
-      (65536 / (plan.depth * plan.groupOut * groups) + GemmMR - 1) / GemmMR * GemmMR, GemmMR,
+      (65536 / (plan.depth * plan.groupOut * c.group) + GemmMR - 1) / GemmMR * GemmMR, GemmMR,
       plan.blockRows);
   RowsFn rows = [positions](FunctionBuilder &f) { return f.dim(positions); };
   RowsFn perChunk = [=](FunctionBuilder &f) {
@@ -425,63 +509,16 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
   };
 
   KernelBuilder &k = step.kernel();
-  llvm::IRBuilder<> &b = k.ir();
-  auto stackFloats = [&](int64_t count, const char *name) {
-    auto *buffer = k.hoisted().CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), uint64_t(count)),
-                                            nullptr, name);
-    buffer->setAlignment(llvm::Align(64));
-    return buffer;
-  };
-  Value *patches = stackFloats(plan.blockRows * plan.depth, "patches");
-  Value *tile = stackFloats(plan.blockRows * plan.groupOut, "tile");
-  PatchGather gather(k, c, plan);
-  std::vector<Value *> pads = convPadsBefore(k, c);
-  Value *positionCount = k.dim(positions);
-  Value *inChannels = k.dim(c.inChannels), *outChannels = k.i64(plan.groupOut * groups);
-  Value *inSize = k.dim(dimProduct(c.inSpatial, 0, c.spatialDims));
-  llvm::Value *null = llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(k.context()));
-
+  ConvGemmBlock block(k, c, plan, slots);
   splitItemsAndRows(step, batch, rows, perChunk, [&](Value *item, Value *rowBegin, Value *rowEnd) {
-    Value *xBatch = b.CreateMul(item, b.CreateMul(inChannels, inSize));
+    Value *xBatch = block.batchOffset(item);
     k.forRange(
         rowBegin, rowEnd,
         [&](Value *first) {
-          Value *count = k.min(k.i64(plan.blockRows), b.CreateSub(rowEnd, first));
+          Value *count = k.min(k.i64(plan.blockRows), k.ir().CreateSub(rowEnd, first));
           k.forRange(
-              k.i64(0), k.i64(groups),
-              [&](Value *group) {
-                Value *lda = k.i64(plan.depth);
-                if (plan.channelsLast) {
-                  // Input positions of the block's windows: (count - 1) * s + k.
-                  Value *stride = k.i64(c.strides[0]);
-                  Value *start = b.CreateSub(b.CreateMul(first, stride), pads[0]);
-                  Value *span = b.CreateAdd(b.CreateMul(b.CreateSub(count, k.i64(1)), stride),
-                                            k.i64(plan.taps));
-                  Value *channelBase = b.CreateAdd(
-                      xBatch, b.CreateMul(b.CreateMul(group, k.i64(plan.groupIn)), inSize));
-                  emitChannelsLastBlock(k, k.buffer(x), channelBase, plan.groupIn, inSize, start,
-                                        span, patches);
-                  lda = k.i64(c.strides[0] * plan.groupIn);
-                } else {
-                  gather.emit(k.buffer(x), xBatch, group, first, count, patches);
-                }
-                Value *packed = k.elementAddress(DType::F32, k.buffer(w),
-                                                 b.CreateMul(group, k.i64(groupFloats)));
-                Value *firstColumn = b.CreateMul(group, k.i64(plan.groupOut));
-                Value *biasPointer =
-                    bias >= 0 ? k.elementAddress(DType::F32, k.buffer(unsigned(bias)), firstColumn)
-                              : null;
-                b.CreateCall(gemm, {patches, lda, packed, tile, k.i64(plan.groupOut), k.i64(0),
-                                    count, biasPointer, null, k.i64(0)});
-                Value *outputOffset = b.CreateAdd(
-                    b.CreateMul(b.CreateAdd(b.CreateMul(item, outChannels), firstColumn),
-                                positionCount),
-                    first);
-                emitTileTranspose(k, tile, plan.groupOut, count,
-                                  k.elementAddress(DType::F32, k.buffer(y), outputOffset),
-                                  positionCount);
-              },
-              1, "group");
+              k.i64(0), k.i64(c.group),
+              [&](Value *group) { block.emit(item, xBatch, first, count, group); }, 1, "group");
         },
         plan.blockRows, "block");
   });
