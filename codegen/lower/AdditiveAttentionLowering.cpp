@@ -42,7 +42,7 @@ namespace {
 constexpr int64_t kTileKeys = 64;
 /// Value elements accumulated per pass over the keys (2 KiB in f32).
 constexpr int64_t kValueChunk = 512;
-constexpr int64_t kWidth = FlashVectorIR::kWidth;
+constexpr int64_t kWidth = FlashVectorIR::kAvx2Width;
 
 class AdditiveAttentionKernel {
 public:

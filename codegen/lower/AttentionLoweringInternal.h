@@ -67,6 +67,13 @@ bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
 /// Emits the fused kernel's step that writes Y (result 0).
 void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
 
+/// The Attention that reads `split`'s results in place, or null. HF GPT-2
+/// splits its packed [b, s, 3h] projection into Q, K and V on the last
+/// axis; when the fused kernel reads all of them (operands 0-2, nothing
+/// else reading them, no present outputs), it reads the projection with the
+/// packed row stride and the Split emits nothing.
+const Node *attentionReadingSplitInPlace(const LoweringContext &ctx, const Node &split);
+
 /// An attn_mask in the 4-D [batch, heads, qSeq, keys] view: its shape
 /// right-aligned (1 on missing axes), element strides (0 on axes of extent
 /// 1, which broadcast) and its key extent (keys at or past it are masked

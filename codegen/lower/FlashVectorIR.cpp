@@ -13,8 +13,10 @@ namespace onnxc::lower {
 
 using Values = FlashVectorIR::Values;
 
-FlashVectorIR::FlashVectorIR(IRBuilder<> &builder)
-    : b_(builder), vecTy_(FixedVectorType::get(builder.getFloatTy(), kWidth)) {}
+FlashVectorIR::FlashVectorIR(IRBuilder<> &builder, unsigned width)
+    : b_(builder), width_(width), vecTy_(FixedVectorType::get(builder.getFloatTy(), width)) {
+  assert((width == 8 || width == 16) && "a ymm or zmm vector of floats");
+}
 
 Value *FlashVectorIR::fma(Value *a, Value *b, Value *c) {
   return b_.CreateIntrinsic(Intrinsic::fmuladd, {vecTy_}, {a, b, c});
@@ -26,11 +28,12 @@ Value *FlashVectorIR::max(Value *a, Value *b) {
 
 Value *FlashVectorIR::load(Value *base, Value *index) {
   return b_.CreateAlignedLoad(vecTy_, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index),
-                              Align(32));
+                              Align(4 * width_));
 }
 
 void FlashVectorIR::store(Value *value, Value *base, Value *index) {
-  b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(32));
+  b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(b_.getFloatTy(), base, index),
+                        Align(4 * width_));
 }
 
 Value *FlashVectorIR::loadUnaligned(Value *base, Value *index) {
@@ -44,7 +47,7 @@ void FlashVectorIR::storeUnaligned(Value *value, Value *base, Value *index) {
 Value *FlashVectorIR::broadcast(Value *base, Value *index) {
   Value *scalar = b_.CreateAlignedLoad(
       b_.getFloatTy(), b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(4));
-  return b_.CreateVectorSplat(kWidth, scalar);
+  return b_.CreateVectorSplat(width_, scalar);
 }
 
 // x86 prefetches do not fault, so `offset` may lie past the buffer.
@@ -139,14 +142,15 @@ Values FlashVectorIR::branch(Value *condition, function_ref<Values()> then,
 /// (fit error 2.5e-8). f is one FMA, whose only error is that of the rounded
 /// 8 log2 e: |x| * 1.6e-8 relative, which a softmax weighs by e^x
 /// (e^x |x| <= 0.37). Error: 1.7e-7 + 1.6e-8 |x| relative, at most 1.2e-7 of
-/// the row's largest term (docs/KERNEL_ACCURACY.md). Below -60 the result
+/// the row's largest term (docs/KERNEL_ACCURACY.md). At 16 lanes the table
+/// is the same 8 entries twice, read by the zmm vpermps (low 4 bits of n). Below -60 the result
 /// is e^-60 = 8.8e-27 rather than smaller (or 0 for -inf): beside the
 /// largest term, which is 1, that is nothing, and it keeps P and P·V free of
 /// subnormals. A row with no visible key must still give NaN: the caller
 /// checks its max. NaN stays NaN (the polynomial carries it).
 Value *FlashVectorIR::expNonPositive(Value *x) {
   IRBuilder<> &b = b_;
-  Type *intVec = FixedVectorType::get(b.getInt32Ty(), kWidth);
+  Type *intVec = FixedVectorType::get(b.getInt32Ty(), width_);
   auto ints = [&](uint32_t value) { return ConstantInt::get(intVec, value); };
   // -60 > x ? -60 : x is one vmaxps that keeps a NaN x.
   Value *floor = splat(-60.0f);
@@ -160,13 +164,15 @@ Value *FlashVectorIR::expNonPositive(Value *x) {
   Value *p =
       fma(fma(fma(splat(0x1.c6a004p-14f), f, splat(0x1.ec0c32p-9f)), f, splat(0x1.62e432p-4f)), f,
           splat(1.0f));
-  SmallVector<Constant *, kWidth> table;
-  for (float t : {0x1p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f,
-                  0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f})
-    table.push_back(ConstantFP::get(b.getFloatTy(), t));
+  SmallVector<Constant *, 16> table;
+  while (table.size() < width_)
+    for (float t : {0x1p+0f, 0x1.172b84p+0f, 0x1.306fe0p+0f, 0x1.4bfdaep+0f, 0x1.6a09e6p+0f,
+                    0x1.8ace54p+0f, 0x1.ae89fap+0f, 0x1.d5818ep+0f})
+      table.push_back(ConstantFP::get(b.getFloatTy(), t));
   Value *bits = b.CreateBitCast(shifted, intVec);
-  Value *fraction =
-      b.CreateIntrinsic(Intrinsic::x86_avx2_permps, {}, {ConstantVector::get(table), bits});
+  Intrinsic::ID permute =
+      width_ == 16 ? Intrinsic::x86_avx512_permvar_sf_512 : Intrinsic::x86_avx2_permps;
+  Value *fraction = b.CreateIntrinsic(permute, {}, {ConstantVector::get(table), bits});
   // (n >> 3) << 23, from n's low 12 bits: the 9 sign and exponent bits wrap,
   // so adding it to the table entry's exponent (127) subtracts for n < 0.
   Value *power = b.CreateAnd(b.CreateShl(bits, 20), ints(0xff800000u));

@@ -1,7 +1,8 @@
 //===- codegen/lower/FlashVectorIR.h - Vector IR of the fused attention ---===//
 //
-// Internal to FlashAttentionLowering.cpp: the <8 x float> building blocks
-// its micro-kernels are written in (loads and stores, broadcasts
+// Internal to the fused attention kernels (FlashAttentionEmitter.h,
+// AdditiveAttentionLowering.cpp): the <8 x float> or <16 x float> building
+// blocks their micro-kernels are written in (loads and stores, broadcasts
 // from memory, FMA, max), loops whose unrolling is left to the code (LLVM
 // would otherwise unroll the constant head-size loops completely, for code
 // size and no speed), two-way branches that yield values, L1 prefetch, and
@@ -19,16 +20,19 @@ namespace onnxc::lower {
 
 class FlashVectorIR {
 public:
-  static constexpr unsigned kWidth = 8;
+  /// The 256-bit vector (AVX2); 16 lanes take AVX-512F (see expNonPositive).
+  static constexpr unsigned kAvx2Width = 8;
   using Values = std::vector<llvm::Value *>;
   using LoopBody =
       llvm::function_ref<Values(llvm::Value *iv, llvm::ArrayRef<llvm::Value *> carried)>;
 
-  explicit FlashVectorIR(llvm::IRBuilder<> &builder);
+  explicit FlashVectorIR(llvm::IRBuilder<> &builder, unsigned width = kAvx2Width);
 
+  unsigned width() const { return width_; }
   llvm::FixedVectorType *type() const { return vecTy_; }
   llvm::Value *splat(float value) { return llvm::ConstantFP::get(vecTy_, value); }
-  /// Vector `index` (in floats, a multiple of 8) of a 32-byte aligned array.
+  /// Vector `index` (in floats, a multiple of the width) of an array aligned
+  /// to the vector's size.
   llvm::Value *load(llvm::Value *base, llvm::Value *index);
   void store(llvm::Value *value, llvm::Value *base, llvm::Value *index);
   /// The same at any float `index` (4-byte alignment).
@@ -58,6 +62,7 @@ public:
 
 private:
   llvm::IRBuilder<> &b_;
+  unsigned width_;
   llvm::FixedVectorType *vecTy_;
 };
 

@@ -130,7 +130,7 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   PackedBias bias = planPackedBias(ctx, step, problem);
   if (bias.postPass)
     slots.c = bias.slot;
-  // Graph nodes fused into the store (MatMul only; Gemm's C is `bias`).
+  // Graph nodes fused into the store (a Gemm's C is `bias` already).
   unsigned residualSlot = ~0u;
   const FusedEpilogue &fused = problem.fused;
   if (!fused.empty()) {
@@ -143,8 +143,8 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
       bias.epilogue.residual = true;
       residualSlot = step.input(fused.residual);
     }
-    std::string ops = "MatMul",
-                names = problem.node->name().empty() ? "" : " " + problem.node->name();
+    std::string ops(problem.node->opName()),
+        names = problem.node->name().empty() ? "" : " " + problem.node->name();
     for (const Node *node : fused.nodes) {
       ops += "+" + std::string(node->opName());
       if (!node->name().empty())

@@ -11,6 +11,8 @@
 #include "codegen/GemmPacking.h"
 #include "codegen/lower/OpLowerings.h"
 
+#include <tuple>
+
 namespace onnxc::lower {
 namespace {
 
@@ -126,74 +128,131 @@ const Value *otherAddend(const Node &add, const Value *value) {
   return nullptr;
 }
 
-/// Bias add, activation and residual add after an f32 MatMul whose B is
-/// packed at compile time, as exporters write a Linear layer
-/// (MatMul -> Add bias) and a residual connection (-> Add x). Each step
-/// needs the previous value used once, the same result shape, and, for the
-/// residual, an addend already computed.
-FusedEpilogue planFusedEpilogue(LoweringContext &ctx, const MatMulProblem &problem) {
+/// A shape-only view (Reshape and the like) whose result the view's sole
+/// user reads, so the GEMM can store straight into what comes after it:
+/// the view keeps the row-major layout of [m, n].
+bool isView(const Node &node) {
+  switch (node.kind()) {
+  case OpKind::Reshape:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::Flatten:
+  case OpKind::Identity:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Bias add, activation and residual add after an f32 MatMul or Gemm whose
+/// B is packed at compile time, as exporters write a Linear layer
+/// (MatMul -> Add bias) and a residual connection (-> Add x), and HF's
+/// Conv1D (Gemm -> Reshape to [batch, seq, n] -> Gelu). Each step needs the
+/// previous value used once and, for the residual, an addend already
+/// computed; views in between are absorbed too (claimed, never aliased:
+/// only the absorbed nodes read them). `allowBias` is false for a Gemm
+/// with a C, which is the bias already.
+FusedEpilogue planFusedEpilogue(LoweringContext &ctx, const MatMulProblem &problem,
+                                bool allowBias) {
   FusedEpilogue fused;
   const Value *current = problem.result;
-  const Shape &shape = current->shape();
-  auto sameShape = [&](const Value *v) { return v->dtype() == DType::F32 && v->shape() == shape; };
   const Node *user = soleUser(ctx, current);
-  if (user) {
-    const Value *bias = otherAddend(*user, current);
+  // Past views, keeping the fused list as it stands when nothing follows.
+  auto skipViews = [&] {
+    std::vector<const Node *> views;
+    const Value *value = current;
+    const Node *next = user;
+    while (next && isView(*next) && next->numResults() == 1 && next->operand(0) == value) {
+      views.push_back(next);
+      value = next->result(0);
+      next = soleUser(ctx, value);
+    }
+    return std::tuple(views, value, next);
+  };
+  auto absorb = [&](const std::vector<const Node *> &views, const Node *node) {
+    fused.nodes.insert(fused.nodes.end(), views.begin(), views.end());
+    fused.nodes.push_back(node);
+    current = node->result(0);
+    user = soleUser(ctx, current);
+  };
+  // Elementwise steps keep the element count; the dtype must stay f32 and
+  // the result be laid out as the value it reads (no broadcast growth).
+  auto sameShape = [&](const Value *v, const Value *like) {
+    return v->dtype() == DType::F32 && v->shape() == like->shape();
+  };
+  if (auto [views, value, next] = skipViews(); allowBias && next) {
+    const Value *bias = otherAddend(*next, value);
     if (bias && bias->dtype() == DType::F32 && ctx.constantValue(bias) &&
-        sameShape(user->result(0))) {
+        sameShape(next->result(0), value)) {
       const Shape &b = bias->shape();
       bool row = b.rank() >= 1 && b[b.rank() - 1].provablyEqual(problem.n);
       for (size_t i = 0; row && i + 1 < b.rank(); ++i)
         row = b[i].constant() == 1;
+      const Shape &out = value->shape();
+      row = row && out.rank() >= 1 && out[out.rank() - 1].provablyEqual(problem.n);
       if (row) {
         fused.bias = bias;
-        fused.nodes.push_back(user);
-        current = user->result(0);
-        user = soleUser(ctx, current);
+        absorb(views, next);
       }
     }
   }
-  if (user && sameShape(user->result(0))) {
+  if (auto [views, value, next] = skipViews(); next && sameShape(next->result(0), value)) {
     GemmActivation activation = GemmActivation::None;
-    if (user->kind() == OpKind::Relu)
+    if (next->kind() == OpKind::Relu)
       activation = GemmActivation::Relu;
-    else if (user->kind() == OpKind::Gelu && user->getString("approximate", "none") == "none")
+    else if (next->kind() == OpKind::Gelu && next->getString("approximate", "none") == "none")
       activation = GemmActivation::GeluErf;
-    else if (user->kind() == OpKind::Gelu && user->getString("approximate", "none") == "tanh")
+    else if (next->kind() == OpKind::Gelu && next->getString("approximate", "none") == "tanh")
       activation = GemmActivation::GeluTanh;
     if (activation != GemmActivation::None) {
       fused.activation = activation;
-      fused.nodes.push_back(user);
-      current = user->result(0);
-      user = soleUser(ctx, current);
+      absorb(views, next);
     }
   }
-  if (user) {
-    const Value *residual = otherAddend(*user, current);
-    if (residual && sameShape(residual) && sameShape(user->result(0)) &&
+  if (auto [views, value, next] = skipViews(); next) {
+    const Value *residual = otherAddend(*next, value);
+    if (residual && sameShape(residual, value) && sameShape(next->result(0), value) &&
         ctx.isAvailable(residual)) {
       fused.residual = residual;
-      fused.nodes.push_back(user);
+      absorb(views, next);
     }
   }
   return fused;
 }
 
+/// Plans the epilogue when the packed GEMM will run the problem, claims the
+/// absorbed nodes and moves the result to the last one's.
+void fuseEpilogue(LoweringContext &ctx, MatMulProblem &problem, bool allowBias) {
+  const Tensor *weights = ctx.constantValue(problem.b);
+  if (problem.dtype != DType::F32 || !ctx.hasAvx2Fma() || !problem.batchDims.empty() ||
+      problem.transA || !weights || !weights->hasData() || !problem.k.isConstant() ||
+      !problem.n.isConstant() || *problem.k.constant() <= 0 || *problem.n.constant() <= 0)
+    return;
+  problem.fused = planFusedEpilogue(ctx, problem, allowBias);
+  for (const Node *fused : problem.fused.nodes)
+    ctx.claim(*fused);
+  if (!problem.fused.empty())
+    problem.result = problem.fused.nodes.back()->result(0);
+}
+
 void lowerMatMul(LoweringContext &ctx, const Node &node) {
   MatMulProblem problem = planMatMul(ctx, node);
-  const Tensor *weights = ctx.constantValue(problem.b);
-  if (problem.dtype == DType::F32 && ctx.hasAvx2Fma() && problem.batchDims.empty() &&
-      weights && weights->hasData() && problem.k.isConstant() && problem.n.isConstant()) {
-    problem.fused = planFusedEpilogue(ctx, problem);
-    for (const Node *fused : problem.fused.nodes)
-      ctx.claim(*fused);
-    if (!problem.fused.empty())
-      problem.result = problem.fused.nodes.back()->result(0);
-  }
+  fuseEpilogue(ctx, problem, true);
   lowerMatMulProblem(ctx, problem);
 }
+
 void lowerGemm(LoweringContext &ctx, const Node &node) {
-  lowerMatMulProblem(ctx, planGemm(ctx, node));
+  MatMulProblem problem = planGemm(ctx, node);
+  // The packed kernel takes C as its bias (or residual) only in the forms
+  // planPackedBias folds; with any other C (added after the GEMM) the
+  // activation would come too early.
+  bool foldableC =
+      !problem.c || (problem.cRows.constant() == 1 && problem.cCols.provablyEqual(problem.n) &&
+                     ((ctx.constantValue(problem.c) && ctx.constantValue(problem.c)->hasData()) ||
+                      problem.beta == 1));
+  if (foldableC)
+    fuseEpilogue(ctx, problem, !problem.c);
+  lowerMatMulProblem(ctx, problem);
 }
 
 /// Stride of an operand's batch axis: 0 where its dim is 1 (broadcast), as

@@ -36,7 +36,7 @@ inline constexpr int64_t kMaxRuntimeGemmDepth = kMaxPackFloats / 16;
 /// Graph nodes after a MatMul that the packed GEMM computes in its store
 /// (GemmEmitter's epilogue): result = act(A*B + bias) + residual.
 struct FusedEpilogue {
-  const Value *bias = nullptr;     ///< [N] (or [1, N]) f32, added per column
+  const Value *bias = nullptr; ///< [N] (or [1, N]) f32, added per column
   GemmActivation activation = GemmActivation::None;
   const Value *residual = nullptr; ///< shaped like the result, added last
   /// The absorbed nodes, in order (claimed from the lowering driver).
@@ -59,7 +59,8 @@ struct MatMulProblem {
   double alpha = 1, beta = 1;
   /// C's shape left-padded to [cRows, cCols].
   Dim cRows = 1, cCols = 1;
-  /// MatMul only: Add/Relu or Gelu/Add after it, fused into the packed GEMM's
+  /// Add bias (MatMul, or Gemm without C), Relu or Gelu, then Add residual
+  /// after it (views in between included), fused into the packed GEMM's
   /// store; `result` is then the last fused node's result.
   FusedEpilogue fused;
 

@@ -7,6 +7,7 @@
 // merge into memcpy rows.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/lower/AttentionLoweringInternal.h"
 #include "codegen/lower/MovementLoweringInternal.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/StridedCopy.h"
@@ -111,6 +112,9 @@ void lowerSplit(LoweringContext &ctx, const Node &node) {
   const Value *data = node.operand(0);
   if (!data)
     ctx.unsupported(node, "missing input operand");
+  // The fused attention reads a packed Q/K/V projection in place.
+  if (attentionReadingSplitInPlace(ctx, node))
+    return;
   const Shape &shape = data->shape();
   size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 0), int64_t(shape.rank())));
   size_t size = dtypeSize(data->dtype());

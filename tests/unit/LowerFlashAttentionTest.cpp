@@ -1,13 +1,15 @@
 //===- tests/unit/LowerFlashAttentionTest.cpp - The fused attention kernel ===//
 //
 // The f32 fast path of Attention (codegen/lower/FlashAttentionLowering.cpp)
-// against the reference evaluator: 3-D and 4-D layouts, equal and grouped
-// heads, head sizes 16/20/64/80, no mask, causal, window, causal+window,
-// additive and bool masks (padding [b,1,1,S], full [S,S], short), cross-
-// attention with Sq != Skv, sequence lengths off the 24-row block and
-// 96-key tile, S = 1, fully masked rows (NaN like the reference), score
-// ranges far beyond the exp's -60 floor, and two threads. Also which cases take the fast path, and
-// the general path's `window`.
+// against the reference evaluator, at both vector widths (8 lanes with
+// AVX-512 turned off; 16 lanes where the host has AVX-512F): 3-D and 4-D
+// layouts, equal and grouped heads, head sizes 12/16/20/32/64/80/128, no
+// mask, causal, window, causal+window, additive and bool masks (padding
+// [b,1,1,S], full [S,S], short), cross-attention with Sq != Skv, sequence
+// lengths off the 24- and 32-row blocks and the 128-key tile, S = 1, fully
+// masked rows (NaN like the reference), score ranges far beyond the exp's
+// -60 floor, and two threads. Also which cases take the fast path, which
+// width the kernel is emitted at, and the general path's `window`.
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
@@ -15,6 +17,7 @@
 #include "codegen/TargetSelection.h"
 #include "codegen/lower/Lowering.h"
 
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
@@ -29,7 +32,6 @@
 namespace onnxc {
 namespace {
 
-using lowertest::expectCompiledMatchesReference;
 using lowertest::GraphText;
 using lowertest::parseGraph;
 using lowertest::randomOf;
@@ -37,6 +39,25 @@ using lowertest::randomOf;
 using Feeds = std::map<std::string, Tensor>;
 
 std::string str(int64_t value) { return std::to_string(value); }
+
+/// The targets the kernel is checked on: 8 lanes (AVX-512 off) and, on an
+/// AVX-512F host, 16 lanes (ModelCompiler's choice there).
+std::vector<std::pair<std::string, TargetRequest>> widths() {
+  std::vector<std::pair<std::string, TargetRequest>> list = {{"8 lanes", {"native", "-avx512f"}}};
+  if (TargetSelection::select({}).hasFeature("avx512f"))
+    list.push_back({"16 lanes", {"native", ""}});
+  return list;
+}
+
+/// lowertest::expectCompiledMatchesReference at every width of widths().
+void expectCompiledMatchesReference(const Graph &graph, const Feeds &feeds, double rtol = 1e-4,
+                                    double atol = 1e-6, int threads = 1) {
+  for (const auto &[name, request] : widths()) {
+    SCOPED_TRACE(name);
+    lowertest::ScopedTarget target(request);
+    lowertest::expectCompiledMatchesReference(graph, feeds, rtol, atol, threads);
+  }
+}
 
 /// Whether lowering `graph` emits the fused kernel.
 bool usesFlashKernel(const Graph &graph) {
@@ -89,8 +110,9 @@ TEST(LowerFlashAttention, ThreeDimensionalMasksHeadsAndLengths) {
 }
 
 TEST(LowerFlashAttention, EveryLastBlockSize) {
-  // Blocks are 24 query rows; a last block of 1-8, 9-16 or 17-23 rows runs
-  // on one, two or three row vectors. Both ends of each range, with a
+  // Blocks are 24 query rows at 8 lanes (a last block of 1-8, 9-16 or 17-23
+  // rows runs on one, two or three row vectors) and 32 at 16 lanes (1-16 or
+  // 17-31 rows on one or two). Both ends of each range, with a
   // padding mask, at head size 32 (whole 8-column groups only) and 12 (a
   // 4-column remainder in the query packing and the output).
   for (int64_t size : {32, 12}) {
@@ -101,7 +123,7 @@ TEST(LowerFlashAttention, EveryLastBlockSize) {
     g.output("y", "f32[1, s, " + str(2 * size) + "]");
     auto graph = parseGraph(g.str());
     ASSERT_TRUE(usesFlashKernel(*graph));
-    for (int64_t s : {25, 31, 32, 33, 39, 40, 41, 47, 48}) {
+    for (int64_t s : {25, 31, 32, 33, 39, 40, 41, 47, 48, 49, 63}) {
       SCOPED_TRACE("size " + str(size) + " s " + str(s));
       Feeds feeds = selfFeeds(1, s, 2 * size, 2 * size, unsigned(s));
       feeds.emplace("m", randomOf(DType::F32, {1, 1, 1, s}, unsigned(s) + 7, -4, 0));
@@ -111,8 +133,8 @@ TEST(LowerFlashAttention, EveryLastBlockSize) {
 }
 
 TEST(LowerFlashAttention, LongSequencesWithInteriorTiles) {
-  // 300 keys: several full 96-key tiles, some inside the causal and window
-  // bands (no element-wise mask), some crossing them, one partial.
+  // 300 keys: two full 128-key tiles and a partial one, some inside the causal and window
+  // bands (no element-wise mask), some crossing them.
   for (const char *attrs :
        {"", "is_causal = 1", "window = 120", "is_causal = 1, window = 120", "scale = 0.05"}) {
     SCOPED_TRACE(attrs);
@@ -230,6 +252,105 @@ TEST(LowerFlashAttention, WideScoreRanges) {
                                   {"v", randomOf(DType::F32, {1, 2, 130, 32}, 24)},
                                   {"mask", mask}},
                                  1e-4, 1e-5);
+}
+
+TEST(LowerFlashAttention, GptHeadSizesAcrossTilesAndBlocks) {
+  // Head sizes 64 (GPT-2, BERT) and 128 (LLaMA): no mask, causal, and the
+  // exported finite fill (Where(mask, scores, finfo.min)) with a window, so
+  // keys outside the band still count; lengths off both block sizes and the
+  // 128-key tile; 4-D cross attention with 70 queries over 300 keys.
+  for (int64_t size : {64, 128}) {
+    for (const char *attrs :
+         {"", "is_causal = 1", "is_causal = 1, mask_fill = -3.4028235e+38, window = 40"}) {
+      SCOPED_TRACE(std::string(attrs) + " size " + str(size));
+      auto graph = selfAttention3d(2, 2, size, attrs);
+      for (int64_t s : {130, 257})
+        expectCompiledMatchesReference(*graph, selfFeeds(1, s, 2 * size, 2 * size, unsigned(s)),
+                                       1e-4, 1e-5);
+    }
+    GraphText g;
+    g.input("q", "f32[1, 2, s, " + str(size) + "]").input("k", "f32[1, 2, t, " + str(size) + "]");
+    g.input("v", "f32[1, 2, t, " + str(size) + "]");
+    g.node("%y = Attention(%q, %k, %v)").output("y", "f32[1, 2, s, " + str(size) + "]");
+    auto cross = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*cross));
+    expectCompiledMatchesReference(*cross,
+                                   {{"q", randomOf(DType::F32, {1, 2, 70, size}, 31, -2, 2)},
+                                    {"k", randomOf(DType::F32, {1, 2, 300, size}, 32, -2, 2)},
+                                    {"v", randomOf(DType::F32, {1, 2, 300, size}, 33)}},
+                                   1e-4, 1e-5);
+  }
+}
+
+TEST(LowerFlashAttention, PackedProjectionIsReadInPlace) {
+  // HF GPT-2's c_attn output [b, s, 3h] split into Q, K, V: the kernel reads
+  // the packed rows (one step, no Split copy), here also with grouped heads
+  // (K and V narrower than Q) and the parts in another order. When a part is
+  // read elsewhere too (a graph output), the Split copies as before.
+  struct Case {
+    std::string split, extra;
+    bool grouped;
+    size_t steps;
+  };
+  for (const Case &c :
+       std::vector<Case>{{"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "", false, 1},
+                         {"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "", true, 1},
+                         {"%k, %v, %q = Split(%x, %sizes) {axis = -1}", "", true, 1},
+                         {"%q, %k, %v = Split(%x, %sizes) {axis = 2}", "k", false, 2}}) {
+    bool grouped = c.grouped;
+    SCOPED_TRACE(c.split + (grouped ? " grouped" : "") + " " + c.extra);
+    int64_t qWidth = 64, kvWidth = grouped ? 32 : 64;
+    std::string sizes = c.split.rfind("%k, %v, %q", 0) == 0
+                            ? str(kvWidth) + ", " + str(kvWidth) + ", " + str(qWidth)
+                            : str(qWidth) + ", " + str(kvWidth) + ", " + str(kvWidth);
+    int64_t packed = qWidth + 2 * kvWidth;
+    GraphText g;
+    g.input("x", "f32[b, s, " + str(packed) + "]");
+    g.constant("%sizes: i64[3] = dense<[" + sizes + "]>");
+    g.node(c.split);
+    g.node("%y = Attention(%q, %k, %v) {is_causal = 1, kv_num_heads = " + str(grouped ? 2 : 4) +
+           ", q_num_heads = 4}");
+    g.output("y", "f32[b, s, 64]");
+    if (!c.extra.empty())
+      g.output(c.extra, "f32[b, s, " + str(kvWidth) + "]");
+    auto graph = parseGraph(g.str());
+    EXPECT_EQ(lowertest::lowerOnly(*graph).steps.size(), c.steps);
+    for (auto [b, s] : std::vector<std::array<int64_t, 2>>{{1, 1}, {2, 45}})
+      expectCompiledMatchesReference(
+          *graph, {{"x", randomOf(DType::F32, {b, s, packed}, unsigned(s), -2, 2)}}, 1e-4, 1e-5);
+  }
+}
+
+TEST(LowerFlashAttention, KernelWidthFollowsTheGemmLanes) {
+  // 16 lanes: <16 x float> FMAs in a function that keeps them whole zmm
+  // registers; 8 lanes: <8 x float> and no such attribute.
+  auto graph = selfAttention3d(2, 2, 16, "is_causal = 1");
+  for (int64_t lanes : {8, 16}) {
+    SCOPED_TRACE(lanes);
+    llvm::LLVMContext context;
+    llvm::Module module("flash", context);
+    TargetSelection::select({}).configureModule(module);
+    LoweringOptions options;
+    options.gemmLanes = lanes;
+    lowerGraph(*graph, module, options);
+    const llvm::Function *flash = nullptr;
+    // The step's kernel (its task-count function shares the name's prefix).
+    for (const llvm::Function &function : module)
+      if (function.getName().contains("flash_attention") &&
+          (!flash || function.size() > flash->size()))
+        flash = &function;
+    ASSERT_NE(flash, nullptr);
+    llvm::Attribute width = flash->getFnAttribute("min-legal-vector-width");
+    EXPECT_EQ(width.isValid() ? width.getValueAsString().str() : "", lanes == 16 ? "512" : "");
+    bool sawWidth = false;
+    for (const llvm::BasicBlock &block : *flash)
+      for (const llvm::Instruction &instruction : block)
+        if (const auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&instruction))
+          if (call->getIntrinsicID() == llvm::Intrinsic::fmuladd)
+            if (auto *type = llvm::dyn_cast<llvm::FixedVectorType>(call->getType()))
+              sawWidth = sawWidth || type->getNumElements() == unsigned(lanes);
+    EXPECT_TRUE(sawWidth);
+  }
 }
 
 TEST(LowerFlashAttention, TakesTheFastPathOnlyWhereItApplies) {

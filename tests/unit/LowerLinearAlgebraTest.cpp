@@ -469,6 +469,52 @@ graph @ffn(%x: f32[batch, seq, 40], %r: f32[batch, seq, 48]) -> (%y: f32[batch, 
     }
 }
 
+// HF's Conv1D as exported: Gemm (C the bias) -> Reshape -> Gelu, here with a
+// residual Add after it, and a Gemm without C whose bias is an Add after an
+// Unsqueeze. The view and the nodes after it join the GEMM's store (one
+// step); a Gemm whose C is a column (added after the GEMM) keeps its Gelu
+// apart, since the activation must follow the whole sum.
+TEST(LowerGemmEpilogue, ViewsBiasGeluAndResidualFuseIntoOneStep) {
+  Tensor w = randomOf(DType::F32, {24, 48}, 11), bias = randomOf(DType::F32, {48}, 12);
+  Tensor column = randomOf(DType::F32, {5, 1}, 13);
+  auto text = [&](const std::string &body, const std::string &inputs, const std::string &results) {
+    return "graph @g(" + inputs + ") -> (" + results + ") {\n" +
+           constantText("w", "f32[24, 48]", w) + constantText("bias", "f32[48]", bias) +
+           constantText("column", "f32[5, 1]", column) +
+           "  const %shape: i64[3] = dense<[-1, 4, 12]>\n"
+           "  const %axes: i64[1] = dense<[0]>\n" +
+           body + "}\n";
+  };
+  struct Case {
+    std::string body, inputs, results, step;
+  };
+  std::vector<Case> cases = {
+      {"  %h = Gemm(%x, %w, %bias)\n  %v = Reshape(%h, %shape)\n"
+       "  %g = Gelu(%v) {approximate = \"tanh\"}\n  %y = Add(%g, %r)\n  return %y\n",
+       "%x: f32[m, 24], %r: f32[m, 4, 12]", "%y: f32[m, 4, 12]", "Gemm+Reshape+Gelu+Add"},
+      {"  %h = Gemm(%x, %w)\n  %v = Unsqueeze(%h, %axes)\n  %a = Add(%v, %bias)\n"
+       "  %y = Gelu(%a)\n  return %y\n",
+       "%x: f32[m, 24], %r: f32[m, 4, 12]", "%y: f32[1, m, 48]", "Gemm+Unsqueeze+Add+Gelu"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.step);
+    auto graph = parseGraph(text(c.body, c.inputs, c.results));
+    ModelPlan plan = lowerOnly(*graph);
+    ASSERT_EQ(plan.steps.size(), 1u);
+    EXPECT_EQ(plan.steps[0].name.rfind(c.step, 0), 0u) << plan.steps[0].name;
+    for (int64_t m : {1, 7, 61})
+      expectCompiledMatchesReference(*graph,
+                                     {{"x", randomOf(DType::F32, {m, 24}, unsigned(m))},
+                                      {"r", randomOf(DType::F32, {m, 4, 12}, unsigned(m + 50))}},
+                                     1e-4, 1e-5, 2);
+  }
+  auto apart = parseGraph(text("  %h = Gemm(%y, %w, %column) {beta = 2.0}\n"
+                               "  %z = Gelu(%h)\n  return %z\n",
+                               "%y: f32[5, 24]", "%z: f32[5, 48]"));
+  EXPECT_EQ(lowerOnly(*apart).steps.size(), 2u);
+  expectCompiledMatchesReference(*apart, {{"y", randomOf(DType::F32, {5, 24}, 14)}}, 1e-4, 1e-5);
+}
+
 // The same chain where the MatMul's result is also read elsewhere: nothing
 // fuses (the GEMM must store the plain product), and results still match.
 TEST(LowerMatMulEpilogue, SharedResultIsNotFused) {

@@ -27,6 +27,8 @@ const TargetSelection &hostTarget() {
   return target;
 }
 
+const TargetSelection *scopedTarget = nullptr;
+
 std::vector<const Tensor *> orderedInputs(const Graph &graph,
                                           const std::map<std::string, Tensor> &inputs) {
   std::vector<const Tensor *> ordered;
@@ -40,6 +42,16 @@ std::vector<const Tensor *> orderedInputs(const Graph &graph,
 }
 
 } // namespace
+
+ScopedTarget::ScopedTarget(const TargetRequest &request)
+    : target_(TargetSelection::select(request)) {
+  EXPECT_EQ(scopedTarget, nullptr) << "ScopedTarget does not nest";
+  scopedTarget = &target_;
+}
+
+ScopedTarget::~ScopedTarget() { scopedTarget = nullptr; }
+
+const TargetSelection &compileTarget() { return scopedTarget ? *scopedTarget : hostTarget(); }
 
 std::unique_ptr<Graph> parseGraph(const std::string &text) {
   std::unique_ptr<Graph> graph = onnxc::parseGraph(text, "<test>");
@@ -57,7 +69,7 @@ ModelPlan lowerOnly(const Graph &graph) {
 
 std::vector<Tensor> runCompiled(const Graph &graph, const std::map<std::string, Tensor> &inputs,
                                 int threads) {
-  std::unique_ptr<JitModel> model = compileModelJit(graph, hostTarget());
+  std::unique_ptr<JitModel> model = compileModelJit(graph, compileTarget());
   CompiledSession session(model->descriptor(), threads);
   return session.run(orderedInputs(graph, inputs));
 }
@@ -87,8 +99,8 @@ void expectCompiledMatchesReference(const Graph &graph, const std::map<std::stri
           ++reported;
         }
       } else if (a.elementAsInt64(i) != e.elementAsInt64(i)) {
-        ADD_FAILURE() << what << "[" << i << "]: compiled " << a.elementAsInt64(i)
-                      << ", reference " << e.elementAsInt64(i);
+        ADD_FAILURE() << what << "[" << i << "]: compiled " << a.elementAsInt64(i) << ", reference "
+                      << e.elementAsInt64(i);
         ++reported;
       }
     }

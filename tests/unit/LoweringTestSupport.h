@@ -11,6 +11,7 @@
 #pragma once
 
 #include "codegen/ModelPlan.h"
+#include "codegen/TargetSelection.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 
@@ -56,6 +57,24 @@ public:
 private:
   std::string inputs_, outputs_, constants_, body_, returns_;
 };
+
+/// While alive, runCompiled and expectCompiledMatchesReference compile for
+/// `request` instead of the host (e.g. {"native", "-avx512f"} for the
+/// 256-bit kernels on an AVX-512 host). Not nestable; one thread.
+class ScopedTarget {
+public:
+  explicit ScopedTarget(const TargetRequest &request);
+  ~ScopedTarget();
+  ScopedTarget(const ScopedTarget &) = delete;
+  ScopedTarget &operator=(const ScopedTarget &) = delete;
+  const TargetSelection &target() const { return target_; }
+
+private:
+  TargetSelection target_;
+};
+
+/// The target runCompiled compiles for now (the host's, or a ScopedTarget's).
+const TargetSelection &compileTarget();
 
 /// Parses text IR, verifies it and infers shapes (like `onnxc` loads an .ir).
 std::unique_ptr<Graph> parseGraph(const std::string &text);

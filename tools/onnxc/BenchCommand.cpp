@@ -12,14 +12,16 @@
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
 #include "tools/onnxc/CompiledLibrary.h"
+#include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
-#include <fstream>
+#include <optional>
 #include <string>
 
 namespace onnxc {
@@ -53,38 +55,122 @@ double peakResidentMiB() {
 }
 
 /// Time per run by op (the first word of each step name: the op, or the
-/// fused group), most expensive first, then the ten slowest single steps.
-void printProfile(const onnxc_model_descriptor &model, const CompiledSession &session, int runs) {
-  std::map<std::string, std::pair<double, int>> byOp;
+/// fused group), most expensive first, and every step, slowest first.
+struct Profile {
+  struct OpTime {
+    std::string op;
+    int steps = 0;
+    double ms = 0;
+  };
+  int runs = 0;
+  double totalMs = 0;
+  std::vector<OpTime> byOp;
   std::vector<std::pair<double, std::string>> bySteps;
-  double total = 0;
+};
+
+Profile collectProfile(const onnxc_model_descriptor &model, const CompiledSession &session,
+                       int runs) {
+  Profile profile;
+  profile.runs = runs;
+  std::map<std::string, Profile::OpTime> byOp;
   for (int32_t s = 0; s < model.num_steps; ++s) {
     double ms = double(session.stepNanoseconds(s)) / 1e6 / runs;
     std::string name = model.steps[s].name ? model.steps[s].name : "?";
     std::string op = name.substr(0, name.find(' '));
-    byOp[op].first += ms;
-    byOp[op].second += 1;
-    bySteps.emplace_back(ms, name);
-    total += ms;
+    Profile::OpTime &entry = byOp[op];
+    entry.op = op;
+    entry.ms += ms;
+    entry.steps += 1;
+    profile.bySteps.emplace_back(ms, name);
+    profile.totalMs += ms;
   }
-  std::vector<std::pair<double, std::string>> ops;
-  for (const auto &[op, entry] : byOp)
-    ops.emplace_back(entry.first, op);
-  std::sort(ops.rbegin(), ops.rend());
-  std::sort(bySteps.rbegin(), bySteps.rend());
+  for (auto &[op, entry] : byOp)
+    profile.byOp.push_back(entry);
+  std::stable_sort(profile.byOp.begin(), profile.byOp.end(),
+                   [](const auto &a, const auto &b) { return a.ms > b.ms; });
+  std::stable_sort(profile.bySteps.begin(), profile.bySteps.end(),
+                   [](const auto &a, const auto &b) { return a.first > b.first; });
+  return profile;
+}
+
+double percentOf(double part, double total) { return total > 0 ? 100 * part / total : 0.0; }
+
+void printProfile(const Profile &profile) {
   char line[256];
-  std::snprintf(line, sizeof line, "profile (%d runs, %.3f ms per run in steps):\n", runs, total);
+  std::snprintf(line, sizeof line, "profile (%d runs, %.3f ms per run in steps):\n", profile.runs,
+                profile.totalMs);
   std::cout << line;
-  for (const auto &[ms, op] : ops) {
-    std::snprintf(line, sizeof line, "  %-28s %5d steps %9.3f ms %5.1f%%\n", op.c_str(),
-                  byOp[op].second, ms, total > 0 ? 100 * ms / total : 0.0);
+  for (const Profile::OpTime &op : profile.byOp) {
+    std::snprintf(line, sizeof line, "  %-28s %5d steps %9.3f ms %5.1f%%\n", op.op.c_str(),
+                  op.steps, op.ms, percentOf(op.ms, profile.totalMs));
     std::cout << line;
   }
   std::cout << "slowest steps:\n";
-  for (size_t i = 0; i < bySteps.size() && i < 10; ++i) {
-    std::snprintf(line, sizeof line, "  %9.3f ms  %s\n", bySteps[i].first, bySteps[i].second.c_str());
+  for (size_t i = 0; i < profile.bySteps.size() && i < 10; ++i) {
+    std::snprintf(line, sizeof line, "  %9.3f ms  %s\n", profile.bySteps[i].first,
+                  profile.bySteps[i].second.c_str());
     std::cout << line;
   }
+}
+
+llvm::json::Object profileJson(const Profile &profile) {
+  llvm::json::Array ops, steps;
+  for (const Profile::OpTime &op : profile.byOp)
+    ops.push_back(llvm::json::Object{{"op", jsonText(op.op)},
+                                     {"steps", op.steps},
+                                     {"ms", op.ms},
+                                     {"percent", percentOf(op.ms, profile.totalMs)}});
+  for (const auto &[ms, name] : profile.bySteps)
+    steps.push_back(llvm::json::Object{{"name", jsonText(name)}, {"ms", ms}});
+  return llvm::json::Object{{"runs", profile.runs},
+                            {"total_ms", profile.totalMs},
+                            {"ops", std::move(ops)},
+                            {"steps", std::move(steps)}};
+}
+
+/// What one bench run measured.
+struct Measurements {
+  std::string modelName;
+  bool library = false;
+  int threads = 0;
+  double prepareMs = 0, sessionMs = 0, firstRunMs = 0;
+  std::vector<double> times; // sorted
+  double meanMs = 0;
+  int64_t arenaBytes = 0;
+  double peakResidentMiB = 0;
+};
+
+void printMeasurements(const Measurements &m) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %s %.1f ms, session %.2f ms, first run %.2f ms\n",
+                m.modelName.c_str(), m.library ? "load" : "compile", m.prepareMs, m.sessionMs,
+                m.firstRunMs);
+  std::cout << line;
+  std::snprintf(line, sizeof line,
+                "latency over %d runs: min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n",
+                int(m.times.size()), m.times.front(), m.times[m.times.size() / 2], m.meanMs,
+                m.times.back());
+  std::cout << line;
+  std::snprintf(line, sizeof line, "arena %.1f MiB, peak resident memory %.1f MiB\n",
+                double(m.arenaBytes) / (1 << 20), m.peakResidentMiB);
+  std::cout << line;
+}
+
+llvm::json::Object measurementsJson(const Measurements &m) {
+  return llvm::json::Object{
+      {"model", jsonText(m.modelName)},
+      {"source", m.library ? "library" : "jit"},
+      {m.library ? "load_ms" : "compile_ms", m.prepareMs},
+      {"session_ms", m.sessionMs},
+      {"first_run_ms", m.firstRunMs},
+      {"threads", m.threads},
+      {"latency_ms", llvm::json::Object{{"runs", int64_t(m.times.size())},
+                                        {"min", m.times.front()},
+                                        {"median", m.times[m.times.size() / 2]},
+                                        {"mean", m.meanMs},
+                                        {"max", m.times.back()}}},
+      {"arena_bytes", m.arenaBytes},
+      {"peak_resident_mib", m.peakResidentMiB}};
 }
 
 int runBench(const ParsedArgs &args) {
@@ -103,6 +189,7 @@ int runBench(const ParsedArgs &args) {
   std::unique_ptr<CompiledLibrary> compiled;
   std::unique_ptr<JitModel> jit;
   std::unique_ptr<Graph> graph;
+  std::unique_ptr<PassManager> pm; // null for a library (nothing to optimize)
   const onnxc_model_descriptor *model = nullptr;
   Clock::time_point start = Clock::now();
   if (library) {
@@ -111,7 +198,7 @@ int runBench(const ParsedArgs &args) {
     graph = signatureGraph(*model);
   } else {
     TargetSelection target = selectTarget(args);
-    std::unique_ptr<PassManager> pm = buildPipeline(args, "bench", PrintOptions(), 3);
+    pm = buildPipeline(args, "bench", PrintOptions(), 3);
     graph = loadModel(path);
     runPipeline(*pm, *graph, args);
     jit = compileModelJit(*graph, target);
@@ -141,39 +228,52 @@ int runBench(const ParsedArgs &args) {
     times.push_back(millisecondsSince(start));
   }
   std::sort(times.begin(), times.end());
-  double mean = 0;
+  Measurements m;
+  m.modelName = model->model_name ? model->model_name : "";
+  m.library = library;
+  m.threads = threads;
+  m.prepareMs = prepareMs;
+  m.sessionMs = sessionMs;
+  m.firstRunMs = firstRunMs;
   for (double t : times)
-    mean += t / double(times.size());
-
-  char line[256];
-  std::snprintf(line, sizeof line, "%s: %s %.1f ms, session %.2f ms, first run %.2f ms\n",
-                model->model_name, library ? "load" : "compile", prepareMs, sessionMs, firstRunMs);
-  std::cout << line;
-  std::snprintf(line, sizeof line,
-                "latency over %d runs: min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n",
-                iterations, times.front(), times[times.size() / 2], mean, times.back());
-  std::cout << line;
-  std::snprintf(line, sizeof line, "arena %.1f MiB, peak resident memory %.1f MiB\n",
-                double(session.arenaBytes()) / (1 << 20), peakResidentMiB());
-  std::cout << line;
+    m.meanMs += t / double(times.size());
+  m.times = std::move(times);
+  m.arenaBytes = int64_t(session.arenaBytes());
+  m.peakResidentMiB = peakResidentMiB();
+  std::optional<Profile> profile;
   if (args.has("profile")) {
     session.setProfiling(true);
     for (int i = 0; i < iterations; ++i)
       session.run(ordered);
-    printProfile(*model, session, iterations);
+    profile = collectProfile(*model, session, iterations);
   }
+  if (args.has("json")) {
+    llvm::json::Object document = measurementsJson(m);
+    if (profile)
+      document["profile"] = profileJson(*profile);
+    if (pm)
+      addPipelineReport(document, *pm, args);
+    printJson(std::move(document));
+    return 0;
+  }
+  printMeasurements(m);
+  if (profile)
+    printProfile(*profile);
   return 0;
 }
 
 std::vector<OptionSpec> benchOptions() {
-  return joinOptions({inputOptions(),
-                      {
-                          {"threads", "N", "runtime threads (default: one per core)"},
-                          {"iters", "N", "timed runs (default 50)"},
-                          {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
-                          {"profile", "", "after timing, run again with per-step timers and print time by op"},
-                      },
-                      targetOptions(), pipelineOptions()});
+  return joinOptions(
+      {inputOptions(),
+       {
+           {"threads", "N", "runtime threads (default: one per core)"},
+           {"iters", "N", "timed runs (default 50)"},
+           {"warmup", "N", "untimed runs first, the first of them reported (default 3)"},
+           {"profile", "", "after timing, run again with per-step timers and print time by op"},
+           jsonOption(),
+       },
+       targetOptions(),
+       pipelineOptions()});
 }
 
 } // namespace

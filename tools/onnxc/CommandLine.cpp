@@ -1,6 +1,8 @@
 //===- tools/onnxc/CommandLine.cpp - Subcommand option parsing --------------===//
 #include "tools/onnxc/CommandLine.h"
 
+#include <llvm/ADT/StringRef.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -19,7 +21,8 @@ std::vector<std::string> ParsedArgs::getAll(const std::string &name) const {
 namespace {
 
 const OptionSpec *findSpec(const std::vector<OptionSpec> &specs, const std::string &name) {
-  auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec &s) { return s.name == name; });
+  auto it =
+      std::find_if(specs.begin(), specs.end(), [&](const OptionSpec &s) { return s.name == name; });
   return it == specs.end() ? nullptr : &*it;
 }
 
@@ -29,8 +32,21 @@ const OptionSpec *findSpec(const std::vector<OptionSpec> &specs, const std::stri
 
 } // namespace
 
-ParsedArgs parseArguments(const std::vector<std::string> &args, const std::vector<OptionSpec> &specs,
-                          const std::string &command) {
+std::string didYouMean(const std::string &given, const std::vector<std::string> &known) {
+  const std::string *best = nullptr;
+  unsigned bestDistance = 0;
+  for (const std::string &name : known) {
+    unsigned distance = llvm::StringRef(name).edit_distance(given, true, 3);
+    if (distance <= std::max<size_t>(1, given.size() / 3) && (!best || distance < bestDistance)) {
+      best = &name;
+      bestDistance = distance;
+    }
+  }
+  return best ? "; did you mean '" + *best + "'?" : "";
+}
+
+ParsedArgs parseArguments(const std::vector<std::string> &args,
+                          const std::vector<OptionSpec> &specs, const std::string &command) {
   ParsedArgs parsed;
   bool optionsEnded = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -57,8 +73,14 @@ ParsedArgs parseArguments(const std::vector<std::string> &args, const std::vecto
     }
     const OptionSpec *spec = findSpec(specs, name);
     // `-stats` style single-dash long options are a common slip; name them.
-    if (!spec || (name.size() == 1) != (arg[1] != '-'))
-      usage(command, "unknown option '" + arg + "' for '" + command + "'");
+    if (!spec || (name.size() == 1) != (arg[1] != '-')) {
+      std::vector<std::string> spellings;
+      for (const OptionSpec &s : specs)
+        spellings.push_back(s.spelling());
+      std::string given = arg.substr(0, arg.find('='));
+      usage(command, "unknown option '" + arg + "' for '" + command + "'" +
+                         didYouMean(given[1] == '-' ? given : "-" + given, spellings));
+    }
     if (!spec->takesValue() && value)
       usage(command, "option '" + spec->spelling() + "' takes no value");
     if (spec->takesValue() && !value) {

@@ -57,6 +57,10 @@ private:
 ParsedArgs parseArguments(const std::vector<std::string> &args, const std::vector<OptionSpec> &specs,
                           const std::string &command);
 
+/// "; did you mean 'X'?" for the name in `known` closest to `given` (a few
+/// edits away at most), or "" when none is close.
+std::string didYouMean(const std::string &given, const std::vector<std::string> &known);
+
 /// The OPTIONS section of a --help text.
 std::string describeOptions(const std::vector<OptionSpec> &specs);
 

@@ -75,10 +75,13 @@ bool printTargetHelp(const ParsedArgs &args);
 /// --threads N (0 or absent: one per core).
 int threadCount(const ParsedArgs &args);
 
+/// The project's version ("0.1.0").
+std::string onnxcVersion();
 /// `onnxc --version`: the onnxc and LLVM versions and the default target CPU.
 void printVersion(std::ostream &out);
 
-/// Runs the pipeline on `graph`; statistics and explanations go to stderr.
+/// Runs the pipeline on `graph`; statistics and explanations go to stderr
+/// (unless --json, where the command's document carries them).
 void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args);
 
 } // namespace onnxc

@@ -12,6 +12,7 @@
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/FileIdentity.h"
+#include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
 #include <chrono>
@@ -174,6 +175,20 @@ int runCompile(const ParsedArgs &args) {
   for (const PlanBuffer &buffer : plan.buffers)
     if (buffer.kind == BufferKind::Constant)
       constantBytes += double(buffer.constant.size);
+  if (args.has("json")) {
+    llvm::json::Object document{{"model", jsonText(path)},
+                                {"name", jsonText(plan.name)},
+                                {"cpu", target.cpu()},
+                                {"steps", int64_t(plan.steps.size())},
+                                {"constant_bytes", int64_t(constantBytes)},
+                                {"output", jsonText(output)},
+                                {"compile_ms", seconds * 1000}};
+    if (request.kind == ArtifactRequest::Kind::SharedLibrary)
+      document["header"] = jsonText(request.headerPath);
+    addPipelineReport(document, *pm, args);
+    printJson(std::move(document));
+    return 0;
+  }
   std::cout << "compiled '" << plan.name << "' for " << target.cpu() << ": " << plan.steps.size()
             << " steps, " << formatBytes(int64_t(constantBytes)) << " of constants -> " << output;
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
@@ -195,7 +210,8 @@ std::vector<OptionSpec> compileOptions() {
                            "(default: the -o file's name, my-gpt.so -> my_gpt)"},
                       },
                       targetOptions(),
-                      pipelineOptions()});
+                      pipelineOptions(),
+                      {jsonOption()}});
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 
 #include "frontend/OnnxImporter.h"
 #include "ir/Error.h"
+#include "tools/onnxc/JsonOutput.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -42,6 +43,51 @@ void printList(const char *title, const std::vector<std::string> &items) {
     std::cout << "  " << item << "\n";
 }
 
+/// "name: f32[batch, seq]" as {"name": ..., "type": ...}.
+llvm::json::Array valueListJson(const std::vector<std::string> &items) {
+  llvm::json::Array list;
+  for (const std::string &item : items) {
+    size_t colon = item.rfind(": ");
+    list.push_back(llvm::json::Object{
+        {"name", jsonText(colon == std::string::npos ? item : item.substr(0, colon))},
+        {"type", jsonText(colon == std::string::npos ? "" : item.substr(colon + 2))}});
+  }
+  return list;
+}
+
+/// Counts past 2^63 (a hostile model's claimed parameters) as text; JSON
+/// numbers that large lose digits anyway.
+llvm::json::Value countJson(unsigned __int128 count) {
+  if (count <= (unsigned __int128)INT64_MAX)
+    return int64_t(count);
+  return formatCount(count);
+}
+
+void printInspectJson(const std::string &path, const ModelSummary &summary) {
+  llvm::json::Array opsets, ops, unsupported;
+  for (const auto &[domain, version] : summary.opsets)
+    opsets.push_back(llvm::json::Object{{"domain", jsonText(domain.empty() ? "ai.onnx" : domain)},
+                                        {"version", version}});
+  int64_t nodes = 0;
+  for (const auto &[op, count] : summary.opHistogram) {
+    ops.push_back(llvm::json::Object{{"op", jsonText(op)}, {"count", count}});
+    nodes += count;
+  }
+  for (const std::string &op : summary.unsupportedOps)
+    unsupported.push_back(jsonText(op));
+  printJson(llvm::json::Object{{"model", jsonText(path)},
+                               {"producer", jsonText(summary.producer)},
+                               {"ir_version", summary.irVersion},
+                               {"opsets", std::move(opsets)},
+                               {"inputs", valueListJson(summary.inputs)},
+                               {"outputs", valueListJson(summary.outputs)},
+                               {"nodes", nodes},
+                               {"ops", std::move(ops)},
+                               {"parameters", countJson(summary.numParameters)},
+                               {"parameter_bytes", countJson(summary.parameterBytes)},
+                               {"unsupported_ops", std::move(unsupported)}});
+}
+
 int runInspect(const ParsedArgs &args) {
   std::string path = modelArgument(args, "inspect");
   std::error_code ec;
@@ -52,6 +98,10 @@ int runInspect(const ParsedArgs &args) {
   if (std::filesystem::path(path).extension() != ".onnx")
     fail(path, ": inspect reads .onnx models (use 'onnxc dump' for .ir files)");
   ModelSummary summary = summarizeOnnxFile(path);
+  if (args.has("json")) {
+    printInspectJson(path, summary);
+    return 0;
+  }
 
   std::cout << "model: " << path << "\n";
   std::cout << "producer: " << (summary.producer.empty() ? "(unknown)" : summary.producer) << "\n";
@@ -87,8 +137,11 @@ int runInspect(const ParsedArgs &args) {
 } // namespace
 
 Command inspectCommand() {
-  return {"inspect", "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops",
-          "inspect MODEL.onnx", {}, runInspect};
+  return {"inspect",
+          "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops",
+          "inspect MODEL.onnx [--json]",
+          {jsonOption()},
+          runInspect};
 }
 
 } // namespace onnxc

@@ -106,6 +106,9 @@ std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::st
 void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args) {
   pm.run(graph);
   std::cout.flush();
+  // With --json the command puts them in its document (JsonOutput.h).
+  if (args.has("json"))
+    return;
   if (args.has("stats"))
     pm.printStatistics(std::cerr);
   if (args.has("explain"))

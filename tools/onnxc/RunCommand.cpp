@@ -9,6 +9,7 @@
 #include "ir/eval/Evaluator.h"
 #include "tools/onnxc/CompiledLibrary.h"
 #include "tools/onnxc/FileIdentity.h"
+#include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/Npy.h"
 #include "tools/onnxc/RunInputs.h"
@@ -62,6 +63,32 @@ void printOutput(const std::string &name, const Tensor &t) {
   std::snprintf(buffer, sizeof buffer, "  min %.6g  max %.6g  mean %.6g\n", lo, hi,
                 sum / double(n));
   std::cout << buffer;
+}
+
+/// An output's type, statistics and file for --json.
+llvm::json::Object outputJson(const std::string &name, const Tensor &t, const std::string &file) {
+  llvm::json::Object entry{
+      {"name", jsonText(name)}, {"type", t.typeString()}, {"elements", t.numElements()}};
+  if (!file.empty())
+    entry["file"] = jsonText(file);
+  int64_t n = t.hasData() ? t.numElements() : 0;
+  if (n == 0)
+    return entry;
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.elementAsDouble(i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  // JSON has no NaN or infinity: such statistics are null.
+  auto number = [](double v) {
+    return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr);
+  };
+  entry["min"] = number(lo);
+  entry["max"] = number(hi);
+  entry["mean"] = number(sum / double(n));
+  return entry;
 }
 
 /// Output names become file names: anything but [A-Za-z0-9_.-] turns into
@@ -152,6 +179,7 @@ int runRun(const ParsedArgs &args) {
   std::vector<Tensor> outputs;
   std::vector<std::string> outputNames, outputFiles;
   checkModelFile(path, "run", ModelKinds::GraphsAndLibraries);
+  std::unique_ptr<PassManager> pm; // null for a library
   if (library) {
     CompiledLibrary compiled(path);
     const onnxc_model_descriptor &model = *compiled.descriptor();
@@ -164,8 +192,7 @@ int runRun(const ParsedArgs &args) {
         prepareInputs(*signature, request, MissingInputs::Refuse);
     outputs = runCompiledModel(model, *signature, inputs, threads);
   } else {
-    std::unique_ptr<PassManager> pm =
-        buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
+    pm = buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
     std::unique_ptr<Graph> graph = loadModel(path);
     runPipeline(*pm, *graph, args);
     for (const GraphOutput &output : graph->outputs())
@@ -200,10 +227,23 @@ int runRun(const ParsedArgs &args) {
     if (ec)
       fail(outputDir, ": cannot create directory (", ec.message(), ")");
   }
+  llvm::json::Array outputList;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    printOutput(outputNames[i], outputs[i]);
+    if (args.has("json"))
+      outputList.push_back(
+          outputJson(outputNames[i], outputs[i], outputDir.empty() ? "" : outputFiles[i]));
+    else
+      printOutput(outputNames[i], outputs[i]);
     if (!outputDir.empty())
       writeNpy(outputFiles[i], outputs[i]);
+  }
+  if (args.has("json")) {
+    llvm::json::Object document{{"model", jsonText(path)},
+                                {"backend", library ? "so" : backend},
+                                {"outputs", std::move(outputList)}};
+    if (pm)
+      addPipelineReport(document, *pm, args);
+    printJson(std::move(document));
   }
   return 0;
 }
@@ -218,7 +258,8 @@ std::vector<OptionSpec> runOptions() {
            {"threads", "N", "runtime threads for compiled models (default: one per core)"},
        },
        targetOptions(),
-       pipelineOptions()});
+       pipelineOptions(),
+       {jsonOption()}});
 }
 
 } // namespace

@@ -17,6 +17,8 @@
 
 namespace onnxc {
 
+std::string onnxcVersion() { return ONNXC_VERSION; }
+
 void printVersion(std::ostream &out) {
   TargetSelection native = TargetSelection::select();
   out << "onnxc " << ONNXC_VERSION << "\n"

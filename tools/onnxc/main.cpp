@@ -87,8 +87,13 @@ int dispatch(const std::vector<std::string> &args) {
     return 0;
   }
   auto it = std::find_if(commands().begin(), commands().end(), [&](const Command &c) { return c.name == name; });
-  if (it == commands().end())
-    throw UsageError("unknown subcommand '" + name + "' (see 'onnxc --help')");
+  if (it == commands().end()) {
+    std::vector<std::string> names;
+    for (const Command &c : commands())
+      names.push_back(c.name);
+    throw UsageError("unknown subcommand '" + name + "'" + didYouMean(name, names) +
+                     " (see 'onnxc --help')");
+  }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
       std::find(rest.begin(), rest.end(), "-h") != rest.end()) {
