@@ -1,5 +1,9 @@
 //===- codegen/lower/ConvolutionLowering.cpp - N-D direct convolution ------===//
 //
+// f32 Conv with constant weights goes to the packed GEMM
+// (ConvolutionGemmLowering.cpp); everything else (other dtypes, computed
+// weights, depthwise) takes the loop nest here.
+//
 // Conv as ir/eval/ConvolutionKernels.cpp computes it: any number of spatial
 // dims, groups, strides, dilations, explicit pads or auto_pad, optional
 // bias. One task item per output row (batch x output channel x every
@@ -11,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ComplexKernelSupport.h"
+#include "codegen/lower/ConvolutionLoweringInternal.h"
 #include "codegen/lower/OpLowerings.h"
-#include "ir/OpAttributes.h"
 
 #include <string>
 
@@ -21,18 +25,6 @@ using namespace llvm;
 namespace onnxc::lower {
 
 using llvm::Value;
-
-namespace {
-
-struct ConvShape {
-  DType dtype = DType::F32;
-  size_t spatialDims = 0;
-  Dim batch, inChannels, outChannels;
-  int64_t group = 1;
-  std::vector<Dim> inSpatial, kernel, outSpatial;
-  std::vector<int64_t> strides, dilations;
-  ConvPadding padding;
-};
 
 ConvShape convShape(const LoweringContext &ctx, const Node &node) {
   const onnxc::Value *x = node.operand(0), *w = node.operand(1), *bias = node.operand(2);
@@ -71,9 +63,7 @@ ConvShape convShape(const LoweringContext &ctx, const Node &node) {
   return c;
 }
 
-/// The padding before each spatial dim, as i64 values (SAME pads depend on
-/// the input size, which may be symbolic).
-std::vector<Value *> padsBefore(KernelBuilder &k, const ConvShape &c) {
+std::vector<Value *> convPadsBefore(FunctionBuilder &k, const ConvShape &c) {
   IRBuilder<> &b = k.ir();
   std::vector<Value *> pads;
   for (size_t i = 0; i < c.spatialDims; ++i) {
@@ -95,15 +85,19 @@ std::vector<Value *> padsBefore(KernelBuilder &k, const ConvShape &c) {
   return pads;
 }
 
-Dim product(const std::vector<Dim> &dims, size_t begin, size_t end) {
+Dim dimProduct(const std::vector<Dim> &dims, size_t begin, size_t end) {
   Dim p(1);
   for (size_t i = begin; i < end; ++i)
     p = p * dims[i];
   return p;
 }
 
+namespace {
+
 void lowerConv(LoweringContext &ctx, const Node &node) {
   ConvShape c = convShape(ctx, node);
+  if (lowerConvOnGemm(ctx, node, c))
+    return;
   size_t n = c.spatialDims;
   StepBuilder step = ctx.beginStep(node, "conv");
   unsigned x = step.input(node.operand(0));
@@ -118,18 +112,18 @@ void lowerConv(LoweringContext &ctx, const Node &node) {
   // along the last output spatial dim.
   std::vector<Dim> itemDims = {c.batch, c.outChannels};
   itemDims.insert(itemDims.end(), c.outSpatial.begin(), c.outSpatial.end() - 1);
-  Dim items = product(itemDims, 0, itemDims.size());
+  Dim items = dimProduct(itemDims, 0, itemDims.size());
   auto [begin, end] = step.splitEvenly([items](FunctionBuilder &f) { return f.dim(items); }, 1);
 
-  std::vector<Value *> pads = padsBefore(k, c);
+  std::vector<Value *> pads = convPadsBefore(k, c);
   std::vector<Value *> kernelExtents, kernelStrides(n), inStrides(n);
   for (size_t i = 0; i < n; ++i) {
     kernelExtents.push_back(k.dim(c.kernel[i]));
-    kernelStrides[i] = k.dim(product(c.kernel, i + 1, n));
-    inStrides[i] = k.dim(product(c.inSpatial, i + 1, n));
+    kernelStrides[i] = k.dim(dimProduct(c.kernel, i + 1, n));
+    inStrides[i] = k.dim(dimProduct(c.inSpatial, i + 1, n));
   }
-  Value *inSize = k.dim(product(c.inSpatial, 0, n));
-  Value *kernelSize = k.dim(product(c.kernel, 0, n));
+  Value *inSize = k.dim(dimProduct(c.inSpatial, 0, n));
+  Value *kernelSize = k.dim(dimProduct(c.kernel, 0, n));
   Value *groupIn = b.CreateUDiv(k.dim(c.inChannels), k.i64(c.group));
   Value *groupOut = b.CreateUDiv(k.dim(c.outChannels), k.i64(c.group));
   Value *accumulator = stackSlot(k, k.computeType(real), "acc");
