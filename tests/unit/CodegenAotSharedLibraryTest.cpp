@@ -22,18 +22,6 @@ using namespace onnxc::aottest;
 
 namespace {
 
-/// A fresh directory under /tmp for one test's artifacts, removed afterwards.
-struct ScratchDir {
-  ScratchDir() {
-    llvm::SmallString<128> dir;
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("/tmp/onnxc-aot", dir));
-    path = dir.str().str();
-  }
-  ~ScratchDir() { llvm::sys::fs::remove_directories(path); }
-  std::string operator/(const std::string &name) const { return path + "/" + name; }
-  std::string path;
-};
-
 std::string readFile(const std::string &path) {
   std::ifstream in(path);
   std::stringstream text;

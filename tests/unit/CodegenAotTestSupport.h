@@ -17,18 +17,34 @@
 #include "codegen/TargetSelection.h"
 #include "onnxc/model_abi.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace onnxc::aottest {
+
+/// A fresh directory under /tmp (named from `prefix`) for one test's
+/// artifacts, removed afterwards.
+struct ScratchDir {
+  explicit ScratchDir(const char *prefix = "onnxc-aot") {
+    llvm::SmallString<128> dir;
+    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory(std::string("/tmp/") + prefix, dir));
+    path = dir.str().str();
+  }
+  ~ScratchDir() { llvm::sys::fs::remove_directories(path); }
+  std::string operator/(const std::string &name) const { return path + "/" + name; }
+  std::string path;
+};
 
 inline constexpr float RowConstant[4] = {0.5f, 1.0f, 1.5f, 2.0f};
 

@@ -26,17 +26,6 @@ using namespace onnxc::aottest;
 
 namespace {
 
-struct ScratchDir {
-  ScratchDir() {
-    llvm::SmallString<128> dir;
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("/tmp/onnxc-lld", dir));
-    path = dir.str().str();
-  }
-  ~ScratchDir() { llvm::sys::fs::remove_directories(path); }
-  std::string operator/(const std::string &name) const { return path + "/" + name; }
-  std::string path;
-};
-
 /// Sets an environment variable for one scope (unset when `value` is empty).
 class ScopedEnv {
 public:
@@ -122,7 +111,7 @@ TEST(InProcessLinker, FindsTheSystemLibrariesAModelNeeds) {
 TEST(InProcessLinker, LinksTwiceInOneProcessAndMatchesTheDriver) {
   if (!lldUsableHere())
     GTEST_SKIP() << "lld not built in, or a sanitized runtime (linked by the driver)";
-  ScratchDir dir;
+  ScratchDir dir("onnxc-lld");
   TargetSelection target = TargetSelection::select();
   ScopedEnv linker("ONNXC_LINKER", "lld");
   std::string firstAccessor, secondAccessor;
@@ -169,7 +158,7 @@ TEST(InProcessLinker, LinksTwiceInOneProcessAndMatchesTheDriver) {
 TEST(InProcessLinker, LinkErrorsNameLldAndTheFirstError) {
   if (!lldUsableHere())
     GTEST_SKIP() << "lld not built in, or a sanitized runtime";
-  ScratchDir dir;
+  ScratchDir dir("onnxc-lld");
   ScopedEnv linker("ONNXC_LINKER", "lld");
   TargetSelection target = TargetSelection::select();
   std::string accessor;
@@ -199,7 +188,7 @@ TEST(InProcessLinker, LinkErrorsNameLldAndTheFirstError) {
 }
 
 TEST(InProcessLinker, ChoosingTheDriverWithoutOneNamesWhatIsMissing) {
-  ScratchDir dir;
+  ScratchDir dir("onnxc-lld");
   TargetSelection target = TargetSelection::select();
   std::string accessor;
   std::string object = emitTinyObject(target, "tiny", dir, accessor);

@@ -21,12 +21,25 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace onnxc {
 
 namespace {
 
 constexpr int64_t kShownValues = 8;
+
+/// Min, max and mean of the first `n` elements of `t` (n > 0).
+std::tuple<double, double, double> statistics(const Tensor &t, int64_t n) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.elementAsDouble(i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  return {lo, hi, sum / double(n)};
+}
 
 std::string formatElement(const Tensor &t, int64_t i) {
   if (t.dtype() == DType::Bool)
@@ -52,16 +65,9 @@ void printOutput(const std::string &name, const Tensor &t) {
                                        std::to_string(n) + ")"
                                  : "]")
             << "\n";
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = t.elementAsDouble(i);
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
-  }
+  auto [lo, hi, mean] = statistics(t, n);
   char buffer[128];
-  std::snprintf(buffer, sizeof buffer, "  min %.6g  max %.6g  mean %.6g\n", lo, hi,
-                sum / double(n));
+  std::snprintf(buffer, sizeof buffer, "  min %.6g  max %.6g  mean %.6g\n", lo, hi, mean);
   std::cout << buffer;
 }
 
@@ -74,20 +80,14 @@ llvm::json::Object outputJson(const std::string &name, const Tensor &t, const st
   int64_t n = t.hasData() ? t.numElements() : 0;
   if (n == 0)
     return entry;
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = t.elementAsDouble(i);
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
-  }
+  auto [lo, hi, mean] = statistics(t, n);
   // JSON has no NaN or infinity: such statistics are null.
   auto number = [](double v) {
     return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr);
   };
   entry["min"] = number(lo);
   entry["max"] = number(hi);
-  entry["mean"] = number(sum / double(n));
+  entry["mean"] = number(mean);
   return entry;
 }
 
