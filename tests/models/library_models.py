@@ -117,6 +117,49 @@ def hf_gpt2_past():
     return model, tuple(example), inputs, outputs, PAST_SHAPES
 
 
+class LlamaWithPast(nn.Module):
+    """LlamaForCausalLM with its cache as flat tensors, as a generation loop feeds it:
+    (input_ids, attention_mask, position_ids, past_key_0, past_value_0, ...) -> (logits,
+    present_key_0, present_value_0, ...). The mask covers the cache and the new tokens
+    (past + seq); the cache has the key/value heads (grouped-query attention)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        cache = tuple((past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2))
+        logits, presents = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                      past_key_values=cache, use_cache=True, return_dict=False)[:2]
+        if hasattr(presents, "to_legacy_cache"):
+            presents = presents.to_legacy_cache()
+        return (logits,) + tuple(t for pair in presents for t in pair)
+
+
+LLAMA_KV_HEADS = 2
+
+
+def hf_llama_past():
+    import transformers
+    cfg = hf_config("LlamaConfig", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=LLAMA_KV_HEADS, max_position_embeddings=MAX_POSITIONS,
+                    use_cache=True, tie_word_embeddings=False)
+    model = LlamaWithPast(transformers.LlamaForCausalLM(cfg))
+    batch, seq, past = 2, 5, 3
+    example = [example_ids(batch, seq), torch.ones(batch, past + seq, dtype=torch.int64),
+               torch.arange(past, past + seq).expand(batch, seq)]
+    inputs = [ids_input("input_ids"), mask_input("attention_mask", "past+seq"),
+              {"name": "position_ids", "dtype": "int64", "shape": ["batch", "seq"],
+               "generator": {"kind": "positions", "offset": "past"}}]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(2):
+        for kind in ("key", "value"):
+            example.append(torch.randn(batch, LLAMA_KV_HEADS, past, 16))
+            inputs.append(float_input(f"past_{kind}_{layer}", ["batch", LLAMA_KV_HEADS, "past", 16]))
+            outputs[f"present_{kind}_{layer}"] = {0: "batch", 2: "past+seq"}
+    return model, tuple(example), inputs, outputs, PAST_SHAPES
+
+
 def encoder_with_mask(model_class, config):
     model = hf(model_class, config, ["input_ids", "attention_mask"])
     inputs = [ids_input("input_ids"), mask_input("attention_mask")]
@@ -444,6 +487,8 @@ FAMILIES = {
     "hf_gpt2": (hf_gpt2, 2001, "HF GPT2LMHeadModel, 2 layers, hidden 64, 4 heads"),
     "hf_gpt2_past": (hf_gpt2_past, 2013, "HF GPT2LMHeadModel with past_key_values in and presents out, "
                                          "mask of length past+seq"),
+    "hf_llama_past": (hf_llama_past, 2015, "HF LlamaForCausalLM with past_key_values in and presents out, GQA 4/2, "
+                                           "mask of length past+seq, position ids"),
     "hf_bert": (hf_bert, 2002, "HF BertModel, 2 layers, padding mask"),
     "hf_roberta": (hf_roberta, 2003, "HF RobertaModel, 2 layers, padding mask"),
     "hf_distilbert": (hf_distilbert, 2004, "HF DistilBertModel, 2 layers, finite-fill Where mask"),
@@ -477,9 +522,10 @@ FAMILIES = {
 
 
 # Families exported at one opset only (the rest get every opset of build_models.TORCH_OPSETS): the
-# seq2seq generation views repeat hf_bart's layers, so one opset covers what they add.
+# seq2seq generation views repeat hf_bart's layers and the cached LLaMA hf_llama's, so one opset
+# covers what they add.
 ONLY_OPSETS = {name: (17,) for name in ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past",
-                                         "hf_bart_seq2seq_decoder")}
+                                         "hf_bart_seq2seq_decoder", "hf_llama_past")}
 
 
 # What the differential check varies where the symbolic dims do not say it (build_models.DIFFERENTIAL).

@@ -298,6 +298,8 @@ EXPECTED_FUSIONS.update({
     "hf_clip_text": {"Attention": 2, "LayerNorm": 5, "Gelu": 0},
     "hf_llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "hf_llama_mask": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
+    # With its cache: grouped K/V heads concatenated to the past, rotary positions from position_ids.
+    "hf_llama_past": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     # DeBERTa: heads in the batch, Softmax on the 4-D view, c2p + p2c position terms (gathered by
     # GatherElements) and XSoftmax's zeroing of hidden probabilities (docs/FUSIONS.md).
     "hf_deberta_v2": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
@@ -320,7 +322,7 @@ EXPECTED_FUSIONS.update({
 })
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
 # (with K and V read before repeat_kv: no Expand may remain).
-REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask"}
+REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask", "hf_llama_past"}
 # Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
 UNFUSED_ATTENTION = set()
 # A KV cache is concatenated per head ([b, h, past + seq, d]): K and V are 4-D, not projections.
