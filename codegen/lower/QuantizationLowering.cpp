@@ -45,11 +45,16 @@ void requireKnownShape(LoweringContext &ctx, const Node &node, const onnxc::Valu
 /// [lowest, highest] of a quantized result type.
 std::pair<double, double> quantizedRange(DType type) {
   switch (type) {
-  case DType::I8: return {-128, 127};
-  case DType::U8: return {0, 255};
-  case DType::I16: return {-32768, 32767};
-  case DType::U16: return {0, 65535};
-  default: return {0, 0};
+  case DType::I8:
+    return {-128, 127};
+  case DType::U8:
+    return {0, 255};
+  case DType::I16:
+    return {-32768, 32767};
+  case DType::U16:
+    return {0, 65535};
+  default:
+    return {0, 0};
   }
 }
 
@@ -85,7 +90,8 @@ Value *saturateToType(FunctionBuilder &f, DType type, Value *value) {
   Value *rounded = callIntrinsic(f, Intrinsic::roundeven, {value});
   Value *low = ConstantFP::get(b.getDoubleTy(), lowest);
   Value *high = ConstantFP::get(b.getDoubleTy(), highest);
-  Value *clamped = callIntrinsic(f, Intrinsic::minnum, {callIntrinsic(f, Intrinsic::maxnum, {rounded, low}), high});
+  Value *clamped = callIntrinsic(f, Intrinsic::minnum,
+                                 {callIntrinsic(f, Intrinsic::maxnum, {rounded, low}), high});
   return b.CreateTrunc(b.CreateFPToSI(clamped, b.getInt32Ty()), f.computeType(type));
 }
 
@@ -130,7 +136,8 @@ void forEachQuantizedElement(StepBuilder &step, const AxisLayout &layout,
   IRBuilder<> &b = k.ir();
   if (layout.perTensor) {
     Dim total = layout.inner;
-    auto [begin, end] = step.splitEvenly([total](FunctionBuilder &f) { return f.dim(total); }, 8192);
+    auto [begin, end] =
+        step.splitEvenly([total](FunctionBuilder &f) { return f.dim(total); }, 8192);
     k.forRange(begin, end, [&](Value *i) { body(i, k.i64(0)); });
     return;
   }
@@ -140,11 +147,15 @@ void forEachQuantizedElement(StepBuilder &step, const AxisLayout &layout,
     grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, *inner));
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
   Value *inner = k.dim(layout.inner), *axisSize = k.dim(layout.axisSize);
-  k.forRange(begin, end, [&](Value *row) {
-    Value *parameter = b.CreateSRem(row, axisSize);
-    Value *start = b.CreateMul(row, inner);
-    k.forRange(k.i64(0), inner, [&](Value *j) { body(b.CreateAdd(start, j), parameter); }, 1, "j");
-  }, 1, "row");
+  k.forRange(
+      begin, end,
+      [&](Value *row) {
+        Value *parameter = b.CreateSRem(row, axisSize);
+        Value *start = b.CreateMul(row, inner);
+        k.forRange(
+            k.i64(0), inner, [&](Value *j) { body(b.CreateAdd(start, j), parameter); }, 1, "j");
+      },
+      1, "row");
 }
 
 void lowerQuantizeLinear(LoweringContext &ctx, const Node &node) {
@@ -169,7 +180,8 @@ void lowerQuantizeLinear(LoweringContext &ctx, const Node &node) {
     if (xType == DType::F64) {
       quotient = b.CreateFDiv(xv, toDouble(k, sType, sv));
     } else {
-      Value *xf = isFloat(xType) ? b.CreateFPCast(xv, b.getFloatTy()) : b.CreateSIToFP(xv, b.getFloatTy());
+      Value *xf =
+          isFloat(xType) ? b.CreateFPCast(xv, b.getFloatTy()) : b.CreateSIToFP(xv, b.getFloatTy());
       Value *sf = b.CreateFPCast(sv, b.getFloatTy());
       quotient = b.CreateFPExt(roundToFloatType(k, xType, b.CreateFDiv(xf, sf)), b.getDoubleTy());
     }
@@ -203,11 +215,13 @@ void lowerDequantizeLinear(LoweringContext &ctx, const Node &node) {
     // x as float first (i32 x rounds there, as in the evaluator), then the
     // subtraction and product in double, rounded once to float.
     Value *xv = k.loadElement(xType, k.buffer(xSlot), i);
-    Value *xf = isSignedInt(xType) ? b.CreateSIToFP(xv, b.getFloatTy()) : b.CreateUIToFP(xv, b.getFloatTy());
+    Value *xf = isSignedInt(xType) ? b.CreateSIToFP(xv, b.getFloatTy())
+                                   : b.CreateUIToFP(xv, b.getFloatTy());
     Value *shifted = b.CreateFPExt(xf, b.getDoubleTy());
     if (zero)
       shifted = b.CreateFSub(shifted, toDouble(k, xType, k.loadElement(xType, k.buffer(zSlot), p)));
-    Value *product = b.CreateFMul(shifted, toDouble(k, sType, k.loadElement(sType, k.buffer(sSlot), p)));
+    Value *product =
+        b.CreateFMul(shifted, toDouble(k, sType, k.loadElement(sType, k.buffer(sSlot), p)));
     Value *asFloat = b.CreateFPTrunc(product, b.getFloatTy());
     k.storeElement(yType, k.convert(asFloat, DType::F32, yType), k.buffer(ySlot), i);
   });
@@ -229,17 +243,16 @@ void lowerDynamicQuantizeLinear(LoweringContext &ctx, const Node &node) {
   Value *data = k.buffer(xSlot);
   Value *zeroF = ConstantFP::get(b.getFloatTy(), 0.0);
   // The range always includes 0; NaNs are skipped by the ordered compares.
-  std::vector<Value *> range = k.forRangeCarried(
-      k.i64(0), total, {zeroF, zeroF},
-      [&](Value *i, ArrayRef<Value *> carried) {
+  std::vector<Value *> range =
+      k.forRangeCarried(k.i64(0), total, {zeroF, zeroF}, [&](Value *i, ArrayRef<Value *> carried) {
         Value *v = k.loadElement(DType::F32, data, i);
         Value *low = b.CreateSelect(b.CreateFCmpOLT(v, carried[0]), v, carried[0]);
         Value *high = b.CreateSelect(b.CreateFCmpOLT(carried[1], v), v, carried[1]);
         return std::vector<Value *>{low, high};
       });
-  Value *width = b.CreateSelect(b.CreateFCmpOEQ(range[1], range[0]),
-                                ConstantFP::get(b.getFloatTy(), 1.0),
-                                b.CreateFSub(range[1], range[0]));
+  Value *width =
+      b.CreateSelect(b.CreateFCmpOEQ(range[1], range[0]), ConstantFP::get(b.getFloatTy(), 1.0),
+                     b.CreateFSub(range[1], range[0]));
   Value *scale = b.CreateFDiv(width, ConstantFP::get(b.getFloatTy(), 255.0));
   Value *initialZero = b.CreateFSub(zeroF, b.CreateFDiv(range[0], scale));
   Value *zeroPoint = saturateToType(k, DType::U8, b.CreateFPExt(initialZero, b.getDoubleTy()));
@@ -255,7 +268,6 @@ void lowerDynamicQuantizeLinear(LoweringContext &ctx, const Node &node) {
   });
   step.finish();
 }
-
 
 // --- MatMulInteger / QLinearMatMul -------------------------------------------
 
@@ -347,32 +359,41 @@ void emitIntegerMatMulRows(KernelBuilder &k, const MatMulProblem &problem,
   DType aType = problem.a->dtype(), bType = problem.b->dtype(), yType = problem.result->dtype();
   Value *a = k.buffer(slots.a), *bBuf = k.buffer(slots.b), *y = k.buffer(slots.result);
   Value *depth = k.dim(problem.k), *n = k.dim(problem.n);
-  k.forRange(rowBegin, rowEnd, [&](Value *row) {
-    Value *aZero = loadZeroPoint(k, params.aZero, pslots.aZero, row);
-    Value *aScale = params.requantize() ? loadParameter(k, params.aScale, pslots.aScale, row) : nullptr;
-    k.forRange(k.i64(0), n, [&](Value *col) {
-      Value *bZero = loadZeroPoint(k, params.bZero, pslots.bZero, col);
-      auto step = [&](Value *p, ArrayRef<Value *> sum) {
-        Value *aIndex = b.CreateAdd(offsets.a, b.CreateAdd(b.CreateMul(row, depth), p));
-        Value *bIndex = b.CreateAdd(offsets.b, b.CreateAdd(b.CreateMul(p, n), col));
-        Value *x = b.CreateIntCast(k.loadElement(aType, a, aIndex), b.getInt32Ty(), isSignedInt(aType));
-        Value *w = b.CreateIntCast(k.loadElement(bType, bBuf, bIndex), b.getInt32Ty(), isSignedInt(bType));
-        Value *product = b.CreateMul(b.CreateSub(x, aZero), b.CreateSub(w, bZero));
-        return std::vector<Value *>{b.CreateAdd(sum[0], product)};
-      };
-      Value *sum = k.forRangeCarried(k.i64(0), depth, {b.getInt32(0)}, step, 1, "p")[0];
-      Value *index = b.CreateAdd(offsets.result, b.CreateAdd(b.CreateMul(row, n), col));
-      if (params.requantize()) {
-        Value *bScale = loadParameter(k, params.bScale, pslots.bScale, col);
-        Value *yScale = loadParameter(k, params.yScale, pslots.yScale, k.i64(0));
-        Value *yZero = loadParameter(k, params.yZero, pslots.yZero, k.i64(0));
-        Value *multiplier =
-            requantizeMultiplier(k, params.aScale->dtype(), aScale, bScale, yScale);
-        sum = requantize(k, yType, sum, multiplier, yZero);
-      }
-      k.storeElement(yType, sum, y, index);
-    }, 1, "j");
-  }, 1, "r");
+  k.forRange(
+      rowBegin, rowEnd,
+      [&](Value *row) {
+        Value *aZero = loadZeroPoint(k, params.aZero, pslots.aZero, row);
+        Value *aScale =
+            params.requantize() ? loadParameter(k, params.aScale, pslots.aScale, row) : nullptr;
+        k.forRange(
+            k.i64(0), n,
+            [&](Value *col) {
+              Value *bZero = loadZeroPoint(k, params.bZero, pslots.bZero, col);
+              auto step = [&](Value *p, ArrayRef<Value *> sum) {
+                Value *aIndex = b.CreateAdd(offsets.a, b.CreateAdd(b.CreateMul(row, depth), p));
+                Value *bIndex = b.CreateAdd(offsets.b, b.CreateAdd(b.CreateMul(p, n), col));
+                Value *x = b.CreateIntCast(k.loadElement(aType, a, aIndex), b.getInt32Ty(),
+                                           isSignedInt(aType));
+                Value *w = b.CreateIntCast(k.loadElement(bType, bBuf, bIndex), b.getInt32Ty(),
+                                           isSignedInt(bType));
+                Value *product = b.CreateMul(b.CreateSub(x, aZero), b.CreateSub(w, bZero));
+                return std::vector<Value *>{b.CreateAdd(sum[0], product)};
+              };
+              Value *sum = k.forRangeCarried(k.i64(0), depth, {b.getInt32(0)}, step, 1, "p")[0];
+              Value *index = b.CreateAdd(offsets.result, b.CreateAdd(b.CreateMul(row, n), col));
+              if (params.requantize()) {
+                Value *bScale = loadParameter(k, params.bScale, pslots.bScale, col);
+                Value *yScale = loadParameter(k, params.yScale, pslots.yScale, k.i64(0));
+                Value *yZero = loadParameter(k, params.yZero, pslots.yZero, k.i64(0));
+                Value *multiplier =
+                    requantizeMultiplier(k, params.aScale->dtype(), aScale, bScale, yScale);
+                sum = requantize(k, yType, sum, multiplier, yZero);
+              }
+              k.storeElement(yType, sum, y, index);
+            },
+            1, "j");
+      },
+      1, "r");
 }
 
 ParameterSlots declareParameters(StepBuilder &step, const ProductParameters &params) {
@@ -481,7 +502,8 @@ void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
   unsigned ySlot = step.output(y);
   Dim rows = ys[0] * ys[1] * ys[2];
   std::optional<int64_t> outWidth = ys[3].constant();
-  int64_t grain = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, outWidth.value_or(64) * *kH * *kW));
+  int64_t grain =
+      std::max<int64_t>(1, 2048 / std::max<int64_t>(1, outWidth.value_or(64) * *kH * *kW));
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
@@ -492,59 +514,66 @@ void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
   Value *groupOut = b.CreateSDiv(outChannels, k.i64(group));
   Value *taps = b.CreateMul(groupIn, k.i64(*kH * *kW));
   Value *xZero = loadZeroPoint(k, params.aZero, pslots.aZero, k.i64(0));
-  k.forRange(begin, end, [&](Value *row) {
-    Value *oh = b.CreateSRem(row, outHeight);
-    Value *nm = b.CreateSDiv(row, outHeight);
-    Value *m = b.CreateSRem(nm, outChannels), *n = b.CreateSDiv(nm, outChannels);
-    Value *firstChannel = b.CreateMul(b.CreateSDiv(m, groupOut), groupIn);
-    Value *wZero = loadZeroPoint(k, params.bZero, pslots.bZero, m);
-    Value *top = b.CreateSub(b.CreateMul(oh, k.i64(strides[0])), k.i64(padding.pads[0]));
-    k.forRange(k.i64(0), outW, [&](Value *ow) {
-      Value *left = b.CreateSub(b.CreateMul(ow, k.i64(strides[1])), k.i64(padding.pads[1]));
-      auto tap = [&](Value *t, ArrayRef<Value *> sum) {
-        Value *c = b.CreateSDiv(t, k.i64(*kH * *kW));
-        Value *kh = b.CreateSRem(b.CreateSDiv(t, k.i64(*kW)), k.i64(*kH));
-        Value *kw = b.CreateSRem(t, k.i64(*kW));
-        Value *ih = b.CreateAdd(top, b.CreateMul(kh, k.i64(dilations[0])));
-        Value *iw = b.CreateAdd(left, b.CreateMul(kw, k.i64(dilations[1])));
-        Value *inside = b.CreateAnd(b.CreateICmpULT(ih, height), b.CreateICmpULT(iw, width));
-        Value *xIndex = b.CreateAdd(
-            b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(n, channels),
-                                                            b.CreateAdd(firstChannel, c)),
-                                                height),
-                                    ih),
-                        width),
-            iw);
-        xIndex = b.CreateSelect(inside, xIndex, k.i64(0));
-        Value *wIndex = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(m, groupIn), c),
-                                                k.i64(*kH * *kW)),
-                                    b.CreateAdd(b.CreateMul(kh, k.i64(*kW)), kw));
-        Value *xv = b.CreateIntCast(k.loadElement(xType, k.buffer(xSlot), xIndex), b.getInt32Ty(),
-                                    isSignedInt(xType));
-        Value *wv = b.CreateIntCast(k.loadElement(wType, k.buffer(wSlot), wIndex), b.getInt32Ty(),
-                                    isSignedInt(wType));
-        Value *product = b.CreateMul(b.CreateSub(xv, xZero), b.CreateSub(wv, wZero));
-        return std::vector<Value *>{
-            b.CreateAdd(sum[0], b.CreateSelect(inside, product, b.getInt32(0)))};
-      };
-      Value *init = bias ? k.loadElement(DType::I32, k.buffer(biasSlot), m) : b.getInt32(0);
-      Value *sum = k.forRangeCarried(k.i64(0), taps, {init}, tap, 1, "t")[0];
-      if (params.requantize()) {
-        Value *multiplier = requantizeMultiplier(
-            k, params.aScale->dtype(), loadParameter(k, params.aScale, pslots.aScale, k.i64(0)),
-            loadParameter(k, params.bScale, pslots.bScale, m),
-            loadParameter(k, params.yScale, pslots.yScale, k.i64(0)));
-        sum = requantize(k, yType, sum, multiplier,
-                         loadParameter(k, params.yZero, pslots.yZero, k.i64(0)));
-      }
-      k.storeElement(yType, sum, k.buffer(ySlot), b.CreateAdd(b.CreateMul(row, outW), ow));
-    }, 1, "ow");
-  }, 1, "row");
+  k.forRange(
+      begin, end,
+      [&](Value *row) {
+        Value *oh = b.CreateSRem(row, outHeight);
+        Value *nm = b.CreateSDiv(row, outHeight);
+        Value *m = b.CreateSRem(nm, outChannels), *n = b.CreateSDiv(nm, outChannels);
+        Value *firstChannel = b.CreateMul(b.CreateSDiv(m, groupOut), groupIn);
+        Value *wZero = loadZeroPoint(k, params.bZero, pslots.bZero, m);
+        Value *top = b.CreateSub(b.CreateMul(oh, k.i64(strides[0])), k.i64(padding.pads[0]));
+        k.forRange(
+            k.i64(0), outW,
+            [&](Value *ow) {
+              Value *left = b.CreateSub(b.CreateMul(ow, k.i64(strides[1])), k.i64(padding.pads[1]));
+              auto tap = [&](Value *t, ArrayRef<Value *> sum) {
+                Value *c = b.CreateSDiv(t, k.i64(*kH * *kW));
+                Value *kh = b.CreateSRem(b.CreateSDiv(t, k.i64(*kW)), k.i64(*kH));
+                Value *kw = b.CreateSRem(t, k.i64(*kW));
+                Value *ih = b.CreateAdd(top, b.CreateMul(kh, k.i64(dilations[0])));
+                Value *iw = b.CreateAdd(left, b.CreateMul(kw, k.i64(dilations[1])));
+                Value *inside =
+                    b.CreateAnd(b.CreateICmpULT(ih, height), b.CreateICmpULT(iw, width));
+                Value *xIndex = b.CreateAdd(
+                    b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(n, channels),
+                                                                    b.CreateAdd(firstChannel, c)),
+                                                        height),
+                                            ih),
+                                width),
+                    iw);
+                xIndex = b.CreateSelect(inside, xIndex, k.i64(0));
+                Value *wIndex = b.CreateAdd(
+                    b.CreateMul(b.CreateAdd(b.CreateMul(m, groupIn), c), k.i64(*kH * *kW)),
+                    b.CreateAdd(b.CreateMul(kh, k.i64(*kW)), kw));
+                Value *xv = b.CreateIntCast(k.loadElement(xType, k.buffer(xSlot), xIndex),
+                                            b.getInt32Ty(), isSignedInt(xType));
+                Value *wv = b.CreateIntCast(k.loadElement(wType, k.buffer(wSlot), wIndex),
+                                            b.getInt32Ty(), isSignedInt(wType));
+                Value *product = b.CreateMul(b.CreateSub(xv, xZero), b.CreateSub(wv, wZero));
+                return std::vector<Value *>{
+                    b.CreateAdd(sum[0], b.CreateSelect(inside, product, b.getInt32(0)))};
+              };
+              Value *init = bias ? k.loadElement(DType::I32, k.buffer(biasSlot), m) : b.getInt32(0);
+              Value *sum = k.forRangeCarried(k.i64(0), taps, {init}, tap, 1, "t")[0];
+              if (params.requantize()) {
+                Value *multiplier =
+                    requantizeMultiplier(k, params.aScale->dtype(),
+                                         loadParameter(k, params.aScale, pslots.aScale, k.i64(0)),
+                                         loadParameter(k, params.bScale, pslots.bScale, m),
+                                         loadParameter(k, params.yScale, pslots.yScale, k.i64(0)));
+                sum = requantize(k, yType, sum, multiplier,
+                                 loadParameter(k, params.yZero, pslots.yZero, k.i64(0)));
+              }
+              k.storeElement(yType, sum, k.buffer(ySlot), b.CreateAdd(b.CreateMul(row, outW), ow));
+            },
+            1, "ow");
+      },
+      1, "row");
   step.finish();
 }
 
-namespace {
-} // namespace
+namespace {} // namespace
 
 void registerQuantizationLowerings(LoweringTable &table) {
   table.add(OpKind::QuantizeLinear, lowerQuantizeLinear);

@@ -29,7 +29,8 @@ void refuseBlockedQuantization(OnnxNode &node, AttributeMap &attributes) {
   attributes.erase(it);
 }
 
-/// The `output_dtype` attribute, checked to be one of `allowed` when given.
+/// The `output_dtype` attribute, when given: a float type (DequantizeLinear)
+/// or a quantized integer type (QuantizeLinear).
 void checkOutputDType(OnnxNode &node, const AttributeMap &attributes, bool wantFloat) {
   auto it = attributes.find("output_dtype");
   if (it == attributes.end())

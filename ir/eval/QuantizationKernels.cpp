@@ -40,12 +40,18 @@ const Tensor *optionalOperand(const Operands &operands, size_t i) {
 /// [lowest, highest] of a quantized integer type.
 std::pair<double, double> quantizedRange(DType type) {
   switch (type) {
-  case DType::I8: return {-128, 127};
-  case DType::U8: return {0, 255};
-  case DType::I16: return {-32768, 32767};
-  case DType::U16: return {0, 65535};
-  case DType::I32: return {-2147483648.0, 2147483647.0};
-  default: fail("quantized type ", dtypeName(type), " is not supported");
+  case DType::I8:
+    return {-128, 127};
+  case DType::U8:
+    return {0, 255};
+  case DType::I16:
+    return {-32768, 32767};
+  case DType::U16:
+    return {0, 65535};
+  case DType::I32:
+    return {-2147483648.0, 2147483647.0};
+  default:
+    fail("quantized type ", dtypeName(type), " is not supported");
   }
 }
 
@@ -170,8 +176,8 @@ void dynamicQuantizeLinearKernel(const Node &node, const Operands &operands,
   uint8_t *out = y.data<uint8_t>();
   for (int64_t i = 0; i < n; ++i) {
     float quotient = data[i] / scale;
-    out[i] = uint8_t(saturateRounded(std::isnan(quotient) ? zero : std::nearbyint(quotient) + zero,
-                                     DType::U8));
+    out[i] = uint8_t(
+        saturateRounded(std::isnan(quotient) ? zero : std::nearbyint(quotient) + zero, DType::U8));
   }
   results[0] = std::move(y);
   results[1] = Tensor::scalar<float>(scale);
@@ -186,8 +192,8 @@ void dynamicQuantizeLinearKernel(const Node &node, const Operands &operands,
 Tensor subtractZeroPoint(const Node &node, const Tensor &data, const Tensor *zeroPoint,
                          int64_t inner, int64_t count, const char *what, DType type) {
   if (zeroPoint && zeroPoint->dtype() != data.dtype())
-    fail(node.describe(), ": ", what, " is ", dtypeName(zeroPoint->dtype()),
-         " but its data is ", dtypeName(data.dtype()));
+    fail(node.describe(), ": ", what, " is ", dtypeName(zeroPoint->dtype()), " but its data is ",
+         dtypeName(data.dtype()));
   int64_t zeros = zeroPoint ? zeroPoint->numElements() : 1;
   if (zeros != 1 && zeros != count)
     fail(node.describe(), ": ", what, " has ", zeros, " elements, not 1 or ", count);
@@ -222,8 +228,7 @@ Tensor integerMatMul(const Node &node, const Tensor &a, const Tensor *aZero, con
   return product[0];
 }
 
-void matMulIntegerKernel(const Node &node, const Operands &operands,
-                         std::vector<Tensor> &results) {
+void matMulIntegerKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
   results[0] = integerMatMul(node, requireOperand(node, operands, 0), optionalOperand(operands, 2),
                              requireOperand(node, operands, 1), optionalOperand(operands, 3));
 }
@@ -247,8 +252,7 @@ void requireScalarParameter(const Node &node, const Tensor &t, const char *what)
     fail(node.describe(), ": ", what, " must be a scalar, got ", t.typeString());
 }
 
-void qLinearMatMulKernel(const Node &node, const Operands &operands,
-                         std::vector<Tensor> &results) {
+void qLinearMatMulKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
   const Tensor &a = requireOperand(node, operands, 0);
   const Tensor &aScale = requireOperand(node, operands, 1);
   const Tensor &b = requireOperand(node, operands, 3);
@@ -258,11 +262,11 @@ void qLinearMatMulKernel(const Node &node, const Operands &operands,
   requireEightBit(node, yZero, "y_zero_point");
   requireScalarParameter(node, yScale, "y_scale");
   requireScalarParameter(node, yZero, "y_zero_point");
-  Tensor product = integerMatMul(node, a, optionalOperand(operands, 2), b,
-                                 optionalOperand(operands, 5));
+  Tensor product =
+      integerMatMul(node, a, optionalOperand(operands, 2), b, optionalOperand(operands, 5));
   int64_t rows = matrixRows(a), columns = matrixColumns(b);
-  for (auto [scale, count, what] : {std::tuple{&aScale, rows, "a_scale"},
-                                    std::tuple{&bScale, columns, "b_scale"}})
+  for (auto [scale, count, what] :
+       {std::tuple{&aScale, rows, "a_scale"}, std::tuple{&bScale, columns, "b_scale"}})
     if (scale->numElements() != 1 && scale->numElements() != count)
       fail(node.describe(), ": ", what, " has ", scale->numElements(), " elements, not 1 or ",
            count);
@@ -271,8 +275,9 @@ void qLinearMatMulKernel(const Node &node, const Operands &operands,
   double zero = yZero.elementAsDouble(0);
   for (int64_t i = 0, n = product.numElements(); i < n; ++i) {
     int64_t row = (i / columns) % rows, column = i % columns;
-    double multiplier = requantizeMultiplier(aScale.dtype(), parameterAt(&aScale, row),
-                                             parameterAt(&bScale, column), yScale.elementAsDouble(0));
+    double multiplier =
+        requantizeMultiplier(aScale.dtype(), parameterAt(&aScale, row),
+                             parameterAt(&bScale, column), yScale.elementAsDouble(0));
     y.setElementFromDouble(i, saturateRounded(double(sums[i]) * multiplier + zero, y.dtype()));
   }
   results[0] = std::move(y);
@@ -307,9 +312,9 @@ Tensor integerConv(const Node &node, const Tensor &x, const Tensor *xZero, const
 }
 
 void convIntegerKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
-  Tensor sums = integerConv(node, requireOperand(node, operands, 0), optionalOperand(operands, 2),
-                            requireOperand(node, operands, 1), optionalOperand(operands, 3),
-                            nullptr);
+  Tensor sums =
+      integerConv(node, requireOperand(node, operands, 0), optionalOperand(operands, 2),
+                  requireOperand(node, operands, 1), optionalOperand(operands, 3), nullptr);
   Tensor y(DType::I32, sums.dims());
   for (int64_t i = 0, n = sums.numElements(); i < n; ++i)
     y.data<int32_t>()[i] = int32_t(narrowInteger(int64_t(sums.data<double>()[i]), DType::I32));
@@ -339,9 +344,9 @@ void qLinearConvKernel(const Node &node, const Operands &operands, std::vector<T
   double zero = yZero.elementAsDouble(0);
   for (int64_t i = 0, n = sums.numElements(); i < n; ++i) {
     int64_t channel = (i / spatial) % channels;
-    double multiplier = requantizeMultiplier(xScale.dtype(), xScale.elementAsDouble(0),
-                                             parameterAt(&wScale, channel),
-                                             yScale.elementAsDouble(0));
+    double multiplier =
+        requantizeMultiplier(xScale.dtype(), xScale.elementAsDouble(0),
+                             parameterAt(&wScale, channel), yScale.elementAsDouble(0));
     // The sum is an i32 accumulator (exact in f64, wrapped like i32).
     double sum = double(int32_t(narrowInteger(int64_t(sums.data<double>()[i]), DType::I32)));
     y.setElementFromDouble(i, saturateRounded(sum * multiplier + zero, y.dtype()));

@@ -28,8 +28,7 @@ bool isEightBit(DType t) { return t == DType::I8 || t == DType::U8; }
 void requireDType(const Node &node, const Value *value, const char *what, bool ok,
                   const char *expected) {
   if (value->dtype() != DType::Unknown && !ok)
-    fail(node.describe(), ": ", what, " must be ", expected, ", not ",
-         dtypeName(value->dtype()));
+    fail(node.describe(), ": ", what, " must be ", expected, ", not ", dtypeName(value->dtype()));
 }
 
 void requireFloatScale(const Node &node, const Value *scale, const char *what) {
@@ -37,8 +36,7 @@ void requireFloatScale(const Node &node, const Value *scale, const char *what) {
 }
 
 /// A zero point must have the dtype of the data it belongs to.
-void requireZeroPointDType(const Node &node, const Value *zeroPoint, DType data,
-                           const char *what) {
+void requireZeroPointDType(const Node &node, const Value *zeroPoint, DType data, const char *what) {
   if (!zeroPoint || zeroPoint->dtype() == DType::Unknown || data == DType::Unknown)
     return;
   if (zeroPoint->dtype() != data)
