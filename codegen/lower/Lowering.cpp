@@ -27,6 +27,7 @@ const LoweringTable &opLowerings() {
     registerConvolutionLowerings(t);
     registerRecurrentLowerings(t);
     registerScatterGatherLowerings(t);
+    registerQuantizationLowerings(t);
     return t;
   }();
   return table;

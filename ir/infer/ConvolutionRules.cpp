@@ -55,6 +55,22 @@ void inferConv(Node &node, InferenceContext &context) {
   if (x.rank() < 3 || w.rank() != x.rank())
     fail(node.describe(), ": conv needs X [N, C, spatial...] and W of the same rank, got ", x.str(),
          " and ", w.str());
+  if (const Value *bias = node.operand(2); bias && bias->shape().isRanked()) {
+    if (bias->shape().rank() != 1)
+      fail(node.describe(), ": conv bias must be 1-D, got ", bias->shape().str());
+    requireSameDim(context, node, bias->shape()[0], w[0], "conv bias length", bias->shape(), w);
+  }
+
+  node.result(0)->setType({dtype, convResultShape(context, node, x, w)});
+}
+
+} // namespace
+
+Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x,
+                      const Shape &w) {
+  if (x.rank() < 3 || w.rank() != x.rank())
+    fail(node.describe(), ": conv needs X [N, C, spatial...] and W of the same rank, got ", x.str(),
+         " and ", w.str());
   int64_t group = node.getInt("group", 1);
   if (group <= 0)
     fail(node.describe(), ": conv group must be positive, got ", group);
@@ -62,12 +78,6 @@ void inferConv(Node &node, InferenceContext &context) {
                  "conv input channels (X channels vs W channels * group)", x, w);
   if (std::optional<int64_t> m = w[0].constant(); m && *m % group != 0)
     fail(node.describe(), ": conv output channels ", *m, " are not a multiple of group ", group);
-  if (const Value *bias = node.operand(2); bias && bias->shape().isRanked()) {
-    if (bias->shape().rank() != 1)
-      fail(node.describe(), ": conv bias must be 1-D, got ", bias->shape().str());
-    requireSameDim(context, node, bias->shape()[0], w[0], "conv bias length", bias->shape(), w);
-  }
-
   size_t n = x.rank() - 2;
   std::vector<int64_t> kernel(n, -1);
   for (size_t i = 0; i < n; ++i)
@@ -91,10 +101,8 @@ void inferConv(Node &node, InferenceContext &context) {
                        ? Dim::unknown()
                        : convOutputDim(node, x[2 + i], kernel[i], strides[i], dilations[i], pads[i],
                                        pads[n + i], padding.isSame()));
-  node.result(0)->setType({dtype, Shape(std::move(dims))});
+  return Shape(std::move(dims));
 }
-
-} // namespace
 
 void registerConvolutionShapeRules(ShapeRuleTable &table) { table.add(OpKind::Conv, inferConv); }
 

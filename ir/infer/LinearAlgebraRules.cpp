@@ -101,28 +101,7 @@ void inferMatMul(Node &node, InferenceContext &context) {
   const Shape &b = node.operand(1)->shape();
   if (!a.isRanked() || !b.isRanked())
     return setAllResultsUnranked(node, dtype);
-  if (a.rank() == 0 || b.rank() == 0)
-    fail(node.describe(), ": matmul operands must have rank >= 1, got ", a.str(), " and ",
-         b.str());
-  const Dim &kA = a.dims().back();
-  const Dim &kB = b.rank() == 1 ? b[0] : b[b.rank() - 2];
-  requireSameDim(context, node, kA, kB, "matmul contraction dimension", a, b);
-
-  // Batch dims (all but the last two) broadcast right-aligned.
-  size_t batchA = a.rank() > 2 ? a.rank() - 2 : 0;
-  size_t batchB = b.rank() > 2 ? b.rank() - 2 : 0;
-  size_t batchRank = std::max(batchA, batchB);
-  std::vector<Dim> dims;
-  for (size_t i = 0; i < batchRank; ++i) {
-    Dim da = i + batchA >= batchRank ? a[i + batchA - batchRank] : Dim(1);
-    Dim db = i + batchB >= batchRank ? b[i + batchB - batchRank] : Dim(1);
-    dims.push_back(broadcastDims(context, node, da, db, a, b));
-  }
-  if (a.rank() >= 2)
-    dims.push_back(a[a.rank() - 2]);
-  if (b.rank() >= 2)
-    dims.push_back(b.dims().back());
-  node.result(0)->setType({dtype, Shape(std::move(dims))});
+  node.result(0)->setType({dtype, matMulResultShape(context, node, a, b)});
 }
 
 // --- Gemm --------------------------------------------------------------------
@@ -305,6 +284,32 @@ void inferEinsum(Node &node, InferenceContext &context) {
 }
 
 } // namespace
+
+Shape matMulResultShape(InferenceContext &context, const Node &node, const Shape &a,
+                        const Shape &b) {
+  if (a.rank() == 0 || b.rank() == 0)
+    fail(node.describe(), ": matmul operands must have rank >= 1, got ", a.str(), " and ",
+         b.str());
+  const Dim &kA = a.dims().back();
+  const Dim &kB = b.rank() == 1 ? b[0] : b[b.rank() - 2];
+  requireSameDim(context, node, kA, kB, "matmul contraction dimension", a, b);
+
+  // Batch dims (all but the last two) broadcast right-aligned.
+  size_t batchA = a.rank() > 2 ? a.rank() - 2 : 0;
+  size_t batchB = b.rank() > 2 ? b.rank() - 2 : 0;
+  size_t batchRank = std::max(batchA, batchB);
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < batchRank; ++i) {
+    Dim da = i + batchA >= batchRank ? a[i + batchA - batchRank] : Dim(1);
+    Dim db = i + batchB >= batchRank ? b[i + batchB - batchRank] : Dim(1);
+    dims.push_back(broadcastDims(context, node, da, db, a, b));
+  }
+  if (a.rank() >= 2)
+    dims.push_back(a[a.rank() - 2]);
+  if (b.rank() >= 2)
+    dims.push_back(b.dims().back());
+  return Shape(std::move(dims));
+}
 
 std::string einsumLabelName(int label) {
   if (label < EinsumSpec::kFirstEllipsisLabel)

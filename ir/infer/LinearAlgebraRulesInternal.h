@@ -43,6 +43,18 @@ void requireOperandsPresent(const Node &node, size_t count);
 /// an operand's rank is unknown).
 void setAllResultsUnranked(Node &node, DType dtype);
 
+/// The result shape of a MatMul of ranked `a` and `b` (numpy matmul
+/// broadcasting); throws naming `node` on a provable mismatch. Shared with
+/// MatMulInteger and QLinearMatMul (QuantizationRules.cpp).
+Shape matMulResultShape(InferenceContext &context, const Node &node, const Shape &a,
+                        const Shape &b);
+
+/// The result shape [N, M, spatial...] of a Conv of ranked X and W, with
+/// `node`'s conv attributes (group, strides, pads, ...); shared with
+/// ConvInteger and QLinearConv.
+Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x,
+                      const Shape &w);
+
 /// An Einsum equation resolved against the operand ranks. Every axis carries
 /// a label: letters are 0..51 (a-z, A-Z); the axes covered by `...` get
 /// labels from kFirstEllipsisLabel on, right-aligned across operands so that

@@ -23,6 +23,7 @@ const ShapeRuleTable &shapeRules() {
     registerMovementShapeRules(t);
     registerLinearAlgebraShapeRules(t);
     registerScatterGatherShapeRules(t);
+    registerQuantizationShapeRules(t);
     return t;
   }();
   return table;

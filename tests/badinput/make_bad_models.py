@@ -116,6 +116,25 @@ def write_graph_defects(out: Path) -> None:
     prelu = [helper.make_node("PRelu", ["x"], ["y"], name="leaky")]
     save(model_of(prelu, [x], [y]), out / "prelu_no_slope.onnx")
 
+    write_quantization_defects(out)
+
+
+def write_quantization_defects(out: Path) -> None:
+    """Blocked quantization (opset 21 block_size), which onnxc refuses, and
+    a per-axis scale whose zero point has another length."""
+    x = tensor_info("x", [2, 4])
+    q = helper.make_tensor_value_info("q", TensorProto.INT8, [2, 4])
+    blocked = [numpy_helper.from_array(np.full([2, 2], 0.5, np.float32), "block_scale"),
+               numpy_helper.from_array(np.zeros([2, 2], np.int8), "block_zero")]
+    node = [helper.make_node("QuantizeLinear", ["x", "block_scale", "block_zero"], ["q"],
+                             name="quant_blocked", axis=1, block_size=2)]
+    save(model_of(node, [x], [q], blocked, opset=21), out / "quantize_blocked.onnx")
+    mismatched = [numpy_helper.from_array(np.full([4], 0.5, np.float32), "axis_scale"),
+                  numpy_helper.from_array(np.zeros([3], np.int8), "axis_zero")]
+    node = [helper.make_node("QuantizeLinear", ["x", "axis_scale", "axis_zero"], ["q"],
+                             name="quant_zero_point", axis=1)]
+    save(model_of(node, [x], [q], mismatched, opset=13), out / "quantize_zero_point_shape.onnx")
+
 
 def write_weight_defects(out: Path) -> None:
     # 16 floats need 64 bytes; 10 is neither enough nor a multiple of 4.
