@@ -27,6 +27,7 @@ const LoweringTable &opLowerings() {
     registerConvolutionLowerings(t);
     registerRecurrentLowerings(t);
     registerScatterGatherLowerings(t);
+    registerQuantizedGemmLowerings(t);
     return t;
   }();
   return table;
@@ -125,6 +126,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   lower::LoweringContext context(graph, module, plan);
   context.setAvx2Fma(options.avx2Fma);
   context.setGemmLanes(options.gemmLanes);
+  context.setIntegerGemmIsa(options.integerGemm);
   for (const Node *node : order) {
     if (context.isClaimed(*node))
       continue;

@@ -30,6 +30,7 @@ void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryE
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
+void registerQuantizedGemmLowerings(LoweringTable &table); // DynamicQuantizedMatMul
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

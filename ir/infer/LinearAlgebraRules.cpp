@@ -363,6 +363,7 @@ void registerLinearAlgebraShapeRules(ShapeRuleTable &table) {
   registerAdditiveAttentionShapeRules(table);
   registerConvolutionShapeRules(table);
   registerRecurrentShapeRules(table);
+  registerQuantizedGemmShapeRules(table);
 }
 
 void registerMatMulFamilyShapeRules(ShapeRuleTable &table) {
