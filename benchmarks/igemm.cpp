@@ -7,7 +7,8 @@
 // best/median GFLOP/s and GOP/s (2 MNK each) and the ratio of the medians.
 // Only the kernels are timed: weights are packed at compile time, and A's
 // quantization (one pass over M x K floats, before the kernel) is not
-// included, as the fp32 figure includes no pass over A either.
+// included, as the fp32 figure includes no pass over A either. Times are
+// the thread's CPU time (the machine is shared).
 //
 //   onnxc_bench_igemm [--runs N] [--shape MxKxN]... [--isa avx512-vnni|avx-vnni|avx2|generic]
 //
@@ -23,7 +24,7 @@
 #include "codegen/TargetSelection.h"
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -39,10 +40,18 @@ struct Shape {
   int64_t m, k, n;
 };
 
+double threadCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+/// Timed in this thread's CPU time: on the shared machine a preempted run
+/// still counts only the time it ran (as onnxc_bench_gemm --cpu-clock).
 template <typename F> double seconds(F &&f) {
-  auto start = std::chrono::steady_clock::now();
+  double start = threadCpuSeconds();
   f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return threadCpuSeconds() - start;
 }
 
 template <typename T> struct Aligned {
@@ -168,7 +177,7 @@ int main(int argc, char **argv) {
   std::vector<Result> results;
   for (const Shape &shape : shapes)
     results.push_back(benchmarkShape(jit, shape, isa, runs));
-  std::printf("wall clock; one thread; JIT for cpu '%s'; fp32 kernel %d lanes, int8 kernel %s\n",
+  std::printf("thread CPU clock; one thread; JIT for cpu '%s'; fp32 kernel %d lanes, int8 kernel %s\n",
               jit.cpuName().c_str(), hostHasAvx512() ? 16 : 8, integerGemmIsaName(isa));
   std::printf("both with the bias epilogue; int8 excludes A's quantization pass\n");
   std::printf("    M     K     N | fp32 GFLOP/s  med | int8 GOP/s   med | ratio (med) | runs\n");

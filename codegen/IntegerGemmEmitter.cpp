@@ -9,7 +9,8 @@
 //       store: corrections, convert, scale, + bias (masked in the tail panel)
 //
 // Row tails run the full tile with their missing rows reading the last
-// valid row again (valid memory, never stored). K and N are constants, so
+// valid row again (valid memory, never stored); a lone row runs a one-row
+// kernel. K and N are constants, so
 // the tail panel's masks are constants too.
 //
 //===----------------------------------------------------------------------===//
@@ -77,13 +78,13 @@ private:
 
   /// One group of 4 k into every accumulator.
   void stepGroup(llvm::Value *group, const std::array<llvm::Value *, MaxRows> &rows,
-                 llvm::Value *bPanel, Accumulators &acc) {
+                 int64_t rowCount, llvm::Value *bPanel, Accumulators &acc) {
     llvm::Value *bGroup = byteAt(bPanel, ir_.CreateMul(group, index(nr_ * 4)));
     std::array<llvm::Value *, 2> b;
     for (int half = 0; half < 2; ++half)
       b[size_t(half)] = ir_.CreateAlignedLoad(intVector_, byteAt(bGroup, index(half * lanes_ * 4)),
                                               llvm::Align(4));
-    for (int64_t r = 0; r < mr_; ++r) {
+    for (int64_t r = 0; r < rowCount; ++r) {
       llvm::Value *four = ir_.CreateAlignedLoad(
           i32_, byteAt(rows[size_t(r)], ir_.CreateMul(group, index(4))), llvm::Align(1));
       llvm::Value *a = ir_.CreateVectorSplat(unsigned(lanes_), four);
@@ -136,17 +137,19 @@ private:
     return sum;
   }
 
-  Accumulators emitMicroKernel(const std::array<llvm::Value *, MaxRows> &rows,
+  /// The first `rowCount` rows of the tile.
+  Accumulators emitMicroKernel(const std::array<llvm::Value *, MaxRows> &rows, int64_t rowCount,
                                llvm::Value *bPanel) {
     const int64_t groups = kPadded_ / 4, unroll = 4, unrolledEnd = groups / unroll * unroll;
-    std::vector<llvm::Value *> zeros(size_t(2 * mr_), llvm::Constant::getNullValue(intVector_));
+    std::vector<llvm::Value *> zeros(size_t(2 * rowCount),
+                                     llvm::Constant::getNullValue(intVector_));
     auto body = [&](int64_t steps) {
       return [&, steps](llvm::Value *group, llvm::ArrayRef<llvm::Value *> carried) {
         Accumulators acc{};
         std::copy(carried.begin(), carried.end(), acc.begin());
         for (int64_t u = 0; u < steps; ++u)
-          stepGroup(ir_.CreateAdd(group, index(u)), rows, bPanel, acc);
-        return std::vector<llvm::Value *>(acc.begin(), acc.begin() + 2 * mr_);
+          stepGroup(ir_.CreateAdd(group, index(u)), rows, rowCount, bPanel, acc);
+        return std::vector<llvm::Value *>(acc.begin(), acc.begin() + 2 * rowCount);
       };
     };
     std::vector<llvm::Value *> sums =
@@ -229,14 +232,20 @@ private:
         llvm::Value *inTile = r == 0 ? index(0) : min(index(r), ir_.CreateSub(tileRows, index(1)));
         rows[size_t(r)] = byteAt(arg(0), ir_.CreateMul(ir_.CreateAdd(row, inTile), arg(1)));
       }
-      Accumulators acc = emitMicroKernel(rows, bPanel);
-      for (int64_t r = 0; r < mr_; ++r) {
-        auto store = [&] { emitStoreRow(terms, acc, r, ir_.CreateAdd(row, index(r)), col); };
-        if (r == 0)
-          store();
-        else
-          loops_.emitIf(ir_.CreateICmpSGT(tileRows, index(r)), store);
-      }
+      auto tile = [&](int64_t rowCount) {
+        Accumulators acc = emitMicroKernel(rows, rowCount, bPanel);
+        for (int64_t r = 0; r < rowCount; ++r) {
+          auto store = [&] { emitStoreRow(terms, acc, r, ir_.CreateAdd(row, index(r)), col); };
+          if (r == 0)
+            store();
+          else
+            loops_.emitIf(ir_.CreateICmpSGT(tileRows, index(r)), store);
+        }
+      };
+      // A single row (M = 1: a decoder's token) runs a one-row kernel; other
+      // tails the full one, whose extra rows are not stored.
+      loops_.emitIf(
+          ir_.CreateICmpEQ(tileRows, index(1)), [&] { tile(1); }, [&] { tile(mr_); });
     });
   }
 

@@ -84,7 +84,7 @@ struct Problem {
     return unsignedWeights ? int32_t(raw) : int32_t(int8_t(raw));
   }
   std::vector<int32_t> rowSums() const {
-    std::vector<int32_t> sums(size_t(m));
+    std::vector<int32_t> sums(static_cast<size_t>(m));
     for (int64_t r = 0; r < m; ++r)
       for (int64_t c = 0; c < k; ++c)
         sums[size_t(r)] += a[size_t(r * lda + c)];
