@@ -24,9 +24,9 @@
 #include "codegen/TargetSelection.h"
 
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,7 +75,8 @@ Result benchmarkShape(KernelJit &jit, const Shape &s, IntegerGemmIsa isa, int ru
   std::string suffix = std::to_string(s.m) + "_" + std::to_string(s.k) + "_" + std::to_string(s.n);
   emitPackedGemm(jit.newModule("f" + suffix),
                  PackedGemmSpec{"fgemm_" + suffix, s.k, s.n, {true}, blocking});
-  emitIntegerGemm(jit.newModule("i" + suffix), IntegerGemmSpec{"igemm_" + suffix, s.k, s.n, isa, true});
+  emitIntegerGemm(jit.newModule("i" + suffix),
+                  IntegerGemmSpec{"igemm_" + suffix, s.k, s.n, isa, true});
   jit.compile();
   auto *fp32 = jit.lookup<PackedGemmFn>("fgemm_" + suffix);
   auto *int8 = jit.lookup<IntegerGemmFn>("igemm_" + suffix);
@@ -177,8 +178,9 @@ int main(int argc, char **argv) {
   std::vector<Result> results;
   for (const Shape &shape : shapes)
     results.push_back(benchmarkShape(jit, shape, isa, runs));
-  std::printf("thread CPU clock; one thread; JIT for cpu '%s'; fp32 kernel %d lanes, int8 kernel %s\n",
-              jit.cpuName().c_str(), hostHasAvx512() ? 16 : 8, integerGemmIsaName(isa));
+  std::printf(
+      "thread CPU clock; one thread; JIT for cpu '%s'; fp32 kernel %d lanes, int8 kernel %s\n",
+      jit.cpuName().c_str(), hostHasAvx512() ? 16 : 8, integerGemmIsaName(isa));
   std::printf("both with the bias epilogue; int8 excludes A's quantization pass\n");
   std::printf("    M     K     N | fp32 GFLOP/s  med | int8 GOP/s   med | ratio (med) | runs\n");
   auto best = [](const std::vector<double> &v) { return *std::max_element(v.begin(), v.end()); };

@@ -36,8 +36,7 @@ public:
   TileEmitter(GemmIRBuilder &loops, llvm::Function &function, const IntegerGemmSpec &spec)
       : loops_(loops), ir_(loops.ir()), function_(function), spec_(spec),
         lanes_(integerGemmLanes(spec.isa)), nr_(2 * lanes_), mr_(integerGemmRows(spec.isa)),
-        kPadded_(integerGemmPaddedDepth(spec.k)),
-        nPadded_(integerGemmPaddedColumns(spec.n, nr_)) {
+        kPadded_(integerGemmPaddedDepth(spec.k)), nPadded_(integerGemmPaddedColumns(spec.n, nr_)) {
     i32_ = ir_.getInt32Ty();
     intVector_ = llvm::FixedVectorType::get(i32_, unsigned(lanes_));
     floatVector_ = llvm::FixedVectorType::get(ir_.getFloatTy(), unsigned(lanes_));
@@ -185,8 +184,9 @@ private:
       if (spec_.bias) {
         llvm::Value *pointer = ir_.CreateInBoundsGEP(ir_.getFloatTy(), arg(11), at);
         if (terms.masks[h])
-          terms.bias[h] = ir_.CreateMaskedLoad(floatVector_, pointer, llvm::Align(4), terms.masks[h],
-                                               llvm::Constant::getNullValue(floatVector_));
+          terms.bias[h] =
+              ir_.CreateMaskedLoad(floatVector_, pointer, llvm::Align(4), terms.masks[h],
+                                   llvm::Constant::getNullValue(floatVector_));
         else
           terms.bias[h] = ir_.CreateAlignedLoad(floatVector_, pointer, llvm::Align(4));
       }
@@ -194,12 +194,12 @@ private:
     return terms;
   }
 
-  void emitStoreRow(const ColumnTerms &terms, const Accumulators &acc, int64_t r,
-                    llvm::Value *row, llvm::Value *col) {
+  void emitStoreRow(const ColumnTerms &terms, const Accumulators &acc, int64_t r, llvm::Value *row,
+                    llvm::Value *col) {
     llvm::Value *rowSum = ir_.CreateAlignedLoad(i32_, wordAt(arg(7), row), llvm::Align(4));
     llvm::Value *rowSums = ir_.CreateVectorSplat(unsigned(lanes_), rowSum);
-    llvm::Value *cRow =
-        ir_.CreateInBoundsGEP(ir_.getFloatTy(), arg(3), ir_.CreateAdd(ir_.CreateMul(row, arg(4)), col));
+    llvm::Value *cRow = ir_.CreateInBoundsGEP(ir_.getFloatTy(), arg(3),
+                                              ir_.CreateAdd(ir_.CreateMul(row, arg(4)), col));
     for (int half = 0; half < 2; ++half) {
       size_t h = size_t(half);
       if (terms.masks[h] && llvm::cast<llvm::Constant>(terms.masks[h])->isNullValue())
@@ -274,8 +274,8 @@ llvm::Function *emitIntegerGemm(llvm::Module &module, const IntegerGemmSpec &spe
       {ptr, i64, ptr, ptr, i64, i64, i64, ptr, i32, llvm::Type::getFloatTy(context), ptr, ptr},
       /*isVarArg=*/false);
   auto *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec.name, module);
-  const char *names[] = {"a",       "lda",        "packedB", "c",      "ldc",     "rowBegin",
-                         "rowEnd",  "rowSums",    "aZero",   "aScale", "columns", "bias"};
+  const char *names[] = {"a",      "lda",     "packedB", "c",      "ldc",     "rowBegin",
+                         "rowEnd", "rowSums", "aZero",   "aScale", "columns", "bias"};
   for (unsigned i = 0; i < 12; ++i)
     function->getArg(i)->setName(names[i]);
   for (unsigned i : {0u, 2u, 7u, 10u, 11u}) {

@@ -22,10 +22,14 @@ IntegerGemmIsa chooseIntegerGemmIsa(const TargetSelection &target) {
 
 const char *integerGemmIsaName(IntegerGemmIsa isa) {
   switch (isa) {
-  case IntegerGemmIsa::Generic: return "generic";
-  case IntegerGemmIsa::Avx2: return "avx2";
-  case IntegerGemmIsa::AvxVnni: return "avx-vnni";
-  case IntegerGemmIsa::Avx512Vnni: return "avx512-vnni";
+  case IntegerGemmIsa::Generic:
+    return "generic";
+  case IntegerGemmIsa::Avx2:
+    return "avx2";
+  case IntegerGemmIsa::AvxVnni:
+    return "avx-vnni";
+  case IntegerGemmIsa::Avx512Vnni:
+    return "avx512-vnni";
   }
   return "?";
 }
@@ -41,7 +45,8 @@ PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWe
                                             const std::vector<int32_t> &zeroPoints,
                                             IntegerGemmIsa isa) {
   if (k <= 0 || n <= 0)
-    fail("integer gemm weights of shape [", k, ", ", n, "] cannot be packed: dims must be positive");
+    fail("integer gemm weights of shape [", k, ", ", n,
+         "] cannot be packed: dims must be positive");
   auto perColumn = [n](size_t size, const char *what) {
     if (size != 1 && size != size_t(n))
       fail("integer gemm weights: ", what, " has ", size, " entries, expected 1 or ", n);

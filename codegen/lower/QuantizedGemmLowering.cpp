@@ -123,8 +123,8 @@ void emitRangeStep(LoweringContext &ctx, const QuantizedMatMulPlan &plan, int32_
   llvm::Value *one = llvm::ConstantFP::get(f32, 1.0);
   scale = ir.CreateSelect(ir.CreateFCmpOEQ(scale, llvm::ConstantFP::get(f32, 0.0)), one, scale);
   llvm::Value *zero = roundEven(
-      ir, clamp(ir, ir.CreateFSub(llvm::ConstantFP::get(f32, 0.0), ir.CreateFDiv(lo, scale)), 0,
-                255));
+      ir,
+      clamp(ir, ir.CreateFSub(llvm::ConstantFP::get(f32, 0.0), ir.CreateFDiv(lo, scale)), 0, 255));
   llvm::Value *header = kb.buffer(scratchSlot);
   ir.CreateAlignedStore(scale, header, llvm::Align(4));
   ir.CreateAlignedStore(ir.CreateFPToSI(zero, ir.getInt32Ty()),
@@ -145,14 +145,15 @@ void emitQuantizeRow(KernelBuilder &kb, const QuantizedMatMulPlan &plan, llvm::V
   llvm::Value *scales = ir.CreateVectorSplat(lanes, scale);
   llvm::Value *zeros = ir.CreateVectorSplat(lanes, zero);
   llvm::Value *source = ir.CreateInBoundsGEP(f32, a, ir.CreateMul(row, kb.i64(plan.k)));
-  llvm::Value *target = ir.CreateInBoundsGEP(i8, quantized, ir.CreateMul(row, kb.i64(plan.kPadded)));
+  llvm::Value *target =
+      ir.CreateInBoundsGEP(i8, quantized, ir.CreateMul(row, kb.i64(plan.kPadded)));
   // q = clamp(roundeven(x / scale) + zero, 0, 255), lanes outside `mask` 0.
   auto quantize = [&](llvm::Value *column, llvm::Value *mask, llvm::Value *sum) {
     llvm::Value *from = ir.CreateInBoundsGEP(f32, source, column);
-    llvm::Value *x = mask ? static_cast<llvm::Value *>(ir.CreateMaskedLoad(
-                                floats, from, llvm::Align(4), mask,
-                                llvm::Constant::getNullValue(floats)))
-                          : ir.CreateAlignedLoad(floats, from, llvm::Align(4));
+    llvm::Value *x =
+        mask ? static_cast<llvm::Value *>(ir.CreateMaskedLoad(floats, from, llvm::Align(4), mask,
+                                                              llvm::Constant::getNullValue(floats)))
+             : ir.CreateAlignedLoad(floats, from, llvm::Align(4));
     llvm::Value *q = ir.CreateFPToSI(
         clamp(ir, ir.CreateFAdd(roundEven(ir, ir.CreateFDiv(x, scales)), zeros), 0, 255), ints);
     if (mask)
@@ -261,8 +262,7 @@ void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
 
   // Tasks of whole tiles (12 rows: both tile heights) and >= 256K
   // multiply-adds, at most 96 rows (a thread's consecutive tasks merge).
-  const int64_t taskRows =
-      std::clamp<int64_t>((262144 / (plan.k * plan.n) + 11) / 12 * 12, 12, 96);
+  const int64_t taskRows = std::clamp<int64_t>((262144 / (plan.k * plan.n) + 11) / 12 * 12, 12, 96);
   Dim rows = plan.rows;
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
@@ -286,8 +286,8 @@ void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
                               row);
             },
             1, "row");
-        llvm::Value *bias = plan.bias ? kb.buffer(biasSlot)
-                                      : llvm::ConstantPointerNull::get(ir.getPtrTy());
+        llvm::Value *bias =
+            plan.bias ? kb.buffer(biasSlot) : llvm::ConstantPointerNull::get(ir.getPtrTy());
         ir.CreateCall(gemm, {quantized, kb.i64(plan.kPadded), kb.buffer(bSlot),
                              kb.buffer(resultSlot), kb.i64(plan.n), rowBegin, rowEnd, rowSums, zero,
                              scale, kb.buffer(columnsSlot), bias});

@@ -34,8 +34,10 @@ const IntegerGemmIsa AllIsas[] = {IntegerGemmIsa::Generic, IntegerGemmIsa::Avx2,
 bool hostRuns(IntegerGemmIsa isa) {
   static const TargetSelection host = TargetSelection::select();
   switch (isa) {
-  case IntegerGemmIsa::Generic: return true;
-  case IntegerGemmIsa::Avx2: return host.hasFeature("avx2");
+  case IntegerGemmIsa::Generic:
+    return true;
+  case IntegerGemmIsa::Avx2:
+    return host.hasFeature("avx2");
   case IntegerGemmIsa::AvxVnni:
     return host.hasFeature("avxvnni") ||
            (host.hasFeature("avx512vnni") && host.hasFeature("avx512vl"));
@@ -110,8 +112,8 @@ struct Problem {
       colSum += w(c, col) - shift;
     }
     // sum (a - aZero)(w - wZero) with the raw product substituted.
-    int64_t exact = raw - (wZero - shift) * rowSum - aZero * colSum +
-                    k * int64_t(aZero) * (wZero - shift);
+    int64_t exact =
+        raw - (wZero - shift) * rowSum - aZero * colSum + k * int64_t(aZero) * (wZero - shift);
     float scale = aScale * scales[scales.size() == 1 ? 0 : size_t(col)];
     float value = float(int32_t(exact)) * scale;
     return withBias ? value + bias[size_t(col)] : value;
@@ -129,8 +131,8 @@ Outcome run(IntegerGemmIsa isa, const Problem &p, int64_t rowBegin, bool withBia
   emitIntegerGemm(jit.newModule(name), IntegerGemmSpec{name, p.k, p.n, isa, withBias});
   jit.compile();
   auto *kernel = jit.lookup<IntegerGemmFn>(name);
-  PackedIntegerWeights packed = packIntegerGemmWeights(p.weights.data(), p.unsignedWeights, p.k,
-                                                       p.n, p.scales, p.zeros, isa);
+  PackedIntegerWeights packed =
+      packIntegerGemmWeights(p.weights.data(), p.unsignedWeights, p.k, p.n, p.scales, p.zeros, isa);
   std::vector<int32_t> sums = p.rowSums();
   std::vector<float> c(size_t(p.m * p.ldc + 8), Sentinel);
   kernel(p.a.data(), p.lda, packed.packed.data(), c.data(), p.ldc, rowBegin, p.m, sums.data(),
