@@ -70,6 +70,7 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   // kernel's throughput on a core with full-width FMA units).
   options.gemmLanes =
       options.avx2Fma && target.hasFeature("avx512f") ? GemmLanesAvx512 : GemmLanesAvx2;
+  options.integerGemm = chooseIntegerGemmIsa(target);
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
   model.accessor = emitDescriptor(*model.module, model.plan);

@@ -81,6 +81,10 @@ void exportNode(OnnxGraphWriter &writer, const Node &node) {
   case OpKind::AdditiveAttention:
     exportAdditiveAttention(writer, node);
     return;
+  case OpKind::DynamicQuantizedMatMul:
+    // No standard ONNX op computes it in one node: an onnxc-domain node.
+    writer.exportCustom(node);
+    return;
   case OpKind::LayerNormalization:
   case OpKind::RMSNormalization:
     exportNormalization(writer, node, node.operand(0), writer.name(node.operand(0)),

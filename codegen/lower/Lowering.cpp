@@ -28,6 +28,7 @@ const LoweringTable &opLowerings() {
     registerRecurrentLowerings(t);
     registerScatterGatherLowerings(t);
     registerQuantizationLowerings(t);
+    registerQuantizedGemmLowerings(t);
     return t;
   }();
   return table;
@@ -126,6 +127,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   lower::LoweringContext context(graph, module, plan);
   context.setAvx2Fma(options.avx2Fma);
   context.setGemmLanes(options.gemmLanes);
+  context.setIntegerGemmIsa(options.integerGemm);
   for (const Node *node : order) {
     if (context.isClaimed(*node))
       continue;

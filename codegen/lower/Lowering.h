@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/IntegerGemm.h"
 #include "codegen/ModelPlan.h"
 #include "ir/Graph.h"
 
@@ -25,6 +26,8 @@ struct LoweringOptions {
   /// Floats per vector of the GEMM kernels: 16 when the target has AVX-512F
   /// (GemmPacking.h), else 8.
   int64_t gemmLanes = 8;
+  /// The integer GEMM kernel of DynamicQuantizedMatMul (chooseIntegerGemmIsa).
+  IntegerGemmIsa integerGemm = IntegerGemmIsa::Generic;
 };
 
 /// Lowers `graph` into `module` (which must have its target data layout).

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/IntegerGemm.h"
 #include "codegen/ModelPlan.h"
 #include "codegen/lower/FunctionBuilder.h"
 #include "ir/Graph.h"
@@ -133,6 +134,9 @@ public:
   /// Floats per vector of the GEMM kernels (GemmPacking.h's lanes).
   int64_t gemmLanes() const { return gemmLanes_; }
   void setGemmLanes(int64_t lanes) { gemmLanes_ = lanes; }
+  /// The integer GEMM kernel the target can run (IntegerGemm.h).
+  IntegerGemmIsa integerGemmIsa() const { return integerGemmIsa_; }
+  void setIntegerGemmIsa(IntegerGemmIsa isa) { integerGemmIsa_ = isa; }
 
   /// The constant tensor of `value` (an initializer or folded constant), or
   /// null when its contents are only known at run time.
@@ -189,6 +193,7 @@ private:
   SymbolIndex symbolIndex_;
   bool avx2Fma_ = true;
   int64_t gemmLanes_ = 8;
+  IntegerGemmIsa integerGemmIsa_ = IntegerGemmIsa::Generic;
   std::unordered_map<const Value *, int32_t> buffers_;
   std::map<std::string, int32_t> sharedConstants_;
   std::map<std::string, int> names_;

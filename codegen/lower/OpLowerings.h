@@ -31,6 +31,7 @@ void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
 void registerQuantizationLowerings(LoweringTable &table);  // QuantizeLinear ... QLinearConv
+void registerQuantizedGemmLowerings(LoweringTable &table); // DynamicQuantizedMatMul
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

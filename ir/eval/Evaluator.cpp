@@ -23,6 +23,7 @@ const KernelTable &referenceKernels() {
     registerRecurrentKernels(t);
     registerScatterGatherKernels(t);
     registerQuantizationKernels(t);
+    registerQuantizedGemmKernels(t);
     return t;
   }();
   return table;

@@ -35,6 +35,7 @@ void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND
 void registerQuantizationKernels(KernelTable &table);  // QuantizeLinear ... QLinearConv
+void registerQuantizedGemmKernels(KernelTable &table); // DynamicQuantizedMatMul (onnxc)
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

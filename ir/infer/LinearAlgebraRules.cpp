@@ -368,6 +368,7 @@ void registerLinearAlgebraShapeRules(ShapeRuleTable &table) {
   registerAdditiveAttentionShapeRules(table);
   registerConvolutionShapeRules(table);
   registerRecurrentShapeRules(table);
+  registerQuantizedGemmShapeRules(table);
 }
 
 void registerMatMulFamilyShapeRules(ShapeRuleTable &table) {

@@ -21,6 +21,7 @@ void registerAttentionShapeRules(ShapeRuleTable &table);    // Attention, Rotary
 void registerAdditiveAttentionShapeRules(ShapeRuleTable &table); // AdditiveAttention
 void registerConvolutionShapeRules(ShapeRuleTable &table);  // Conv
 void registerRecurrentShapeRules(ShapeRuleTable &table);    // LSTM, GRU, RNN
+void registerQuantizedGemmShapeRules(ShapeRuleTable &table); // DynamicQuantizedMatMul
 
 /// True when `a` and `b` certainly differ: their difference is a nonzero
 /// constant (so 3 vs 4 and seq vs seq+1, but not batch vs seq or ? vs 4).

@@ -1,0 +1,119 @@
+//===- codegen/IntegerGemm.h - u8 x s8 -> s32 GEMM kernels and their layout ===//
+//
+// The integer GEMM behind DynamicQuantizedMatMul (docs/IR.md): A is u8 (an
+// activation quantized at run time), B s8 weights packed at compile time,
+// the products summed in s32 and dequantized to f32 in the store:
+//
+//   C[m, n] = f32(acc[m, n] - wZero[n] * rowSum[m] + aZero * colAdj[n])
+//             * (aScale * wScale[n]) + bias[n]
+//   acc[m, n] = sum_k A[m, k] * B[k, n],  rowSum[m] = sum_k A[m, k],
+//   colAdj[n] = K * wZero[n] - sum_k B[k, n]
+//
+// which is sum_k (A - aZero)(B - wZero) scaled: the zero-point terms are a
+// per-row and a per-column correction of one product of the raw bytes.
+//
+// Four instruction choices share one packed-B layout and one loop nest:
+//
+//   Avx512Vnni  vpdpbusd zmm: 16 columns x 4 k per instruction
+//   AvxVnni     vpdpbusd ymm (VEX, or EVEX with AVX512-VNNI+VL): 8 x 4
+//   Avx2        vpmaddubsw + vpmaddwd(ones) + vpaddd: 8 x 4, with the s16
+//               saturation of vpmaddubsw (below)
+//   Generic     plain widening multiply-adds in LLVM vectors (any x86-64)
+//
+// Packed B: columns in panels of nr = 2 * lanes; within a panel, K in
+// groups of 4 (zero-padded to kPadded = ceil(K / 4) * 4), each group
+// nr columns x 4 consecutive k bytes:
+//
+//   packed[panel p][group g][column j][4]  = B[4g + q, p*nr + j]
+//
+// so one vector load is `lanes` columns' 4-k dot-product operands, and the
+// 4 bytes A[m, 4g..4g+3] broadcast as one 32-bit lane pair with every one.
+// A rows are read with a leading dimension of at least kPadded bytes whose
+// padding is zero.
+//
+// AVX2 saturation: vpmaddubsw adds two u8 x s8 products into a saturating
+// s16, which overflows when both are large (255 * -128 * 2 = -65280).
+// onnxruntime's MLAS u8s8 AVX2 kernel accepts this saturation rather than
+// widening (widening first halves the throughput); its quantizer offers
+// reduce_range (7-bit weights) for non-VNNI CPUs. We do the same: with
+// weights in [-64, 64] a pair is at most 255 * 64 * 2 = 32640, always exact;
+// outside that range the pair sums that pass 32767 / -32768 are clamped
+// there (IntegerGemmTest shows both). VNNI's vpdpbusd widens each product to
+// s32 first and never saturates; neither does Generic.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Function;
+class Module;
+} // namespace llvm
+
+namespace onnxc {
+
+class TargetSelection;
+
+enum class IntegerGemmIsa { Generic, Avx2, AvxVnni, Avx512Vnni };
+
+/// The best kernel for the target: AVX512-VNNI (with AVX-512F/BW) -> 512-bit
+/// VNNI; AVX-VNNI or AVX512-VNNI+VL -> 256-bit VNNI; AVX2 -> the
+/// vpmaddubsw kernel; anything else -> Generic.
+IntegerGemmIsa chooseIntegerGemmIsa(const TargetSelection &target);
+const char *integerGemmIsaName(IntegerGemmIsa isa);
+
+/// i32 lanes per vector: 16 for Avx512Vnni, else 8.
+int64_t integerGemmLanes(IntegerGemmIsa isa);
+/// Rows of the register tile: 6, or 4 where only 16 vector registers may
+/// exist (Avx2 and Generic).
+int64_t integerGemmRows(IntegerGemmIsa isa);
+/// Weights of magnitude up to this never saturate the Avx2 kernel.
+inline constexpr int IntegerGemmAvx2SafeWeight = 64;
+
+inline int64_t integerGemmPaddedDepth(int64_t k) { return (k + 3) / 4 * 4; }
+inline int64_t integerGemmPaddedColumns(int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr; }
+
+/// B and the per-column terms of the store, ready to embed as constants.
+struct PackedIntegerWeights {
+  /// packed layout above: kPadded * nPadded bytes.
+  std::vector<int8_t> packed;
+  /// nPadded floats wScale, then nPadded i32 wZero, then nPadded i32 colAdj
+  /// (the padding columns are 0): the kernel's `columns` argument.
+  std::vector<uint32_t> columns;
+};
+
+/// Packs [k, n] row-major weights. `weights` are s8, or u8 when `unsignedWeights`
+/// (then stored as w - 128, with the zero points moved by 128 too, so the
+/// kernels see s8 either way). `scales` and `zeroPoints` have 1 (per tensor)
+/// or n entries.
+PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWeights, int64_t k,
+                                            int64_t n, const std::vector<float> &scales,
+                                            const std::vector<int32_t> &zeroPoints,
+                                            IntegerGemmIsa isa);
+
+struct IntegerGemmSpec {
+  std::string name;
+  int64_t k = 0;
+  int64_t n = 0;
+  IntegerGemmIsa isa = IntegerGemmIsa::Generic;
+  bool bias = false;
+};
+
+/// C signature of the kernel: rows [rowBegin, rowEnd) of C ([M, N] f32,
+/// leading dimension ldc) from A (u8, leading dimension lda >= kPadded, zero
+/// in [K, kPadded)), rowSums[m] (indexed by the absolute row), the packed
+/// weights and columns of packIntegerGemmWeights, and bias (N floats; null
+/// unless spec.bias).
+using IntegerGemmFn = void(const uint8_t *a, int64_t lda, const int8_t *packedB, float *c,
+                           int64_t ldc, int64_t rowBegin, int64_t rowEnd, const int32_t *rowSums,
+                           int32_t aZeroPoint, float aScale, const uint32_t *columns,
+                           const float *bias);
+
+/// Emits `spec.name` into `module` (external linkage); throws onnxc::Error
+/// for non-positive K or N.
+llvm::Function *emitIntegerGemm(llvm::Module &module, const IntegerGemmSpec &spec);
+
+} // namespace onnxc

@@ -1,0 +1,116 @@
+//===- ir/eval/QuantizedGemmKernels.cpp - DynamicQuantizedMatMul ----------===//
+//
+// onnxc's DynamicQuantizedMatMul, step by step as the ONNX ops it stands for
+// (every float operation in f32, in this order, so the compiled kernel can
+// match it bit for bit):
+//
+//   DynamicQuantizeLinear(A), per tensor, to u8:
+//     lo = min(0, min(A)), hi = max(0, max(A))
+//     scale = (hi - lo) / 255, or 1 when that is 0 (A all zeros; as
+//             onnxruntime does, where ONNX would divide by zero)
+//     zero  = roundeven(clamp(0 - lo / scale, 0, 255))
+//     q     = clamp(roundeven(A / scale) + zero, 0, 255)
+//   MatMulInteger(q, W, zero, W zero point) -> s32 (wrapping)
+//   Cast to f32, times (scale * W scale[n]), plus bias[n].
+//
+// A with NaN has no defined quantization; the result is unspecified.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Error.h"
+#include "ir/eval/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace onnxc {
+namespace {
+
+const Tensor &present(const Node &node, const Tensor *t, const char *what) {
+  if (!t->hasData())
+    fail(node.describe(), ": ", what, " has no data (elided constant)");
+  return *t;
+}
+
+/// A per-tensor or per-column parameter as n values.
+std::vector<double> perColumn(const Node &node, const Tensor *t, int64_t n, double absent,
+                              const char *what) {
+  if (!t)
+    return std::vector<double>(size_t(n), absent);
+  present(node, t, what);
+  if (t->numElements() != 1 && t->numElements() != n)
+    fail(node.describe(), ": quantized matmul ", what, " has ", t->numElements(),
+         " elements, expected 1 or ", n);
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    out[size_t(j)] = t->elementAsDouble(t->numElements() == 1 ? 0 : j);
+  return out;
+}
+
+void evalDynamicQuantizedMatMul(const Node &node, const std::vector<const Tensor *> &operands,
+                                std::vector<Tensor> &results) {
+  const Tensor &a = present(node, operands[0], "activation");
+  const Tensor &w = present(node, operands[1], "weights");
+  if (a.dtype() != DType::F32 || a.rank() < 2 || w.rank() != 2 ||
+      (w.dtype() != DType::I8 && w.dtype() != DType::U8))
+    fail(node.describe(), ": quantized matmul needs f32 A of rank >= 2 and i8/u8 W [K, N]");
+  const int64_t k = a.dims().back(), n = w.dims()[1];
+  if (w.dims()[0] != k)
+    fail(node.describe(), ": quantized matmul depth mismatch: A has K=", k, ", W has ",
+         w.dims()[0]);
+  const int64_t rows = k == 0 ? 0 : a.numElements() / k;
+  std::vector<double> scales = perColumn(node, operands[2], n, 1, "weight scale");
+  std::vector<double> zeros =
+      perColumn(node, operands.size() > 3 ? operands[3] : nullptr, n, 0, "weight zero point");
+  const Tensor *biasTensor = operands.size() > 4 ? operands[4] : nullptr;
+  if (biasTensor && (present(node, biasTensor, "bias").numElements() != n))
+    fail(node.describe(), ": quantized matmul bias has ", biasTensor->numElements(),
+         " elements, expected ", n);
+
+  // DynamicQuantizeLinear.
+  const float *x = a.data<float>();
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  float scale = (hi - lo) / 255.0f;
+  if (scale == 0)
+    scale = 1;
+  const float zero = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  const int32_t aZero = int32_t(zero);
+  std::vector<int32_t> q(size_t(a.numElements()));
+  for (int64_t i = 0; i < a.numElements(); ++i)
+    q[size_t(i)] = int32_t(std::clamp(std::nearbyint(x[i] / scale) + zero, 0.0f, 255.0f));
+
+  // MatMulInteger, then the dequantization.
+  std::vector<int32_t> weights(size_t(k * n));
+  for (int64_t i = 0; i < k * n; ++i)
+    weights[size_t(i)] = int32_t(w.elementAsInt64(i));
+  std::vector<int64_t> dims = a.dims();
+  dims.back() = n;
+  Tensor y(DType::F32, dims);
+  float *out = y.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t wZero = int32_t(zeros[size_t(j)]);
+      uint32_t sum = 0; // s32 with wrap-around, without signed overflow
+      for (int64_t c = 0; c < k; ++c)
+        sum += uint32_t((q[size_t(r * k + c)] - aZero) * (weights[size_t(c * n + j)] - wZero));
+      int32_t exact;
+      std::memcpy(&exact, &sum, sizeof exact);
+      float value = float(exact) * (scale * float(scales[size_t(j)]));
+      if (biasTensor)
+        value += float(biasTensor->elementAsDouble(j));
+      out[r * n + j] = value;
+    }
+  results[0] = y;
+}
+
+} // namespace
+
+void registerQuantizedGemmKernels(KernelTable &table) {
+  table.add(OpKind::DynamicQuantizedMatMul, evalDynamicQuantizedMatMul);
+}
+
+} // namespace onnxc
