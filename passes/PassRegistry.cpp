@@ -27,6 +27,7 @@ constexpr PassFactory kPassFactories[] = {
     createLiftBatchedHeadsPass,
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
+    createFuseDynamicQuantizedMatMulPass,
 };
 } // namespace
 

@@ -26,6 +26,9 @@ void addCleanup(PassManager &pm) {
 // attention fuse-attention (4-D scores only) leaves. The cleanup after them
 // removes what the fusions left dead.
 void addFusions(PassManager &pm) {
+  // quantize_dynamic's MatMul chains become the integer GEMM op first; the
+  // f32 ops around them (attention, norms, GELU) then fuse as usual.
+  pm.addPass("fuse-dynamic-quantized-matmul");
   // Attention with the heads folded into the batch is first brought to the
   // [b, h, S, d] form; the cleanup merges the Reshape pairs that leaves.
   pm.addPass("lift-batched-heads");
