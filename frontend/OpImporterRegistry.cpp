@@ -14,6 +14,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerMovementImporters(r);
     registerNeuralNetImporters(r);
     registerFunctionImporters(r);
+    registerVisionImporters(r);
+    registerNormalizationFunctionImporters(r);
     return r;
   }();
   return registry;

@@ -57,5 +57,7 @@ void registerReductionImporters(OpImporterRegistry &registry);
 void registerMovementImporters(OpImporterRegistry &registry);
 void registerNeuralNetImporters(OpImporterRegistry &registry);
 void registerFunctionImporters(OpImporterRegistry &registry);
+void registerVisionImporters(OpImporterRegistry &registry);
+void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -27,6 +27,9 @@ const LoweringTable &opLowerings() {
     registerConvolutionLowerings(t);
     registerRecurrentLowerings(t);
     registerScatterGatherLowerings(t);
+    registerPadLowerings(t);
+    registerPoolingLowerings(t);
+    registerResizeLowerings(t);
     return t;
   }();
   return table;

@@ -30,6 +30,9 @@ void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryE
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
+void registerPadLowerings(LoweringTable &table);          // Pad
+void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
+void registerResizeLowerings(LoweringTable &table);       // Resize
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

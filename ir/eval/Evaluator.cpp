@@ -22,6 +22,9 @@ const KernelTable &referenceKernels() {
     registerConvolutionKernels(t);
     registerRecurrentKernels(t);
     registerScatterGatherKernels(t);
+    registerPaddingKernels(t);
+    registerPoolingKernels(t);
+    registerResizeKernels(t);
     return t;
   }();
   return table;

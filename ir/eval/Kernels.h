@@ -34,6 +34,9 @@ void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention 
 void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND
+void registerPaddingKernels(KernelTable &table);      // Pad
+void registerPoolingKernels(KernelTable &table);      // MaxPool, AveragePool, ConvTranspose
+void registerResizeKernels(KernelTable &table);       // Resize
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

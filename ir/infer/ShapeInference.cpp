@@ -23,6 +23,8 @@ const ShapeRuleTable &shapeRules() {
     registerMovementShapeRules(t);
     registerLinearAlgebraShapeRules(t);
     registerScatterGatherShapeRules(t);
+    registerPoolingShapeRules(t);
+    registerResizeShapeRules(t);
     return t;
   }();
   return table;
