@@ -89,6 +89,10 @@ void poolKernel(const Node &node, const std::vector<const Tensor *> &operands,
           best = v;
       }
       double value = isMax ? best : sum / double(a.countIncludePad ? counted : inside);
+      // A window wholly in the padding (pads as large as the kernel) has no
+      // maximum; an integer result cannot hold -inf.
+      if (isMax && inside == 0 && !isFloat(x.dtype()))
+        value = 0;
       y.setElementFromDouble(plane * outSize + o, value);
     }
 }
