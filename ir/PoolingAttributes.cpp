@@ -126,8 +126,7 @@ Enum parseChoice(const Node &node, const char *name, const char *fallback,
 
 ResizeAttributes resizeAttributes(const Node &node) {
   ResizeAttributes a;
-  if (node.getInt("antialias", 0) != 0)
-    fail(node.describe(), ": Resize with antialias = 1 is not supported");
+  a.antialias = flag(node, "antialias");
   a.mode = parseChoice<ResizeMode>(node, "mode", "nearest",
                                    {{"nearest", ResizeMode::Nearest},
                                     {"linear", ResizeMode::Linear},
@@ -250,8 +249,22 @@ double cubicWeight(double distance, double a) {
   return 0;
 }
 
-ResizeTaps resizeTaps(const ResizeAttributes &a, double source, int64_t in) {
+int resizeTapCount(const ResizeAttributes &a, double scale) {
+  if (a.mode == ResizeMode::Nearest)
+    return 1;
+  double support = a.mode == ResizeMode::Linear ? 1 : 2;
+  if (!a.antialias || scale >= 1)
+    return int(2 * support);
+  // The reference's footprint: taps from floor(-support / scale) + 1 to the mirror of it.
+  int64_t start = int64_t(std::floor(-support / scale)) + 1;
+  return int(2 - 2 * start);
+}
+
+ResizeTaps resizeTaps(const ResizeAttributes &a, double source, int64_t in, double scale) {
   ResizeTaps t;
+  int count = resizeTapCount(a, scale);
+  t.index.assign(size_t(count), 0);
+  t.weight.assign(size_t(count), 0.0);
   if (a.coordinates == ResizeCoordinates::TfCropAndResize &&
       (source < 0 || source > double(in - 1))) {
     t.outside = true;
@@ -279,25 +292,33 @@ ResizeTaps resizeTaps(const ResizeAttributes &a, double source, int64_t in) {
     t.weight[0] = 1;
     return t;
   }
-  if (a.mode == ResizeMode::Linear) {
-    t.index[0] = clampIndex(base);
-    t.index[1] = clampIndex(base + 1);
-    t.weight[0] = 1 - ratio;
-    t.weight[1] = ratio;
-    return t;
-  }
+  // The filter is stretched by 1 / scale when antialiasing a downscale.
+  double stretch = a.antialias ? std::min(scale, 1.0) : 1.0;
+  int first = resizeFirstTap(count);
   double sum = 0;
-  for (int i = 0; i < 4; ++i) {
-    double position = base - 1 + i;
-    t.weight[i] = cubicWeight(ratio + 1 - i, a.cubicA);
-    if (a.excludeOutside && (position < 0 || position > double(in - 1)))
-      t.weight[i] = 0;
-    t.index[i] = clampIndex(position);
-    sum += t.weight[i];
+  for (int i = 0; i < count; ++i) {
+    double distance = stretch * double(first + i - ratio);
+    t.weight[size_t(i)] = a.mode == ResizeMode::Linear
+                              ? std::clamp(1 - std::fabs(distance), 0.0, 1.0)
+                              : cubicWeight(distance, a.cubicA);
+    t.index[size_t(i)] = clampIndex(base + first + i);
+    sum += t.weight[size_t(i)];
   }
-  if (a.excludeOutside && sum != 0)
+  if (a.antialias && sum != 0)
     for (double &w : t.weight)
       w /= sum;
+  if (a.excludeOutside) {
+    sum = 0;
+    for (int i = 0; i < count; ++i) {
+      double position = base + first + i;
+      if (position < 0 || position > double(in - 1))
+        t.weight[size_t(i)] = 0;
+      sum += t.weight[size_t(i)];
+    }
+    if (sum != 0)
+      for (double &w : t.weight)
+        w /= sum;
+  }
   return t;
 }
 

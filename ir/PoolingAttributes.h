@@ -77,12 +77,11 @@ struct ResizeAttributes {
   double cubicA = -0.75;
   bool excludeOutside = false;
   double extrapolation = 0.0;
+  bool antialias = false;     // linear and cubic only: widen the filter to 1 / scale
   std::vector<int64_t> axes; // raw attribute; empty = every axis
-  /// Taps per resized axis: 1, 2 or 4.
-  int taps() const { return mode == ResizeMode::Nearest ? 1 : mode == ResizeMode::Linear ? 2 : 4; }
 };
 
-/// Reads and checks Resize's attributes (antialias is refused).
+/// Reads and checks Resize's attributes.
 ResizeAttributes resizeAttributes(const Node &node);
 
 /// `axes` normalized for `rank` (every axis when absent), checked distinct.
@@ -103,14 +102,22 @@ ResizeShape resizeShape(const Node &node, const ResizeAttributes &a,
 double resizeSourceCoordinate(const ResizeAttributes &a, double x, double scale, int64_t in,
                               int64_t out, double roiStart, double roiEnd);
 
+/// Taps per output element on an axis resized by `scale`: 1 (nearest), 2
+/// (linear), 4 (cubic), or under antialias a downscale's wider footprint.
+int resizeTapCount(const ResizeAttributes &a, double scale);
+
+/// The first tap's offset from floor(source) (the taps are consecutive).
+inline int resizeFirstTap(int tapCount) { return tapCount == 1 ? 0 : 1 - tapCount / 2; }
+
 /// The taps of one output coordinate: input indices (clamped to the axis)
 /// and weights; `outside` is set for tf_crop_and_resize past the input.
 struct ResizeTaps {
-  int64_t index[4] = {0, 0, 0, 0};
-  double weight[4] = {0, 0, 0, 0};
+  std::vector<int64_t> index;
+  std::vector<double> weight;
   bool outside = false;
 };
-ResizeTaps resizeTaps(const ResizeAttributes &a, double sourceCoordinate, int64_t in);
+ResizeTaps resizeTaps(const ResizeAttributes &a, double sourceCoordinate, int64_t in,
+                      double scale);
 
 /// The cubic convolution weight of a tap `distance` away (|distance| < 2).
 double cubicWeight(double distance, double a);

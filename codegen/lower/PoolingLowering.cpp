@@ -139,6 +139,11 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
         });
       });
       Value *result = b.CreateLoad(realType, accumulator);
+      // As the reference: an integer window wholly in the padding gives 0.
+      if (isMax && !isFloat(dtype))
+        result = b.CreateSelect(
+            b.CreateICmpEQ(b.CreateLoad(b.getInt64Ty(), inside), k.i64(0)), k.constant(real, 0.0),
+            result);
       if (!isMax) {
         Value *count = b.CreateLoad(b.getInt64Ty(), a.countIncludePad ? counted : inside);
         result = b.CreateFDiv(result, b.CreateSIToFP(count, realType));

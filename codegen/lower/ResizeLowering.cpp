@@ -4,7 +4,8 @@
 // (and a tf_crop_and_resize roi) constant at compile time; the input dims
 // may be symbolic (a sizes-derived scale is then computed at run time).
 // One task item per output row: the taps (1, 2 or 4 clamped indices and
-// their weights, in f64) of each resized outer axis are computed once per
+// their weights, in f64; more for an antialiased downscale, whose scale must
+// then be known at compile time) of each resized outer axis are computed once per
 // row, those of the last axis per element, and every combination of taps is
 // emitted inline (axes outside `axes` are copied, so a 2-D resize of NCHW
 // reads 1, 4 or 16 elements per output).
@@ -26,8 +27,7 @@ using llvm::Value;
 namespace {
 
 struct TapValues {
-  Value *index[4] = {};
-  Value *weight[4] = {};
+  std::vector<Value *> index, weight;
   Value *outside = nullptr;
 };
 
@@ -37,6 +37,8 @@ struct AxisPlan {
   double scale = 1.0;          // when !sizeDerived
   bool sizeDerived = false;    // scale = targetSize / in (or the aspect policy's pick)
   double roiStart = 0, roiEnd = 1;
+  int taps = 1;                // per output element
+  double stretch = 1.0;        // antialias: the filter's scale, min(scale, 1)
 };
 
 const Tensor *givenConstant(const LoweringContext &ctx, const Node &node, size_t i) {
@@ -104,8 +106,7 @@ public:
     Value *ratio = b_.CreateFSub(source, base);
     // Far outside coordinates (tf_crop_and_resize) are clamped before the
     // conversion so that it stays defined; their result is the extrapolation.
-    Value *baseIndex = b_.CreateFPToSI(
-        b_.CreateSelect(t.outside, f64(0), base), b_.getInt64Ty());
+    Value *baseIndex = b_.CreateFPToSI(b_.CreateSelect(t.outside, f64(0), base), b_.getInt64Ty());
     Value *last = b_.CreateSub(in, k_.i64(1));
     auto clampIndex = [&](Value *i) { return k_.max(k_.min(i, last), k_.i64(0)); };
     if (a_.mode == ResizeMode::Nearest) {
@@ -123,47 +124,60 @@ public:
         up = b_.CreateFCmpOGT(ratio, f64(0));
         break;
       }
-      t.index[0] = clampIndex(b_.CreateAdd(baseIndex, b_.CreateZExt(up, b_.getInt64Ty())));
-      t.weight[0] = f64(1);
+      t.index.push_back(clampIndex(b_.CreateAdd(baseIndex, b_.CreateZExt(up, b_.getInt64Ty()))));
+      t.weight.push_back(f64(1));
       return t;
     }
-    if (a_.mode == ResizeMode::Linear) {
-      t.index[0] = clampIndex(baseIndex);
-      t.index[1] = clampIndex(b_.CreateAdd(baseIndex, k_.i64(1)));
-      t.weight[0] = b_.CreateFSub(f64(1), ratio);
-      t.weight[1] = ratio;
-      return t;
+    int first = resizeFirstTap(p.taps);
+    std::vector<Value *> positions;
+    for (int i = 0; i < p.taps; ++i) {
+      Value *distance = b_.CreateFMul(f64(p.stretch), b_.CreateFSub(f64(first + i), ratio));
+      Value *d = b_.CreateUnaryIntrinsic(Intrinsic::fabs, distance);
+      Value *w = a_.mode == ResizeMode::Linear ? linearWeight(d) : cubicWeight(d);
+      positions.push_back(b_.CreateAdd(baseIndex, k_.i64(first + i)));
+      t.index.push_back(clampIndex(positions.back()));
+      t.weight.push_back(w);
     }
-    // Cubic: taps at base - 1 .. base + 2, at distances 1 + r, r, 1 - r, 2 - r.
-    double A = a_.cubicA;
-    auto inner = [&](Value *d) { // |d| <= 1
-      Value *poly = b_.CreateFSub(b_.CreateFMul(f64(A + 2), d), f64(A + 3));
-      return b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(poly, d), d), f64(1));
-    };
-    auto outer = [&](Value *d) { // 1 <= |d| <= 2
-      Value *poly = b_.CreateFSub(b_.CreateFMul(f64(A), d), f64(5 * A));
-      poly = b_.CreateFAdd(b_.CreateFMul(poly, d), f64(8 * A));
-      return b_.CreateFSub(b_.CreateFMul(poly, d), f64(4 * A));
-    };
-    t.weight[0] = outer(b_.CreateFAdd(ratio, f64(1)));
-    t.weight[1] = inner(ratio);
-    t.weight[2] = inner(b_.CreateFSub(f64(1), ratio));
-    t.weight[3] = outer(b_.CreateFSub(f64(2), ratio));
-    Value *sum = f64(0);
-    for (int i = 0; i < 4; ++i) {
-      Value *position = b_.CreateAdd(baseIndex, k_.i64(i - 1));
-      t.index[i] = clampIndex(position);
-      if (a_.excludeOutside)
-        t.weight[i] = b_.CreateSelect(b_.CreateICmpULT(position, in), t.weight[i], f64(0));
-      sum = b_.CreateFAdd(sum, t.weight[i]);
+    if (a_.antialias)
+      normalize(t.weight);
+    if (a_.excludeOutside) {
+      for (int i = 0; i < p.taps; ++i)
+        t.weight[size_t(i)] = b_.CreateSelect(b_.CreateICmpULT(positions[size_t(i)], in),
+                                              t.weight[size_t(i)], f64(0));
+      normalize(t.weight);
     }
-    if (a_.excludeOutside)
-      for (Value *&w : t.weight)
-        w = b_.CreateFDiv(w, sum);
     return t;
   }
 
 private:
+  /// max(0, 1 - |d|).
+  Value *linearWeight(Value *d) {
+    Value *w = b_.CreateFSub(f64(1), d);
+    return b_.CreateSelect(b_.CreateFCmpOLT(w, f64(0)), f64(0), w);
+  }
+
+  /// Keys' cubic convolution kernel at |d|.
+  Value *cubicWeight(Value *d) {
+    double A = a_.cubicA;
+    Value *near = b_.CreateFAdd(
+        b_.CreateFMul(b_.CreateFMul(b_.CreateFSub(b_.CreateFMul(f64(A + 2), d), f64(A + 3)), d), d),
+        f64(1));
+    Value *far = b_.CreateFSub(f64(5 * A), b_.CreateFMul(f64(A), d)); // negated inner term
+    far = b_.CreateFSub(b_.CreateFMul(b_.CreateFSub(f64(8 * A), b_.CreateFMul(far, d)), d),
+                        f64(4 * A));
+    return b_.CreateSelect(b_.CreateFCmpOLE(d, f64(1)), near,
+                           b_.CreateSelect(b_.CreateFCmpOLT(d, f64(2)), far, f64(0)));
+  }
+
+  void normalize(std::vector<Value *> &weights) {
+    Value *sum = f64(0);
+    for (Value *w : weights)
+      sum = b_.CreateFAdd(sum, w);
+    Value *divisor = b_.CreateSelect(b_.CreateFCmpOEQ(sum, f64(0)), f64(1), sum);
+    for (Value *&w : weights)
+      w = b_.CreateFDiv(w, divisor);
+  }
+
   FunctionBuilder &k_;
   IRBuilder<> &b_;
   const ResizeAttributes &a_;
@@ -205,6 +219,34 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
     }
   }
 
+  // Tap counts are static: an antialiased downscale needs its scale now.
+  bool wideFilter = a.antialias && a.mode != ResizeMode::Nearest;
+  std::vector<double> staticScales(rank, 1.0);
+  if (wideFilter && scales) {
+    for (int64_t axis : axes)
+      staticScales[size_t(axis)] = plan[size_t(axis)].scale;
+  } else if (wideFilter) {
+    std::optional<std::vector<int64_t>> inDims = xs.staticDims();
+    if (!inDims)
+      ctx.unsupported(node, "resize antialias with sizes needs static input dims, got " + xs.str());
+    std::vector<int64_t> sizeValues = sizes->toInt64Vector();
+    staticScales = resizeShape(node, a, *inDims, nullptr, &sizeValues).scales;
+  }
+  for (int64_t axis : axes) {
+    AxisPlan &p = plan[size_t(axis)];
+    p.taps = resizeTapCount(a, staticScales[size_t(axis)]);
+    if (wideFilter)
+      p.stretch = std::min(staticScales[size_t(axis)], 1.0);
+  }
+
+  int64_t footprint = 1;
+  for (int64_t axis : axes)
+    footprint *= plan[size_t(axis)].taps;
+  if (footprint > 256)
+    ctx.unsupported(node, "resize reads " + std::to_string(footprint) +
+                              " inputs per output (antialias of a steep downscale); at most 256 "
+                              "are compiled");
+
   StepBuilder step = ctx.beginStep(node, "resize");
   unsigned x = step.input(input);
   unsigned y = step.output(node.result(0));
@@ -241,7 +283,6 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
   if (picked)
     for (int64_t axis : axes)
       scaleOf[size_t(axis)] = picked;
-  int tapCount = a.taps();
   std::vector<Value *> outerExtents(outDims.begin(), outDims.end() - 1);
 
   k.forRange(first, last, [&](Value *row) {
@@ -275,13 +316,13 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
       Value *sum = emit.f64(0);
       int64_t combinations = 1;
       for (size_t i = 0; i < resized.size(); ++i)
-        combinations *= tapCount;
+        combinations *= plan[resized[i]].taps;
       for (int64_t c = 0; c < combinations; ++c) {
         Value *weight = nullptr, *offset = rowBase;
         int64_t code = c;
         for (size_t axis : resized) {
-          int tap = int(code % tapCount);
-          code /= tapCount;
+          size_t tap = size_t(code % plan[axis].taps);
+          code /= plan[axis].taps;
           weight = weight ? b.CreateFMul(weight, all[axis].weight[tap]) : all[axis].weight[tap];
           offset = b.CreateAdd(offset, b.CreateMul(all[axis].index[tap], inStrides[axis]));
         }

@@ -2,8 +2,9 @@
 //
 // These map onto IR ops of the same name and attributes (ir/Ops.def). The
 // importer refuses what the IR op does not compute, with one line each:
-// MaxPool's Indices output, Resize's antialias, and the Pad modes and
-// operands newer than the model's opset (axes at 18, wrap at 19). Every
+// MaxPool's Indices output, and the Pad modes, Pad operands and Resize
+// attributes newer than the model's opset (axes at 18, wrap at 19, Resize's
+// antialias, axes and keep_aspect_ratio_policy at 18). Every
 // other check is shared by the shape rule and the kernels
 // (ir/PoolingAttributes.h).
 //
@@ -91,9 +92,10 @@ void importResize(OnnxNode &node) {
                                 "cubic_coeff_a", "exclude_outside", "extrapolation_value",
                                 "keep_aspect_ratio_policy", "mode", "nearest_mode"});
   AttributeMap attributes = node.attributes();
-  if (auto it = attributes.find("antialias");
-      it != attributes.end() && (!it->second.isInt() || it->second.asInt() != 0))
-    fail(node.describe(), ": Resize with antialias = 1 is not supported");
+  for (const char *since18 : {"antialias", "axes", "keep_aspect_ratio_policy"})
+    if (attributes.count(since18) && node.opset() < 18)
+      fail(node.describe(), ": Resize's ", since18, " is not defined at opset ", node.opset(),
+           " (it is from opset 18)");
   node.emit(OpKind::Resize, trimmedOperands(node), attributes);
 }
 

@@ -2,7 +2,8 @@
 //
 // Resize as separable interpolation: each resized axis maps an output index
 // to a source coordinate (ir/PoolingAttributes.h) and 1, 2 or 4 taps with
-// weights (nearest, linear, cubic); an output element is the weighted sum
+// weights (nearest, linear, cubic; more under antialias, whose filter a
+// downscale stretches by 1 / scale); an output element is the weighted sum
 // over every combination of its axes' taps, in double. Axes outside `axes`
 // are copied.
 //
@@ -57,15 +58,17 @@ void resizeKernel(const Node &node, const std::vector<const Tensor *> &operands,
       taps[d].push_back(resizeTaps(a,
                                    resizeSourceCoordinate(a, double(o), shape.scales[d], x.dims()[d],
                                                           shape.outDims[d], roiStart[d], roiEnd[d]),
-                                   x.dims()[d]));
+                                   x.dims()[d], shape.scales[d]));
   }
   results[0] = Tensor(x.dtype(), shape.outDims);
   Tensor &y = results[0];
-  int tapCount = a.taps();
   size_t k = axes.size();
+  std::vector<int64_t> tapCounts(k);
   int64_t combinations = 1;
-  for (size_t i = 0; i < k; ++i)
-    combinations *= tapCount;
+  for (size_t i = 0; i < k; ++i) {
+    tapCounts[i] = resizeTapCount(a, shape.scales[size_t(axes[i])]);
+    combinations *= tapCounts[i];
+  }
   std::vector<int64_t> inStrides(static_cast<size_t>(rank), 1), outIndex(static_cast<size_t>(rank));
   for (int64_t i = rank - 1; i > 0; --i)
     inStrides[size_t(i - 1)] = inStrides[size_t(i)] * x.dims()[size_t(i)];
@@ -93,8 +96,8 @@ void resizeKernel(const Node &node, const std::vector<const Tensor *> &operands,
       for (size_t i = 0; i < k; ++i) {
         size_t d = size_t(axes[i]);
         const ResizeTaps &t = taps[d][size_t(outIndex[d])];
-        int tap = int(code % tapCount);
-        code /= tapCount;
+        size_t tap = size_t(code % tapCounts[i]);
+        code /= tapCounts[i];
         weight *= t.weight[tap];
         offset += t.index[tap] * inStrides[d];
       }

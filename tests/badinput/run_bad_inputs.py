@@ -137,7 +137,7 @@ def model_cases(onnxc: str, out: Path, scratch: Path) -> list:
         "maxpool_indices.onnx": ["pool_argmax", "Indices output is not supported"],
         "averagepool_no_kernel.onnx": ["pool_nokernel", "kernel_shape"],
         "pad_wrap_before_19.onnx": ["pad_wrap", "wrap", "opset 17"],
-        "resize_antialias.onnx": ["resize_aa", "antialias"],
+        "resize_antialias_13.onnx": ["resize_aa", "antialias", "opset 13"],
         "convtranspose_output_padding.onnx": ["deconv", "output_padding"],
         "external/external_escape.onnx": ["W_escape", ("escap", "outside the model")],
         "external/external_absolute.onnx": ["W_absolute",

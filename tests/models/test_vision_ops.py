@@ -210,6 +210,13 @@ SINGLE = {
     "resize_cubic_half_pixel": (
         13, helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic"),
         {"scales": f32(1, 1, 2.0, 1.5)}),
+    "resize_cubic_antialias_sizes": (
+        18, helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="cubic", antialias=1,
+                             axes=[3, 2], keep_aspect_ratio_policy="not_smaller"),
+        {"sizes": i64(2, 3)}),
+    "resize_linear_antialias": (
+        18, helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1),
+        {"scales": f32(1, 1, 0.6, 0.5)}),
     "maxpool_dilated_same": (
         13, helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3], auto_pad="SAME_LOWER",
                              strides=[2, 1]), {}),

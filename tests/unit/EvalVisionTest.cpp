@@ -143,7 +143,16 @@ TEST(EvalResize, NearestLinearAndCoordinateModes) {
           {"keep_aspect_ratio_policy", std::string("not_larger")}},
          &dims);
   EXPECT_EQ(dims, (D{1, 1, 4, 4}));
-  EXPECT_THROW(runOne(OpKind::Resize, {x, Tensor(), scales}, {{"antialias", int64_t(1)}}), Error);
+  // antialias widens a downscale's filter: halving [0, 1, 2, 3] linearly
+  // weighs taps at distances 0.5 and 1.5 by 0.75 and 0.25 (then normalized),
+  // the edge taps clamped.
+  Tensor ramp = floats({4}, {0, 1, 2, 3});
+  std::vector<double> smooth =
+      runOne(OpKind::Resize, {ramp, Tensor(), floats({1}, {0.5})},
+             {{"mode", std::string("linear")}, {"antialias", int64_t(1)}});
+  ASSERT_EQ(smooth.size(), 2u);
+  EXPECT_NEAR(smooth[0], (0.25 * 0 + 0.75 * 0 + 0.75 * 1 + 0.25 * 2) / 2, 1e-6);
+  EXPECT_NEAR(smooth[1], (0.25 * 1 + 0.75 * 2 + 0.75 * 3 + 0.25 * 3) / 2, 1e-6);
   EXPECT_THROW(runOne(OpKind::Resize, {x, Tensor(), scales, ints1({1, 1, 1, 4})}), Error);
 }
 
