@@ -169,6 +169,15 @@ std::vector<int64_t> resizeAxes(const Node &node, const ResizeAttributes &a, int
   return axes;
 }
 
+int64_t resizedLength(const Node &node, double scale, int64_t in, bool round) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    fail(node.describe(), ": Resize scale ", scale, " must be finite and positive");
+  double length = scale * double(in) + (round ? 0.5 : 0.0);
+  if (!(length < double(int64_t(1) << 40)))
+    fail(node.describe(), ": Resize to ", length, " elements on one axis is too large");
+  return int64_t(std::floor(length));
+}
+
 ResizeShape resizeShape(const Node &node, const ResizeAttributes &a,
                         const std::vector<int64_t> &inDims, const std::vector<float> *scales,
                         const std::vector<int64_t> *sizes) {
@@ -186,10 +195,8 @@ ResizeShape resizeShape(const Node &node, const ResizeAttributes &a,
       fail(node.describe(), ": keep_aspect_ratio_policy applies to sizes, not scales");
     for (size_t i = 0; i < axes.size(); ++i) {
       double scale = (*scales)[i];
-      if (!(scale > 0))
-        fail(node.describe(), ": Resize scale ", scale, " must be positive");
       s.scales[size_t(axes[i])] = scale;
-      s.outDims[size_t(axes[i])] = int64_t(std::floor(scale * double(inDims[size_t(axes[i])])));
+      s.outDims[size_t(axes[i])] = resizedLength(node, scale, inDims[size_t(axes[i])]);
     }
     return s;
   }
@@ -208,7 +215,7 @@ ResizeShape resizeShape(const Node &node, const ResizeAttributes &a,
                                                 : std::max(scale, s.scales[size_t(axis)]);
   for (int64_t axis : axes) {
     s.scales[size_t(axis)] = scale;
-    s.outDims[size_t(axis)] = int64_t(scale * double(inDims[size_t(axis)]) + 0.5);
+    s.outDims[size_t(axis)] = resizedLength(node, scale, inDims[size_t(axis)], true);
   }
   return s;
 }

@@ -87,6 +87,11 @@ ResizeAttributes resizeAttributes(const Node &node);
 /// `axes` normalized for `rank` (every axis when absent), checked distinct.
 std::vector<int64_t> resizeAxes(const Node &node, const ResizeAttributes &a, int64_t rank);
 
+/// floor(scale * in) (or the nearest integer when `round`), checked to be a
+/// size: a scale that is not finite and positive, or a length past 2^40,
+/// throws naming the node.
+int64_t resizedLength(const Node &node, double scale, int64_t in, bool round = false);
+
 /// Output dims and the per-axis scale used by the coordinate transform, from
 /// known input dims and either `scales` (one per resized axis) or `sizes`.
 struct ResizeShape {

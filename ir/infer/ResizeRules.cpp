@@ -70,10 +70,9 @@ void inferResize(Node &node, InferenceContext &context) {
   for (size_t i = 0; i < axes.size(); ++i) {
     Dim &d = dims[size_t(axes[i])];
     double scale = scales[i];
-    if (!(scale > 0))
-      fail(node.describe(), ": Resize scale ", scale, " must be positive");
+    resizedLength(node, scale, 1); // refuses a scale that is no scale
     if (std::optional<int64_t> c = d.constant())
-      d = Dim(int64_t(std::floor(scale * double(*c))));
+      d = Dim(resizedLength(node, scale, *c));
     else if (scale == std::floor(scale) && !d.isUnknown())
       d = d * Dim(int64_t(scale));
     else

@@ -132,6 +132,9 @@ def write_graph_defects(out: Path) -> None:
     antialias = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_aa",
                                   mode="linear", antialias=1)]
     save(model_of(antialias, [image], [pooled], [scales], opset=13), out / "resize_antialias_13.onnx")
+    huge = numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")
+    blowup = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_huge")]
+    save(model_of(blowup, [image], [pooled], [huge]), out / "resize_huge_scale.onnx")
     weight = numpy_helper.from_array(np.ones([2, 2, 3, 3], np.float32), "w")
     deconv = [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv",
                                strides=[2, 2], output_padding=[2, 0])]

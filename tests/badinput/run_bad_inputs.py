@@ -139,6 +139,7 @@ def model_cases(onnxc: str, out: Path, scratch: Path) -> list:
         "pad_wrap_before_19.onnx": ["pad_wrap", "wrap", "opset 17"],
         "resize_antialias_13.onnx": ["resize_aa", "antialias", "opset 13"],
         "convtranspose_output_padding.onnx": ["deconv", "output_padding"],
+        "resize_huge_scale.onnx": ["resize_huge", "too large"],
         "external/external_escape.onnx": ["W_escape", ("escap", "outside the model")],
         "external/external_absolute.onnx": ["W_absolute",
                                             ("absolute", "escap", "outside the model")],
