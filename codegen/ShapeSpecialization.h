@@ -48,8 +48,7 @@ void specializeInputDims(Graph &graph, const std::map<std::string, Tensor> &inpu
 /// on more than the inputs' dims), modifying `graph`. Returns the inputs that became
 /// constants. Rethrows the first compile error when specializing does not
 /// help.
-std::vector<std::string> compileForInputs(Graph &graph,
-                                          const std::map<std::string, Tensor> &inputs,
+std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
                                           const std::function<void(const Graph &)> &compile);
 
 /// A JIT-compiled model for particular input values.

@@ -139,11 +139,12 @@ ResizeAttributes resizeAttributes(const Node &node) {
        {"align_corners", ResizeCoordinates::AlignCorners},
        {"asymmetric", ResizeCoordinates::Asymmetric},
        {"tf_crop_and_resize", ResizeCoordinates::TfCropAndResize}});
-  a.rounding = parseChoice<ResizeRounding>(node, "nearest_mode", "round_prefer_floor",
-                                           {{"round_prefer_floor", ResizeRounding::RoundPreferFloor},
-                                            {"round_prefer_ceil", ResizeRounding::RoundPreferCeil},
-                                            {"floor", ResizeRounding::Floor},
-                                            {"ceil", ResizeRounding::Ceil}});
+  a.rounding =
+      parseChoice<ResizeRounding>(node, "nearest_mode", "round_prefer_floor",
+                                  {{"round_prefer_floor", ResizeRounding::RoundPreferFloor},
+                                   {"round_prefer_ceil", ResizeRounding::RoundPreferCeil},
+                                   {"floor", ResizeRounding::Floor},
+                                   {"ceil", ResizeRounding::Ceil}});
   a.aspect = parseChoice<ResizeAspect>(node, "keep_aspect_ratio_policy", "stretch",
                                        {{"stretch", ResizeAspect::Stretch},
                                         {"not_larger", ResizeAspect::NotLarger},
@@ -188,8 +189,8 @@ ResizeShape resizeShape(const Node &node, const ResizeAttributes &a,
   if ((scales && sizes) || (!scales && !sizes))
     fail(node.describe(), ": Resize needs exactly one of scales and sizes");
   if (given != axes.size())
-    fail(node.describe(), ": Resize ", scales ? "scales" : "sizes", " has ", given,
-         " values for ", axes.size(), " axes");
+    fail(node.describe(), ": Resize ", scales ? "scales" : "sizes", " has ", given, " values for ",
+         axes.size(), " axes");
   if (scales) {
     if (a.aspect != ResizeAspect::Stretch)
       fail(node.describe(), ": keep_aspect_ratio_policy applies to sizes, not scales");

@@ -77,7 +77,7 @@ struct ResizeAttributes {
   double cubicA = -0.75;
   bool excludeOutside = false;
   double extrapolation = 0.0;
-  bool antialias = false;     // linear and cubic only: widen the filter to 1 / scale
+  bool antialias = false;    // linear and cubic only: widen the filter to 1 / scale
   std::vector<int64_t> axes; // raw attribute; empty = every axis
 };
 
@@ -121,8 +121,7 @@ struct ResizeTaps {
   std::vector<double> weight;
   bool outside = false;
 };
-ResizeTaps resizeTaps(const ResizeAttributes &a, double sourceCoordinate, int64_t in,
-                      double scale);
+ResizeTaps resizeTaps(const ResizeAttributes &a, double sourceCoordinate, int64_t in, double scale);
 
 /// The cubic convolution weight of a tap `distance` away (|distance| < 2).
 double cubicWeight(double distance, double a);

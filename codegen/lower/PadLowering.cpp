@@ -112,8 +112,8 @@ void lowerPad(LoweringContext &ctx, const Node &node) {
     for (size_t i = 0; i + 1 < rank; ++i) {
       Value *shifted = b.CreateSub(index[i], k.i64(begin[i]));
       inPad = b.CreateOr(inPad, b.CreateICmpUGE(shifted, inDims[i]));
-      source = b.CreateAdd(source,
-                           b.CreateMul(mappedIndex(k, mode, shifted, inDims[i]), inStrides[i]));
+      source =
+          b.CreateAdd(source, b.CreateMul(mappedIndex(k, mode, shifted, inDims[i]), inStrides[i]));
     }
     Value *outRow = b.CreateMul(row, outLast);
     auto storeAt = [&](Value *j, Value *value) {

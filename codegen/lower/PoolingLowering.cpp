@@ -1,4 +1,4 @@
-//===- codegen/lower/PoolingLowering.cpp - MaxPool, AveragePool, ConvTranspose //
+//===- codegen/lower/PoolingLowering.cpp - Pools and ConvTranspose -------===//
 //
 // Loop nests computing what ir/eval/PoolingKernels.cpp computes, over any
 // number of spatial dims, any dtype the shape rule accepts (integers pool
@@ -114,9 +114,9 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
         Value *within = b.getTrue(), *withinPads = b.getTrue();
         std::vector<Value *> position(n);
         for (size_t i = 0; i < n; ++i) {
-          position[i] = b.CreateAdd(
-              b.CreateSub(b.CreateMul(outIndex[i], k.i64(a.strides[i])), padBegin[i]),
-              b.CreateMul(tap[i], k.i64(a.dilations[i])));
+          position[i] =
+              b.CreateAdd(b.CreateSub(b.CreateMul(outIndex[i], k.i64(a.strides[i])), padBegin[i]),
+                          b.CreateMul(tap[i], k.i64(a.dilations[i])));
           // One unsigned compare covers both 0 <= pos and pos < size.
           within = b.CreateAnd(within, b.CreateICmpULT(position[i], k.dim(inSpatial[i])));
           withinPads = b.CreateAnd(withinPads, b.CreateICmpSLT(position[i], paddedEnd[i]));
@@ -126,14 +126,14 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
                                     b.CreateZExt(withinPads, b.getInt64Ty())),
                         counted);
         k.ifThen(within, [&] {
-          Value *v = k.convert(k.loadElement(dtype, k.buffer(x),
-                                             b.CreateAdd(xBase, k.offset(position, inStrides))),
-                               dtype, real);
+          Value *v = k.convert(
+              k.loadElement(dtype, k.buffer(x), b.CreateAdd(xBase, k.offset(position, inStrides))),
+              dtype, real);
           Value *acc = b.CreateLoad(realType, accumulator);
-          Value *next = isMax ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc),
-                                                          b.CreateFCmpUNO(v, v)),
-                                               v, acc)
-                              : b.CreateFAdd(acc, v);
+          Value *next =
+              isMax ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v,
+                                     acc)
+                    : b.CreateFAdd(acc, v);
           b.CreateStore(next, accumulator);
           b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), inside), k.i64(1)), inside);
         });
@@ -141,9 +141,8 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
       Value *result = b.CreateLoad(realType, accumulator);
       // As the reference: an integer window wholly in the padding gives 0.
       if (isMax && !isFloat(dtype))
-        result = b.CreateSelect(
-            b.CreateICmpEQ(b.CreateLoad(b.getInt64Ty(), inside), k.i64(0)), k.constant(real, 0.0),
-            result);
+        result = b.CreateSelect(b.CreateICmpEQ(b.CreateLoad(b.getInt64Ty(), inside), k.i64(0)),
+                                k.constant(real, 0.0), result);
       if (!isMax) {
         Value *count = b.CreateLoad(b.getInt64Ty(), a.countIncludePad ? counted : inside);
         result = b.CreateFDiv(result, b.CreateSIToFP(count, realType));
@@ -166,9 +165,8 @@ std::vector<Value *> convTransposePads(FunctionBuilder &k, const ConvTransposeAt
       pads.push_back(k.i64(a.padding.pads[i]));
       continue;
     }
-    Value *full = b.CreateAdd(
-        b.CreateMul(k.i64(a.strides[i]), b.CreateSub(k.dim(in[i]), k.i64(1))),
-        k.i64(a.outputPadding[i] + a.extent(i)));
+    Value *full = b.CreateAdd(b.CreateMul(k.i64(a.strides[i]), b.CreateSub(k.dim(in[i]), k.i64(1))),
+                              k.i64(a.outputPadding[i] + a.extent(i)));
     Value *total = b.CreateSub(full, k.dim(out[i]));
     Value *half = b.CreateAShr(total, k.i64(1)); // floor(total / 2)
     pads.push_back(a.padding.autoPad == "SAME_UPPER" ? half : b.CreateSub(total, half));

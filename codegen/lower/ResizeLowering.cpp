@@ -34,11 +34,12 @@ struct TapValues {
 /// Per-axis constants: the scale (or how to compute it) and the roi.
 struct AxisPlan {
   bool resized = false;
-  double scale = 1.0;          // when !sizeDerived
-  bool sizeDerived = false;    // scale = targetSize / in (or the aspect policy's pick)
+  double scale = 1.0;       // when !sizeDerived
+  bool sizeDerived = false; // scale = targetSize / in (or the aspect policy's pick)
+  int64_t targetSize = 0;   // when sizeDerived
   double roiStart = 0, roiEnd = 1;
-  int taps = 1;                // per output element
-  double stretch = 1.0;        // antialias: the filter's scale, min(scale, 1)
+  int taps = 1;         // per output element
+  double stretch = 1.0; // antialias: the filter's scale, min(scale, 1)
 };
 
 const Tensor *givenConstant(const LoweringContext &ctx, const Node &node, size_t i) {
@@ -63,8 +64,7 @@ public:
   Value *sourceCoordinate(Value *o, Value *scale, Value *in, Value *out, const AxisPlan &p) {
     Value *x = toF64(o), *inD = toF64(in), *outD = toF64(out);
     Value *width = b_.CreateFMul(scale, inD);
-    Value *halfPixel =
-        b_.CreateFSub(b_.CreateFDiv(b_.CreateFAdd(x, f64(0.5)), scale), f64(0.5));
+    Value *halfPixel = b_.CreateFSub(b_.CreateFDiv(b_.CreateFAdd(x, f64(0.5)), scale), f64(0.5));
     Value *several = b_.CreateICmpSGT(out, k_.i64(1));
     Value *inLess1 = b_.CreateFSub(inD, f64(1));
     switch (a_.coordinates) {
@@ -86,8 +86,8 @@ public:
     case ResizeCoordinates::TfCropAndResize: {
       Value *start = b_.CreateFMul(f64(p.roiStart), inLess1);
       Value *span = b_.CreateFMul(f64(p.roiEnd - p.roiStart), inLess1);
-      Value *many = b_.CreateFAdd(
-          start, b_.CreateFDiv(b_.CreateFMul(x, span), b_.CreateFSub(width, f64(1))));
+      Value *many =
+          b_.CreateFAdd(start, b_.CreateFDiv(b_.CreateFMul(x, span), b_.CreateFSub(width, f64(1))));
       Value *one = b_.CreateFAdd(start, b_.CreateFMul(span, f64(0.5)));
       return b_.CreateSelect(several, many, one);
     }
@@ -183,15 +183,11 @@ private:
   const ResizeAttributes &a_;
 };
 
-void lowerResize(LoweringContext &ctx, const Node &node) {
-  const onnxc::Value *input = node.operand(0);
-  const Shape &xs = input->shape(), &ys = node.result(0)->shape();
-  size_t rank = xs.rank();
-  if (!xs.isRanked() || ys.rank() != rank || rank == 0)
-    ctx.unsupported(node, "resize needs a ranked input");
-  DType dtype = input->dtype();
-  ResizeAttributes a = resizeAttributes(node);
-  std::vector<int64_t> axes = resizeAxes(node, a, int64_t(rank));
+/// Each axis' plan from the constant operands, checked; the tap counts are
+/// static, so an antialiased downscale needs its scale at compile time.
+std::vector<AxisPlan> planAxes(const LoweringContext &ctx, const Node &node,
+                               const ResizeAttributes &a, const std::vector<int64_t> &axes,
+                               const Shape &xs) {
   const Tensor *roi = givenConstant(ctx, node, 1);
   const Tensor *scales = givenConstant(ctx, node, 2);
   const Tensor *sizes = givenConstant(ctx, node, 3);
@@ -200,8 +196,7 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
   size_t given = size_t((scales ? scales : sizes)->numElements());
   if (given != axes.size())
     ctx.unsupported(node, "resize scales or sizes do not match its axes");
-  std::vector<AxisPlan> plan(rank);
-  std::vector<int64_t> targetSizes(rank, 0);
+  std::vector<AxisPlan> plan(xs.rank());
   for (size_t i = 0; i < axes.size(); ++i) {
     AxisPlan &p = plan[size_t(axes[i])];
     p.resized = true;
@@ -209,7 +204,7 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
       p.scale = double(float(scales->elementAsDouble(int64_t(i))));
     else {
       p.sizeDerived = true;
-      targetSizes[size_t(axes[i])] = sizes->toInt64Vector()[i];
+      p.targetSize = sizes->toInt64Vector()[i];
     }
     if (a.coordinates == ResizeCoordinates::TfCropAndResize) {
       if (!roi || roi->numElements() != int64_t(2 * axes.size()))
@@ -221,7 +216,7 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
 
   // Tap counts are static: an antialiased downscale needs its scale now.
   bool wideFilter = a.antialias && a.mode != ResizeMode::Nearest;
-  std::vector<double> staticScales(rank, 1.0);
+  std::vector<double> staticScales(xs.rank(), 1.0);
   if (wideFilter && scales) {
     for (int64_t axis : axes)
       staticScales[size_t(axis)] = plan[size_t(axis)].scale;
@@ -246,6 +241,45 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
     ctx.unsupported(node, "resize reads " + std::to_string(footprint) +
                               " inputs per output (antialias of a steep downscale); at most 256 "
                               "are compiled");
+  return plan;
+}
+
+/// The scale of every resized axis, as f64 (the aspect policies pick one
+/// ratio for all of them).
+std::vector<Value *> emitScales(ResizeEmitter &emit, IRBuilder<> &b, const ResizeAttributes &a,
+                                const std::vector<int64_t> &axes, const std::vector<AxisPlan> &plan,
+                                const std::vector<Value *> &inDims) {
+  std::vector<Value *> scaleOf(inDims.size(), nullptr);
+  Value *picked = nullptr;
+  for (int64_t axis : axes) {
+    size_t d = size_t(axis);
+    if (!plan[d].sizeDerived) {
+      scaleOf[d] = emit.f64(plan[d].scale);
+      continue;
+    }
+    scaleOf[d] = b.CreateFDiv(emit.f64(double(plan[d].targetSize)), emit.toF64(inDims[d]));
+    if (a.aspect != ResizeAspect::Stretch)
+      picked = !picked ? scaleOf[d]
+               : a.aspect == ResizeAspect::NotLarger
+                   ? b.CreateSelect(b.CreateFCmpOLT(scaleOf[d], picked), scaleOf[d], picked)
+                   : b.CreateSelect(b.CreateFCmpOGT(scaleOf[d], picked), scaleOf[d], picked);
+  }
+  if (picked)
+    for (int64_t axis : axes)
+      scaleOf[size_t(axis)] = picked;
+  return scaleOf;
+}
+
+void lowerResize(LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *input = node.operand(0);
+  const Shape &xs = input->shape(), &ys = node.result(0)->shape();
+  size_t rank = xs.rank();
+  if (!xs.isRanked() || ys.rank() != rank || rank == 0)
+    ctx.unsupported(node, "resize needs a ranked input");
+  DType dtype = input->dtype();
+  ResizeAttributes a = resizeAttributes(node);
+  std::vector<int64_t> axes = resizeAxes(node, a, int64_t(rank));
+  std::vector<AxisPlan> plan = planAxes(ctx, node, a, axes, xs);
 
   StepBuilder step = ctx.beginStep(node, "resize");
   unsigned x = step.input(input);
@@ -263,26 +297,7 @@ void lowerResize(LoweringContext &ctx, const Node &node) {
     inStrides[i] = stride;
     stride = b.CreateMul(stride, inDims[i]);
   }
-  // The scale of every resized axis, as f64 (the aspect policies pick one
-  // ratio for all of them).
-  std::vector<Value *> scaleOf(rank, nullptr);
-  Value *picked = nullptr;
-  for (int64_t axis : axes) {
-    size_t d = size_t(axis);
-    if (!plan[d].sizeDerived) {
-      scaleOf[d] = emit.f64(plan[d].scale);
-      continue;
-    }
-    scaleOf[d] = b.CreateFDiv(emit.f64(double(targetSizes[d])), emit.toF64(inDims[d]));
-    if (a.aspect != ResizeAspect::Stretch)
-      picked = !picked ? scaleOf[d]
-               : a.aspect == ResizeAspect::NotLarger
-                   ? b.CreateSelect(b.CreateFCmpOLT(scaleOf[d], picked), scaleOf[d], picked)
-                   : b.CreateSelect(b.CreateFCmpOGT(scaleOf[d], picked), scaleOf[d], picked);
-  }
-  if (picked)
-    for (int64_t axis : axes)
-      scaleOf[size_t(axis)] = picked;
+  std::vector<Value *> scaleOf = emitScales(emit, b, a, axes, plan, inDims);
   std::vector<Value *> outerExtents(outDims.begin(), outDims.end() - 1);
 
   k.forRange(first, last, [&](Value *row) {

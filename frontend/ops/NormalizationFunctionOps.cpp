@@ -29,8 +29,8 @@ Value *i64Vector(OnnxNode &node, const std::string &name, std::vector<int64_t> v
 
 /// `value` as a scalar of `like`'s element type.
 Value *scalarOfType(OnnxNode &node, Value *like, float value, const std::string &name) {
-  return node.emitStep(OpKind::CastLike, {node.addConstant(name, Tensor::scalar<float>(value)), like},
-                       name);
+  return node.emitStep(OpKind::CastLike,
+                       {node.addConstant(name, Tensor::scalar<float>(value)), like}, name);
 }
 
 float epsilonOf(OnnxNode &node) {
@@ -83,8 +83,8 @@ Value *normalized(OnnxNode &node, Value *x, Value *axes, float epsilon) {
   Value *deviation = node.emitStep(OpKind::Sub, {x, mean}, "deviation");
   Value *square = node.emitStep(OpKind::Mul, {deviation, deviation}, "square");
   Value *var = node.emitStep(OpKind::ReduceMean, {square, axes}, "var", keep);
-  Value *shifted = node.emitStep(OpKind::Add, {var, scalarOfType(node, x, epsilon, "epsilon")},
-                                 "shifted_var");
+  Value *shifted =
+      node.emitStep(OpKind::Add, {var, scalarOfType(node, x, epsilon, "epsilon")}, "shifted_var");
   return node.emitStep(OpKind::Div, {deviation, node.emitStep(OpKind::Sqrt, {shifted}, "std")},
                        "normalized");
 }
@@ -125,7 +125,8 @@ void importGroupNormalization(OnnxNode &node) {
   int64_t stash = 1;
   if (auto it = attributes.find("stash_type"); it != attributes.end()) {
     if (!it->second.isInt() || (it->second.asInt() != 1 && it->second.asInt() != 0))
-      fail(node.describe(), ": GroupNormalization stash_type must be 1 (float) or 0 (the input's type)");
+      fail(node.describe(),
+           ": GroupNormalization stash_type must be 1 (float) or 0 (the input's type)");
     stash = it->second.asInt();
   }
   Value *x = in[0], *scale = in[1], *bias = in[2];
@@ -133,8 +134,8 @@ void importGroupNormalization(OnnxNode &node) {
   Value *work = x;
   if (stash == 1 && perChannel)
     work = node.emitStep(OpKind::Cast, {x}, "stashed", {{"to", Attribute(int64_t(1))}});
-  Value *grouped = node.emitStep(OpKind::Reshape, {work, i64Vector(node, "group_view", {0, groups, -1})},
-                                 "grouped");
+  Value *grouped = node.emitStep(OpKind::Reshape,
+                                 {work, i64Vector(node, "group_view", {0, groups, -1})}, "grouped");
   Value *y = normalized(node, grouped, i64Vector(node, "group_axis", {2}), epsilonOf(node));
   Value *xShape = node.emitStep(OpKind::Shape, {x}, "x_shape");
   if (!perChannel) {
@@ -142,7 +143,8 @@ void importGroupNormalization(OnnxNode &node) {
     Value *groupView = i64Vector(node, "parameter_view", {groups, 1});
     auto perGroup = [&](Value *parameter, const std::string &name) {
       return node.emitStep(OpKind::Reshape,
-                           {node.emitStep(OpKind::CastLike, {parameter, y}, name), groupView}, name);
+                           {node.emitStep(OpKind::CastLike, {parameter, y}, name), groupView},
+                           name);
     };
     Value *scaled = node.emitStep(OpKind::Mul, {y, perGroup(scale, "scale")}, "scaled");
     Value *shifted = node.emitStep(OpKind::Add, {scaled, perGroup(bias, "bias")}, "shifted");
@@ -158,8 +160,7 @@ void importGroupNormalization(OnnxNode &node) {
 } // namespace
 
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry) {
-  registry.add(
-      {"", "InstanceNormalization", 6, OpKind::Add, importInstanceNormalization});
+  registry.add({"", "InstanceNormalization", 6, OpKind::Add, importInstanceNormalization});
   registry.add({"", "GroupNormalization", 18, OpKind::Add, importGroupNormalization});
 }
 

@@ -54,7 +54,8 @@ void importPad(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
   std::string mode = stringAttribute(node, attributes, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    fail(node.describe(), ": Pad mode '", mode, "' is not supported (constant, reflect, edge, wrap)");
+    fail(node.describe(), ": Pad mode '", mode,
+         "' is not supported (constant, reflect, edge, wrap)");
   if (mode == "wrap" && node.opset() < 19)
     fail(node.describe(), ": Pad mode 'wrap' is not defined at opset ", node.opset(),
          " (it is from opset 19)");
@@ -82,8 +83,8 @@ void importPool(OnnxNode &node) {
 }
 
 void importConvTranspose(OnnxNode &node) {
-  requireAttributesAmong(node, {"auto_pad", "dilations", "group", "kernel_shape",
-                                "output_padding", "output_shape", "pads", "strides"});
+  requireAttributesAmong(node, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                "output_shape", "pads", "strides"});
   node.emit(OpKind::ConvTranspose, trimmedOperands(node), node.attributes());
 }
 

@@ -103,8 +103,8 @@ void padKernel(const Node &node, const std::vector<const Tensor *> &operands,
       rest /= outDims[size_t(axis)];
     }
     for (int64_t axis = 0; axis < rank; ++axis) {
-      int64_t s = sourceIndex(mode, index[size_t(axis)] - begin[size_t(axis)],
-                              data.dims()[size_t(axis)]);
+      int64_t s =
+          sourceIndex(mode, index[size_t(axis)] - begin[size_t(axis)], data.dims()[size_t(axis)]);
       filled = filled || s < 0;
       source = source * data.dims()[size_t(axis)] + s;
     }

@@ -37,8 +37,7 @@ void poolKernel(const Node &node, const std::vector<const Tensor *> &operands,
                 std::vector<Tensor> &results) {
   const Tensor &x = *operands[0];
   if (x.rank() < 3)
-    fail(node.describe(), ": ", node.opName(), " needs X [N, C, spatial...], got ",
-         x.typeString());
+    fail(node.describe(), ": ", node.opName(), " needs X [N, C, spatial...], got ", x.typeString());
   bool isMax = node.kind() == OpKind::MaxPool;
   size_t n = x.rank() - 2;
   PoolAttributes a = poolAttributes(node, n);
@@ -51,10 +50,9 @@ void poolKernel(const Node &node, const std::vector<const Tensor *> &operands,
   // The end of the explicit (or automatic) padding on each dim.
   std::vector<int64_t> paddedEnd(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t padEnd = a.padding.isSame()
-                         ? (outSpatial[i] - 1) * a.strides[i] + a.extent(i) - inSpatial[i] -
-                               padBegin[i]
-                         : a.padding.pads[n + i];
+    int64_t padEnd = a.padding.isSame() ? (outSpatial[i] - 1) * a.strides[i] + a.extent(i) -
+                                              inSpatial[i] - padBegin[i]
+                                        : a.padding.pads[n + i];
     paddedEnd[i] = inSpatial[i] + std::max<int64_t>(padEnd, 0);
   }
   std::vector<int64_t> outDims = {x.dims()[0], x.dims()[1]};
@@ -107,8 +105,8 @@ void convTransposeKernel(const Node &node, const std::vector<const Tensor *> &op
     fail(node.describe(), ": convtranspose needs X [N, C, spatial...] and W of the same rank, got ",
          x.typeString(), " and ", w.typeString());
   size_t n = x.rank() - 2;
-  ConvTransposeAttributes a = convTransposeAttributes(
-      node, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  ConvTransposeAttributes a =
+      convTransposeAttributes(node, std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
   int64_t batch = x.dims()[0], inChannels = x.dims()[1], group = a.group;
   if (w.dims()[0] != inChannels || inChannels % group != 0)
     fail(node.describe(), ": convtranspose channels do not fit group ", group, " (X ",

@@ -55,10 +55,11 @@ void resizeKernel(const Node &node, const std::vector<const Tensor *> &operands,
   for (int64_t axis : axes) {
     size_t d = size_t(axis);
     for (int64_t o = 0; o < shape.outDims[d]; ++o)
-      taps[d].push_back(resizeTaps(a,
-                                   resizeSourceCoordinate(a, double(o), shape.scales[d], x.dims()[d],
-                                                          shape.outDims[d], roiStart[d], roiEnd[d]),
-                                   x.dims()[d], shape.scales[d]));
+      taps[d].push_back(
+          resizeTaps(a,
+                     resizeSourceCoordinate(a, double(o), shape.scales[d], x.dims()[d],
+                                            shape.outDims[d], roiStart[d], roiEnd[d]),
+                     x.dims()[d], shape.scales[d]));
   }
   results[0] = Tensor(x.dtype(), shape.outDims);
   Tensor &y = results[0];

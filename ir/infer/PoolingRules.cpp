@@ -174,9 +174,8 @@ void inferConvTranspose(Node &node, InferenceContext &context) {
     else if (a.padding.isSame())
       dims.push_back(in * Dim(a.strides[i]));
     else
-      dims.push_back(in * Dim(a.strides[i]) +
-                     Dim(a.outputPadding[i] + a.extent(i) - a.strides[i] - a.padding.pads[i] -
-                         a.padding.pads[n + i]));
+      dims.push_back(in * Dim(a.strides[i]) + Dim(a.outputPadding[i] + a.extent(i) - a.strides[i] -
+                                                  a.padding.pads[i] - a.padding.pads[n + i]));
   }
   node.result(0)->setType({dtype, Shape(std::move(dims))});
 }

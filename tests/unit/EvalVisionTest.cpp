@@ -99,8 +99,7 @@ TEST(EvalPool, PadsCountIncludePadAndCeilMode) {
 TEST(EvalPool, RefusesAMissingKernelAndCeilWithSame) {
   Tensor x = floats({1, 1, 2, 2}, {1, 2, 3, 4});
   EXPECT_THROW(runOne(OpKind::MaxPool, {x}), Error);
-  EXPECT_THROW(runOne(OpKind::AveragePool, {x},
-                      {{"kernel_shape", std::vector<int64_t>{3, 3}}}),
+  EXPECT_THROW(runOne(OpKind::AveragePool, {x}, {{"kernel_shape", std::vector<int64_t>{3, 3}}}),
                Error); // window larger than the input
 }
 
@@ -147,9 +146,8 @@ TEST(EvalResize, NearestLinearAndCoordinateModes) {
   // weighs taps at distances 0.5 and 1.5 by 0.75 and 0.25 (then normalized),
   // the edge taps clamped.
   Tensor ramp = floats({4}, {0, 1, 2, 3});
-  std::vector<double> smooth =
-      runOne(OpKind::Resize, {ramp, Tensor(), floats({1}, {0.5})},
-             {{"mode", std::string("linear")}, {"antialias", int64_t(1)}});
+  std::vector<double> smooth = runOne(OpKind::Resize, {ramp, Tensor(), floats({1}, {0.5})},
+                                      {{"mode", std::string("linear")}, {"antialias", int64_t(1)}});
   ASSERT_EQ(smooth.size(), 2u);
   EXPECT_NEAR(smooth[0], (0.25 * 0 + 0.75 * 0 + 0.75 * 1 + 0.25 * 2) / 2, 1e-6);
   EXPECT_NEAR(smooth[1], (0.25 * 1 + 0.75 * 2 + 0.75 * 3 + 0.25 * 3) / 2, 1e-6);
