@@ -39,6 +39,29 @@ bool hasDataDependentShapes(const Graph &graph) {
   return false;
 }
 
+namespace {
+
+/// Decides the graph's shape assumptions over `bindings` now: a refuted one
+/// is an error, a proven one is dropped, the others keep their remaining
+/// symbols.
+void bindAssumptions(Graph &graph, const std::map<std::string, int64_t> &bindings) {
+  std::vector<ShapeAssumption> kept;
+  for (const ShapeAssumption &assumption : graph.assumptions()) {
+    ShapeAssumption bound = assumption;
+    bound.expr = assumption.expr.substitute(bindings);
+    if (bound.refuted())
+      fail(assumption.message, "; the values given bind ", assumption.expr.str(), " to ",
+           bound.expr.str());
+    if (!bound.provable())
+      kept.push_back(std::move(bound));
+  }
+  graph.eraseAssumptionsIf([](const ShapeAssumption &) { return true; });
+  for (ShapeAssumption &assumption : kept)
+    graph.addAssumption(std::move(assumption));
+}
+
+} // namespace
+
 std::vector<std::string> specializeSmallInputs(Graph &graph,
                                                const std::map<std::string, Tensor> &inputs,
                                                int64_t maxElements) {
@@ -66,19 +89,7 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
     for (size_t axis = 0; input->shape().isRanked() && axis < input->shape().rank(); ++axis)
       if (input->shape()[axis].isSymbol())
         bindings.erase(input->shape()[axis].symbolName());
-  std::vector<ShapeAssumption> kept;
-  for (const ShapeAssumption &assumption : graph.assumptions()) {
-    ShapeAssumption bound = assumption;
-    bound.expr = assumption.expr.substitute(bindings);
-    if (bound.refuted())
-      fail(assumption.message, "; the values given bind ", assumption.expr.str(), " to ",
-           bound.expr.str());
-    if (!bound.provable())
-      kept.push_back(std::move(bound));
-  }
-  graph.eraseAssumptionsIf([](const ShapeAssumption &) { return true; });
-  for (ShapeAssumption &assumption : kept)
-    graph.addAssumption(std::move(assumption));
+  bindAssumptions(graph, bindings);
   if (!specialized.empty())
     inferShapes(graph);
   // Fold what is constant now (a Range over a specialized size computed
@@ -87,6 +98,34 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
   addOptimizationPipeline(cleanup, 1);
   cleanup.run(graph);
   return specialized;
+}
+
+void specializeInputDims(Graph &graph, const std::map<std::string, Tensor> &inputs) {
+  std::map<std::string, int64_t> bindings;
+  for (Value *input : graph.inputs()) {
+    auto it = inputs.find(input->name());
+    const Shape &shape = input->shape();
+    if (it == inputs.end() || !shape.isRanked() || shape.rank() != it->second.rank())
+      continue;
+    for (size_t axis = 0; axis < shape.rank(); ++axis)
+      if (shape[axis].isSymbol())
+        bindings.emplace(shape[axis].symbolName(), it->second.dims()[axis]);
+  }
+  if (bindings.empty())
+    return;
+  for (Value *input : graph.inputs()) {
+    Shape shape = input->shape();
+    if (!shape.isRanked())
+      continue;
+    for (size_t axis = 0; axis < shape.rank(); ++axis)
+      shape[axis] = shape[axis].substitute(bindings);
+    input->setType({input->dtype(), shape});
+  }
+  bindAssumptions(graph, bindings);
+  inferShapes(graph);
+  PassManager cleanup;
+  addOptimizationPipeline(cleanup, 1);
+  cleanup.run(graph);
 }
 
 namespace {
@@ -99,6 +138,8 @@ std::vector<std::string> specializeAndCompile(Graph &graph,
   std::vector<std::string> specialized;
   try {
     specialized = specializeSmallInputs(graph, inputs);
+    if (hasDataDependentShapes(graph))
+      specializeInputDims(graph, inputs);
     compile(graph);
   } catch (const Error &error) {
     std::vector<std::string> names;

@@ -36,14 +36,19 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
                                                const std::map<std::string, Tensor> &inputs,
                                                int64_t maxElements = 64);
 
+/// Fixes the symbolic dims of the graph inputs to those of the given values
+/// and re-infers shapes: for sizes no polynomial of the dims expresses (a
+/// stride-2 pool under ceil_mode, a resize by 1.5), which become constants.
+void specializeInputDims(Graph &graph, const std::map<std::string, Tensor> &inputs);
+
 /// Calls `compile(graph)`: as the graph is when that works; otherwise
 /// (shapes follow input contents, or a lowering needs an operand's value at
 /// compile time, like a training-mode Dropout ratio given as an input) after
-/// specializeSmallInputs, modifying `graph`. Returns the inputs that became
+/// specializeSmallInputs (and specializeInputDims when shapes still depend
+/// on more than the inputs' dims), modifying `graph`. Returns the inputs that became
 /// constants. Rethrows the first compile error when specializing does not
 /// help.
-std::vector<std::string> compileForInputs(Graph &graph,
-                                          const std::map<std::string, Tensor> &inputs,
+std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
                                           const std::function<void(const Graph &)> &compile);
 
 /// A JIT-compiled model for particular input values.

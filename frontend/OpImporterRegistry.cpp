@@ -15,6 +15,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerNeuralNetImporters(r);
     registerFunctionImporters(r);
     registerQuantizationImporters(r);
+    registerVisionImporters(r);
+    registerNormalizationFunctionImporters(r);
     return r;
   }();
   return registry;

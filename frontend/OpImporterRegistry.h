@@ -58,5 +58,7 @@ void registerMovementImporters(OpImporterRegistry &registry);
 void registerNeuralNetImporters(OpImporterRegistry &registry);
 void registerFunctionImporters(OpImporterRegistry &registry);
 void registerQuantizationImporters(OpImporterRegistry &registry);
+void registerVisionImporters(OpImporterRegistry &registry);
+void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

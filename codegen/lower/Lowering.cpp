@@ -29,6 +29,9 @@ const LoweringTable &opLowerings() {
     registerScatterGatherLowerings(t);
     registerQuantizationLowerings(t);
     registerQuantizedGemmLowerings(t);
+    registerPadLowerings(t);
+    registerPoolingLowerings(t);
+    registerResizeLowerings(t);
     return t;
   }();
   return table;

@@ -32,6 +32,9 @@ void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
 void registerQuantizationLowerings(LoweringTable &table);  // QuantizeLinear ... QLinearConv
 void registerQuantizedGemmLowerings(LoweringTable &table); // DynamicQuantizedMatMul
+void registerPadLowerings(LoweringTable &table);          // Pad
+void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
+void registerResizeLowerings(LoweringTable &table);       // Resize
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

@@ -24,6 +24,9 @@ const KernelTable &referenceKernels() {
     registerScatterGatherKernels(t);
     registerQuantizationKernels(t);
     registerQuantizedGemmKernels(t);
+    registerPaddingKernels(t);
+    registerPoolingKernels(t);
+    registerResizeKernels(t);
     return t;
   }();
   return table;

@@ -36,6 +36,9 @@ void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND
 void registerQuantizationKernels(KernelTable &table);  // QuantizeLinear ... QLinearConv
 void registerQuantizedGemmKernels(KernelTable &table); // DynamicQuantizedMatMul (onnxc)
+void registerPaddingKernels(KernelTable &table);      // Pad
+void registerPoolingKernels(KernelTable &table);      // MaxPool, AveragePool, ConvTranspose
+void registerResizeKernels(KernelTable &table);       // Resize
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

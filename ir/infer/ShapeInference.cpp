@@ -24,6 +24,8 @@ const ShapeRuleTable &shapeRules() {
     registerLinearAlgebraShapeRules(t);
     registerScatterGatherShapeRules(t);
     registerQuantizationShapeRules(t);
+    registerPoolingShapeRules(t);
+    registerResizeShapeRules(t);
     return t;
   }();
   return table;

@@ -26,6 +26,8 @@ void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Tril
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
 void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements ScatterND
 void registerQuantizationShapeRules(ShapeRuleTable &table);  // QuantizeLinear ... QLinearConv
+void registerPoolingShapeRules(ShapeRuleTable &table);       // Pad MaxPool AveragePool ConvTranspose
+void registerResizeShapeRules(ShapeRuleTable &table);        // Resize
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).

@@ -134,6 +134,29 @@ def write_quantization_defects(out: Path) -> None:
     node = [helper.make_node("QuantizeLinear", ["x", "axis_scale", "axis_zero"], ["q"],
                              name="quant_zero_point", axis=1)]
     save(model_of(node, [x], [q], mismatched, opset=13), out / "quantize_zero_point_shape.onnx")
+    # Pad, pooling, Resize and ConvTranspose: the attribute combinations
+    # onnxc refuses, each with its own line.
+    image, pooled = tensor_info("x", [1, 2, 6, 6]), tensor_info("y", [1, 2, 3, 3])
+    indices = helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2, 3, 3])
+    argmax = [helper.make_node("MaxPool", ["x"], ["y", "i"], name="pool_argmax",
+                               kernel_shape=[2, 2], strides=[2, 2])]
+    save(model_of(argmax, [image], [pooled, indices]), out / "maxpool_indices.onnx")
+    no_kernel = [helper.make_node("AveragePool", ["x"], ["y"], name="pool_nokernel")]
+    save(model_of(no_kernel, [image], [pooled]), out / "averagepool_no_kernel.onnx")
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    wrap = [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_wrap", mode="wrap")]
+    save(model_of(wrap, [image], [pooled], [pads]), out / "pad_wrap_before_19.onnx")
+    scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "scales")
+    antialias = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_aa",
+                                  mode="linear", antialias=1)]
+    save(model_of(antialias, [image], [pooled], [scales], opset=13), out / "resize_antialias_13.onnx")
+    huge = numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")
+    blowup = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_huge")]
+    save(model_of(blowup, [image], [pooled], [huge]), out / "resize_huge_scale.onnx")
+    weight = numpy_helper.from_array(np.ones([2, 2, 3, 3], np.float32), "w")
+    deconv = [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv",
+                               strides=[2, 2], output_padding=[2, 0])]
+    save(model_of(deconv, [image], [pooled], [weight]), out / "convtranspose_output_padding.onnx")
 
 
 def write_weight_defects(out: Path) -> None:
