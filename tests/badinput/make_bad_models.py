@@ -117,6 +117,7 @@ def write_graph_defects(out: Path) -> None:
     save(model_of(prelu, [x], [y]), out / "prelu_no_slope.onnx")
 
     write_quantization_defects(out)
+    write_vision_defects(out)
 
 
 def write_quantization_defects(out: Path) -> None:
@@ -134,6 +135,10 @@ def write_quantization_defects(out: Path) -> None:
     node = [helper.make_node("QuantizeLinear", ["x", "axis_scale", "axis_zero"], ["q"],
                              name="quant_zero_point", axis=1)]
     save(model_of(node, [x], [q], mismatched, opset=13), out / "quantize_zero_point_shape.onnx")
+
+
+
+def write_vision_defects(out: Path) -> None:
     # Pad, pooling, Resize and ConvTranspose: the attribute combinations
     # onnxc refuses, each with its own line.
     image, pooled = tensor_info("x", [1, 2, 6, 6]), tensor_info("y", [1, 2, 3, 3])
