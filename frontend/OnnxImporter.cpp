@@ -79,10 +79,13 @@ std::unique_ptr<Graph> importOnnxFile(const std::string &path,
   return withPathPrefix(path, [&] {
     onnx::ModelProto model = loadModelProto(path);
     OpsetMap opsets = checkOpsets(model);
-    if (convertToImportableOpset(model))
+    bool converted = convertToImportableOpset(model);
+    if (converted)
       opsets = checkOpsets(model);
     std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
     inferShapes(*graph);
+    if (converted)
+      simplifyConvertedSoftmax(*graph);
     return graph;
   });
 }

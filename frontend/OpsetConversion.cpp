@@ -29,10 +29,13 @@
 #include "frontend/ImportContext.h"
 #include "ir/Error.h"
 
-#include <onnx/shape_inference/implementation.h>
+#include "ir/Graph.h"
+
+#include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -190,6 +193,22 @@ void checkConvertible(const onnx::GraphProto &graph, int64_t opset) {
     std::vector<int64_t> versions = converter().versionsOf(op);
     if (versions.empty()) {
       problems.push_back(describeNodeProto(node) + ": " + op + " is not an ai.onnx op");
+      return;
+    }
+    // The adapters index a node's inputs without looking: check the counts.
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(op, int(opset), "");
+    if (!schema) {
+      problems.push_back(describeNodeProto(node) + ": " + op + " is not an op of opset " +
+                         std::to_string(opset));
+      return;
+    }
+    int inputs = node.input_size(), outputs = node.output_size();
+    if (inputs < schema->min_input() || inputs > schema->max_input() ||
+        outputs < schema->min_output() || outputs > schema->max_output()) {
+      problems.push_back(describeNodeProto(node) + ": " + op + "-" +
+                         std::to_string(schema->since_version()) + " with " +
+                         std::to_string(inputs) + " inputs and " + std::to_string(outputs) +
+                         " outputs is malformed");
       return;
     }
     for (int64_t to = opset + 1; to <= kMinOnnxOpset; ++to)
@@ -398,6 +417,8 @@ std::string converterMessage(const std::string &what) {
   std::replace(message.begin(), message.end(), '\n', ' ');
   while (!message.empty() && message.back() == ' ')
     message.pop_back();
+  if (!message.empty())
+    message[0] = char(std::tolower((unsigned char)message[0]));
   return message;
 }
 
@@ -451,15 +472,6 @@ onnx::ModelProto runConverter(const onnx::ModelProto &model, int64_t opset) {
   }
 }
 
-/// Shapes for rewriteLegacySoftmax; a model shape inference trips on only
-/// loses the shortcut, not the conversion.
-void inferShapesQuietly(onnx::ModelProto &model) {
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception &) {
-  }
-}
-
 onnx::OperatorSetIdProto *defaultOpset(onnx::ModelProto &model) {
   for (onnx::OperatorSetIdProto &entry : *model.mutable_opset_import())
     if (canonicalDomain(entry.domain()).empty())
@@ -467,7 +479,52 @@ onnx::OperatorSetIdProto *defaultOpset(onnx::ModelProto &model) {
   return nullptr;
 }
 
+bool isSoftmaxKind(OpKind kind) { return kind == OpKind::Softmax || kind == OpKind::LogSoftmax; }
+
+/// The legacy Softmax rule's Flatten -> op -> Reshape(Shape(x)) where x's rank
+/// turned out to make Flatten's axis the last one: the op alone on x, which the
+/// attention fusion recognizes. Null when `reshape` is not such a chain.
+Node *softmaxOfChain(Node *reshape, Value *&input) {
+  Node *op = reshape->operand(0) ? reshape->operand(0)->definingNode() : nullptr;
+  if (!op || !isSoftmaxKind(op->kind()) || op->getInt("axis", -1) != -1 ||
+      op->result()->numUses() != 1)
+    return nullptr;
+  Node *flatten = op->operand(0) ? op->operand(0)->definingNode() : nullptr;
+  Node *shape = reshape->operand(1) ? reshape->operand(1)->definingNode() : nullptr;
+  if (!flatten || flatten->kind() != OpKind::Flatten || flatten->result()->numUses() != 1 ||
+      !shape || shape->kind() != OpKind::Shape || shape->hasAttr("start") ||
+      shape->hasAttr("end") || shape->operand(0) != flatten->operand(0))
+    return nullptr;
+  input = flatten->operand(0);
+  if (!input->shape().isRanked() || input->shape().rank() == 0)
+    return nullptr;
+  int64_t rank = int64_t(input->shape().rank());
+  int64_t axis = flatten->getInt("axis", 1);
+  return (axis < 0 ? axis + rank : axis) == rank - 1 ? op : nullptr;
+}
+
 } // namespace
+
+void simplifyConvertedSoftmax(Graph &graph) {
+  // Candidates first: the rewrite erases nodes.
+  for (Node *reshape : graph.nodesOfKind(OpKind::Reshape)) {
+    Value *input = nullptr;
+    Node *op = softmaxOfChain(reshape, input);
+    if (!op)
+      continue;
+    Node *flatten = op->operand(0)->definingNode();
+    Node *shape = reshape->operand(1)->definingNode();
+    std::string name = reshape->result()->name();
+    op->setOperand(0, input);
+    op->result()->setType(input->type());
+    graph.replaceAllUsesWith(reshape->result(), op->result());
+    graph.eraseNode(reshape);
+    if (!shape->result()->hasUses() && !graph.isOutput(shape->result()))
+      graph.eraseNode(shape);
+    graph.eraseNode(flatten);
+    graph.renameValue(op->result(), name);
+  }
+}
 
 std::string opTypeAfterConversion(const std::string &opType, int64_t opset) {
   if (opset < kMinOnnxOpset && opType == "Upsample")
@@ -541,11 +598,9 @@ bool convertOldOpset(onnx::ModelProto &model) {
 
   bool legacySoftmax = false;
   forEachNode(graph, [&](const onnx::NodeProto &node) { legacySoftmax |= isLegacySoftmax(node); });
-  if (legacySoftmax) {
-    inferShapesQuietly(model);
+  if (legacySoftmax)
     forEachGraph(graph,
                  [&](onnx::GraphProto &g) { rewriteLegacySoftmax(g, knownRanks(g), names); });
-  }
 
   onnx::ModelProto converted = runConverter(model, opset);
   onnx::GraphProto &result = *converted.mutable_graph();

@@ -11,6 +11,7 @@ reference evaluator and the JIT and is compared with onnxruntime on the original
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -98,3 +99,13 @@ def test_old_opset_model_matches_ort(name, maker, opset, backend, exported, tmp_
         assert got.shape == expected.shape, f"{output_name}: shape {got.shape}, ORT {expected.shape}"
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL,
                                    err_msg=f"{name} opset {opset} {output_name} ({backend} vs ORT)")
+
+
+@pytest.mark.parametrize("name, maker, opset", CASES, ids=[f"{n}_op{o}" for n, _, o in CASES])
+def test_old_opset_attention_is_fused(name, maker, opset, exported):
+    """Pre-13 Softmax (axis 3 of 4 in torch's exports) must not hide the attention from -O2."""
+    path, _ = exported(name, maker, opset)
+    result = subprocess.run([onnxc_binary(), "dump", path, "-O2"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    fused = len(re.findall(r"= Attention\(", result.stdout))
+    assert fused == 2, f"{name} opset {opset}: {fused} Attention nodes at -O2, want one per layer (2)"

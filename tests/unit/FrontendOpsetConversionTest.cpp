@@ -212,7 +212,8 @@ TEST_F(OpsetConversion, LegacySoftmaxFlattensFromItsAxis) {
   }
 }
 
-// With the rank stated and `axis` the last one, the node stays one node.
+// With `axis` the last one the node stays one node (as the attention fusion
+// wants it): the file states the rank, or shape inference finds it after import.
 TEST_F(OpsetConversion, LegacySoftmaxOnLastAxisStaysOneNode) {
   onnx::ModelProto old = makeModel(11);
   addInput(old, "x", {-1, 3, 5});
@@ -220,6 +221,25 @@ TEST_F(OpsetConversion, LegacySoftmaxOnLastAxisStaysOneNode) {
   old.mutable_graph()->add_output()->set_name("y");
   std::unique_ptr<Graph> graph = importOnnxFile(write(old, "old.onnx"));
   EXPECT_EQ(graph->numNodes(), 1u);
+
+  onnx::ModelProto inferred = makeModel(11);
+  addInput(inferred, "x", {-1, 3, 5});
+  addNode(inferred, "Relu", {"x"}, {"r"}, "relu");
+  setInt(addNode(inferred, "LogSoftmax", {"r"}, {"y"}, "sm"), "axis", 2);
+  inferred.mutable_graph()->add_output()->set_name("y");
+  graph = importOnnxFile(write(inferred, "inferred.onnx"));
+  ASSERT_EQ(graph->numNodes(), 2u);
+  EXPECT_EQ(graph->outputs()[0].value->definingNode()->kind(), OpKind::LogSoftmax);
+  EXPECT_EQ(graph->outputs()[0].value->name(), "y");
+  Tensor x = ramp({2, 3, 5}, 0.3f);
+  std::vector<Tensor> y = evaluateGraph(*graph, {{"x", x}});
+  // Each row of 5 sums to one once exponentiated.
+  for (int64_t row = 0; row < 6; ++row) {
+    float sum = 0;
+    for (int64_t k = 0; k < 5; ++k)
+      sum += std::exp(y[0].data<float>()[row * 5 + k]);
+    EXPECT_NEAR(sum, 1.0f, 1e-5f) << row;
+  }
 }
 
 // The converter loses external data by itself; the importer keeps it.
