@@ -9,6 +9,7 @@
 
 #include "frontend/GraphImporter.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/OldOpsetRules.h"
 #include "frontend/OpsetConversion.h"
 #include "frontend/TensorProto.h"
 #include "frontend/ValueInfo.h"

@@ -9,7 +9,6 @@
 #pragma once
 
 #include "frontend/ModelLoader.h"
-#include "ir/Graph.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -26,11 +25,6 @@ namespace onnxc {
 /// onnxc would not import the converted model's ops anyway. Returns whether
 /// the model was converted.
 bool convertToImportableOpset(onnx::ModelProto &model);
-
-/// Undoes the pre-13 Softmax rule's Flatten/Reshape pair where the imported
-/// graph's inferred shapes show `axis` was the input's last axis. Run on a
-/// converted model's graph after shape inference.
-void simplifyConvertedSoftmax(Graph &graph);
 
 /// The conversion alone, without asking whether onnxc imports the result's
 /// ops: what convertToImportableOpset runs once they all are.
