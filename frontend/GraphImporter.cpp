@@ -191,17 +191,23 @@ std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const
   return out;
 }
 
+std::vector<int> checkGraphStructure(const onnx::GraphProto &proto) {
+  return topologicalNodeOrder(proto, checkDefinitions(proto));
+}
+
+void failOnUnsupportedOps(const std::vector<std::string> &unsupported) {
+  if (unsupported.empty())
+    return;
+  std::string list;
+  for (const std::string &entry : unsupported)
+    list += (list.empty() ? "" : ", ") + entry;
+  fail("unsupported ops: ", list);
+}
+
 std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
                                    const ModelFolder &modelDir) {
-  ProducerMap producers = checkDefinitions(proto);
-  std::vector<int> order = topologicalNodeOrder(proto, producers);
-  std::vector<std::string> unsupported = findUnsupportedOps(proto, opsets);
-  if (!unsupported.empty()) {
-    std::string list;
-    for (const std::string &entry : unsupported)
-      list += (list.empty() ? "" : ", ") + entry;
-    fail("unsupported ops: ", list);
-  }
+  std::vector<int> order = checkGraphStructure(proto);
+  failOnUnsupportedOps(findUnsupportedOps(proto, opsets));
 
   auto graph = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
   ImportContext context(*graph, modelDir, opsets, collectNames(proto));

@@ -26,4 +26,12 @@ std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap
 /// "Bar (nodes 'b', 'c')". Ops of other domains are named "domain.Op".
 std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets);
 
+/// Checks the names of a graph (every input defined, none defined twice) and
+/// that it has no cycle; returns its nodes' indices in a topological order
+/// (file order where that is valid). Throws onnxc::Error naming the node.
+std::vector<int> checkGraphStructure(const onnx::GraphProto &proto);
+
+/// Throws "unsupported ops: ..." listing every entry, if there are any.
+void failOnUnsupportedOps(const std::vector<std::string> &unsupported);
+
 } // namespace onnxc

@@ -101,9 +101,9 @@ OpsetMap checkOpsets(const onnx::ModelProto &model) {
   auto it = opsets.find("");
   if (it == opsets.end())
     fail("the model imports no opset of the default domain ai.onnx");
-  if (it->second < kMinOnnxOpset || it->second > kMaxOnnxOpset)
-    fail("opset ", it->second, " of ai.onnx is not supported (supported: ", kMinOnnxOpset, " to ",
-         kMaxOnnxOpset, ")");
+  if (it->second < kOldestOnnxOpset || it->second > kMaxOnnxOpset)
+    fail("opset ", it->second, " of ai.onnx is not supported (supported: ", kOldestOnnxOpset,
+         " to ", kMaxOnnxOpset, ")");
   return opsets;
 }
 

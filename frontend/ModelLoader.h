@@ -16,6 +16,9 @@ using OpsetMap = std::map<std::string, int64_t>;
 /// The oldest and newest default-domain opsets the importers cover.
 constexpr int64_t kMinOnnxOpset = 13;
 constexpr int64_t kMaxOnnxOpset = 23;
+/// The oldest default-domain opset onnxc reads: models from it up to
+/// kMinOnnxOpset are converted to kMinOnnxOpset first (OpsetConversion.h).
+constexpr int64_t kOldestOnnxOpset = 7;
 
 /// Maps "ai.onnx" to "" so both spellings of the default domain agree.
 std::string canonicalDomain(const std::string &domain);
@@ -28,7 +31,7 @@ onnx::ModelProto loadModelProto(const std::string &path);
 onnx::ModelProto parseModelProto(const void *data, size_t size);
 
 /// Checks ir_version and opset_import: the default domain must be imported
-/// at an opset in [kMinOnnxOpset, kMaxOnnxOpset]. Returns the opsets.
+/// at an opset in [kOldestOnnxOpset, kMaxOnnxOpset]. Returns the opsets.
 OpsetMap checkOpsets(const onnx::ModelProto &model);
 
 /// The folder holding the model file ("." for a bare file name); external

@@ -1,7 +1,7 @@
 //===- frontend/OnnxImporter.cpp - ONNX model -> ir::Graph ------------------===//
 //
-// The entry points: load and check the file, import the main graph, infer
-// shapes. Every error raised below is rethrown once here with the model's
+// The entry points: load and check the file, convert an opset older than 13
+// to 13, import the main graph, infer shapes. Every error raised below is rethrown once here with the model's
 // path in front, so messages read "model.onnx: node 'x': ...".
 //
 //===----------------------------------------------------------------------===//
@@ -9,6 +9,8 @@
 
 #include "frontend/GraphImporter.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/OldOpsetRules.h"
+#include "frontend/OpsetConversion.h"
 #include "frontend/TensorProto.h"
 #include "frontend/ValueInfo.h"
 #include "ir/Error.h"
@@ -78,8 +80,13 @@ std::unique_ptr<Graph> importOnnxFile(const std::string &path,
   return withPathPrefix(path, [&] {
     onnx::ModelProto model = loadModelProto(path);
     OpsetMap opsets = checkOpsets(model);
+    bool converted = convertToImportableOpset(model);
+    if (converted)
+      opsets = checkOpsets(model);
     std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
     inferShapes(*graph);
+    if (converted)
+      simplifyConvertedSoftmax(*graph);
     return graph;
   });
 }
@@ -110,7 +117,11 @@ ModelSummary summarizeOnnxFile(const std::string &path) {
       ++summary.opHistogram[domain.empty() ? node.op_type() : domain + "." + node.op_type()];
     }
     summarizeWeights(graph, summary);
-    summary.unsupportedOps = findUnsupportedOps(graph, opsets);
+    // An older opset is converted on import; what matters is what the
+    // converted model would need (no conversion is run for a summary).
+    summary.unsupportedOps = opsets[""] < kMinOnnxOpset
+                                 ? findOpsUnsupportedAfterConversion(graph, opsets)
+                                 : findUnsupportedOps(graph, opsets);
     return summary;
   });
 }

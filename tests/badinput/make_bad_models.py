@@ -106,7 +106,15 @@ def write_graph_defects(out: Path) -> None:
     save(model_of(unknown, [x], [y]), out / "unknown_ops.onnx")
 
     relu = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    save(model_of(relu, [x], [y], opset=9), out / "opset_too_old.onnx")
+    save(model_of(relu, [x], [y], opset=6), out / "opset_too_old.onnx")
+
+    # Opsets 7-12 are converted to 13 on import: BatchNormalization-7 with spatial=0 has no
+    # opset-9 form, and an op ONNX does not know must not reach the converter.
+    stats = [numpy_helper.from_array(np.ones([3], np.float32), n) for n in ("s", "b", "m", "v")]
+    spatial = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn_spatial",
+                                spatial=0)]
+    save(model_of(spatial, [x], [y], stats, opset=8), out / "old_opset_unconvertible.onnx")
+    save(model_of(unknown, [x], [y], opset=10), out / "old_opset_unknown_ops.onnx")
 
     # Ops imported as their ONNX function expansion still check their form.
     stats = [numpy_helper.from_array(np.ones([3], np.float32), n) for n in ("s", "b", "m", "v")]

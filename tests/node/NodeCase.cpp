@@ -3,6 +3,7 @@
 #include "tests/node/NodeCase.h"
 
 #include "frontend/OpImporterRegistry.h"
+#include "frontend/OpsetConversion.h"
 
 #include "codegen/CompiledSession.h"
 #include "codegen/DescriptorEmitter.h"
@@ -223,10 +224,13 @@ CaseInfo readCaseInfo(const std::string &directory) {
     if (std::find(info.opTypes.begin(), info.opTypes.end(), op) == info.opTypes.end())
       info.opTypes.push_back(op);
     // In scope: an IR op, or an op the importer expands into IR ops
-    // (frontend/ops/FunctionOps.cpp).
+    // (frontend/ops/FunctionOps.cpp), as the node is once an old opset is
+    // converted to the importers' oldest.
+    std::string converted = opTypeAfterConversion(op, info.opset);
     bool declared = isDefaultDomain(node.domain()) &&
-                    (parseOpKind(op).has_value() ||
-                     OpImporterRegistry::instance().lookup("", op, info.opset) != nullptr);
+                    (parseOpKind(converted).has_value() ||
+                     OpImporterRegistry::instance().lookup(
+                         "", converted, std::max(info.opset, kMinOnnxOpset)) != nullptr);
     std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
     if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
                          info.undeclaredOps.end())

@@ -1,19 +1,22 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
 // onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]
-//                  [--timeout SECONDS] [--backend ref|jit|so] [--no-fork] [--verbose]
+//                  [--timeout SECONDS] [--backend ref|jit|so] [--min-opset N]
+//                  [--no-fork] [--verbose]
 //
 // Runs every in-scope ONNX node-test case under each ROOT through the
 // importer and a backend: the reference evaluator (default), the JIT
 // (lowering + ORC + runtime) or a compiled shared library. A case is in scope when all of its
 // nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases whose opset is outside
-// the importer's window (13 to 23) and cases listed in the exclusions file
+// the importer's window (7 to 23; 7 to 12 are converted to 13 on import, and
+// --min-opset raises the lower end) and cases listed in the exclusions file
 // are skipped with their reason. Prints one line per failure, the excluded cases, failures
 // grouped by op, and closes with "node tests: N passed, N failed, N skipped".
 // Exits 1 when any case that was run failed.
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/ModelLoader.h"
 #include "ir/Error.h"
 #include "tests/node/CaseIsolation.h"
 #include "tests/node/NodeCase.h"
@@ -35,12 +38,12 @@ using namespace onnxc::nodetest;
 
 namespace {
 
-/// The ai.onnx opsets the importer accepts (frontend/OnnxImporter.cpp refuses
+/// The ai.onnx opsets the importer accepts (frontend/ModelLoader.cpp refuses
 /// the rest with "opset N of ai.onnx is not supported"). Cases outside the
 /// window are skipped automatically, so the exclusions file stays a list of
 /// individual, specific reasons.
-constexpr int64_t kMinOpset = 13;
-constexpr int64_t kMaxOpset = 23;
+constexpr int64_t kMinOpset = kOldestOnnxOpset;
+constexpr int64_t kMaxOpset = kMaxOnnxOpset;
 
 struct Options {
   std::vector<std::string> roots;
@@ -50,12 +53,16 @@ struct Options {
   bool fork = true;
   bool verbose = false;
   Backend backend = Backend::Reference;
+  /// Cases below this opset are skipped: the shared-library runs leave the
+  /// converted old opsets to the reference and JIT runs (the conversion is
+  /// the frontend's alone, and those cases cost link time).
+  int64_t minOpset = kMinOpset;
 };
 
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING] "
-               "[--timeout SECONDS] [--backend ref|jit|so] [--no-fork] [--verbose]\n";
+               "[--timeout SECONDS] [--backend ref|jit|so] [--min-opset N] [--no-fork] [--verbose]\n";
   std::exit(2);
 }
 
@@ -84,7 +91,9 @@ Options parseOptions(int argc, char **argv) {
         options.backend = Backend::SharedLibrary;
       else
         usage("unknown --backend '" + name + "' (use ref, jit or so)");
-    } else if (arg == "--no-fork")
+    } else if (arg == "--min-opset")
+      options.minOpset = std::max<int64_t>(kMinOpset, std::atoll(value().c_str()));
+    else if (arg == "--no-fork")
       options.fork = false;
     else if (arg == "--verbose" || arg == "-v")
       options.verbose = true;
@@ -178,13 +187,17 @@ void recordFailure(Tally &tally, const CaseInfo &info, const CaseOutcome &outcom
 }
 
 /// Why an in-scope case is not run (empty when it is run).
-std::string skipReason(const CaseInfo &info, const Exclusions &exclusions) {
+std::string skipReason(const CaseInfo &info, const Options &options,
+                       const Exclusions &exclusions) {
   if (info.opset > kMaxOpset)
     return "opset " + std::to_string(info.opset) + " > " + std::to_string(kMaxOpset);
   if (info.opset < kMinOpset)
     return "opset " + std::to_string(info.opset) + " < " + std::to_string(kMinOpset) +
            ": onnxc imports opsets " + std::to_string(kMinOpset) + " to " +
            std::to_string(kMaxOpset);
+  if (info.opset < options.minOpset)
+    return "opset " + std::to_string(info.opset) + " < --min-opset " +
+           std::to_string(options.minOpset);
   if (const std::string *listed = exclusions.reasonFor(info.name))
     return *listed;
   return "";
@@ -207,7 +220,7 @@ void processCase(const fs::path &folder, const Options &options, const Exclusion
       std::cout << "OUT  " << info.name << " (" << joined(info.undeclaredOps) << ")\n";
     return;
   }
-  std::string reason = skipReason(info, exclusions);
+  std::string reason = skipReason(info, options, exclusions);
   if (!reason.empty()) {
     ++tally.excluded;
     tally.excludedCases.emplace_back(info.name, reason);
