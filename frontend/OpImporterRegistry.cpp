@@ -14,6 +14,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerMovementImporters(r);
     registerNeuralNetImporters(r);
     registerFunctionImporters(r);
+    registerControlFlowImporters(r);
     return r;
   }();
   return registry;

@@ -57,5 +57,6 @@ void registerReductionImporters(OpImporterRegistry &registry);
 void registerMovementImporters(OpImporterRegistry &registry);
 void registerNeuralNetImporters(OpImporterRegistry &registry);
 void registerFunctionImporters(OpImporterRegistry &registry);
+void registerControlFlowImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

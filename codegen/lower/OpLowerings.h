@@ -11,6 +11,7 @@
 #include "ir/OpKind.h"
 
 #include <array>
+#include <vector>
 
 namespace onnxc::lower {
 
@@ -30,6 +31,10 @@ void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryE
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
+
+/// Throws naming the first If, Loop or Scan of `order`: codegen does not
+/// lower control flow (ControlFlowLowering.cpp).
+void refuseControlFlow(const std::vector<Node *> &order);
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

@@ -22,6 +22,7 @@ const KernelTable &referenceKernels() {
     registerConvolutionKernels(t);
     registerRecurrentKernels(t);
     registerScatterGatherKernels(t);
+    registerControlFlowKernels(t);
     return t;
   }();
   return table;

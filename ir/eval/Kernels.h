@@ -34,6 +34,7 @@ void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention 
 void registerConvolutionKernels(KernelTable &table);   // Conv
 void registerRecurrentKernels(KernelTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND
+void registerControlFlowKernels(KernelTable &table);   // If, Loop, Scan
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

@@ -23,6 +23,7 @@ const ShapeRuleTable &shapeRules() {
     registerMovementShapeRules(t);
     registerLinearAlgebraShapeRules(t);
     registerScatterGatherShapeRules(t);
+    registerControlFlowShapeRules(t);
     return t;
   }();
   return table;

@@ -25,6 +25,7 @@ void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, log
 void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
 void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements ScatterND
+void registerControlFlowShapeRules(ShapeRuleTable &table);   // If Loop Scan
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).
