@@ -224,9 +224,9 @@ void findUnsupportedIn(const onnx::GraphProto &proto, const OpsetMap &opsets,
     std::string index = prefix + std::to_string(i);
     for (const onnx::AttributeProto &attr : node.attribute()) {
       if (attr.has_g())
-        findUnsupportedIn(attr.g(), opsets, index + ".", found);
+        findUnsupportedIn(attr.g(), opsets, index + "." + attr.name() + ".", found);
       for (const onnx::GraphProto &graph : attr.graphs())
-        findUnsupportedIn(graph, opsets, index + ".", found);
+        findUnsupportedIn(graph, opsets, index + "." + attr.name() + ".", found);
     }
     std::string domain = canonicalDomain(node.domain());
     auto opset = opsets.find(domain);
