@@ -205,6 +205,29 @@ std::string oneLine(std::string text) {
 
 void setCaseBackend(Backend backend) { gBackend = backend; }
 
+/// Ops of `graph` and of its nodes' subgraphs (If branches, Loop bodies)
+/// that onnxc does not declare: a case is in scope only when all are.
+void collectUndeclaredOps(const onnx::GraphProto &graph, CaseInfo &info) {
+  for (const auto &node : graph.node()) {
+    for (const auto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectUndeclaredOps(attr.g(), info);
+      for (const auto &body : attr.graphs())
+        collectUndeclaredOps(body, info);
+    }
+    const std::string &op = node.op_type();
+    // In scope: an IR op, or an op the importer expands into IR ops
+    // (frontend/ops/FunctionOps.cpp).
+    bool declared = isDefaultDomain(node.domain()) &&
+                    (parseOpKind(op).has_value() ||
+                     OpImporterRegistry::instance().lookup("", op, info.opset) != nullptr);
+    std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
+    if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
+                         info.undeclaredOps.end())
+      info.undeclaredOps.push_back(spelled);
+  }
+}
+
 CaseInfo readCaseInfo(const std::string &directory) {
   fs::path dir(directory);
   onnx::ModelProto model;
@@ -222,16 +245,8 @@ CaseInfo readCaseInfo(const std::string &directory) {
     const std::string &op = node.op_type();
     if (std::find(info.opTypes.begin(), info.opTypes.end(), op) == info.opTypes.end())
       info.opTypes.push_back(op);
-    // In scope: an IR op, or an op the importer expands into IR ops
-    // (frontend/ops/FunctionOps.cpp).
-    bool declared = isDefaultDomain(node.domain()) &&
-                    (parseOpKind(op).has_value() ||
-                     OpImporterRegistry::instance().lookup("", op, info.opset) != nullptr);
-    std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
-    if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
-                         info.undeclaredOps.end())
-      info.undeclaredOps.push_back(spelled);
   }
+  collectUndeclaredOps(graph, info);
 
   std::set<std::string> initializers;
   for (const auto &initializer : graph.initializer())
