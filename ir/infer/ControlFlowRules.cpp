@@ -19,20 +19,29 @@
 #include "ir/Subgraph.h"
 
 #include <cassert>
+#include <optional>
 #include <unordered_set>
 
 namespace onnxc {
 namespace {
 
-/// Infers `body` with its inputs typed `inputTypes`; errors name the node
-/// and the region first.
+/// Infers `body` with its inputs typed `inputTypes`; a captured input whose
+/// operand's contents are known (a shape tensor) is known inside too.
+/// Errors name the node and the region first.
 void inferBody(const Node &node, const std::string &region, Graph &body,
-               const std::vector<TensorType> &inputTypes) {
+               const std::vector<TensorType> &inputTypes, const InferenceContext &outer) {
   assert(inputTypes.size() == body.inputs().size());
-  for (size_t i = 0; i < inputTypes.size(); ++i)
+  size_t firstCapture = body.inputs().size() - numCaptures(node);
+  std::vector<std::pair<const Value *, std::vector<Dim>>> known;
+  for (size_t i = 0; i < inputTypes.size(); ++i) {
     body.inputs()[i]->setType(inputTypes[i]);
+    size_t operand = node.kind() == OpKind::If ? i + 1 : i;
+    if (i >= firstCapture && node.operand(operand) && inputTypes[i] == node.operand(operand)->type())
+      if (const std::vector<Dim> *contents = outer.knownContents(node.operand(operand)))
+        known.emplace_back(body.inputs()[i], *contents);
+  }
   try {
-    inferShapes(body);
+    inferShapes(body, known);
   } catch (const SizeError &) {
     throw;
   } catch (const Error &e) {
@@ -91,24 +100,53 @@ void requireBoolCondition(const Node &node, const Value *cond, const char *what)
 
 // --- If ------------------------------------------------------------------------
 
+/// The condition's value when shape inference knows it (Equal(Size(x), 4)).
+std::optional<bool> knownCondition(const Node &node, const InferenceContext &context) {
+  const std::vector<Dim> *contents = context.knownContents(node.operand(0));
+  if (!contents || contents->size() != 1 || !(*contents)[0].constant())
+    return std::nullopt;
+  return *(*contents)[0].constant() != 0;
+}
+
+// Exporters' function expansions (AffineGrid) branch on the rank of an
+// input, so the branch not taken is often ill-typed for the shapes at hand:
+// with a known condition only the taken branch is inferred, and otherwise a
+// branch whose inference fails is taken to be the one that cannot run (the
+// evaluator still reports it, naming its node, should it run after all).
 void inferIf(Node &node, InferenceContext &context) {
   requireBoolCondition(node, node.operand(0), "condition");
   std::vector<TensorType> captured;
   for (size_t i = 1; i < node.numOperands(); ++i)
     captured.push_back(node.operand(i)->type());
+  std::optional<bool> taken = knownCondition(node, context);
   std::vector<std::vector<TensorType>> branchTypes;
+  std::optional<Error> firstFailure;
   for (const char *region : {"then_branch", "else_branch"}) {
+    if (taken && *taken != (region[0] == 't'))
+      continue;
     Graph &branch = *node.subgraph(region);
-    inferBody(node, region, branch, captured);
+    try {
+      inferBody(node, region, branch, captured, context);
+    } catch (const SizeError &) {
+      throw;
+    } catch (const Error &e) {
+      if (!firstFailure)
+        firstFailure = e;
+      continue;
+    }
     std::unordered_set<std::string> known = inputSymbols(branch);
     std::vector<TensorType> types;
     for (const GraphOutput &output : branch.outputs())
       types.push_back(exported(output.value->type(), known, context, "if_dim"));
     branchTypes.push_back(std::move(types));
   }
+  if (branchTypes.empty())
+    throw *firstFailure;
   for (size_t i = 0; i < node.numResults(); ++i)
-    node.result(i)->setType(merged(node, branchTypes[0][i], branchTypes[1][i], "an If result",
-                                   [&] { return context.freshSymbol("if_dim"); }));
+    node.result(i)->setType(branchTypes.size() == 1
+                                ? branchTypes[0][i]
+                                : merged(node, branchTypes[0][i], branchTypes[1][i], "an If result",
+                                         [&] { return context.freshSymbol("if_dim"); }));
 }
 
 // --- Loop and Scan ---------------------------------------------------------------
@@ -120,7 +158,7 @@ std::vector<TensorType> inferToFixedPoint(Node &node, Graph &body,
                                           size_t outFirst, size_t count,
                                           InferenceContext &context, const std::string &hint) {
   for (int round = 0;; ++round) {
-    inferBody(node, "body", body, inputTypes);
+    inferBody(node, "body", body, inputTypes, context);
     std::unordered_set<std::string> known = inputSymbols(body);
     bool changed = false;
     for (size_t i = 0; i < count; ++i) {
