@@ -98,13 +98,17 @@ void onnxc_generate_options_init(onnxc_generate_options *options) {
   options->eos_token_id = -1;
 }
 
-onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
-                                        const onnxc_generate_options *options) {
+namespace {
+
+onnxc_generator *createGenerator(const onnxc_model_descriptor *encoder,
+                                 const onnxc_model_descriptor *model,
+                                 const onnxc_generate_options *options) {
   try {
     onnxc_generate_options defaults;
     onnxc_generate_options_init(&defaults);
     std::string error;
-    auto impl = onnxc::runtime::Generator::create(model, options ? *options : defaults, error);
+    auto impl =
+        onnxc::runtime::Generator::create(model, options ? *options : defaults, error, encoder);
     if (!impl) {
       lastCreateError = std::move(error);
       return nullptr;
@@ -117,6 +121,30 @@ onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
     lastCreateError = std::string("cannot create the generator: ") + exception.what();
   }
   return nullptr;
+}
+
+} // namespace
+
+onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
+                                        const onnxc_generate_options *options) {
+  return createGenerator(nullptr, model, options);
+}
+
+onnxc_generator *onnxc_generator_create_seq2seq(const onnxc_model_descriptor *encoder,
+                                                const onnxc_model_descriptor *decoder,
+                                                const onnxc_generate_options *options) {
+  if (!encoder) {
+    lastCreateError = "the encoder is NULL";
+    return nullptr;
+  }
+  return createGenerator(encoder, decoder, options);
+}
+
+int onnxc_generator_encode(onnxc_generator *generator, const int64_t *source_ids, int64_t count) {
+  if (!generator)
+    return -1;
+  // encode() turns a failed allocation into its error line.
+  return generator->impl->encode(source_ids, count) ? 0 : -1;
 }
 
 void onnxc_generator_destroy(onnxc_generator *generator) { delete generator; }

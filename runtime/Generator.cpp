@@ -2,6 +2,7 @@
 #include "Generator.h"
 
 #include "DimExpr.h"
+#include "DimExprQueries.h"
 #include "Dtype.h"
 
 #include <algorithm>
@@ -87,30 +88,60 @@ SamplingParams samplingParams(const onnxc_generate_options &options) {
   return params;
 }
 
+std::string checkMaskDtype(const onnxc_tensor_info &mask, const char *what) {
+  if (isFillableMaskDtype(mask.dtype))
+    return "";
+  return std::string(what) + " input '" + mask.name + "' is " + dtypeName(mask.dtype) +
+         "; the generator fills i64, i32, f32, f64, bool, u8 or i8 masks";
+}
+
 } // namespace
 
 std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model,
                                              const onnxc_generate_options &options,
-                                             std::string &error) {
+                                             std::string &error,
+                                             const onnxc_model_descriptor *encoderModel) {
   error = checkOptions(options);
   if (!error.empty())
     return nullptr;
   std::unique_ptr<Session> session = Session::create(model, options.num_threads, error);
   if (!session)
     return nullptr;
+  auto encoder = encoderModel ? std::make_unique<Encoder>() : nullptr;
+  if (encoder) {
+    encoder->model = encoderModel;
+    if (!(encoder->session = Session::create(encoderModel, options.num_threads, error)))
+      return nullptr;
+    if (!(error = findEncoderRoles(*encoderModel, encoder->roles)).empty())
+      return nullptr;
+    if (encoder->roles.mask >= 0 &&
+        !(error = checkMaskDtype(encoderModel->inputs[encoder->roles.mask], "encoder mask"))
+             .empty())
+      return nullptr;
+  }
   GeneratorRoles roles;
-  error = findRoles(*model, options.mapping ? options.mapping : "", roles);
+  error = findRoles(*model, options.mapping ? options.mapping : "", roles, encoderModel);
   if (!error.empty())
     return nullptr;
-  if (roles.mask >= 0 && !isFillableMaskDtype(model->inputs[roles.mask].dtype)) {
-    error = "attention mask input '" + std::string(model->inputs[roles.mask].name) + "' is " +
-            dtypeName(model->inputs[roles.mask].dtype) +
-            "; the generator fills i64, i32, f32, "
-            "f64, bool, u8 or i8 masks";
+  if (roles.mask >= 0 &&
+      !(error = checkMaskDtype(model->inputs[roles.mask], "attention mask")).empty())
     return nullptr;
-  }
+  for (const ContextInput &context : roles.context)
+    if (context.encoderOutput < 0 &&
+        !(error = checkMaskDtype(model->inputs[context.input], "source mask")).empty())
+      return nullptr;
   std::unique_ptr<Generator> generator(
       new Generator(*model, options, std::move(roles), std::move(session)));
+  if (encoder) {
+    encoder->inputs.resize(size_t(encoderModel->num_inputs));
+    encoder->outputs.resize(size_t(encoderModel->num_outputs));
+    encoder->sourceMasks.resize(generator->roles_.context.size());
+    encoder->context.resize(generator->roles_.context.size());
+    generator->encoder_ = std::move(encoder);
+    generator->description_ +=
+        "; encoder: ids '" +
+        std::string(encoderModel->inputs[generator->encoder_->roles.ids].name) + "'";
+  }
   if (options.capacity > 0 && !generator->allocate(options.capacity)) {
     error = generator->error();
     return nullptr;
@@ -206,6 +237,8 @@ void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past)
   if (roles_.positions >= 0)
     inputs_[size_t(roles_.positions)].data =
         positions_.data() + past * dtypeSize(model_.inputs[roles_.positions].dtype);
+  for (size_t k = 0; k < roles_.context.size(); ++k)
+    inputs_[size_t(roles_.context[k].input)] = encoder_->context[k];
   for (onnxc_tensor &output : outputs_)
     output = onnxc_tensor{};
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
@@ -214,6 +247,100 @@ void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past)
     present.data = cache_[k][size_t(1 - current_)].data();
     present.size_bytes = cacheBytes_;
   }
+}
+
+bool Generator::encode(const int64_t *sourceIds, int64_t count) {
+  error_.clear();
+  // A new source ends the generation under way: its steps read the old one.
+  started_ = false;
+  if (!encoder_)
+    return fail("this generator has no encoder: encode applies to encoder-decoder generators "
+                "(onnxc_generator_create_seq2seq)");
+  encoder_->encoded = false;
+  if (count <= 0 || !sourceIds)
+    return fail("the source is empty; encoding needs at least one token");
+  if (count > kMaxCapacity)
+    return fail("a source of " + std::to_string(count) + " tokens is more than 2^31");
+  try {
+    return runEncoder(sourceIds, count) && bindContext(count);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory encoding a source of " + std::to_string(count) + " tokens");
+  }
+}
+
+bool Generator::runEncoder(const int64_t *sourceIds, int64_t count) {
+  Encoder &encoder = *encoder_;
+  const onnxc_model_descriptor &model = *encoder.model;
+  std::vector<int64_t> symbols(size_t(model.num_symbols));
+  for (size_t s = 0; s < symbols.size(); ++s)
+    symbols[s] = encoder.roles.symbolIsBatch[s] ? 1 : count;
+  for (int32_t i = 0; i < model.num_inputs; ++i) {
+    const onnxc_tensor_info &info = model.inputs[i];
+    onnxc_tensor &tensor = encoder.inputs[size_t(i)];
+    tensor = onnxc_tensor{};
+    tensor.dtype = info.dtype;
+    tensor.rank = info.rank;
+    for (int32_t axis = 0; axis < info.rank; ++axis)
+      tensor.dims[axis] =
+          evaluateDimExpr(info.dims[axis], symbols.data(), model.num_symbols).value_or(-1);
+  }
+  onnxc_tensor &ids = encoder.inputs[size_t(encoder.roles.ids)];
+  if (ids.dtype == ONNXC_I32) {
+    encoder.ids32.assign(sourceIds, sourceIds + count);
+    ids.data = encoder.ids32.data();
+  } else {
+    ids.data = const_cast<int64_t *>(sourceIds);
+  }
+  if (encoder.roles.mask >= 0) {
+    onnxc_tensor &mask = encoder.inputs[size_t(encoder.roles.mask)];
+    encoder.maskOnes.reserve(size_t(count * dtypeSize(mask.dtype)));
+    fillSequence(encoder.maskOnes.data(), mask.dtype, count, 1, 0);
+    mask.data = encoder.maskOnes.data();
+  }
+  for (onnxc_tensor &output : encoder.outputs)
+    output = onnxc_tensor{};
+  if (!encoder.session->run(encoder.inputs.data(), int32_t(encoder.inputs.size()),
+                            encoder.outputs.data(), int32_t(encoder.outputs.size())))
+    return fail("encoder: " + encoder.session->error());
+  return true;
+}
+
+bool Generator::bindContext(int64_t count) {
+  Encoder &encoder = *encoder_;
+  // Which context input gave each symbol its value, to name both on a clash.
+  std::vector<int32_t> setBy(symbols_.size(), -1);
+  for (size_t k = 0; k < roles_.context.size(); ++k) {
+    const ContextInput &context = roles_.context[k];
+    const onnxc_tensor_info &info = model_.inputs[context.input];
+    onnxc_tensor &tensor = encoder.context[k];
+    if (context.encoderOutput >= 0) {
+      tensor = encoder.outputs[size_t(context.encoderOutput)];
+    } else {
+      tensor = onnxc_tensor{};
+      tensor.dtype = info.dtype;
+      tensor.rank = 2;
+      tensor.dims[0] = 1;
+      tensor.dims[1] = count;
+      encoder.sourceMasks[k].reserve(size_t(count * dtypeSize(info.dtype)));
+      fillSequence(encoder.sourceMasks[k].data(), info.dtype, count, 1, 0);
+      tensor.data = encoder.sourceMasks[k].data();
+    }
+    for (int32_t axis = 0; axis < info.rank; ++axis) {
+      std::optional<int32_t> symbol = singleSymbolOf(info.dims[axis]);
+      if (!symbol || roles_.symbolKinds[size_t(*symbol)] != GeneratorRoles::SymbolKind::Context)
+        continue;
+      int32_t &first = setBy[size_t(*symbol)];
+      if (first >= 0 && symbols_[size_t(*symbol)] != tensor.dims[axis])
+        return fail("decoder inputs '" + std::string(model_.inputs[first].name) + "' and '" +
+                    info.name + "' give symbol '" + model_.symbol_names[*symbol] + "' the sizes " +
+                    std::to_string(symbols_[size_t(*symbol)]) + " and " +
+                    std::to_string(tensor.dims[axis]) + " from the encoder");
+      symbols_[size_t(*symbol)] = tensor.dims[axis];
+      first = context.input;
+    }
+  }
+  encoder.encoded = true;
+  return true;
 }
 
 bool Generator::reserveSession(int64_t promptLength) {
@@ -274,6 +401,8 @@ bool Generator::prefill(const int64_t *promptIds, int64_t count) {
   started_ = false;
   if (count <= 0 || !promptIds)
     return fail("the prompt is empty; generation needs at least one token");
+  if (encoder_ && !encoder_->encoded)
+    return fail("no source is encoded: call encode with the source ids before prefill");
   if (options_.capacity == 0 && !allocate(count + std::max<int64_t>(options_.max_new_tokens, 1)))
     return false;
   if (count > capacity_)

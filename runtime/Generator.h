@@ -9,6 +9,11 @@
 // tensors the generator keeps: a step allocates nothing that grows with the
 // context. Without a cache every step re-runs the whole sequence.
 //
+// An encoder-decoder generation adds an encoder session: encode() runs it
+// once per source, and its outputs (hidden states, cross-attention K/V) stay
+// in that session's arena, bound as the decoder's context inputs for every
+// step until the next encode; the source mask is ones of the source length.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -31,8 +36,12 @@ public:
   /// the model cannot be generated from. May throw std::bad_alloc.
   static std::unique_ptr<Generator> create(const onnxc_model_descriptor *model,
                                            const onnxc_generate_options &options,
-                                           std::string &error);
+                                           std::string &error,
+                                           const onnxc_model_descriptor *encoder = nullptr);
 
+  /// See onnxc_generator_encode: runs the encoder on the source ids and
+  /// binds its outputs as the decoder's context. false with error() set.
+  bool encode(const int64_t *sourceIds, int64_t count);
   /// See onnxc_generator_prefill / _next. false / -1 with error() set.
   bool prefill(const int64_t *promptIds, int64_t count);
   int next(int64_t &token);
@@ -50,6 +59,20 @@ public:
 private:
   Generator(const onnxc_model_descriptor &model, const onnxc_generate_options &options,
             GeneratorRoles roles, std::unique_ptr<Session> session);
+
+  struct Encoder {
+    const onnxc_model_descriptor *model = nullptr;
+    EncoderRoles roles;
+    std::unique_ptr<Session> session;
+    std::vector<onnxc_tensor> inputs, outputs;
+    std::vector<int32_t> ids32;             ///< The source ids for an i32 ids input.
+    AlignedBuffer maskOnes;                 ///< The encoder's mask: ones.
+    std::vector<AlignedBuffer> sourceMasks; ///< Per context input fed the source mask.
+    std::vector<onnxc_tensor> context;      ///< Per roles_.context entry: the bound tensor.
+    bool encoded = false;
+  };
+  bool runEncoder(const int64_t *sourceIds, int64_t count);
+  bool bindContext(int64_t count);
 
   bool fail(std::string message);
   /// Makes every buffer hold `capacity` positions (only ever grows).
@@ -84,6 +107,7 @@ private:
   int64_t cached_ = 0;                              ///< Positions in the cache.
   std::vector<onnxc_tensor> inputs_, outputs_;
   std::vector<int64_t> symbols_;
+  std::unique_ptr<Encoder> encoder_; ///< Encoder-decoder generation only.
 
   bool started_ = false, logitsReady_ = false, ended_ = false;
   int64_t produced_ = 0, lastToken_ = -1;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -45,9 +46,13 @@ std::string cacheKey(const std::string &name, bool isPast) {
 }
 
 struct Mapping {
-  std::map<std::string, std::string> roles; ///< input_ids, attention_mask, position_ids, logits
-  std::map<std::string, std::string> cache; ///< past input -> present output
+  std::map<std::string, std::string> roles;   ///< input_ids, attention_mask, position_ids, logits
+  std::map<std::string, std::string> cache;   ///< past input -> present output
+  std::map<std::string, std::string> context; ///< decoder input -> encoder output ("": source mask)
 };
+
+constexpr const char *kEncoderPrefix = "encoder:";
+constexpr const char *kSourceMask = "source_mask";
 
 std::string trim(const std::string &text) {
   size_t begin = text.find_first_not_of(" \t"), end = text.find_last_not_of(" \t");
@@ -68,8 +73,8 @@ int32_t findOutput(const onnxc_model_descriptor &model, const std::string &name)
   return -1;
 }
 
-std::string parseMapping(const onnxc_model_descriptor &model, const std::string &text,
-                         Mapping &mapping) {
+std::string parseMapping(const onnxc_model_descriptor &model, const onnxc_model_descriptor *encoder,
+                         const std::string &text, Mapping &mapping) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
@@ -90,6 +95,15 @@ std::string parseMapping(const onnxc_model_descriptor &model, const std::string 
       if (findOutput(model, value) < 0)
         return "mapping: logits=" + value + " names no output of the model";
       mapping.roles[key] = value;
+    } else if (findInput(model, key) >= 0 &&
+               (value == kSourceMask || value.rfind(kEncoderPrefix, 0) == 0)) {
+      if (!encoder)
+        return "mapping: " + key + "=" + value +
+               " feeds a decoder input from an encoder, but there is no encoder";
+      std::string output = value == kSourceMask ? "" : value.substr(std::strlen(kEncoderPrefix));
+      if (!output.empty() && findOutput(*encoder, output) < 0)
+        return "mapping: " + key + "=" + value + " names no output of the encoder";
+      mapping.context[key] = output;
     } else if (findInput(model, key) >= 0) {
       if (findOutput(model, value) < 0)
         return "mapping: cache input '" + key + "' is paired with '" + value +
@@ -104,14 +118,20 @@ std::string parseMapping(const onnxc_model_descriptor &model, const std::string 
   return "";
 }
 
+bool isContextInput(const GeneratorRoles &roles, int32_t input) {
+  return std::any_of(roles.context.begin(), roles.context.end(),
+                     [input](const ContextInput &context) { return context.input == input; });
+}
+
 /// The input for a role: the mapping's, else the first that `matches`.
 /// A mapping with an empty name says the model has none.
-int32_t pickInput(const onnxc_model_descriptor &model, const Mapping &mapping, const char *role,
-                  bool (*matches)(const char *)) {
+int32_t pickInput(const onnxc_model_descriptor &model, const Mapping &mapping,
+                  const GeneratorRoles &roles, const char *role, bool (*matches)(const char *)) {
   if (auto it = mapping.roles.find(role); it != mapping.roles.end())
     return it->second.empty() ? -1 : findInput(model, it->second);
   for (int32_t i = 0; i < model.num_inputs; ++i)
-    if (matches(model.inputs[i].name) && !mapping.cache.count(model.inputs[i].name))
+    if (matches(model.inputs[i].name) && !mapping.cache.count(model.inputs[i].name) &&
+        !isContextInput(roles, i))
       return i;
   return -1;
 }
@@ -125,15 +145,15 @@ bool looksLikeInputIds(const char *name) { return contains(name, "input_ids"); }
 
 std::string findIds(const onnxc_model_descriptor &model, const Mapping &mapping,
                     GeneratorRoles &roles) {
-  roles.ids = pickInput(model, mapping, "input_ids", isExactlyInputIds);
+  roles.ids = pickInput(model, mapping, roles, "input_ids", isExactlyInputIds);
   if (roles.ids < 0 && !mapping.roles.count("input_ids"))
-    roles.ids = pickInput(model, mapping, "input_ids", looksLikeInputIds);
+    roles.ids = pickInput(model, mapping, roles, "input_ids", looksLikeInputIds);
   if (roles.ids < 0 && !mapping.roles.count("input_ids")) {
     // The one rank-2 integer input that is nothing else.
     for (int32_t i = 0; i < model.num_inputs; ++i) {
       const onnxc_tensor_info &info = model.inputs[i];
       if (info.rank != 2 || !isInteger(info.dtype) || i == roles.mask || i == roles.positions ||
-          contains(info.name, "past") || mapping.cache.count(info.name))
+          contains(info.name, "past") || mapping.cache.count(info.name) || isContextInput(roles, i))
         continue;
       if (roles.ids >= 0)
         return "cannot tell the token ids input: " + quoted(model.inputs[roles.ids].name) +
@@ -161,7 +181,8 @@ std::string findCache(const onnxc_model_descriptor &model, const Mapping &mappin
     if (auto it = mapping.cache.find(name); it != mapping.cache.end()) {
       output = findOutput(model, it->second);
     } else {
-      if (i == roles.ids || i == roles.mask || i == roles.positions || !contains(name, "past"))
+      if (i == roles.ids || i == roles.mask || i == roles.positions || isContextInput(roles, i) ||
+          !contains(name, "past"))
         continue;
       std::string key = cacheKey(name, true);
       for (int32_t o = 0; o < model.num_outputs && output < 0; ++o)
@@ -233,6 +254,13 @@ std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles 
            formatDimExpr(ids.dims[1], model.symbol_names) +
            "; the generator needs a symbolic length";
   assign(ids, 1, Kind::NewTokens);
+  // A context input's other dims (the source length) come from the tensor
+  // bound at encode; the cache's own length is then the symbol left over.
+  for (const ContextInput &context : roles.context) {
+    const onnxc_tensor_info &info = model.inputs[context.input];
+    for (int32_t axis = 0; axis < info.rank; ++axis)
+      assign(info, axis, Kind::Context);
+  }
   for (const CachePair &pair : roles.cache) {
     const onnxc_tensor_info &past = model.inputs[pair.input];
     int32_t found = -1;
@@ -268,12 +296,16 @@ std::string checkEveryInputHasARole(const onnxc_model_descriptor &model,
                                     const GeneratorRoles &roles) {
   for (int32_t i = 0; i < model.num_inputs; ++i) {
     bool known = i == roles.ids || i == roles.mask || i == roles.positions ||
+                 isContextInput(roles, i) ||
                  std::any_of(roles.cache.begin(), roles.cache.end(),
                              [i](const CachePair &pair) { return pair.input == i; });
     if (!known)
       return "input " + quoted(model.inputs[i].name) +
-             " is none of token ids, attention mask, position ids or a cache input; the "
-             "generator cannot fill it (name its role with the mapping)";
+             " is none of token ids, attention mask, position ids or a cache input" +
+             (roles.context.empty() && !contains(model.inputs[i].name, "encoder")
+                  ? ""
+                  : " nor fed by the encoder") +
+             "; the generator cannot fill it (name its role with the mapping)";
   }
   for (int32_t role : {roles.mask, roles.positions})
     if (role >= 0 && model.inputs[role].rank != 2)
@@ -285,22 +317,109 @@ std::string checkEveryInputHasARole(const onnxc_model_descriptor &model,
   return "";
 }
 
+bool looksLikeSourceMask(const char *name) {
+  return contains(name, "mask") && (contains(name, "encoder") || contains(name, "source") ||
+                                    contains(name, "src") || contains(name, "memory"));
+}
+
+bool looksLikeEncoderStates(const char *name) {
+  return contains(name, "encoder_hidden_states") || contains(name, "encoder_output") ||
+         lower(name) == "memory";
+}
+
+/// The encoder output that is its hidden states: a usual name, else the one
+/// float rank-3 output.
+std::string findEncoderStates(const onnxc_model_descriptor &encoder, int32_t &output) {
+  for (const char *name : {"last_hidden_state", "encoder_hidden_states", "hidden_states",
+                           "encoder_outputs", "encoder_output", "memory"})
+    if ((output = findOutput(encoder, name)) >= 0)
+      return "";
+  for (int32_t o = 0; o < encoder.num_outputs; ++o) {
+    const onnxc_tensor_info &info = encoder.outputs[o];
+    if (!isFloat(info.dtype) || info.rank != 3)
+      continue;
+    if (output >= 0)
+      return "cannot tell the encoder's hidden states: " + quoted(encoder.outputs[output].name) +
+             " and " + quoted(info.name) + " both fit; feed the decoder with NAME=encoder:OUTPUT";
+    output = o;
+  }
+  if (output < 0)
+    return "the encoder has no hidden-states output (a float [batch, source, hidden] output "
+           "such as last_hidden_state)";
+  return "";
+}
+
+/// The decoder inputs fed from the encoder, the mapping's first.
+std::string findContext(const onnxc_model_descriptor &model, const onnxc_model_descriptor &encoder,
+                        const Mapping &mapping, GeneratorRoles &roles) {
+  for (int32_t i = 0; i < model.num_inputs; ++i) {
+    const onnxc_tensor_info &info = model.inputs[i];
+    ContextInput context{i, -1};
+    if (auto it = mapping.context.find(info.name); it != mapping.context.end()) {
+      context.encoderOutput = it->second.empty() ? -1 : findOutput(encoder, it->second);
+    } else if (std::any_of(mapping.roles.begin(), mapping.roles.end(),
+                           [&](const auto &entry) { return entry.second == info.name; })) {
+      continue; // The mapping gave it a decoder role.
+    } else if (int32_t same = findOutput(encoder, info.name); same >= 0) {
+      context.encoderOutput = same;
+    } else if (looksLikeEncoderStates(info.name)) {
+      if (std::string error = findEncoderStates(encoder, context.encoderOutput); !error.empty())
+        return "decoder input " + quoted(info.name) + ": " + error;
+    } else if (!looksLikeSourceMask(info.name)) {
+      continue;
+    }
+    if (context.encoderOutput < 0) {
+      if (info.rank != 2)
+        return "decoder input " + quoted(info.name) + " is " + info.shape_text +
+               "; a source mask must be [batch, source]";
+    } else {
+      const onnxc_tensor_info &output = encoder.outputs[context.encoderOutput];
+      if (output.dtype != info.dtype || output.rank != info.rank)
+        return "decoder input " + quoted(info.name) + " is " + dtypeName(info.dtype) + " " +
+               info.shape_text + " but the encoder output " + quoted(output.name) +
+               " that feeds it is " + dtypeName(output.dtype) + " " + output.shape_text;
+    }
+    roles.context.push_back(context);
+  }
+  return "";
+}
 } // namespace
 
 std::string findRoles(const onnxc_model_descriptor &model, const std::string &mapping,
-                      GeneratorRoles &roles) {
+                      GeneratorRoles &roles, const onnxc_model_descriptor *encoder) {
   roles = GeneratorRoles();
   Mapping parsed;
-  if (std::string error = parseMapping(model, mapping, parsed); !error.empty())
+  if (std::string error = parseMapping(model, encoder, mapping, parsed); !error.empty())
     return error;
-  roles.mask = pickInput(model, parsed, "attention_mask", looksLikeMask);
-  roles.positions = pickInput(model, parsed, "position_ids", looksLikePositions);
+  if (encoder)
+    if (std::string error = findContext(model, *encoder, parsed, roles); !error.empty())
+      return error;
+  roles.mask = pickInput(model, parsed, roles, "attention_mask", looksLikeMask);
+  roles.positions = pickInput(model, parsed, roles, "position_ids", looksLikePositions);
   for (auto stage : {findIds, findCache, findLogits})
     if (std::string error = stage(model, parsed, roles); !error.empty())
       return error;
   if (std::string error = checkEveryInputHasARole(model, roles); !error.empty())
     return error;
   return classifySymbols(model, roles);
+}
+
+std::string findEncoderRoles(const onnxc_model_descriptor &encoder, EncoderRoles &roles) {
+  roles = EncoderRoles();
+  Mapping none;
+  GeneratorRoles found;
+  found.mask = pickInput(encoder, none, found, "attention_mask", looksLikeMask);
+  if (std::string error = findIds(encoder, none, found); !error.empty())
+    return "encoder: " + error;
+  if (std::string error = checkEveryInputHasARole(encoder, found); !error.empty())
+    return "encoder: " + error;
+  if (std::string error = classifySymbols(encoder, found); !error.empty())
+    return "encoder: " + error;
+  roles.ids = found.ids;
+  roles.mask = found.mask;
+  for (GeneratorRoles::SymbolKind kind : found.symbolKinds)
+    roles.symbolIsBatch.push_back(kind == GeneratorRoles::SymbolKind::Batch);
+  return "";
 }
 
 void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
@@ -320,6 +439,8 @@ void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_
     case Kind::Total:
       symbols[s] = past + newTokens;
       break;
+    case Kind::Context:
+      break;
     }
   }
 }
@@ -331,6 +452,9 @@ std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRo
   if (roles.positions >= 0)
     text += ", positions " + quoted(model.inputs[roles.positions].name);
   text += ", logits " + quoted(model.outputs[roles.logits].name);
+  if (!roles.context.empty())
+    text += ", " + std::to_string(roles.context.size()) + " input" +
+            (roles.context.size() == 1 ? "" : "s") + " from the encoder";
   if (roles.hasCache()) {
     const CachePair &first = roles.cache.front();
     text += ", " + std::to_string(roles.cache.size()) + " cache pair" +

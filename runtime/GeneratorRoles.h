@@ -23,25 +23,49 @@ struct CachePair {
   int32_t output = -1; ///< present
 };
 
+/// A decoder input set once per source in an encoder-decoder generation:
+/// from an encoder output, or the source's attention mask (ones).
+struct ContextInput {
+  int32_t input = -1;         ///< The decoder's input.
+  int32_t encoderOutput = -1; ///< The encoder output that feeds it; -1: the source mask.
+};
+
+/// The encoder's side of an encoder-decoder generation: the source ids and
+/// its mask, and what its symbols are (batch and source length).
+struct EncoderRoles {
+  int32_t ids = -1, mask = -1;
+  /// Per symbol: true for the batch, false for the source length.
+  std::vector<bool> symbolIsBatch;
+};
+
 struct GeneratorRoles {
   int32_t ids = -1, mask = -1, positions = -1; ///< Input indices; -1: none.
   int32_t logits = -1;                         ///< Output index.
   std::vector<CachePair> cache;
-  /// What each symbol is set to: per symbol one of the kinds below.
-  enum class SymbolKind { Batch, NewTokens, Past, Total };
+  std::vector<ContextInput> context; ///< Encoder-decoder only.
+  /// What each symbol is set to: per symbol one of the kinds below
+  /// (Context: a dim of a context input, read from it at encode).
+  enum class SymbolKind { Batch, NewTokens, Past, Total, Context };
   std::vector<SymbolKind> symbolKinds;
 
   bool hasCache() const { return !cache.empty(); }
 };
 
 /// Finds the roles of a checked descriptor, `mapping` (see
-/// onnxc_generate_options.mapping, may be empty) first. Returns "" or one
-/// line saying what is missing or ambiguous.
+/// onnxc_generate_options.mapping, may be empty) first. With an `encoder`,
+/// the decoder's context inputs are found first: an input named like an
+/// encoder output, the encoder's hidden states (a name with
+/// "encoder_hidden_states", "encoder_outputs" or "memory") and the source
+/// mask (a name with "mask" and "encoder", "source", "src" or "memory").
+/// Returns "" or one line saying what is missing or ambiguous.
 std::string findRoles(const onnxc_model_descriptor &model, const std::string &mapping,
-                      GeneratorRoles &roles);
+                      GeneratorRoles &roles, const onnxc_model_descriptor *encoder = nullptr);
+
+/// The encoder's roles: its ids and mask; any other input is refused.
+std::string findEncoderRoles(const onnxc_model_descriptor &encoder, EncoderRoles &roles);
 
 /// The symbol values for a run of `newTokens` tokens after `past` cached
-/// positions (batch 1).
+/// positions (batch 1). Context symbols keep the value in `symbols`.
 void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
                           int64_t *symbols);
 

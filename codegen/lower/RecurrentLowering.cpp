@@ -10,10 +10,17 @@
 // constants. Steps past a row's length give zeros in Y; Y_h / Y_c hold the
 // state after the last valid step. A length outside [0, seq] fails the run.
 //
+// The gate products x·Wᵀ and h·Rᵀ are dot products of contiguous rows; for
+// f32 they run in <8 x float> vectors with four accumulators (reassociated,
+// as the GEMMs' sums are), since the loop vectorizer will not reorder a
+// float reduction and a scalar chain waits on every add.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/ComplexKernelSupport.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/RecurrentActivations.h"
+
+#include "llvm/IR/Intrinsics.h"
 
 #include <string>
 
@@ -121,6 +128,58 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   return rec;
 }
 
+constexpr unsigned kDotWidth = 8;
+constexpr unsigned kDotUnroll = 4;
+
+/// sum_k a[k] * c[k] over `length` contiguous floats at `a` and `c`.
+Value *emitDotF32(KernelBuilder &k, Value *a, Value *c, Value *length) {
+  IRBuilder<> &b = k.ir();
+  auto *vec = FixedVectorType::get(b.getFloatTy(), kDotWidth);
+  Value *zero = ConstantFP::get(vec, 0.0);
+  auto address = [&](Value *base, Value *index) {
+    return b.CreateInBoundsGEP(b.getFloatTy(), base, index);
+  };
+  auto load = [&](Value *base, Value *index) {
+    return b.CreateAlignedLoad(vec, address(base, index), Align(4));
+  };
+  auto fma = [&](Value *acc, Value *x, Value *y) {
+    return b.CreateIntrinsic(Intrinsic::fmuladd, {vec}, {x, y, acc});
+  };
+  int64_t block = kDotWidth * kDotUnroll;
+  Value *blockEnd = b.CreateAnd(length, k.i64(-block));
+  std::vector<Value *> accs = k.forRangeCarried(
+      k.i64(0), blockEnd, std::vector<Value *>(kDotUnroll, zero),
+      [&](Value *i, ArrayRef<Value *> acc) {
+        std::vector<Value *> next;
+        for (unsigned u = 0; u < kDotUnroll; ++u) {
+          Value *index = b.CreateAdd(i, k.i64(int64_t(u * kDotWidth)));
+          next.push_back(fma(acc[u], load(a, index), load(c, index)));
+        }
+        return next;
+      },
+      block, "dot");
+  Value *sum = b.CreateFAdd(b.CreateFAdd(accs[0], accs[1]), b.CreateFAdd(accs[2], accs[3]));
+  Value *vectorEnd = b.CreateAnd(length, k.i64(-int64_t(kDotWidth)));
+  sum = k.forRangeCarried(
+      blockEnd, vectorEnd, {sum},
+      [&](Value *i, ArrayRef<Value *> acc) -> std::vector<Value *> {
+        return {fma(acc[0], load(a, i), load(c, i))};
+      },
+      kDotWidth, "dot_tail")[0];
+  // The last length % 8 elements: masked loads read the lanes past the end as 0.
+  SmallVector<Constant *, kDotWidth> lanes;
+  for (unsigned lane = 0; lane < kDotWidth; ++lane)
+    lanes.push_back(b.getInt64(lane));
+  Value *lane = b.CreateAdd(b.CreateVectorSplat(kDotWidth, vectorEnd), ConstantVector::get(lanes));
+  Value *mask = b.CreateICmpSLT(lane, b.CreateVectorSplat(kDotWidth, length));
+  Value *restA = b.CreateMaskedLoad(vec, address(a, vectorEnd), Align(4), mask, zero);
+  Value *restC = b.CreateMaskedLoad(vec, address(c, vectorEnd), Align(4), mask, zero);
+  sum = fma(sum, restA, restC);
+  Value *total = b.CreateFAddReduce(ConstantFP::getNegativeZero(b.getFloatTy()), sum);
+  cast<Instruction>(total)->setHasAllowReassoc(true); // a tree, not eight dependent adds
+  return total;
+}
+
 /// Emits the kernel of one recurrent node.
 class RecurrentKernel {
 public:
@@ -146,10 +205,11 @@ private:
 
   void emitSequence(int64_t direction, Value *row);
   /// out[r] = bias[biasOffset + r] + sum_k vec(k) * weights[direction][r][k]
-  /// for r in [rowBegin, rowEnd).
+  /// for r in [rowBegin, rowEnd). `vecBase` is the address of vec(0) when
+  /// the vector is contiguous floats (then an f32 node takes the vector path).
   void emitGateProducts(Value *out, unsigned weights, int64_t direction, Value *width,
                         int64_t biasOffset, int64_t rowBegin, int64_t rowEnd,
-                        function_ref<Value *(Value *)> vec);
+                        function_ref<Value *(Value *)> vec, Value *vecBase);
   void emitCell(int64_t direction);
 
   const Node &node_;
@@ -264,11 +324,15 @@ void RecurrentKernel::emitSequence(int64_t direction, Value *row) {
         Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
                                       : b.CreateAdd(b.CreateMul(t, dim(rec_.batch)), row);
         Value *xBase = b.CreateMul(xRow, input);
-        emitGateProducts(xw_, w_, direction, input, 0, 0, rows, [&](Value *kk) {
-          return loadReal(k_, rec_.dtype, buffer(int(x_)), b.CreateAdd(xBase, kk));
-        });
-        emitGateProducts(hr_, r_, direction, hidden, rows, 0, rows,
-                         [&](Value *kk) { return loadScratch(h_, kk); });
+        emitGateProducts(
+            xw_, w_, direction, input, 0, 0, rows,
+            [&](Value *kk) {
+              return loadReal(k_, rec_.dtype, buffer(int(x_)), b.CreateAdd(xBase, kk));
+            },
+            k_.elementAddress(rec_.dtype, buffer(int(x_)), xBase));
+        emitGateProducts(
+            hr_, r_, direction, hidden, rows, 0, rows,
+            [&](Value *kk) { return loadScratch(h_, kk); }, h_);
         emitCell(direction);
         if (y_ >= 0)
           k_.forRange(k_.i64(0), hidden, [&](Value *j) {
@@ -287,9 +351,11 @@ void RecurrentKernel::emitSequence(int64_t direction, Value *row) {
 
 void RecurrentKernel::emitGateProducts(Value *out, unsigned weights, int64_t direction,
                                        Value *width, int64_t biasOffset, int64_t rowBegin,
-                                       int64_t rowEnd, function_ref<Value *(Value *)> vec) {
+                                       int64_t rowEnd, function_ref<Value *(Value *)> vec,
+                                       Value *vecBase) {
   IRBuilder<> &b = k_.ir();
   int64_t rows = rec_.gates * rec_.hidden;
+  bool vectorized = rec_.dtype == DType::F32;
   k_.forRange(
       k_.i64(rowBegin), k_.i64(rowEnd),
       [&](Value *r) {
@@ -298,6 +364,11 @@ void RecurrentKernel::emitGateProducts(Value *out, unsigned weights, int64_t dir
           initial = loadReal(k_, rec_.dtype, buffer(bias_),
                              b.CreateAdd(k_.i64(direction * 2 * rows + biasOffset), r));
         Value *weightRow = b.CreateMul(b.CreateAdd(k_.i64(direction * rows), r), width);
+        if (vectorized) {
+          Value *row = k_.elementAddress(DType::F32, k_.buffer(weights), weightRow);
+          storeScratch(b.CreateFAdd(initial, emitDotF32(k_, row, vecBase, width)), out, r);
+          return;
+        }
         Value *sum = k_.forRangeCarried(
             k_.i64(0), width, {initial},
             [&](Value *kk, ArrayRef<Value *> acc) -> std::vector<Value *> {
@@ -341,8 +412,9 @@ void RecurrentKernel::emitCell(int64_t direction) {
     });
     // Without linear_before_reset the candidate sees (r ⊙ h)·Rhᵀ + Rbh.
     if (!rec_.linearBeforeReset)
-      emitGateProducts(hr_, r_, direction, k_.i64(hs), 3 * hs, 2 * hs, 3 * hs,
-                       [&](Value *kk) { return loadScratch(resetH_, kk); });
+      emitGateProducts(
+          hr_, r_, direction, k_.i64(hs), 3 * hs, 2 * hs, 3 * hs,
+          [&](Value *kk) { return loadScratch(resetH_, kk); }, resetH_);
     k_.forRange(k_.i64(0), k_.i64(hs), [&](Value *j) {
       Value *z = at(xw_, 0, j), *reset = at(xw_, 1, j);
       Value *recurrent =

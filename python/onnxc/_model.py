@@ -126,7 +126,8 @@ class Model:
         return results[0] if len(results) == 1 else tuple(results)
 
     def generate(self, prompt_ids, max_new_tokens=32, *, do_sample=False, temperature=1.0, top_k=0,
-                 top_p=1.0, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None):
+                 top_p=1.0, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None,
+                 encoder=None, source_ids=None):
         """Generates token ids with a decoder (docs/GENERATE.md): the prompt once, then one step per
         token, the KV cache in the runtime's buffers when the model has past/present pairs (else
         the whole sequence re-runs at every step). Returns the new ids as a list of ints.
@@ -137,22 +138,39 @@ class Model:
         `mapping` names roles the generator cannot guess: a dict or "role=name,..." with roles
         input_ids, attention_mask, position_ids, logits, or a past input's name -> its present
         output. `on_token(id)` is called with each id as it comes. The mode and the roles found
-        are in `last_generation` afterwards. Batch 1: `prompt_ids` is a flat sequence of ints."""
-        prompt = np.asarray(prompt_ids)
-        if prompt.ndim == 2 and prompt.shape[0] == 1:
-            prompt = prompt[0]
-        if prompt.ndim != 1 or (prompt.size and not np.issubdtype(prompt.dtype, np.integer)):
-            raise Error(f"prompt_ids must be a flat sequence of token ids, got shape {list(prompt.shape)}")
+        are in `last_generation` afterwards. Batch 1: `prompt_ids` is a flat sequence of ints.
+
+        Encoder-decoder models (BART, T5): this model is the decoder; pass the encoder's Model as
+        `encoder` and its ids as `source_ids`. The encoder runs once, its outputs feed the decoder's
+        inputs named like them (cross-attention K/V), its hidden states and the source mask, and
+        `prompt_ids` is the decoder's start (e.g. [2], BART's decoder_start_token_id)."""
+        prompt = _token_ids("prompt_ids", prompt_ids)
+        if (encoder is None) != (source_ids is None):
+            raise Error("an encoder-decoder generation needs both encoder= and source_ids=")
+        if encoder is not None and not isinstance(encoder, Model):
+            raise Error(f"encoder must be an onnxc Model, got {type(encoder).__name__}")
+        source = [] if source_ids is None else _token_ids("source_ids", source_ids)
         if isinstance(mapping, dict):
             mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
         tokens, mode, description = _onnxc.generate(
             self._runner, [int(t) for t in prompt], int(max_new_tokens), bool(do_sample),
             float(temperature), int(top_k), float(top_p), int(seed),
             -1 if eos_token_id is None else int(eos_token_id), int(capacity), mapping or "",
-            self._runner.threads, on_token)
+            self._runner.threads, on_token, None if encoder is None else encoder._runner,
+            [int(t) for t in source])
         self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
                                 "roles": description}
         return list(tokens)
+
+
+def _token_ids(what, value):
+    """A flat integer sequence (or a [1, n] array) as a 1-D array."""
+    ids = np.asarray(value)
+    if ids.ndim == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise Error(f"{what} must be a flat sequence of token ids, got shape {list(ids.shape)}")
+    return ids
 
 
 def _as_input(info, value):

@@ -18,14 +18,20 @@ struct GeneratorDeleter {
 
 GenerateResult generateTokens(const ModelRunner &runner, const std::vector<int64_t> &prompt,
                               const onnxc_generate_options &options,
-                              const std::function<void(int64_t)> &onToken) {
+                              const std::function<void(int64_t)> &onToken,
+                              const ModelRunner *encoder, const std::vector<int64_t> &source) {
   std::unique_ptr<onnxc_generator, GeneratorDeleter> generator(
-      onnxc_generator_create(&runner.descriptor(), &options));
+      encoder
+          ? onnxc_generator_create_seq2seq(&encoder->descriptor(), &runner.descriptor(), &options)
+          : onnxc_generator_create(&runner.descriptor(), &options));
   if (!generator)
     fail(onnxc_last_error());
   GenerateResult result;
   result.mode = onnxc_generator_mode(generator.get());
   result.description = onnxc_generator_describe(generator.get());
+  if (encoder &&
+      onnxc_generator_encode(generator.get(), source.data(), int64_t(source.size())) != 0)
+    fail(onnxc_generator_error(generator.get()));
   if (onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())) != 0)
     fail(onnxc_generator_error(generator.get()));
   while (true) {

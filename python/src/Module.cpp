@@ -232,7 +232,8 @@ NB_MODULE(_onnxc, m) {
       "generate",
       [](const ModelRunner &runner, const std::vector<int64_t> &prompt, int64_t maxNewTokens,
          bool sample, float temperature, int32_t topK, float topP, uint64_t seed, int64_t eos,
-         int64_t capacity, const std::string &mapping, int threads, nb::object onToken) {
+         int64_t capacity, const std::string &mapping, int threads, nb::object onToken,
+         const ModelRunner *encoder, const std::vector<int64_t> &source) {
         onnxc_generate_options options;
         onnxc_generate_options_init(&options);
         options.max_new_tokens = maxNewTokens;
@@ -255,13 +256,13 @@ NB_MODULE(_onnxc, m) {
         GenerateResult result;
         {
           nb::gil_scoped_release release;
-          result = generateTokens(runner, prompt, options, callback);
+          result = generateTokens(runner, prompt, options, callback, encoder, source);
         }
         return nb::make_tuple(result.tokens, result.mode, result.description);
       },
-      "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a, "temperature"_a, "top_k"_a,
-      "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a, "mapping"_a, "threads"_a,
-      "on_token"_a.none());
+      "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a, "temperature"_a, "top_k"_a, "top_p"_a,
+      "seed"_a, "eos_token_id"_a, "capacity"_a, "mapping"_a, "threads"_a, "on_token"_a.none(),
+      "encoder"_a.none(), "source"_a);
   // For the tests: the address the binding reads an input from, to check
   // that a contiguous array of the right dtype is not copied on the way in.
   m.def(

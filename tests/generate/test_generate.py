@@ -4,7 +4,8 @@
 
 The models are the random-weight HF GPT-2 of tests/models (2 layers, hidden 64, vocabulary 384):
 hf_gpt2_past (past_key_i/past_value_i in, present_key_i/present_value_i out: the KV-cache mode)
-and hf_gpt2 (no cache: the generator re-runs the whole sequence). Each is compiled to a .so
+and hf_gpt2 (no cache: the generator re-runs the whole sequence); and HF LLaMA with its cache
+(hf_llama_past: position ids, grouped K/V heads). test_seq2seq.py has the encoder-decoder ones. Each is compiled to a .so
 once; 64 greedy tokens from a 3-token prompt take the context past 64 positions, where the
 old input-specialized JIT failed. The ORT loop feeds its presents back as pasts (or re-runs the
 sequence) and takes the argmax of the last logits row, the lowest id on ties like onnxc.
@@ -45,7 +46,7 @@ def libraries(tmp_path_factory):
     """{model name: (onnx path, compiled .so)}, compiled once for the module."""
     folder = tmp_path_factory.mktemp("generate")
     built = {}
-    for name in ("hf_gpt2_past", "hf_gpt2"):
+    for name in ("hf_gpt2_past", "hf_gpt2", "hf_llama_past"):
         onnx_path = model_file(name)
         library = str(folder / f"{name}.so")
         subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
@@ -71,6 +72,7 @@ def generate(model: str, *options: str, expect_failure: bool = False):
 def ort_greedy_with_cache(onnx_path: str, prompt: list, count: int) -> list:
     session = make_session(onnx_path, "all")
     pasts = [i for i in session.get_inputs() if i.name.startswith("past_")]
+    inputs = {i.name for i in session.get_inputs()}
     feeds = {p.name: np.zeros((1, p.shape[1], 0, p.shape[3]), dtype=np.float32) for p in pasts}
     names = [o.name for o in session.get_outputs()]
     ids, produced, length = list(prompt), [], 0
@@ -78,6 +80,8 @@ def ort_greedy_with_cache(onnx_path: str, prompt: list, count: int) -> list:
         new = ids[length:]
         feeds["input_ids"] = np.array([new], dtype=np.int64)
         feeds["attention_mask"] = np.ones((1, len(ids)), dtype=np.int64)
+        if "position_ids" in inputs:
+            feeds["position_ids"] = np.arange(length, len(ids), dtype=np.int64)[None]
         outputs = dict(zip(names, session.run(names, feeds)))
         token = int(np.argmax(outputs["logits"][0, -1]))
         produced.append(token)
@@ -107,6 +111,18 @@ def test_kv_cache_greedy_matches_onnxruntime(libraries):
     want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
     print(f"onnxc: {ids}\nort:   {want}")
     assert ids == want
+
+
+def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
+    """LLaMA-style: rotary positions from position_ids (the generator counts them on from the
+    cache's length) and a cache of 2 K/V heads for 4 query heads."""
+    onnx_path, library = libraries["hf_llama_past"]
+    ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
+    assert "using the KV cache" in stderr and "positions 'position_ids'" in stderr, stderr
+    want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
+    print(f"onnxc: {ids}\nort:   {want}")
+    assert ids == want
+    assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
 
 
 def test_full_sequence_greedy_matches_onnxruntime(libraries):

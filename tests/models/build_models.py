@@ -281,14 +281,19 @@ def entry_for(name, path, family, opset, description, inputs, test_shapes, model
     return entry
 
 
+def family_opsets(family: str) -> tuple:
+    return library_models.ONLY_OPSETS.get(family, TORCH_OPSETS)
+
+
 def build(outdir: str, force: bool, only: set, log) -> list:
     os.makedirs(outdir, exist_ok=True)
     entries = []
 
     for family, (builder, seed, description) in TORCH_FAMILIES.items():
-        names = {opset: f"{family}_op{opset}" for opset in TORCH_OPSETS}
-        paths = {opset: os.path.join(outdir, names[opset] + ".onnx") for opset in TORCH_OPSETS}
-        wanted = [opset for opset in TORCH_OPSETS if not only or names[opset] in only or family in only]
+        opsets = family_opsets(family)
+        names = {opset: f"{family}_op{opset}" for opset in opsets}
+        paths = {opset: os.path.join(outdir, names[opset] + ".onnx") for opset in opsets}
+        wanted = [opset for opset in opsets if not only or names[opset] in only or family in only]
         stale = [opset for opset in wanted if force or not is_fresh(paths[opset])]
         if not wanted:
             continue
@@ -332,7 +337,7 @@ def build(outdir: str, force: bool, only: set, log) -> list:
 def model_names() -> list:
     """Every model build() writes, in manifest order: tests/models/CMakeLists.txt registers one
     ctest per name (`--list-names`), so a model added here is tested without touching CMake."""
-    return [f"{family}_op{opset}" for family in TORCH_FAMILIES for opset in TORCH_OPSETS] + list(HANDBUILT)
+    return [f"{family}_op{opset}" for family in TORCH_FAMILIES for opset in family_opsets(family)] + list(HANDBUILT)
 
 
 def main() -> int:

@@ -117,6 +117,49 @@ def hf_gpt2_past():
     return model, tuple(example), inputs, outputs, PAST_SHAPES
 
 
+class LlamaWithPast(nn.Module):
+    """LlamaForCausalLM with its cache as flat tensors, as a generation loop feeds it:
+    (input_ids, attention_mask, position_ids, past_key_0, past_value_0, ...) -> (logits,
+    present_key_0, present_value_0, ...). The mask covers the cache and the new tokens
+    (past + seq); the cache has the key/value heads (grouped-query attention)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        cache = tuple((past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2))
+        logits, presents = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                      past_key_values=cache, use_cache=True, return_dict=False)[:2]
+        if hasattr(presents, "to_legacy_cache"):
+            presents = presents.to_legacy_cache()
+        return (logits,) + tuple(t for pair in presents for t in pair)
+
+
+LLAMA_KV_HEADS = 2
+
+
+def hf_llama_past():
+    import transformers
+    cfg = hf_config("LlamaConfig", vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=LLAMA_KV_HEADS, max_position_embeddings=MAX_POSITIONS,
+                    use_cache=True, tie_word_embeddings=False)
+    model = LlamaWithPast(transformers.LlamaForCausalLM(cfg))
+    batch, seq, past = 2, 5, 3
+    example = [example_ids(batch, seq), torch.ones(batch, past + seq, dtype=torch.int64),
+               torch.arange(past, past + seq).expand(batch, seq)]
+    inputs = [ids_input("input_ids"), mask_input("attention_mask", "past+seq"),
+              {"name": "position_ids", "dtype": "int64", "shape": ["batch", "seq"],
+               "generator": {"kind": "positions", "offset": "past"}}]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(2):
+        for kind in ("key", "value"):
+            example.append(torch.randn(batch, LLAMA_KV_HEADS, past, 16))
+            inputs.append(float_input(f"past_{kind}_{layer}", ["batch", LLAMA_KV_HEADS, "past", 16]))
+            outputs[f"present_{kind}_{layer}"] = {0: "batch", 2: "past+seq"}
+    return model, tuple(example), inputs, outputs, PAST_SHAPES
+
+
 def encoder_with_mask(model_class, config):
     model = hf(model_class, config, ["input_ids", "attention_mask"])
     inputs = [ids_input("input_ids"), mask_input("attention_mask")]
@@ -182,6 +225,123 @@ def hf_bart():
         "BartConfig", vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
         decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=MAX_POSITIONS,
         use_cache=False))
+
+
+# ---- BART for generation: the encoder once, the decoder one step at a time ----------------------
+# Three views of one random-weight BartForConditionalGeneration (every builder makes it from the
+# same seed, and the families share their seed, so the three files carry the same weights): the
+# encoder, which also projects its output to each decoder layer's cross-attention key and value;
+# the decoder step, which takes its self-attention cache and those cross K/V as inputs; and the
+# decoder without a cache, which re-reads the encoder's hidden states. Names follow optimum's
+# export (past_key_values.N.decoder.key, past_key_values.N.encoder.key, present.N.decoder.key).
+BART_LAYERS = 2
+BART_HEADS = 4
+BART_HEAD_DIM = 16
+BART_SEED = 2014
+SEQ2SEQ_PAST_SHAPES = [{"batch": 1, "seq": 4, "past": 0, "src_seq": 7},
+                       {"batch": 2, "seq": 1, "past": 5, "src_seq": 16},
+                       {"batch": 1, "seq": 2, "past": 200, "src_seq": 9}]
+SEQ2SEQ_SHAPES = [{"batch": 1, "seq": 4, "src_seq": 7}, {"batch": 2, "seq": 11, "src_seq": 16}]
+
+
+def bart_lm():
+    import transformers
+    torch.manual_seed(BART_SEED)
+    cfg = hf_config("BartConfig", vocab_size=VOCAB, d_model=BART_HEADS * BART_HEAD_DIM, encoder_layers=BART_LAYERS,
+                    decoder_layers=BART_LAYERS, encoder_attention_heads=BART_HEADS,
+                    decoder_attention_heads=BART_HEADS, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                    max_position_embeddings=MAX_POSITIONS, use_cache=True,
+                    # Tied to the embeddings, a random LM head makes greedy decoding repeat the start
+                    # token for ever, which hides a decoder that ignores its source or its cache.
+                    tie_word_embeddings=False)
+    return transformers.BartForConditionalGeneration(cfg)
+
+
+class BartEncoderWithCrossCache(nn.Module):
+    """(input_ids, attention_mask) -> (last_hidden_state, past_key_values.N.encoder.key/value...):
+    the encoder and every decoder layer's cross-attention K/V, computed once per source."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = bart_lm()
+
+    def forward(self, input_ids, attention_mask):
+        hidden = self.model.model.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
+        batch = input_ids.shape[0]
+        cross = []
+        for layer in self.model.model.decoder.layers:
+            attention = layer.encoder_attn
+            cross.append(attention._shape(attention.k_proj(hidden), -1, batch))
+            cross.append(attention._shape(attention.v_proj(hidden), -1, batch))
+        return (hidden, *cross)
+
+
+class BartDecoderStep(nn.Module):
+    """(input_ids, encoder_attention_mask, then per layer self key, self value, cross key, cross
+    value) -> (logits, present.N.decoder.key/value...). The cross K/V come from the encoder
+    model; HF reuses a cached cross K/V whose length is the source's, so the hidden states passed
+    alongside only give that length and are traced away."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = bart_lm()
+
+    def forward(self, input_ids, encoder_attention_mask, *cache):
+        past = tuple(tuple(cache[4 * i:4 * i + 4]) for i in range(len(cache) // 4))
+        hidden = torch.zeros(input_ids.shape[0], cache[2].shape[2], BART_HEADS * BART_HEAD_DIM)
+        logits, presents = self.model(decoder_input_ids=input_ids, encoder_outputs=(hidden,),
+                                      attention_mask=encoder_attention_mask, past_key_values=past, use_cache=True,
+                                      return_dict=False)[:2]
+        return (logits,) + tuple(t for layer in presents for t in layer[:2])
+
+
+class BartDecoderFull(nn.Module):
+    """(input_ids, encoder_hidden_states, encoder_attention_mask) -> logits: no cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = bart_lm()
+
+    def forward(self, input_ids, encoder_hidden_states, encoder_attention_mask):
+        return self.model(decoder_input_ids=input_ids, encoder_outputs=(encoder_hidden_states,),
+                          attention_mask=encoder_attention_mask, use_cache=False, return_dict=False)[0]
+
+
+def cross_cache_dims(batch, src):
+    return [batch, BART_HEADS, src, BART_HEAD_DIM]
+
+
+def hf_bart_seq2seq_encoder():
+    inputs = [ids_input("input_ids", "src_seq"), mask_input("attention_mask", "src_seq")]
+    outputs = {"last_hidden_state": {0: "batch", 1: "src_seq"}}
+    for layer in range(BART_LAYERS):
+        for kind in ("key", "value"):
+            outputs[f"past_key_values.{layer}.encoder.{kind}"] = {0: "batch", 2: "src_seq"}
+    shapes = [{"batch": 1, "src_seq": 7}, {"batch": 2, "src_seq": 16}]
+    return BartEncoderWithCrossCache(), (example_ids(2, 6), example_mask(2, 6)), inputs, outputs, shapes
+
+
+def hf_bart_seq2seq_decoder_past():
+    batch, seq, past, src = 2, 3, 4, 6
+    example = [example_ids(batch, seq), example_mask(batch, src)]
+    inputs = [ids_input("input_ids"), mask_input("encoder_attention_mask", "src_seq")]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(BART_LAYERS):
+        for side, length in (("decoder", "past"), ("encoder", "src_seq")):
+            for kind in ("key", "value"):
+                example.append(torch.randn(batch, BART_HEADS, past if side == "decoder" else src, BART_HEAD_DIM))
+                inputs.append(float_input(f"past_key_values.{layer}.{side}.{kind}",
+                                          ["batch", BART_HEADS, length, BART_HEAD_DIM]))
+        for kind in ("key", "value"):
+            outputs[f"present.{layer}.decoder.{kind}"] = {0: "batch", 2: "past+seq"}
+    return BartDecoderStep(), tuple(example), inputs, outputs, SEQ2SEQ_PAST_SHAPES
+
+
+def hf_bart_seq2seq_decoder():
+    example = (example_ids(2, 5), torch.randn(2, 6, BART_HEADS * BART_HEAD_DIM), example_mask(2, 6))
+    inputs = [ids_input("input_ids"), float_input("encoder_hidden_states", ["batch", "src_seq", 64]),
+              mask_input("encoder_attention_mask", "src_seq")]
+    return BartDecoderFull(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
 
 
 def hf_t5():
@@ -327,6 +487,8 @@ FAMILIES = {
     "hf_gpt2": (hf_gpt2, 2001, "HF GPT2LMHeadModel, 2 layers, hidden 64, 4 heads"),
     "hf_gpt2_past": (hf_gpt2_past, 2013, "HF GPT2LMHeadModel with past_key_values in and presents out, "
                                          "mask of length past+seq"),
+    "hf_llama_past": (hf_llama_past, 2015, "HF LlamaForCausalLM with past_key_values in and presents out, GQA 4/2, "
+                                           "mask of length past+seq, position ids"),
     "hf_bert": (hf_bert, 2002, "HF BertModel, 2 layers, padding mask"),
     "hf_roberta": (hf_roberta, 2003, "HF RobertaModel, 2 layers, padding mask"),
     "hf_distilbert": (hf_distilbert, 2004, "HF DistilBertModel, 2 layers, finite-fill Where mask"),
@@ -335,6 +497,12 @@ FAMILIES = {
     "hf_deberta_v2": (hf_deberta_v2, 2005, "HF DebertaV2Model, 2 layers, disentangled relative attention"),
     "hf_llama_mask": (lambda: hf_llama(True), 2008, "HF LlamaModel, 2 layers, GQA 4/2, attention mask"),
     "hf_bart": (hf_bart, 2009, "HF BartModel, 2+2 layers, heads in batch, cross attention"),
+    "hf_bart_seq2seq_encoder": (hf_bart_seq2seq_encoder, BART_SEED,
+                                "BART encoder for generation: hidden states and every layer's cross K/V"),
+    "hf_bart_seq2seq_decoder_past": (hf_bart_seq2seq_decoder_past, BART_SEED,
+                                     "BART decoder step: self-attention cache and cached cross K/V in"),
+    "hf_bart_seq2seq_decoder": (hf_bart_seq2seq_decoder, BART_SEED,
+                                "BART decoder without a cache, reading the encoder's hidden states"),
     "hf_t5": (hf_t5, 2010, "HF T5Model, 2+2 layers, relative position buckets, RMS-style norm"),
     "hf_vit": (hf_vit, 2011, "HF ViTModel, 8x8 patches on 32x32, 2 layers"),
     "hf_whisper_encoder": (hf_whisper_encoder, 2012, "HF Whisper encoder, two Conv1d, 2 layers, heads in batch"),
@@ -351,6 +519,13 @@ FAMILIES = {
     "nn_decoder": (torch_decoder, 2106, "nn.TransformerDecoder 2 layers, seq-first, pre-LN, GELU, causal"),
     "nn_mha": (torch_mha, 2107, "nn.MultiheadAttention, kdim 48 / vdim 40, key-padding mask"),
 }
+
+
+# Families exported at one opset only (the rest get every opset of build_models.TORCH_OPSETS): the
+# seq2seq generation views repeat hf_bart's layers and the cached LLaMA hf_llama's, so one opset
+# covers what they add.
+ONLY_OPSETS = {name: (17,) for name in ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past",
+                                         "hf_bart_seq2seq_decoder", "hf_llama_past")}
 
 
 # What the differential check varies where the symbolic dims do not say it (build_models.DIFFERENTIAL).

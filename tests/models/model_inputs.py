@@ -14,6 +14,7 @@ Generator kinds:
                   every key is masked: the unfused graph's result there is what fusions must keep)
   padding_flags   the opposite: true for padding (torch's key_padding_mask), false for tokens
   normal          float, standard normal times "scale" (default 1)
+  positions       each row past, past + 1, ... with "offset" naming the dimension that is the past
 
 differential_shapes() gives the shapes of the differential check (compiled path against the
 reference evaluator at lengths no pass probed), read from the same symbolic dimension names.
@@ -73,6 +74,10 @@ def make_input(spec: dict, dims: dict, rng: np.random.Generator) -> np.ndarray:
             if pad:
                 flags[row, -pad:] = True
         return flags
+    if kind == "positions":
+        # Each row counts on from the cache's length: past, past + 1, ...
+        offset = int(dims.get(gen.get("offset", ""), 0))
+        return np.broadcast_to(np.arange(offset, offset + shape[-1]), shape).astype(dtype).copy()
     if kind == "normal":
         return (gen.get("scale", 1.0) * rng.standard_normal(shape)).astype(dtype)
     raise ValueError(f"input '{spec['name']}': unknown generator kind '{kind}'")

@@ -298,10 +298,17 @@ EXPECTED_FUSIONS.update({
     "hf_clip_text": {"Attention": 2, "LayerNorm": 5, "Gelu": 0},
     "hf_llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "hf_llama_mask": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
+    # With its cache: grouped K/V heads concatenated to the past, rotary positions from position_ids.
+    "hf_llama_past": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     # DeBERTa: heads in the batch, Softmax on the 4-D view, c2p + p2c position terms (gathered by
     # GatherElements) and XSoftmax's zeroing of hidden probabilities (docs/FUSIONS.md).
     "hf_deberta_v2": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_bart": {"Attention": 6, "LayerNorm": 12, "Gelu": 4},
+    # The generation views of one BART: the decoders' self and cross attention both fuse, the
+    # cross K/V read from the encoder's outputs (cached) or projected from its hidden states.
+    "hf_bart_seq2seq_encoder": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
+    "hf_bart_seq2seq_decoder_past": {"Attention": 4, "LayerNorm": 7, "Gelu": 2},
+    "hf_bart_seq2seq_decoder": {"Attention": 4, "LayerNorm": 7, "Gelu": 2},
     "hf_t5": {"Attention": 6, "RMSNormalization": 12, "LayerNorm": 0},
     "hf_vit": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_whisper_encoder": {"Attention": 2, "LayerNorm": 5, "Gelu": 4},
@@ -315,11 +322,11 @@ EXPECTED_FUSIONS.update({
 })
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
 # (with K and V read before repeat_kv: no Expand may remain).
-REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask"}
+REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask", "hf_llama_past"}
 # Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
 UNFUSED_ATTENTION = set()
 # A KV cache is concatenated per head ([b, h, past + seq, d]): K and V are 4-D, not projections.
-FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past"}
+FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past", "hf_bart_seq2seq_decoder_past"}
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
 

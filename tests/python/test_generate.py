@@ -77,3 +77,23 @@ def test_without_a_cache(gpt):
         want.append(int(np.argmax(logits[0, -1])))
         ids.append(want[-1])
     assert tokens == want
+
+
+def test_encoder_decoder(model_dir):
+    """BART as two models (tests/models/library_models.py): the encoder once per source, the decoder
+    step with its cache and the encoder's cross K/V; the tokens are those of the CLI's test."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "generate"))
+    from test_seq2seq import ort_greedy_with_cache as ort_seq2seq
+    encoder_path = os.path.join(model_dir, "hf_bart_seq2seq_encoder_op17.onnx")
+    decoder_path = os.path.join(model_dir, "hf_bart_seq2seq_decoder_past_op17.onnx")
+    encoder = onnxc.compile(encoder_path, threads=1)
+    decoder = onnxc.compile(decoder_path, threads=1)
+    source = [0, 45, 311, 67, 89, 123, 200, 17, 2]
+    tokens = decoder.generate([2], max_new_tokens=20, encoder=encoder, source_ids=np.array(source))
+    assert tokens == ort_seq2seq(encoder_path, decoder_path, source, 20)
+    assert "5 inputs from the encoder" in decoder.last_generation["roles"]
+    with pytest.raises(onnxc.Error, match="needs both encoder= and source_ids="):
+        decoder.generate([2], encoder=encoder)
+    with pytest.raises(onnxc.Error, match="^the source is empty"):
+        decoder.generate([2], encoder=encoder, source_ids=[])

@@ -232,3 +232,52 @@ TEST(Generator, NoLogitsOutputIsRefused) {
             "the model has no logits output (a float [batch, seq, vocab] output named logits); "
             "name it with logits=NAME");
 }
+
+TEST(Generator, EncoderDecoderPlumbingAndErrors) {
+  // The no-cache toy stands in for an encoder (ids and mask in, a float
+  // [batch, seq, 16] out that no decoder input reads): encode must run before
+  // prefill, and the tokens are then the decoder's own.
+  ToyDecoder encoder(false), decoder(true);
+  encoder.outputNames = {"last_hidden_state"};
+  onnxc_generate_options opts = options(10);
+  GeneratorPtr generator(
+      onnxc_generator_create_seq2seq(encoder.descriptor(), decoder.descriptor(), &opts));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_mode(generator.get()), ONNXC_GENERATE_KV_CACHE);
+  std::vector<int64_t> prompt = {3, 9}, source = {1, 2, 3, 4, 5};
+  EXPECT_EQ(onnxc_generator_prefill(generator.get(), prompt.data(), 2), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "no source is encoded: call encode with the source ids before prefill");
+  EXPECT_EQ(onnxc_generator_encode(generator.get(), source.data(), 0), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(generator.get())),
+            "the source is empty; encoding needs at least one token");
+  ASSERT_EQ(onnxc_generator_encode(generator.get(), source.data(), 5), 0)
+      << onnxc_generator_error(generator.get());
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 10));
+
+  // A plain generator has nothing to encode; a seq2seq one needs its encoder.
+  GeneratorPtr plain(onnxc_generator_create(decoder.descriptor(), &opts));
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(onnxc_generator_encode(plain.get(), source.data(), 5), -1);
+  EXPECT_EQ(std::string(onnxc_generator_error(plain.get())),
+            "this generator has no encoder: encode applies to encoder-decoder generators "
+            "(onnxc_generator_create_seq2seq)");
+  EXPECT_FALSE(onnxc_generator_create_seq2seq(nullptr, decoder.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()), "the encoder is NULL");
+
+  // A context mapping without an encoder, and one naming no encoder output.
+  std::string mapping = "attention_mask=source_mask";
+  opts.mapping = mapping.c_str();
+  EXPECT_FALSE(onnxc_generator_create(decoder.descriptor(), &opts));
+  mapping = "past_key_0=encoder:nothing";
+  EXPECT_FALSE(onnxc_generator_create_seq2seq(encoder.descriptor(), decoder.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "mapping: past_key_0=encoder:nothing names no output of the encoder");
+  // An encoder input the generator cannot fill is refused naming it.
+  ToyDecoder cached(true);
+  opts.mapping = nullptr;
+  EXPECT_FALSE(onnxc_generator_create_seq2seq(cached.descriptor(), decoder.descriptor(), &opts));
+  EXPECT_EQ(std::string(onnxc_last_error()),
+            "encoder: input 'past_key_0' is none of token ids, attention mask, position ids or a "
+            "cache input; the generator cannot fill it (name its role with the mapping)");
+}

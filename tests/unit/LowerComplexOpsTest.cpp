@@ -434,6 +434,30 @@ TEST(LowerRecurrent, RnnEveryActivation) {
   }
 }
 
+TEST(LowerRecurrent, WideRowsTakeEveryPartOfTheVectorDot) {
+  // Input 45 (32 + 8 + 5) and hidden 37 (32 + 5): the four-accumulator
+  // blocks, the single-vector tail and the masked remainder of the f32 gate
+  // products all run, for x·Wᵀ, h·Rᵀ and GRU's (r ⊙ h)·Rhᵀ.
+  for (const char *op : {"LSTM", "GRU"}) {
+    SCOPED_TRACE(op);
+    int64_t gates = std::string(op) == "LSTM" ? 4 : 3, rows = gates * 37;
+    GraphText g;
+    g.input("x", "f32[t, n, 45]")
+        .input("w", "f32[2, " + std::to_string(rows) + ", 45]")
+        .input("r", "f32[2, " + std::to_string(rows) + ", 37]")
+        .input("b", "f32[2, " + std::to_string(2 * rows) + "]");
+    g.node("%y, %yh = " + std::string(op) +
+           "(%x, %w, %r, %b) {direction = \"bidirectional\", hidden_size = 37}");
+    g.output("y", "f32[t, 2, n, 37]").output("yh", "f32[2, n, 37]");
+    auto graph = parseGraph(g.str());
+    Feeds feeds = {{"x", randomOf(DType::F32, {6, 2, 45}, 101)},
+                   {"w", randomOf(DType::F32, {2, rows, 45}, 102, -0.3, 0.3)},
+                   {"r", randomOf(DType::F32, {2, rows, 37}, 103, -0.3, 0.3)},
+                   {"b", randomOf(DType::F32, {2, 2 * rows}, 104)}};
+    expectCompiledMatchesReference(*graph, feeds, 1e-4, 1e-5);
+  }
+}
+
 TEST(LowerRecurrent, MinimalOperandsAndSkippedOutputs) {
   // No bias, lengths or initial state; Y skipped, only Y_h used.
   GraphText g;

@@ -64,20 +64,28 @@ float floatArgument(const ParsedArgs &args, const std::string &option, float fal
   return value;
 }
 
-std::vector<int64_t> promptIds(const ParsedArgs &args) {
-  if (!args.has("prompt-ids"))
-    throw UsageError("onnxc generate needs --prompt-ids, e.g. --prompt-ids 464,3290,318");
-  std::string text = args.get("prompt-ids");
+/// The comma-separated ids of --`option`.
+std::vector<int64_t> idList(const ParsedArgs &args, const std::string &option) {
+  std::string text = args.get(option);
   std::vector<int64_t> ids;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    ids.push_back(integerArgument(item, "prompt-ids", 0));
+    ids.push_back(integerArgument(item, option, 0));
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
   }
   return ids;
+}
+
+std::vector<int64_t> promptIds(const ParsedArgs &args) {
+  if (!args.has("prompt-ids"))
+    throw UsageError(args.has("encoder")
+                         ? "onnxc generate needs --prompt-ids, the decoder's start (e.g. "
+                           "--prompt-ids 2 for BART's decoder_start_token_id)"
+                         : "onnxc generate needs --prompt-ids, e.g. --prompt-ids 464,3290,318");
+  return idList(args, "prompt-ids");
 }
 
 onnxc_generate_options generateOptions(const ParsedArgs &args, std::string &mapping) {
@@ -117,6 +125,7 @@ double median(std::vector<double> values) {
 }
 
 struct Timings {
+  double coldPrefillMs = -1;  ///< --bench's untimed warm-up prefill; -1: none.
   double prefillMs = 0;       ///< The prompt's run and the first token.
   std::vector<double> stepMs; ///< Each later token.
 };
@@ -155,67 +164,119 @@ void printBench(const Timings &timings, size_t promptLength, size_t generated) {
   double total = timings.prefillMs;
   for (double ms : timings.stepMs)
     total += ms;
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
                 "prefill %.3f ms (%zu prompt tokens), per token: median %.3f ms over %zu steps, "
-                "%zu tokens in %.3f ms\n",
+                "%zu tokens in %.3f ms; the cold first prefill took %.3f ms\n",
                 timings.prefillMs, promptLength, median(timings.stepMs), timings.stepMs.size(),
-                generated, total);
+                generated, total, timings.coldPrefillMs);
   std::cerr << line;
+}
+
+/// --bench's warm-up: one prefill, whose time (page faults on the model's
+/// weights, the first plan and arena) is reported apart from the timed run.
+double coldPrefill(onnxc_generator *generator, const std::vector<int64_t> &prompt,
+                   const std::string &path) {
+  Clock::time_point start = Clock::now();
+  if (onnxc_generator_prefill(generator, prompt.data(), int64_t(prompt.size())) != 0)
+    fail(path, ": ", onnxc_generator_error(generator));
+  return millisecondsSince(start);
+}
+
+/// A model to generate with: a compiled library, or a graph compiled in
+/// the process.
+struct LoadedModel {
+  std::unique_ptr<CompiledLibrary> library;
+  std::unique_ptr<JitModel> jit;
+  const onnxc_model_descriptor *descriptor = nullptr;
+};
+
+LoadedModel loadGenerateModel(const ParsedArgs &args, const std::string &path) {
+  checkModelFile(path, "generate", ModelKinds::GraphsAndLibraries);
+  LoadedModel model;
+  if (isCompiledLibraryPath(path)) {
+    model.library = std::make_unique<CompiledLibrary>(path);
+    model.descriptor = model.library->descriptor();
+  } else {
+    TargetSelection target = selectTarget(args);
+    std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
+    std::unique_ptr<Graph> graph = loadModel(path);
+    runPipeline(*pm, *graph, args);
+    model.jit = compileModelJit(*graph, target);
+    model.descriptor = model.jit->descriptor();
+  }
+  return model;
 }
 
 int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
   std::string path = modelArgument(args, "generate");
-  bool library = isCompiledLibraryPath(path);
-  if (library)
-    refuseCompileOptions(args, path, "generate");
+  std::string encoderPath = args.get("encoder", "");
+  if (args.has("encoder") != args.has("source-ids"))
+    throw UsageError(args.has("encoder")
+                         ? "--encoder needs --source-ids, the ids the encoder reads"
+                         : "--source-ids applies to an encoder-decoder model; add --encoder "
+                           "ENCODER.so");
+  for (const std::string &model : {path, encoderPath})
+    if (!model.empty() && isCompiledLibraryPath(model))
+      refuseCompileOptions(args, model, "generate");
   std::vector<int64_t> prompt = promptIds(args);
+  std::vector<int64_t> source =
+      args.has("source-ids") ? idList(args, "source-ids") : std::vector<int64_t>();
   std::string mapping;
   onnxc_generate_options options = generateOptions(args, mapping);
   bool stream = args.has("stream");
-  checkModelFile(path, "generate", ModelKinds::GraphsAndLibraries);
 
-  std::unique_ptr<CompiledLibrary> compiled;
-  std::unique_ptr<JitModel> jit;
-  const onnxc_model_descriptor *model = nullptr;
-  if (library) {
-    compiled = std::make_unique<CompiledLibrary>(path);
-    model = compiled->descriptor();
-  } else {
-    TargetSelection target = selectTarget(args);
-    std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
-    std::unique_ptr<Graph> graph = loadModel(path);
-    runPipeline(*pm, *graph, args);
-    jit = compileModelJit(*graph, target);
-    model = jit->descriptor();
-  }
-
+  LoadedModel encoder;
+  if (!encoderPath.empty())
+    encoder = loadGenerateModel(args, encoderPath);
+  LoadedModel decoder = loadGenerateModel(args, path);
   std::unique_ptr<onnxc_generator, GeneratorDeleter> generator(
-      onnxc_generator_create(model, &options));
+      encoder.descriptor
+          ? onnxc_generator_create_seq2seq(encoder.descriptor, decoder.descriptor, &options)
+          : onnxc_generator_create(decoder.descriptor, &options));
   if (!generator)
     fail(path, ": ", onnxc_last_error());
-  std::cerr << "onnxc generate: "
+  std::cerr << "onnxc generate: " << (encoder.descriptor ? "encoder-decoder, " : "")
             << (onnxc_generator_mode(generator.get()) == ONNXC_GENERATE_KV_CACHE
                     ? "using the KV cache"
                     : "no KV cache in the model, re-running the full sequence at every step")
             << " (" << onnxc_generator_describe(generator.get()) << ")\n";
+  Clock::time_point encodeStart = Clock::now();
+  if (encoder.descriptor &&
+      onnxc_generator_encode(generator.get(), source.data(), int64_t(source.size())) != 0)
+    fail(encoderPath, ": ", onnxc_generator_error(generator.get()));
+  double encodeMs = millisecondsSince(encodeStart);
   Timings timings;
+  if (args.has("bench"))
+    timings.coldPrefillMs = coldPrefill(generator.get(), prompt, path);
   std::vector<int64_t> tokens = generateAll(generator.get(), prompt, stream, path, timings);
   if (!stream)
     for (size_t i = 0; i < tokens.size(); ++i)
       std::cout << (i ? "," : "") << tokens[i];
   std::cout << "\n";
-  if (args.has("bench"))
+  if (args.has("bench")) {
+    if (encoder.descriptor) {
+      char line[96];
+      std::snprintf(line, sizeof line, "encode %.3f ms (%zu source tokens), ", encodeMs,
+                    source.size());
+      std::cerr << line;
+    }
     printBench(timings, prompt.size(), tokens.size());
+  }
   return 0;
 }
 
 std::vector<OptionSpec> generateOptionSpecs() {
   return joinOptions(
       {{
-           {"prompt-ids", "IDS", "the prompt's token ids, comma-separated (required)"},
+           {"prompt-ids", "IDS",
+            "the prompt's token ids, comma-separated (required; with --encoder, the decoder's "
+            "start)"},
+           {"encoder", "ENCODER.so",
+            "an encoder-decoder model's encoder (.so, .onnx or .ir), run once on --source-ids"},
+           {"source-ids", "IDS", "the ids the encoder reads, comma-separated"},
            {"max-new-tokens", "N", "tokens to generate at most (default 32)"},
            {"eos-id", "N", "stop after generating this id"},
            {"sample", "", "sample instead of greedy decoding"},
@@ -227,10 +288,13 @@ std::vector<OptionSpec> generateOptionSpecs() {
             "positions the cache holds, preallocated (default: prompt + max-new-tokens)"},
            {"map", "ROLE=NAME",
             "name a role the generator cannot guess: input_ids, attention_mask, position_ids, "
-            "logits=OUTPUT, or PAST_INPUT=PRESENT_OUTPUT",
+            "logits=OUTPUT, PAST_INPUT=PRESENT_OUTPUT, or (with --encoder) "
+            "INPUT=encoder:OUTPUT or INPUT=source_mask",
             true},
            {"stream", "", "print each id as soon as it is generated"},
-           {"bench", "", "print the prefill time and the median per-token latency on stderr"},
+           {"bench", "",
+            "print the prefill time and the median per-token latency on stderr (after one "
+            "untimed warm-up prefill)"},
            {"threads", "N", "runtime threads (default: one per core)"},
        },
        targetOptions(),
@@ -243,7 +307,7 @@ Command generateCommand() {
   return {"generate", "generate token ids with a decoder (KV cache when the model has one)",
           "generate MODEL.so|MODEL.onnx|MODEL.ir --prompt-ids 464,3290,318 [--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
-          "[--bench]",
+          "[--bench] [--encoder ENCODER.so --source-ids IDS]",
           generateOptionSpecs(), runGenerate};
 }
 

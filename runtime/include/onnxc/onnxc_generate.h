@@ -34,6 +34,19 @@
  * step allocates or copies the cache beyond what the graph itself computes
  * (its Concat of past and new keys). Batch 1 only.
  *
+ * Encoder-decoder models (BART, T5, the 2017 Transformer) come as two
+ * compiled models: onnxc_generator_create_seq2seq takes the encoder too, and
+ * onnxc_generator_encode runs it once per source. Its outputs stay bound as
+ * the decoder's context inputs for every step until the next encode: a
+ * decoder input named like an encoder output (optimum's cross-attention
+ * cache past_key_values.N.encoder.key, ...), the hidden states (an input
+ * with "encoder_hidden_states", "encoder_outputs" or named "memory" takes
+ * last_hidden_state, else the encoder's one float rank-3 output) and the
+ * source mask (an input with "mask" and "encoder", "source", "src" or
+ * "memory": ones of the source length). `mapping` may name them:
+ * NAME=encoder:OUTPUT, NAME=source_mask. The prompt of prefill is then the
+ * decoder's start (e.g. BART's decoder_start_token_id).
+ *
  * Every function returning int returns 0 (or 1, see next) on success and -1
  * on failure, with onnxc_generator_error() set to one line.
  *===----------------------------------------------------------------------===*/
@@ -65,7 +78,8 @@ typedef struct onnxc_generate_options {
   /* Overrides of the guessed roles, NULL or "" for none: comma-separated
    * ROLE=NAME with ROLE one of input_ids, attention_mask, position_ids
    * (the input named NAME; an empty NAME: the model has none), logits (the
-   * output), or a cache input's name (NAME: its present output). */
+   * output), or a cache input's name (NAME: its present output); with an
+   * encoder, a decoder input's name = encoder:OUTPUT or source_mask. */
   const char *mapping;
 } onnxc_generate_options;
 
@@ -85,6 +99,12 @@ void onnxc_generate_options_init(onnxc_generate_options *options);
  * names no input... The model must outlive the generator. */
 onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
                                         const onnxc_generate_options *options);
+/* An encoder-decoder generator: `encoder` maps source ids (and a mask of
+ * ones) to the tensors the decoder's context inputs read; call encode before
+ * prefill. Both models must outlive the generator. */
+onnxc_generator *onnxc_generator_create_seq2seq(const onnxc_model_descriptor *encoder,
+                                                const onnxc_model_descriptor *decoder,
+                                                const onnxc_generate_options *options);
 void onnxc_generator_destroy(onnxc_generator *generator);
 
 /* ONNXC_GENERATE_KV_CACHE or ONNXC_GENERATE_FULL_SEQUENCE. */
@@ -95,6 +115,10 @@ const char *onnxc_generator_describe(const onnxc_generator *generator);
 
 /* Starts a generation: empties the cache and runs the prompt. */
 int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count);
+
+/* Encoder-decoder only: runs the encoder on the source ids and keeps its
+ * outputs for the decoder; ends a generation under way. */
+int onnxc_generator_encode(onnxc_generator *generator, const int64_t *source_ids, int64_t count);
 
 /* The next token: the first call after prefill samples from the prompt's
  * logits, each later call runs one step on the previous token first.
