@@ -136,7 +136,14 @@ std::unique_ptr<Graph> IRParser::parseGraphDefinition() {
 
 // NAME '=' graph, repeated: the subgraphs of If, Loop and Scan.
 void IRParser::parseRegions(Node &node) {
-  while ((tok_.kind == Kind::Identifier && !atKeyword("return")) || tok_.kind == Kind::String) {
+  // The statements after a node start with '%', 'return', or (misplaced)
+  // 'const'/'assume', which keep their own diagnostics.
+  auto atRegionName = [&] {
+    return (tok_.kind == Kind::Identifier && !atKeyword("return") && !atKeyword("const") &&
+            !atKeyword("assume")) ||
+           tok_.kind == Kind::String;
+  };
+  while (atRegionName()) {
     IRToken name = tok_;
     consume();
     if (node.subgraph(name.text))
