@@ -91,8 +91,14 @@ onnx::ModelProto exportOnnxModel(const Graph &graph, const OnnxExportOptions &op
     tensor.set_name(writer.name(constant));
     tensorToProto(constant->constantValue(), tensor, "constant '" + constant->name() + "'");
   }
-  for (const auto &node : graph.nodes())
+  for (const auto &node : graph.nodes()) {
+    // Writing subgraphs back as GRAPH attributes (captures as outer names)
+    // is not done yet; dropping them would write a broken model.
+    if (node->hasSubgraphs())
+      fail(node->describe(), ": exporting ", node->opName(),
+           " (a node with subgraphs) to ONNX is not supported yet");
     exportNode(writer, *node);
+  }
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const GraphOutput &output = graph.outputs()[i];
     if (!direct[i])

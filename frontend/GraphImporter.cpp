@@ -24,7 +24,48 @@ namespace {
 /// Name -> index of the node that produces it.
 using ProducerMap = std::unordered_map<std::string, int>;
 
-ProducerMap checkDefinitions(const onnx::GraphProto &proto) {
+/// Names a graph reads without defining them: the outer-scope values its
+/// nodes and nested subgraphs use (ONNX lexical scoping), added to `out`.
+void collectFreeNames(const onnx::GraphProto &proto, std::unordered_set<std::string> &out);
+
+/// The names a node depends on: its inputs, then the free names of its
+/// subgraphs (an If reads what its branches read).
+std::vector<std::string> nodeDependencies(const onnx::NodeProto &node) {
+  std::vector<std::string> deps(node.input().begin(), node.input().end());
+  std::unordered_set<std::string> implicit;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.has_g())
+      collectFreeNames(attr.g(), implicit);
+    for (const onnx::GraphProto &graph : attr.graphs())
+      collectFreeNames(graph, implicit);
+  }
+  deps.insert(deps.end(), implicit.begin(), implicit.end());
+  return deps;
+}
+
+void collectFreeNames(const onnx::GraphProto &proto, std::unordered_set<std::string> &out) {
+  std::unordered_set<std::string> defined;
+  for (const onnx::TensorProto &init : proto.initializer())
+    defined.insert(init.name());
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer())
+    defined.insert(init.values().name());
+  for (const onnx::ValueInfoProto &input : proto.input())
+    defined.insert(input.name());
+  for (const onnx::NodeProto &node : proto.node())
+    for (const std::string &output : node.output())
+      defined.insert(output);
+  for (const onnx::NodeProto &node : proto.node())
+    for (const std::string &name : nodeDependencies(node))
+      if (!name.empty() && !defined.count(name))
+        out.insert(name);
+  for (const onnx::ValueInfoProto &output : proto.output())
+    if (!defined.count(output.name()))
+      out.insert(output.name());
+}
+
+/// `outer` (null for the main graph) resolves the names a subgraph reads
+/// from enclosing graphs.
+ProducerMap checkDefinitions(const onnx::GraphProto &proto, const ImportContext *outer) {
   std::unordered_set<std::string> external; // graph inputs and initializers
   for (const onnx::TensorProto &init : proto.initializer()) {
     if (init.name().empty())
@@ -54,12 +95,15 @@ ProducerMap checkDefinitions(const onnx::GraphProto &proto) {
       if (external.count(output) || !producers.emplace(output, i).second)
         fail(describeNodeProto(proto.node(i)), ": output '", output, "' is already defined");
     }
+  auto defined = [&](const std::string &name) {
+    return external.count(name) || producers.count(name) || (outer && outer->canResolve(name));
+  };
   for (const onnx::NodeProto &node : proto.node())
     for (const std::string &input : node.input())
-      if (!input.empty() && !external.count(input) && !producers.count(input))
+      if (!input.empty() && !defined(input))
         fail(describeNodeProto(node), ": input '", input, "' is not defined");
   for (const onnx::ValueInfoProto &output : proto.output())
-    if (!external.count(output.name()) && !producers.count(output.name()))
+    if (!defined(output.name()))
       fail("graph output '", output.name(), "' is not defined");
   return producers;
 }
@@ -73,6 +117,10 @@ std::vector<int> topologicalNodeOrder(const onnx::GraphProto &proto, const Produ
   std::vector<int> order;
   order.reserve(proto.node_size());
   std::vector<std::pair<int, int>> stack; // (node, next input to look at)
+  std::vector<std::vector<std::string>> deps;
+  deps.reserve(proto.node_size());
+  for (const onnx::NodeProto &node : proto.node())
+    deps.push_back(nodeDependencies(node));
   for (int root = 0; root < proto.node_size(); ++root) {
     if (state[root] != State::Unvisited)
       continue;
@@ -80,14 +128,14 @@ std::vector<int> topologicalNodeOrder(const onnx::GraphProto &proto, const Produ
     state[root] = State::OnStack;
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
-      const onnx::NodeProto &nodeProto = proto.node(node);
-      if (next == nodeProto.input_size()) {
+      const std::vector<std::string> &inputs = deps[size_t(node)];
+      if (next == int(inputs.size())) {
         state[node] = State::Done;
         order.push_back(node);
         stack.pop_back();
         continue;
       }
-      auto it = producers.find(nodeProto.input(next++));
+      auto it = producers.find(inputs[size_t(next++)]);
       if (it == producers.end() || state[it->second] == State::Done)
         continue;
       if (state[it->second] == State::OnStack)
@@ -159,22 +207,46 @@ std::string opDisplayName(const onnx::NodeProto &node) {
 
 } // namespace
 
-std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets) {
-  const OpImporterRegistry &registry = OpImporterRegistry::instance();
+namespace {
+
+struct UnsupportedOps {
   std::vector<std::string> opOrder;
   std::unordered_map<std::string, std::vector<std::string>> nodesByOp;
+};
+
+/// Adds the unsupported ops of `proto` and of its nodes' subgraphs (an
+/// unnamed node of a subgraph is '#index' with the index path, '#3.0').
+void findUnsupportedIn(const onnx::GraphProto &proto, const OpsetMap &opsets,
+                       const std::string &prefix, UnsupportedOps &found) {
+  const OpImporterRegistry &registry = OpImporterRegistry::instance();
   for (int i = 0; i < proto.node_size(); ++i) {
     const onnx::NodeProto &node = proto.node(i);
+    std::string index = prefix + std::to_string(i);
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g())
+        findUnsupportedIn(attr.g(), opsets, index + "." + attr.name() + ".", found);
+      for (const onnx::GraphProto &graph : attr.graphs())
+        findUnsupportedIn(graph, opsets, index + "." + attr.name() + ".", found);
+    }
     std::string domain = canonicalDomain(node.domain());
     auto opset = opsets.find(domain);
     if (opset != opsets.end() && registry.lookup(domain, node.op_type(), opset->second))
       continue;
     std::string op = opDisplayName(node);
-    auto [it, inserted] = nodesByOp.try_emplace(op);
+    auto [it, inserted] = found.nodesByOp.try_emplace(op);
     if (inserted)
-      opOrder.push_back(op);
-    it->second.push_back(node.name().empty() ? "#" + std::to_string(i) : "'" + node.name() + "'");
+      found.opOrder.push_back(op);
+    it->second.push_back(node.name().empty() ? "#" + index : "'" + node.name() + "'");
   }
+}
+
+} // namespace
+
+std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets) {
+  UnsupportedOps found;
+  findUnsupportedIn(proto, opsets, "", found);
+  const std::vector<std::string> &opOrder = found.opOrder;
+  auto &nodesByOp = found.nodesByOp;
   // A model with hundreds of copies of one op would otherwise give a
   // message nobody reads; the op list itself is always complete.
   constexpr size_t kMaxNamesPerOp = 8;
@@ -192,7 +264,7 @@ std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const
 }
 
 std::vector<int> checkGraphStructure(const onnx::GraphProto &proto) {
-  return topologicalNodeOrder(proto, checkDefinitions(proto));
+  return topologicalNodeOrder(proto, checkDefinitions(proto, nullptr));
 }
 
 void failOnUnsupportedOps(const std::vector<std::string> &unsupported) {
@@ -216,6 +288,39 @@ std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap
     importNode(proto.node(index), context);
   for (const onnx::ValueInfoProto &output : proto.output())
     graph->addOutput(output.name(), context.lookup(output.name()));
+  return graph;
+}
+
+std::unique_ptr<Graph> importSubgraph(const onnx::GraphProto &proto, ImportContext &outer,
+                                      std::vector<Value *> &captures) {
+  ProducerMap producers = checkDefinitions(proto, &outer);
+  std::vector<int> order = topologicalNodeOrder(proto, producers);
+  auto graph = std::make_unique<Graph>(proto.name().empty() ? "body" : proto.name());
+  ImportContext context(*graph, outer.modelDir(), outer.opsets(), collectNames(proto), &outer);
+  for (const onnx::TensorProto &init : proto.initializer()) {
+    Tensor value = tensorFromProto(init, context.modelDir(), "initializer '" + init.name() + "'");
+    context.bind(init.name(), graph->addConstant(init.name(), std::move(value)));
+  }
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer()) {
+    const std::string &name = init.values().name();
+    Tensor value = tensorFromSparseProto(init, context.modelDir(), "initializer '" + name + "'");
+    context.bind(name, graph->addConstant(name, std::move(value)));
+  }
+  // The formal inputs come first, in order; shape inference types them from
+  // the node's operands, so a declared type is only a first guess.
+  DimSymbols symbols;
+  reserveInputSymbols(proto, symbols);
+  for (const onnx::ValueInfoProto &input : proto.input()) {
+    TensorType type = input.has_type() && input.type().has_tensor_type()
+                          ? inputType(input, symbols)
+                          : TensorType{DType::Unknown, Shape::unranked()};
+    context.bind(input.name(), graph->addInput(input.name(), type));
+  }
+  for (int index : order)
+    importNode(proto.node(index), context);
+  for (const onnx::ValueInfoProto &output : proto.output())
+    graph->addOutput(output.name(), context.lookup(output.name()));
+  captures = context.captures();
   return graph;
 }
 

@@ -21,7 +21,17 @@ namespace onnxc {
 std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap &opsets,
                                    const ModelFolder &modelDir);
 
-/// The ops of the graph without an importer at the model's opsets, one entry
+class ImportContext;
+
+/// Imports the subgraph of an If, Loop or Scan node inside the graph that
+/// `outer` is importing: its formal inputs first, then one input per outer
+/// value it reads (ONNX lexical scoping), whose outer values are returned in
+/// `captures` in the same order (ir/Subgraph.h).
+std::unique_ptr<Graph> importSubgraph(const onnx::GraphProto &proto, ImportContext &outer,
+                                      std::vector<Value *> &captures);
+
+/// The ops of the graph and its subgraphs without an importer at the
+/// model's opsets, one entry
 /// per op type in order of first appearance: "Foo (node 'a')",
 /// "Bar (nodes 'b', 'c')". Ops of other domains are named "domain.Op".
 std::vector<std::string> findUnsupportedOps(const onnx::GraphProto &proto, const OpsetMap &opsets);

@@ -13,9 +13,28 @@ int64_t ImportContext::opset(const std::string &domain) const {
   return it == opsets_.end() ? 0 : it->second;
 }
 
-Value *ImportContext::lookup(const std::string &name) const {
+Value *ImportContext::lookup(const std::string &name) {
   auto it = values_.find(name);
-  return it == values_.end() ? nullptr : it->second;
+  if (it != values_.end())
+    return it->second;
+  Value *outer = parent_ ? parent_->lookup(name) : nullptr;
+  if (!outer)
+    return nullptr;
+  // A weight is shared, not captured: the subgraph gets a constant of its
+  // own over the same data, which its folding and codegen can see.
+  if (outer->isConstant()) {
+    Value *constant = graph_.addConstant(freshName(name), outer->constantPtr());
+    bind(name, constant);
+    return constant;
+  }
+  Value *input = graph_.addInput(freshName(name), outer->type());
+  bind(name, input);
+  captures_.push_back(outer);
+  return input;
+}
+
+bool ImportContext::canResolve(const std::string &name) const {
+  return values_.count(name) || (parent_ && parent_->canResolve(name));
 }
 
 std::string ImportContext::freshName(const std::string &base) {

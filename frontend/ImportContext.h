@@ -25,19 +25,29 @@ class ImportContext {
 public:
   /// `onnxNames` holds every value name the ONNX graph uses, so names the
   /// importer invents never collide with a name a later node defines.
+  /// `parent` is the context of the enclosing graph when `graph` is a
+  /// subgraph (an If branch, a Loop or Scan body), else null.
   ImportContext(Graph &graph, ModelFolder modelDir, OpsetMap opsets,
-                std::unordered_set<std::string> onnxNames)
+                std::unordered_set<std::string> onnxNames, ImportContext *parent = nullptr)
       : graph_(graph), modelDir_(std::move(modelDir)), opsets_(std::move(opsets)),
-        onnxNames_(std::move(onnxNames)) {}
+        onnxNames_(std::move(onnxNames)), parent_(parent) {}
 
   Graph &graph() { return graph_; }
   const ModelFolder &modelDir() const { return modelDir_; }
+  const OpsetMap &opsets() const { return opsets_; }
   /// The opset imported for `domain` (canonical form), 0 if none.
   int64_t opset(const std::string &domain) const;
 
-  /// The value an ONNX name is bound to, or null.
-  Value *lookup(const std::string &name) const;
+  /// The value an ONNX name is bound to, or null. In a subgraph, a name the
+  /// enclosing graphs define (ONNX lexical scoping) is captured: it becomes
+  /// an input of this graph, bound to the name, and the outer value is
+  /// recorded in captures() (ir/Subgraph.h).
+  Value *lookup(const std::string &name);
+  /// Whether lookup would find `name` here or in an enclosing graph.
+  bool canResolve(const std::string &name) const;
   void bind(const std::string &name, Value *value) { values_[name] = value; }
+  /// The outer values captured so far, in the order of their inputs.
+  const std::vector<Value *> &captures() const { return captures_; }
 
   /// A value name based on `base` used neither by the ONNX graph nor the IR.
   std::string freshName(const std::string &base);
@@ -48,6 +58,8 @@ private:
   OpsetMap opsets_;
   std::unordered_set<std::string> onnxNames_;
   std::unordered_map<std::string, Value *> values_;
+  ImportContext *parent_;
+  std::vector<Value *> captures_;
 };
 
 /// One ONNX node being imported, with the IR op its registry entry names.

@@ -17,6 +17,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerQuantizationImporters(r);
     registerVisionImporters(r);
     registerNormalizationFunctionImporters(r);
+    registerControlFlowImporters(r);
     return r;
   }();
   return registry;

@@ -60,5 +60,6 @@ void registerFunctionImporters(OpImporterRegistry &registry);
 void registerQuantizationImporters(OpImporterRegistry &registry);
 void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
+void registerControlFlowImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

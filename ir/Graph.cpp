@@ -38,6 +38,38 @@ void Value::replaceUsesWith(Value *replacement) {
 
 // --- Node --------------------------------------------------------------------
 
+// Out of line: the subgraphs are Graphs, complete only here.
+Node::Node(Graph *graph, OpKind kind, std::string name)
+    : graph_(graph), kind_(kind), name_(std::move(name)) {}
+Node::~Node() = default;
+
+Graph *Node::subgraph(const std::string &name) const {
+  for (const auto &[key, body] : subgraphs_)
+    if (key == name)
+      return body.get();
+  return nullptr;
+}
+
+void Node::setSubgraph(const std::string &name, std::unique_ptr<Graph> subgraph) {
+  assert(subgraph && "attach a subgraph, not null");
+  for (auto &[key, body] : subgraphs_)
+    if (key == name) {
+      body = std::move(subgraph);
+      return;
+    }
+  subgraphs_.emplace_back(name, std::move(subgraph));
+}
+
+std::unique_ptr<Graph> Node::takeSubgraph(const std::string &name) {
+  for (auto it = subgraphs_.begin(); it != subgraphs_.end(); ++it)
+    if (it->first == name) {
+      std::unique_ptr<Graph> body = std::move(it->second);
+      subgraphs_.erase(it);
+      return body;
+    }
+  return nullptr;
+}
+
 std::string Node::describe() const {
   if (!name_.empty())
     return "node '" + name_ + "'";
@@ -187,6 +219,13 @@ void Graph::eraseInput(Value *input) {
   assert(input->isGraphInput());
   inputs_.erase(std::find(inputs_.begin(), inputs_.end(), input));
   destroyValue(input);
+}
+
+void Graph::reorderInputs(const std::vector<Value *> &order) {
+  assert(order.size() == inputs_.size() &&
+         std::is_permutation(order.begin(), order.end(), inputs_.begin()) &&
+         "reorderInputs takes a permutation of the inputs");
+  inputs_ = order;
 }
 
 void Graph::addAssumption(ShapeAssumption assumption) {

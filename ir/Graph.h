@@ -48,6 +48,10 @@ public:
   /// Removes a graph input that has no uses and is not an output.
   void eraseInput(Value *input);
 
+  /// Puts the inputs in `order`, a permutation of inputs() (a subgraph's
+  /// captured values follow the order of its node's operands).
+  void reorderInputs(const std::vector<Value *> &order);
+
   const std::vector<Value *> &inputs() const { return inputs_; }
   const std::vector<Value *> &constants() const { return constants_; }
   const std::vector<GraphOutput> &outputs() const { return outputs_; }

@@ -17,6 +17,8 @@ namespace onnxc {
 /// from (used in diagnostics; may be empty).
 class Node {
 public:
+  ~Node();
+
   OpKind kind() const { return kind_; }
   std::string_view opName() const { return onnxc::opName(kind_); }
   const std::string &name() const { return name_; }
@@ -55,12 +57,28 @@ public:
   int64_t requireInt(const std::string &name) const;
   const Tensor &requireTensor(const std::string &name) const;
 
+  /// Subgraphs (regions) the node owns: If's then_branch/else_branch, Loop's
+  /// and Scan's body, by attribute name, in the order they were attached.
+  /// Each is isolated from above: the outer values it reads are operands of
+  /// this node and inputs of the subgraph (ir/Subgraph.h says which), so
+  /// use lists, DCE and CSE of the outer graph see every use.
+  const std::vector<std::pair<std::string, std::unique_ptr<Graph>>> &subgraphs() const {
+    return subgraphs_;
+  }
+  bool hasSubgraphs() const { return !subgraphs_.empty(); }
+  /// The subgraph attached under `name`, or null.
+  Graph *subgraph(const std::string &name) const;
+  /// Attaches (or replaces) the subgraph `name`; the node owns it from now on.
+  void setSubgraph(const std::string &name, std::unique_ptr<Graph> subgraph);
+  /// Detaches the subgraph `name` (null if absent), handing ownership back.
+  std::unique_ptr<Graph> takeSubgraph(const std::string &name);
+
   Graph *graph() const { return graph_; }
 
 private:
   friend class Graph;
   friend class Value; // keeps useSlots_ in step as it reorders its use list
-  Node(Graph *graph, OpKind kind, std::string name) : graph_(graph), kind_(kind), name_(std::move(name)) {}
+  Node(Graph *graph, OpKind kind, std::string name);
 
   Graph *graph_;
   OpKind kind_;
@@ -71,6 +89,7 @@ private:
   std::vector<unsigned> useSlots_;
   std::vector<Value *> results_;
   AttributeMap attributes_;
+  std::vector<std::pair<std::string, std::unique_ptr<Graph>>> subgraphs_;
   std::list<std::unique_ptr<Node>>::iterator position_; // in graph_->nodes()
 };
 

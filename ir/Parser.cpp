@@ -64,6 +64,8 @@ private:
   }
 
   // --- grammar ----------------------------------------------------------------
+  std::unique_ptr<Graph> parseGraphDefinition();
+  void parseRegions(Node &node);
   void parseHeader();
   TensorType parseType();
   Shape parseShapeBody(const IRToken &open);
@@ -92,9 +94,26 @@ private:
   IRToken tok_;
   std::unique_ptr<Graph> graph_;
   std::vector<DeclaredOutput> outputs_;
+  unsigned regionDepth_ = 0;
 };
 
+/// Regions nest graphs in graphs; the parser recurses once per level, so
+/// hostile text could otherwise exhaust the stack.
+constexpr unsigned kMaxRegionDepth = 64;
+
 std::unique_ptr<Graph> IRParser::parse() {
+  std::unique_ptr<Graph> graph = parseGraphDefinition();
+  if (tok_.kind != Kind::EndOfFile)
+    errorAt(tok_, "expected end of input after the graph");
+  return graph;
+}
+
+// A graph, top-level or the region of a node: the outer graph being built
+// is set aside while the nested one is read (regions see no outer values).
+std::unique_ptr<Graph> IRParser::parseGraphDefinition() {
+  std::unique_ptr<Graph> outerGraph = std::move(graph_);
+  std::vector<DeclaredOutput> outerOutputs = std::move(outputs_);
+  outputs_.clear();
   parseHeader();
   while (atKeyword("const"))
     parseConstant();
@@ -109,9 +128,36 @@ std::unique_ptr<Graph> IRParser::parse() {
   }
   parseReturn();
   expect(Kind::RBrace);
-  if (tok_.kind != Kind::EndOfFile)
-    errorAt(tok_, "expected end of input after the graph");
-  return std::move(graph_);
+  std::unique_ptr<Graph> graph = std::move(graph_);
+  graph_ = std::move(outerGraph);
+  outputs_ = std::move(outerOutputs);
+  return graph;
+}
+
+// NAME '=' graph, repeated: the subgraphs of If, Loop and Scan.
+void IRParser::parseRegions(Node &node) {
+  // The statements after a node start with '%', 'return', or (misplaced)
+  // 'const'/'assume', which keep their own diagnostics.
+  auto atRegionName = [&] {
+    return (tok_.kind == Kind::Identifier && !atKeyword("return") && !atKeyword("const") &&
+            !atKeyword("assume")) ||
+           tok_.kind == Kind::String;
+  };
+  while (atRegionName()) {
+    IRToken name = tok_;
+    consume();
+    if (node.subgraph(name.text))
+      errorAt(name, "region '" + name.text + "' given twice");
+    expect(Kind::Equal);
+    if (!atKeyword("graph"))
+      errorAt(tok_, "expected 'graph' after the region name '" + name.text + "'");
+    if (regionDepth_ == kMaxRegionDepth)
+      errorAt(name, "regions nest deeper than " + std::to_string(kMaxRegionDepth) + " levels");
+    ++regionDepth_;
+    std::unique_ptr<Graph> body = parseGraphDefinition();
+    --regionDepth_;
+    node.setSubgraph(name.text, std::move(body));
+  }
 }
 
 void IRParser::parseHeader() {
@@ -340,6 +386,7 @@ void IRParser::parseNode() {
     node->setAttr(name, value);
   for (size_t i = 0; i < types.size(); ++i)
     node->result(i)->setType(types[i]);
+  parseRegions(*node);
 }
 
 AttributeMap IRParser::parseAttributes() {

@@ -164,7 +164,11 @@ bool isFullyUnknown(const Value *value) {
   return value->dtype() == DType::Unknown && !value->shape().isRanked();
 }
 
-void printNodeTo(std::ostream &os, const Node &node, const PrintOptions &options) {
+void printGraphAt(std::ostream &os, const Graph &graph, const PrintOptions &options,
+                  const std::string &indent);
+
+void printNodeTo(std::ostream &os, const Node &node, const PrintOptions &options,
+                 const std::string &indent) {
   for (size_t i = 0; i < node.numResults(); ++i) {
     if (i)
       os << ", ";
@@ -210,6 +214,18 @@ void printNodeTo(std::ostream &os, const Node &node, const PrintOptions &options
     printQuoted(os, node.name());
     os << ')';
   }
+
+  // Regions follow on the same line and close at the node's indentation:
+  // `then_branch = graph @then(...) -> (...) {` ... `}`.
+  for (const auto &[name, body] : node.subgraphs()) {
+    os << ' ';
+    if (isBareIdentifier(name))
+      os << name;
+    else
+      printQuoted(os, name);
+    os << " = ";
+    printGraphAt(os, *body, options, indent);
+  }
 }
 
 void printHeader(std::ostream &os, const Graph &graph) {
@@ -233,12 +249,15 @@ void printHeader(std::ostream &os, const Graph &graph) {
   os << ") {\n";
 }
 
-} // namespace
-
-void printGraph(const Graph &graph, std::ostream &os, const PrintOptions &options) {
+// `indent` is the indentation of the line the graph opens on; its body is
+// two spaces deeper and its closing brace at `indent`, without a newline
+// after it when nested (the enclosing node line ends there).
+void printGraphAt(std::ostream &os, const Graph &graph, const PrintOptions &options,
+                  const std::string &indent) {
+  std::string inner = indent + "  ";
   printHeader(os, graph);
   for (const Value *constant : graph.constants()) {
-    os << "  const ";
+    os << inner << "const ";
     printValueRef(os, constant);
     os << ": " << constant->type().str() << " = ";
     if (constant->constantPtr())
@@ -248,22 +267,29 @@ void printGraph(const Graph &graph, std::ostream &os, const PrintOptions &option
     os << '\n';
   }
   for (const ShapeAssumption &assumption : graph.assumptions()) {
-    os << "  assume [" << assumption.expr.str() << "] "
+    os << inner << "assume [" << assumption.expr.str() << "] "
        << (assumption.kind == ShapeAssumption::Kind::Zero ? "==" : ">=") << " 0 ";
     printQuoted(os, assumption.message);
     os << '\n';
   }
   for (const auto &node : graph.nodes()) {
-    os << "  ";
-    printNodeTo(os, *node, options);
+    os << inner;
+    printNodeTo(os, *node, options, inner);
     os << '\n';
   }
-  os << "  return";
+  os << inner << "return";
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     os << (i ? ", " : " ");
     printValueRef(os, graph.outputs()[i].value);
   }
-  os << "\n}\n";
+  os << '\n' << indent << '}';
+}
+
+} // namespace
+
+void printGraph(const Graph &graph, std::ostream &os, const PrintOptions &options) {
+  printGraphAt(os, graph, options, "");
+  os << '\n';
 }
 
 std::string printGraphToString(const Graph &graph, const PrintOptions &options) {
@@ -274,7 +300,7 @@ std::string printGraphToString(const Graph &graph, const PrintOptions &options) 
 
 std::string printNode(const Node &node, const PrintOptions &options) {
   std::ostringstream os;
-  printNodeTo(os, node, options);
+  printNodeTo(os, node, options, "");
   return os.str();
 }
 

@@ -13,6 +13,7 @@
 #include "ir/Verifier.h"
 
 #include "ir/Error.h"
+#include "ir/Subgraph.h"
 
 #include <functional>
 #include <unordered_map>
@@ -199,7 +200,9 @@ void GraphVerifier::checkCounts(const Node &node) {
     fail(node.describe(), ": operand list ends with an absent operand");
   // Operands before minOperands are required in every op of the table, and
   // variadic ops (Concat, Sum, ...) have no optional operands at all.
-  for (int i = 0; i < numOperands; ++i)
+  // Loop's trip count and condition are optional although it is variadic.
+  int firstRequired = node.kind() == OpKind::Loop ? 2 : 0;
+  for (int i = firstRequired; i < numOperands; ++i)
     if (!node.operand(size_t(i)) && (i < info.minOperands || info.maxOperands < 0))
       fail(node.describe(), ": operand ", i, " of ", node.opName(), " is required but absent");
 }
@@ -236,6 +239,7 @@ void GraphVerifier::checkNode(const Node &node) {
     availableSet_.insert(result);
   }
   checkNodeAttributes(node);
+  verifySubgraphs(node);
 }
 
 void GraphVerifier::checkUses(const Value *value) {

@@ -116,7 +116,9 @@ int64_t mergeNodes(Graph &graph) {
   // Program order: the kept node always comes first, so it dominates the
   // uses it takes over.
   for (Node *node : graph.nodeList()) {
-    if (node->kind() == OpKind::Dropout)
+    // Regions are not compared: two Ifs on the same condition and captures
+    // with different branches compute different things.
+    if (node->kind() == OpKind::Dropout || node->hasSubgraphs())
       continue;
     size_t hash = hashNode(*node);
     auto [begin, end] = seen.equal_range(hash);

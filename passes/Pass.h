@@ -86,6 +86,7 @@ using PassFactory = std::unique_ptr<Pass> (*)();
 // Factories of the built-in passes (one file each). PassRegistry.cpp lists them.
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 std::unique_ptr<Pass> createFoldConstantsPass();
+std::unique_ptr<Pass> createInlineConstantIfPass();
 std::unique_ptr<Pass> createFoldChannelAffinePass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();

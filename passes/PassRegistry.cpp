@@ -13,6 +13,7 @@ namespace {
 // --passes=, --print-ir-after= and --help.
 constexpr PassFactory kPassFactories[] = {
     createFoldConstantsPass,
+    createInlineConstantIfPass,
     createFoldChannelAffinePass,
     createRemoveIdentityPass,
     createSimplifyCastsPass,

@@ -8,13 +8,15 @@ namespace onnxc {
 
 namespace {
 // Folding exposes identities and duplicates, merging exposes dead nodes, and
-// removing dead nodes can leave more to fold, hence the fixed point. Shape
+// removing dead nodes can leave more to fold, hence the fixed point. An If
+// on a folded condition becomes the branch it takes. Shape
 // simplification gives Reshapes constant targets, which leaves the Shape ->
 // Gather -> Concat chains that computed them dead.
 void addCleanup(PassManager &pm) {
   std::vector<std::unique_ptr<Pass>> group;
-  for (const char *name : {"fold-constants", "fold-channel-affine", "remove-identity",
-                           "simplify-casts", "simplify-shapes", "simplify-transposes", "cse", "dce"})
+  for (const char *name : {"fold-constants", "inline-constant-if", "fold-channel-affine",
+                           "remove-identity", "simplify-casts", "simplify-shapes",
+                           "simplify-transposes", "cse", "dce"})
     group.push_back(createPass(name));
   pm.addFixedPointGroup(std::move(group), kCleanupRounds);
 }

@@ -122,6 +122,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   ModelPlan plan;
   plan.name = graph.name();
   std::vector<Node *> order = graph.topologicalOrder();
+  lower::refuseControlFlow(order);
   checkEveryOpLowers(order);
   bindSymbols(graph, plan);
   collectAssumptions(graph, plan);

@@ -11,6 +11,7 @@
 #include "ir/OpKind.h"
 
 #include <array>
+#include <vector>
 
 namespace onnxc::lower {
 
@@ -35,6 +36,10 @@ void registerQuantizedGemmLowerings(LoweringTable &table); // DynamicQuantizedMa
 void registerPadLowerings(LoweringTable &table);          // Pad
 void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
 void registerResizeLowerings(LoweringTable &table);       // Resize
+
+/// Throws naming the first If, Loop or Scan of `order`: codegen does not
+/// lower control flow (ControlFlowLowering.cpp).
+void refuseControlFlow(const std::vector<Node *> &order);
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

@@ -27,6 +27,7 @@ const KernelTable &referenceKernels() {
     registerPaddingKernels(t);
     registerPoolingKernels(t);
     registerResizeKernels(t);
+    registerControlFlowKernels(t);
     return t;
   }();
   return table;

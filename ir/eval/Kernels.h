@@ -39,6 +39,7 @@ void registerQuantizedGemmKernels(KernelTable &table); // DynamicQuantizedMatMul
 void registerPaddingKernels(KernelTable &table);      // Pad
 void registerPoolingKernels(KernelTable &table);      // MaxPool, AveragePool, ConvTranspose
 void registerResizeKernels(KernelTable &table);       // Resize
+void registerControlFlowKernels(KernelTable &table);   // If, Loop, Scan
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

@@ -26,6 +26,7 @@ const ShapeRuleTable &shapeRules() {
     registerQuantizationShapeRules(t);
     registerPoolingShapeRules(t);
     registerResizeShapeRules(t);
+    registerControlFlowShapeRules(t);
     return t;
   }();
   return table;
@@ -271,8 +272,11 @@ void inferNodeShapes(Node &node, InferenceContext &context) {
   context.commitAssumptions();
 }
 
-InferenceContext inferShapes(Graph &graph) {
+InferenceContext inferShapes(
+    Graph &graph, const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs) {
   InferenceContext context(graph);
+  for (const auto &[input, contents] : knownInputs)
+    context.setKnownContents(input, contents);
   for (Node *node : graph.topologicalOrder()) {
     for (size_t i = 0; i < node->numOperands(); ++i) {
       const Value *operand = node->operand(i);

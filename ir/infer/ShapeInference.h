@@ -86,8 +86,11 @@ private:
 /// topological order. Existing types on results are replaced. Throws
 /// onnxc::Error naming the node when the input types are inconsistent
 /// (provably mismatched dimensions, wrong dtypes, bad attributes).
-/// Returns the context holding the known integer contents.
-InferenceContext inferShapes(Graph &graph);
+/// Returns the context holding the known integer contents. `knownInputs`
+/// gives contents of inputs known from outside (a subgraph's captured shape
+/// tensors, ir/infer/ControlFlowRules.cpp).
+InferenceContext inferShapes(
+    Graph &graph, const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs = {});
 
 /// Infers one node's results (its operands' types must be set).
 void inferNodeShapes(Node &node, InferenceContext &context);

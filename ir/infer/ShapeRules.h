@@ -28,6 +28,7 @@ void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements S
 void registerQuantizationShapeRules(ShapeRuleTable &table);  // QuantizeLinear ... QLinearConv
 void registerPoolingShapeRules(ShapeRuleTable &table);       // Pad MaxPool AveragePool ConvTranspose
 void registerResizeShapeRules(ShapeRuleTable &table);        // Resize
+void registerControlFlowShapeRules(ShapeRuleTable &table);   // If Loop Scan
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).

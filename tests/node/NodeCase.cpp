@@ -206,6 +206,32 @@ std::string oneLine(std::string text) {
 
 void setCaseBackend(Backend backend) { gBackend = backend; }
 
+/// Ops of `graph` and of its nodes' subgraphs (If branches, Loop bodies)
+/// that onnxc does not declare: a case is in scope only when all are.
+void collectUndeclaredOps(const onnx::GraphProto &graph, CaseInfo &info) {
+  for (const auto &node : graph.node()) {
+    for (const auto &attr : node.attribute()) {
+      if (attr.has_g())
+        collectUndeclaredOps(attr.g(), info);
+      for (const auto &body : attr.graphs())
+        collectUndeclaredOps(body, info);
+    }
+    const std::string &op = node.op_type();
+    // In scope: an IR op, or an op the importer expands into IR ops
+    // (frontend/ops/FunctionOps.cpp), as the node is once an old opset is
+    // converted to the importers' oldest.
+    std::string converted = opTypeAfterConversion(op, info.opset);
+    bool declared = isDefaultDomain(node.domain()) &&
+                    (parseOpKind(converted).has_value() ||
+                     OpImporterRegistry::instance().lookup(
+                         "", converted, std::max(info.opset, kMinOnnxOpset)) != nullptr);
+    std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
+    if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
+                         info.undeclaredOps.end())
+      info.undeclaredOps.push_back(spelled);
+  }
+}
+
 CaseInfo readCaseInfo(const std::string &directory) {
   fs::path dir(directory);
   onnx::ModelProto model;
@@ -223,19 +249,8 @@ CaseInfo readCaseInfo(const std::string &directory) {
     const std::string &op = node.op_type();
     if (std::find(info.opTypes.begin(), info.opTypes.end(), op) == info.opTypes.end())
       info.opTypes.push_back(op);
-    // In scope: an IR op, or an op the importer expands into IR ops
-    // (frontend/ops/FunctionOps.cpp), as the node is once an old opset is
-    // converted to the importers' oldest.
-    std::string converted = opTypeAfterConversion(op, info.opset);
-    bool declared = isDefaultDomain(node.domain()) &&
-                    (parseOpKind(converted).has_value() ||
-                     OpImporterRegistry::instance().lookup(
-                         "", converted, std::max(info.opset, kMinOnnxOpset)) != nullptr);
-    std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
-    if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
-                         info.undeclaredOps.end())
-      info.undeclaredOps.push_back(spelled);
   }
+  collectUndeclaredOps(graph, info);
 
   std::set<std::string> initializers;
   for (const auto &initializer : graph.initializer())

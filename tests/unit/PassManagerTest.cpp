@@ -115,6 +115,7 @@ TEST(Pipelines, Levels) {
     std::vector<std::string> expected;
     if (level > 0)
       expected = {"fold-constants",
+                  "inline-constant-if",
                   "fold-channel-affine",
                   "remove-identity",
                   "simplify-casts",

@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "ir/Subgraph.h"
 #include "ir/Verifier.h"
 
 #include <gtest/gtest.h>
@@ -350,7 +351,9 @@ private:
 
   void addRandomNode(Graph &g) {
     OpKind kind = OpKind(below(kNumOpKinds));
-    if (kind == OpKind::Concat) // needs an axis valid for its operand; not the point here
+    // Concat needs an axis valid for its operand, If/Loop/Scan regions that
+    // match their operands (ControlFlowTest); not the point here.
+    if (kind == OpKind::Concat || isControlFlow(kind))
       kind = OpKind::Sum;
     const OpInfo &info = opInfo(kind);
     int maxOps = info.maxOperands < 0 ? info.minOperands + 3 : info.maxOperands;

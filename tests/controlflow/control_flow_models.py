@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+# tests/controlflow/control_flow_models.py - If, Loop and Scan models vs onnxruntime
+#
+# Builds small ONNX models (opset 17) that use control flow the way exporters
+# do: branches and bodies reading outer-scope values by name, nested Ifs, a
+# Loop with a trip count, a condition, carried values and scan outputs, a
+# Scan with reversed directions. Each runs through `onnxc run --backend=ref`
+# and is compared with onnxruntime; the If on a condition computed from a
+# static shape must be inlined at -O1 (no If left in the dump); and the
+# compiled path must refuse a run-time If/Loop in one line naming the node.
+#
+# usage: control_flow_models.py ONNXC WORKDIR
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+F = TensorProto.FLOAT
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(graph):
+    m = helper.make_model(graph, opset_imports=OPSET, producer_name="onnxc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def if_outer_scope():
+    # Both branches read %x and %w from the outer graph; only else reads %b.
+    then_g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["t"])], "then", [],
+                               [vi("t", F, None)])
+    else_g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["e0"]),
+                                helper.make_node("Relu", ["e0"], ["e"])], "else", [],
+                               [vi("e", F, None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Mul", ["y", "x"], ["out"])]
+    g = helper.make_graph(nodes, "if_outer_scope", [vi("x", F, [3, 3]), vi("b", F, [3])],
+                          [vi("out", F, [3, 3])],
+                          [helper.make_tensor("w", F, [3, 3], np.arange(9, dtype=np.float32) / 9),
+                           helper.make_tensor("zero", F, [], [0.0])])
+    rng = np.random.default_rng(1)
+    pos = {"x": rng.standard_normal((3, 3)).astype(np.float32) + 2,
+           "b": rng.standard_normal(3).astype(np.float32)}
+    neg = {"x": pos["x"] - 4, "b": pos["b"]}
+    return model(g), [pos, neg]
+
+
+def if_nested_shapes():
+    # A nested If inside else; the branches give different lengths, so the
+    # result's first dim is a fresh symbol.
+    inner_then = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["it"], axis=0)],
+                                   "inner_then", [], [vi("it", F, None)])
+    inner_else = helper.make_graph([helper.make_node("Neg", ["x"], ["ie"])], "inner_else", [],
+                                   [vi("ie", F, None)])
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [],
+                               [vi("t", F, None)])
+    else_g = helper.make_graph([helper.make_node("If", ["c2"], ["e"], then_branch=inner_then,
+                                                 else_branch=inner_else)], "else", [],
+                               [vi("e", F, None)])
+    nodes = [helper.make_node("If", ["c1"], ["y"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "if_nested", [vi("c1", TensorProto.BOOL, []),
+                                               vi("c2", TensorProto.BOOL, []),
+                                               vi("x", F, ["n", 2])], [vi("y", F, ["rows", 2])])
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    cases = [{"c1": np.array(a), "c2": np.array(b), "x": x}
+             for a, b in [(True, False), (False, True), (False, False)]]
+    return model(g), cases
+
+
+def if_static_condition():
+    # The condition is computed from a static shape: fold-constants knows
+    # it, inline-constant-if takes the branch, and the JIT compiles it.
+    then_g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["t"])], "then", [],
+                               [vi("t", F, None)])
+    else_g = helper.make_graph([helper.make_node("Tanh", ["x"], ["e"])], "else", [],
+                               [vi("e", F, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["d"], axis=0),
+             helper.make_node("Equal", ["d", "four"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "if_static", [vi("x", F, ["n", 4])], [vi("y", F, ["n", 4])],
+                          [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+                           helper.make_tensor("four", TensorProto.INT64, [], [4])])
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    return model(g), [{"x": x}]
+
+
+def loop_full():
+    # for i < M while cond: acc = acc * decay + x[i]; emit acc; stop when
+    # acc's sum passes a limit read from the outer scope.
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         helper.make_node("Mul", ["acc_in", "decay"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "row"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["emit"]),
+         helper.make_node("Cast", ["i"], ["i_f"], to=F),
+         helper.make_node("Add", ["count_in", "i_f"], ["count_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("acc_in", F, [4]), vi("count_in", F, [])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", F, [4]), vi("count_out", F, []),
+         vi("emit", F, [4])])
+    nodes = [helper.make_node("Loop", ["m", "cond", "acc0", "count0"], ["acc", "count", "trace"],
+                              body=body)]
+    g = helper.make_graph(nodes, "loop_full",
+                          [vi("m", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
+                           vi("x", F, [6, 4]), vi("acc0", F, [4]), vi("limit", F, [])],
+                          [vi("acc", F, [4]), vi("count", F, []), vi("trace", F, ["trips", 4])],
+                          [helper.make_tensor("decay", F, [], [0.5]),
+                           helper.make_tensor("count0", F, [], [0.0])])
+    x = np.arange(24, dtype=np.float32).reshape(6, 4) / 10
+    base = {"x": x, "acc0": np.ones(4, np.float32)}
+    cases = [dict(base, m=np.array(5, np.int64), cond=np.array(True), limit=np.array(100, np.float32)),
+             dict(base, m=np.array(6, np.int64), cond=np.array(True), limit=np.array(12, np.float32)),
+             dict(base, m=np.array(3, np.int64), cond=np.array(True), limit=np.array(0, np.float32))]
+    return model(g), cases
+
+
+def loop_no_condition():
+    # M only (cond absent, body passes cond through): a for loop over a
+    # carried value whose length grows, the result's dim unknown.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Concat", ["v_in", "step"], ["v_out"], axis=0)],
+        "body", [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+                 vi("v_in", F, ["k"])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, ["k1"])])
+    nodes = [helper.make_node("Loop", ["m", "", "v0"], ["v"], body=body)]
+    g = helper.make_graph(nodes, "loop_grow",
+                          [vi("m", TensorProto.INT64, []), vi("v0", F, [2]), vi("step", F, [1])],
+                          [vi("v", F, ["len"])])
+    return model(g), [{"m": np.array(4, np.int64), "v0": np.array([1, 2], np.float32),
+                       "step": np.array([7], np.float32)}]
+
+
+def scan_reverse():
+    # A running sum over rows (forward) and a reversed second input whose
+    # slices are emitted along axis 1.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+         helper.make_node("Mul", ["col", "scale"], ["col_out"])],
+        "body", [vi("sum_in", F, [3]), vi("row", F, [3]), vi("col", F, [2])],
+        [vi("sum_out", F, [3]), vi("col_out", F, [2])])
+    nodes = [helper.make_node("Scan", ["s0", "rows", "cols"], ["s", "scanned"], body=body,
+                              num_scan_inputs=2, scan_input_axes=[0, 1],
+                              scan_input_directions=[0, 1], scan_output_axes=[1])]
+    g = helper.make_graph(nodes, "scan_reverse",
+                          [vi("s0", F, [3]), vi("rows", F, [4, 3]), vi("cols", F, [2, 4]),
+                           vi("scale", F, [])],
+                          [vi("s", F, [3]), vi("scanned", F, [2, 4])])
+    return model(g), [{"s0": np.zeros(3, np.float32),
+                       "rows": np.arange(12, dtype=np.float32).reshape(4, 3),
+                       "cols": np.arange(8, dtype=np.float32).reshape(2, 4),
+                       "scale": np.array(2, np.float32)}]
+
+
+MODELS = [if_outer_scope, if_nested_shapes, if_static_condition, loop_full, loop_no_condition,
+          scan_reverse]
+
+
+# The ONNX node tests of these ops are written at opsets below 13, which
+# onnxc imports only through opset conversion (issue 14 item 4). Their
+# If/Loop/Scan and body ops mean the same at opset 17, so they run here with
+# the opset raised (test_loop11's Unsqueeze given its axes as an input), on
+# their own test data. test_scan_sum is Scan-8 (a
+# batch axis and sequence_lens first), another signature: left out.
+NODE_CASES = ["test_if", "test_loop11", "test_scan9_sum"]
+
+
+def axes_as_inputs(graph):
+    """Unsqueeze-11's `axes` attribute as the input opset 13 takes (test_loop11)."""
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                axes_as_inputs(attr.g)
+        axes = [a for a in node.attribute if a.name == "axes"]
+        if node.op_type == "Unsqueeze" and axes:
+            name = node.output[0] + "_axes"
+            graph.initializer.append(helper.make_tensor(name, TensorProto.INT64,
+                                                        [len(axes[0].ints)], list(axes[0].ints)))
+            node.input.append(name)
+            node.attribute.remove(axes[0])
+
+
+def node_test_roots():
+    roots = ["/usr/include/onnx/backend/test/data/node",
+             os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")]
+    return [root for root in roots if os.path.isdir(root)]
+
+
+def node_cases(workdir):
+    from onnx import numpy_helper
+    for r, root in enumerate(node_test_roots()):
+        for case in NODE_CASES:
+            folder = os.path.join(root, case)
+            if not os.path.isdir(folder):
+                continue
+            m = onnx.load(os.path.join(folder, "model.onnx"))
+            del m.opset_import[:]
+            m.opset_import.extend(OPSET)
+            axes_as_inputs(m.graph)
+            path = os.path.join(workdir, f"{case}-{r}", "model.onnx")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            onnx.save(m, path)
+            data = os.path.join(folder, "test_data_set_0")
+            def load(prefix):
+                files = sorted(f for f in os.listdir(data) if f.startswith(prefix))
+                return [numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f))) for f in files]
+            inputs = dict(zip([i.name for i in m.graph.input], load("input_")))
+            yield f"{case}-{r}", path, inputs, [o.name for o in m.graph.output], load("output_")
+
+
+def run_onnxc(onnxc, path, inputs, workdir, backend):
+    args = [onnxc, "run", path, "--backend=" + backend, "--output-dir", workdir]
+    for name, value in inputs.items():
+        file = os.path.join(workdir, "in_" + name + ".npy")
+        np.save(file, value)
+        args += ["--input", f"{name}={file}"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    return done
+
+
+def main():
+    onnxc, workdir = sys.argv[1], sys.argv[2]
+    import onnxruntime as ort
+    failures = []
+    for build in MODELS:
+        m, cases = build()
+        name = build.__name__
+        folder = os.path.join(workdir, name)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "model.onnx")
+        onnx.save(m, path)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        outputs = [o.name for o in m.graph.output]
+        for index, inputs in enumerate(cases):
+            expected = session.run(None, inputs)
+            for backend in ["ref", "jit"]:
+                out = os.path.join(folder, f"{backend}{index}")
+                os.makedirs(out, exist_ok=True)
+                done = run_onnxc(onnxc, path, inputs, out, backend)
+                label = f"{name}[{index}] {backend}"
+                if done.returncode != 0:
+                    lines = done.stderr.strip().splitlines()
+                    refused = (backend == "jit" and len(lines) == 1 and
+                               lines[0].startswith("error: node ") and "cannot compile" in lines[0])
+                    if refused:
+                        print(f"ok   {label}: refused: {lines[0]}")
+                        continue
+                    failures.append(f"{label}: exit {done.returncode}: {done.stderr.strip()}")
+                    continue
+                for oname, want in zip(outputs, expected):
+                    got = np.load(os.path.join(out, oname + ".npy"))
+                    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                        failures.append(f"{label}: output {oname}: got {got.shape} {got.ravel()[:6]}, "
+                                        f"expected {want.shape} {want.ravel()[:6]}")
+                        break
+                else:
+                    print(f"ok   {label}")
+    for label, path, inputs, outputs, expected in node_cases(workdir):
+        out = os.path.join(os.path.dirname(path), "ref")
+        os.makedirs(out, exist_ok=True)
+        done = run_onnxc(onnxc, path, inputs, out, "ref")
+        if done.returncode != 0:
+            failures.append(f"{label} ref: exit {done.returncode}: {done.stderr.strip()}")
+            continue
+        for oname, want in zip(outputs, expected):
+            got = np.load(os.path.join(out, oname + ".npy"))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+                failures.append(f"{label} ref: output {oname}: got {got.ravel()[:6]}, "
+                                f"expected {want.ravel()[:6]}")
+                break
+        else:
+            print(f"ok   {label} ref (node test at opset 17)")
+    # The If on a static shape is gone at -O1.
+    dump = subprocess.run([onnxc, "dump", os.path.join(workdir, "if_static_condition", "model.onnx"),
+                           "-O1", "--stats"], capture_output=True, text=True)
+    if dump.returncode != 0 or " = If(" in dump.stdout or "inline-constant-if: 1 inlined" not in dump.stderr + dump.stdout:
+        failures.append("if_static_condition: -O1 did not inline the If:\n" + dump.stdout + dump.stderr)
+    else:
+        print("ok   if_static_condition: inlined at -O1")
+    # `onnxc run` specializes the JIT to the given input values, which folds
+    # these small models whole; `onnxc compile` does not, and must refuse a
+    # run-time If or Loop in one line naming the node (codegen does not lower
+    # control flow yet), and compile the If that -O1 inlines.
+    for build in MODELS:
+        path = os.path.join(workdir, build.__name__, "model.onnx")
+        done = subprocess.run([onnxc, "compile", path, "-o", os.path.join(workdir, "m.so")],
+                              capture_output=True, text=True)
+        lines = done.stderr.strip().splitlines()
+        if build is if_static_condition:
+            good = done.returncode == 0
+        else:
+            good = (done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: node ")
+                    and "cannot compile" in lines[0])
+        if good:
+            print(f"ok   {build.__name__}: compile " + ("succeeds" if not lines else lines[0]))
+        else:
+            failures.append(f"{build.__name__}: compile: exit {done.returncode}: {done.stderr}")
+    for failure in failures:
+        print("FAIL " + failure)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
