@@ -126,8 +126,9 @@ TEST(Pipelines, Levels) {
     // (Each pass is listed once, though the cleanup runs again between.)
     if (level > 1)
       for (const char *fusion :
-           {"lift-batched-heads", "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
-            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+           {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "fuse-attention",
+            "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm",
+            "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }
