@@ -189,6 +189,14 @@ void checkConvertible(const onnx::GraphProto &graph, int64_t opset) {
                          " outputs is malformed");
       return;
     }
+    // Scan-8 has a batch axis that Scan-9 dropped; the converter's adapter
+    // keeps the shapes as they were, so the converted node scans the wrong axis.
+    if (op == "Scan" && versionAt(versions, opset) < 9) {
+      problems.push_back(describeNodeProto(node) +
+                         ": Scan-8 (with a batch axis) does not convert to Scan-9 faithfully; "
+                         "export the model at opset 9 or later");
+      return;
+    }
     for (int64_t to = opset + 1; to <= kMinOnnxOpset; ++to)
       if (std::count(versions.begin(), versions.end(), to) &&
           !converter().hasAdapter(op, to - 1, to)) {

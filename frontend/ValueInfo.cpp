@@ -37,12 +37,22 @@ Dim DimSymbols::fromParam(const std::string &param) {
 
 Dim DimSymbols::fresh(const std::string &hint) { return Dim::symbol(claim(sanitizeSymbol(hint))); }
 
+namespace {
+
+/// A dim_param that names no symbol: "?", as paddle2onnx and tf2onnx write
+/// an unknown dimension (two "?" dims need not be equal).
+bool namesASymbol(const onnx::TensorShapeProto_Dimension &dim) {
+  return dim.has_dim_param() && !dim.dim_param().empty() && dim.dim_param() != "?";
+}
+
+} // namespace
+
 void reserveInputSymbols(const onnx::GraphProto &graph, DimSymbols &symbols) {
   for (const onnx::ValueInfoProto &info : graph.input()) {
     if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
       continue;
     for (const auto &dim : info.type().tensor_type().shape().dim())
-      if (dim.has_dim_param() && !dim.dim_param().empty())
+      if (namesASymbol(dim))
         symbols.fromParam(dim.dim_param());
   }
 }
@@ -70,16 +80,17 @@ TensorType inputType(const onnx::ValueInfoProto &info, DimSymbols &symbols) {
   std::vector<Dim> dims;
   int axis = 0;
   for (const auto &dim : tensor.shape().dim()) {
-    if (dim.has_dim_value()) {
+    if (dim.has_dim_value() && dim.dim_value() != -1) {
       if (dim.dim_value() < 0)
         fail(context, ": dimension ", axis, " is negative (", dim.dim_value(), ")");
       dims.push_back(Dim(dim.dim_value()));
-    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+    } else if (namesASymbol(dim)) {
       dims.push_back(symbols.fromParam(dim.dim_param()));
     } else {
-      // An unnamed dimension still varies with the input, so it gets a
-      // symbol of its own rather than '?': shape inference can then relate
-      // it to other dims computed from it.
+      // An unnamed dimension (or -1 or "?", which paddle2onnx and tf2onnx
+      // write for a dynamic one, as onnxruntime reads them) still varies with the input,
+      // so it gets a symbol of its own rather than '?': shape inference can
+      // then relate it to other dims computed from it.
       dims.push_back(symbols.fresh(info.name() + "_d" + std::to_string(axis)));
     }
     ++axis;

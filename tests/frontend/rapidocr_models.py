@@ -8,10 +8,10 @@ takes its three models (text detection, text recognition, direction classifier),
 runs `onnxc run` with the reference evaluator and the JIT on one small input, compared with
 onnxruntime on the original file (rel err <= 1e-4). Prints one line per model and backend.
 
-These models need ops that are being added under issue 14 item 2 (Resize, ConvTranspose,
-AveragePool, MaxPool, Pad). Until they all land, a model refused with "unsupported ops: ..."
-naming only such ops is an expected failure: it is reported, and the script still exits 0.
-Anything else (a conversion error, another missing op, a crash, a mismatch) exits 1, and
+A model refused with "unsupported ops: ..." naming only ops in PENDING_OPS (ops someone is
+adding) is an expected failure: it is reported, and the script still exits 0. The set is empty
+now that Resize, ConvTranspose, pooling and Pad have landed (issue 14 item 2), so every model
+must match. Anything else (a conversion error, a missing op, a crash, a mismatch) exits 1, and
 --strict makes the expected failures count too. Exits 77 (a skip for ctest) when the wheel
 cannot be fetched.
 """
@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "models"))
 from ort_reference import output_file_name, run_ort  # noqa: E402
 
 WHEEL = "rapidocr-onnxruntime==1.4.4"
-# ops other engineers are adding (issue 14 item 2); a model needing only these is expected to fail
-PENDING_OPS = {"Resize", "ConvTranspose", "AveragePool", "MaxPool", "Pad", "GlobalMaxPool"}
+# Ops being added while this test already runs; a model needing only these is an expected failure.
+PENDING_OPS = set()
 # model file -> one input shape (NCHW; the detector wants multiples of 32)
 SHAPES = {
     "ch_PP-OCRv4_det_infer.onnx": (1, 3, 64, 96),

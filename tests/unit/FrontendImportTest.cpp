@@ -393,6 +393,20 @@ TEST_F(FrontendImport, SymbolicAndMissingDims) {
       ->mutable_dim(1)
       ->set_dim_value(-4);
   EXPECT_EQ(importError(), "graph input 'mask': dimension 1 is negative (-4)");
+  // -1 is how paddle2onnx and tf2onnx write a dynamic dimension.
+  graph()
+      ->mutable_input(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->set_dim_value(-1);
+  EXPECT_EQ(import()->inputs()[1]->type().str(), "bool[batch_size, mask_d1]");
+  // So is "?": each one a symbol of its own, not one shared symbol.
+  dims = graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(1)->set_dim_param("?");
+  dims->mutable_dim(2)->set_dim_param("?");
+  EXPECT_EQ(import()->inputs()[0]->type().str(), "i64[batch_size, input_ids_d1, input_ids_d2]");
 }
 
 TEST_F(FrontendImport, OptionalInputsAndOutputs) {
@@ -540,5 +554,6 @@ TEST_F(FrontendImport, ExternalInitializerNextToModel) {
   EXPECT_EQ(g->findValue("w")->constantValue().data<float>()[1], 2.0f);
 
   location->set_value("../w.bin");
-  EXPECT_EQ(importError(), "initializer 'w': external data path '../w.bin' escapes the model folder");
+  EXPECT_EQ(importError(),
+            "initializer 'w': external data path '../w.bin' escapes the model folder");
 }
