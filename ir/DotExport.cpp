@@ -102,6 +102,7 @@ bool isFusedOp(OpKind kind) {
   case OpKind::RMSNormalization:
   case OpKind::Gelu:
   case OpKind::RotaryEmbedding:
+  case OpKind::DynamicQuantizedMatMul:
     return true;
   default:
     return false;
