@@ -1,5 +1,7 @@
-"""Several models in one process, several threads on one model, compiles in parallel."""
+"""Several models in one process, several threads on one model, compiles in parallel, and the GIL
+released while a model runs."""
 
+import sys
 import threading
 
 import numpy as np
@@ -77,3 +79,34 @@ def test_threads_on_two_models_and_compiles_in_parallel(tiny_bert, gpt):
             assert_close(model.run(None, feeds)[0], want[index % 2], f"thread {index}")
 
     run_threads(4, body)
+
+
+def test_the_gil_is_released_while_a_model_runs(tiny_bert):
+    """With a switch interval that never expires, another Python thread gets the GIL only when this
+    one gives it up: the worker, woken before the runs, sees `inside` set only if Model.run
+    releases the GIL while the compiled code runs (otherwise it runs at join, after the runs). No
+    timing is measured: the handover points decide."""
+    model = onnxc.compile(tiny_bert, threads=1)
+    feeds = bert_feeds(8, 32, seed=1)  # the example has 32 positions
+    model.run(None, feeds)  # the first run builds its plan
+    state = {"inside": False, "seen": None}
+    go = threading.Event()
+
+    def worker():
+        go.wait()
+        state["seen"] = state["inside"]
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        state["inside"] = True
+        go.set()
+        for _ in range(20):
+            model.run(None, feeds)
+        state["inside"] = False
+        thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert state["seen"] is True, "no other Python thread ran while the model ran: the GIL was held"
