@@ -53,6 +53,9 @@ struct FlashBlock {
   llvm::Value *batch, *head, *first, *last; // first and last valid row
   llvm::Value *rows;                        // valid rows (1 to geometry.rows())
   llvm::Value *keyBase, *valueBase, *maskBase;
+  // With a past: the bases of the past key/value rows, which are keys
+  // [0, past); K and V hold keys [past, past + kvSeq).
+  llvm::Value *pastKeyBase = nullptr, *pastValueBase = nullptr;
   FlashValues position; // <width x i32> row index per lane, per row vector
   FlashValues maskRow;  // <width x i64> mask offset per lane, per row vector
   llvm::Value *keyEnd;  // keys [.., keyEnd) may be visible
@@ -120,6 +123,13 @@ private:
                           ir().getInt64(v * int64_t(width())));
   }
   Value *minusInfinity() { return v_.splat(-std::numeric_limits<float>::infinity()); }
+  /// The cached keys before K's (0 without a past): the band (causal,
+  /// window) of query row i is centred on key i + past.
+  Value *pastLength() { return dim(shape_.past); }
+  /// Address of key `key`'s row of K or V (of past_key / past_value below
+  /// the past length).
+  Value *keyRow(const Block &block, Value *key);
+  Value *valueRow(const Block &block, Value *key);
 
   const Node &node_;
   /// The node's shape, with the layouts of operands read in place.
@@ -137,6 +147,7 @@ private:
   /// Element offsets of Q, K and V in the buffers read (nonzero in place).
   int64_t qOffset_ = 0, keyOffset_ = 0, valueOffset_ = 0;
   int mask_ = -1;
+  int pastKey_ = -1, pastValue_ = -1;
   /// Row vectors of the block being emitted (1 to geometry_.rowVectors); the
   /// scratch layouts keep rows() lanes per column whatever it is.
   int64_t rowVectors_;

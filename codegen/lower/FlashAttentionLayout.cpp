@@ -113,7 +113,7 @@ void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> max
   // No keys at all (an empty K) gives 0 as in the reference; a row whose
   // keys are all masked (its max is still -inf) gives NaN, as 0 / 0 does
   // there (the exp gives e^-60, not 0, for masked keys).
-  Value *noKeys = b.CreateICmpEQ(dim(s.kvSeq), b.getInt64(0));
+  Value *noKeys = b.CreateICmpEQ(dim(s.total), b.getInt64(0));
   Value *minusInf = minusInfinity();
   Value *nan = v_.splat(std::numeric_limits<float>::quiet_NaN());
   Values inverse;

@@ -90,6 +90,10 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   value_ = readOperand(ctx, 2, shape_.v, valueOffset_);
   if (node.operand(3))
     mask_ = int(step_.input(node.operand(3)));
+  if (shape.hasPast) {
+    pastKey_ = int(step_.input(node.operand(4)));
+    pastValue_ = int(step_.input(node.operand(5)));
+  }
   y_ = step_.output(node.result(0));
   // <16 x float> must stay whole zmm registers on CPUs tuned to prefer
   // 256-bit vectors (as the 16-lane GEMM kernels require).
@@ -178,6 +182,13 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
   block.valueBase = b.CreateAdd(k_.offset({block.batch, kvHead}, {dim(s.v.batch), dim(s.v.head)}),
                                 b.getInt64(valueOffset_));
   block.maskBase = nullptr;
+  if (pastKey_ >= 0) {
+    // past_key / past_value are [batch, kvHeads, past, size], contiguous.
+    Value *rowsBefore =
+        b.CreateMul(b.CreateAdd(b.CreateMul(block.batch, dim(s.kvHeads)), kvHead), pastLength());
+    block.pastKeyBase = b.CreateMul(rowsBefore, b.getInt64(headSize_));
+    block.pastValueBase = b.CreateMul(rowsBefore, b.getInt64(valueSize_));
+  }
 
   const unsigned w = width();
   SmallVector<Constant *, 16> lanes32, lanes64;
@@ -188,7 +199,8 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
   Value *lastQuery = b.CreateSub(dim(s.qSeq), b.getInt64(1));
   for (int64_t v = 0; v < geometry_.rowVectors; ++v) {
     Value *firstLane = b.CreateAdd(block.first, b.getInt64(v * w));
-    Value *first32 = b.CreateTrunc(firstLane, b.getInt32Ty());
+    // Band positions: the row's query index plus the past.
+    Value *first32 = b.CreateTrunc(b.CreateAdd(firstLane, pastLength()), b.getInt32Ty());
     block.position.push_back(
         b.CreateAdd(b.CreateVectorSplat(w, first32), ConstantVector::get(lanes32)));
     block.maskRow.push_back(nullptr);
@@ -205,11 +217,12 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
 
   // The block's visible keys end at the causal diagonal of its last row, the
   // window's far edge, the key count and the mask's last extent.
-  Value *end = dim(s.kvSeq);
+  Value *end = dim(s.total);
+  Value *lastBand = b.CreateAdd(block.last, pastLength());
   if (causal_)
-    end = k_.min(end, b.CreateAdd(block.last, b.getInt64(1)));
+    end = k_.min(end, b.CreateAdd(lastBand, b.getInt64(1)));
   if (window_ >= 0)
-    end = k_.min(end, b.CreateAdd(block.last, b.getInt64(window_ + 1)));
+    end = k_.min(end, b.CreateAdd(lastBand, b.getInt64(window_ + 1)));
   if (mask_ >= 0)
     end = k_.min(end, maskColumns_);
   block.keyEnd = end;
@@ -219,7 +232,43 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
 Value *FlashAttentionEmitter::keyBegin(const Block &block) {
   if (window_ < 0)
     return ir().getInt64(0);
-  return k_.max(ir().CreateSub(block.first, ir().getInt64(window_)), ir().getInt64(0));
+  Value *firstBand = ir().CreateAdd(block.first, pastLength());
+  return k_.max(ir().CreateSub(firstBand, ir().getInt64(window_)), ir().getInt64(0));
+}
+
+Value *FlashAttentionEmitter::keyRow(const Block &block, Value *key) {
+  IRBuilder<> &b = ir();
+  Value *keys = k_.buffer(key_);
+  Value *stride = dim(shape_.k.position);
+  if (pastKey_ < 0)
+    return b.CreateGEP(b.getFloatTy(), keys, b.CreateAdd(block.keyBase, b.CreateMul(key, stride)));
+  Value *past = pastLength();
+  Value *inPast = b.CreateICmpSLT(key, past);
+  Value *cached =
+      b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastKey_)),
+                  b.CreateAdd(block.pastKeyBase, b.CreateMul(key, b.getInt64(headSize_))));
+  Value *fresh =
+      b.CreateGEP(b.getFloatTy(), keys,
+                  b.CreateAdd(block.keyBase, b.CreateMul(b.CreateSub(key, past), stride)));
+  return b.CreateSelect(inPast, cached, fresh);
+}
+
+Value *FlashAttentionEmitter::valueRow(const Block &block, Value *key) {
+  IRBuilder<> &b = ir();
+  Value *values = k_.buffer(value_);
+  Value *stride = dim(shape_.v.position);
+  if (pastValue_ < 0)
+    return b.CreateGEP(b.getFloatTy(), values,
+                       b.CreateAdd(block.valueBase, b.CreateMul(key, stride)));
+  Value *past = pastLength();
+  Value *inPast = b.CreateICmpSLT(key, past);
+  Value *cached =
+      b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastValue_)),
+                  b.CreateAdd(block.pastValueBase, b.CreateMul(key, b.getInt64(valueSize_))));
+  Value *fresh =
+      b.CreateGEP(b.getFloatTy(), values,
+                  b.CreateAdd(block.valueBase, b.CreateMul(b.CreateSub(key, past), stride)));
+  return b.CreateSelect(inPast, cached, fresh);
 }
 
 /// Whether the full tile starting at `begin` needs no element-wise mask
@@ -228,11 +277,13 @@ Value *FlashAttentionEmitter::isInterior(const Block &block, Value *begin) {
   IRBuilder<> &b = ir();
   Value *lastKey = b.CreateAdd(begin, b.getInt64(geometry_.tileKeys - 1));
   Value *interior = b.CreateICmpSLT(lastKey, block.keyEnd);
+  Value *firstBand = b.CreateAdd(block.first, pastLength());
+  Value *lastBand = b.CreateAdd(block.last, pastLength());
   if (causal_)
-    interior = b.CreateAnd(interior, b.CreateICmpSLE(lastKey, block.first));
+    interior = b.CreateAnd(interior, b.CreateICmpSLE(lastKey, firstBand));
   if (window_ >= 0) {
-    Value *low = b.CreateSub(block.last, b.getInt64(window_));
-    Value *high = b.CreateAdd(block.first, b.getInt64(window_));
+    Value *low = b.CreateSub(lastBand, b.getInt64(window_));
+    Value *high = b.CreateAdd(firstBand, b.getInt64(window_));
     interior = b.CreateAnd(interior, b.CreateICmpSGE(begin, low));
     interior = b.CreateAnd(interior, b.CreateICmpSLE(lastKey, high));
   }
@@ -326,7 +377,9 @@ const Node *attentionReadingSplitInPlace(const LoweringContext &ctx, const Node 
 
 bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
                           const AttentionShape &shape) {
-  if (shape.dtype != DType::F32 || !ctx.hasAvx2Fma() || shape.hasPast)
+  // A past is read in place (keys below its length from past_key/value);
+  // the 3-D form never carries one.
+  if (shape.dtype != DType::F32 || !ctx.hasAvx2Fma() || (shape.hasPast && shape.is3d))
     return false;
   if (node.getFloat("softcap", 0.0f) != 0.0f)
     return false;

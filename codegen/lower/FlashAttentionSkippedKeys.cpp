@@ -61,10 +61,9 @@ Values FlashAttentionEmitter::addSkippedKey(const Block &block, Value *key,
     next[size_t(v)] = newMax;
     next[size_t(rowVectors_ + v)] = v_.fma(state[size_t(rowVectors_ + v)], alpha.back(), p.back());
   }
-  Value *values = k_.buffer(value_);
-  Value *rowBase = b.CreateAdd(block.valueBase, b.CreateMul(key, dim(shape_.v.position)));
+  Value *rowBase = valueRow(block, key);
   v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
-    Value *x = v_.broadcast(values, b.CreateAdd(rowBase, c));
+    Value *x = v_.broadcast(rowBase, c);
     for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *index = outputIndex(c, v);
       Value *scaled = b.CreateFMul(v_.load(output_, index), alpha[size_t(v)]);
@@ -105,9 +104,9 @@ Values FlashAttentionEmitter::emitSkippedKeys(const Block &block, ArrayRef<Value
     }
     return any;
   };
-  Value *kvSeq = dim(shape_.kvSeq);
+  Value *keys = dim(shape_.total);
   Value *begin = keyBegin(block);
-  Value *lowEnd = k_.min(begin, kvSeq), *highBegin = k_.max(block.keyEnd, begin);
+  Value *lowEnd = k_.min(begin, keys), *highBegin = k_.max(block.keyEnd, begin);
   auto walkRange = [&](Value *from, Value *to, ArrayRef<Value *> init) {
     return v_.loop(from, to, 1, init, [&](Value *key, ArrayRef<Value *> carried) {
       Values scores = skippedScores(block, key);
@@ -117,7 +116,7 @@ Values FlashAttentionEmitter::emitSkippedKeys(const Block &block, ArrayRef<Value
     });
   };
   auto walk = [&](ArrayRef<Value *> init) {
-    return walkRange(highBegin, kvSeq, walkRange(b.getInt64(0), lowEnd, init));
+    return walkRange(highBegin, keys, walkRange(b.getInt64(0), lowEnd, init));
   };
   if (mask_ >= 0 && maskType_ != DType::Bool)
     return walk(state);

@@ -52,8 +52,6 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
 /// S[t][r] of the tile into scores_, returning the tile's max per row.
 Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, Value *groups) {
   IRBuilder<> &b = ir();
-  Value *keys = k_.buffer(key_);
-  Value *keyStride = dim(shape_.k.position);
   Values init(rowVectors_, minusInfinity());
   return v_.loop(b.getInt64(0), groups, 1, init, [&](Value *g, ArrayRef<Value *> tileMax) {
     Value *firstKey = b.CreateAdd(tile.begin, b.CreateMul(g, b.getInt64(geometry_.group)));
@@ -61,11 +59,11 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
     for (int64_t i = 0; i < geometry_.group; ++i) {
       key[size_t(i)] = b.CreateAdd(firstKey, b.getInt64(i));
       clamped[size_t(i)] = keyIndex(block, tile, key[size_t(i)]);
-      rowBase[size_t(i)] = b.CreateAdd(block.keyBase, b.CreateMul(clamped[size_t(i)], keyStride));
+      rowBase[size_t(i)] = keyRow(block, clamped[size_t(i)]);
       // The next group's K rows: rows far apart (the 3-D layout, one page
       // or more between rows) defeat the hardware prefetchers.
       Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(geometry_.group));
-      v_.prefetch(keys, b.CreateAdd(block.keyBase, b.CreateMul(next, keyStride)), headSize_);
+      v_.prefetch(keyRow(block, next), b.getInt64(0), headSize_);
     }
     Values zero(geometry_.group * rowVectors_, v_.splat(0.0f));
     Values acc = v_.loop(
@@ -76,7 +74,7 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
             q[size_t(v)] = v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * int64_t(width()))));
           Values next(carried.begin(), carried.end());
           for (int64_t i = 0; i < geometry_.group; ++i) {
-            Value *k = v_.broadcast(keys, b.CreateAdd(rowBase[size_t(i)], c));
+            Value *k = v_.broadcast(rowBase[size_t(i)], c);
             for (int64_t v = 0; v < rowVectors_; ++v) {
               Value *&a = next[size_t(i * rowVectors_ + v)];
               a = v_.fma(k, q[size_t(v)], a);
@@ -177,15 +175,12 @@ Values FlashAttentionEmitter::emitExponentials(const Block &block, const Tile &t
                                                ArrayRef<Value *> shift) {
   IRBuilder<> &b = ir();
   Values zero(rowVectors_, v_.splat(0.0f));
-  Value *values = k_.buffer(value_);
-  Value *valueStride = dim(shape_.v.position);
   return v_.loop(b.getInt64(0), count, 1, zero, [&](Value *t, ArrayRef<Value *> sums) {
     // V row t, which P·V reads next: the exp leaves the load ports idle,
     // and P·V walks V across rows, a new cache line at every step (5 ms of
     // 155 at S = 2048). Up to 64 floats a row, so the tile fits L1.
     Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
-    v_.prefetch(values, b.CreateAdd(block.valueBase, b.CreateMul(key, valueStride)),
-                std::min<int64_t>(valueSize_, 64));
+    v_.prefetch(valueRow(block, key), b.getInt64(0), std::min<int64_t>(valueSize_, 64));
     Values next;
     for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *index =
@@ -205,8 +200,6 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
                                            ArrayRef<Value *> alpha, Value *firstColumn,
                                            int64_t columns) {
   IRBuilder<> &b = ir();
-  Value *values = k_.buffer(value_);
-  Value *valueStride = dim(shape_.v.position);
   Values acc;
   for (int64_t i = 0; i < columns; ++i)
     for (int64_t v = 0; v < rowVectors_; ++v) {
@@ -215,14 +208,13 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
     }
   acc = v_.loop(b.getInt64(0), count, 1, acc, [&](Value *t, ArrayRef<Value *> carried) {
     Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
-    Value *rowBase = b.CreateAdd(block.valueBase, b.CreateMul(key, valueStride));
+    Value *rowBase = valueRow(block, key);
     Values p(static_cast<size_t>(rowVectors_));
     for (int64_t v = 0; v < rowVectors_; ++v)
       p[size_t(v)] = v_.load(scores_, outputIndex(t, v));
     Values next(carried.begin(), carried.end());
     for (int64_t i = 0; i < columns; ++i) {
-      Value *x =
-          v_.broadcast(values, b.CreateAdd(rowBase, b.CreateAdd(firstColumn, b.getInt64(i))));
+      Value *x = v_.broadcast(rowBase, b.CreateAdd(firstColumn, b.getInt64(i)));
       for (int64_t v = 0; v < rowVectors_; ++v) {
         Value *&a = next[size_t(i * rowVectors_ + v)];
         a = v_.fma(x, p[size_t(v)], a);
