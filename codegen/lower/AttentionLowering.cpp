@@ -13,8 +13,9 @@
 // mask_fill attribute the hidden keys' scores are the fill plus any float
 // mask instead (a row hiding every key is then uniform, as in the reference).
 //
-// This is the general path; f32 attention without past, softcap or a read
-// qk_matmul_output takes the fused kernel of FlashAttentionLowering.cpp.
+// This is the general path; f32 attention without softcap or a read
+// qk_matmul_output (a 4-D past included) takes the fused kernel of
+// FlashAttentionLowering.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/AttentionLoweringInternal.h"

@@ -58,8 +58,8 @@ int64_t attentionWindow(const LoweringContext &ctx, const Node &node);
 std::optional<float> attentionMaskFill(const LoweringContext &ctx, const Node &node);
 
 /// Whether the fused f32 kernel of FlashAttentionLowering.cpp computes
-/// `node`: f32 on an AVX2+FMA target, constant head sizes, no past, no
-/// softcap and no qk_matmul_output read. Everything else takes the general
+/// `node`: f32 on an AVX2+FMA target, constant head sizes, no past in the
+/// 3-D form, no softcap and no qk_matmul_output read. Everything else takes the general
 /// kernel of AttentionLowering.cpp.
 bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
                           const AttentionShape &shape);
