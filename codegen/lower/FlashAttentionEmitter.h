@@ -130,6 +130,10 @@ private:
   /// the past length).
   Value *keyRow(const Block &block, Value *key);
   Value *valueRow(const Block &block, Value *key);
+  /// Row `key` of the operand in `slot` (at `base`, rows `stride` apart),
+  /// or below the past length of the contiguous cache in `pastSlot`.
+  Value *cacheRow(Value *key, unsigned slot, Value *base, Value *stride, int pastSlot,
+                  Value *pastBase, int64_t rowSize);
 
   const Node &node_;
   /// The node's shape, with the layouts of operands read in place.

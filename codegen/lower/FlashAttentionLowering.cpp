@@ -236,39 +236,28 @@ Value *FlashAttentionEmitter::keyBegin(const Block &block) {
   return k_.max(ir().CreateSub(firstBand, ir().getInt64(window_)), ir().getInt64(0));
 }
 
-Value *FlashAttentionEmitter::keyRow(const Block &block, Value *key) {
+Value *FlashAttentionEmitter::cacheRow(Value *key, unsigned slot, Value *base, Value *stride,
+                                       int pastSlot, Value *pastBase, int64_t rowSize) {
   IRBuilder<> &b = ir();
-  Value *keys = k_.buffer(key_);
-  Value *stride = dim(shape_.k.position);
-  if (pastKey_ < 0)
-    return b.CreateGEP(b.getFloatTy(), keys, b.CreateAdd(block.keyBase, b.CreateMul(key, stride)));
+  Value *rows = k_.buffer(slot);
+  if (pastSlot < 0)
+    return b.CreateGEP(b.getFloatTy(), rows, b.CreateAdd(base, b.CreateMul(key, stride)));
   Value *past = pastLength();
-  Value *inPast = b.CreateICmpSLT(key, past);
-  Value *cached =
-      b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastKey_)),
-                  b.CreateAdd(block.pastKeyBase, b.CreateMul(key, b.getInt64(headSize_))));
-  Value *fresh =
-      b.CreateGEP(b.getFloatTy(), keys,
-                  b.CreateAdd(block.keyBase, b.CreateMul(b.CreateSub(key, past), stride)));
-  return b.CreateSelect(inPast, cached, fresh);
+  Value *cached = b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastSlot)),
+                              b.CreateAdd(pastBase, b.CreateMul(key, b.getInt64(rowSize))));
+  Value *fresh = b.CreateGEP(b.getFloatTy(), rows,
+                             b.CreateAdd(base, b.CreateMul(b.CreateSub(key, past), stride)));
+  return b.CreateSelect(b.CreateICmpSLT(key, past), cached, fresh);
+}
+
+Value *FlashAttentionEmitter::keyRow(const Block &block, Value *key) {
+  return cacheRow(key, key_, block.keyBase, dim(shape_.k.position), pastKey_, block.pastKeyBase,
+                  headSize_);
 }
 
 Value *FlashAttentionEmitter::valueRow(const Block &block, Value *key) {
-  IRBuilder<> &b = ir();
-  Value *values = k_.buffer(value_);
-  Value *stride = dim(shape_.v.position);
-  if (pastValue_ < 0)
-    return b.CreateGEP(b.getFloatTy(), values,
-                       b.CreateAdd(block.valueBase, b.CreateMul(key, stride)));
-  Value *past = pastLength();
-  Value *inPast = b.CreateICmpSLT(key, past);
-  Value *cached =
-      b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastValue_)),
-                  b.CreateAdd(block.pastValueBase, b.CreateMul(key, b.getInt64(valueSize_))));
-  Value *fresh =
-      b.CreateGEP(b.getFloatTy(), values,
-                  b.CreateAdd(block.valueBase, b.CreateMul(b.CreateSub(key, past), stride)));
-  return b.CreateSelect(inPast, cached, fresh);
+  return cacheRow(key, value_, block.valueBase, dim(shape_.v.position), pastValue_,
+                  block.pastValueBase, valueSize_);
 }
 
 /// Whether the full tile starting at `begin` needs no element-wise mask
