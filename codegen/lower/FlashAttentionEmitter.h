@@ -45,6 +45,8 @@ FlashGeometry flashGeometry(int64_t lanes);
 inline constexpr int64_t kFlashMaxHeadSize = 512;
 /// Columns per register transposition of the query packing and the output.
 inline constexpr int64_t kFlashTransposeColumns = 8;
+/// Column vectors of o the single-row P·V keeps in registers at a time.
+inline constexpr int64_t kSingleRowChunks = 8;
 
 using FlashValues = FlashVectorIR::Values;
 
@@ -113,6 +115,17 @@ private:
   Values addSkippedKey(const Block &block, Value *key, llvm::ArrayRef<Value *> scores,
                        llvm::ArrayRef<Value *> state);
 
+  // FlashAttentionSingleRow.cpp
+  void beginSingleRow(const Block &block);
+  void endSingleRow();
+  Values emitSingleRowScores(const Block &block, const Tile &tile, Value *groups);
+  void emitSingleRowValues(const Block &block, const Tile &tile, Value *count, Value *alpha);
+  /// Column vector `chunk` of a K or V row of `size` floats (the lanes past
+  /// it are 0, and not read).
+  Value *rowChunk(Value *row, int64_t chunk, int64_t size);
+  /// Vectors of width() covering `size` floats.
+  int64_t chunksOf(int64_t size) const { return (size + int64_t(width()) - 1) / int64_t(width()); }
+
   // FlashAttentionLayout.cpp
   void packQuery(const Block &block);
   void emitOutput(const Block &block, llvm::ArrayRef<Value *> maxima, llvm::ArrayRef<Value *> sums);
@@ -155,6 +168,8 @@ private:
   /// Row vectors of the block being emitted (1 to geometry_.rowVectors); the
   /// scratch layouts keep rows() lanes per column whatever it is.
   int64_t rowVectors_;
+  /// The block being emitted is one query row (FlashAttentionSingleRow.cpp).
+  bool singleRow_ = false;
   // The mask in the [batch, heads, qSeq, keys] view (AttentionLowering.cpp's
   // MaskView); rowBroadcast_ when its qSeq axis is provably 1.
   std::array<Value *, 4> maskStrides_{};
@@ -162,6 +177,7 @@ private:
   DType maskType_ = DType::Bool;
   bool rowBroadcast_ = true;
   Value *queryT_ = nullptr, *scores_ = nullptr, *output_ = nullptr; // stack scratch
+  Value *queryRow_ = nullptr, *rowOutput_ = nullptr;                // q and o of a single row
 };
 
 } // namespace onnxc::lower

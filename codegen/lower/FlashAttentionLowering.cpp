@@ -145,6 +145,8 @@ void FlashAttentionEmitter::emit() {
   queryT_ = alignedArray(headSize_ * rows(), "qt");
   scores_ = alignedArray(geometry_.tileKeys * rows(), "scores");
   output_ = alignedArray(valueSize_ * rows(), "ot");
+  queryRow_ = alignedArray(chunksOf(headSize_) * int64_t(width()), "q");
+  rowOutput_ = alignedArray(chunksOf(valueSize_) * int64_t(width()), "o");
   const AttentionShape &s = shape_;
   const int64_t blockRows = rows();
   step_.setTaskCount([&s, blockRows](FunctionBuilder &f) {
@@ -295,18 +297,34 @@ void FlashAttentionEmitter::emitTask(Value *task) {
     k_.ifThenElse(b.CreateICmpEQ(vectors, b.getInt64(rowVectors)), emitWith,
                   [&, rowVectors] { emitFrom(rowVectors - 1); });
   };
-  emitFrom(geometry_.rowVectors);
+  // One row (a decode step) runs with the lanes over its columns; every
+  // lane of its row vector is that row.
+  auto singleRow = [&] {
+    Block one = block;
+    one.position[0] = b.CreateVectorSplat(
+        width(), b.CreateTrunc(b.CreateAdd(block.first, pastLength()), b.getInt32Ty()));
+    rowVectors_ = 1;
+    singleRow_ = true;
+    emitBlock(one);
+    singleRow_ = false;
+  };
+  k_.ifThenElse(b.CreateICmpEQ(block.rows, b.getInt64(1)), singleRow,
+                [&] { emitFrom(geometry_.rowVectors); });
   rowVectors_ = geometry_.rowVectors;
 }
 
 /// The task's work on rowVectors_ vectors of rows.
 void FlashAttentionEmitter::emitBlock(const Block &block) {
   IRBuilder<> &b = ir();
-  packQuery(block);
-  v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
-    for (int64_t v = 0; v < rowVectors_; ++v)
-      v_.store(v_.splat(0.0f), output_, outputIndex(c, v));
-  });
+  if (singleRow_) {
+    beginSingleRow(block);
+  } else {
+    packQuery(block);
+    v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
+      for (int64_t v = 0; v < rowVectors_; ++v)
+        v_.store(v_.splat(0.0f), output_, outputIndex(c, v));
+    });
+  }
 
   // Running max m and sum l of each row vector.
   Values state;
@@ -327,6 +345,8 @@ void FlashAttentionEmitter::emitBlock(const Block &block) {
                           return emitTile(block, {begin, end, true}, carried);
                         });
                   });
+  if (singleRow_)
+    endSingleRow();
   if (fill_)
     state = emitSkippedKeys(block, state);
   ArrayRef<Value *> all(state);

@@ -25,11 +25,14 @@ Value *FlashAttentionEmitter::keyIndex(const Block &block, const Tile &tile, Val
 Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
                                        ArrayRef<Value *> state) {
   IRBuilder<> &b = ir();
-  Value *groups = b.getInt64(geometry_.tileKeys / geometry_.group);
+  // A single row scores width() keys at a time (FlashAttentionSingleRow.cpp).
+  const int64_t group = singleRow_ ? int64_t(width()) : geometry_.group;
+  Value *groups = b.getInt64(geometry_.tileKeys / group);
   if (tile.boundary)
-    groups = k_.ceilDiv(b.CreateSub(tile.end, tile.begin), b.getInt64(geometry_.group));
-  Value *count = b.CreateMul(groups, b.getInt64(geometry_.group));
-  Values tileMax = emitScores(block, tile, groups);
+    groups = k_.ceilDiv(b.CreateSub(tile.end, tile.begin), b.getInt64(group));
+  Value *count = b.CreateMul(groups, b.getInt64(group));
+  Values tileMax =
+      singleRow_ ? emitSingleRowScores(block, tile, groups) : emitScores(block, tile, groups);
   Values shift, alpha, next(state.size());
   Value *minusInf = minusInfinity();
   for (int64_t v = 0; v < rowVectors_; ++v) {
@@ -45,7 +48,10 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
   for (int64_t v = 0; v < rowVectors_; ++v)
     next[size_t(rowVectors_ + v)] =
         v_.fma(state[size_t(rowVectors_ + v)], alpha[size_t(v)], sums[size_t(v)]);
-  emitValues(block, tile, count, alpha);
+  if (singleRow_)
+    emitSingleRowValues(block, tile, count, alpha[0]);
+  else
+    emitValues(block, tile, count, alpha);
   return next;
 }
 

@@ -402,6 +402,49 @@ TEST(LowerFlashAttention, ReadsAPastCacheInPlace) {
     }
 }
 
+TEST(LowerFlashAttention, SingleQueryRowsAgainstALongPast) {
+  // One query row (a decode step, and the last row of 25 or 33: one past a
+  // whole block at 8 and 16 lanes) runs with the lanes over the head's
+  // columns (FlashAttentionSingleRow.cpp). Head sizes with a partial last
+  // vector (20, 72) and more column vectors than P·V keeps in registers
+  // at once (200); past lengths across tiles; a per-row float mask, a bool
+  // mask hiding all of row 0's keys in batch 1 (NaN with -inf, uniform with
+  // a finite fill), and a window whose skipped keys score the fill.
+  for (int64_t size : {20, 72, 200}) {
+    const std::string d = str(size);
+    GraphText g;
+    g.input("q", "f32[2, 4, s, " + d + "]").input("k", "f32[2, 2, s, " + d + "]");
+    g.input("v", "f32[2, 2, s, " + d + "]").input("pk", "f32[2, 2, p, " + d + "]");
+    g.input("pv", "f32[2, 2, p, " + d + "]").input("fm", "f32[2, 1, s, t]");
+    g.input("bm", "bool[2, 1, s, t]");
+    const std::string y = "f32[2, 4, s, " + d + "]";
+    g.node("%yc = Attention(%q, %k, %v, %fm, %pk, %pv) {is_causal = 1}").output("yc", y);
+    g.node("%yb = Attention(%q, %k, %v, %bm, %pk, %pv)").output("yb", y);
+    g.node("%yf = Attention(%q, %k, %v, %bm, %pk, %pv) {mask_fill = -1e4}").output("yf", y);
+    g.node("%yw = Attention(%q, %k, %v, %fm, %pk, %pv) {is_causal = 1, window = 40, "
+           "mask_fill = -3.4028235e38}")
+        .output("yw", y);
+    auto graph = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*graph));
+    for (auto [past, s] : std::vector<std::array<int64_t, 2>>{{0, 1}, {300, 1}, {7, 33}}) {
+      SCOPED_TRACE("size " + d + ", past " + str(past) + ", " + str(s) + " new");
+      const int64_t total = past + s;
+      Tensor bm = randomOf(DType::Bool, {2, 1, s, total}, 41);
+      for (int64_t j = 0; j < total; ++j) // batch 1's last row sees no key
+        bm.setElementFromDouble((s + s - 1) * total + j, 0.0);
+      expectCompiledMatchesReference(*graph,
+                                     {{"q", randomOf(DType::F32, {2, 4, s, size}, 42, -2, 2)},
+                                      {"k", randomOf(DType::F32, {2, 2, s, size}, 43, -2, 2)},
+                                      {"v", randomOf(DType::F32, {2, 2, s, size}, 44)},
+                                      {"pk", randomOf(DType::F32, {2, 2, past, size}, 45, -2, 2)},
+                                      {"pv", randomOf(DType::F32, {2, 2, past, size}, 46)},
+                                      {"fm", randomOf(DType::F32, {2, 1, s, total}, 47, -3, 0)},
+                                      {"bm", bm}},
+                                     1e-4, 1e-5);
+    }
+  }
+}
+
 TEST(LowerFlashAttention, GeneralPathHonoursWindow) {
   // softcap and f64 take the general kernel; window must hold there too.
   GraphText g;
