@@ -12,7 +12,9 @@ quantized by onnxruntime's quantize_dynamic (int8 weights, activations quantized
 transformers' own GPT2LMHeadModel at GPT-2 small's size (12 layers, hidden 768, 12 heads, vocab
 50257; random weights, opset 17, exported as the library writes it); `bart_base` is HF's
 BartModel at bart-base's size (6+6 layers, hidden 768, 12 heads, FFN 3072, vocab 50265), run at
-source 128 / target 32 whatever --seqs says; the other names are the
+source 128 / target 32 whatever --seqs says; `vit_base` is HF's ViTModel at ViT-base/16's size
+on one 224x224 image and `whisper_tiny` Whisper-tiny's encoder (4 layers, 384, 80 mel bins) on
+30 s of audio (3000 frames), both random weights at fixed sizes; the other names are the
 transformer test models of tests/models (built into build/models by build_models.py).
 
 For every model, sequence length and thread count it prints onnxc's and ORT's latency (min and
@@ -135,6 +137,49 @@ def build_bart_base(directory: str) -> dict:
     return entry
 
 
+def build_vit_base(directory: str) -> dict:
+    """HF ViTModel at ViT-base/16's size (12 layers, 768, 224x224 images), random weights."""
+    path = os.path.join(directory, "vit_base_op17.onnx")
+    entry = {"name": "vit_base", "file": path,
+             "inputs": [{"name": "pixel_values", "dtype": "float32", "shape": ["batch", 3, 224, 224],
+                         "generator": {"kind": "normal"}}],
+             "dims": {"image": 224}}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers
+    import library_models
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    model = library_models.FirstOutput(transformers.ViTModel(transformers.ViTConfig()), ["pixel_values"])
+    zoo.export_onnx(model, (torch.randn(2, 3, 224, 224),), path, ["pixel_values"], ["last_hidden_state"],
+                    {"pixel_values": {0: "batch"}, "last_hidden_state": {0: "batch"}}, 17)
+    return entry
+
+
+def build_whisper_tiny_encoder(directory: str) -> dict:
+    """HF Whisper-tiny's encoder (4 layers, 384, 80 mel bins) on 30 s of audio (3000 frames)."""
+    path = os.path.join(directory, "whisper_tiny_encoder_op17.onnx")
+    entry = {"name": "whisper_tiny", "file": path,
+             "inputs": [{"name": "input_features", "dtype": "float32", "shape": ["batch", 80, 3000],
+                         "generator": {"kind": "normal"}}],
+             "dims": {"frames": 3000}}
+    if os.path.exists(path):
+        return entry
+    import torch
+    import transformers
+    import library_models
+    import transformers_zoo as zoo
+    torch.manual_seed(0)
+    config = transformers.WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6,
+                                        encoder_ffn_dim=1536, decoder_layers=4, decoder_attention_heads=6,
+                                        decoder_ffn_dim=1536, num_mel_bins=80, max_source_positions=1500)
+    model = library_models.FirstOutput(transformers.WhisperModel(config).get_encoder(), ["input_features"])
+    zoo.export_onnx(model, (torch.randn(1, 80, 3000),), path, ["input_features"], ["last_hidden_state"],
+                    {"input_features": {0: "batch"}, "last_hidden_state": {0: "batch"}}, 17)
+    return entry
+
+
 def test_model_entries(model_dir: str) -> dict:
     manifest = os.path.join(model_dir, "manifest.json")
     if not os.path.exists(manifest):
@@ -220,7 +265,8 @@ def main() -> int:
     entries = {}
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     builders = {"minilm": build_minilm, "minilm_int8": build_minilm_int8, "gpt2_small": build_gpt2_small,
-                "bart_base": build_bart_base}
+                "bart_base": build_bart_base, "vit_base": build_vit_base,
+                "whisper_tiny": build_whisper_tiny_encoder}
     for n in names:
         if n in builders:
             entries[n] = builders[n](args.workdir)
