@@ -114,9 +114,10 @@ std::string describeValueType(const onnx::ValueInfoProto &info) {
   if (tensor.has_shape()) {
     std::vector<Dim> dims;
     for (const auto &dim : tensor.shape().dim()) {
-      if (dim.has_dim_value())
+      // -1 and "?" are how some exporters write a dynamic dim (see inputType).
+      if (dim.has_dim_value() && dim.dim_value() != -1)
         dims.push_back(Dim(dim.dim_value()));
-      else if (dim.has_dim_param() && !dim.dim_param().empty())
+      else if (namesASymbol(dim))
         dims.push_back(Dim::symbol(sanitizeSymbol(dim.dim_param())));
       else
         dims.push_back(Dim::unknown());

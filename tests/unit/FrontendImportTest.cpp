@@ -407,6 +407,10 @@ TEST_F(FrontendImport, SymbolicAndMissingDims) {
   dims->mutable_dim(1)->set_dim_param("?");
   dims->mutable_dim(2)->set_dim_param("?");
   EXPECT_EQ(import()->inputs()[0]->type().str(), "i64[batch_size, input_ids_d1, input_ids_d2]");
+  // inspect shows both as unknown, not as a dim of -1 or a symbol named '?'.
+  ModelSummary summary = summarizeOnnxFile(write());
+  EXPECT_EQ(summary.inputs[0], "input ids: i64[batch_size, ?, ?]");
+  EXPECT_EQ(summary.inputs[1], "mask: bool[batch_size, ?]");
 }
 
 TEST_F(FrontendImport, OptionalInputsAndOutputs) {
