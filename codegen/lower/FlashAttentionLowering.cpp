@@ -386,9 +386,9 @@ const Node *attentionReadingSplitInPlace(const LoweringContext &ctx, const Node 
 
 bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
                           const AttentionShape &shape) {
-  // A past is read in place (keys below its length from past_key/value);
-  // the 3-D form never carries one.
-  if (shape.dtype != DType::F32 || !ctx.hasAvx2Fma() || (shape.hasPast && shape.is3d))
+  // A past is read in place (keys below its length from past_key/value,
+  // which are 4-D in either form; K and V rows follow their own layout).
+  if (shape.dtype != DType::F32 || !ctx.hasAvx2Fma())
     return false;
   if (node.getFloat("softcap", 0.0f) != 0.0f)
     return false;

@@ -445,6 +445,43 @@ TEST(LowerFlashAttention, SingleQueryRowsAgainstALongPast) {
   }
 }
 
+TEST(LowerFlashAttention, ThreeDimensionalFormWithAPast) {
+  // Opset 23's own cache in its 3-D form: Q/K/V [b, s, heads*size] (and
+  // seq_first's [s, b, heads*size]) with past_key/past_value
+  // [b, kvHeads, past, size]; present_key/value are the past then K/V.
+  for (const char *order : {"", ", seq_first = 1"}) {
+    const bool seqFirst = *order != 0;
+    auto dims = [&](const std::string &last) {
+      return std::string("f32[") + (seqFirst ? "s, 2, " : "2, s, ") + last + "]";
+    };
+    GraphText g;
+    g.input("q", dims("64")).input("k", dims("32")).input("v", dims("32"));
+    g.input("pk", "f32[2, 2, p, 16]").input("pv", "f32[2, 2, p, 16]");
+    g.node(std::string("%y, %prk, %prv = Attention(%q, %k, %v, _, %pk, %pv) {is_causal = 1, "
+                       "kv_num_heads = 2, q_num_heads = 4") +
+           order + "}");
+    g.output("y", dims("64")).output("prk", "f32[2, 2, t, 16]").output("prv", "f32[2, 2, t, 16]");
+    auto graph = parseGraph(g.str());
+    EXPECT_TRUE(usesFlashKernel(*graph));
+    for (auto [past, s] : std::vector<std::array<int64_t, 2>>{{0, 5}, {9, 1}, {140, 3}}) {
+      SCOPED_TRACE(std::string(order) + " past " + str(past) + ", " + str(s) + " new");
+      std::vector<int64_t> shape =
+          seqFirst ? std::vector<int64_t>{s, 2} : std::vector<int64_t>{2, s};
+      auto with = [&](int64_t last) {
+        std::vector<int64_t> full = shape;
+        full.push_back(last);
+        return full;
+      };
+      expectCompiledMatchesReference(*graph,
+                                     {{"q", randomOf(DType::F32, with(64), 51, -2, 2)},
+                                      {"k", randomOf(DType::F32, with(32), 52, -2, 2)},
+                                      {"v", randomOf(DType::F32, with(32), 53)},
+                                      {"pk", randomOf(DType::F32, {2, 2, past, 16}, 54, -2, 2)},
+                                      {"pv", randomOf(DType::F32, {2, 2, past, 16}, 55)}});
+    }
+  }
+}
+
 TEST(LowerFlashAttention, GeneralPathHonoursWindow) {
   // softcap and f64 take the general kernel; window must hold there too.
   GraphText g;
