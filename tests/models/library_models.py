@@ -785,8 +785,8 @@ FAMILIES = {
 
 
 # Families exported at one opset only (the rest get every opset of build_models.TORCH_OPSETS): the
-# seq2seq generation views repeat hf_bart's layers and the cached LLaMA hf_llama's, so one opset
-# covers what they add.
+# seq2seq generation views repeat hf_bart's, hf_t5's and nn_transformer's layers, the cached
+# LLaMA hf_llama's and the cached torch GPT hf_gpt2_past's form, so one opset covers what they add.
 ONLY_OPSETS = {name: (17,) for name in ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past",
                                          "hf_bart_seq2seq_decoder", "hf_llama_past", "hf_t5_seq2seq_encoder",
                                          "hf_t5_seq2seq_decoder_past", "hf_t5_seq2seq_decoder",
