@@ -272,6 +272,17 @@ void inferSplit(Node &node, InferenceContext &context) {
 
 // --- Slice --------------------------------------------------------------------
 
+/// Whether `bound` is minus a sum of sizes (-seq, -seq-1): every coefficient
+/// negative, so the bound is below 0 whenever a symbol is positive.
+bool isNegatedSize(const Dim &bound) {
+  if (bound.isUnknown() || bound.terms().empty())
+    return false;
+  for (const auto &[monomial, coefficient] : bound.terms())
+    if (coefficient >= 0)
+      return false;
+  return true;
+}
+
 /// The length of slice [start, end) by `step` of a dimension, symbolically.
 /// ONNX clamps the bounds to the dimension, which no Dim can express for a
 /// symbolic bound; the length is then the unclamped one, and the bounds
@@ -292,6 +303,14 @@ Dim slicedLength(const Node &node, InferenceContext &context, const Dim &dim, co
     first = *s <= -kHugeIndex ? Dim(0) : dim + start;
   else if (s && d)
     first = Dim(std::min(*s, *d));
+  else if (!s && isNegatedSize(start)) {
+    // Minus a size counts from the end (HF T5's position_bias[:, :, -seq:]
+    // with a KV cache) while the size is positive; at 0 it would be the
+    // start, so the run time checks that it is not.
+    context.assume(node, -start - Dim(1), ShapeAssumption::Kind::NonNegative,
+                   "the slice start " + start.str() + " must be negative");
+    first = dim + start;
+  }
   if (e && *e >= kHugeIndex)
     last = dim;
   else if (e && *e <= -kHugeIndex)

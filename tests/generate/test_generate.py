@@ -5,7 +5,11 @@
 The models are the random-weight HF GPT-2 of tests/models (2 layers, hidden 64, vocabulary 384):
 hf_gpt2_past (past_key_i/past_value_i in, present_key_i/present_value_i out: the KV-cache mode)
 and hf_gpt2 (no cache: the generator re-runs the whole sequence); and HF LLaMA with its cache
-(hf_llama_past: position ids, grouped K/V heads). test_seq2seq.py has the encoder-decoder ones. Each is compiled to a .so
+(hf_llama_past: position ids, grouped K/V heads); the opset-23 Attention op with its own cache
+(attention_op23_past: past_key_N/past_value_N operands, present_key_N/present_value_N results, no
+mask, positions from the cache's length in the graph); and a torch GPT that takes its cache as
+explicit tensors (torch_gpt_cache: past_k_N/past_v_N). test_seq2seq.py has the encoder-decoder
+ones. Each is compiled to a .so
 once; 64 greedy tokens from a 3-token prompt take the context past 64 positions, where the
 old input-specialized JIT failed. The ORT loop feeds its presents back as pasts (or re-runs the
 sequence) and takes the argmax of the last logits row, the lowest id on ties like onnxc.
@@ -34,8 +38,13 @@ TIMEOUT = 600
 pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is not set")
 
 
+# The models written with onnx.helper have no opset suffix (one opset each).
+HANDBUILT = {"attention_op23_past"}
+CACHED = ("hf_gpt2_past", "hf_llama_past", "attention_op23_past", "torch_gpt_cache")
+
+
 def model_file(name: str) -> str:
-    path = os.path.join(MODEL_DIR, f"{name}_op17.onnx")
+    path = os.path.join(MODEL_DIR, f"{name}.onnx" if name in HANDBUILT else f"{name}_op17.onnx")
     if not os.path.exists(path):
         pytest.skip(f"{path} is not built (ctest -R models/build)")
     return path
@@ -46,7 +55,7 @@ def libraries(tmp_path_factory):
     """{model name: (onnx path, compiled .so)}, compiled once for the module."""
     folder = tmp_path_factory.mktemp("generate")
     built = {}
-    for name in ("hf_gpt2_past", "hf_gpt2", "hf_llama_past"):
+    for name in ("hf_gpt2", *CACHED):
         onnx_path = model_file(name)
         library = str(folder / f"{name}.so")
         subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
@@ -79,7 +88,8 @@ def ort_greedy_with_cache(onnx_path: str, prompt: list, count: int) -> list:
     while len(produced) < count:
         new = ids[length:]
         feeds["input_ids"] = np.array([new], dtype=np.int64)
-        feeds["attention_mask"] = np.ones((1, len(ids)), dtype=np.int64)
+        if "attention_mask" in inputs:
+            feeds["attention_mask"] = np.ones((1, len(ids)), dtype=np.int64)
         if "position_ids" in inputs:
             feeds["position_ids"] = np.arange(length, len(ids), dtype=np.int64)[None]
         outputs = dict(zip(names, session.run(names, feeds)))
@@ -123,6 +133,45 @@ def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
     print(f"onnxc: {ids}\nort:   {want}")
     assert ids == want
     assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
+
+
+@pytest.mark.parametrize("name, pairs", [("attention_op23_past", "past_key_0 -> present_key_0"),
+                                         ("torch_gpt_cache", "past_k_0 -> present_k_0")])
+def test_explicit_cache_greedy_matches_onnxruntime(libraries, name, pairs):
+    """The cache roles from the names alone (the Attention op's present_key_N of step t is its
+    past_key_N at t + 1; a torch model's past_k_N/present_k_N likewise), with no mask or position
+    input: 64 greedy tokens equal onnxruntime's loop over the same file."""
+    onnx_path, library = libraries[name]
+    ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
+    assert "using the KV cache" in stderr and f"4 cache pairs ({pairs}, ...)" in stderr, stderr
+    assert "mask" not in stderr and "positions" not in stderr, stderr
+    want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
+    print(f"onnxc: {ids}\nort:   {want}")
+    assert ids == want
+    assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
+
+
+def flash_kernels(onnx_path: str, tmp_path) -> int:
+    """How many Attention nodes the compiled code runs through the flash kernel: its steps are
+    the functions named flash_attention in the emitted LLVM IR."""
+    llvm = str(tmp_path / "model.ll")
+    subprocess.run([ONNXC, "compile", onnx_path, "--emit=llvm", "-o", llvm], check=True, capture_output=True,
+                   text=True, timeout=TIMEOUT)
+    with open(llvm) as f:
+        return len(re.findall(r"^define [^@]*@flash_attention(\.[0-9]+)?\(", f.read(), re.MULTILINE))
+
+
+def test_op23_attention_with_4d_past_takes_the_flash_kernel(tmp_path):
+    """Layer 0 of attention_op23_past passes 4-D Q/K/V with a 4-D past: the flash kernel reads the
+    past in place."""
+    assert flash_kernels(model_file("attention_op23_past"), tmp_path) >= 1
+
+
+@pytest.mark.xfail(strict=True, reason="codegen/lower/FlashAttentionLowering.cpp canUseFlashAttention refuses "
+                                       "a past with the 3-D Q/K/V form (hasPast && is3d): layer 1's Attention "
+                                       "(q_num_heads 4 / kv_num_heads 2, past_key 4-D) runs the per-row kernel")
+def test_op23_attention_with_3d_qkv_and_past_takes_the_flash_kernel(tmp_path):
+    assert flash_kernels(model_file("attention_op23_past"), tmp_path) == 2
 
 
 def test_full_sequence_greedy_matches_onnxruntime(libraries):

@@ -8,6 +8,12 @@ decoder layer's cross-attention K/V (past_key_values.N.encoder.key/value); the d
 reads those and its own growing cache (past_key_values.N.decoder.* in, present.N.decoder.* out);
 and the decoder without a cache, which reads the encoder's hidden states at every step. The
 generator runs the encoder once and keeps its outputs bound to the decoder for every step.
+
+T5 comes in the same three views (hf_t5_seq2seq_*): its decoder step adds a relative position bias
+whose rows must be the new tokens' (past .. past + seq - 1) at every step. The 2017 Transformer
+(torch nn.Transformer with embeddings, sinusoidal positions and an LM head) comes as its encoder
+(source ids -> memory) and a decoder without a cache, which the generator re-runs on the whole
+target prefix at every step.
 """
 
 import os
@@ -29,7 +35,12 @@ SOURCE = [0, 45, 311, 67, 89, 123, 200, 17, 2]
 START = [2]  # BART's decoder_start_token_id
 NEW_TOKENS = 64
 TIMEOUT = 600
-MODELS = ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past", "hf_bart_seq2seq_decoder")
+MODELS = ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past", "hf_bart_seq2seq_decoder",
+          "hf_t5_seq2seq_encoder", "hf_t5_seq2seq_decoder_past", "hf_t5_seq2seq_decoder",
+          "nn_transformer_seq2seq_encoder", "nn_transformer_seq2seq_decoder")
+T5_START = [0]  # T5's decoder_start_token_id (its pad id)
+T5_SOURCE = [45, 311, 67, 89, 123, 200, 17, 1]  # 1 is T5's end of sequence
+TRANSFORMER_START = [1]
 
 pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is not set")
 
@@ -64,19 +75,22 @@ def run(*arguments: str, expect_failure: bool = False, usage_error: bool = False
     return ([int(token) for token in line.split(",")] if line else []), result.stderr
 
 
-def seq2seq(decoder: str, encoder: str, *options: str, source=SOURCE, expect_failure=False):
+def seq2seq(decoder: str, encoder: str, *options: str, source=SOURCE, start=START, expect_failure=False):
     return run(decoder, "--encoder", encoder, "--source-ids", ",".join(map(str, source)),
-               "--prompt-ids", ",".join(map(str, START)), *options, expect_failure=expect_failure)
+               "--prompt-ids", ",".join(map(str, start)), *options, expect_failure=expect_failure)
 
 
 def encode(encoder_path: str, source: list) -> dict:
     session = make_session(encoder_path, "all")
     ids = np.array([source], dtype=np.int64)
     names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)})))
+    feeds = {"input_ids": ids}
+    if "attention_mask" in {i.name for i in session.get_inputs()}:
+        feeds["attention_mask"] = np.ones_like(ids)
+    return dict(zip(names, session.run(names, feeds)))
 
 
-def ort_greedy_with_cache(encoder_path: str, decoder_path: str, source: list, count: int) -> list:
+def ort_greedy_with_cache(encoder_path: str, decoder_path: str, source: list, count: int, start=START) -> list:
     encoded = encode(encoder_path, source)
     session = make_session(decoder_path, "all")
     feeds = {"encoder_attention_mask": np.ones((1, len(source)), dtype=np.int64)}
@@ -88,7 +102,7 @@ def ort_greedy_with_cache(encoder_path: str, decoder_path: str, source: list, co
             feeds[info.name] = np.zeros((1, info.shape[1], 0, info.shape[3]), dtype=np.float32)
             selfs.append(info.name)
     names = [o.name for o in session.get_outputs()]
-    ids, produced, length = list(START), [], 0
+    ids, produced, length = list(start), [], 0
     while len(produced) < count:
         feeds["input_ids"] = np.array([ids[length:]], dtype=np.int64)
         outputs = dict(zip(names, session.run(names, feeds)))
@@ -101,14 +115,21 @@ def ort_greedy_with_cache(encoder_path: str, decoder_path: str, source: list, co
     return produced
 
 
-def ort_greedy_full(encoder_path: str, decoder_path: str, source: list, count: int) -> list:
-    hidden = encode(encoder_path, source)["last_hidden_state"]
+def ort_greedy_full(encoder_path: str, decoder_path: str, source: list, count: int, start=START) -> list:
+    encoded = encode(encoder_path, source)
     session = make_session(decoder_path, "all")
-    mask = np.ones((1, len(source)), dtype=np.int64)
-    ids, produced = list(START), []
+    # BART's and T5's decoders read the hidden states and the source mask; nn.Transformer's the memory.
+    context = {}
+    for info in session.get_inputs():
+        if info.name == "encoder_hidden_states":
+            context[info.name] = encoded["last_hidden_state"]
+        elif info.name == "memory":
+            context[info.name] = encoded["memory"]
+        elif info.name == "encoder_attention_mask":
+            context[info.name] = np.ones((1, len(source)), dtype=np.int64)
+    ids, produced = list(start), []
     while len(produced) < count:
-        logits = session.run(["logits"], {"input_ids": np.array([ids], dtype=np.int64),
-                                          "encoder_hidden_states": hidden, "encoder_attention_mask": mask})[0]
+        logits = session.run(["logits"], {"input_ids": np.array([ids], dtype=np.int64), **context})[0]
         token = int(np.argmax(logits[0, -1]))
         produced.append(token)
         ids.append(token)
@@ -135,6 +156,43 @@ def test_full_sequence_decoder_matches_onnxruntime(libraries):
     assert "encoder-decoder, no KV cache" in stderr, stderr
     assert "2 inputs from the encoder" in stderr, stderr
     assert ids == ort_greedy_full(encoder_path, decoder_path, SOURCE, 24)
+
+
+def test_t5_cached_and_full_decoders_match_onnxruntime(libraries):
+    """T5 with its cache, 64 tokens: the self-attention's relative position bias must be the new
+    row's against every key at each step (position past, not 0), so the cached decoder's tokens
+    equal both onnxruntime's loop over the same file and the decoder that re-reads the whole
+    prefix (where no cache offsets the bias)."""
+    encoder_path, encoder = libraries["hf_t5_seq2seq_encoder"]
+    decoder_path, decoder = libraries["hf_t5_seq2seq_decoder_past"]
+    ids, stderr = seq2seq(decoder, encoder, "--max-new-tokens", str(NEW_TOKENS), source=T5_SOURCE, start=T5_START)
+    assert "encoder-decoder, using the KV cache" in stderr, stderr
+    assert "4 cache pairs" in stderr and "5 inputs from the encoder" in stderr, stderr
+    want = ort_greedy_with_cache(encoder_path, decoder_path, T5_SOURCE, NEW_TOKENS, start=T5_START)
+    print(f"onnxc: {ids}\nort:   {want}")
+    assert ids == want
+    assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
+    full_path, full = libraries["hf_t5_seq2seq_decoder"]
+    uncached, stderr = seq2seq(full, encoder, "--max-new-tokens", str(NEW_TOKENS), source=T5_SOURCE, start=T5_START)
+    assert "encoder-decoder, no KV cache" in stderr and "2 inputs from the encoder" in stderr, stderr
+    assert uncached == ort_greedy_full(encoder_path, full_path, T5_SOURCE, NEW_TOKENS, start=T5_START)
+    assert uncached == ids
+
+
+def test_nn_transformer_re_runs_the_prefix_and_matches_onnxruntime(libraries):
+    """nn.Transformer exported without a cache: the generator re-runs the decoder on the whole
+    target prefix at every step, the encoder's memory bound once."""
+    encoder_path, encoder = libraries["nn_transformer_seq2seq_encoder"]
+    decoder_path, decoder = libraries["nn_transformer_seq2seq_decoder"]
+    ids, stderr = seq2seq(decoder, encoder, "--max-new-tokens", str(NEW_TOKENS), start=TRANSFORMER_START)
+    assert "encoder-decoder, no KV cache in the model, re-running the full sequence" in stderr, stderr
+    assert "1 input from the encoder" in stderr, stderr
+    want = ort_greedy_full(encoder_path, decoder_path, SOURCE, NEW_TOKENS, start=TRANSFORMER_START)
+    print(f"onnxc: {ids}\nort:   {want}")
+    assert ids == want
+    assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a decoder that ignores its prefix"
+    other, _ = seq2seq(decoder, encoder, "--max-new-tokens", "16", source=[0, 9, 8, 7, 2], start=TRANSFORMER_START)
+    assert other != ids[:16], "the tokens do not depend on the source"
 
 
 def test_another_source_and_the_onnx_encoder(libraries):

@@ -187,6 +187,20 @@ HANDBUILT = {
     "attention_op23": (handbuilt_models.make_attention_op23, 23,
                        "opset-23 Attention (MHA + causal GQA), RMSNormalization, RotaryEmbedding",
                        [float_input("x", ["batch", "seq", 64])], SEQ_SHAPES),
+    # The op's own KV-cache form: past_key/past_value in, present_key/present_value out. The
+    # shapes: the prompt (past 0), decode steps after 1 and 7 tokens, and a cache of 130 with one
+    # and with three new tokens (the causal diagonal offset by the past).
+    "attention_op23_past": (handbuilt_models.make_attention_op23_past, 23,
+                            "opset-23 Attention with past_key/past_value -> present_key/present_value, causal, "
+                            "MHA 4-D with rotary + GQA 3-D",
+                            [ids_input("input_ids", handbuilt_models.OP23_PAST_VOCAB)]
+                            + [float_input(f"past_{kind}_{layer}", ["batch", kv_heads, "past",
+                                                                     handbuilt_models.OP23_PAST_HEAD_DIM])
+                               for layer, kv_heads in enumerate(handbuilt_models.OP23_PAST_KV_HEADS)
+                               for kind in ("key", "value")],
+                            [{"batch": 1, "seq": 7, "past": 0}, {"batch": 1, "seq": 1, "past": 1},
+                             {"batch": 2, "seq": 1, "past": 7}, {"batch": 1, "seq": 1, "past": 130},
+                             {"batch": 1, "seq": 3, "past": 130}]),
     "windowed_attn": (handbuilt_models.make_windowed_attn, 17,
                       "band-masked (r=2) self-attention, decomposed LayerNorm with Cast",
                       [float_input("x", ["batch", "seq", 64])], SEQ_SHAPES),

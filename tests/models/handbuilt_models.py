@@ -182,3 +182,98 @@ def make_windowed_attn(hidden: int = 64, heads: int = 4, window: int = 2,
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])]
     outputs = [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", "seq", hidden])]
     return g.model("windowed_attn", inputs, outputs, opset=17)
+
+
+# The opset-23 decoder with its own KV cache: its sizes, shared with build_models' registration.
+OP23_PAST_VOCAB = 384
+OP23_PAST_HIDDEN = 64
+OP23_PAST_HEADS = 4
+OP23_PAST_KV_HEADS = (4, 2)  # layer 0 multi-head, layer 1 grouped-query
+OP23_PAST_HEAD_DIM = 16
+
+
+def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 2323) -> onnx.ModelProto:
+    """A two-layer decoder whose Attention ops (opset 23) keep the KV cache themselves:
+
+        input_ids i64[batch, seq], past_key_N / past_value_N f32[batch, kv_heads, past, 16]
+          -> logits f32[batch, seq, 384], present_key_N / present_value_N [batch, kv_heads, past+seq, 16]
+
+        ids ─ Gather(embedding) ─ per layer: RMSNormalization ─ MatMul q/k/v ─ heads ─
+              Attention(q, k, v, , past_key_N, past_value_N; is_causal=1) ─ MatMul ─ Add(x)
+              ─ RMSNormalization ─ MatMul ─ Relu ─ MatMul ─ Add ─ RMSNormalization ─ MatMul(LM head)
+
+    Layer 0 passes 4-D [batch, heads, seq, 16] Q/K/V, rotated by RotaryEmbedding at positions
+    past, past + 1, ... (Range from the cache's length, Shape(past_key_0)[2]); layer 1 the 3-D
+    form [batch, seq, heads * 16] with q_num_heads 4 / kv_num_heads 2. The causal mask is the op's,
+    its diagonal offset by the past (the spec's reference: key j hidden when j > past + i).
+    """
+    g = GraphBuilder(np.random.default_rng(seed))
+    hidden, heads, head_dim = OP23_PAST_HIDDEN, OP23_PAST_HEADS, OP23_PAST_HEAD_DIM
+    w_scale = 1.0 / math.sqrt(hidden)
+
+    cos, sin = rotary_caches(max_positions, head_dim)
+    cos_cache = g.const("rope.cos_cache", cos)
+    sin_cache = g.const("rope.sin_cache", sin)
+    x = g.op("Gather", [g.weight("embed.weight", (OP23_PAST_VOCAB, hidden), 1.0), "input_ids"], "embedded", axis=0)
+
+    # Positions past .. past + seq - 1 of the new tokens, [batch, seq].
+    scalar = g.const("c.scalar_shape", np.array([], np.int64))
+    past_len = g.op("Reshape", [g.op("Shape", ["past_key_0"], "past_1d", start=2, end=3), scalar], "past_len")
+    seq_len = g.op("Reshape", [g.op("Shape", ["input_ids"], "seq_1d", start=1, end=2), scalar], "seq_len")
+    total_len = g.op("Add", [past_len, seq_len], "total_len")
+    positions = g.op("Range", [past_len, total_len, g.const("c.one", np.array(1, np.int64))], "positions")
+    position_ids = g.op("Expand", [g.op("Unsqueeze", [positions, g.const("c.axes0", np.array([0], np.int64))]),
+                                   g.op("Shape", ["input_ids"], "ids_shape")], "position_ids")
+
+    def norm(t: str, name: str) -> str:
+        gamma = g.const(f"{name}.scale", (1.0 + 0.2 * g.rng.standard_normal(hidden)).astype(np.float32))
+        return g.op("RMSNormalization", [t, gamma], name, axis=-1, epsilon=1e-5)
+
+    def split(t: str, num_heads: int) -> str:
+        shape = g.const(g.fresh("c.split_heads"), np.array([0, 0, num_heads, head_dim], np.int64))
+        return g.op("Transpose", [g.op("Reshape", [t, shape], "bshd")], "bhsd", perm=[0, 2, 1, 3])
+
+    presents = []
+    for i, kv_heads in enumerate(OP23_PAST_KV_HEADS):
+        kv_hidden = kv_heads * head_dim
+        h = norm(x, f"layer{i}.attn_norm")
+        q = g.op("MatMul", [h, g.weight(f"layer{i}.wq", (hidden, hidden), w_scale)], f"layer{i}_q")
+        k = g.op("MatMul", [h, g.weight(f"layer{i}.wk", (hidden, kv_hidden), w_scale)], f"layer{i}_k")
+        v = g.op("MatMul", [h, g.weight(f"layer{i}.wv", (hidden, kv_hidden), w_scale)], f"layer{i}_v")
+        present_key, present_value = f"present_key_{i}", f"present_value_{i}"
+        if i == 0:
+            q = g.op("RotaryEmbedding", [split(q, heads), cos_cache, sin_cache, position_ids], "q_rotated")
+            k = g.op("RotaryEmbedding", [split(k, kv_heads), cos_cache, sin_cache, position_ids], "k_rotated")
+            v = split(v, kv_heads)
+            attrs = {}
+        else:
+            attrs = dict(q_num_heads=heads, kv_num_heads=kv_heads)
+        attended = g.fresh(f"layer{i}_attention")
+        g.nodes.append(helper.make_node(
+            "Attention", [q, k, v, "", f"past_key_{i}", f"past_value_{i}"], [attended, present_key, present_value],
+            name=f"layer{i}_Attention", is_causal=1, **attrs))
+        presents += [present_key, present_value]
+        if i == 0:
+            merged = g.op("Transpose", [attended], "context_bshd", perm=[0, 2, 1, 3])
+            attended = g.op("Reshape", [merged, g.const("c.merge_heads", np.array([0, 0, hidden], np.int64))],
+                            "context")
+        out = g.op("MatMul", [attended, g.weight(f"layer{i}.wo", (hidden, hidden), w_scale)], f"layer{i}_o")
+        x = g.op("Add", [x, out], f"layer{i}_attn_residual")
+        h = norm(x, f"layer{i}.mlp_norm")
+        h = g.op("Relu", [g.op("MatMul", [h, g.weight(f"layer{i}.w1", (hidden, 2 * hidden), w_scale)])], "mlp_act")
+        h = g.op("MatMul", [h, g.weight(f"layer{i}.w2", (2 * hidden, hidden), 1.0 / math.sqrt(2 * hidden))])
+        x = g.op("Add", [x, h], f"layer{i}_mlp_residual")
+
+    h = norm(x, "final_norm")
+    g.nodes.append(helper.make_node("MatMul", [h, g.weight("lm_head.weight", (hidden, OP23_PAST_VOCAB), 1.0)],
+                                    ["logits"], name="lm_head_MatMul"))
+
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", OP23_PAST_VOCAB])]
+    for i, kv_heads in enumerate(OP23_PAST_KV_HEADS):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_{kind}_{i}", TensorProto.FLOAT,
+                                                        ["batch", kv_heads, "past", head_dim]))
+            outputs.append(helper.make_tensor_value_info(f"present_{kind}_{i}", TensorProto.FLOAT,
+                                                         ["batch", kv_heads, "past+seq", head_dim]))
+    return g.model("attention_op23_past", inputs, outputs, opset=23)

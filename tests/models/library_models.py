@@ -10,6 +10,8 @@ shapes), as build_models.TORCH_FAMILIES expects. The modules return one tensor: 
 below unpack the libraries' output tuples.
 """
 
+import math
+
 import torch
 from torch import nn
 
@@ -350,6 +352,108 @@ def hf_t5():
         num_heads=4, relative_attention_num_buckets=32, relative_attention_max_distance=128, use_cache=False))
 
 
+# ---- T5 for generation: the encoder once, the decoder one step at a time ------------------------
+# As BART's: three views of one random-weight T5ForConditionalGeneration (same seed, same weights).
+# T5 adds what BART lacks: the decoder's self-attention takes a relative position bias, which with
+# a cache must be the bias of the new queries (rows past .. past + seq - 1) against every key.
+T5_LAYERS = 2
+T5_HEADS = 4
+T5_HEAD_DIM = 16
+T5_SEED = 2016
+
+
+def t5_lm():
+    import transformers
+    torch.manual_seed(T5_SEED)
+    cfg = hf_config("T5Config", vocab_size=VOCAB, d_model=64, d_kv=T5_HEAD_DIM, d_ff=128, num_layers=T5_LAYERS,
+                    num_decoder_layers=T5_LAYERS, num_heads=T5_HEADS, relative_attention_num_buckets=32,
+                    relative_attention_max_distance=128, use_cache=True, decoder_start_token_id=0,
+                    # A tied head with random weights repeats the start token (see bart_lm).
+                    tie_word_embeddings=False)
+    return transformers.T5ForConditionalGeneration(cfg)
+
+
+class T5EncoderWithCrossCache(nn.Module):
+    """(input_ids, attention_mask) -> (last_hidden_state, past_key_values.N.encoder.key/value...)."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = t5_lm()
+
+    def forward(self, input_ids, attention_mask):
+        hidden = self.model.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
+        batch = input_ids.shape[0]
+        cross = []
+        for block in self.model.decoder.block:
+            attention = block.layer[1].EncDecAttention
+            for projection in (attention.k, attention.v):
+                cross.append(projection(hidden).view(batch, -1, T5_HEADS, T5_HEAD_DIM).transpose(1, 2))
+        return (hidden, *cross)
+
+
+class T5DecoderStep(nn.Module):
+    """(input_ids, encoder_attention_mask, then per layer self key, self value, cross key, cross
+    value) -> (logits, present.N.decoder.key/value...). As BartDecoderStep: HF reuses a cached
+    cross K/V of the source's length, so the hidden states only give that length."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = t5_lm()
+
+    def forward(self, input_ids, encoder_attention_mask, *cache):
+        past = tuple(tuple(cache[4 * i:4 * i + 4]) for i in range(len(cache) // 4))
+        hidden = torch.zeros(input_ids.shape[0], cache[2].shape[2], T5_HEADS * T5_HEAD_DIM)
+        logits, presents = self.model(decoder_input_ids=input_ids, encoder_outputs=(hidden,),
+                                      attention_mask=encoder_attention_mask, past_key_values=past, use_cache=True,
+                                      return_dict=False)[:2]
+        return (logits,) + tuple(t for layer in presents for t in layer[:2])
+
+
+class T5DecoderFull(nn.Module):
+    """(input_ids, encoder_hidden_states, encoder_attention_mask) -> logits: no cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = t5_lm()
+
+    def forward(self, input_ids, encoder_hidden_states, encoder_attention_mask):
+        return self.model(decoder_input_ids=input_ids, encoder_outputs=(encoder_hidden_states,),
+                          attention_mask=encoder_attention_mask, use_cache=False, return_dict=False)[0]
+
+
+def hf_t5_seq2seq_encoder():
+    inputs = [ids_input("input_ids", "src_seq"), mask_input("attention_mask", "src_seq")]
+    outputs = {"last_hidden_state": {0: "batch", 1: "src_seq"}}
+    for layer in range(T5_LAYERS):
+        for kind in ("key", "value"):
+            outputs[f"past_key_values.{layer}.encoder.{kind}"] = {0: "batch", 2: "src_seq"}
+    shapes = [{"batch": 1, "src_seq": 7}, {"batch": 2, "src_seq": 16}]
+    return T5EncoderWithCrossCache(), (example_ids(2, 6), example_mask(2, 6)), inputs, outputs, shapes
+
+
+def hf_t5_seq2seq_decoder_past():
+    batch, seq, past, src = 2, 3, 4, 6
+    example = [example_ids(batch, seq), example_mask(batch, src)]
+    inputs = [ids_input("input_ids"), mask_input("encoder_attention_mask", "src_seq")]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(T5_LAYERS):
+        for side, length in (("decoder", "past"), ("encoder", "src_seq")):
+            for kind in ("key", "value"):
+                example.append(torch.randn(batch, T5_HEADS, past if side == "decoder" else src, T5_HEAD_DIM))
+                inputs.append(float_input(f"past_key_values.{layer}.{side}.{kind}",
+                                          ["batch", T5_HEADS, length, T5_HEAD_DIM]))
+        for kind in ("key", "value"):
+            outputs[f"present.{layer}.decoder.{kind}"] = {0: "batch", 2: "past+seq"}
+    return T5DecoderStep(), tuple(example), inputs, outputs, SEQ2SEQ_PAST_SHAPES
+
+
+def hf_t5_seq2seq_decoder():
+    example = (example_ids(2, 5), torch.randn(2, 6, T5_HEADS * T5_HEAD_DIM), example_mask(2, 6))
+    inputs = [ids_input("input_ids"), float_input("encoder_hidden_states", ["batch", "src_seq", 64]),
+              mask_input("encoder_attention_mask", "src_seq")]
+    return T5DecoderFull(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
+
+
 def hf_vit():
     cfg = hf_config("ViTConfig", image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
                     num_attention_heads=4, intermediate_size=128)
@@ -464,6 +568,152 @@ def torch_decoder():
     return TorchDecoder(), example, inputs, {"y": {0: "tgt_seq", 1: "batch"}}, ENCDEC_SHAPES
 
 
+# ---- nn.Transformer for generation (the 2017 Transformer) ---------------------------------------
+# One random-weight model, two views: the encoder (source ids -> memory) and the decoder without a
+# cache (target ids, memory -> logits), which the generator re-runs on the whole target prefix at
+# every step. Embeddings scaled by sqrt(d_model), sinusoidal positions, an untied LM head,
+# post-LN as the paper. The inputs and outputs are batch-first, nn.Transformer sequence-first
+# inside: torch 1.13 cannot export the eval-mode fast path a batch_first encoder without masks takes.
+TRANSFORMER_SEED = 2108
+
+
+def sinusoidal_table(length: int, width: int) -> torch.Tensor:
+    position = torch.arange(length, dtype=torch.float64)[:, None]
+    rate = torch.exp(torch.arange(0, width, 2, dtype=torch.float64) * (-math.log(10000.0) / width))
+    table = torch.zeros(length, width, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * rate)
+    table[:, 1::2] = torch.cos(position * rate)
+    return table.float()
+
+
+class Transformer2017(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(TRANSFORMER_SEED)
+        self.source_embedding = nn.Embedding(VOCAB, D_MODEL)
+        self.target_embedding = nn.Embedding(VOCAB, D_MODEL)
+        self.transformer = nn.Transformer(D_MODEL, 4, 2, 2, 128, dropout=0.0)
+        self.transformer.encoder.enable_nested_tensor = False
+        self.lm_head = nn.Linear(D_MODEL, VOCAB)
+        self.register_buffer("positions", sinusoidal_table(MAX_POSITIONS, D_MODEL))
+
+    def embed(self, table: nn.Embedding, ids):
+        """[batch, seq] ids -> [seq, batch, 64] embeddings."""
+        return (table(ids) * math.sqrt(D_MODEL) + self.positions[:ids.shape[1]]).transpose(0, 1)
+
+
+class Transformer2017Encoder(nn.Module):
+    """input_ids [batch, src_seq] -> memory [batch, src_seq, 64]."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = Transformer2017()
+
+    def forward(self, input_ids):
+        return self.model.transformer.encoder(self.model.embed(self.model.source_embedding, input_ids)).transpose(0, 1)
+
+
+class Transformer2017Decoder(nn.Module):
+    """(input_ids [batch, seq], memory [batch, src_seq, 64]) -> logits: causal self-attention over
+    the target prefix, cross-attention to the memory; no cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = Transformer2017()
+
+    def forward(self, input_ids, memory):
+        causal = nn.Transformer.generate_square_subsequent_mask(input_ids.shape[1])
+        hidden = self.model.transformer.decoder(self.model.embed(self.model.target_embedding, input_ids),
+                                                memory.transpose(0, 1), tgt_mask=causal)
+        return self.model.lm_head(hidden.transpose(0, 1))
+
+
+def nn_transformer_seq2seq_encoder():
+    inputs = [ids_input("input_ids", "src_seq")]
+    shapes = [{"batch": 1, "src_seq": 7}, {"batch": 2, "src_seq": 16}]
+    return Transformer2017Encoder(), (example_ids(2, 6),), inputs, {"memory": {0: "batch", 1: "src_seq"}}, shapes
+
+
+def nn_transformer_seq2seq_decoder():
+    inputs = [ids_input("input_ids"), float_input("memory", ["batch", "src_seq", D_MODEL])]
+    example = (example_ids(2, 5), torch.randn(2, 6, D_MODEL))
+    return Transformer2017Decoder(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
+
+
+# ---- a torch decoder that takes its cache as explicit tensors ----------------------------------
+# What a hand-written GPT looks like when its author adds a cache: per layer past_k_N/past_v_N
+# [batch, heads, past, 16] in, present_k_N/present_v_N [batch, heads, past + seq, 16] out (the
+# cache torch.cat-ed before the new keys), learned positions counted on from the cache's length and
+# a causal mask offset by it (key j hidden from query i when j > past + i).
+CACHED_GPT_LAYERS = 2
+CACHED_GPT_HEADS = 4
+CACHED_GPT_HEAD_DIM = 16
+
+
+class CachedGptBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        width = CACHED_GPT_HEADS * CACHED_GPT_HEAD_DIM
+        self.attn_norm = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.mlp_norm = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def heads(self, t):
+        return t.view(t.shape[0], t.shape[1], CACHED_GPT_HEADS, CACHED_GPT_HEAD_DIM).transpose(1, 2)
+
+    def forward(self, x, past_k, past_v):
+        q, k, v = self.qkv(self.attn_norm(x)).chunk(3, dim=-1)
+        q = self.heads(q)
+        k = torch.cat([past_k, self.heads(k)], dim=2)
+        v = torch.cat([past_v, self.heads(v)], dim=2)
+        past = past_k.shape[2]
+        rows = torch.arange(x.shape[1])[:, None] + past
+        future = torch.arange(k.shape[2])[None, :] > rows
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(CACHED_GPT_HEAD_DIM)
+        probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        context = (probs @ v).transpose(1, 2).reshape(x.shape)
+        x = x + self.proj(context)
+        return x + self.mlp(self.mlp_norm(x)), k, v
+
+
+class CachedGpt(nn.Module):
+    """(input_ids, past_k_0, past_v_0, ...) -> (logits, present_k_0, present_v_0, ...)."""
+
+    def __init__(self):
+        super().__init__()
+        width = CACHED_GPT_HEADS * CACHED_GPT_HEAD_DIM
+        self.token_embedding = nn.Embedding(VOCAB, width)
+        self.position_embedding = nn.Embedding(MAX_POSITIONS, width)
+        self.blocks = nn.ModuleList(CachedGptBlock() for _ in range(CACHED_GPT_LAYERS))
+        self.norm = nn.LayerNorm(width)
+        self.lm_head = nn.Linear(width, VOCAB, bias=False)
+
+    def forward(self, input_ids, *past):
+        start = past[0].shape[2]
+        positions = torch.arange(input_ids.shape[1]) + start
+        x = self.token_embedding(input_ids) + self.position_embedding(positions)
+        presents = []
+        for index, block in enumerate(self.blocks):
+            x, k, v = block(x, past[2 * index], past[2 * index + 1])
+            presents += [k, v]
+        return (self.lm_head(self.norm(x)), *presents)
+
+
+def torch_gpt_cache():
+    batch, seq, past = 2, 5, 3
+    example = [example_ids(batch, seq)]
+    inputs = [ids_input("input_ids")]
+    outputs = {"logits": {0: "batch", 1: "seq"}}
+    for layer in range(CACHED_GPT_LAYERS):
+        for kind in ("k", "v"):
+            example.append(torch.randn(batch, CACHED_GPT_HEADS, past, CACHED_GPT_HEAD_DIM))
+            inputs.append(float_input(f"past_{kind}_{layer}", ["batch", CACHED_GPT_HEADS, "past", CACHED_GPT_HEAD_DIM]))
+            outputs[f"present_{kind}_{layer}"] = {0: "batch", 2: "past+seq"}
+    return CachedGpt(), tuple(example), inputs, outputs, PAST_SHAPES
+
+
 class TorchMultiheadAttention(nn.Module):
     """A bare nn.MultiheadAttention with kdim/vdim != embed_dim (separate projection weights)."""
 
@@ -503,6 +753,13 @@ FAMILIES = {
                                      "BART decoder step: self-attention cache and cached cross K/V in"),
     "hf_bart_seq2seq_decoder": (hf_bart_seq2seq_decoder, BART_SEED,
                                 "BART decoder without a cache, reading the encoder's hidden states"),
+    "hf_t5_seq2seq_encoder": (hf_t5_seq2seq_encoder, T5_SEED,
+                              "T5 encoder for generation: hidden states and every layer's cross K/V"),
+    "hf_t5_seq2seq_decoder_past": (hf_t5_seq2seq_decoder_past, T5_SEED,
+                                   "T5 decoder step: self-attention cache (relative position bias offset by the "
+                                   "past) and cached cross K/V in"),
+    "hf_t5_seq2seq_decoder": (hf_t5_seq2seq_decoder, T5_SEED,
+                              "T5 decoder without a cache, reading the encoder's hidden states"),
     "hf_t5": (hf_t5, 2010, "HF T5Model, 2+2 layers, relative position buckets, RMS-style norm"),
     "hf_vit": (hf_vit, 2011, "HF ViTModel, 8x8 patches on 32x32, 2 layers"),
     "hf_whisper_encoder": (hf_whisper_encoder, 2012, "HF Whisper encoder, two Conv1d, 2 layers, heads in batch"),
@@ -517,15 +774,24 @@ FAMILIES = {
     "nn_transformer": (torch_transformer, 2105,
                        "nn.Transformer 2+2, sequence-first, causal tgt_mask, source key-padding mask"),
     "nn_decoder": (torch_decoder, 2106, "nn.TransformerDecoder 2 layers, seq-first, pre-LN, GELU, causal"),
+    "nn_transformer_seq2seq_encoder": (nn_transformer_seq2seq_encoder, TRANSFORMER_SEED,
+                                       "nn.Transformer's encoder for generation: embeddings, sinusoidal positions"),
+    "nn_transformer_seq2seq_decoder": (nn_transformer_seq2seq_decoder, TRANSFORMER_SEED,
+                                       "nn.Transformer's decoder for generation, no cache, LM head"),
+    "torch_gpt_cache": (torch_gpt_cache, 2109, "torch GPT decoder with its cache as explicit past_k_N/past_v_N "
+                                               "tensors, causal mask offset by the past"),
     "nn_mha": (torch_mha, 2107, "nn.MultiheadAttention, kdim 48 / vdim 40, key-padding mask"),
 }
 
 
 # Families exported at one opset only (the rest get every opset of build_models.TORCH_OPSETS): the
-# seq2seq generation views repeat hf_bart's layers and the cached LLaMA hf_llama's, so one opset
-# covers what they add.
+# seq2seq generation views repeat hf_bart's, hf_t5's and nn_transformer's layers, the cached
+# LLaMA hf_llama's and the cached torch GPT hf_gpt2_past's form, so one opset covers what they add.
 ONLY_OPSETS = {name: (17,) for name in ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past",
-                                         "hf_bart_seq2seq_decoder", "hf_llama_past")}
+                                         "hf_bart_seq2seq_decoder", "hf_llama_past", "hf_t5_seq2seq_encoder",
+                                         "hf_t5_seq2seq_decoder_past", "hf_t5_seq2seq_decoder",
+                                         "nn_transformer_seq2seq_encoder", "nn_transformer_seq2seq_decoder",
+                                         "torch_gpt_cache")}
 
 
 # What the differential check varies where the symbolic dims do not say it (build_models.DIFFERENTIAL).

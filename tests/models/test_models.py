@@ -278,6 +278,8 @@ EXPECTED_FUSIONS = {
     "windowed_attn": {"Attention": 1, "LayerNorm": 1, "Gelu": 0},
     "llama": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
     "attention_op23": {"Attention": 2, "RMSNormalization": 3},
+    # The op's own cache: both Attention ops stay (past_key/past_value operands, presents results).
+    "attention_op23_past": {"Attention": 2, "RMSNormalization": 5},
     "lstm_attn": {"Attention": 0, "AdditiveAttention": 1},
     "gru_bahdanau": {"Attention": 0, "AdditiveAttention": 1},
     "luong_attn": {"Attention": 2, "AdditiveAttention": 0},
@@ -310,6 +312,11 @@ EXPECTED_FUSIONS.update({
     "hf_bart_seq2seq_decoder_past": {"Attention": 4, "LayerNorm": 7, "Gelu": 2},
     "hf_bart_seq2seq_decoder": {"Attention": 4, "LayerNorm": 7, "Gelu": 2},
     "hf_t5": {"Attention": 6, "RMSNormalization": 12, "LayerNorm": 0},
+    # T5's generation views: the decoder step's self-attention adds the relative position bias of
+    # the new rows (past .. past + seq - 1) against every key, an operand of the fused op.
+    "hf_t5_seq2seq_encoder": {"Attention": 2, "RMSNormalization": 5, "LayerNorm": 0},
+    "hf_t5_seq2seq_decoder_past": {"Attention": 4, "RMSNormalization": 7, "LayerNorm": 0},
+    "hf_t5_seq2seq_decoder": {"Attention": 4, "RMSNormalization": 7, "LayerNorm": 0},
     "hf_vit": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "hf_whisper_encoder": {"Attention": 2, "LayerNorm": 5, "Gelu": 4},
     "nn_encoder_post_relu_padding": {"Attention": 2, "LayerNorm": 4, "Gelu": 0},
@@ -318,6 +325,11 @@ EXPECTED_FUSIONS.update({
     "nn_encoder_pre_relu_causal": {"Attention": 2, "LayerNorm": 4, "Gelu": 0},
     "nn_transformer": {"Attention": 6, "LayerNorm": 12, "Gelu": 0},
     "nn_decoder": {"Attention": 4, "LayerNorm": 6, "Gelu": 2},
+    # The 2017 Transformer for generation (post-LN, ReLU; nn.Transformer's final norms counted).
+    "nn_transformer_seq2seq_encoder": {"Attention": 2, "LayerNorm": 5, "Gelu": 0},
+    "nn_transformer_seq2seq_decoder": {"Attention": 4, "LayerNorm": 7, "Gelu": 0},
+    # A hand-written cache: K/V torch.cat-ed to past_k/past_v per head, the causal mask offset by the past.
+    "torch_gpt_cache": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
     "nn_mha": {"Attention": 1},
 })
 # Rotary embeddings sit between the head split and Q·Kᵀ, so these keep the 4-D Attention form
@@ -326,7 +338,8 @@ REPEATED_KV = {"llama", "hf_llama", "hf_llama_mask", "hf_llama_past"}
 # Models whose attention stays unfused (EXPECTED_FUSIONS says why): no leftover check.
 UNFUSED_ATTENTION = set()
 # A KV cache is concatenated per head ([b, h, past + seq, d]): K and V are 4-D, not projections.
-FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past", "hf_bart_seq2seq_decoder_past"}
+FOUR_D_ATTENTION = REPEATED_KV | {"hf_gpt2_past", "hf_bart_seq2seq_decoder_past", "attention_op23_past",
+                                   "hf_t5_seq2seq_decoder_past", "torch_gpt_cache"}
 # Ops that must be gone once everything above is fused.
 UNFUSED_LEFTOVERS = ("Softmax(", "ReduceMean(", "Erf(", "Tanh(", "Sqrt(")
 

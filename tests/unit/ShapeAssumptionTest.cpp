@@ -146,6 +146,36 @@ graph @s(%x: f32[seq]) -> (%y: unknown[*], %t: unknown[*]) {
   EXPECT_EQ(errorOf([&] { runReference(*graph, {{"x", ones({8})}}); }), "");
 }
 
+TEST(ShapeAssumption, SliceFromMinusALengthCountsFromTheEnd) {
+  // HF T5's decoder with a KV cache keeps the last seq rows of a past+seq
+  // position bias: Slice(bias, -seq, end). The start is negative as long as
+  // seq is positive, which the run time checks.
+  auto graph = lowertest::parseGraph(R"(
+graph @s(%table: f32[rows], %x: f32[seq]) -> (%t: unknown[*]) {
+  const %end: i64[1] = dense<[9223372036854775807]>
+  %n = Shape(%x)
+  %start = Neg(%n)
+  %t = Slice(%table, %start, %end) loc("tail")
+  return %t
+}
+)");
+  EXPECT_EQ(graph->findValue("t")->shape().str(), "[seq]");
+  Tensor table(DType::F32, {8});
+  for (int64_t i = 0; i < 8; ++i)
+    table.data<float>()[i] = float(i);
+  std::vector<Tensor> results = runReference(*graph, {{"table", table}, {"x", ones({3})}});
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(results[0].dims(), std::vector<int64_t>{3});
+  EXPECT_EQ(results[0].data<float>()[0], 5.0f);
+  EXPECT_EQ(results[0].data<float>()[2], 7.0f);
+  // At seq = 0 the start is 0 (the whole table, not its last 0 rows): refused.
+  EXPECT_EQ(errorOf([&] { runReference(*graph, {{"table", table}, {"x", ones({0})}}); }),
+            "node 'tail': the slice start -seq must be negative; the inputs give seq = 0");
+  EXPECT_NE(errorOf([&] { runReference(*graph, {{"table", table}, {"x", ones({9})}}); })
+                .find("the slice start rows-seq must not be negative"),
+            std::string::npos);
+}
+
 TEST(ShapeAssumption, TextFormRoundTrips) {
   auto graph = lowertest::parseGraph(kBroadcast);
   std::string text = printed(*graph);
