@@ -167,10 +167,9 @@ def test_op23_attention_with_4d_past_takes_the_flash_kernel(tmp_path):
     assert flash_kernels(model_file("attention_op23_past"), tmp_path) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="codegen/lower/FlashAttentionLowering.cpp canUseFlashAttention refuses "
-                                       "a past with the 3-D Q/K/V form (hasPast && is3d): layer 1's Attention "
-                                       "(q_num_heads 4 / kv_num_heads 2, past_key 4-D) runs the per-row kernel")
 def test_op23_attention_with_3d_qkv_and_past_takes_the_flash_kernel(tmp_path):
+    """Layer 1 passes 3-D Q/K/V (4 query heads over 2 key/value heads) with a 4-D past: the flash
+    kernel reads the past in place there too."""
     assert flash_kernels(model_file("attention_op23_past"), tmp_path) == 2
 
 
