@@ -65,8 +65,8 @@ void lowerDropout(LoweringContext &ctx, const Node &node) {
   StepBuilder step = ctx.beginStep(node, "dropout_mask");
   unsigned out = step.output(mask);
   Dim total = mask->shape().numElements();
-  auto [begin, end] = step.splitEvenly([total](FunctionBuilder &f) { return f.dim(total); },
-                                       kCopyGrainBytes);
+  auto [begin, end] =
+      step.splitEvenly([total](FunctionBuilder &f) { return f.dim(total); }, kCopyGrainBytes);
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
   b.CreateMemSet(elementPointer(k, k.buffer(out), begin, 1), b.getInt8(1), b.CreateSub(end, begin),
@@ -93,6 +93,9 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
   unsigned out = step.output(result);
   llvm::Value *tasks = setCopyTaskCount(step, shape.numElements(), size);
   KernelBuilder &k = step.kernel();
+  // A graph output is not read again by this run: a large one (a KV cache's
+  // present, rewritten whole every decode step) bypasses the cache.
+  bool streaming = ctx.graph().isOutput(result) && ctx.hasAvx2Fma();
   Dim offset(0);
   for (size_t i = 0; i < node.numOperands(); ++i) {
     const Shape &part = node.operand(i)->shape();
@@ -101,6 +104,7 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
     for (size_t d = 0; d < part.rank(); ++d)
       copy.addAxis({part[d], partStrides[d], outStrides[d]});
     copy.simplify();
+    copy.setStreaming(streaming);
     llvm::Value *dst = elementPointer(k, k.buffer(out), k.dim(offset * outStrides[axis]), size);
     copy.emit(k, k.buffer(inputs[i]), dst, tasks);
     offset = offset + part[axis];
@@ -220,8 +224,8 @@ void lowerTile(LoweringContext &ctx, const Node &node) {
 } // namespace
 
 void registerMovementLowerings(LoweringTable &table) {
-  for (OpKind view : {OpKind::Reshape, OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten,
-                      OpKind::Identity})
+  for (OpKind view :
+       {OpKind::Reshape, OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten, OpKind::Identity})
     table.add(view, lowerView);
   table.add(OpKind::Dropout, lowerDropout);
   table.add(OpKind::Concat, lowerConcat);

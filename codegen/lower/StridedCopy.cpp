@@ -1,6 +1,8 @@
 //===- codegen/lower/StridedCopy.cpp - Byte moves shared by movement ops --===//
 #include "codegen/lower/StridedCopy.h"
 
+#include "llvm/IR/IntrinsicsX86.h"
+
 #include "llvm/IR/IRBuilder.h"
 
 #include <algorithm>
@@ -54,7 +56,8 @@ llvm::Value *sourceStride(KernelBuilder &k, const CopyAxis &axis) {
 
 /// The multi-index after `index` in row-major order over `extents`
 /// (wrapping to zeros after the last), without branches.
-std::vector<llvm::Value *> nextIndex(IRBuilder<> &b, ArrayRef<llvm::Value *> index, ArrayRef<llvm::Value *> extents) {
+std::vector<llvm::Value *> nextIndex(IRBuilder<> &b, ArrayRef<llvm::Value *> index,
+                                     ArrayRef<llvm::Value *> extents) {
   std::vector<llvm::Value *> next(index.size());
   llvm::Value *carry = b.getTrue();
   for (size_t i = index.size(); i-- > 0;) {
@@ -68,7 +71,8 @@ std::vector<llvm::Value *> nextIndex(IRBuilder<> &b, ArrayRef<llvm::Value *> ind
 
 } // namespace
 
-void StridedCopy::emit(KernelBuilder &k, llvm::Value *src, llvm::Value *dst, llvm::Value *taskCount) const {
+void StridedCopy::emit(KernelBuilder &k, llvm::Value *src, llvm::Value *dst,
+                       llvm::Value *taskCount) const {
   IRBuilder<> &b = k.ir();
   std::vector<CopyAxis> axes = axes_;
   if (axes.empty())
@@ -90,20 +94,21 @@ void StridedCopy::emit(KernelBuilder &k, llvm::Value *src, llvm::Value *dst, llv
 
   // Copies elements [first, last) of the row whose index-0 elements are at
   // srcRow / dstRow.
-  auto copyRow = [&](llvm::Value *srcRow, llvm::Value *dstRow, llvm::Value *first, llvm::Value *last) {
+  auto copyRow = [&](llvm::Value *srcRow, llvm::Value *dstRow, llvm::Value *first,
+                     llvm::Value *last) {
     llvm::Value *count = b.CreateSub(last, first);
     if (contiguous) {
-      copyElements(k, elementPointer(k, dstRow, first, size), elementPointer(k, srcRow, first, size),
-                   count, size);
+      auto copy = streaming_ ? streamElements : copyElements;
+      copy(k, elementPointer(k, dstRow, first, size), elementPointer(k, srcRow, first, size), count,
+           size);
       return;
     }
     Type *bits = elementBitsType(k, size);
     if (fill) {
       llvm::Value *value = b.CreateLoad(bits, srcRow);
       llvm::Value *out = elementPointer(k, dstRow, first, size);
-      k.forRange(k.i64(0), count, [&](llvm::Value *j) {
-        b.CreateStore(value, b.CreateGEP(bits, out, j));
-      });
+      k.forRange(k.i64(0), count,
+                 [&](llvm::Value *j) { b.CreateStore(value, b.CreateGEP(bits, out, j)); });
       return;
     }
     k.forRange(first, last, [&](llvm::Value *j) {
@@ -160,14 +165,16 @@ llvm::Value *setCopyTaskCount(StepBuilder &step, const Dim &elements, size_t ele
   return count(step.kernel());
 }
 
-std::pair<llvm::Value *, llvm::Value *> taskShare(KernelBuilder &k, llvm::Value *total, llvm::Value *taskCount) {
+std::pair<llvm::Value *, llvm::Value *> taskShare(KernelBuilder &k, llvm::Value *total,
+                                                  llvm::Value *taskCount) {
   IRBuilder<> &b = k.ir();
   llvm::Value *begin = b.CreateSDiv(b.CreateMul(total, k.taskBegin()), taskCount);
   llvm::Value *end = b.CreateSDiv(b.CreateMul(total, k.taskEnd()), taskCount);
   return {begin, end};
 }
 
-llvm::Value *elementPointer(FunctionBuilder &f, llvm::Value *base, llvm::Value *elementOffset, size_t elementSize) {
+llvm::Value *elementPointer(FunctionBuilder &f, llvm::Value *base, llvm::Value *elementOffset,
+                            size_t elementSize) {
   IRBuilder<> &b = f.ir();
   return b.CreateGEP(b.getInt8Ty(), base, b.CreateMul(elementOffset, f.i64(int64_t(elementSize))));
 }
@@ -176,16 +183,54 @@ Type *elementBitsType(FunctionBuilder &f, size_t elementSize) {
   return f.ir().getIntNTy(unsigned(elementSize * 8));
 }
 
-void copyElements(FunctionBuilder &f, llvm::Value *dst, llvm::Value *src, llvm::Value *count, size_t elementSize) {
+void copyElements(FunctionBuilder &f, llvm::Value *dst, llvm::Value *src, llvm::Value *count,
+                  size_t elementSize) {
   IRBuilder<> &b = f.ir();
   b.CreateMemCpy(dst, MaybeAlign(1), src, MaybeAlign(1),
                  b.CreateMul(count, f.i64(int64_t(elementSize))));
 }
 
+void streamElements(FunctionBuilder &f, llvm::Value *dst, llvm::Value *src, llvm::Value *count,
+                    size_t elementSize) {
+  IRBuilder<> &b = f.ir();
+  constexpr int64_t kLine = 64;
+  llvm::Value *bytes = b.CreateMul(count, f.i64(int64_t(elementSize)));
+  auto plain = [&](llvm::Value *to, llvm::Value *from, llvm::Value *n) {
+    b.CreateMemCpy(to, MaybeAlign(1), from, MaybeAlign(1), n);
+  };
+  f.ifThenElse(
+      b.CreateICmpSLT(bytes, f.i64(kStreamMinBytes)), [&] { plain(dst, src, bytes); },
+      [&] {
+        // Up to the destination's next line through the cache, whole lines
+        // streamed, the rest through the cache.
+        llvm::Value *address = b.CreatePtrToInt(dst, b.getInt64Ty());
+        llvm::Value *head = b.CreateAnd(b.CreateSub(f.i64(0), address), f.i64(kLine - 1));
+        llvm::Value *lines = b.CreateUDiv(b.CreateSub(bytes, head), f.i64(kLine));
+        plain(dst, src, head);
+        llvm::Value *to = b.CreateGEP(b.getInt8Ty(), dst, head);
+        llvm::Value *from = b.CreateGEP(b.getInt8Ty(), src, head);
+        Type *line = FixedVectorType::get(b.getInt32Ty(), unsigned(kLine / 4));
+        llvm::MDNode *nontemporal =
+            llvm::MDNode::get(b.getContext(), llvm::ConstantAsMetadata::get(b.getInt32(1)));
+        f.forRange(f.i64(0), lines, [&](llvm::Value *i) {
+          llvm::Value *offset = b.CreateMul(i, f.i64(kLine));
+          llvm::Value *value =
+              b.CreateAlignedLoad(line, b.CreateGEP(b.getInt8Ty(), from, offset), Align(1));
+          StoreInst *store =
+              b.CreateAlignedStore(value, b.CreateGEP(b.getInt8Ty(), to, offset), Align(kLine));
+          store->setMetadata(LLVMContext::MD_nontemporal, nontemporal);
+        });
+        llvm::Value *done = b.CreateAdd(head, b.CreateMul(lines, f.i64(kLine)));
+        plain(b.CreateGEP(b.getInt8Ty(), dst, done), b.CreateGEP(b.getInt8Ty(), src, done),
+              b.CreateSub(bytes, done));
+        // Streaming stores are weakly ordered: drain them before the step ends.
+        b.CreateIntrinsic(Intrinsic::x86_sse_sfence, {}, {});
+      });
+}
+
 void zeroElements(FunctionBuilder &f, llvm::Value *dst, llvm::Value *count, size_t elementSize) {
   IRBuilder<> &b = f.ir();
-  b.CreateMemSet(dst, b.getInt8(0), b.CreateMul(count, f.i64(int64_t(elementSize))),
-                 MaybeAlign(1));
+  b.CreateMemSet(dst, b.getInt8(0), b.CreateMul(count, f.i64(int64_t(elementSize))), MaybeAlign(1));
 }
 
 llvm::Value *loadIndex(FunctionBuilder &f, DType type, llvm::Value *base, int64_t index) {

@@ -42,6 +42,10 @@ public:
   explicit StridedCopy(size_t elementSize) : elementSize_(elementSize) {}
 
   void addAxis(CopyAxis axis) { axes_.push_back(std::move(axis)); }
+  /// Contiguous rows of kStreamMinBytes or more are written with
+  /// non-temporal stores (streamElements): for a large result nothing reads
+  /// soon, such as a KV cache's present output.
+  void setStreaming(bool streaming) { streaming_ = streaming; }
   /// Drops axes of extent 1 and merges neighbours contiguous in both tensors.
   void simplify();
 
@@ -58,7 +62,11 @@ public:
 private:
   size_t elementSize_;
   std::vector<CopyAxis> axes_;
+  bool streaming_ = false;
 };
+
+/// Rows shorter than this are copied through the cache even when streaming.
+constexpr int64_t kStreamMinBytes = 16 * 1024;
 
 /// Row-major element strides of `shape` as Dims (innermost 1).
 std::vector<Dim> contiguousStrides(const Shape &shape);
@@ -75,6 +83,12 @@ llvm::Value *setCopyTaskCount(StepBuilder &step, const Dim &elements, size_t ele
 /// [0, total) is cut evenly into `taskCount` parts.
 std::pair<llvm::Value *, llvm::Value *> taskShare(KernelBuilder &k, llvm::Value *total,
                                                   llvm::Value *taskCount);
+
+/// copyElements with the destination's 64-byte lines written by
+/// non-temporal stores (no read for ownership, the cache left alone), then
+/// an sfence; x86 only. Copies of fewer than kStreamMinBytes use memcpy.
+void streamElements(FunctionBuilder &f, llvm::Value *dst, llvm::Value *src, llvm::Value *count,
+                    size_t elementSize);
 
 /// `base` advanced by `elementOffset` elements of `elementSize` bytes.
 llvm::Value *elementPointer(FunctionBuilder &f, llvm::Value *base, llvm::Value *elementOffset,

@@ -185,6 +185,31 @@ graph @c(%a: i32[n, 3, 5], %b: i32[n, 3, 5], %c: i32[n, 3, 5]) -> (%y: unknown[*
   }
 }
 
+TEST(LowerMovement, LargeConcatOutputsAreStreamedExactly) {
+  // A Concat that is a graph output writes rows of 16 KiB or more with
+  // non-temporal stores (StridedCopy's streamElements): lines up to the
+  // first 64-byte boundary of the destination and after the last whole one
+  // through memcpy. Rows of 61 floats put every head's part off that
+  // boundary; p = 70 gives 17 KiB rows (streamed), p = 60 15 KiB (not), and
+  // the u8 Concat rows of odd byte counts. %h, used again, is not an output.
+  auto graph = parseGraph(R"(
+graph @c(%past: f32[b, 3, p, 61], %new: f32[b, 3, s, 61], %x: u8[b, q], %z: u8[b, r]) -> (%y: unknown[*], %w: unknown[*], %u: unknown[*]) {
+  %y = Concat(%past, %new) {axis = 2}
+  %h = Concat(%new, %past) {axis = 2}
+  %w = Relu(%h)
+  %u = Concat(%x, %z) {axis = 1}
+  return %y, %w, %u
+}
+)");
+  for (auto [p, s] : std::vector<std::array<int64_t, 2>>{{70, 1}, {60, 5}, {300, 13}}) {
+    SCOPED_TRACE("p " + std::to_string(p) + ", s " + std::to_string(s));
+    expectIdentical(*graph, {{"past", randomOf(DType::F32, {2, 3, p, 61}, 1)},
+                             {"new", randomOf(DType::F32, {2, 3, s, 61}, 2)},
+                             {"x", randomOf(DType::U8, {2, 16400 + p}, 3, 0, 255)},
+                             {"z", randomOf(DType::U8, {2, 17001}, 4, 0, 255)}});
+  }
+}
+
 TEST(LowerMovement, ConcatSymbolicAxisAndConstants) {
   auto graph = parseGraph(R"(
 graph @c(%past: f32[b, 2, p, 8], %new: f32[b, 2, s, 8]) -> (%y: unknown[*]) {
