@@ -2,6 +2,7 @@
 #include "passes/PassManager.h"
 
 #include "ir/Error.h"
+#include "ir/Subgraph.h"
 #include "ir/Verifier.h"
 #include "ir/infer/ShapeInference.h"
 #include "passes/PassRegistry.h"
@@ -52,11 +53,60 @@ bool PassManager::run(Graph &graph) {
   return changed;
 }
 
+namespace {
+
+/// Runs `pass` on the branches of every If in `graph` whose condition is not
+/// a constant (those are inlined instead), nested Ifs included, so that a
+/// run-time If reaches codegen with its branches folded and fused like the
+/// graph around it. A branch is first re-typed from the If's operands and
+/// inferred; one that does not infer (the ill-typed branch of an exporter's
+/// function expansion, or a branch written for other input shapes, which
+/// cannot run) is left as it is.
+bool runOnBranches(Pass &pass, Graph &graph, PassContext &context) {
+  bool changed = false;
+  for (Node *node : graph.nodesOfKind(OpKind::If)) {
+    if (node->operand(0)->isConstant())
+      continue;
+    for (const char *region : {"then_branch", "else_branch"}) {
+      Graph &branch = *node->subgraph(region);
+      try {
+        for (size_t i = 0; i < branch.inputs().size(); ++i)
+          branch.inputs()[i]->setType(node->operand(i + 1)->type());
+        inferShapes(branch);
+      } catch (const SizeError &) {
+        throw;
+      } catch (const Error &) {
+        continue;
+      }
+      // A branch whose types turn out inconsistent once folding makes them
+      // precise cannot run at these shapes either: what the pass changed
+      // up to there keeps its meaning, and the branch stays as it is.
+      try {
+        changed |= pass.run(branch, context);
+        changed |= runOnBranches(pass, branch, context);
+      } catch (const SizeError &) {
+        throw;
+      } catch (const Error &) {
+        // Left as it is; the If's shape rule types the results from the
+        // other branch.
+      }
+    }
+  }
+  return changed;
+}
+
+} // namespace
+
 bool PassManager::runPass(Pass &pass, Graph &graph) {
   PassContext &context = contextFor(pass);
   bool changed;
   try {
     changed = pass.run(graph, context);
+    if (runOnBranches(pass, graph, context)) {
+      // The If results take their branches' new types.
+      inferShapes(graph);
+      changed = true;
+    }
   } catch (const Error &e) {
     fail("pass '", pass.name(), "': ", e.what());
   }

@@ -32,6 +32,7 @@ const LoweringTable &opLowerings() {
     registerPadLowerings(t);
     registerPoolingLowerings(t);
     registerResizeLowerings(t);
+    registerControlFlowLowerings(t);
     return t;
   }();
   return table;
@@ -122,7 +123,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   ModelPlan plan;
   plan.name = graph.name();
   std::vector<Node *> order = graph.topologicalOrder();
-  lower::refuseControlFlow(order);
+  lower::checkControlFlow(order);
   checkEveryOpLowers(order);
   bindSymbols(graph, plan);
   collectAssumptions(graph, plan);

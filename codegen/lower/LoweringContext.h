@@ -172,6 +172,12 @@ public:
   /// Intermediate by what the value is).
   int32_t bufferOf(const Value *value);
   int32_t addBuffer(PlanBuffer buffer);
+  /// Gives `value` plan buffer `buffer` before any step names it: lowering
+  /// an If branch in a context of its own, the branch's inputs take the
+  /// buffers of the values they capture and its outputs those of the If's
+  /// results (ControlFlowLowering.cpp).
+  void bindBuffer(const Value *value, int32_t buffer) { buffers_[value] = buffer; }
+  bool hasBuffer(const Value *value) const { return buffers_.count(value) != 0; }
   /// The constant buffer made by `make` for `key` (say, one weight packed
   /// one way), made on the first request: a weight several nodes share
   /// (ALBERT's layers, a reused projection) is stored in the artifact once.

@@ -37,9 +37,13 @@ void registerPadLowerings(LoweringTable &table);          // Pad
 void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
 void registerResizeLowerings(LoweringTable &table);       // Resize
 
-/// Throws naming the first If, Loop or Scan of `order`: codegen does not
-/// lower control flow (ControlFlowLowering.cpp).
-void refuseControlFlow(const std::vector<Node *> &order);
+void registerControlFlowLowerings(LoweringTable &table);   // If (run-time condition)
+
+/// Throws naming the first If of `order` (or nested in a branch) that
+/// cannot compile (branches of different shapes, ops without a kernel), or
+/// the first Loop or Scan, which codegen does not lower
+/// (ControlFlowLowering.cpp).
+void checkControlFlow(const std::vector<Node *> &order);
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();
