@@ -10,6 +10,8 @@
 //   FlashAttentionSkippedKeys.cpp keys outside the band with a finite fill
 //   FlashAttentionLayout.cpp      Q packed transposed, Y stored back, both
 //                                 through 8x8 register transpositions
+//   FlashAttentionSingleRow.cpp   a block of one query row (a decode step):
+//                                 Q·Kᵀ and P·V with the lanes over columns
 //
 // Everything is written for a vector of `width` lanes (8: ymm, 16: zmm)
 // running over query rows; the geometry (FlashGeometry) follows the width.
