@@ -5,9 +5,14 @@
 # do: branches and bodies reading outer-scope values by name, nested Ifs, a
 # Loop with a trip count, a condition, carried values and scan outputs, a
 # Scan with reversed directions. Each runs through `onnxc run --backend=ref`
-# and is compared with onnxruntime; the If on a condition computed from a
-# static shape must be inlined at -O1 (no If left in the dump); and the
-# compiled path must refuse a run-time If/Loop in one line naming the node.
+# and the JIT and is compared with onnxruntime; the If on a condition
+# computed from a static shape must be inlined at -O1 (no If left in the
+# dump); the models with a run-time If whose branches give one shape are
+# compiled to a .so, which must match onnxruntime on every case (both
+# branches taken, at several lengths), and the JIT must compile that If
+# rather than build small inputs in; an If whose branches differ in shape
+# and every Loop/Scan must be refused by `onnxc compile` in one line naming
+# the node.
 #
 # usage: control_flow_models.py ONNXC WORKDIR
 import os
@@ -74,6 +79,60 @@ def if_nested_shapes():
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     cases = [{"c1": np.array(a), "c2": np.array(b), "x": x}
              for a, b in [(True, False), (False, True), (False, False)]]
+    return model(g), cases
+
+
+def if_captures_nested():
+    # A run-time If compiled: the condition from an input's contents, the
+    # branches of different ops reading outer values (%w an initializer, %b
+    # an input, %x), a nested If whose condition the else branch computes,
+    # and results that are a capture returned as is (y2 in then), a branch
+    # constant (z in then) and one value returned twice (y and y3 in else,
+    # through an Identity).
+    inner_then = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["sg"]),
+                                    helper.make_node("Mul", ["sg", "b"], ["it"])],
+                                   "inner_then", [], [vi("it", F, None)])
+    inner_else = helper.make_graph([helper.make_node("Neg", ["x"], ["ie"])], "inner_else", [],
+                                   [vi("ie", F, None)])
+    # ONNX wants every subgraph output made by a node: the Identity and
+    # Constant nodes become a capture and a constant returned as they are
+    # once the cleanup (run inside the branches too) removes them.
+    zc = helper.make_tensor("zc_value", F, [4], [1.0, -2.0, 3.0, -4.0])
+    then_g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["mm"]),
+                                helper.make_node("Tanh", ["mm"], ["t"]),
+                                helper.make_node("Add", ["t", "x"], ["t3"]),
+                                helper.make_node("Identity", ["x"], ["xi"]),
+                                helper.make_node("Constant", [], ["zc"], value=zc)],
+                               "then", [], [vi("t", F, None), vi("xi", F, None), vi("t3", F, None),
+                                            vi("zc", F, None)])
+    else_g = helper.make_graph([helper.make_node("ReduceMax", ["x"], ["mx"], keepdims=0),
+                                helper.make_node("Greater", ["mx", "one"], ["c2"]),
+                                helper.make_node("If", ["c2"], ["e"], then_branch=inner_then,
+                                                 else_branch=inner_else),
+                                helper.make_node("Abs", ["x"], ["ax"]),
+                                helper.make_node("Identity", ["b"], ["bi"]),
+                                helper.make_node("Identity", ["e"], ["e2"])],
+                               "else", [], [vi("e", F, None), vi("ax", F, None), vi("e2", F, None),
+                                            vi("bi", F, None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y", "y2", "y3", "z"], then_branch=then_g,
+                              else_branch=else_g),
+             helper.make_node("Mul", ["y", "y2"], ["out"])]
+    g = helper.make_graph(nodes, "if_captures_nested", [vi("x", F, ["n", 4]), vi("b", F, [4])],
+                          [vi("out", F, ["n", 4]), vi("y3", F, ["n", 4]), vi("z", F, [4])],
+                          [helper.make_tensor("w", F, [4, 4], np.arange(16, dtype=np.float32) / 8 - 1),
+                           helper.make_tensor("zero", F, [], [0.0]),
+                           helper.make_tensor("one", F, [], [1.0])])
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal(4).astype(np.float32)
+    cases = []
+    for n in [1, 3, 7]:
+        pos = np.abs(rng.standard_normal((n, 4))).astype(np.float32) + 0.5
+        neg = -pos                        # else, inner else
+        spike = -pos
+        spike[0, 1] = 1.5                 # else, inner then (sum still negative)
+        cases += [{"x": pos, "b": b}, {"x": neg, "b": b}, {"x": spike, "b": b}]
     return model(g), cases
 
 
@@ -166,8 +225,15 @@ def scan_reverse():
                        "scale": np.array(2, np.float32)}]
 
 
-MODELS = [if_outer_scope, if_nested_shapes, if_static_condition, loop_full, loop_no_condition,
-          scan_reverse]
+MODELS = [if_outer_scope, if_captures_nested, if_nested_shapes, if_static_condition, loop_full,
+          loop_no_condition, scan_reverse]
+
+# Compiled to a .so and run on every case (an If on a run-time condition
+# included); the others must be refused at compile time in one line.
+COMPILED = [if_outer_scope, if_captures_nested, if_static_condition]
+# Their JIT runs must compile the If itself, not fold it away by building in
+# the values of small inputs (`onnxc run` says so in a note when it does).
+RUN_TIME_IF = [if_outer_scope, if_captures_nested]
 
 
 # The ONNX node tests of these ops are written at opsets below 13, which
@@ -223,13 +289,65 @@ def node_cases(workdir):
 
 
 def run_onnxc(onnxc, path, inputs, workdir, backend):
-    args = [onnxc, "run", path, "--backend=" + backend, "--output-dir", workdir]
+    args = [onnxc, "run", path, "--output-dir", workdir]
+    if backend:
+        args.append("--backend=" + backend)
     for name, value in inputs.items():
         file = os.path.join(workdir, "in_" + name + ".npy")
         np.save(file, value)
         args += ["--input", f"{name}={file}"]
     done = subprocess.run(args, capture_output=True, text=True)
     return done
+
+
+def mismatch(out, outputs, expected):
+    for oname, want in zip(outputs, expected):
+        got = np.load(os.path.join(out, oname + ".npy"))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+            return (f"output {oname}: got {got.shape} {got.ravel()[:6]}, "
+                    f"expected {want.shape} {want.ravel()[:6]}")
+    return None
+
+
+def check_compiled(onnxc, workdir, failures):
+    """`onnxc compile` on every model: the COMPILED ones run as a .so on all
+    their cases against onnxruntime; the others are refused in one line
+    naming the node (branches of different shapes, loops)."""
+    import onnxruntime as ort
+    for build in MODELS:
+        name = build.__name__
+        folder = os.path.join(workdir, name)
+        path = os.path.join(folder, "model.onnx")
+        library = os.path.join(folder, "model.so")
+        done = subprocess.run([onnxc, "compile", path, "-o", library], capture_output=True,
+                              text=True)
+        lines = done.stderr.strip().splitlines()
+        if build not in COMPILED:
+            if (done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: node ")
+                    and "cannot compile" in lines[0]):
+                print(f"ok   {name}: compile refused: {lines[0]}")
+            else:
+                failures.append(f"{name}: compile: exit {done.returncode}: {done.stderr}")
+            continue
+        if done.returncode != 0:
+            failures.append(f"{name}: compile: exit {done.returncode}: {done.stderr}")
+            continue
+        m, cases = build()
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        outputs = [o.name for o in m.graph.output]
+        for index, inputs in enumerate(cases):
+            out = os.path.join(folder, f"so{index}")
+            os.makedirs(out, exist_ok=True)
+            ran = run_onnxc(onnxc, library, inputs, out, None)
+            label = f"{name}[{index}] so"
+            if ran.returncode != 0:
+                failures.append(f"{label}: exit {ran.returncode}: {ran.stderr.strip()}")
+                continue
+            problem = mismatch(out, outputs, session.run(None, inputs))
+            if problem:
+                failures.append(f"{label}: {problem}")
+            else:
+                print(f"ok   {label}")
 
 
 def main():
@@ -261,12 +379,13 @@ def main():
                         continue
                     failures.append(f"{label}: exit {done.returncode}: {done.stderr.strip()}")
                     continue
-                for oname, want in zip(outputs, expected):
-                    got = np.load(os.path.join(out, oname + ".npy"))
-                    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
-                        failures.append(f"{label}: output {oname}: got {got.shape} {got.ravel()[:6]}, "
-                                        f"expected {want.shape} {want.ravel()[:6]}")
-                        break
+                if backend == "jit" and build in RUN_TIME_IF and "note: compiled for" in done.stderr:
+                    failures.append(f"{label}: the JIT specialized instead of compiling the If: "
+                                    + done.stderr.strip())
+                    continue
+                problem = mismatch(out, outputs, expected)
+                if problem:
+                    failures.append(f"{label}: {problem}")
                 else:
                     print(f"ok   {label}")
     for label, path, inputs, outputs, expected in node_cases(workdir):
@@ -291,24 +410,7 @@ def main():
         failures.append("if_static_condition: -O1 did not inline the If:\n" + dump.stdout + dump.stderr)
     else:
         print("ok   if_static_condition: inlined at -O1")
-    # `onnxc run` specializes the JIT to the given input values, which folds
-    # these small models whole; `onnxc compile` does not, and must refuse a
-    # run-time If or Loop in one line naming the node (codegen does not lower
-    # control flow yet), and compile the If that -O1 inlines.
-    for build in MODELS:
-        path = os.path.join(workdir, build.__name__, "model.onnx")
-        done = subprocess.run([onnxc, "compile", path, "-o", os.path.join(workdir, "m.so")],
-                              capture_output=True, text=True)
-        lines = done.stderr.strip().splitlines()
-        if build is if_static_condition:
-            good = done.returncode == 0
-        else:
-            good = (done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: node ")
-                    and "cannot compile" in lines[0])
-        if good:
-            print(f"ok   {build.__name__}: compile " + ("succeeds" if not lines else lines[0]))
-        else:
-            failures.append(f"{build.__name__}: compile: exit {done.returncode}: {done.stderr}")
+    check_compiled(onnxc, workdir, failures)
     for failure in failures:
         print("FAIL " + failure)
     print(f"{len(failures)} failures")
