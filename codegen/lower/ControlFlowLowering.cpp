@@ -148,8 +148,12 @@ void lowerNodes(LoweringContext &ctx, const Graph &graph) {
 }
 
 /// Wraps the kernel of every step from `first` on so that it runs only when
-/// the bool in plan buffer `condition` is `whenTrue`.
-void guardSteps(LoweringContext &ctx, size_t first, int32_t condition, bool whenTrue) {
+/// the bool in plan buffer `condition` is `whenTrue`; the step names say
+/// which branch they belong to ("MatMul mm (then_branch of node 'If_0')").
+void guardSteps(LoweringContext &ctx, const Node &node, size_t first, int32_t condition,
+                bool whenTrue) {
+  std::string where = std::string(whenTrue ? " (then_branch" : " (else_branch") + " of " +
+                      node.describe() + ")";
   llvm::Module &module = ctx.module();
   llvm::LLVMContext &llvmContext = module.getContext();
   std::vector<PlanStep> &steps = ctx.plan().steps;
@@ -181,6 +185,7 @@ void guardSteps(LoweringContext &ctx, size_t first, int32_t condition, bool when
     b.SetInsertPoint(skip);
     b.CreateRet(b.getInt32(0));
     step.kernel = guarded;
+    step.name += where;
   }
 }
 
@@ -207,10 +212,9 @@ void lowerBranch(LoweringContext &ctx, const Node &node, const char *region,
   for (size_t j = 0; j < outputs.size(); ++j) {
     int32_t written = inner.bufferOf(outputs[j].value);
     if (written != results[j])
-      inner.copyBuffer(written, results[j], byteSize(node.result(j)),
-                       node.result(j)->name() + " (" + region + ")");
+      inner.copyBuffer(written, results[j], byteSize(node.result(j)), "copy " + node.result(j)->name());
   }
-  guardSteps(ctx, first, condition, region == kRegions[0]);
+  guardSteps(ctx, node, first, condition, region == kRegions[0]);
 }
 
 /// A branch that cannot run at the compiled shapes: one step that fails
@@ -219,14 +223,13 @@ void lowerFailingBranch(LoweringContext &ctx, const Node &node, const char *regi
                         int32_t condition) {
   size_t first = ctx.plan().steps.size();
   StepBuilder step = ctx.beginStep(node, "if_unrunnable");
-  step.setName("If " + node.name() + " (" + region + ")");
   step.setFailure(std::string(region) + " of " + node.describe() +
                   " was taken, and it cannot run at these input shapes (its types do not " +
                   "infer; onnxruntime fails there too)");
   KernelBuilder &k = step.kernel();
   k.failIf(k.ir().getTrue());
   step.finish();
-  guardSteps(ctx, first, condition, region == kRegions[0]);
+  guardSteps(ctx, node, first, condition, region == kRegions[0]);
 }
 
 void lowerIf(LoweringContext &ctx, const Node &node) {

@@ -19,11 +19,11 @@ using lowertest::randomOf;
 
 TEST(LowerFramework, EveryEvaluatorOpHasALowering) {
   // The compiled path promises every op the reference evaluator runs, except
-  // control flow for now: If, Loop and Scan are refused naming the node
-  // (codegen/lower/ControlFlowLowering.cpp; LowerControlFlow below).
+  // loops for now: Loop and Scan are refused naming the node
+  // (codegen/lower/ControlFlowLowering.cpp; tests/controlflow).
   for (unsigned k = 0; k < kNumOpKinds; ++k) {
     OpKind kind = OpKind(k);
-    if (kind == OpKind::If || kind == OpKind::Loop || kind == OpKind::Scan)
+    if (kind == OpKind::Loop || kind == OpKind::Scan)
       continue;
     if (hasReferenceKernel(kind)) {
       EXPECT_TRUE(hasLowering(kind)) << "no lowering for " << opName(kind);
