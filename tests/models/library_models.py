@@ -313,37 +313,52 @@ def cross_cache_dims(batch, src):
     return [batch, BART_HEADS, src, BART_HEAD_DIM]
 
 
-def hf_bart_seq2seq_encoder():
+def seq2seq_encoder_spec(make_module, layers):
+    """An encoder that also returns each layer's cross-attention K/V for the decoder steps."""
     inputs = [ids_input("input_ids", "src_seq"), mask_input("attention_mask", "src_seq")]
     outputs = {"last_hidden_state": {0: "batch", 1: "src_seq"}}
-    for layer in range(BART_LAYERS):
+    for layer in range(layers):
         for kind in ("key", "value"):
             outputs[f"past_key_values.{layer}.encoder.{kind}"] = {0: "batch", 2: "src_seq"}
     shapes = [{"batch": 1, "src_seq": 7}, {"batch": 2, "src_seq": 16}]
-    return BartEncoderWithCrossCache(), (example_ids(2, 6), example_mask(2, 6)), inputs, outputs, shapes
+    return make_module(), (example_ids(2, 6), example_mask(2, 6)), inputs, outputs, shapes
 
 
-def hf_bart_seq2seq_decoder_past():
+def seq2seq_decoder_past_spec(make_module, layers, heads, head_dim):
+    """A decoder step taking its self-attention past and the encoder's cross K/V per layer."""
     batch, seq, past, src = 2, 3, 4, 6
     example = [example_ids(batch, seq), example_mask(batch, src)]
     inputs = [ids_input("input_ids"), mask_input("encoder_attention_mask", "src_seq")]
     outputs = {"logits": {0: "batch", 1: "seq"}}
-    for layer in range(BART_LAYERS):
+    for layer in range(layers):
         for side, length in (("decoder", "past"), ("encoder", "src_seq")):
             for kind in ("key", "value"):
-                example.append(torch.randn(batch, BART_HEADS, past if side == "decoder" else src, BART_HEAD_DIM))
+                example.append(torch.randn(batch, heads, past if side == "decoder" else src, head_dim))
                 inputs.append(float_input(f"past_key_values.{layer}.{side}.{kind}",
-                                          ["batch", BART_HEADS, length, BART_HEAD_DIM]))
+                                          ["batch", heads, length, head_dim]))
         for kind in ("key", "value"):
             outputs[f"present.{layer}.decoder.{kind}"] = {0: "batch", 2: "past+seq"}
-    return BartDecoderStep(), tuple(example), inputs, outputs, SEQ2SEQ_PAST_SHAPES
+    return make_module(), tuple(example), inputs, outputs, SEQ2SEQ_PAST_SHAPES
+
+
+def seq2seq_decoder_full_spec(make_module, heads, head_dim):
+    """A decoder over the whole target prefix, given the encoder's hidden states."""
+    example = (example_ids(2, 5), torch.randn(2, 6, heads * head_dim), example_mask(2, 6))
+    inputs = [ids_input("input_ids"), float_input("encoder_hidden_states", ["batch", "src_seq", 64]),
+              mask_input("encoder_attention_mask", "src_seq")]
+    return make_module(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
+
+
+def hf_bart_seq2seq_encoder():
+    return seq2seq_encoder_spec(BartEncoderWithCrossCache, BART_LAYERS)
+
+
+def hf_bart_seq2seq_decoder_past():
+    return seq2seq_decoder_past_spec(BartDecoderStep, BART_LAYERS, BART_HEADS, BART_HEAD_DIM)
 
 
 def hf_bart_seq2seq_decoder():
-    example = (example_ids(2, 5), torch.randn(2, 6, BART_HEADS * BART_HEAD_DIM), example_mask(2, 6))
-    inputs = [ids_input("input_ids"), float_input("encoder_hidden_states", ["batch", "src_seq", 64]),
-              mask_input("encoder_attention_mask", "src_seq")]
-    return BartDecoderFull(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
+    return seq2seq_decoder_full_spec(BartDecoderFull, BART_HEADS, BART_HEAD_DIM)
 
 
 def hf_t5():
@@ -422,36 +437,15 @@ class T5DecoderFull(nn.Module):
 
 
 def hf_t5_seq2seq_encoder():
-    inputs = [ids_input("input_ids", "src_seq"), mask_input("attention_mask", "src_seq")]
-    outputs = {"last_hidden_state": {0: "batch", 1: "src_seq"}}
-    for layer in range(T5_LAYERS):
-        for kind in ("key", "value"):
-            outputs[f"past_key_values.{layer}.encoder.{kind}"] = {0: "batch", 2: "src_seq"}
-    shapes = [{"batch": 1, "src_seq": 7}, {"batch": 2, "src_seq": 16}]
-    return T5EncoderWithCrossCache(), (example_ids(2, 6), example_mask(2, 6)), inputs, outputs, shapes
+    return seq2seq_encoder_spec(T5EncoderWithCrossCache, T5_LAYERS)
 
 
 def hf_t5_seq2seq_decoder_past():
-    batch, seq, past, src = 2, 3, 4, 6
-    example = [example_ids(batch, seq), example_mask(batch, src)]
-    inputs = [ids_input("input_ids"), mask_input("encoder_attention_mask", "src_seq")]
-    outputs = {"logits": {0: "batch", 1: "seq"}}
-    for layer in range(T5_LAYERS):
-        for side, length in (("decoder", "past"), ("encoder", "src_seq")):
-            for kind in ("key", "value"):
-                example.append(torch.randn(batch, T5_HEADS, past if side == "decoder" else src, T5_HEAD_DIM))
-                inputs.append(float_input(f"past_key_values.{layer}.{side}.{kind}",
-                                          ["batch", T5_HEADS, length, T5_HEAD_DIM]))
-        for kind in ("key", "value"):
-            outputs[f"present.{layer}.decoder.{kind}"] = {0: "batch", 2: "past+seq"}
-    return T5DecoderStep(), tuple(example), inputs, outputs, SEQ2SEQ_PAST_SHAPES
+    return seq2seq_decoder_past_spec(T5DecoderStep, T5_LAYERS, T5_HEADS, T5_HEAD_DIM)
 
 
 def hf_t5_seq2seq_decoder():
-    example = (example_ids(2, 5), torch.randn(2, 6, T5_HEADS * T5_HEAD_DIM), example_mask(2, 6))
-    inputs = [ids_input("input_ids"), float_input("encoder_hidden_states", ["batch", "src_seq", 64]),
-              mask_input("encoder_attention_mask", "src_seq")]
-    return T5DecoderFull(), example, inputs, {"logits": {0: "batch", 1: "seq"}}, SEQ2SEQ_SHAPES
+    return seq2seq_decoder_full_spec(T5DecoderFull, T5_HEADS, T5_HEAD_DIM)
 
 
 def hf_vit():
