@@ -1,11 +1,13 @@
 //===- tools/onnxc/CommandLine.h - Subcommand option parsing ----------------===//
 //
-// A small table-driven parser rather than llvm::cl: onnxc needs one-line
-// usage errors with exit code 2, per-subcommand option sets and a --help
-// that lists subcommands, options and passes without the hundreds of options
-// libLLVM registers globally. Accepted forms: `--name`, `--name=value`,
-// `--name value`, `-x value`, `-xvalue` (so `-O2` and `-o FILE`), and `--`
-// to end options.
+// Each subcommand declares its options as a table of OptionSpec; the table
+// is both what LLVM's cl parses against (one private cl::SubCommand per
+// parse, holding only these options, so the options libLLVM registers for
+// every tool are not accepted) and the source of the subcommand's --help.
+// Accepted forms: `--name`, `--name=value`, `--name value`, `-x value`,
+// `-xvalue` (so `-O2` and `-o FILE`), `--` to end options, and `@FILE` to
+// read more arguments from FILE (cl's response files). cl's diagnostics
+// become onnxc's one-line usage errors with exit code 2.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

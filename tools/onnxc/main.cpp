@@ -50,7 +50,8 @@ void printToolHelp() {
                "USAGE: onnxc SUBCOMMAND [options]\n\nSUBCOMMANDS:\n";
   for (const Command &c : commands())
     std::cout << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
-  std::cout << "\nType 'onnxc SUBCOMMAND --help' for the options of a subcommand.\n\n"
+  std::cout << "\nType 'onnxc SUBCOMMAND --help' for the options of a subcommand. After the\n"
+               "subcommand, an argument @FILE stands for the arguments written in FILE.\n\n"
                "OPTIONS:\n  --help     show this help\n"
                "  --version  print the onnxc and LLVM versions and the default target CPU\n\n"
                "PASSES (for --passes= and --print-ir-after=):\n"

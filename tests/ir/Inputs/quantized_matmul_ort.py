@@ -6,6 +6,11 @@ stands for (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add, optimi
 
 Reads the weight constants %w, %ws, [%wz], [%bias] from the text IR, runs onnxruntime on
 INPUT.npy and exits 1 unless its result is bit-identical to ONNXC_OUTPUT.npy.
+
+MatMulInteger accumulates exactly in int32. onnxruntime's u8 x s8 kernels on some CPUs (vpmaddubsw
+without VNNI) saturate a pair of products at 16 bits, so its int32 accumulator is read back too:
+where it differs from the exact product of onnxruntime's own quantized operands, onnxruntime is the
+one off, and those outputs are reported but not held against onnxc.
 """
 
 import re
@@ -47,17 +52,28 @@ def main() -> int:
         inits.append(numpy_helper.from_array(c["bias"], "bias"))
     graph = helper.make_graph(
         nodes, "qmm", [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        [helper.make_tensor_value_info(name, dtype, None)
+         for name, dtype in (("y", TensorProto.FLOAT), ("acc", TensorProto.INT32),
+                             ("aq", TensorProto.UINT8), ("az", TensorProto.UINT8))], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"a": a})[0]
+    want, acc, aq, az = ort.InferenceSession(model.SerializeToString(), options).run(None, {"a": a})
+    exact = np.matmul(aq.astype(np.int64) - az.astype(np.int64),
+                      c["w"].astype(np.int64) - wz.astype(np.int64))
+    saturated = np.broadcast_to(acc != exact, want.shape)
     got = np.load(output_path)
-    differ = int((got.view(np.uint32) != want.view(np.uint32)).sum())
-    print(f"onnxruntime vs onnxc reference: {differ} of {got.size} differ, "
-          f"max {np.abs(got.astype(np.float64) - want).max():.3e}")
-    return 0 if differ == 0 and got.shape == want.shape else 1
+    if got.shape != want.shape:
+        print(f"shapes differ: onnxc {got.shape}, onnxruntime {want.shape}")
+        return 1
+    differ = got.view(np.uint32) != want.view(np.uint32)
+    held = int((differ & ~saturated).sum())
+    print(f"onnxruntime vs onnxc reference: {held} of {got.size} differ "
+          f"(max {np.abs(got.astype(np.float64) - want)[~saturated].max():.3e}); "
+          f"{int(saturated.sum())} outputs where onnxruntime's int32 accumulator is not exact "
+          f"left out ({int((differ & saturated).sum())} of them differ)")
+    return 0 if held == 0 else 1
 
 
 if __name__ == "__main__":
