@@ -82,6 +82,7 @@ void exportNode(OnnxGraphWriter &writer, const Node &node) {
     exportAdditiveAttention(writer, node);
     return;
   case OpKind::DynamicQuantizedMatMul:
+  case OpKind::QuantizedMatMul:
     // No standard ONNX op computes it in one node: an onnxc-domain node.
     writer.exportCustom(node);
     return;

@@ -103,6 +103,7 @@ bool isFusedOp(OpKind kind) {
   case OpKind::Gelu:
   case OpKind::RotaryEmbedding:
   case OpKind::DynamicQuantizedMatMul:
+  case OpKind::QuantizedMatMul:
     return true;
   default:
     return false;

@@ -98,6 +98,7 @@ std::unique_ptr<Pass> createFuseLayerNormPass();
 std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
 std::unique_ptr<Pass> createFuseDynamicQuantizedMatMulPass();
+std::unique_ptr<Pass> createFuseStaticQuantizedMatMulPass();
 std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
 std::unique_ptr<Pass> createFuseAdditiveAttentionPass();

@@ -29,6 +29,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,
+    createFuseStaticQuantizedMatMulPass,
 };
 } // namespace
 

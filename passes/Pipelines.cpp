@@ -47,6 +47,10 @@ void addOptimizationPipeline(PassManager &pm, int level) {
     fail("optimization level -O", level, " does not exist (use -O0 to -O3)");
   if (level == 0)
     return;
+  // Before any folding: fold-constants would turn a QDQ graph's quantized
+  // weights (DequantizeLinear of a constant) into f32 constants.
+  if (level >= 2)
+    pm.addPass("fuse-static-quantized-matmul");
   addCleanup(pm);
   if (level >= 2)
     addFusions(pm);

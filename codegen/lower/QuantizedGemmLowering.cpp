@@ -1,7 +1,7 @@
-//===- codegen/lower/QuantizedGemmLowering.cpp - DynamicQuantizedMatMul ---===//
+//===- codegen/lower/QuantizedGemmLowering.cpp - Quantized MatMuls --------===//
 //
-// Two steps over A flattened to [rows, K] (rows = the product of A's leading
-// dims), sharing one scratch buffer:
+// DynamicQuantizedMatMul: two steps over A flattened to [rows, K] (rows =
+// the product of A's leading dims), sharing one scratch buffer:
 //
 //   range    one task: min and max of A (vectorized) -> scale and zero point
 //            (the evaluator's formulas, ir/eval/QuantizedGemmKernels.cpp)
@@ -12,6 +12,11 @@
 //
 //   scratch = [64-byte header: f32 scale, i32 zero][u8 A: rows x kPadded]
 //             [i32 row sums: rows]
+//
+// QuantizedMatMul (static quantization) has A's scale and zero point as
+// constants: no range step, and the header is unused. An i8 activation is
+// quantized to [-128, 127] as QuantizeLinear does and stored plus 128 (its
+// zero point too), so the u8 x s8 kernel serves both.
 //
 // The weights (a constant) are packed at compile time with their column
 // sums. Rounding is half to even by adding and subtracting 1.5 * 2^23,
@@ -28,6 +33,8 @@
 #include "llvm/IR/Module.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <cstring>
 #include <sstream>
 
@@ -38,12 +45,17 @@ constexpr int64_t HeaderBytes = 64;
 
 struct QuantizedMatMulPlan {
   const Node *node = nullptr;
-  const Value *a = nullptr, *bias = nullptr, *result = nullptr;
+  const Value *a = nullptr, *weights = nullptr, *weightScale = nullptr, *weightZero = nullptr,
+              *bias = nullptr, *result = nullptr;
   Dim rows = 1;
   int64_t k = 0, n = 0, kPadded = 0;
   IntegerGemmIsa isa = IntegerGemmIsa::Generic;
   /// Floats per vector of the quantization loops.
   int64_t lanes = 8;
+  /// A's quantized range, and what is added to a quantized value to store it
+  /// as u8 (128 for an i8 activation).
+  double low = 0, high = 255;
+  int32_t storedOffset = 0;
 };
 
 /// `value`'s constant contents, or a compile error naming what is missing.
@@ -132,7 +144,8 @@ void emitRangeStep(LoweringContext &ctx, const QuantizedMatMulPlan &plan, int32_
   step.finish();
 }
 
-/// Quantizes row `row` of A into the scratch; returns nothing, stores its sum.
+/// Quantizes row `row` of A into the scratch (as u8: plus the plan's offset)
+/// and stores the row's sum of the stored values.
 void emitQuantizeRow(KernelBuilder &kb, const QuantizedMatMulPlan &plan, llvm::Value *a,
                      llvm::Value *quantized, llvm::Value *rowSums, llvm::Value *scale,
                      llvm::Value *zero, llvm::Value *row) {
@@ -147,7 +160,10 @@ void emitQuantizeRow(KernelBuilder &kb, const QuantizedMatMulPlan &plan, llvm::V
   llvm::Value *source = ir.CreateInBoundsGEP(f32, a, ir.CreateMul(row, kb.i64(plan.k)));
   llvm::Value *target =
       ir.CreateInBoundsGEP(i8, quantized, ir.CreateMul(row, kb.i64(plan.kPadded)));
-  // q = clamp(roundeven(x / scale) + zero, 0, 255), lanes outside `mask` 0.
+  // q = clamp(roundeven(x / scale) + zero, low, high) + offset, lanes
+  // outside `mask` 0.
+  llvm::Value *offsets = llvm::ConstantVector::getSplat(
+      llvm::ElementCount::getFixed(lanes), ir.getInt32(uint32_t(plan.storedOffset)));
   auto quantize = [&](llvm::Value *column, llvm::Value *mask, llvm::Value *sum) {
     llvm::Value *from = ir.CreateInBoundsGEP(f32, source, column);
     llvm::Value *x =
@@ -155,7 +171,11 @@ void emitQuantizeRow(KernelBuilder &kb, const QuantizedMatMulPlan &plan, llvm::V
                                                               llvm::Constant::getNullValue(floats)))
              : ir.CreateAlignedLoad(floats, from, llvm::Align(4));
     llvm::Value *q = ir.CreateFPToSI(
-        clamp(ir, ir.CreateFAdd(roundEven(ir, ir.CreateFDiv(x, scales)), zeros), 0, 255), ints);
+        clamp(ir, ir.CreateFAdd(roundEven(ir, ir.CreateFDiv(x, scales)), zeros), plan.low,
+              plan.high),
+        ints);
+    if (plan.storedOffset != 0)
+      q = ir.CreateAdd(q, offsets);
     if (mask)
       q = ir.CreateSelect(mask, q, llvm::Constant::getNullValue(ints));
     llvm::Value *to = ir.CreateInBoundsGEP(i8, target, column);
@@ -192,21 +212,21 @@ void emitQuantizeRow(KernelBuilder &kb, const QuantizedMatMulPlan &plan, llvm::V
 /// Compile-time constants: the packed weights and their column terms.
 std::pair<int32_t, int32_t> packedWeights(LoweringContext &ctx, const QuantizedMatMulPlan &plan) {
   const Node &node = *plan.node;
-  const Tensor &weights = requireConstant(ctx, node, node.operand(1), "weight operand");
-  const Tensor &scaleTensor = requireConstant(ctx, node, node.operand(2), "weight scale");
+  const Tensor &weights = requireConstant(ctx, node, plan.weights, "weight operand");
+  const Tensor &scaleTensor = requireConstant(ctx, node, plan.weightScale, "weight scale");
   std::vector<float> scales;
   for (int64_t i = 0; i < scaleTensor.numElements(); ++i)
     scales.push_back(float(scaleTensor.elementAsDouble(i)));
   std::vector<int32_t> zeros = {0};
-  if (const Value *zero = node.operand(3)) {
+  if (const Value *zero = plan.weightZero) {
     const Tensor &zeroTensor = requireConstant(ctx, node, zero, "weight zero point");
     zeros.clear();
     for (int64_t i = 0; i < zeroTensor.numElements(); ++i)
       zeros.push_back(int32_t(zeroTensor.elementAsInt64(i)));
   }
   std::ostringstream key;
-  key << "qgemm:" << node.operand(1)->name() << ":" << node.operand(2)->name() << ":"
-      << (node.operand(3) ? node.operand(3)->name() : "-") << ":" << integerGemmIsaName(plan.isa);
+  key << "qgemm:" << plan.weights->name() << ":" << plan.weightScale->name() << ":"
+      << (plan.weightZero ? plan.weightZero->name() : "-") << ":" << integerGemmIsaName(plan.isa);
   std::shared_ptr<PackedIntegerWeights> packed;
   auto pack = [&] {
     if (!packed)
@@ -224,13 +244,29 @@ std::pair<int32_t, int32_t> packedWeights(LoweringContext &ctx, const QuantizedM
   return {b, columns};
 }
 
-void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
+/// A's scale and zero point when they are constants (QuantizedMatMul).
+struct StaticActivation {
+  float scale = 1;
+  int32_t zero = 0;
+};
+
+/// DynamicQuantizedMatMul (`fixed` empty) or QuantizedMatMul.
+void lowerQuantizedMatMul(LoweringContext &ctx, const Node &node,
+                          std::optional<StaticActivation> fixed, size_t firstWeightOperand) {
   QuantizedMatMulPlan plan;
   plan.node = &node;
   plan.a = node.operand(0);
-  plan.bias = node.numOperands() > 4 ? node.operand(4) : nullptr;
+  plan.weights = node.operand(firstWeightOperand);
+  plan.weightScale = node.operand(firstWeightOperand + 1);
+  plan.weightZero = node.operand(firstWeightOperand + 2);
+  plan.bias = node.operand(firstWeightOperand + 3);
   plan.result = node.result(0);
-  const Shape &a = plan.a->shape(), &w = node.operand(1)->shape();
+  if (fixed && node.operand(2)->dtype() == DType::I8) {
+    plan.low = -128;
+    plan.high = 127;
+    plan.storedOffset = 128;
+  }
+  const Shape &a = plan.a->shape(), &w = plan.weights->shape();
   std::optional<int64_t> k = w[0].constant(), n = w[1].constant();
   if (!k || !n || *k <= 0 || *n <= 0)
     ctx.unsupported(node, "the weights need positive constant dims, got " + w.str());
@@ -247,7 +283,8 @@ void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
   scratchBuffer.kind = BufferKind::Intermediate;
   scratchBuffer.sizeBytes = Dim(HeaderBytes) + plan.rows * Dim(plan.kPadded + 4);
   int32_t scratch = ctx.addBuffer(scratchBuffer);
-  emitRangeStep(ctx, plan, scratch);
+  if (!fixed)
+    emitRangeStep(ctx, plan, scratch);
 
   StepBuilder step = ctx.beginStep(node, "qgemm");
   unsigned aSlot = step.input(plan.a);
@@ -271,10 +308,20 @@ void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
       [taskRows](FunctionBuilder &f) { return f.i64(taskRows); },
       [&](llvm::Value *, llvm::Value *rowBegin, llvm::Value *rowEnd) {
         llvm::Value *header = kb.buffer(scratchSlot);
-        llvm::Value *scale = ir.CreateAlignedLoad(ir.getFloatTy(), header, llvm::Align(4));
-        llvm::Value *zero = ir.CreateAlignedLoad(
-            ir.getInt32Ty(), ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(4)),
-            llvm::Align(4));
+        // zero: A's zero point in its own type (what quantization adds);
+        // the kernel takes the stored one (plus the offset).
+        llvm::Value *scale, *zero, *storedZero;
+        if (fixed) {
+          scale = llvm::ConstantFP::get(ir.getFloatTy(), double(fixed->scale));
+          zero = ir.getInt32(uint32_t(fixed->zero));
+          storedZero = ir.getInt32(uint32_t(fixed->zero + plan.storedOffset));
+        } else {
+          scale = ir.CreateAlignedLoad(ir.getFloatTy(), header, llvm::Align(4));
+          zero = ir.CreateAlignedLoad(
+              ir.getInt32Ty(), ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(4)),
+              llvm::Align(4));
+          storedZero = zero;
+        }
         llvm::Value *quantized = ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(HeaderBytes));
         llvm::Value *rowSums = ir.CreateInBoundsGEP(
             ir.getInt8Ty(), quantized, ir.CreateMul(kb.dim(rows), kb.i64(plan.kPadded)));
@@ -289,16 +336,31 @@ void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
         llvm::Value *bias =
             plan.bias ? kb.buffer(biasSlot) : llvm::ConstantPointerNull::get(ir.getPtrTy());
         ir.CreateCall(gemm, {quantized, kb.i64(plan.kPadded), kb.buffer(bSlot),
-                             kb.buffer(resultSlot), kb.i64(plan.n), rowBegin, rowEnd, rowSums, zero,
-                             scale, kb.buffer(columnsSlot), bias});
+                             kb.buffer(resultSlot), kb.i64(plan.n), rowBegin, rowEnd, rowSums,
+                             storedZero, scale, kb.buffer(columnsSlot), bias});
       });
   step.finish();
+}
+
+void lowerDynamicQuantizedMatMul(LoweringContext &ctx, const Node &node) {
+  lowerQuantizedMatMul(ctx, node, std::nullopt, 1);
+}
+
+void lowerStaticQuantizedMatMul(LoweringContext &ctx, const Node &node) {
+  const Tensor &scale = requireConstant(ctx, node, node.operand(1), "activation scale");
+  const Tensor &zero = requireConstant(ctx, node, node.operand(2), "activation zero point");
+  StaticActivation fixed{float(scale.elementAsDouble(0)), int32_t(zero.elementAsInt64(0))};
+  // Quantization divides by the scale; the kernel multiplies by it.
+  if (!(std::isfinite(fixed.scale) && fixed.scale > 0))
+    ctx.unsupported(node, "the activation scale must be positive and finite");
+  lowerQuantizedMatMul(ctx, node, fixed, 3);
 }
 
 } // namespace
 
 void registerQuantizedGemmLowerings(LoweringTable &table) {
   table.add(OpKind::DynamicQuantizedMatMul, lowerDynamicQuantizedMatMul);
+  table.add(OpKind::QuantizedMatMul, lowerStaticQuantizedMatMul);
 }
 
 } // namespace onnxc::lower

@@ -3,6 +3,8 @@
 // onnxc's DynamicQuantizedMatMul (docs/IR.md): A f32 [..., M, K] (rank >= 2),
 // W s8 or u8 [K, N], W scale f32 [] / [1] / [N], optional W zero point of
 // W's dtype shaped like a scale, optional bias f32 [N] -> f32 [..., M, N].
+// QuantizedMatMul has an A scale (f32) and A zero point (u8/i8), each one
+// value, between A and W.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/infer/LinearAlgebraRulesInternal.h"
@@ -14,6 +16,11 @@ namespace onnxc {
 namespace {
 
 /// A per-tensor ([] or [1]) or per-column ([N]) parameter of the weights.
+/// Where the operands of the two ops are.
+struct QuantizedMatMulOperands {
+  size_t weights, weightScale, weightZero, bias;
+};
+
 void checkColumnParameter(InferenceContext &context, const Node &node, size_t index,
                           const char *what, const Shape &weights) {
   const Value *value = node.operand(index);
@@ -30,10 +37,11 @@ void checkColumnParameter(InferenceContext &context, const Node &node, size_t in
                    shape, weights);
 }
 
-void inferDynamicQuantizedMatMul(Node &node, InferenceContext &context) {
-  requireOperandsPresent(node, 3);
-  DType aType = node.operand(0)->dtype(), wType = node.operand(1)->dtype();
-  DType scaleType = node.operand(2)->dtype();
+void inferQuantizedMatMul(Node &node, InferenceContext &context,
+                          const QuantizedMatMulOperands &at) {
+  requireOperandsPresent(node, at.weightScale + 1);
+  DType aType = node.operand(0)->dtype(), wType = node.operand(at.weights)->dtype();
+  DType scaleType = node.operand(at.weightScale)->dtype();
   if (aType != DType::Unknown && aType != DType::F32)
     fail(node.describe(), ": quantized matmul activation must be f32, got ", dtypeName(aType));
   if (wType != DType::Unknown && wType != DType::I8 && wType != DType::U8)
@@ -41,24 +49,24 @@ void inferDynamicQuantizedMatMul(Node &node, InferenceContext &context) {
   if (scaleType != DType::Unknown && scaleType != DType::F32)
     fail(node.describe(), ": quantized matmul weight scale must be f32, got ",
          dtypeName(scaleType));
-  if (const Value *zero = node.operand(3)) {
+  if (const Value *zero = node.operand(at.weightZero)) {
     DType zeroType = zero->dtype();
     if (zeroType != DType::Unknown && wType != DType::Unknown && zeroType != wType)
       fail(node.describe(), ": quantized matmul weight zero point must be ", dtypeName(wType),
            " like the weights, got ", dtypeName(zeroType));
   }
-  const Value *bias = node.operand(4);
+  const Value *bias = node.operand(at.bias);
   if (bias && bias->dtype() != DType::Unknown && bias->dtype() != DType::F32)
     fail(node.describe(), ": quantized matmul bias must be f32, got ", dtypeName(bias->dtype()));
 
-  const Shape &a = node.operand(0)->shape(), &w = node.operand(1)->shape();
+  const Shape &a = node.operand(0)->shape(), &w = node.operand(at.weights)->shape();
   if (a.isRanked() && a.rank() < 2)
     fail(node.describe(), ": quantized matmul activation must have rank >= 2, got ", a.str());
   if (w.isRanked() && w.rank() != 2)
     fail(node.describe(), ": quantized matmul weights must be 2-D [K, N], got ", w.str());
-  checkColumnParameter(context, node, 2, "weight scale", w);
-  checkColumnParameter(context, node, 3, "weight zero point", w);
-  const Value *scale = node.operand(2), *zero = node.operand(3);
+  checkColumnParameter(context, node, at.weightScale, "weight scale", w);
+  checkColumnParameter(context, node, at.weightZero, "weight zero point", w);
+  const Value *scale = node.operand(at.weightScale), *zero = node.operand(at.weightZero);
   if (zero && scale->shape().isRanked() && zero->shape().isRanked() &&
       provablyDifferent(scale->shape().numElements(), zero->shape().numElements()))
     fail(node.describe(), ": quantized matmul weight scale ", scale->shape().str(),
@@ -78,10 +86,33 @@ void inferDynamicQuantizedMatMul(Node &node, InferenceContext &context) {
   node.result(0)->setType({DType::F32, Shape(dims)});
 }
 
+void inferDynamicQuantizedMatMul(Node &node, InferenceContext &context) {
+  inferQuantizedMatMul(node, context, {1, 2, 3, 4});
+}
+
+void inferStaticQuantizedMatMul(Node &node, InferenceContext &context) {
+  requireOperandsPresent(node, 5);
+  const Value *scale = node.operand(1), *zero = node.operand(2);
+  if (scale->dtype() != DType::Unknown && scale->dtype() != DType::F32)
+    fail(node.describe(), ": quantized matmul activation scale must be f32, got ",
+         dtypeName(scale->dtype()));
+  if (zero->dtype() != DType::Unknown && zero->dtype() != DType::U8 && zero->dtype() != DType::I8)
+    fail(node.describe(), ": quantized matmul activation zero point must be u8 or i8, got ",
+         dtypeName(zero->dtype()));
+  for (const Value *parameter : {scale, zero})
+    if (parameter->shape().isRanked() &&
+        provablyDifferent(parameter->shape().numElements(), Dim(1)))
+      fail(node.describe(), ": quantized matmul activation scale and zero point must be one "
+                            "value each, got ",
+           parameter->shape().str());
+  inferQuantizedMatMul(node, context, {3, 4, 5, 6});
+}
+
 } // namespace
 
 void registerQuantizedGemmShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::DynamicQuantizedMatMul, inferDynamicQuantizedMatMul);
+  table.add(OpKind::QuantizedMatMul, inferStaticQuantizedMatMul);
 }
 
 } // namespace onnxc

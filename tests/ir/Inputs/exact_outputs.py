@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Exits 1 unless every .npy in DIR_B has a bit-identical twin in DIR_A (same shape, dtype and
-bytes); prints the largest difference and the count of differing elements otherwise.
+bytes); prints the largest difference and the count of differing elements otherwise. With
+--within R, a float output may instead differ by at most R times its largest magnitude (for
+rewrites that change only f32 rounding).
 
-    exact_outputs.py DIR_A DIR_B
+    exact_outputs.py DIR_A DIR_B [--within R]
 """
 
 import os
@@ -13,6 +15,7 @@ import numpy as np
 
 def main() -> int:
     first, second = sys.argv[1:3]
+    within = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--within" else None
     ok = True
     for name in sorted(os.listdir(second)):
         want = np.load(os.path.join(second, name))
@@ -24,8 +27,12 @@ def main() -> int:
         differ = got.view(np.uint8) != want.view(np.uint8)
         if differ.any():
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-            print(f"{name}: {int((got != want).sum())} of {got.size} differ, max {diff.max():.3e}")
-            ok = False
+            bound = within * float(np.abs(want).max()) if within is not None else None
+            close = bound is not None and np.issubdtype(want.dtype, np.floating) and \
+                diff.max() <= bound
+            print(f"{name}: {int((got != want).sum())} of {got.size} differ, max {diff.max():.3e}"
+                  + (f" (within {bound:.3e})" if close else ""))
+            ok = ok and close
         else:
             print(f"{name}: identical ({got.size} elements)")
     return 0 if ok else 1
