@@ -99,6 +99,8 @@ std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
 std::unique_ptr<Pass> createFuseDynamicQuantizedMatMulPass();
 std::unique_ptr<Pass> createFuseStaticQuantizedMatMulPass();
+std::unique_ptr<Pass> createSinkDequantizePass();
+std::unique_ptr<Pass> createExpandFakeQuantizePass();
 std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
 std::unique_ptr<Pass> createFuseAdditiveAttentionPass();

@@ -30,6 +30,8 @@ constexpr PassFactory kPassFactories[] = {
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,
     createFuseStaticQuantizedMatMulPass,
+    createSinkDequantizePass,
+    createExpandFakeQuantizePass,
 };
 } // namespace
 

@@ -48,9 +48,15 @@ void addOptimizationPipeline(PassManager &pm, int level) {
   if (level == 0)
     return;
   // Before any folding: fold-constants would turn a QDQ graph's quantized
-  // weights (DequantizeLinear of a constant) into f32 constants.
-  if (level >= 2)
+  // weights (DequantizeLinear of a constant) into f32 constants, and its
+  // embedding tables are gathered before they are dequantized. The
+  // activations' quantize-dequantize pairs that remain become f32 arithmetic
+  // that fuses with the elementwise ops around it.
+  if (level >= 2) {
     pm.addPass("fuse-static-quantized-matmul");
+    pm.addPass("sink-dequantize");
+    pm.addPass("expand-fake-quantize");
+  }
   addCleanup(pm);
   if (level >= 2)
     addFusions(pm);

@@ -7,7 +7,9 @@
 
 Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
 vocab 30522, exported with torch.onnx at opset 17, random weights) and `minilm_int8` the same
-quantized by onnxruntime's quantize_dynamic (int8 weights, activations quantized at run time);
+quantized by onnxruntime's quantize_dynamic (int8 weights, activations quantized at run time),
+`minilm_qdq` by its quantize_static (QDQ format, int8 activations and weights, calibrated on
+four random batches);
 `gpt2_small` is HF
 transformers' own GPT2LMHeadModel at GPT-2 small's size (12 layers, hidden 768, 12 heads, vocab
 50257; random weights, opset 17, exported as the library writes it); `bart_base` is HF's
@@ -80,6 +82,29 @@ def build_minilm_int8(directory: str) -> dict:
     if not os.path.exists(path):
         from onnxruntime.quantization import QuantType, quantize_dynamic
         quantize_dynamic(entry["file"], path, weight_type=QuantType.QInt8)
+    entry["file"] = path
+    return entry
+
+
+def build_minilm_qdq(directory: str) -> dict:
+    """The MiniLM encoder quantized by onnxruntime's quantize_static in the QDQ format (int8
+    activations and weights per tensor, calibrated on four random batches of 128 tokens)."""
+    entry = dict(build_minilm(directory), name="minilm_qdq")
+    path = os.path.join(directory, "minilm_qdq_op17.onnx")
+    if not os.path.exists(path):
+        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                              quantize_static)
+
+        class Batches(CalibrationDataReader):
+            def __init__(self):
+                self.batches = iter([make_inputs(entry, {"batch": 1, "seq": 128}, seed=s)
+                                     for s in range(4)])
+
+            def get_next(self):
+                return next(self.batches, None)
+
+        quantize_static(entry["file"], path, Batches(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     entry["file"] = path
     return entry
 
@@ -264,7 +289,8 @@ def main() -> int:
 
     entries = {}
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    builders = {"minilm": build_minilm, "minilm_int8": build_minilm_int8, "gpt2_small": build_gpt2_small,
+    builders = {"minilm": build_minilm, "minilm_int8": build_minilm_int8, "minilm_qdq": build_minilm_qdq,
+                "gpt2_small": build_gpt2_small,
                 "bart_base": build_bart_base, "vit_base": build_vit_base,
                 "whisper_tiny": build_whisper_tiny_encoder}
     for n in names:
