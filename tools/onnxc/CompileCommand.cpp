@@ -9,6 +9,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "codegen/ShapeSpecialization.h"
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/FileIdentity.h"
@@ -138,6 +139,55 @@ std::string modelName(const ParsedArgs &args, const std::string &output) {
   return name;
 }
 
+/// --shape NAME=1x576: fixes input NAME's symbolic dims to these, for models
+/// whose sizes no polynomial of the symbols expresses (strided convolutions,
+/// ceil-mode pools). Every mistake names the input.
+void pinInputDims(Graph &graph, const std::map<std::string, std::vector<int64_t>> &shapes) {
+  if (shapes.empty())
+    return;
+  std::map<std::string, Tensor> pinned;
+  std::map<std::string, std::pair<int64_t, std::string>> symbols; // symbol -> value, input
+  for (const auto &[name, dims] : shapes) {
+    const Value *input = nullptr;
+    std::string names;
+    for (const Value *candidate : graph.inputs()) {
+      if (candidate->name() == name)
+        input = candidate;
+      names += (names.empty() ? "" : ", ") + candidate->name();
+    }
+    if (!input)
+      throw UsageError("--shape " + name + "=...: the model has no input '" + name +
+                       "' (its inputs: " + names + ")");
+    const Shape &shape = input->shape();
+    if (!shape.isRanked())
+      throw UsageError("--shape " + name + "=...: input '" + name + "' has no known rank");
+    if (shape.rank() != dims.size())
+      throw UsageError("--shape " + name + "=...: input '" + name + "' is " + shape.str() +
+                       ", rank " + std::to_string(shape.rank()) + ", not " +
+                       std::to_string(dims.size()));
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      std::string where = "input '" + name + "' dim " + std::to_string(axis);
+      if (std::optional<int64_t> fixed = shape[axis].constant()) {
+        if (*fixed != dims[axis])
+          throw UsageError("--shape " + name + "=...: " + where + " is " + std::to_string(*fixed) +
+                           ", not " + std::to_string(dims[axis]));
+      } else if (shape[axis].isSymbol()) {
+        auto [it, fresh] = symbols.emplace(shape[axis].symbolName(),
+                                           std::make_pair(dims[axis], where));
+        if (!fresh && it->second.first != dims[axis])
+          throw UsageError("--shape: symbol '" + it->first + "' is " +
+                           std::to_string(it->second.first) + " at " + it->second.second +
+                           " but " + std::to_string(dims[axis]) + " at " + where);
+      } else {
+        throw UsageError("--shape " + name + "=...: " + where + " (" + shape[axis].str() +
+                         ") is neither a number nor a symbol");
+      }
+    }
+    pinned.emplace(name, Tensor::elided(input->dtype(), dims));
+  }
+  specializeInputDims(graph, pinned);
+}
+
 int runCompile(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -157,6 +207,7 @@ int runCompile(const ParsedArgs &args) {
   request.modelName = modelName(args, output);
   TargetSelection target = selectTarget(args);
   std::unique_ptr<PassManager> pm = buildPipeline(args, "compile", PrintOptions(), 3);
+  std::map<std::string, std::vector<int64_t>> shapes = inputRequest(args).shapes;
   checkModelFile(path, "compile", ModelKinds::Graphs);
   checkOutputFile("-o", request.outputPath);
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
@@ -167,6 +218,7 @@ int runCompile(const ParsedArgs &args) {
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   checkOutputsSpareExternalData(externalFiles, request);
+  pinInputDims(*graph, shapes);
   runPipeline(*pm, *graph, args);
   ModelPlan plan = compileModelArtifact(*graph, target, request);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -208,6 +260,11 @@ std::vector<OptionSpec> compileOptions() {
                           {"name", "NAME",
                            "the model's C name: onnxc_model_NAME() in the library and header "
                            "(default: the -o file's name, my-gpt.so -> my_gpt)"},
+                          {"shape", "NAME=1x576",
+                           "compile for input NAME of these dims: fixes its symbolic dims, for "
+                           "models whose sizes do not follow from symbols (strided convolutions, "
+                           "ceil-mode pools); the library then takes those dims only",
+                           true},
                       },
                       targetOptions(),
                       pipelineOptions(),
@@ -219,8 +276,8 @@ std::vector<OptionSpec> compileOptions() {
 Command compileCommand() {
   return {
       "compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
-      "compile MODEL.onnx|MODEL.ir -o model.so [--name NAME] [--emit=so|obj|asm|llvm] [--mcpu=CPU] "
-      "[options]",
+      "compile MODEL.onnx|MODEL.ir -o model.so [--name NAME] [--shape NAME=1x576] "
+      "[--emit=so|obj|asm|llvm] [--mcpu=CPU] [options]",
       compileOptions(), runCompile};
 }
 
