@@ -8,9 +8,10 @@
 The models are the silero-vad wheel's (tests/controlflow/silero_vad.py fetches it from PyPI into
 build/silero once): `silero_vad` is the file the wheel's OnnxWrapper loads by default (an If on
 `sr` over its 8 and 16 kHz networks), `silero_vad_16k_op15` its opset-15 form and
-`silero_vad_openvino_16k` the form it ships for OpenVINO (16 kHz only, no If). onnxc compiles a
-copy with the inputs pinned (input [1, 576], state [2, 1, 128]: the wheel's symbolic dims do not
-compile ahead of time) into build/bench-vad/NAME.so; onnxruntime and OpenVINO run the wheel's file
+`silero_vad_openvino_16k` the form it ships for OpenVINO (16 kHz only, no If). onnxc compiles the
+same file with its input dims fixed on the command line (`--shape input=1x576 --shape
+state=2x1x128`: the wheel's symbolic dims do not compile ahead of time) into
+build/bench-vad/NAME.so; onnxruntime and OpenVINO run the wheel's file
 as it is, as a user does (OpenVINO cannot read the two files with the If; its column says n/a).
 
 Each engine streams --warmup + --chunks chunks of a synthetic signal (noise and voiced bursts) in a
@@ -53,14 +54,13 @@ def run(command: list, env=None) -> str:
 
 
 def library_for(onnxc: str, model: str, workdir: str) -> str:
-    """The pinned copy's library, compiled again when older than the onnxc binary."""
+    """The library of MODEL with pinned input dims, compiled again when older than the onnxc
+    binary."""
     stem = os.path.basename(model)[:-len(".onnx")]
     library = os.path.join(workdir, stem + ".so")
     if not os.path.exists(library) or os.path.getmtime(library) < os.path.getmtime(onnxc):
-        pinned = vad.pin(model, {"input": [1, 576], "state": [2, 1, 128], "sr": []},
-                         os.path.join(workdir, stem + "_pinned.onnx"))
         start = time.time()
-        vad.compile_so(onnxc, pinned, library)
+        vad.compile_so(onnxc, model, library, {"input": [1, 576], "state": [2, 1, 128], "sr": []})
         print(f"compiled {library} in {time.time() - start:.1f} s", flush=True)
     return library
 

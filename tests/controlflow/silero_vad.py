@@ -17,10 +17,9 @@ max |ORT| per output, the worst output) against onnxruntime on the wheel's file;
   ref      `onnxc run --backend=ref` on the wheel's file, one call (a mid-burst chunk, with the
            state onnxruntime carried through the chunks before it)
   jit      `onnxc run` (JIT) on the wheel's file, the same inputs
-  compile  a copy with the graph inputs' dims pinned (input [1, 576], or [FRAMES, 576] for the
-           sequence model; state [2, 1, 128]; written with the onnx package into
-           BUILD_DIR/silero/pinned), `onnxc compile X.onnx -o X.so`, and `onnxc run X.so` on the
-           same inputs. The wheel's symbolic dims are not enough for ahead-of-time compilation
+  compile  `onnxc compile X.onnx -o X.so --shape input=1x576 --shape state=2x1x128` (or
+           [FRAMES, 576] for the sequence model) on the wheel's file, and `onnxc run X.so` on
+           the same inputs. The wheel's symbolic dims are not enough for ahead-of-time compilation
            (the strided Convs' output lengths are not polynomials of `sequence`); pinned, the
            run-time If on `sr` compiles with both branches. Models with an `sr` input are also
            pinned at [1, 288] (256 samples + 32 of context) and run at sr = 8000, the If's
@@ -209,27 +208,16 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "(no message)"
 
 
-def pin(model: str, dims: dict, path: str) -> str:
-    """A copy of MODEL with each graph input's dims set to dims[name]."""
-    import onnx
-    proto = onnx.load(model)
-    for value in proto.graph.input:
-        shape = value.type.tensor_type.shape
-        want = dims[value.name]
-        if len(shape.dim) != len(want):
-            raise ValueError(f"input {value.name} has rank {len(shape.dim)}, pinning {want}")
-        for dim, size in zip(shape.dim, want):
-            dim.Clear()
-            dim.dim_value = size
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    onnx.save(proto, path)
-    return path
-
-
-def compile_so(onnxc: str, model: str, library: str) -> str:
-    done = subprocess.run([onnxc, "compile", model, "-o", library], capture_output=True, text=True)
+def compile_so(onnxc: str, model: str, library: str, dims: dict) -> str:
+    """`onnxc compile MODEL -o LIBRARY --shape NAME=DIMS ...`: the wheel's file itself, its
+    symbolic dims fixed by the command line (scalar inputs have none)."""
+    command = [onnxc, "compile", model, "-o", library]
+    for name, want in dims.items():
+        if want:
+            command += ["--shape", f"{name}={'x'.join(str(d) for d in want)}"]
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"`onnxc compile {model} -o {library}`: {last_line(done.stderr)}")
+        raise RuntimeError(f"`{' '.join(command[1:])}`: {last_line(done.stderr)}")
     return library
 
 
@@ -328,8 +316,8 @@ def main() -> int:
             tag = "" if rate == RATE else "_8k"
             note = f" (pinned {[spec.rows, width]}, sr {rate})" if spec.has_sr else f" (pinned {[spec.rows, width]})"
             try:
-                pinned = pin(model, spec.pinned_dims(width), os.path.join(work, "pinned", stem + tag + ".onnx"))
-                so = compile_so(args.onnxc, pinned, os.path.join(work, "pinned", stem + tag + ".so"))
+                so = compile_so(args.onnxc, model, os.path.join(work, "pinned", stem + tag + ".so"),
+                                spec.pinned_dims(width))
                 if rate == RATE:
                     feeds_here, want_here = feeds, want
                     library = so
