@@ -31,19 +31,12 @@ using namespace match;
 
 namespace {
 
-/// One-element constants of the same value and dtype.
-bool sameScalar(const Value *a, const Value *b) {
-  return a && b && a->dtype() == b->dtype() && scalarConstant(a) && scalarConstant(b) &&
-         *scalarConstant(a) == *scalarConstant(b);
-}
-
 const char *matchPair(const Node &dequantize, const Node *&quantize) {
   quantize = definedBy(dequantize.operand(0), OpKind::QuantizeLinear);
   if (!quantize)
     return "its input is not a QuantizeLinear's result";
-  for (const Node *node : {quantize, &dequantize})
-    if (node->getInt("block_size", 0) != 0 || node->getInt("output_dtype", 0) != 0)
-      return "a block size or an output type";
+  if (!isPlainQuantizeOp(*quantize) || !isPlainQuantizeOp(dequantize))
+    return "a block size or an output type";
   const Value *scale = quantize->operand(1), *zero = quantize->operand(2);
   if (!zero || !sameScalar(scale, dequantize.operand(1)) ||
       !sameScalar(zero, dequantize.operand(2)))

@@ -30,20 +30,6 @@ using namespace match;
 
 namespace {
 
-bool isConstantOfShape(const Value *value, const std::vector<int64_t> &allowedCounts,
-                       size_t maxRank) {
-  if (!value || !value->isConstant() || !value->constantValue().hasData())
-    return false;
-  const Shape &shape = value->shape();
-  if (!shape.isRanked() || shape.rank() > maxRank)
-    return false;
-  int64_t count = value->constantValue().numElements();
-  for (int64_t allowed : allowedCounts)
-    if (count == allowed)
-      return true;
-  return false;
-}
-
 /// A per-tensor ([] / [1]) or per-column ([N]) constant.
 bool isScaleLike(const Value *value, int64_t columns) {
   return isConstantOfShape(value, {1, columns}, 1);

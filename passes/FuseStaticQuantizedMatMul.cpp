@@ -33,30 +33,6 @@ using namespace match;
 
 namespace {
 
-/// Whether `node` (QuantizeLinear or DequantizeLinear) is the default,
-/// per-tensor or per-axis form: no block size, no other output type.
-bool isPlainQuantizeOp(const Node &node) {
-  return node.getInt("block_size", 0) == 0 && node.getInt("output_dtype", 0) == 0;
-}
-
-/// A constant with data whose element count is one of `counts`, rank <= 1.
-bool isSmallConstant(const Value *value, std::initializer_list<int64_t> counts) {
-  if (!value || !value->isConstant() || !value->constantValue().hasData() ||
-      !value->shape().isRanked() || value->shape().rank() > 1)
-    return false;
-  int64_t n = value->constantValue().numElements();
-  for (int64_t count : counts)
-    if (n == count)
-      return true;
-  return false;
-}
-
-/// Whether two one-element constants hold the same number in the same dtype.
-bool sameScalar(const Value *a, const Value *b) {
-  return a->dtype() == b->dtype() && scalarConstant(a) && scalarConstant(b) &&
-         *scalarConstant(a) == *scalarConstant(b);
-}
-
 struct Match {
   Value *x = nullptr, *scale = nullptr, *zero = nullptr; // the activation's
   Value *weights = nullptr, *weightScale = nullptr, *weightZero = nullptr;
@@ -75,7 +51,7 @@ const char *matchActivation(Value *operand, Match &m) {
   Value *scale = quantize->operand(1), *zero = quantize->operand(2);
   if (!zero || !dequantize->operand(2))
     return "the activation's zero point is implicit (explicit u8/i8 zero points only)";
-  if (!isSmallConstant(scale, {1}) || !isSmallConstant(zero, {1}) ||
+  if (!isConstantOfShape(scale, {1}, 1) || !isConstantOfShape(zero, {1}, 1) ||
       scale->dtype() != DType::F32 || (zero->dtype() != DType::U8 && zero->dtype() != DType::I8))
     return "the activation is not quantized per tensor by constant f32 scale and u8/i8 zero point";
   if (!sameScalar(scale, dequantize->operand(1)) || !sameScalar(zero, dequantize->operand(2)))
@@ -110,10 +86,10 @@ const char *matchWeights(Value *operand, Match &m) {
   bool perAxis = scale->shape().isRanked() && scale->shape().numElements() != Dim(1);
   if (perAxis && axis != 1 && axis != -1)
     return "the weights are quantized per row (axis 0), which the GEMM cannot factor out";
-  if (scale->dtype() != DType::F32 || !isSmallConstant(scale, {1, columns}))
+  if (scale->dtype() != DType::F32 || !isConstantOfShape(scale, {1, columns}, 1))
     return "the weight scale is not a constant f32, per tensor or per column";
   if (zero && (zero->dtype() != w->dtype() ||
-               !isSmallConstant(zero, {scale->constantValue().numElements()})))
+               !isConstantOfShape(zero, {scale->constantValue().numElements()}, 1)))
     return "the weight zero point is not a constant of the weights' type shaped like the scale";
   m.weights = w;
   m.weightScale = scale;

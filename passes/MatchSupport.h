@@ -25,6 +25,35 @@ inline std::optional<double> scalarConstant(const Value *value) {
   return t.elementAsDouble(0);
 }
 
+/// Whether two one-element constants hold the same number in the same dtype
+/// (a QuantizeLinear's scale and its DequantizeLinear's).
+inline bool sameScalar(const Value *a, const Value *b) {
+  return a && b && a->dtype() == b->dtype() && scalarConstant(a) && scalarConstant(b) &&
+         *scalarConstant(a) == *scalarConstant(b);
+}
+
+/// A constant with contents, of rank <= `maxRank`, whose element count is
+/// one of `allowedCounts`.
+inline bool isConstantOfShape(const Value *value, const std::vector<int64_t> &allowedCounts,
+                              size_t maxRank) {
+  if (!value || !value->isConstant() || !value->constantValue().hasData())
+    return false;
+  const Shape &shape = value->shape();
+  if (!shape.isRanked() || shape.rank() > maxRank)
+    return false;
+  int64_t count = value->constantValue().numElements();
+  for (int64_t allowed : allowedCounts)
+    if (count == allowed)
+      return true;
+  return false;
+}
+
+/// Whether a QuantizeLinear or DequantizeLinear is the per-tensor / per-axis
+/// form: no block size, no explicit output type.
+inline bool isPlainQuantizeOp(const Node &node) {
+  return node.getInt("block_size", 0) == 0 && node.getInt("output_dtype", 0) == 0;
+}
+
 /// Whether `value` is within a relative 1e-4 of `expected`.
 inline bool near(std::optional<double> value, double expected) {
   return value && std::fabs(*value - expected) <= 1e-4 * std::fabs(expected);

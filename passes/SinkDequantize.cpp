@@ -30,7 +30,7 @@ bool isPerTensorDequantize(const Node &dequantize) {
     return v && v->shape().isRanked() && v->shape().numElements() == Dim(1);
   };
   return single(dequantize.operand(1)) && (!dequantize.operand(2) || single(dequantize.operand(2))) &&
-         dequantize.getInt("block_size", 0) == 0 && dequantize.getInt("output_dtype", 0) == 0;
+         isPlainQuantizeOp(dequantize);
 }
 
 class SinkDequantize : public Pass {
