@@ -211,6 +211,7 @@ def last_line(text: str) -> str:
 def compile_so(onnxc: str, model: str, library: str, dims: dict) -> str:
     """`onnxc compile MODEL -o LIBRARY --shape NAME=DIMS ...`: the wheel's file itself, its
     symbolic dims fixed by the command line (scalar inputs have none)."""
+    os.makedirs(os.path.dirname(library), exist_ok=True)
     command = [onnxc, "compile", model, "-o", library]
     for name, want in dims.items():
         if want:
