@@ -39,7 +39,11 @@
 // weights in [-64, 64] a pair is at most 255 * 64 * 2 = 32640, always exact;
 // outside that range the pair sums that pass 32767 / -32768 are clamped
 // there (IntegerGemmTest shows both). VNNI's vpdpbusd widens each product to
-// s32 first and never saturates; neither does Generic.
+// s32 first and never saturates; neither does Generic. The weights are
+// constants, so the compiler knows which case a GEMM is in: the lowering
+// takes the Avx2 kernel only when no pair of its weights can saturate
+// (integerGemmAvx2IsExact) and the exact Generic one otherwise, so a model
+// never depends on the clamp.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -72,6 +76,12 @@ int64_t integerGemmLanes(IntegerGemmIsa isa);
 int64_t integerGemmRows(IntegerGemmIsa isa);
 /// Weights of magnitude up to this never saturate the Avx2 kernel.
 inline constexpr int IntegerGemmAvx2SafeWeight = 64;
+
+/// True when the Avx2 kernel computes these weights exactly: for every
+/// column and every pair of rows (2i, 2i + 1) that vpmaddubsw adds, the
+/// largest and smallest sum of two u8 x weight products fits in s16. u8
+/// weights count as the s8 values packing stores (w - 128).
+bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n);
 
 inline int64_t integerGemmPaddedDepth(int64_t k) { return (k + 3) / 4 * 4; }
 inline int64_t integerGemmPaddedColumns(int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr; }

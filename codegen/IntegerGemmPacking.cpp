@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace onnxc {
@@ -38,6 +39,25 @@ int64_t integerGemmLanes(IntegerGemmIsa isa) { return isa == IntegerGemmIsa::Avx
 
 int64_t integerGemmRows(IntegerGemmIsa isa) {
   return isa == IntegerGemmIsa::Avx2 || isa == IntegerGemmIsa::Generic ? 4 : 6;
+}
+
+bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n) {
+  auto weight = [&](int64_t row, int64_t col) -> int32_t {
+    int64_t i = row * n + col;
+    return unsignedWeights ? int32_t(static_cast<const uint8_t *>(weights)[i]) - 128
+                           : int32_t(static_cast<const int8_t *>(weights)[i]);
+  };
+  for (int64_t col = 0; col < n; ++col)
+    for (int64_t row = 0; row < k; row += 2) {
+      int32_t first = weight(row, col), second = row + 1 < k ? weight(row + 1, col) : 0;
+      // A's bytes are u8 in [0, 255]: the extremes take 255 where the
+      // weight has the sign of the extreme and 0 elsewhere.
+      int32_t largest = 255 * (std::max(first, 0) + std::max(second, 0));
+      int32_t smallest = 255 * (std::min(first, 0) + std::min(second, 0));
+      if (largest > INT16_MAX || smallest < INT16_MIN)
+        return false;
+    }
+  return true;
 }
 
 PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWeights, int64_t k,

@@ -276,6 +276,13 @@ void lowerQuantizedMatMul(LoweringContext &ctx, const Node &node,
   for (size_t i = 0; i + 1 < a.rank(); ++i)
     plan.rows = plan.rows * a[i];
   plan.isa = ctx.integerGemmIsa();
+  if (plan.isa == IntegerGemmIsa::Avx2) {
+    // vpmaddubsw clamps pair sums to s16: weights that can reach the clamp
+    // take the exact generic kernel instead (IntegerGemm.h).
+    const Tensor &weights = requireConstant(ctx, node, plan.weights, "weight operand");
+    if (!integerGemmAvx2IsExact(weights.rawData(), weights.dtype() == DType::U8, plan.k, plan.n))
+      plan.isa = IntegerGemmIsa::Generic;
+  }
   plan.lanes = plan.isa == IntegerGemmIsa::Avx512Vnni ? 16 : 8;
   auto [packedB, columns] = packedWeights(ctx, plan);
 

@@ -218,6 +218,31 @@ TEST(IntegerGemmTest, Avx2SaturatesOutsideTheSafeRange) {
   EXPECT_EQ(run(IntegerGemmIsa::Avx2, extreme, 0, false, true).mismatches, 0);
 }
 
+TEST(IntegerGemmTest, Avx2ExactnessIsDecidedPerWeightPair) {
+  // Two rows, one column: the pair vpmaddubsw adds. u8 activations reach 255.
+  auto exact = [](std::vector<int8_t> w) {
+    return integerGemmAvx2IsExact(w.data(), false, int64_t(w.size()), 1);
+  };
+  EXPECT_TRUE(exact({64, 64}));     // 255 * 128 = 32640
+  EXPECT_FALSE(exact({65, 64}));    // 32895 > 32767
+  EXPECT_TRUE(exact({-128, 0}));    // -32640
+  EXPECT_TRUE(exact({127, -128}));  // opposite signs never add up
+  EXPECT_FALSE(exact({-128, -1}));  // -32895 < -32768
+  EXPECT_TRUE(exact({100, 0, 0, 100})); // different pairs
+  EXPECT_FALSE(exact({0, 0, 100, 100}));
+  EXPECT_TRUE(exact({127}));        // odd K: the padding is zero
+  // u8 weights are packed as w - 128.
+  std::vector<uint8_t> u = {255, 129};  // 127 + 1
+  EXPECT_TRUE(integerGemmAvx2IsExact(u.data(), true, 2, 1));
+  u = {255, 130};                       // 127 + 2
+  EXPECT_FALSE(integerGemmAvx2IsExact(u.data(), true, 2, 1));
+  // Columns are checked separately: [k=2, n=2] row-major.
+  std::vector<int8_t> w = {100, 1, 100, 1};
+  EXPECT_FALSE(integerGemmAvx2IsExact(w.data(), false, 2, 2));
+  w = {100, 100, 1, 1};
+  EXPECT_TRUE(integerGemmAvx2IsExact(w.data(), false, 2, 2));
+}
+
 TEST(IntegerGemmTest, PackingInterleavesGroupsOfFourAndSumsColumns) {
   // k = 5 (two groups, the second padded), n = 3, one 16-column panel.
   const int64_t k = 5, n = 3;
