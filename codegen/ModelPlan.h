@@ -85,6 +85,11 @@ struct PlanStep {
   /// Why the kernel may return non-zero ("an index of 'ids' is out of
   /// range"); empty when it always returns 0.
   std::string failure;
+  /// A branch step (model_abi.h's ONNXC_STEP_BRANCH, a loop's entry or
+  /// back-edge): one task, and a kernel result of ONNXC_BRANCH_TAKEN
+  /// continues the run at step `branchTarget`.
+  bool isBranch = false;
+  int32_t branchTarget = 0;
 };
 
 /// A condition the runtime checks when binding inputs (onnxc_assumption):

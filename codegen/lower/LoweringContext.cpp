@@ -143,8 +143,10 @@ std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicV
   return {begin, end};
 }
 
-void StepBuilder::finish() {
-  kernel_->finish(kernel_->ir().getInt32(0));
+void StepBuilder::finish() { finish(kernel_->ir().getInt32(0)); }
+
+void StepBuilder::finish(llvm::Value *status) {
+  kernel_->finish(status);
   finished_ = true;
   context_.addStep(std::move(step_));
   step_ = PlanStep();
