@@ -90,6 +90,9 @@ struct PlanStep {
   /// continues the run at step `branchTarget`.
   bool isBranch = false;
   int32_t branchTarget = 0;
+  /// The step copies buffers[0] whole into buffers[1] and does nothing else
+  /// (LoweringContext::copyBuffer); a loop may make it copy in place.
+  bool isCopy = false;
 };
 
 /// A condition the runtime checks when binding inputs (onnxc_assumption):

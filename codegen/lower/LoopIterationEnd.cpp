@@ -4,6 +4,10 @@
 
 #include "codegen/lower/SubgraphLowering.h"
 
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
 #include <map>
 
 namespace onnxc::lower {
@@ -24,15 +28,25 @@ std::pair<int64_t, int64_t> namingSteps(const ModelPlan &plan, int32_t buffer, s
   return {firstNaming, lastNaming};
 }
 
+/// Whether step `s` only copies buffer `from` whole into buffer `to` (the
+/// first step of a ScatterND, a view returned as an output).
+bool isWholeCopy(const ModelPlan &plan, int64_t s, int32_t from, int32_t to) {
+  const PlanStep &step = plan.steps[size_t(s)];
+  return step.isCopy && step.buffers.size() == 2 && step.buffers[0] == from &&
+         step.buffers[1] == to;
+}
+
 /// Carried outputs computed straight into their state buffer: a temp T of
 /// the body whose first write comes after the last read of the state's old
 /// value (no other output returns that old value, which the end of the
-/// iteration would then read). Returns T -> state.
+/// iteration would then read), or whose first write is a copy of the old
+/// value that the last read (a ScatterND updating a carried tensor: the
+/// copy is then elided, `elided`). Returns T -> state.
 std::map<int32_t, int32_t> chooseInPlace(const ModelPlan &plan,
                                          const std::vector<BodyOutput> &outputs,
                                          const std::vector<int32_t> &sources,
                                          const std::set<int32_t> &outputTemps, size_t bodyFirst,
-                                         size_t bodyEnd) {
+                                         size_t bodyEnd, std::vector<size_t> &elided) {
   std::map<int32_t, int32_t> renamed;
   for (size_t j = 0; j < outputs.size(); ++j) {
     int32_t temp = sources[j], state = outputs[j].state;
@@ -45,11 +59,36 @@ std::map<int32_t, int32_t> chooseInPlace(const ModelPlan &plan,
       continue;
     int64_t lastRead = namingSteps(plan, state, bodyFirst, bodyEnd).second;
     int64_t firstWrite = namingSteps(plan, temp, bodyFirst, bodyEnd).first;
-    if (firstWrite < 0 || lastRead >= firstWrite)
+    if (firstWrite < 0)
+      continue;
+    if (lastRead == firstWrite && isWholeCopy(plan, firstWrite, state, temp))
+      elided.push_back(size_t(firstWrite));
+    else if (lastRead >= firstWrite)
       continue;
     renamed.emplace(temp, state);
   }
   return renamed;
+}
+
+/// Makes step `s` (a copy of a buffer onto itself after renaming) do
+/// nothing: no buffers, a kernel that returns at once.
+void elideStep(LoweringContext &ctx, size_t s) {
+  PlanStep &step = ctx.plan().steps[s];
+  llvm::Module &module = ctx.module();
+  llvm::Function *noop = llvm::Function::Create(kernelFunctionType(module.getContext()),
+                                                llvm::GlobalValue::InternalLinkage,
+                                                ctx.uniqueName("elided_copy"), module);
+  noop->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(module.getContext(), "entry", noop));
+  b.CreateRet(b.getInt32(0));
+  if (step.taskCount)
+    step.taskCount->eraseFromParent();
+  step.taskCount = nullptr;
+  step.kernel->eraseFromParent();
+  step.kernel = noop;
+  step.buffers.clear();
+  step.isCopy = false;
+  step.name += " (elided: updated in place)";
 }
 
 void renameBuffers(ModelPlan &plan, const std::map<int32_t, int32_t> &renamed, size_t first,
@@ -100,11 +139,14 @@ std::vector<SliceWindow> finishIteration(LoweringContext &ctx, LoweringContext &
   size_t bodyEnd = plan.steps.size();
   std::vector<int32_t> sources;
   for (const BodyOutput &output : outputs)
-    sources.push_back(inner.bufferOf(output.value));
+    sources.push_back(output.state < 0 && output.stacked < 0 ? -1 : inner.bufferOf(output.value));
 
+  std::vector<size_t> elided;
   std::map<int32_t, int32_t> renamed =
-      chooseInPlace(plan, outputs, sources, outputTemps, bodyFirst, bodyEnd);
+      chooseInPlace(plan, outputs, sources, outputTemps, bodyFirst, bodyEnd, elided);
   renameBuffers(plan, renamed, bodyFirst, bodyEnd);
+  for (size_t s : elided)
+    elideStep(ctx, s);
 
   // Scan outputs: a row the body computes into a temp of its own is
   // computed into the stacked result instead, when the row is contiguous.

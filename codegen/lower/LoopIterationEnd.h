@@ -33,6 +33,7 @@ struct BodyOutput {
   StackLayout layout;
   /// For step names: "carry 'h'", "stack 'ys'".
   std::string what;
+  // Neither: nothing to do (a Loop's condition that stays true).
 };
 
 /// Emits the end of an iteration whose body steps start at `bodyFirst` and

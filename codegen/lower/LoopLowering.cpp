@@ -91,12 +91,12 @@ void checkResults(const Node &node, const std::set<std::string> &bound, size_t c
         result->shape().rank() >= 1) {
       Shape row(std::vector<Dim>(result->shape().dims().begin() + 1, result->shape().dims().end()));
       if (sizable(row, bound))
-        refuse(node, "its scan output '" + result->name() + "' " + result->shape().str() +
+        refuse(node, "its scan output '" + result->name() + "' " + result->type().str() +
                          " has one row per iteration, and the number of iterations is only "
                          "known once the loop has run (the body computes its condition, or M "
                          "does not follow from the inputs' dims)");
     }
-    refuse(node, "result '" + result->name() + "' has shape " + result->shape().str() +
+    refuse(node, "result '" + result->name() + "' is " + result->type().str() +
                      ", which does not follow from the inputs' dims");
   }
 }
@@ -115,7 +115,7 @@ void checkLoop(const Node &node, const std::set<std::string> &bound) {
     const Value *input = body.inputs()[shape.firstCarriedInput + k];
     const TensorType &returned = body.outputs()[shape.firstCarriedOutput + k].value->type();
     if (input->type() != initial || returned != initial)
-      refuse(node, "loop-carried value '" + input->name() + "' changes shape between iterations " +
+      refuse(node, "loop-carried value '" + input->name() + "' may change shape between iterations " +
                        "(it enters as " + initial.str() + " and the body returns " +
                        returned.str() + "); codegen needs one shape for every iteration");
   }
@@ -242,7 +242,15 @@ void lowerLoop(LoweringContext &ctx, const Node &node) {
     control.length = node.result(carried)->shape()[0];
   plan.inputBuffers[0] = control.iteration;
   plan.inputBuffers[1] = control.condition;
-  plan.outputs[0] = {body.outputs()[0].value, control.condition, -1, {}, "carry the condition"};
+  // A condition the body returns as it came in, or as a true constant,
+  // stays true (the iteration runs only while it is): nothing to carry.
+  const Value *conditionOut = body.outputs()[0].value;
+  bool staysTrue = conditionOut == body.inputs()[1] ||
+                   (conditionOut->isConstant() && conditionOut->constantValue().hasData() &&
+                    conditionOut->constantValue().numElements() == 1 &&
+                    conditionOut->constantValue().elementAsDouble(0) != 0);
+  plan.outputs[0] = {conditionOut, staysTrue ? -1 : control.condition, -1, {},
+                     "carry the condition"};
   addCarriedState(ctx, node, plan, body);
   for (size_t s = carried; s < node.numResults(); ++s) {
     const Value *result = node.result(s);

@@ -292,6 +292,7 @@ void LoweringContext::copyBuffer(int32_t from, int32_t to, const Dim &bytes,
   k.ifThen(b.CreateICmpSGT(count, k.i64(0)),
            [&] { b.CreateMemCpy(target, MaybeAlign(1), source, MaybeAlign(1), count); });
   step.finish();
+  plan_.steps.back().isCopy = true;
 }
 
 void LoweringContext::finalize() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # tests/controlflow/torch_loops.py - torch.jit.script loops through torch.onnx, compiled
 #
-# Real loops as torch 1.13's exporter writes them (opset 14 and 17): scripted
+# Real loops as torch 1.13's exporter writes them (opsets 14 and 17): scripted
 # modules whose `for t in range(x.size(0))` becomes a Loop with M from
 # Shape -> Gather and an always-true condition, a `while` whose condition
 # the body computes through an If (short-circuit `and`), a tensor filled row
@@ -77,15 +77,15 @@ def rnn_inputs(rng, t):
             "h0": rng.standard_normal((2, 8)).astype(np.float32)}
 
 
-# name, module, dynamic axes, inputs for a trip count, trip counts (the
-# last two read x[0] before their loop: no zero)
+# name, opset, module, dynamic axes, inputs for a trip count, trip counts
+# (the last two read x[0] before their loop: no zero)
 MODELS = [
-    ("rnn", Rnn, {"x": {0: "T", 1: "B"}, "h0": {0: "B"}}, rnn_inputs, [1, 3, 11, 0]),
-    ("fill", Fill, {"x": {0: "T", 1: "B"}, "h0": {0: "B"}}, rnn_inputs, [1, 3, 11, 0]),
-    ("while", While, {"x": {0: "T"}},
+    ("rnn", 14, Rnn, {"x": {0: "T", 1: "B"}, "h0": {0: "B"}}, rnn_inputs, [1, 3, 11, 0]),
+    ("fill", 17, Fill, {"x": {0: "T", 1: "B"}, "h0": {0: "B"}}, rnn_inputs, [1, 3, 11, 0]),
+    ("while", 14, While, {"x": {0: "T"}},
      lambda rng, t: {"x": rng.standard_normal((t, 3)).astype(np.float32),
                      "limit": np.array(4.0 + t / 2, np.float32)}, [1, 3, 11, 40]),
-    ("nested", Nested, {"x": {0: "T"}},
+    ("nested", 17, Nested, {"x": {0: "T"}},
      lambda rng, t: {"x": rng.standard_normal((t, 5)).astype(np.float32)}, [1, 2, 9]),
 ]
 
@@ -108,50 +108,53 @@ def run_library(onnxc, library, inputs, out):
     return subprocess.run(args, capture_output=True, text=True)
 
 
+def check_model(onnxc, workdir, entry, failures):
+    """Exports one model, compiles it once and runs it at every trip count."""
+    name, opset, module, dynamic, make_inputs, trip_counts = entry
+    label = f"{name}-opset{opset}"
+    folder = os.path.join(workdir, label)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    export(module, make_inputs(np.random.default_rng(0), 4), dynamic, path, opset)
+    library = os.path.join(folder, "model.so")
+    compiled = subprocess.run([onnxc, "compile", path, "-o", library], capture_output=True,
+                              text=True)
+    if compiled.returncode != 0:
+        failures.append(f"{label}: compile: exit {compiled.returncode}: {compiled.stderr.strip()}")
+        return
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in session.get_outputs()]
+    rng = np.random.default_rng(1)
+    for trips in trip_counts:
+        inputs = make_inputs(rng, trips)
+        expected = session.run(None, inputs)
+        out = os.path.join(folder, f"so{trips}")
+        done = run_library(onnxc, library, inputs, out)
+        if done.returncode != 0:
+            failures.append(f"{label} T={trips}: exit {done.returncode}: {done.stderr.strip()}")
+            continue
+        worst = 0.0
+        for oname, want in zip(outputs, expected):
+            got = np.load(os.path.join(out, oname + ".npy"))
+            if got.shape != want.shape:
+                failures.append(f"{label} T={trips}: output {oname}: shape {got.shape}, "
+                                f"onnxruntime {want.shape}")
+                break
+            if want.size:
+                scale = max(float(np.max(np.abs(want))), 1e-6)
+                worst = max(worst, float(np.max(np.abs(got - want))) / scale)
+        else:
+            if worst > 1e-4:
+                failures.append(f"{label} T={trips}: max rel err {worst:.2e}")
+            else:
+                print(f"ok   {label} T={trips}: max rel err {worst:.1e}")
+
+
 def main():
     onnxc, workdir = sys.argv[1], sys.argv[2]
     failures = []
-    for opset in [14, 17]:
-        for name, module, dynamic, make_inputs, trip_counts in MODELS:
-            label = f"{name}-opset{opset}"
-            folder = os.path.join(workdir, label)
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, "model.onnx")
-            example = make_inputs(np.random.default_rng(0), 4)
-            export(module, example, dynamic, path, opset)
-            library = os.path.join(folder, "model.so")
-            compiled = subprocess.run([onnxc, "compile", path, "-o", library],
-                                      capture_output=True, text=True)
-            if compiled.returncode != 0:
-                failures.append(f"{label}: compile: exit {compiled.returncode}: "
-                                f"{compiled.stderr.strip()}")
-                continue
-            session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-            outputs = [o.name for o in session.get_outputs()]
-            rng = np.random.default_rng(1)
-            for trips in trip_counts:
-                inputs = make_inputs(rng, trips)
-                expected = session.run(None, inputs)
-                out = os.path.join(folder, f"so{trips}")
-                done = run_library(onnxc, library, inputs, out)
-                if done.returncode != 0:
-                    failures.append(f"{label} T={trips}: exit {done.returncode}: "
-                                    f"{done.stderr.strip()}")
-                    continue
-                worst = 0.0
-                for oname, want in zip(outputs, expected):
-                    got = np.load(os.path.join(out, oname + ".npy"))
-                    if got.shape != want.shape:
-                        failures.append(f"{label} T={trips}: output {oname}: shape {got.shape}, "
-                                        f"onnxruntime {want.shape}")
-                        break
-                    scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-6)
-                    worst = max(worst, float(np.max(np.abs(got - want))) / scale if want.size else 0)
-                else:
-                    if worst > 1e-4:
-                        failures.append(f"{label} T={trips}: max rel err {worst:.2e}")
-                    else:
-                        print(f"ok   {label} T={trips}: max rel err {worst:.1e}")
+    for entry in MODELS:
+        check_model(onnxc, workdir, entry, failures)
     for failure in failures:
         print("FAIL " + failure)
     print(f"{len(failures)} failures")
