@@ -15,6 +15,11 @@ namespace onnxc::lower {
 namespace {
 
 /// The first and last step of [first, end) that name `buffer` (-1: none).
+/// Step order is run order here even across a loop nested in the body: a
+/// buffer of this body named inside the nested loop is also named by that
+/// loop's entry and back-edge (keepAliveAcrossIterations), so its first
+/// naming comes no later, and its last no sooner, than any run of the
+/// nested loop's steps.
 std::pair<int64_t, int64_t> namingSteps(const ModelPlan &plan, int32_t buffer, size_t first,
                                         size_t end) {
   int64_t firstNaming = -1, lastNaming = -1;
@@ -40,8 +45,8 @@ bool isWholeCopy(const ModelPlan &plan, int64_t s, int32_t from, int32_t to) {
 /// the body whose first write comes after the last read of the state's old
 /// value (no other output returns that old value, which the end of the
 /// iteration would then read), or whose first write is a copy of the old
-/// value that the last read (a ScatterND updating a carried tensor: the
-/// copy is then elided, `elided`). Returns T -> state.
+/// value that is also its last read (a ScatterND updating a carried tensor:
+/// the copy is then elided, `elided`). Returns T -> state.
 std::map<int32_t, int32_t> chooseInPlace(const ModelPlan &plan,
                                          const std::vector<BodyOutput> &outputs,
                                          const std::vector<int32_t> &sources,

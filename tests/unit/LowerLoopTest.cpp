@@ -127,6 +127,34 @@ graph @fill(%x: f32[n, 4]) -> (%out: f32[n, 4]) {
     expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {n, 4}, 12)}});
 }
 
+TEST(LowerLoop, InPlaceLooksThroughNestedLoops) {
+  // The outer carried value's new rows are the inner loop's scan output,
+  // written row by row while the inner body still reads the old value: in
+  // the body's step order the read comes first, but the inner loop runs it
+  // again after the first row is written. The inner entry names both
+  // buffers (they live across its iterations), so the new value is not
+  // computed in place.
+  auto graph = parseGraph(R"(
+graph @nested(%m: i64[], %v0: f32[3, 2]) -> (%v: f32[3, 2]) {
+  %v = Loop(%m, _, %v0) body = graph @outer(%i: i64[], %c: bool[], %v_in: f32[3, 2]) -> (%c: bool[], %rows: f32[3, 2]) {
+    const %three: i64[] = dense<3>
+    %rows = Loop(%three, _, %v_in) {captures = 1} body = graph @inner(%j: i64[], %c2: bool[], %v_in: f32[3, 2]) -> (%c2: bool[], %row: f32[2]) {
+      %r = Gather(%v_in, %j) {axis = 0}
+      %total = ReduceSum(%v_in) {keepdims = 0}
+      %row = Add(%r, %total)
+      return %c2, %row
+    }
+    return %c, %rows
+  }
+  return %v
+}
+)");
+  EXPECT_NE(findStep(lowerOnly(*graph), "carry 'v'"), nullptr);
+  for (int64_t m : {1, 3})
+    expectCompiledMatchesReference(*graph, {{"m", Tensor::scalar<int64_t>(m)},
+                                            {"v0", randomOf(DType::F32, {3, 2}, 13)}});
+}
+
 TEST(LowerLoop, CarriedValuesThatTradePlaces) {
   // (a, b) -> (b, a + 1): the old b must reach a after the new b is made.
   auto graph = parseGraph(R"(
