@@ -115,9 +115,10 @@ void checkLoop(const Node &node, const std::set<std::string> &bound) {
     const Value *input = body.inputs()[shape.firstCarriedInput + k];
     const TensorType &returned = body.outputs()[shape.firstCarriedOutput + k].value->type();
     if (input->type() != initial || returned != initial)
-      refuse(node, "loop-carried value '" + input->name() + "' may change shape between iterations " +
-                       "(it enters as " + initial.str() + " and the body returns " +
-                       returned.str() + "); codegen needs one shape for every iteration");
+      refuse(node, "loop-carried value '" + input->name() +
+                       "' may change shape between iterations " + "(it enters as " + initial.str() +
+                       " and the body returns " + returned.str() +
+                       "); codegen needs one shape for every iteration");
   }
   checkResults(node, bound, shape.carried);
   if (std::optional<std::string> value = unsizableValue(body, bound))
@@ -173,8 +174,8 @@ void addCarriedState(LoweringContext &ctx, const Node &node, LoopPlan &plan, con
                    byteSize(result), valueLabel("initial", result));
     plan.inputBuffers[shape.firstCarriedInput + k] = state;
     const Value *returned = body.outputs()[shape.firstCarriedOutput + k].value;
-    plan.outputs[shape.firstCarriedOutput + k] = {returned, state, -1, {},
-                                                 valueLabel("carry", result)};
+    plan.outputs[shape.firstCarriedOutput + k] = {
+        returned, state, -1, {}, valueLabel("carry", result)};
   }
 }
 
@@ -214,8 +215,8 @@ void lowerIterations(LoweringContext &ctx, const Node &node, LoopPlan &plan) {
     addSliceCopy(ctx, unstack.what, unstack.stacked, unstack.slice, unstack.layout,
                  plan.control.iteration, /*intoStacked=*/false);
   lowerSubgraphNodes(inner, body);
-  std::vector<SliceWindow> windows = finishIteration(ctx, inner, plan.outputs, outputTemps,
-                                                     entry + 1, plan.control.iteration);
+  std::vector<SliceWindow> windows =
+      finishIteration(ctx, inner, plan.outputs, outputTemps, entry + 1, plan.control.iteration);
   size_t backEdge = ctx.plan().steps.size();
   windows.insert(windows.end(), plan.inputWindows.begin(), plan.inputWindows.end());
   applyWindows(ctx, entry + 1, backEdge, windows, plan.control.iteration);
@@ -249,8 +250,8 @@ void lowerLoop(LoweringContext &ctx, const Node &node) {
                    (conditionOut->isConstant() && conditionOut->constantValue().hasData() &&
                     conditionOut->constantValue().numElements() == 1 &&
                     conditionOut->constantValue().elementAsDouble(0) != 0);
-  plan.outputs[0] = {conditionOut, staysTrue ? -1 : control.condition, -1, {},
-                     "carry the condition"};
+  plan.outputs[0] = {
+      conditionOut, staysTrue ? -1 : control.condition, -1, {}, "carry the condition"};
   addCarriedState(ctx, node, plan, body);
   for (size_t s = carried; s < node.numResults(); ++s) {
     const Value *result = node.result(s);
@@ -272,8 +273,7 @@ void lowerScan(LoweringContext &ctx, const Node &node) {
   addCarriedState(ctx, node, plan, body);
   for (size_t j = 0; j < inputs; ++j) {
     const Value *stacked = node.operand(states + j);
-    int64_t axis =
-        axisAttribute(node, "scan_input_axes", j, int64_t(stacked->shape().rank()));
+    int64_t axis = axisAttribute(node, "scan_input_axes", j, int64_t(stacked->shape().rank()));
     StackLayout layout =
         stackLayout(stacked, size_t(axis), reversedAttribute(node, "scan_input_directions", j));
     if (!control.length)
@@ -296,8 +296,8 @@ void lowerScan(LoweringContext &ctx, const Node &node) {
     const Value *result = node.result(s);
     int64_t axis =
         axisAttribute(node, "scan_output_axes", s - states, int64_t(result->shape().rank()));
-    StackLayout layout =
-        stackLayout(result, size_t(axis), reversedAttribute(node, "scan_output_directions", s - states));
+    StackLayout layout = stackLayout(result, size_t(axis),
+                                     reversedAttribute(node, "scan_output_directions", s - states));
     plan.outputs[s] = {body.outputs()[s].value, -1, ctx.bufferOf(result), layout,
                        valueLabel("stack", result)};
   }

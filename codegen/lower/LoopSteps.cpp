@@ -163,7 +163,8 @@ void addSliceCopy(LoweringContext &ctx, const std::string &name, int32_t stacked
   k.forRange(begin, end, [&](llvm::Value *run) {
     llvm::Value *stackedOffset = b.CreateMul(b.CreateAdd(b.CreateMul(run, length), index), inner);
     llvm::Value *sliceOffset = b.CreateMul(run, inner);
-    llvm::Value *inStacked = b.CreateInBoundsGEP(b.getInt8Ty(), k.buffer(stackedSlot), stackedOffset);
+    llvm::Value *inStacked =
+        b.CreateInBoundsGEP(b.getInt8Ty(), k.buffer(stackedSlot), stackedOffset);
     llvm::Value *inSlice = b.CreateInBoundsGEP(b.getInt8Ty(), k.buffer(sliceSlot), sliceOffset);
     if (intoStacked)
       b.CreateMemCpy(inStacked, llvm::MaybeAlign(1), inSlice, llvm::MaybeAlign(1), inner);
@@ -191,9 +192,9 @@ void applyWindows(LoweringContext &ctx, size_t first, size_t end,
     unsigned iterationSlot = unsigned(step.buffers.size());
     step.buffers.push_back(iteration);
     llvm::Function *inner = step.kernel;
-    llvm::Function *wrapper = llvm::Function::Create(
-        kernelFunctionType(llvmContext), llvm::GlobalValue::InternalLinkage,
-        ctx.uniqueName(inner->getName().str() + ".window"), module);
+    llvm::Function *wrapper =
+        llvm::Function::Create(kernelFunctionType(llvmContext), llvm::GlobalValue::InternalLinkage,
+                               ctx.uniqueName(inner->getName().str() + ".window"), module);
     wrapper->addFnAttr(llvm::Attribute::NoUnwind);
     wrapper->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
     FunctionBuilder f(wrapper, wrapper->getArg(1), ctx.symbolIndex());

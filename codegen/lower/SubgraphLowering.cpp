@@ -7,8 +7,7 @@
 
 namespace onnxc::lower {
 
-const char *const kReferenceFallback =
-    " (use `onnxc run --backend=ref` to evaluate this model)";
+const char *const kReferenceFallback = " (use `onnxc run --backend=ref` to evaluate this model)";
 
 Dim byteSize(const Value *value) {
   Dim bytes(int64_t(dtypeSize(value->dtype())));
@@ -41,9 +40,8 @@ void lowerSubgraphNodes(LoweringContext &ctx, const Graph &graph) {
       used = used || (result && (result->hasUses() || graph.isOutput(result)));
     if (!used)
       continue;
-    withSizeContext(node->describe(), [&] {
-      opLowerings().lowerings[unsigned(node->kind())](ctx, *node);
-    });
+    withSizeContext(node->describe(),
+                    [&] { opLowerings().lowerings[unsigned(node->kind())](ctx, *node); });
     ctx.markLowered(*node);
   }
 }

@@ -151,8 +151,8 @@ graph @nested(%m: i64[], %v0: f32[3, 2]) -> (%v: f32[3, 2]) {
 )");
   EXPECT_NE(findStep(lowerOnly(*graph), "carry 'v'"), nullptr);
   for (int64_t m : {1, 3})
-    expectCompiledMatchesReference(*graph, {{"m", Tensor::scalar<int64_t>(m)},
-                                            {"v0", randomOf(DType::F32, {3, 2}, 13)}});
+    expectCompiledMatchesReference(
+        *graph, {{"m", Tensor::scalar<int64_t>(m)}, {"v0", randomOf(DType::F32, {3, 2}, 13)}});
 }
 
 TEST(LowerLoop, CarriedValuesThatTradePlaces) {
@@ -237,9 +237,10 @@ graph @scan(%s0: f32[2, 3], %x: f32[2, n, 3]) -> (%s: f32[2, 3], %ys: f32[2, n, 
   EXPECT_NE(findStep(plan, "stack 'ys'"), nullptr);
   EXPECT_EQ(findStep(plan, "stack 'zs'"), nullptr); // rows of zs are contiguous: in place
   for (int64_t n : {1, 4, 33})
-    expectCompiledMatchesReference(*graph, {{"s0", randomOf(DType::F32, {2, 3}, 7)},
-                                            {"x", randomOf(DType::F32, {2, n, 3}, 8)}},
-                                   1e-4, 1e-6, 2);
+    expectCompiledMatchesReference(
+        *graph,
+        {{"s0", randomOf(DType::F32, {2, 3}, 7)}, {"x", randomOf(DType::F32, {2, n, 3}, 8)}}, 1e-4,
+        1e-6, 2);
 }
 
 TEST(LowerScan, InputsOfDifferentLengthsFailTheRun) {
@@ -275,10 +276,11 @@ graph @grows(%m: i64[], %v0: f32[2]) -> (%v: f32[?]) {
   return %v
 }
 )");
-  EXPECT_NE(errorOf([&] { lowerOnly(*grows); })
-                .find("node Loop '%v': cannot compile Loop: loop-carried value 'v_in' may change shape "
-                      "between iterations"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { lowerOnly(*grows); })
+          .find("node Loop '%v': cannot compile Loop: loop-carried value 'v_in' may change shape "
+                "between iterations"),
+      std::string::npos);
   auto until = parseGraph(R"(
 graph @until(%m: i64[], %v0: f32[2]) -> (%v: f32[2], %trace: f32[?, 2]) {
   %v, %trace = Loop(%m, _, %v0) body = graph @b(%i: i64[], %cond: bool[], %v_in: f32[2]) -> (%go: bool[], %w_next: f32[2], %w_row: f32[2]) {
@@ -291,9 +293,9 @@ graph @until(%m: i64[], %v0: f32[2]) -> (%v: f32[2], %trace: f32[?, 2]) {
   return %v, %trace
 }
 )");
-  EXPECT_NE(errorOf([&] { lowerOnly(*until); })
-                .find("cannot compile Loop: its scan output 'trace'"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { lowerOnly(*until); }).find("cannot compile Loop: its scan output 'trace'"),
+      std::string::npos);
 }
 
 } // namespace

@@ -78,9 +78,21 @@ struct LoopModel {
       steps[s].num_buffers = int32_t(stepBuffers[s].size());
       steps[s].buffers = stepBuffers[s].data();
     }
-    model = {ONNXC_ABI_VERSION, "loop", 1, symbolNames, symbolSources, 1, inputs.data(), 1,
-             outputs.data(), int32_t(buffers.size()), buffers.data(), int32_t(steps.size()),
-             steps.data(), 0, nullptr};
+    model = {ONNXC_ABI_VERSION,
+             "loop",
+             1,
+             symbolNames,
+             symbolSources,
+             1,
+             inputs.data(),
+             1,
+             outputs.data(),
+             int32_t(buffers.size()),
+             buffers.data(),
+             int32_t(steps.size()),
+             steps.data(),
+             0,
+             nullptr};
     return &model;
   }
 
