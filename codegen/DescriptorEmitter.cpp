@@ -48,7 +48,7 @@ struct AbiTypes {
     tensorInfo = named(context, "onnxc_tensor_info", {ptr, i32, i32, ptr, ptr});
     symbolSource = named(context, "onnxc_symbol_source", {i32, i32});
     buffer = named(context, "onnxc_buffer", {i32, i32, ptr, ptr, i32, i32});
-    step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr});
+    step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr, i32, i32});
     assumption = named(context, "onnxc_assumption", {ptr, i32, ptr});
     descriptor = named(context, "onnxc_model_descriptor",
                        {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
@@ -331,6 +331,10 @@ llvm::Constant *DescriptorBuilder::steps() {
              " but the model has ", plan_.buffers.size());
       indices.push_back(i32(index));
     }
+    if (step.isBranch && (step.taskCount || step.branchTarget < 0 ||
+                          size_t(step.branchTarget) > plan_.steps.size()))
+      fail("model '", plan_.name, "': branch step '", step.name, "' has a task count or targets ",
+           "step ", step.branchTarget, " of ", plan_.steps.size());
     steps.push_back(llvm::ConstantStruct::get(
         types_.step,
         {string(step.name),
@@ -338,7 +342,9 @@ llvm::Constant *DescriptorBuilder::steps() {
          kernelPointer(step.taskCount, taskCountFunctionType(context_), step, "task count"),
          i32(int64_t(indices.size())), array(types_.i32, indices, "step_buffers"),
          step.failure.empty() ? llvm::ConstantPointerNull::get(types_.ptr)
-                              : string(step.failure)}));
+                              : string(step.failure),
+         i32(step.isBranch ? ONNXC_STEP_BRANCH : ONNXC_STEP_KERNEL),
+         i32(step.isBranch ? step.branchTarget : 0)}));
   }
   return array(types_.step, steps, "steps");
 }
@@ -400,7 +406,8 @@ void checkDescriptorLayout(const llvm::Module &module) {
   checkStruct(layout, types.step, sizeof(onnxc_step),
               {offsetof(onnxc_step, name), offsetof(onnxc_step, kernel),
                offsetof(onnxc_step, task_count), offsetof(onnxc_step, num_buffers),
-               offsetof(onnxc_step, buffers), offsetof(onnxc_step, failure)});
+               offsetof(onnxc_step, buffers), offsetof(onnxc_step, failure),
+               offsetof(onnxc_step, kind), offsetof(onnxc_step, branch_target)});
   checkStruct(layout, types.assumption, sizeof(onnxc_assumption),
               {offsetof(onnxc_assumption, expr), offsetof(onnxc_assumption, kind),
                offsetof(onnxc_assumption, message)});

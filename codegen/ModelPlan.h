@@ -85,6 +85,14 @@ struct PlanStep {
   /// Why the kernel may return non-zero ("an index of 'ids' is out of
   /// range"); empty when it always returns 0.
   std::string failure;
+  /// A branch step (model_abi.h's ONNXC_STEP_BRANCH, a loop's entry or
+  /// back-edge): one task, and a kernel result of ONNXC_BRANCH_TAKEN
+  /// continues the run at step `branchTarget`.
+  bool isBranch = false;
+  int32_t branchTarget = 0;
+  /// The step copies buffers[0] whole into buffers[1] and does nothing else
+  /// (LoweringContext::copyBuffer); a loop may make it copy in place.
+  bool isCopy = false;
 };
 
 /// A condition the runtime checks when binding inputs (onnxc_assumption):

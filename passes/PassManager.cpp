@@ -55,15 +55,54 @@ bool PassManager::run(Graph &graph) {
 
 namespace {
 
+bool runOnBranches(Pass &pass, Graph &graph, PassContext &context);
+
+/// Whether `graph` or one of its subgraphs has a Loop or Scan.
+bool hasLoop(const Graph &graph) {
+  for (const Node *node : graph.nodeList()) {
+    if (node->kind() == OpKind::Loop || node->kind() == OpKind::Scan)
+      return true;
+    for (const auto &[name, subgraph] : node->subgraphs())
+      if (hasLoop(*subgraph))
+        return true;
+  }
+  return false;
+}
+
+/// Runs `pass` on the body of every Loop and Scan in `graph`, nested ones
+/// included, so that a compiled loop runs a body folded and fused like the
+/// graph around it. The body's inputs keep the types the loop's shape rule
+/// gave them (the carried values' fixed point); a body that does not infer
+/// again is left as it is.
+bool runOnBodies(Pass &pass, Graph &graph, PassContext &context) {
+  bool changed = false;
+  for (Node *node : graph.nodeList()) {
+    if (node->kind() != OpKind::Loop && node->kind() != OpKind::Scan)
+      continue;
+    Graph &body = *node->subgraph("body");
+    try {
+      inferShapes(body);
+      changed |= pass.run(body, context);
+      changed |= runOnBranches(pass, body, context);
+    } catch (const SizeError &) {
+      throw;
+    } catch (const Error &) {
+      // Left as it is: the reference evaluator reports a body that cannot
+      // run, naming its node.
+    }
+  }
+  return changed;
+}
+
 /// Runs `pass` on the branches of every If in `graph` whose condition is not
 /// a constant (those are inlined instead), nested Ifs included, so that a
 /// run-time If reaches codegen with its branches folded and fused like the
 /// graph around it. A branch is first re-typed from the If's operands and
 /// inferred; one that does not infer (the ill-typed branch of an exporter's
 /// function expansion, or a branch written for other input shapes, which
-/// cannot run) is left as it is.
+/// cannot run) is left as it is. Loop and Scan bodies: runOnBodies.
 bool runOnBranches(Pass &pass, Graph &graph, PassContext &context) {
-  bool changed = false;
+  bool changed = runOnBodies(pass, graph, context);
   for (Node *node : graph.nodesOfKind(OpKind::If)) {
     if (node->operand(0)->isConstant())
       continue;
@@ -102,11 +141,13 @@ bool PassManager::runPass(Pass &pass, Graph &graph) {
   bool changed;
   try {
     changed = pass.run(graph, context);
-    if (runOnBranches(pass, graph, context)) {
-      // The If results take their branches' new types.
+    bool subgraphsChanged = runOnBranches(pass, graph, context);
+    // The If results take their branches' new types; a loop body inferred
+    // on its own above has lost what its loop's rule knows of the captures'
+    // contents, which inferring the graph gives back.
+    if (subgraphsChanged || hasLoop(graph))
       inferShapes(graph);
-      changed = true;
-    }
+    changed |= subgraphsChanged;
   } catch (const Error &e) {
     fail("pass '", pass.name(), "': ", e.what());
   }

@@ -119,6 +119,14 @@ std::string checkSteps(const onnxc_model_descriptor &model) {
       return what + " has no kernel";
     if (step.num_buffers < 0 || (step.num_buffers > 0 && !step.buffers))
       return what + " has a missing or negative buffer list";
+    if (step.kind != ONNXC_STEP_KERNEL && step.kind != ONNXC_STEP_BRANCH)
+      return what + " has an invalid kind " + std::to_string(step.kind);
+    if (step.kind == ONNXC_STEP_BRANCH && step.task_count)
+      return what + " is a branch with a task count; a branch runs as one task";
+    if (step.kind == ONNXC_STEP_BRANCH &&
+        (step.branch_target < 0 || step.branch_target > model.num_steps))
+      return what + " branches to step " + std::to_string(step.branch_target) +
+             ", but the model has " + std::to_string(model.num_steps) + " steps";
     for (int32_t i = 0; i < step.num_buffers; ++i) {
       int32_t b = step.buffers[i];
       if (b < 0 || b >= model.num_buffers)

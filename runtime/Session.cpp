@@ -165,28 +165,39 @@ void Session::resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inpu
 
 bool Session::runSteps(const ExecutionPlan &plan) {
   const int64_t *symbols = plan.symbols.data();
-  for (int32_t s = 0; s < model_.num_steps; ++s) {
-    int64_t tasks = plan.taskCounts[s];
-    if (tasks == 0)
-      continue;
-    onnxc_kernel_fn kernel = model_.steps[s].kernel;
+  // `s` only moves forward, except where a loop's back-edge (a branch step)
+  // sends it back to the loop body's first step.
+  for (int32_t s = 0; s < model_.num_steps;) {
+    const onnxc_step &step = model_.steps[s];
     void *const *buffers = stepBufferPointers_.data() + stepBufferStart_[s];
     auto start =
         profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    std::atomic<int32_t> status{0};
-    pool_.parallelFor(tasks, [kernel, buffers, symbols, &status](int64_t begin, int64_t end) {
-      if (int32_t result = kernel(buffers, symbols, begin, end))
-        status.store(result, std::memory_order_relaxed);
-    });
+    int32_t status = 0;
+    int32_t next = s + 1;
+    if (step.kind == ONNXC_STEP_BRANCH) {
+      // One task on this thread: a loop's header is a few scalar loads.
+      status = step.kernel(buffers, symbols, 0, 1);
+      if (status == ONNXC_BRANCH_TAKEN) {
+        status = 0;
+        next = step.branch_target;
+      }
+    } else if (int64_t tasks = plan.taskCounts[s]; tasks > 0) {
+      std::atomic<int32_t> result{0};
+      onnxc_kernel_fn kernel = step.kernel;
+      pool_.parallelFor(tasks, [kernel, buffers, symbols, &result](int64_t begin, int64_t end) {
+        if (int32_t r = kernel(buffers, symbols, begin, end))
+          result.store(r, std::memory_order_relaxed);
+      });
+      status = result.load(std::memory_order_relaxed);
+    }
     if (profiling_)
       stepNanoseconds_[s] += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
-    if (status.load(std::memory_order_relaxed) != 0) {
-      const onnxc_step &step = model_.steps[s];
+    if (status != 0)
       return fail(std::string("step '") + (step.name ? step.name : "?") +
                   "': " + (step.failure ? step.failure : "the kernel reported invalid input data"));
-    }
+    s = next;
   }
   return true;
 }

@@ -2,7 +2,7 @@
 //
 // A run-time If (its condition known only when the model runs; constant
 // ones are inlined by inline-constant-if at -O1) becomes two guarded runs of
-// steps in the parent's flat step list, no sub-plan and no ABI change:
+// steps in the parent's flat step list, no sub-plan:
 //
 //   step k    ...                        (the parent's steps before the If)
 //   step k+1  then_branch step 1   ┐ each kernel wrapped: it reads the
@@ -12,23 +12,27 @@
 //   ...                            ┘ or false (else_branch)
 //
 // Each branch is lowered in a LoweringContext of its own over the same plan
-// and module: its inputs (the captured outer values, ir/Subgraph.h) take
-// the buffers of the If's operands, and each output the buffer of the If
-// result it becomes, so the branch's last kernels write the result in place;
-// an output no kernel of the branch writes (a capture returned as is, a
-// constant, a view) is copied into it by a guarded copy step. The skipped
-// branch's steps still run their (empty) tasks, and the arena plans every
-// buffer of both branches by step lifetimes as it does for straight-line
-// code, so the two branches never share live bytes. A nested If nests the
-// guards: its steps are wrapped by its own condition, then by the outer one.
+// and module (SubgraphLowering.h): its inputs (the captured outer values,
+// ir/Subgraph.h) take the buffers of the If's operands, and each output the
+// buffer of the If result it becomes, so the branch's last kernels write the
+// result in place; an output no kernel of the branch writes (a capture
+// returned as is, a constant, a view) is copied into it by a guarded copy
+// step. The skipped branch's steps still run their (empty) tasks, and the
+// arena plans every buffer of both branches by step lifetimes as it does
+// for straight-line code, so the two branches never share live bytes. A
+// nested If nests the guards: its steps are wrapped by its own condition,
+// then by the outer one. A Loop in a branch is guarded the same way: its
+// branch steps, skipped, return 0 and so fall through, the body running
+// once as empty steps.
 //
 // Refused with one line naming the If: branches whose results differ in
 // type or shape (or have dims not known from the inputs' dims), branch ops
-// without a kernel, and every Loop and Scan (a step that runs a body's plan
-// per iteration has no place in the flat step list yet).
+// without a kernel. Loop and Scan: LoopLowering.cpp.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/lower/LoopLowering.h"
 #include "codegen/lower/OpLowerings.h"
+#include "codegen/lower/SubgraphLowering.h"
 
 #include "ir/Error.h"
 #include "ir/Subgraph.h"
@@ -44,24 +48,6 @@ namespace onnxc::lower {
 namespace {
 
 constexpr const char *kRegions[] = {"then_branch", "else_branch"};
-
-const char *const kFallback = " (use `onnxc run --backend=ref` to evaluate this model)";
-
-Dim byteSize(const Value *value) {
-  Dim bytes(int64_t(dtypeSize(value->dtype())));
-  for (const Dim &dim : value->shape().dims())
-    bytes = bytes * dim;
-  return bytes;
-}
-
-bool hasUnknownDim(const Shape &shape) {
-  if (!shape.isRanked())
-    return true;
-  for (const Dim &dim : shape.dims())
-    if (dim.isUnknown())
-      return true;
-  return false;
-}
 
 /// Whether `region` gives every result exactly its type. The If's shape
 /// rule types the results from the branches that infer (ControlFlowRules.cpp):
@@ -90,60 +76,26 @@ void checkIfResults(const Node &node) {
          thenType.str(), " in then_branch and ", elseType.str(),
          " in else_branch; codegen needs both branches to give one shape known from the inputs' "
          "dims",
-         kFallback);
+         kReferenceFallback);
   }
 }
 
 /// The branches that will be lowered (lowerIf) must have kernels for all
-/// their ops; one that cannot run becomes a failing step instead.
-void checkBranchOps(const Node &node) {
+/// their ops and sizes the runtime can evaluate from the bound symbols; one
+/// that cannot run becomes a failing step instead.
+void checkBranches(const Node &node, const std::set<std::string> &bound) {
   for (const char *region : kRegions) {
     if (!outputsMatch(node, region))
       continue;
-    std::vector<Node *> order = node.subgraph(region)->topologicalOrder();
-    for (const Node *inner : order)
-      if (!opLowerings().lowerings[unsigned(inner->kind())])
-        fail(node.describe(), ": cannot compile If: ", region, " has op ", inner->opName(),
-             ", for which codegen has no kernel", kFallback);
-    checkControlFlow(order);
-  }
-}
-
-/// Every value a branch computes must have a size the runtime can evaluate
-/// from the bound symbols (bindSymbols checks the outer graph's values).
-void checkBranchShapes(const LoweringContext &ctx, const Node &node, const char *region,
-                       const Graph &branch) {
-  const SymbolIndex &bound = ctx.symbolIndex();
-  auto check = [&](const Value *value) {
-    bool ok = !hasUnknownDim(value->shape());
-    for (size_t axis = 0; ok && axis < value->shape().rank(); ++axis)
-      for (const std::string &symbol : value->shape()[axis].symbols())
-        ok = ok && bound.count(symbol);
-    if (!ok)
-      ctx.unsupported(node, std::string(region) + " computes '" + value->name() + "' of shape " +
-                                value->shape().str() +
-                                ", which does not follow from the inputs' dims");
-  };
-  for (const Node *inner : branch.topologicalOrder())
-    for (const Value *result : inner->results())
-      if (result && (result->hasUses() || branch.isOutput(result)))
-        check(result);
-}
-
-/// The lowering driver's loop (Lowering.cpp) over one branch.
-void lowerNodes(LoweringContext &ctx, const Graph &graph) {
-  for (const Node *node : graph.topologicalOrder()) {
-    if (ctx.isClaimed(*node))
-      continue;
-    bool used = false;
-    for (const Value *result : node->results())
-      used = used || (result && (result->hasUses() || graph.isOutput(result)));
-    if (!used)
-      continue;
-    withSizeContext(node->describe(), [&] {
-      opLowerings().lowerings[unsigned(node->kind())](ctx, *node);
-    });
-    ctx.markLowered(*node);
+    const Graph &branch = *node.subgraph(region);
+    std::vector<Node *> order = branch.topologicalOrder();
+    if (std::optional<std::string> missing = opsWithoutKernel(order))
+      fail(node.describe(), ": cannot compile If: ", region, " has op ", *missing,
+           ", for which codegen has no kernel", kReferenceFallback);
+    checkControlFlow(order, bound);
+    if (std::optional<std::string> value = unsizableValue(branch, bound))
+      fail("cannot compile ", node.describe(), " (If): ", region, " computes ", *value,
+           ", which does not follow from the inputs' dims");
   }
 }
 
@@ -192,11 +144,8 @@ void guardSteps(LoweringContext &ctx, const Node &node, size_t first, int32_t co
 void lowerBranch(LoweringContext &ctx, const Node &node, const char *region,
                  const std::vector<int32_t> &results, int32_t condition) {
   const Graph &branch = *node.subgraph(region);
-  checkBranchShapes(ctx, node, region, branch);
   LoweringContext inner(branch, ctx.module(), ctx.plan());
-  inner.setAvx2Fma(ctx.hasAvx2Fma());
-  inner.setGemmLanes(ctx.gemmLanes());
-  inner.setIntegerGemmIsa(ctx.integerGemmIsa());
+  inheritTarget(inner, ctx);
   for (size_t i = 0; i < branch.inputs().size(); ++i)
     inner.bindBuffer(branch.inputs()[i], ctx.bufferOf(node.operand(i + 1)));
   // An output computed by the branch is written straight into the result's
@@ -208,7 +157,7 @@ void lowerBranch(LoweringContext &ctx, const Node &node, const char *region,
       inner.bindBuffer(value, results[j]);
   }
   size_t first = ctx.plan().steps.size();
-  lowerNodes(inner, branch);
+  lowerSubgraphNodes(inner, branch);
   for (size_t j = 0; j < outputs.size(); ++j) {
     int32_t written = inner.bufferOf(outputs[j].value);
     if (written != results[j])
@@ -248,18 +197,21 @@ void lowerIf(LoweringContext &ctx, const Node &node) {
 
 } // namespace
 
-void checkControlFlow(const std::vector<Node *> &order) {
+void checkControlFlow(const std::vector<Node *> &order, const std::set<std::string> &bound) {
   for (const Node *node : order) {
     if (node->kind() == OpKind::If) {
       checkIfResults(*node);
-      checkBranchOps(*node);
+      checkBranches(*node, bound);
     } else if (isControlFlow(node->kind())) {
-      fail(node->describe(), ": cannot compile ", node->opName(),
-           ": codegen does not lower loops yet", kFallback);
+      checkLoop(*node, bound);
     }
   }
 }
 
-void registerControlFlowLowerings(LoweringTable &table) { table.add(OpKind::If, lowerIf); }
+void registerControlFlowLowerings(LoweringTable &table) {
+  table.add(OpKind::If, lowerIf);
+  table.add(OpKind::Loop, lowerLoop);
+  table.add(OpKind::Scan, lowerScan);
+}
 
 } // namespace onnxc::lower

@@ -42,6 +42,16 @@ const LoweringTable &opLowerings() {
 
 namespace {
 
+/// The symbols the runtime binds: those that are a whole dim of an input.
+std::set<std::string> inputSymbols(const Graph &graph) {
+  std::set<std::string> bound;
+  for (const Value *input : graph.inputs())
+    for (const Dim &dim : input->shape().dims())
+      if (dim.isSymbol())
+        bound.insert(dim.symbolName());
+  return bound;
+}
+
 /// Every symbol is read from the first input axis whose dim is exactly it.
 void bindSymbols(const Graph &graph, ModelPlan &plan) {
   std::set<std::string> bound;
@@ -123,7 +133,7 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   ModelPlan plan;
   plan.name = graph.name();
   std::vector<Node *> order = graph.topologicalOrder();
-  lower::checkControlFlow(order);
+  lower::checkControlFlow(order, inputSymbols(graph));
   checkEveryOpLowers(order);
   bindSymbols(graph, plan);
   collectAssumptions(graph, plan);

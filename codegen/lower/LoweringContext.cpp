@@ -143,8 +143,10 @@ std::pair<llvm::Value *, llvm::Value *> StepBuilder::splitEvenly(const SymbolicV
   return {begin, end};
 }
 
-void StepBuilder::finish() {
-  kernel_->finish(kernel_->ir().getInt32(0));
+void StepBuilder::finish() { finish(kernel_->ir().getInt32(0)); }
+
+void StepBuilder::finish(llvm::Value *status) {
+  kernel_->finish(status);
   finished_ = true;
   context_.addStep(std::move(step_));
   step_ = PlanStep();
@@ -290,6 +292,7 @@ void LoweringContext::copyBuffer(int32_t from, int32_t to, const Dim &bytes,
   k.ifThen(b.CreateICmpSGT(count, k.i64(0)),
            [&] { b.CreateMemCpy(target, MaybeAlign(1), source, MaybeAlign(1), count); });
   step.finish();
+  plan_.steps.back().isCopy = true;
 }
 
 void LoweringContext::finalize() {

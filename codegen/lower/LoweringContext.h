@@ -110,6 +110,9 @@ public:
 
   /// Terminates the kernel and appends the step to the plan.
   void finish();
+  /// The same, the kernel returning `status` (i32) instead of 0: a branch
+  /// step's ONNXC_BRANCH_TAKEN (LoopSteps.cpp).
+  void finish(llvm::Value *status);
 
 private:
   LoweringContext &context_;

@@ -11,6 +11,8 @@
 #include "ir/OpKind.h"
 
 #include <array>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace onnxc::lower {
@@ -37,13 +39,14 @@ void registerPadLowerings(LoweringTable &table);          // Pad
 void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
 void registerResizeLowerings(LoweringTable &table);       // Resize
 
-void registerControlFlowLowerings(LoweringTable &table);   // If (run-time condition)
+void registerControlFlowLowerings(LoweringTable &table);   // If (run-time condition), Loop, Scan
 
-/// Throws naming the first If of `order` (or nested in a branch) that
-/// cannot compile (branches of different shapes, ops without a kernel), or
-/// the first Loop or Scan, which codegen does not lower
-/// (ControlFlowLowering.cpp).
-void checkControlFlow(const std::vector<Node *> &order);
+/// Throws naming the first If, Loop or Scan of `order` (or nested in a
+/// subgraph) that cannot compile: branches of different shapes, ops without
+/// a kernel, values whose size does not follow from the symbols in `bound`
+/// (the graph inputs' whole dims), loop-carried values that change shape
+/// (ControlFlowLowering.cpp, LoopLowering.cpp).
+void checkControlFlow(const std::vector<Node *> &order, const std::set<std::string> &bound);
 
 /// Every family's lowerings.
 const LoweringTable &opLowerings();

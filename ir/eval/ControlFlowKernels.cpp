@@ -110,16 +110,16 @@ Tensor stackAt(const Node &node, const std::vector<Tensor> &slices, size_t axis)
   return out;
 }
 
-/// A scan output of no iterations: [0, ...] when the inferred type knows
-/// the rest of the shape.
-Tensor emptyScanOutput(const Node &node, size_t result) {
+/// A scan output of no iterations: 0 along its stacking `axis` when the
+/// inferred type knows the rest of the shape.
+Tensor emptyScanOutput(const Node &node, size_t result, size_t axis) {
   const Value &value = *node.result(result);
   std::vector<int64_t> dims;
   bool known = value.shape().isRanked() && value.dtype() != DType::Unknown;
   for (size_t i = 0; known && i < value.shape().rank(); ++i) {
     std::optional<int64_t> d = value.shape()[i].constant();
-    known = d.has_value() || i == 0;
-    dims.push_back(i == 0 ? 0 : d.value_or(0));
+    known = d.has_value() || i == axis;
+    dims.push_back(i == axis ? 0 : d.value_or(0));
   }
   if (!known)
     fail(node.describe(), ": the loop ran no iteration and the shape of scan output '%",
@@ -168,7 +168,7 @@ void loopKernel(const Node &node, const std::vector<const Tensor *> &operands,
     results[i] = std::move(state[i]);
   for (size_t s = 0; s < scans; ++s)
     results[carried + s] =
-        scanned[s].empty() ? emptyScanOutput(node, carried + s) : stackAt(node, scanned[s], 0);
+        scanned[s].empty() ? emptyScanOutput(node, carried + s, 0) : stackAt(node, scanned[s], 0);
 }
 
 // --- Scan ------------------------------------------------------------------------
@@ -233,10 +233,15 @@ void scanKernel(const Node &node, const std::vector<const Tensor *> &operands,
   for (size_t i = 0; i < states; ++i)
     results[i] = std::move(state[i]);
   for (size_t s = 0; s < scans; ++s) {
-    if (scanned[s].empty()) {
-      results[states + s] = emptyScanOutput(node, states + s);
+    const Value &result = *node.result(states + s);
+    if (scanned[s].empty() && result.shape().isRanked()) {
+      int64_t axis = axisEntry(node, "scan_output_axes", s, int64_t(result.shape().rank()));
+      results[states + s] = emptyScanOutput(node, states + s, size_t(axis));
       continue;
     }
+    if (scanned[s].empty())
+      fail(node.describe(), ": the scan ran no iteration and the rank of scan output '%",
+           result.name(), "' is not known");
     if (reversed(node, "scan_output_directions", s))
       std::reverse(scanned[s].begin(), scanned[s].end());
     int64_t rank = int64_t(scanned[s].front().rank()) + 1;

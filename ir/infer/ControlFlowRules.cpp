@@ -181,14 +181,27 @@ std::vector<TensorType> inferToFixedPoint(Node &node, Graph &body,
   }
 }
 
-/// The trip count of a Loop when it is known: M given as a constant, no
-/// initial condition or a true one, and a body that passes its condition
-/// input through unchanged.
+/// Whether the body's condition output is always true: its condition input
+/// passed through, or a true constant (torch.onnx's `for` loops return
+/// Identity of an outer `true`, a constant once Identity is gone).
+bool conditionStaysTrue(const Graph &body) {
+  const Value *output = body.outputs()[0].value;
+  if (output == body.inputs()[1])
+    return true;
+  if (!output->isConstant())
+    return false;
+  const Tensor &value = output->constantValue();
+  return value.hasData() && value.numElements() == 1 && value.elementAsDouble(0) != 0;
+}
+
+/// The trip count of a Loop when it is known: M given as a constant (or
+/// known from shapes), no initial condition or a true one, and a body
+/// whose condition stays true.
 Dim tripCount(const Node &node, const Graph &body, InferenceContext &context) {
   const std::vector<Dim> *m = node.operand(0) ? context.knownContents(node.operand(0)) : nullptr;
   const std::vector<Dim> *cond = node.operand(1) ? context.knownContents(node.operand(1)) : nullptr;
   bool conditionTrue = !node.operand(1) || (cond && cond->size() == 1 && (*cond)[0] == Dim(1));
-  bool passThrough = body.outputs()[0].value == body.inputs()[1];
+  bool passThrough = conditionStaysTrue(body);
   if (m && m->size() == 1 && conditionTrue && passThrough)
     return (*m)[0];
   return context.freshSymbol("loop_trips");

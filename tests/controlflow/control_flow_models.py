@@ -7,12 +7,16 @@
 # Scan with reversed directions. Each runs through `onnxc run --backend=ref`
 # and the JIT and is compared with onnxruntime; the If on a condition
 # computed from a static shape must be inlined at -O1 (no If left in the
-# dump); the models with a run-time If whose branches give one shape are
-# compiled to a .so, which must match onnxruntime on every case (both
-# branches taken, at several lengths), and the JIT must compile that If
-# rather than build small inputs in; an If whose branches differ in shape
-# and every Loop/Scan must be refused by `onnxc compile` in one line naming
-# the node.
+# dump); the models with a run-time If whose branches give one shape, and
+# the Loops and Scans codegen compiles (a trip count from Shape -> Gather or
+# an input's contents, a condition the body computes, an If and a Loop in a
+# body, scan inputs and outputs along any axis and direction), are compiled
+# to a .so, which must match onnxruntime on every case (both branches
+# taken, several lengths and trip counts, zero iterations), and the JIT must
+# compile them rather than build small inputs in; an If whose branches
+# differ in shape, a carried value that grows and scan outputs of a Loop
+# that stops when its body says so must be refused by `onnxc compile` in
+# one line naming the node.
 #
 # usage: control_flow_models.py ONNXC WORKDIR
 import os
@@ -225,15 +229,145 @@ def scan_reverse():
                        "scale": np.array(2, np.float32)}]
 
 
+def loop_for_shape():
+    # torch.onnx's `for i in range(x.size(0))`: M from Shape -> Gather, a
+    # true condition passed through; h carried, one row emitted per
+    # iteration, both reading x and w from the outer scope.
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         helper.make_node("MatMul", ["h_in", "w"], ["mm"]),
+         helper.make_node("Add", ["mm", "row"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]),
+         helper.make_node("Relu", ["h_out"], ["y"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("h_in", F, [4])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("h_out", F, [4]), vi("y", F, [4])])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["m"], axis=0),
+             helper.make_node("Loop", ["m", "true", "h0"], ["h", "ys"], body=body)]
+    g = helper.make_graph(nodes, "loop_for_shape", [vi("x", F, ["n", 4]), vi("h0", F, [4])],
+                          [vi("h", F, [4]), vi("ys", F, ["n", 4])],
+                          [helper.make_tensor("w", F, [4, 4], np.arange(16, dtype=np.float32) / 16 - 0.5),
+                           helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                           helper.make_tensor("true", TensorProto.BOOL, [], [True])])
+    rng = np.random.default_rng(3)
+    return model(g), [{"x": rng.standard_normal((n, 4)).astype(np.float32),
+                       "h0": rng.standard_normal(4).astype(np.float32)} for n in [1, 5, 23, 0]]
+
+
+def loop_while_input_m():
+    # A while loop: M is an input's contents, the body computes its
+    # condition; two carried values, no scan output.
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "decay"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "step"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+         helper.make_node("Cast", ["i"], ["i_f"], to=F),
+         helper.make_node("Add", ["count_in", "i_f"], ["count_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("acc_in", F, ["k"]), vi("count_in", F, [])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", F, ["k"]), vi("count_out", F, [])])
+    nodes = [helper.make_node("Loop", ["m", "cond", "acc0", "count0"], ["acc", "count"], body=body)]
+    g = helper.make_graph(nodes, "loop_while_input_m",
+                          [vi("m", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
+                           vi("acc0", F, ["k"]), vi("step", F, ["k"]), vi("limit", F, [])],
+                          [vi("acc", F, ["k"]), vi("count", F, [])],
+                          [helper.make_tensor("decay", F, [], [0.5]),
+                           helper.make_tensor("count0", F, [], [0.0])])
+    cases = []
+    for m, cond, limit, k in [(5, True, 100, 3), (9, True, 7, 2), (0, True, 1, 4), (4, False, 9, 3),
+                              (12, True, 40, 6)]:
+        cases.append({"m": np.array(m, np.int64), "cond": np.array(cond),
+                      "acc0": np.ones(k, np.float32), "step": np.arange(k, dtype=np.float32) + 1,
+                      "limit": np.array(limit, np.float32)})
+    return model(g), cases
+
+
+def loop_if_nested():
+    # A Loop (M from the shape) whose body holds an If on a condition it
+    # computes and a nested Loop of two iterations, and reads an outer
+    # intermediate (bias); one carried value, two scan outputs.
+    inner_body = helper.make_graph(
+        [helper.make_node("Mul", ["v_in", "half"], ["vh"]),
+         helper.make_node("Add", ["vh", "bias"], ["v_out"]),
+         helper.make_node("Identity", ["c2_in"], ["c2_out"])],
+        "inner", [vi("j", TensorProto.INT64, []), vi("c2_in", TensorProto.BOOL, []),
+                  vi("v_in", F, [3])],
+        [vi("c2_out", TensorProto.BOOL, []), vi("v_out", F, [3])])
+    then_g = helper.make_graph([helper.make_node("Neg", ["mixed"], ["t"])], "then", [],
+                               [vi("t", F, None)])
+    else_g = helper.make_graph([helper.make_node("Sigmoid", ["row"], ["e"])], "else", [],
+                               [vi("e", F, None)])
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         helper.make_node("Loop", ["two", "", "row"], ["smoothed"], body=inner_body),
+         helper.make_node("Add", ["acc_in", "smoothed"], ["mixed"]),
+         helper.make_node("ReduceSum", ["mixed"], ["total"], keepdims=0),
+         helper.make_node("Greater", ["total", "fzero"], ["positive"]),
+         helper.make_node("If", ["positive"], ["picked"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Identity", ["picked"], ["acc_out"]),
+         helper.make_node("Mul", ["mixed", "bias"], ["emit"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []), vi("acc_in", F, [3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", F, [3]), vi("emit", F, [3]),
+         vi("picked", F, [3])])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["m"], axis=0),
+             helper.make_node("Tanh", ["b"], ["bias"]),
+             helper.make_node("Loop", ["m", "", "acc0"], ["acc", "emits", "picks"], body=body)]
+    g = helper.make_graph(nodes, "loop_if_nested", [vi("x", F, ["n", 3]), vi("b", F, [3]),
+                                                    vi("acc0", F, [3])],
+                          [vi("acc", F, [3]), vi("emits", F, ["n", 3]), vi("picks", F, ["n", 3])],
+                          [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+                           helper.make_tensor("two", TensorProto.INT64, [], [2]),
+                           helper.make_tensor("half", F, [], [0.5]),
+                           helper.make_tensor("fzero", F, [], [0.0])])
+    rng = np.random.default_rng(4)
+    return model(g), [{"x": rng.standard_normal((n, 3)).astype(np.float32),
+                       "b": rng.standard_normal(3).astype(np.float32),
+                       "acc0": rng.standard_normal(3).astype(np.float32)} for n in [1, 6, 17]]
+
+
+def scan_dynamic():
+    # A Scan over n (any at run time): a running product state, a reversed
+    # input along axis 1 (copied per iteration), outputs along axis 0
+    # (written in place) and axis 1 reversed (copied).
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "row"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "col"], ["e0"]),
+         helper.make_node("Sub", ["col", "s_out"], ["e1"])],
+        "body", [vi("s_in", F, [2]), vi("row", F, [2]), vi("col", F, [2])],
+        [vi("s_out", F, [2]), vi("e0", F, [2]), vi("e1", F, [2])])
+    nodes = [helper.make_node("Scan", ["s0", "rows", "cols"], ["s", "e0s", "e1s"], body=body,
+                              num_scan_inputs=2, scan_input_axes=[0, 1],
+                              scan_input_directions=[0, 1], scan_output_axes=[0, 1],
+                              scan_output_directions=[0, 1])]
+    g = helper.make_graph(nodes, "scan_dynamic",
+                          [vi("s0", F, [2]), vi("rows", F, ["n", 2]), vi("cols", F, [2, "n"])],
+                          [vi("s", F, [2]), vi("e0s", F, ["n", 2]), vi("e1s", F, [2, "n"])])
+    rng = np.random.default_rng(5)
+    return model(g), [{"s0": rng.standard_normal(2).astype(np.float32),
+                       "rows": rng.standard_normal((n, 2)).astype(np.float32),
+                       "cols": rng.standard_normal((2, n)).astype(np.float32)} for n in [1, 4, 19]]
+
+
 MODELS = [if_outer_scope, if_captures_nested, if_nested_shapes, if_static_condition, loop_full,
-          loop_no_condition, scan_reverse]
+          loop_no_condition, scan_reverse, loop_for_shape, loop_while_input_m, loop_if_nested,
+          scan_dynamic]
 
 # Compiled to a .so and run on every case (an If on a run-time condition
 # included); the others must be refused at compile time in one line.
-COMPILED = [if_outer_scope, if_captures_nested, if_static_condition]
-# Their JIT runs must compile the If itself, not fold it away by building in
-# the values of small inputs (`onnxc run` says so in a note when it does).
-RUN_TIME_IF = [if_outer_scope, if_captures_nested]
+COMPILED = [if_outer_scope, if_captures_nested, if_static_condition, scan_reverse, loop_for_shape,
+            loop_while_input_m, loop_if_nested, scan_dynamic]
+# Their JIT runs must compile the If or the loop itself, not fold it away by
+# building in the values of small inputs (`onnxc run` says so in a note when
+# it does).
+RUN_TIME_IF = [if_outer_scope, if_captures_nested, loop_for_shape, loop_while_input_m,
+               loop_if_nested, scan_dynamic]
 
 
 # The ONNX node tests of these ops are written at opsets below 13, which
@@ -243,6 +377,12 @@ RUN_TIME_IF = [if_outer_scope, if_captures_nested]
 # their own test data. test_scan_sum is Scan-8 (a
 # batch axis and sequence_lens first), another signature: left out.
 NODE_CASES = ["test_if", "test_loop11", "test_scan9_sum"]
+# Also compiled with `onnxc compile` (one .so for every input value) and run
+# on their test data, except test_loop11, which must be refused in one line:
+# its body slices a constant at [i, i + 1), a length shape inference cannot
+# bound, so the carried y may change shape (and its scan output has one row
+# per iteration of a trip count that is an input's contents).
+NODE_CASES_REFUSED = ["test_loop11"]
 
 
 def axes_as_inputs(graph):
@@ -350,6 +490,44 @@ def check_compiled(onnxc, workdir, failures):
                 print(f"ok   {label}")
 
 
+def check_node_case(onnxc, label, path, inputs, outputs, expected, failures):
+    """A node test at opset 17 through the reference evaluator and `onnxc
+    compile` (or its one-line refusal, NODE_CASES_REFUSED)."""
+    folder = os.path.dirname(path)
+    library = os.path.join(folder, "model.so")
+    compiled = subprocess.run([onnxc, "compile", path, "-o", library], capture_output=True,
+                              text=True)
+    refused = label.rsplit("-", 1)[0] in NODE_CASES_REFUSED
+    lines = compiled.stderr.strip().splitlines()
+    runs = [("ref", path, "ref")]
+    if refused:
+        if (compiled.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: node ")
+                and "cannot compile" in lines[0]):
+            print(f"ok   {label}: compile refused: {lines[0]}")
+        else:
+            failures.append(f"{label}: compile should be refused: exit {compiled.returncode}: "
+                            f"{compiled.stderr.strip()}")
+    elif compiled.returncode != 0:
+        failures.append(f"{label}: compile: exit {compiled.returncode}: {compiled.stderr.strip()}")
+    else:
+        runs.append(("so", library, None))
+    for kind, target, backend in runs:
+        out = os.path.join(folder, kind)
+        os.makedirs(out, exist_ok=True)
+        done = run_onnxc(onnxc, target, inputs, out, backend)
+        if done.returncode != 0:
+            failures.append(f"{label} {kind}: exit {done.returncode}: {done.stderr.strip()}")
+            continue
+        for oname, want in zip(outputs, expected):
+            got = np.load(os.path.join(out, oname + ".npy"))
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+                failures.append(f"{label} {kind}: output {oname}: got {got.ravel()[:6]}, "
+                                f"expected {want.ravel()[:6]}")
+                break
+        else:
+            print(f"ok   {label} {kind} (node test at opset 17)")
+
+
 def main():
     onnxc, workdir = sys.argv[1], sys.argv[2]
     import onnxruntime as ort
@@ -389,20 +567,7 @@ def main():
                 else:
                     print(f"ok   {label}")
     for label, path, inputs, outputs, expected in node_cases(workdir):
-        out = os.path.join(os.path.dirname(path), "ref")
-        os.makedirs(out, exist_ok=True)
-        done = run_onnxc(onnxc, path, inputs, out, "ref")
-        if done.returncode != 0:
-            failures.append(f"{label} ref: exit {done.returncode}: {done.stderr.strip()}")
-            continue
-        for oname, want in zip(outputs, expected):
-            got = np.load(os.path.join(out, oname + ".npy"))
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
-                failures.append(f"{label} ref: output {oname}: got {got.ravel()[:6]}, "
-                                f"expected {want.ravel()[:6]}")
-                break
-        else:
-            print(f"ok   {label} ref (node test at opset 17)")
+        check_node_case(onnxc, label, path, inputs, outputs, expected, failures)
     # The If on a static shape is gone at -O1.
     dump = subprocess.run([onnxc, "dump", os.path.join(workdir, "if_static_condition", "model.onnx"),
                            "-O1", "--stats"], capture_output=True, text=True)

@@ -1,6 +1,6 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
-// onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]
+// onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]...
 //                  [--timeout SECONDS] [--backend ref|jit|so] [--min-opset N]
 //                  [--no-fork] [--verbose]
 //
@@ -48,7 +48,8 @@ constexpr int64_t kMaxOpset = kMaxOnnxOpset;
 struct Options {
   std::vector<std::string> roots;
   std::vector<std::string> exclusionsFiles;
-  std::string filter;
+  /// Case names to run: those containing any of these (all when empty).
+  std::vector<std::string> filters;
   int timeoutSeconds = 120;
   bool fork = true;
   bool verbose = false;
@@ -61,7 +62,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
-            << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING] "
+            << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... "
                "[--timeout SECONDS] [--backend ref|jit|so] [--min-opset N] [--no-fork] [--verbose]\n";
   std::exit(2);
 }
@@ -78,7 +79,7 @@ Options parseOptions(int argc, char **argv) {
     if (arg == "--exclusions")
       options.exclusionsFiles.push_back(value());
     else if (arg == "--filter")
-      options.filter = value();
+      options.filters.push_back(value());
     else if (arg == "--timeout")
       options.timeoutSeconds = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--backend") {
@@ -271,8 +272,10 @@ int main(int argc, char **argv) {
     Tally tally;
     for (const std::string &root : options.roots)
       for (const fs::path &folder : caseFolders(root)) {
-        if (!options.filter.empty() &&
-            folder.filename().string().find(options.filter) == std::string::npos)
+        std::string name = folder.filename().string();
+        if (!options.filters.empty() &&
+            std::none_of(options.filters.begin(), options.filters.end(),
+                         [&](const std::string &f) { return name.find(f) != std::string::npos; }))
           continue;
         processCase(folder, options, exclusions, tally);
       }

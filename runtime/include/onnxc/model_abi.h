@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 3
+#define ONNXC_ABI_VERSION 4
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -86,6 +86,20 @@ typedef int32_t (*onnxc_kernel_fn)(void *const *buffers, const int64_t *symbols,
 /* Number of independent tasks of a step for the bound symbols (>= 0). */
 typedef int64_t (*onnxc_task_count_fn)(const int64_t *symbols);
 
+/* Steps run in order, except where a branch step says otherwise. A branch
+ * step runs its kernel once, as task [0, 1) on the calling thread (its
+ * task_count is NULL): a result of 0 goes on with the next step,
+ * ONNXC_BRANCH_TAKEN with step `branch_target` (num_steps ends the run),
+ * anything else fails the run as any kernel's error does. A compiled Loop
+ * or Scan is a forward branch past its body (no iteration to run) and a
+ * backward branch to the body's first step (one more iteration). */
+typedef enum onnxc_step_kind {
+  ONNXC_STEP_KERNEL = 0, /* zero, so a zero-filled step is an ordinary one */
+  ONNXC_STEP_BRANCH = 1
+} onnxc_step_kind;
+
+#define ONNXC_BRANCH_TAKEN 2
+
 typedef struct onnxc_step {
   const char *name; /* IR node(s) the step computes, for messages and profiles */
   onnxc_kernel_fn kernel;
@@ -93,6 +107,8 @@ typedef struct onnxc_step {
   int32_t num_buffers;
   const int32_t *buffers; /* indices into onnxc_model_descriptor.buffers */
   const char *failure;    /* what a non-zero kernel result means; NULL if it never fails */
+  int32_t kind;           /* onnxc_step_kind */
+  int32_t branch_target;  /* ONNXC_STEP_BRANCH only: the step to continue at */
 } onnxc_step;
 
 /* A condition on the symbols that shape inference relied on without being
