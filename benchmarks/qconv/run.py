@@ -78,7 +78,8 @@ def build_conv(name: str, path: str) -> None:
         [conv], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, layer["input"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(bias, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    # IR version 8 (opset 17's): onnxruntime refuses files newer than it knows.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save(model, path)
 
 
