@@ -1,16 +1,23 @@
 //===- codegen/IntegerGemm.h - u8 x s8 -> s32 GEMM kernels and their layout ===//
 //
-// The integer GEMM behind DynamicQuantizedMatMul (docs/IR.md): A is u8 (an
-// activation quantized at run time), B s8 weights packed at compile time,
-// the products summed in s32 and dequantized to f32 in the store:
+// The integer GEMM behind the quantized MatMuls and convolutions (docs/IR.md):
+// A is u8 (an activation quantized at run time), B s8 weights packed at
+// compile time, the products summed in s32 and finished in the store:
 //
-//   C[m, n] = f32(acc[m, n] - wZero[n] * rowSum[m] + aZero * colAdj[n])
-//             * (aScale * wScale[n]) + bias[n]
+//   exact[m, n] = acc[m, n] - wZero[n] * rowSum[m] + aZero * colAdj[n]
 //   acc[m, n] = sum_k A[m, k] * B[k, n],  rowSum[m] = sum_k A[m, k],
 //   colAdj[n] = K * wZero[n] - sum_k B[k, n]
 //
-// which is sum_k (A - aZero)(B - wZero) scaled: the zero-point terms are a
-// per-row and a per-column correction of one product of the raw bytes.
+// which is sum_k (A - aZero)(B - wZero): the zero-point terms are a per-row
+// and a per-column correction of one product of the raw bytes (the row term
+// vanishes when every wZero is 0, and the kernel then reads no row sums).
+// The store writes one of (IntegerGemmStore):
+//
+//   Dequantize  f32  f32(exact) * (aScale * wScale[n]) + bias[n]
+//   Int32       s32  exact + bias[n] (wrapping; MatMulInteger, ConvInteger)
+//   Requantize  u8/s8  saturate(roundeven(f64(exact + bias[n]) * f64(wScale[n])
+//                     + outputZero)), wScale holding the whole multiplier
+//                     (QLinearMatMul, QLinearConv: a_scale * w_scale / y_scale)
 //
 // Four instruction choices share one packed-B layout and one loop nest:
 //
@@ -93,34 +100,50 @@ struct PackedIntegerWeights {
   /// nPadded floats wScale, then nPadded i32 wZero, then nPadded i32 colAdj
   /// (the padding columns are 0): the kernel's `columns` argument.
   std::vector<uint32_t> columns;
+  /// Whether some stored (s8-shifted) zero point is not 0: the kernel then
+  /// needs the row sums (IntegerGemmSpec::rowSums).
+  bool needsRowSums = true;
 };
 
-/// Packs [k, n] row-major weights. `weights` are s8, or u8 when `unsignedWeights`
-/// (then stored as w - 128, with the zero points moved by 128 too, so the
-/// kernels see s8 either way). `scales` and `zeroPoints` have 1 (per tensor)
-/// or n entries.
+/// Packs [k, n] row-major weights, or [n, k] row-major when `transposed`
+/// (Gemm's transB, a Conv's [Co, Ci * taps]). `weights` are s8, or u8 when
+/// `unsignedWeights` (then stored as w - 128, with the zero points moved by
+/// 128 too, so the kernels see s8 either way). `scales` and `zeroPoints`
+/// have 1 (per tensor) or n entries.
 PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWeights, int64_t k,
                                             int64_t n, const std::vector<float> &scales,
                                             const std::vector<int32_t> &zeroPoints,
-                                            IntegerGemmIsa isa);
+                                            IntegerGemmIsa isa, bool transposed = false);
+
+/// What the store writes (file comment).
+enum class IntegerGemmStore { Dequantize, Int32, Requantize };
 
 struct IntegerGemmSpec {
   std::string name;
   int64_t k = 0;
   int64_t n = 0;
   IntegerGemmIsa isa = IntegerGemmIsa::Generic;
+  /// A bias per column: f32 for Dequantize, s32 otherwise.
   bool bias = false;
+  IntegerGemmStore store = IntegerGemmStore::Dequantize;
+  /// Requantize: the output's zero point, and its type (s8 when signed, else u8).
+  int32_t outputZero = 0;
+  bool signedOutput = false;
+  /// False when every stored weight zero point is 0
+  /// (!PackedIntegerWeights::needsRowSums): the row sums are not read.
+  bool rowSums = true;
 };
 
-/// C signature of the kernel: rows [rowBegin, rowEnd) of C ([M, N] f32,
-/// leading dimension ldc) from A (u8, leading dimension lda >= kPadded, zero
-/// in [K, kPadded)), rowSums[m] (indexed by the absolute row), the packed
-/// weights and columns of packIntegerGemmWeights, and bias (N floats; null
-/// unless spec.bias).
-using IntegerGemmFn = void(const uint8_t *a, int64_t lda, const int8_t *packedB, float *c,
+/// C signature of the kernel: rows [rowBegin, rowEnd) of C ([M, N] of the
+/// store's type, leading dimension ldc in elements) from A (u8, leading
+/// dimension lda >= kPadded, zero in [K, kPadded)), rowSums[m] (indexed by
+/// the absolute row; unread unless spec.rowSums), the packed weights and
+/// columns of packIntegerGemmWeights, and bias (N floats or s32; null unless
+/// spec.bias). aScale is read by Dequantize only.
+using IntegerGemmFn = void(const uint8_t *a, int64_t lda, const int8_t *packedB, void *c,
                            int64_t ldc, int64_t rowBegin, int64_t rowEnd, const int32_t *rowSums,
                            int32_t aZeroPoint, float aScale, const uint32_t *columns,
-                           const float *bias);
+                           const void *bias);
 
 /// Emits `spec.name` into `module` (external linkage); throws onnxc::Error
 /// for non-positive K or N.

@@ -6,7 +6,8 @@
 //     the panel's column terms (scale, zero point, adjustment, bias)
 //     for each tile of MR rows in [rowBegin, rowEnd) <- A rows stream from L2
 //       MR x 2 accumulators over kPadded / 4 groups (unrolled by 4)
-//       store: corrections, convert, scale, + bias (masked in the tail panel)
+//       store: corrections, then by IntegerGemmStore: scale + bias to f32,
+//              + bias in s32, or requantize to bytes (masked in the tail panel)
 //
 // Row tails run the full tile with their missing rows reading the last
 // valid row again (valid memory, never stored); a lone row runs a one-row
@@ -164,10 +165,11 @@ private:
     std::array<llvm::Value *, 2> scale, zero, adjust, bias, masks;
   };
 
+  bool dequantizes() const { return spec_.store == IntegerGemmStore::Dequantize; }
+
   ColumnTerms loadColumnTerms(llvm::Value *col, int64_t width) {
     ColumnTerms terms{};
     llvm::Value *columns = arg(10);
-    llvm::Value *aScale = ir_.CreateVectorSplat(unsigned(lanes_), arg(9));
     llvm::Value *aZero = ir_.CreateVectorSplat(unsigned(lanes_), arg(8));
     for (int half = 0; half < 2; ++half) {
       size_t h = size_t(half);
@@ -177,47 +179,100 @@ private:
                                      llvm::Align(4));
       };
       // The padded columns are zeros in all three sections: no masks needed.
-      terms.scale[h] = ir_.CreateFMul(aScale, load(floatVector_, 0));
-      terms.zero[h] = load(intVector_, nPadded_);
+      if (dequantizes())
+        terms.scale[h] =
+            ir_.CreateFMul(ir_.CreateVectorSplat(unsigned(lanes_), arg(9)), load(floatVector_, 0));
+      else if (spec_.store == IntegerGemmStore::Requantize)
+        terms.scale[h] = load(floatVector_, 0);
+      if (spec_.rowSums)
+        terms.zero[h] = load(intVector_, nPadded_);
       terms.adjust[h] = ir_.CreateMul(aZero, load(intVector_, 2 * nPadded_));
       terms.masks[h] = mask(width, half);
       if (spec_.bias) {
-        llvm::Value *pointer = ir_.CreateInBoundsGEP(ir_.getFloatTy(), arg(11), at);
+        llvm::Type *type = dequantizes() ? floatVector_ : intVector_;
+        llvm::Value *pointer = ir_.CreateInBoundsGEP(dequantizes() ? ir_.getFloatTy() : i32_,
+                                                     arg(11), at);
         if (terms.masks[h])
-          terms.bias[h] =
-              ir_.CreateMaskedLoad(floatVector_, pointer, llvm::Align(4), terms.masks[h],
-                                   llvm::Constant::getNullValue(floatVector_));
+          terms.bias[h] = ir_.CreateMaskedLoad(type, pointer, llvm::Align(4), terms.masks[h],
+                                               llvm::Constant::getNullValue(type));
         else
-          terms.bias[h] = ir_.CreateAlignedLoad(floatVector_, pointer, llvm::Align(4));
+          terms.bias[h] = ir_.CreateAlignedLoad(type, pointer, llvm::Align(4));
       }
     }
     return terms;
   }
 
+  /// The store's element type.
+  llvm::Type *outputElement() {
+    switch (spec_.store) {
+    case IntegerGemmStore::Dequantize:
+      return ir_.getFloatTy();
+    case IntegerGemmStore::Int32:
+      return i32_;
+    case IntegerGemmStore::Requantize:
+      return ir_.getInt8Ty();
+    }
+    return i32_;
+  }
+
+  /// saturate(roundeven(f64(sum) * f64(multiplier) + outputZero)) as bytes.
+  /// Clamping first leaves the rounding to values of magnitude <= 255,
+  /// where adding and subtracting 1.5 * 2^52 rounds half to even exactly
+  /// (no libm call, any x86-64).
+  llvm::Value *requantize(llvm::Value *sum, llvm::Value *multiplier) {
+    auto *doubles = llvm::FixedVectorType::get(ir_.getDoubleTy(), unsigned(lanes_));
+    auto splat = [&](double v) { return llvm::ConstantFP::get(doubles, v); };
+    llvm::Value *value =
+        ir_.CreateFAdd(ir_.CreateFMul(ir_.CreateSIToFP(sum, doubles),
+                                      ir_.CreateFPExt(multiplier, doubles)),
+                       splat(double(spec_.outputZero)));
+    llvm::Value *low = splat(spec_.signedOutput ? -128.0 : 0.0);
+    llvm::Value *high = splat(spec_.signedOutput ? 127.0 : 255.0);
+    value = ir_.CreateSelect(ir_.CreateFCmpOLT(value, low), low, value);
+    value = ir_.CreateSelect(ir_.CreateFCmpOLT(high, value), high, value);
+    llvm::Value *magic = splat(6755399441055744.0); // 1.5 * 2^52
+    value = ir_.CreateFSub(ir_.CreateFAdd(value, magic), magic);
+    auto *bytes = llvm::FixedVectorType::get(ir_.getInt8Ty(), unsigned(lanes_));
+    return ir_.CreateTrunc(ir_.CreateFPToSI(value, intVector_), bytes);
+  }
+
   void emitStoreRow(const ColumnTerms &terms, const Accumulators &acc, int64_t r, llvm::Value *row,
                     llvm::Value *col) {
-    llvm::Value *rowSum = ir_.CreateAlignedLoad(i32_, wordAt(arg(7), row), llvm::Align(4));
-    llvm::Value *rowSums = ir_.CreateVectorSplat(unsigned(lanes_), rowSum);
-    llvm::Value *cRow = ir_.CreateInBoundsGEP(ir_.getFloatTy(), arg(3),
-                                              ir_.CreateAdd(ir_.CreateMul(row, arg(4)), col));
+    llvm::Value *rowSums = nullptr;
+    if (spec_.rowSums) {
+      llvm::Value *rowSum = ir_.CreateAlignedLoad(i32_, wordAt(arg(7), row), llvm::Align(4));
+      rowSums = ir_.CreateVectorSplat(unsigned(lanes_), rowSum);
+    }
+    llvm::Type *element = outputElement();
+    llvm::Value *cRow =
+        ir_.CreateInBoundsGEP(element, arg(3), ir_.CreateAdd(ir_.CreateMul(row, arg(4)), col));
     for (int half = 0; half < 2; ++half) {
       size_t h = size_t(half);
       if (terms.masks[h] && llvm::cast<llvm::Constant>(terms.masks[h])->isNullValue())
         continue;
       // s32 wrapping arithmetic, as MatMulInteger's int32 result.
-      llvm::Value *exact = ir_.CreateAdd(
-          ir_.CreateSub(acc[size_t(2 * r + half)], ir_.CreateMul(terms.zero[h], rowSums)),
-          terms.adjust[h]);
-      // No fast-math flags: the multiply and add stay separately rounded
-      // (not contracted into an FMA), exactly as the evaluator computes them.
-      llvm::Value *value = ir_.CreateFMul(ir_.CreateSIToFP(exact, floatVector_), terms.scale[h]);
-      if (terms.bias[h])
-        value = ir_.CreateFAdd(value, terms.bias[h]);
-      llvm::Value *pointer = ir_.CreateInBoundsGEP(ir_.getFloatTy(), cRow, index(half * lanes_));
+      llvm::Value *exact = acc[size_t(2 * r + half)];
+      if (rowSums)
+        exact = ir_.CreateSub(exact, ir_.CreateMul(terms.zero[h], rowSums));
+      exact = ir_.CreateAdd(exact, terms.adjust[h]);
+      llvm::Value *value = nullptr;
+      if (dequantizes()) {
+        // No fast-math flags: the multiply and add stay separately rounded
+        // (not contracted into an FMA), exactly as the evaluator computes them.
+        value = ir_.CreateFMul(ir_.CreateSIToFP(exact, floatVector_), terms.scale[h]);
+        if (terms.bias[h])
+          value = ir_.CreateFAdd(value, terms.bias[h]);
+      } else {
+        if (terms.bias[h])
+          exact = ir_.CreateAdd(exact, terms.bias[h]);
+        value = spec_.store == IntegerGemmStore::Int32 ? exact : requantize(exact, terms.scale[h]);
+      }
+      llvm::Value *pointer = ir_.CreateInBoundsGEP(element, cRow, index(half * lanes_));
+      llvm::Align align(spec_.store == IntegerGemmStore::Requantize ? 1 : 4);
       if (terms.masks[h])
-        ir_.CreateMaskedStore(value, pointer, llvm::Align(4), terms.masks[h]);
+        ir_.CreateMaskedStore(value, pointer, align, terms.masks[h]);
       else
-        ir_.CreateAlignedStore(value, pointer, llvm::Align(4));
+        ir_.CreateAlignedStore(value, pointer, align);
     }
   }
 

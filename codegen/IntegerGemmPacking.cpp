@@ -63,7 +63,7 @@ bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k
 PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWeights, int64_t k,
                                             int64_t n, const std::vector<float> &scales,
                                             const std::vector<int32_t> &zeroPoints,
-                                            IntegerGemmIsa isa) {
+                                            IntegerGemmIsa isa, bool transposed) {
   if (k <= 0 || n <= 0)
     fail("integer gemm weights of shape [", k, ", ", n,
          "] cannot be packed: dims must be positive");
@@ -80,7 +80,7 @@ PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWe
   // alike, which leaves every (w - zero) unchanged.
   const int32_t shift = unsignedWeights ? 128 : 0;
   auto weight = [&](int64_t row, int64_t col) -> int32_t {
-    int64_t i = row * n + col;
+    int64_t i = transposed ? col * k + row : row * n + col;
     return unsignedWeights ? int32_t(static_cast<const uint8_t *>(weights)[i]) - shift
                            : int32_t(static_cast<const int8_t *>(weights)[i]);
   };
@@ -95,6 +95,7 @@ PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWe
   }
 
   out.columns.assign(size_t(3 * nPadded), 0);
+  out.needsRowSums = false;
   for (int64_t col = 0; col < n; ++col) {
     float scale = scales[scalePerColumn ? size_t(col) : 0];
     int32_t zero = zeroPoints[zeroPerColumn ? size_t(col) : 0] - shift;
@@ -105,6 +106,7 @@ PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWe
     uint32_t adjust = uint32_t(int64_t(k) * zero) - uint32_t(sum);
     std::memcpy(&out.columns[size_t(col)], &scale, sizeof(float));
     out.columns[size_t(nPadded + col)] = uint32_t(zero);
+    out.needsRowSums |= zero != 0;
     out.columns[size_t(2 * nPadded + col)] = adjust;
   }
   return out;

@@ -104,6 +104,7 @@ bool isFusedOp(OpKind kind) {
   case OpKind::RotaryEmbedding:
   case OpKind::DynamicQuantizedMatMul:
   case OpKind::QuantizedMatMul:
+  case OpKind::QuantizedConv:
     return true;
   default:
     return false;

@@ -1,31 +1,42 @@
-//===- passes/FuseStaticQuantizedMatMul.cpp - QDQ graphs' MatMuls ----------===//
+//===- passes/FuseStaticQuantizedMatMul.cpp - QDQ graphs' MatMuls and Gemms ===//
 //
-// A static QDQ graph (onnxruntime's `quantize_static`, or a QAT export)
-// writes each quantized MatMul as
+// A QDQ graph (onnxruntime's `quantize_static`, a QAT export) writes each
+// quantized MatMul or Gemm as
 //
 //   %q   = QuantizeLinear(%x, %s, %z)          s, z: constant scalars
 //   %xq  = DequantizeLinear(%q, %s, %z)        the same s and z
 //   %wq  = DequantizeLinear(%w, %ws[, %wz])    w: constant i8/u8 [K, N];
 //                                              ws, wz: [] or [N] (axis 1)
 //   %y   = MatMul(%xq, %wq)
+//      or  Gemm(%xq, %wq[, %c]) {transB, alpha, beta}
 //
 // which becomes
 //
-//   %y = QuantizedMatMul(%x, %s, %z, %w, %ws[, %wz])
+//   %y = QuantizedMatMul(%x, %s, %z, %w, %ws[, %wz][, %c]) [{transpose_w = 1}]
 //
 // computed on the integer GEMM: the same quantized values, their products
 // summed exactly in s32 and scaled once (the unfused graph rounds each
 // dequantized operand to f32 first; the two differ by f32 rounding, as
-// onnxruntime's own QDQ fusion does). The QuantizeLinear -> DequantizeLinear
-// pair after the MatMul (the output's fake quantization) and everything
-// between quantized MatMuls stay as they are, in f32.
+// onnxruntime's own QDQ fusion does). Gemm's transB = 1 gives the weights as
+// [N, K], quantized per tensor or along axis 0, and sets transpose_w; alpha
+// multiplies the weight scale (a new constant); C of shape [N] becomes the
+// bias when beta = 1 (quantize_static folds beta into its quantized C), any
+// other C is added after, times beta. transA = 1 is left alone.
 //
-// It must run before fold-constants, which would fold the weights'
-// DequantizeLinear into an f32 constant; the pipeline runs it first at -O2.
+// The activation may also be quantized at run time, DequantizeLinear of a
+// DynamicQuantizeLinear's three results (the dynamic QDQ form): that makes a
+// DynamicQuantizedMatMul(%x, %w, %ws[, %wz][, %c]) instead.
+//
+// The QuantizeLinear -> DequantizeLinear pair after the product (the output's
+// fake quantization) and everything between quantized products stay as they
+// are, in f32. It must run before fold-constants, which would fold the
+// weights' DequantizeLinear into an f32 constant; the pipeline runs it first
+// at -O2.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
+#include "passes/QdqMatch.h"
 
 namespace onnxc {
 
@@ -34,106 +45,131 @@ using namespace match;
 namespace {
 
 struct Match {
-  Value *x = nullptr, *scale = nullptr, *zero = nullptr; // the activation's
-  Value *weights = nullptr, *weightScale = nullptr, *weightZero = nullptr;
+  QuantizedActivation activation;
+  QuantizedWeights weights;
+  bool transposed = false;
+  int64_t columns = 0;
+  double alpha = 1, beta = 1;
+  Value *c = nullptr;
 };
 
-/// The activation side: DequantizeLinear(QuantizeLinear(x, s, z), s, z).
-const char *matchActivation(Value *operand, Match &m) {
-  Node *dequantize = definedBy(operand, OpKind::DequantizeLinear);
-  if (!dequantize)
-    return "its A operand is not a DequantizeLinear's result";
-  Node *quantize = definedBy(dequantize->operand(0), OpKind::QuantizeLinear);
-  if (!quantize)
-    return "its A operand is not a QuantizeLinear -> DequantizeLinear pair";
-  if (!isPlainQuantizeOp(*quantize) || !isPlainQuantizeOp(*dequantize))
-    return "the activation's quantization has a block size or an output type";
-  Value *scale = quantize->operand(1), *zero = quantize->operand(2);
-  if (!zero || !dequantize->operand(2))
-    return "the activation's zero point is implicit (explicit u8/i8 zero points only)";
-  if (!isConstantOfShape(scale, {1}, 1) || !isConstantOfShape(zero, {1}, 1) ||
-      scale->dtype() != DType::F32 || (zero->dtype() != DType::U8 && zero->dtype() != DType::I8))
-    return "the activation is not quantized per tensor by constant f32 scale and u8/i8 zero point";
-  if (!sameScalar(scale, dequantize->operand(1)) || !sameScalar(zero, dequantize->operand(2)))
-    return "the activation's QuantizeLinear and DequantizeLinear differ in scale or zero point";
-  if (!(*scalarConstant(scale) > 0))
-    return "the activation scale is not positive";
-  if (quantize->operand(0)->dtype() != DType::F32)
-    return "the quantized activation is not f32";
-  m.x = quantize->operand(0);
-  m.scale = scale;
-  m.zero = zero;
+/// Gemm's attributes and C; null when the Gemm can be fused.
+const char *matchGemm(const Node &gemm, Match &m) {
+  if (gemm.getInt("transA", 0) != 0)
+    return "transA = 1 (the activation transposed) is not fused";
+  m.transposed = gemm.getInt("transB", 0) != 0;
+  m.alpha = gemm.getFloat("alpha", 1.0f);
+  m.beta = gemm.getFloat("beta", 1.0f);
+  m.c = gemm.operand(2);
+  if (m.c && m.c->dtype() != DType::F32)
+    return "its C is not f32";
   return nullptr;
 }
 
-/// The weight side: DequantizeLinear(w, ws[, wz]) of a constant [K, N]
-/// matrix, per tensor or per column (axis 1).
-const char *matchWeights(Value *operand, Match &m) {
-  Node *dequantize = definedBy(operand, OpKind::DequantizeLinear);
-  if (!dequantize)
-    return "its B operand is not a DequantizeLinear's result";
-  if (!isPlainQuantizeOp(*dequantize))
-    return "the weights' DequantizeLinear has a block size or an output type";
-  Value *w = dequantize->operand(0), *scale = dequantize->operand(1),
-        *zero = dequantize->operand(2);
-  const Shape &shape = w->shape();
-  if (!w->isConstant() || !w->constantValue().hasData() ||
-      (w->dtype() != DType::I8 && w->dtype() != DType::U8) || !shape.isRanked() ||
-      shape.rank() != 2 || !shape[1].constant())
-    return "the weights are not a constant i8/u8 [K, N] matrix";
-  int64_t columns = *shape[1].constant();
-  int64_t axis = dequantize->getInt("axis", 1);
-  bool perAxis = scale->shape().isRanked() && scale->shape().numElements() != Dim(1);
-  if (perAxis && axis != 1 && axis != -1)
-    return "the weights are quantized per row (axis 0), which the GEMM cannot factor out";
-  if (scale->dtype() != DType::F32 || !isConstantOfShape(scale, {1, columns}, 1))
-    return "the weight scale is not a constant f32, per tensor or per column";
-  if (zero && (zero->dtype() != w->dtype() ||
-               !isConstantOfShape(zero, {scale->constantValue().numElements()}, 1)))
-    return "the weight zero point is not a constant of the weights' type shaped like the scale";
-  m.weights = w;
-  m.weightScale = scale;
-  m.weightZero = zero;
-  return nullptr;
+/// Matches MatMul or Gemm `node`; the empty string when it fuses.
+std::string matchProduct(const Node &node, Match &m) {
+  if (node.kind() == OpKind::Gemm)
+    if (const char *reason = matchGemm(node, m))
+      return reason;
+  std::string reason = matchQuantizedActivation(node.operand(0), true, m.activation);
+  if (!reason.empty())
+    return reason;
+  reason = matchQuantizedWeights(node.operand(1), 2, m.transposed ? 0 : 1,
+                                 m.transposed ? "[N, K] matrix (transB = 1)" : "[K, N] matrix",
+                                 m.weights);
+  if (!reason.empty())
+    return reason;
+  const Shape &a = node.operand(0)->shape();
+  if (!a.isRanked() || a.rank() < 2)
+    return "its A operand is not of rank >= 2";
+  m.columns = *m.weights.weights->shape()[m.transposed ? 0 : 1].constant();
+  return {};
+}
+
+/// The weight scale times alpha, as a new constant (the scale is shared).
+Value *scaledWeightScale(Graph &graph, Value *scale, double alpha) {
+  const Tensor &source = scale->constantValue();
+  Tensor scaled(DType::F32, source.dims());
+  for (int64_t i = 0; i < source.numElements(); ++i)
+    scaled.data<float>()[i] = float(source.data<float>()[i] * float(alpha));
+  return graph.addConstant(graph.uniqueName(scale->name() + "_alpha"), std::move(scaled));
+}
+
+/// Whether Gemm's C can be the fused op's bias: f32 [N], beta = 1.
+bool isColumnBias(const Match &m) {
+  const Shape &shape = m.c->shape();
+  return m.beta == 1 && shape.isRanked() && shape.rank() == 1 && shape[0] == Dim(m.columns);
+}
+
+/// Replaces `product` by the fused op (plus C's Add when C is not a bias).
+void rewrite(Graph &graph, Node *product, const Match &m) {
+  const QuantizedWeights &w = m.weights;
+  Value *scale = m.alpha == 1 ? w.scale : scaledWeightScale(graph, w.scale, m.alpha);
+  Value *bias = m.c && isColumnBias(m) ? m.c : nullptr;
+  std::vector<Value *> operands = {m.activation.x};
+  if (!m.activation.dynamic) {
+    operands.push_back(m.activation.scale);
+    operands.push_back(m.activation.zero);
+  }
+  operands.insert(operands.end(), {w.weights, scale});
+  if (w.zero || bias)
+    operands.push_back(w.zero); // null: no zero point, a bias follows
+  if (bias)
+    operands.push_back(bias);
+  OpKind kind = m.activation.dynamic ? OpKind::DynamicQuantizedMatMul : OpKind::QuantizedMatMul;
+  Node *fused = graph.createNode(kind, operands, 1, product->name(), {}, product);
+  if (m.transposed)
+    fused->setAttr("transpose_w", Attribute(int64_t(1)));
+  Value *y = product->result(0);
+  std::string yName = y->name();
+  Value *result = fused->result(0);
+  result->setType(y->type());
+  if (m.c && !bias) {
+    Value *c = m.c;
+    if (m.beta != 1) {
+      Value *betaValue = graph.addConstant(graph.uniqueName(yName + "_beta"),
+                                           Tensor::scalar<float>(float(m.beta)));
+      Node *mul = graph.createNode(OpKind::Mul, {c, betaValue}, 1, product->name() + "/beta", {},
+                                   product);
+      mul->result(0)->setType(c->type());
+      c = mul->result(0);
+    }
+    Node *add = graph.createNode(OpKind::Add, {fused->result(0), c}, 1, product->name() + "/C", {},
+                                 product);
+    add->result(0)->setType(y->type());
+    result = add->result(0);
+  }
+  graph.replaceAllUsesWith(y, result);
+  graph.eraseNode(product);
+  graph.renameValue(result, yName);
 }
 
 class FuseStaticQuantizedMatMul : public Pass {
 public:
   std::string_view name() const override { return "fuse-static-quantized-matmul"; }
   std::string_view description() const override {
-    return "fold QDQ graphs' QuantizeLinear -> DequantizeLinear -> MatMul <- DequantizeLinear "
-           "(constant weights) into one QuantizedMatMul";
+    return "fold QDQ graphs' QuantizeLinear (or DynamicQuantizeLinear) -> DequantizeLinear -> "
+           "MatMul/Gemm <- DequantizeLinear (constant weights) into one QuantizedMatMul "
+           "(DynamicQuantizedMatMul)";
   }
 
   bool run(Graph &graph, PassContext &context) override {
     context.count("fused", 0);
     bool changed = false;
-    for (Node *matmul : graph.nodesOfKind(OpKind::MatMul)) {
+    std::vector<Node *> candidates = graph.nodesOfKind(OpKind::MatMul);
+    for (Node *gemm : graph.nodesOfKind(OpKind::Gemm))
+      candidates.push_back(gemm);
+    for (Node *product : candidates) {
       Match m;
-      const char *reason = matchActivation(matmul->operand(0), m);
-      if (!reason)
-        reason = matchWeights(matmul->operand(1), m);
-      const Shape &a = matmul->operand(0)->shape();
-      if (!reason && (!a.isRanked() || a.rank() < 2))
-        reason = "its A operand is not of rank >= 2";
-      if (reason) {
-        // Only MatMuls that read a dequantized value are candidates.
-        if (definedBy(matmul->operand(0), OpKind::DequantizeLinear) ||
-            definedBy(matmul->operand(1), OpKind::DequantizeLinear))
-          context.reject(*matmul, reason);
+      std::string reason = matchProduct(*product, m);
+      if (!reason.empty()) {
+        // Only products that read a dequantized value are candidates.
+        if (definedBy(product->operand(0), OpKind::DequantizeLinear) ||
+            definedBy(product->operand(1), OpKind::DequantizeLinear))
+          context.reject(*product, reason);
         continue;
       }
-      std::vector<Value *> operands = {m.x, m.scale, m.zero, m.weights, m.weightScale};
-      if (m.weightZero)
-        operands.push_back(m.weightZero);
-      Node *fused =
-          graph.createNode(OpKind::QuantizedMatMul, operands, 1, matmul->name(), {}, matmul);
-      Value *y = matmul->result(0);
-      std::string yName = y->name();
-      fused->result(0)->setType(y->type());
-      graph.replaceAllUsesWith(y, fused->result(0));
-      graph.eraseNode(matmul);
-      graph.renameValue(fused->result(0), yName);
+      rewrite(graph, product, m);
       context.count("fused");
       changed = true;
     }

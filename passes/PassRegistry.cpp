@@ -30,6 +30,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,
     createFuseStaticQuantizedMatMulPass,
+    createFuseStaticQuantizedConvPass,
     createSinkDequantizePass,
     createExpandFakeQuantizePass,
 };

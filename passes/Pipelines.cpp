@@ -54,6 +54,7 @@ void addOptimizationPipeline(PassManager &pm, int level) {
   // that fuses with the elementwise ops around it.
   if (level >= 2) {
     pm.addPass("fuse-static-quantized-matmul");
+    pm.addPass("fuse-static-quantized-conv");
     pm.addPass("sink-dequantize");
     pm.addPass("expand-fake-quantize");
   }

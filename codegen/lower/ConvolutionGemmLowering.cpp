@@ -333,19 +333,19 @@ void emitChannelsLastBlock(KernelBuilder &k, Value *input, Value *channelBase, i
   });
 }
 
-/// output[column * ldOutput + row] = tile[row * columns + column] for rows
-/// [0, count) and the tile's `columns` (a compile-time constant): 8 x 8
-/// blocks through registers, scalar edges.
-void emitTileTranspose(KernelBuilder &k, Value *tile, int64_t columns, Value *count, Value *output,
-                       Value *ldOutput) {
+} // namespace
+
+void emitTileTranspose(KernelBuilder &k, DType type, Value *tile, int64_t columns, Value *count,
+                       Value *output, Value *ldOutput) {
   llvm::IRBuilder<> &b = k.ir();
-  auto *vector = llvm::FixedVectorType::get(b.getFloatTy(), 8);
+  auto *vector = llvm::FixedVectorType::get(k.storageType(type), 8);
+  const llvm::Align align(uint64_t(dtypeSize(type)));
   const int64_t fullColumns = columns / 8 * 8;
   Value *fullRows = b.CreateAnd(count, k.i64(~int64_t(7)));
   auto scalar = [&](Value *row, Value *column) {
     Value *value =
-        k.loadElement(DType::F32, tile, b.CreateAdd(b.CreateMul(row, k.i64(columns)), column));
-    k.storeElement(DType::F32, value, output, b.CreateAdd(b.CreateMul(column, ldOutput), row));
+        k.loadElement(type, tile, b.CreateAdd(b.CreateMul(row, k.i64(columns)), column));
+    k.storeElement(type, value, output, b.CreateAdd(b.CreateMul(column, ldOutput), row));
   };
   k.forRange(
       k.i64(0), k.i64(fullColumns),
@@ -357,14 +357,14 @@ void emitTileTranspose(KernelBuilder &k, Value *tile, int64_t columns, Value *co
               for (int64_t i = 0; i < 8; ++i) {
                 Value *at =
                     b.CreateAdd(b.CreateMul(b.CreateAdd(row, k.i64(i)), k.i64(columns)), column);
-                rows[size_t(i)] = b.CreateAlignedLoad(
-                    vector, k.elementAddress(DType::F32, tile, at), llvm::Align(4));
+                rows[size_t(i)] =
+                    b.CreateAlignedLoad(vector, k.elementAddress(type, tile, at), align);
               }
               std::array<Value *, 8> transposed = transpose8x8(b, rows);
               for (int64_t i = 0; i < 8; ++i) {
                 Value *at = b.CreateAdd(b.CreateMul(b.CreateAdd(column, k.i64(i)), ldOutput), row);
-                b.CreateAlignedStore(transposed[size_t(i)],
-                                     k.elementAddress(DType::F32, output, at), llvm::Align(4));
+                b.CreateAlignedStore(transposed[size_t(i)], k.elementAddress(type, output, at),
+                                     align);
               }
             },
             8, "row");
@@ -378,6 +378,8 @@ void emitTileTranspose(KernelBuilder &k, Value *tile, int64_t columns, Value *co
     k.forRange(k.i64(0), count, [&](Value *row) { scalar(row, column); });
   });
 }
+
+namespace {
 
 /// The step's slots and GEMM kernel.
 struct ConvGemmSlots {
@@ -463,7 +465,7 @@ public:
     Value *outChannels = k_.i64(plan_.groupOut * c_.group);
     Value *outputOffset = b.CreateAdd(
         b.CreateMul(b.CreateAdd(b.CreateMul(item, outChannels), firstColumn), positions_), first);
-    emitTileTranspose(k_, tile_, plan_.groupOut, count,
+    emitTileTranspose(k_, DType::F32, tile_, plan_.groupOut, count,
                       k_.elementAddress(DType::F32, k_.buffer(slots_.y), outputOffset), positions_);
   }
 

@@ -37,6 +37,13 @@ std::vector<llvm::Value *> convPadsBefore(FunctionBuilder &f, const ConvShape &c
 /// Product of dims[begin, end).
 Dim dimProduct(const std::vector<Dim> &dims, size_t begin, size_t end);
 
+/// output[column * ldOutput + row] = tile[row * columns + column] for rows
+/// [0, count) and the tile's `columns` (a compile-time constant), elements
+/// of `type`: 8 x 8 blocks through registers, scalar edges. Turns a GEMM's
+/// [positions, channels] tile into NCHW.
+void emitTileTranspose(KernelBuilder &k, DType type, llvm::Value *tile, int64_t columns,
+                       llvm::Value *count, llvm::Value *output, llvm::Value *ldOutput);
+
 /// Lowers `node` onto the packed GEMM when that applies (f32, AVX2+FMA,
 /// constant weights, constant kernel and channel dims, not depthwise);
 /// returns false, having emitted nothing, otherwise.

@@ -29,6 +29,7 @@ const LoweringTable &opLowerings() {
     registerScatterGatherLowerings(t);
     registerQuantizationLowerings(t);
     registerQuantizedGemmLowerings(t);
+    registerQuantizedConvLowerings(t);
     registerPadLowerings(t);
     registerPoolingLowerings(t);
     registerResizeLowerings(t);

@@ -34,7 +34,8 @@ void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
 void registerQuantizationLowerings(LoweringTable &table);  // QuantizeLinear ... QLinearConv
-void registerQuantizedGemmLowerings(LoweringTable &table); // DynamicQuantizedMatMul
+void registerQuantizedGemmLowerings(LoweringTable &table); // (Dynamic)QuantizedMatMul
+void registerQuantizedConvLowerings(LoweringTable &table); // QuantizedConv
 void registerPadLowerings(LoweringTable &table);          // Pad
 void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
 void registerResizeLowerings(LoweringTable &table);       // Resize

@@ -13,12 +13,14 @@
 //   ConvInteger / QLinearConv           a direct 2-D loop nest (rank-4 only,
 //                                       explicit pads)
 //
-// Speed is not the point here: the integer GEMM kernels and the QDQ fusion
-// are separate work (issue 15 items 2 and 3).
+// The integer products take these loop nests only when their weights (or
+// parameters) are computed at run time, as in ONNX's node tests: with
+// constant weights they run on the integer GEMM (QuantizedGemmLowering.h).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/LinearAlgebraLowering.h"
 #include "codegen/lower/OpLowerings.h"
+#include "codegen/lower/QuantizedGemmLowering.h"
 
 #include "ir/OpAttributes.h"
 
@@ -418,6 +420,8 @@ const onnxc::Value *operandOrNull(const Node &node, size_t i) {
 } // namespace
 
 void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
+  if (lowerIntegerMatMulOnGemm(ctx, node))
+    return;
   bool qlinear = node.kind() == OpKind::QLinearMatMul;
   const onnxc::Value *a = node.operand(0), *b = node.operand(qlinear ? 3 : 1);
   ProductParameters params;
@@ -461,6 +465,8 @@ void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
 /// each output a sum over the group's channels and the kernel window, taps
 /// in the padding skipped (they would read x_zero_point - x_zero_point = 0).
 void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
+  if (lowerIntegerConvOnGemm(ctx, node))
+    return;
   bool qlinear = node.kind() == OpKind::QLinearConv;
   const onnxc::Value *x = node.operand(0), *w = node.operand(qlinear ? 3 : 1);
   const onnxc::Value *y = node.result(0);

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -199,6 +200,84 @@ TEST(IntegerGemmTest, VnniAndGenericAreExactOverTheWholeRange) {
       EXPECT_EQ(o.mismatches, 0);
       EXPECT_EQ(o.outside, 0);
     }
+  }
+}
+
+/// The s32 and requantizing stores against the integer formula, with the
+/// weights given transposed ([n, k], as a Conv's) and, when their zero points
+/// are all 0, without row sums (the kernel gets a null rowSums pointer).
+void checkIntegerStores(IntegerGemmIsa isa, bool zeroPoints) {
+  Problem p(13, 70, 45, -64, 64, false, true, 17);
+  if (!zeroPoints)
+    std::fill(p.zeros.begin(), p.zeros.end(), 0);
+  std::vector<uint8_t> transposed(p.weights.size());
+  for (int64_t row = 0; row < p.k; ++row)
+    for (int64_t col = 0; col < p.n; ++col)
+      transposed[size_t(col * p.k + row)] = p.weights[size_t(row * p.n + col)];
+  std::vector<int32_t> bias;
+  for (int64_t j = 0; j < p.n; ++j)
+    bias.push_back(int32_t(j * 977) - 20000);
+  // Multipliers that send the sums across the whole output range and past it.
+  std::vector<float> multipliers;
+  for (int64_t j = 0; j < p.n; ++j)
+    multipliers.push_back(0.0004f * float(j + 1));
+  std::vector<int32_t> sums = p.rowSums();
+  for (IntegerGemmStore store : {IntegerGemmStore::Int32, IntegerGemmStore::Requantize})
+    for (bool isSigned : {false, true}) {
+      if (store == IntegerGemmStore::Int32 && isSigned)
+        continue;
+      SCOPED_TRACE(std::string(integerGemmIsaName(isa)) +
+                   (store == IntegerGemmStore::Int32 ? " s32" : isSigned ? " s8" : " u8") +
+                   (zeroPoints ? " with zero points" : " symmetric"));
+      PackedIntegerWeights packed = packIntegerGemmWeights(
+          transposed.data(), false, p.k, p.n, multipliers, p.zeros, isa, /*transposed=*/true);
+      ASSERT_EQ(packed.needsRowSums, zeroPoints);
+      IntegerGemmSpec spec{"istore", p.k, p.n, isa, true, store, isSigned ? -3 : 131, isSigned,
+                           packed.needsRowSums};
+      KernelJit jit = KernelJit::forHost();
+      emitIntegerGemm(jit.newModule(spec.name), spec);
+      jit.compile();
+      auto *kernel = jit.lookup<IntegerGemmFn>(spec.name);
+      const size_t width = store == IntegerGemmStore::Int32 ? 4 : 1;
+      std::vector<uint8_t> c(size_t(p.m * p.ldc) * width + 64, 0xA5);
+      kernel(p.a.data(), p.lda, packed.packed.data(), c.data(), p.ldc, 0, p.m,
+             zeroPoints ? sums.data() : nullptr, p.aZero, 99.0f, packed.columns.data(),
+             bias.data());
+      int64_t mismatches = 0, outside = 0;
+      for (int64_t r = 0; r < p.m; ++r)
+        for (int64_t j = 0; j < p.ldc; ++j) {
+          const uint8_t *at = c.data() + size_t(r * p.ldc + j) * width;
+          if (j >= p.n) {
+            for (size_t b = 0; b < width; ++b)
+              outside += at[b] != 0xA5;
+            continue;
+          }
+          int64_t exact = bias[size_t(j)];
+          for (int64_t q = 0; q < p.k; ++q)
+            exact += (int64_t(p.a[size_t(r * p.lda + q)]) - p.aZero) * (p.w(q, j) - p.zeros[size_t(j)]);
+          if (store == IntegerGemmStore::Int32) {
+            int32_t got;
+            std::memcpy(&got, at, sizeof got);
+            mismatches += got != int32_t(exact);
+            continue;
+          }
+          double value = std::nearbyint(double(int32_t(exact)) * double(multipliers[size_t(j)]) +
+                                        double(spec.outputZero));
+          int want = int(std::clamp(value, isSigned ? -128.0 : 0.0, isSigned ? 127.0 : 255.0));
+          int got = isSigned ? int(int8_t(*at)) : int(*at);
+          mismatches += got != want;
+        }
+      EXPECT_EQ(mismatches, 0);
+      EXPECT_EQ(outside, 0);
+    }
+}
+
+TEST(IntegerGemmTest, IntegerAndRequantizingStoresAreExact) {
+  for (IntegerGemmIsa isa : AllIsas) {
+    if (!hostRuns(isa))
+      continue;
+    for (bool zeroPoints : {true, false})
+      checkIntegerStores(isa, zeroPoints);
   }
 }
 

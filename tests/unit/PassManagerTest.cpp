@@ -116,7 +116,8 @@ TEST(Pipelines, Levels) {
     // QDQ graphs' rewrites come before any folding (fold-constants would
     // fold the quantized weights' DequantizeLinear).
     if (level > 1)
-      expected = {"fuse-static-quantized-matmul", "sink-dequantize", "expand-fake-quantize"};
+      expected = {"fuse-static-quantized-matmul", "fuse-static-quantized-conv", "sink-dequantize",
+                  "expand-fake-quantize"};
     if (level > 0)
       expected.insert(expected.end(),
                       {"fold-constants", "inline-constant-if", "fold-channel-affine",
