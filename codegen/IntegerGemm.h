@@ -87,8 +87,10 @@ inline constexpr int IntegerGemmAvx2SafeWeight = 64;
 /// True when the Avx2 kernel computes these weights exactly: for every
 /// column and every pair of rows (2i, 2i + 1) that vpmaddubsw adds, the
 /// largest and smallest sum of two u8 x weight products fits in s16. u8
-/// weights count as the s8 values packing stores (w - 128).
-bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n);
+/// weights count as the s8 values packing stores (w - 128). The weights are
+/// [k, n] row-major, or [n, k] when `transposed` (as packIntegerGemmWeights).
+bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n,
+                            bool transposed = false);
 
 inline int64_t integerGemmPaddedDepth(int64_t k) { return (k + 3) / 4 * 4; }
 inline int64_t integerGemmPaddedColumns(int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr; }

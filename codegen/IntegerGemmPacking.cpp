@@ -41,9 +41,10 @@ int64_t integerGemmRows(IntegerGemmIsa isa) {
   return isa == IntegerGemmIsa::Avx2 || isa == IntegerGemmIsa::Generic ? 4 : 6;
 }
 
-bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n) {
+bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k, int64_t n,
+                            bool transposed) {
   auto weight = [&](int64_t row, int64_t col) -> int32_t {
-    int64_t i = row * n + col;
+    int64_t i = transposed ? col * k + row : row * n + col;
     return unsignedWeights ? int32_t(static_cast<const uint8_t *>(weights)[i]) - 128
                            : int32_t(static_cast<const int8_t *>(weights)[i]);
   };

@@ -178,21 +178,27 @@ void packConvWeights(LoweringContext &ctx, QuantizedConvPlan &plan,
   const bool unsignedWeights = weights.dtype() == DType::U8;
   plan.spec.k = plan.depth;
   plan.spec.n = plan.outChannels;
+  const QuantizedConvPlan &p = plan;
+  const int64_t taps = p.kH * p.kW;
+  std::vector<uint8_t> permuted(size_t(p.outChannels * p.depth));
+  const auto *source = static_cast<const uint8_t *>(weights.rawData());
+  for (int64_t m = 0; m < p.outChannels; ++m)
+    for (int64_t c = 0; c < p.channels; ++c)
+      for (int64_t tap = 0; tap < taps; ++tap)
+        permuted[size_t(m * p.depth + tap * p.channels + c)] =
+            source[(m * p.channels + c) * taps + tap];
   plan.spec.isa = ctx.integerGemmIsa();
+  // vpmaddubsw clamps pair sums to s16: weights that can reach the clamp
+  // take the exact generic kernel instead (IntegerGemm.h).
+  if (plan.spec.isa == IntegerGemmIsa::Avx2 &&
+      !integerGemmAvx2IsExact(permuted.data(), unsignedWeights, p.depth, p.outChannels,
+                              /*transposed=*/true))
+    plan.spec.isa = IntegerGemmIsa::Generic;
   plan.spec.rowSums = weightsNeedRowSums(zeros, unsignedWeights);
   if (plan.spec.rowSums)
     plan.rowStride = (plan.kPadded + 63) / 64 * 64; // whole vectors for the row sums
-  const QuantizedConvPlan &p = plan;
   plan.packed = packedWeightBuffers(
       ctx, key + ":" + integerGemmIsaName(plan.spec.isa) + ":hwc", [&] {
-        const int64_t taps = p.kH * p.kW;
-        std::vector<uint8_t> permuted(size_t(p.outChannels * p.depth));
-        const auto *source = static_cast<const uint8_t *>(weights.rawData());
-        for (int64_t m = 0; m < p.outChannels; ++m)
-          for (int64_t c = 0; c < p.channels; ++c)
-            for (int64_t tap = 0; tap < taps; ++tap)
-              permuted[size_t(m * p.depth + tap * p.channels + c)] =
-                  source[(m * p.channels + c) * taps + tap];
         return packIntegerGemmWeights(permuted.data(), unsignedWeights, p.depth, p.outChannels,
                                       scales, zeros, p.spec.isa, /*transposed=*/true);
       });

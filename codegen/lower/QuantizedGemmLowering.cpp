@@ -226,8 +226,9 @@ void planShape(LoweringContext &ctx, QuantizedMatMulPlan &plan) {
   if (plan.isa == IntegerGemmIsa::Avx2) {
     // vpmaddubsw clamps pair sums to s16: weights that can reach the clamp
     // take the exact generic kernel instead (IntegerGemm.h).
-    const Tensor &weights = requireConstant(ctx, node, plan.weights, "weight operand");
-    if (!integerGemmAvx2IsExact(weights.rawData(), weights.dtype() == DType::U8, plan.k, plan.n))
+    const Tensor &weights = requireConstant(ctx, *plan.node, plan.weights, "weight operand");
+    if (!integerGemmAvx2IsExact(weights.rawData(), weights.dtype() == DType::U8, plan.k, plan.n,
+                                plan.transposed))
       plan.isa = IntegerGemmIsa::Generic;
   }
   plan.lanes = plan.isa == IntegerGemmIsa::Avx512Vnni ? 16 : 8;

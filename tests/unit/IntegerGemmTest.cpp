@@ -320,6 +320,10 @@ TEST(IntegerGemmTest, Avx2ExactnessIsDecidedPerWeightPair) {
   EXPECT_FALSE(integerGemmAvx2IsExact(w.data(), false, 2, 2));
   w = {100, 100, 1, 1};
   EXPECT_TRUE(integerGemmAvx2IsExact(w.data(), false, 2, 2));
+  // Transposed ([n, k]): the same bytes pair along rows of the buffer.
+  EXPECT_FALSE(integerGemmAvx2IsExact(w.data(), false, 2, 2, /*transposed=*/true));
+  w = {100, 1, 100, 1};
+  EXPECT_TRUE(integerGemmAvx2IsExact(w.data(), false, 2, 2, /*transposed=*/true));
 }
 
 TEST(IntegerGemmTest, PackingInterleavesGroupsOfFourAndSumsColumns) {
