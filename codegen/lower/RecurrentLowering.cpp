@@ -19,6 +19,7 @@
 #include "codegen/lower/ComplexKernelSupport.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/RecurrentActivations.h"
+#include "codegen/lower/RecurrentLoweringInternal.h"
 
 #include "llvm/IR/Intrinsics.h"
 
@@ -32,27 +33,12 @@ using llvm::Value;
 
 namespace {
 
-enum class CellKind { LSTM, GRU, RNN };
-
-/// Stack bytes the kernel may use for its state and gate arrays.
+/// Stack bytes the kernels may use for their state and gate arrays.
 constexpr int64_t kMaxScratchBytes = 128 * 1024;
 
 int64_t gateCount(CellKind kind) {
   return kind == CellKind::LSTM ? 4 : kind == CellKind::GRU ? 3 : 1;
 }
-
-/// Operand positions of the ONNX recurrent ops.
-enum Operand { X, W, R, Bias, SequenceLens, InitialH, InitialC, Peepholes };
-
-struct Recurrence {
-  CellKind kind = CellKind::LSTM;
-  DType dtype = DType::F32;
-  Dim seq, batch, input;
-  int64_t hidden = 0, gates = 1, directions = 1;
-  bool batchMajor = false, reverseOnly = false, inputForget = false, linearBeforeReset = false;
-  double clip = 0; // 0: no clipping
-  std::vector<RecurrentActivation> activations;
-};
 
 void requireShape(const LoweringContext &ctx, const Node &node, size_t operand, const char *what,
                   const std::vector<Dim> &expected) {
@@ -67,6 +53,8 @@ void requireShape(const LoweringContext &ctx, const Node &node, size_t operand, 
     ctx.unsupported(node, std::string("operand ") + what + " " + shape.str() + " is not " +
                               Shape(expected).str() + " of the input's type");
 }
+
+} // namespace
 
 Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind kind) {
   Recurrence rec;
@@ -127,6 +115,8 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   rec.activations = recurrentActivations(node, defaults.size(), rec.directions, defaults);
   return rec;
 }
+
+namespace {
 
 constexpr unsigned kDotWidth = 8;
 constexpr unsigned kDotUnroll = 4;
@@ -451,6 +441,8 @@ void RecurrentKernel::emitCell(int64_t direction) {
 
 template <CellKind Kind> void lowerRecurrent(LoweringContext &ctx, const Node &node) {
   Recurrence rec = readRecurrence(ctx, node, Kind);
+  if (lowerPackedRecurrence(ctx, node, rec))
+    return;
   RecurrentKernel kernel(ctx, node, rec);
   kernel.emit();
 }
