@@ -90,7 +90,8 @@ private:
         llvm::Value *column = b_.CreateAdd(b_.CreateMul(firstPanel, g_.index(nr_)),
                                            g_.index(p * nr_ + half * spec_.lanes));
         if (spec_.bias)
-          sum = addBias(sum, column, constantFirst < 0 ? -1 : (constantFirst + p) * nr_ + half * spec_.lanes);
+          sum = addBias(sum, column,
+                        constantFirst < 0 ? -1 : (constantFirst + p) * nr_ + half * spec_.lanes);
         b_.CreateAlignedStore(sum, floatAt(y_, column), llvm::Align(4));
       }
   }
@@ -107,9 +108,9 @@ private:
     std::vector<llvm::Constant *> lanes;
     for (int64_t lane = 0; lane < spec_.lanes; ++lane)
       lanes.push_back(b_.getInt1(lane < valid));
-    llvm::Value *bias = b_.CreateMaskedLoad(vector_, pointer, llvm::Align(4),
-                                            llvm::ConstantVector::get(lanes),
-                                            llvm::Constant::getNullValue(vector_));
+    llvm::Value *bias =
+        b_.CreateMaskedLoad(vector_, pointer, llvm::Align(4), llvm::ConstantVector::get(lanes),
+                            llvm::Constant::getNullValue(vector_));
     return b_.CreateFAdd(sum, bias);
   }
 

@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/recurrent/run.py [--peer-python build/peers-venv/bin/python]
                                                  [--layers lstm512,lstm1024,gru512,gru1024]
                                                  [--seq 128] [--batch 1] [--input 256]
-                                                 [--iters 20] [--rounds 3] [--peak-binary PATH]
+                                                 [--iters 20] [--rounds 3] [--clock wall|cpu]
+                                                 [--peak-binary PATH]
 
 Each layer is one ONNX node (opset 14, forward, X [seq, batch, input] an input, W, R and B
 initializers drawn like torch's nn.LSTM / nn.GRU: uniform in ±1/sqrt(hidden)), written to
@@ -12,6 +13,8 @@ build/bench-recurrent/NAME.onnx. onnxc compiles it (`onnxc compile`, weights pac
 time) and `onnxc bench --threads 1` times it; onnxruntime (all graph optimizations, intra- and
 inter-op threads 1) runs the same file in a process of its own (benchmarks/e2e/ort_runner.py).
 The two take turns --rounds times; each side's figures are its round with the lowest median.
+--clock cpu times every run by its process's CPU time instead (benchmarks/attention/cpu_timer.py,
+onnxc through its C API), so that time spent descheduled on a shared machine is not counted.
 
 Printed per layer: min and median ms of each side, the ratio of the medians (onnxc / ORT, below 1:
 onnxc is faster), GFLOP/s of each (2 multiply-adds' FLOP per weight per step: the projection
@@ -24,6 +27,7 @@ asserted: the machine is shared; read the ratio.
 
 import argparse
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -82,12 +86,15 @@ def build_layer(path: str, kind: str, hidden: int, seq: int, batch: int, input_s
     onnx.save(model, path)
 
 
-def peak_gflops(binary: str) -> float:
+def peak_and_bandwidth(binary: str) -> tuple:
+    """(FMA peak GFLOP/s, {K x N: the GEMV's median GB/s}) from onnxc_bench_gemv, or (0, {})."""
     if not binary or not os.path.exists(binary):
-        return 0.0
-    out = subprocess.run([binary], capture_output=True, text=True).stdout
-    match = re.search(r"max ([\d.]+) GFLOP/s", out)
-    return float(match.group(1)) if match else 0.0
+        return 0.0, {}
+    out = subprocess.run([binary, "--runs", "7"], capture_output=True, text=True).stdout
+    match = re.search(r"peak at \d+ lanes: ([\d.]+) GFLOP/s", out)
+    rates = {f"{k}x{n}": float(median) for k, n, median in
+             re.findall(r"^\s*(\d+)x(\d+)\s+[\d.]+ \|\s+[\d.]+\s+([\d.]+)", out, re.M)}
+    return (float(match.group(1)) if match else 0.0), rates
 
 
 def profile_split(e2e, onnxc: str, library: str, inputs: list) -> str:
@@ -96,6 +103,15 @@ def profile_split(e2e, onnxc: str, library: str, inputs: list) -> str:
     steps = out.split("slowest steps:", 1)[-1]
     parts = [f"{name.strip()} {float(ms):.3f} ms" for ms, name in re.findall(r"^\s+([\d.]+) ms\s+(.+)$", steps, re.M)]
     return ", ".join(parts) if parts else "(no profile)"
+
+
+def cpu_bench(python: str, side: str, model: str, inputs: list, iters: int) -> dict:
+    """min / median process CPU time per run of one side (benchmarks/attention/cpu_timer.py)."""
+    out = subprocess.run([python, os.path.join(REPO, "benchmarks", "attention", "cpu_timer.py"), side, model,
+                          "--threads", "1", "--iters", str(iters), "--warmup", "3", "--outputs", "2"] + inputs,
+                         capture_output=True, text=True, check=True).stdout
+    times = sorted(json.loads(out.strip().splitlines()[-1])["times_ms"])
+    return {"min_ms": times[0], "median_ms": times[len(times) // 2]}
 
 
 def main() -> int:
@@ -108,19 +124,23 @@ def main() -> int:
     parser.add_argument("--input", type=int, default=256)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: time each run by its process's CPU time (for a loaded machine)")
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-recurrent"))
-    parser.add_argument("--peak-binary", default=os.path.join(REPO, "build", "benchmarks", "onnxc_bench_peak"))
+    parser.add_argument("--peak-binary", default=os.path.join(REPO, "build", "benchmarks", "onnxc_bench_gemv"),
+                        help="onnxc_bench_gemv: the FMA peak in thread CPU time, and the GEMV's bandwidth")
     args = parser.parse_args()
     if not os.path.exists(args.peer_python):
         raise SystemExit(f"no {args.peer_python}: run `bash benchmarks/e2e/setup_peers.sh` first")
     os.makedirs(args.workdir, exist_ok=True)
     e2e = e2e_module()
     version = e2e.run([args.peer_python, "-c", "import onnxruntime; print(onnxruntime.__version__)"]).strip()
-    peak = peak_gflops(args.peak_binary)
+    peak, gemv_rates = peak_and_bandwidth(args.peak_binary)
     print(f"recurrent layers: seq {args.seq}, batch {args.batch}, input {args.input}, forward, one thread; "
-          f"onnxruntime {version}; best median of {args.rounds} rounds of {args.iters} runs")
-    print(f"fp32 FMA peak (onnxc_bench_peak, 8-wide): {peak:.1f} GFLOP/s" if peak else
-          "fp32 FMA peak: not measured (ninja -C build onnxc_bench_peak)")
+          f"onnxruntime {version}; best median of {args.rounds} rounds of {args.iters} runs, {args.clock} clock")
+    print(f"fp32 FMA peak (onnxc_bench_gemv, thread CPU time): {peak:.1f} GFLOP/s; the GEMV alone streams R at "
+          + ", ".join(f"{shape} {rate:.0f} GB/s" for shape, rate in gemv_rates.items()) if peak else
+          "fp32 FMA peak: not measured (ninja -C build onnxc_bench_gemv)")
     print(f"{'layer':<9} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} | {'ratio':>5} |"
           f" {'onnxc GF/s':>10} {'ORT GF/s':>8} | {'% peak':>6} | {'R GB/s':>6} | max |diff|")
     notes = []
@@ -140,11 +160,17 @@ def main() -> int:
             outputs = os.path.join(folder, "ort.npz")
             best = {}
             for _ in range(args.rounds):
-                ours = e2e.onnxc_bench(args.onnxc, library, inputs, 1, args.iters)
-                theirs = e2e.ort_bench(model, inputs, 1, args.iters, outputs, args.peer_python)
+                if args.clock == "cpu":
+                    ours = cpu_bench(sys.executable, "onnxc", library, inputs, args.iters)
+                    theirs = cpu_bench(args.peer_python, "ort", model, inputs, args.iters)
+                else:
+                    ours = e2e.onnxc_bench(args.onnxc, library, inputs, 1, args.iters)
+                    theirs = e2e.ort_bench(model, inputs, 1, args.iters, outputs, args.peer_python)
                 for side, result in (("onnxc", ours), ("ort", theirs)):
                     if side not in best or result["median_ms"] < best[side]["median_ms"]:
                         best[side] = result
+            if not os.path.exists(outputs):
+                e2e.ort_bench(model, inputs, 1, 1, outputs, args.peer_python)
             diff = e2e.max_difference(args.onnxc, library, inputs, outputs, folder)
             split = profile_split(e2e, args.onnxc, library, inputs)
         rows = GATES[kind] * hidden

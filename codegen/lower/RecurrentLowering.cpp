@@ -1,14 +1,23 @@
 //===- codegen/lower/RecurrentLowering.cpp - LSTM, GRU and RNN -------------===//
 //
 // The recurrent ops as ir/eval/RecurrentKernels.cpp computes them (opset-14
-// form with `layout`). One task item per (direction, batch row): the time
-// loop runs sequentially inside it over the row's sequence length, with the
-// state h (and c) and the gate pre-activations x·Wᵀ + Wb and h·Rᵀ + Rb in
-// stack arrays of a few hidden sizes, so the hidden size must be a known
-// constant (it is whenever W and R are initializers). The body is emitted
-// once per direction so the direction's activations and time order are
-// constants. Steps past a row's length give zeros in Y; Y_h / Y_c hold the
-// state after the last valid step. A length outside [0, seq] fails the run.
+// form with `layout`): reading and checking the node for both emitters
+// (RecurrentLoweringInternal.h), the registration, and the loop-nest
+// emitter. An f32 node with a constant input size on an AVX2+FMA target
+// takes the packed emitter instead (RecurrentPackedLowering.cpp: the input
+// projections of all steps as one GEMM, the recurrent product as a GEMV);
+// the loop nest is what other float types, a symbolic input size and
+// targets without AVX2+FMA get.
+//
+// Loop nest: one task item per (direction, batch row): the time loop runs
+// sequentially inside it over the row's sequence length, with the state h
+// (and c) and the gate pre-activations x·Wᵀ + Wb and h·Rᵀ + Rb in stack
+// arrays of a few hidden sizes, so the hidden size must be a known constant
+// (it is whenever W and R are initializers; both emitters need it). The
+// body is emitted once per direction so the direction's activations and
+// time order are constants. Steps past a row's length give zeros in Y;
+// Y_h / Y_c hold the state after the last valid step. A length outside
+// [0, seq] fails the run.
 //
 // The gate products x·Wᵀ and h·Rᵀ are dot products of contiguous rows; for
 // f32 they run in <8 x float> vectors with four accumulators (reassociated,

@@ -47,9 +47,7 @@ private:
     return int(step_.output(node_.result(result)));
   }
   Value *buffer(int slot) { return k_.buffer(unsigned(slot)); }
-  Value *floatAt(Value *base, Value *offset) {
-    return k_.elementAddress(DType::F32, base, offset);
-  }
+  Value *floatAt(Value *base, Value *offset) { return k_.elementAddress(DType::F32, base, offset); }
   Value *floatAt(Value *base, int64_t offset) { return floatAt(base, k_.i64(offset)); }
 
   // ---- vectors ----------------------------------------------------------
@@ -242,8 +240,9 @@ void PackedRecurrentLoop::emitGemv(size_t group, int64_t direction, Value *vec) 
   const RecurrentGemvGroup &g = layout_.groups[group];
   Value *packed = floatAt(k_.buffer(packedR_), direction * layout_.rFloats + g.packedOffset);
   // Rb of this direction: B[direction][gateRows + row].
-  Value *bias = bias_ >= 0 ? floatAt(buffer(bias_), (2 * direction + 1) * layout_.gateRows + g.begin)
-                           : ConstantPointerNull::get(b.getPtrTy());
+  Value *bias = bias_ >= 0
+                    ? floatAt(buffer(bias_), (2 * direction + 1) * layout_.gateRows + g.begin)
+                    : ConstantPointerNull::get(b.getPtrTy());
   b.CreateCall(gemvs_[group], {vec, packed, bias, floatAt(hr_, g.outputOffset)});
 }
 
@@ -283,15 +282,14 @@ void PackedRecurrentLoop::emitLstmCell(int64_t direction, Value *xw, Value *y) {
     auto peephole = [&](int64_t gate, Value *value, Value *cell) {
       if (peep_ < 0)
         return value;
-      Value *p = load(floatAt(buffer(peep_), b.CreateAdd(k_.i64((direction * 3 + gate) * hs), j)),
-                      mask);
+      Value *p =
+          load(floatAt(buffer(peep_), b.CreateAdd(k_.i64((direction * 3 + gate) * hs), j)), mask);
       return b.CreateFAdd(value, b.CreateFMul(p, cell));
     };
     Value *c = load(floatAt(c_, j), mask);
     Value *in = emitActivation(k_, act[0], clipped(peephole(0, pre(0), c)));
-    Value *forget = rec_.inputForget
-                        ? b.CreateFSub(splat(1), in)
-                        : emitActivation(k_, act[0], clipped(peephole(2, pre(2), c)));
+    Value *forget = rec_.inputForget ? b.CreateFSub(splat(1), in)
+                                     : emitActivation(k_, act[0], clipped(peephole(2, pre(2), c)));
     Value *cell = emitActivation(k_, act[1], clipped(pre(3)));
     Value *next = b.CreateFAdd(b.CreateFMul(forget, c), b.CreateFMul(in, cell));
     store(next, floatAt(c_, j), mask);
@@ -320,8 +318,8 @@ void PackedRecurrentLoop::emitGruCell(int64_t direction, Value *xw, Value *y) {
     forVectors([&](Value *j, Value *mask) {
       Value *z = emitActivation(k_, act[0],
                                 clipped(b.CreateFAdd(xAt(0, j, mask), load(hrAt(0, j), mask))));
-      Value *reset = emitActivation(
-          k_, act[0], clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
+      Value *reset = emitActivation(k_, act[0],
+                                    clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
       store(z, hrAt(0, j), mask);
       store(b.CreateFMul(reset, load(floatAt(h_, j), mask)), floatAt(resetH_, j), mask);
     });
@@ -332,14 +330,15 @@ void PackedRecurrentLoop::emitGruCell(int64_t direction, Value *xw, Value *y) {
     if (rec_.linearBeforeReset) {
       z = emitActivation(k_, act[0],
                          clipped(b.CreateFAdd(xAt(0, j, mask), load(hrAt(0, j), mask))));
-      Value *reset = emitActivation(
-          k_, act[0], clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
+      Value *reset = emitActivation(k_, act[0],
+                                    clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
       recurrent = b.CreateFMul(reset, load(hrAt(2, j), mask));
     } else {
       z = load(hrAt(0, j), mask);
       recurrent = load(hrAt(2, j), mask);
     }
-    Value *candidate = emitActivation(k_, act[1], clipped(b.CreateFAdd(xAt(2, j, mask), recurrent)));
+    Value *candidate =
+        emitActivation(k_, act[1], clipped(b.CreateFAdd(xAt(2, j, mask), recurrent)));
     Value *h = load(floatAt(h_, j), mask);
     Value *next =
         b.CreateFAdd(b.CreateFMul(b.CreateFSub(splat(1), z), candidate), b.CreateFMul(z, h));

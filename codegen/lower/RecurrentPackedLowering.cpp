@@ -135,8 +135,8 @@ void emitPackStep(LoweringContext &ctx, const Node &node, const Recurrence &rec,
   }
   llvm::Function *packWKernel = nullptr, *packRKernel = nullptr;
   if (wSlot >= 0) {
-    packWKernel =
-        emitGemmPackKernel(ctx.module(), ctx.uniqueName("recurrent_pack_w"), layout.wBlocking, true);
+    packWKernel = emitGemmPackKernel(ctx.module(), ctx.uniqueName("recurrent_pack_w"),
+                                     layout.wBlocking, true);
     packWKernel->setLinkage(llvm::GlobalValue::InternalLinkage);
   }
   if (rSlot >= 0) {
@@ -148,21 +148,22 @@ void emitPackStep(LoweringContext &ctx, const Node &node, const Recurrence &rec,
       step.splitEvenly([dirs = rec.directions](FunctionBuilder &f) { return f.i64(dirs); }, 1);
   k.forRange(begin, end, [&](llvm::Value *d) {
     if (packWKernel) {
-      llvm::Value *source =
-          floatAt(k.buffer(unsigned(wSlot)), ir.CreateMul(d, k.i64(layout.gateRows * layout.input)));
-      llvm::Value *target = floatAt(k.buffer(unsigned(wOut)), ir.CreateMul(d, k.i64(layout.wFloats)));
+      llvm::Value *source = floatAt(k.buffer(unsigned(wSlot)),
+                                    ir.CreateMul(d, k.i64(layout.gateRows * layout.input)));
+      llvm::Value *target =
+          floatAt(k.buffer(unsigned(wOut)), ir.CreateMul(d, k.i64(layout.wFloats)));
       ir.CreateCall(packWKernel, {source, k.i64(layout.input), k.i64(layout.input),
                                   k.i64(layout.gateRows), target});
     }
     if (packRKernel)
       for (const RecurrentGemvGroup &group : layout.groups) {
-        llvm::Value *source = floatAt(
-            k.buffer(unsigned(rSlot)),
-            ir.CreateAdd(ir.CreateMul(d, k.i64(layout.gateRows * rec.hidden)),
-                         k.i64(group.begin * rec.hidden)));
+        llvm::Value *source =
+            floatAt(k.buffer(unsigned(rSlot)),
+                    ir.CreateAdd(ir.CreateMul(d, k.i64(layout.gateRows * rec.hidden)),
+                                 k.i64(group.begin * rec.hidden)));
         llvm::Value *target =
-            floatAt(k.buffer(unsigned(rOut)),
-                    ir.CreateAdd(ir.CreateMul(d, k.i64(layout.rFloats)), k.i64(group.packedOffset)));
+            floatAt(k.buffer(unsigned(rOut)), ir.CreateAdd(ir.CreateMul(d, k.i64(layout.rFloats)),
+                                                           k.i64(group.packedOffset)));
         ir.CreateCall(packRKernel, {source, k.i64(rec.hidden), k.i64(rec.hidden),
                                     k.i64(group.end - group.begin), target});
       }
@@ -196,9 +197,9 @@ void emitProjectionStep(LoweringContext &ctx, const Node &node, const Recurrence
   const Dim rows = rec.seq * rec.batch;
   // As lowerPackedMatMul: the fewest whole tiles doing >= 64K multiply-adds
   // per pass over the packed W.
-  const int64_t taskRows = std::clamp<int64_t>(
-      (65536 / (layout.input * layout.gateRows) + GemmMR - 1) / GemmMR * GemmMR, GemmMR,
-      layout.wBlocking.mc);
+  const int64_t taskRows =
+      std::clamp<int64_t>((65536 / (layout.input * layout.gateRows) + GemmMR - 1) / GemmMR * GemmMR,
+                          GemmMR, layout.wBlocking.mc);
   splitItemsAndRows(
       step, Dim(rec.directions), [rows](FunctionBuilder &f) { return f.dim(rows); },
       [rows, dirs = rec.directions, taskRows](FunctionBuilder &f) {
@@ -206,16 +207,15 @@ void emitProjectionStep(LoweringContext &ctx, const Node &node, const Recurrence
       },
       [&](llvm::Value *d, llvm::Value *rowBegin, llvm::Value *rowEnd) {
         llvm::Value *null = llvm::ConstantPointerNull::get(ir.getPtrTy());
-        llvm::Value *biasPointer =
-            bias >= 0 ? floatAt(k.buffer(unsigned(bias)),
-                                ir.CreateMul(d, k.i64(2 * layout.gateRows)))
-                      : null;
-        llvm::Value *c = floatAt(k.buffer(out),
-                                 ir.CreateMul(ir.CreateMul(d, k.dim(rows)), k.i64(layout.gateRows)));
-        ir.CreateCall(gemm, {k.buffer(x), k.i64(layout.input),
-                             floatAt(k.buffer(w), ir.CreateMul(d, k.i64(layout.wFloats))), c,
-                             k.i64(layout.gateRows), rowBegin, rowEnd, biasPointer, null,
-                             k.i64(0)});
+        llvm::Value *biasPointer = bias >= 0 ? floatAt(k.buffer(unsigned(bias)),
+                                                       ir.CreateMul(d, k.i64(2 * layout.gateRows)))
+                                             : null;
+        llvm::Value *c = floatAt(
+            k.buffer(out), ir.CreateMul(ir.CreateMul(d, k.dim(rows)), k.i64(layout.gateRows)));
+        ir.CreateCall(gemm,
+                      {k.buffer(x), k.i64(layout.input),
+                       floatAt(k.buffer(w), ir.CreateMul(d, k.i64(layout.wFloats))), c,
+                       k.i64(layout.gateRows), rowBegin, rowEnd, biasPointer, null, k.i64(0)});
       });
   step.finish();
 }

@@ -66,8 +66,8 @@ struct RecurrentCase {
 
   std::string graph(unsigned seed) const {
     const std::string d = str(dirs()), h = str(hidden), rows = str(gates() * hidden);
-    const std::string state = batchMajor ? "f32[n, " + d + ", " + h + "]"
-                                         : "f32[" + d + ", n, " + h + "]";
+    const std::string state =
+        batchMajor ? "f32[n, " + d + ", " + h + "]" : "f32[" + d + ", n, " + h + "]";
     GraphText g;
     g.input("x", batchMajor ? "f32[n, t, " + str(input) + "]" : "f32[t, n, " + str(input) + "]");
     g.input("lens", "i32[n]").input("h0", state);
@@ -86,8 +86,8 @@ struct RecurrentCase {
     g.node(results + " = " + op + "(" + operands + ") {direction = \"" + direction +
            "\", hidden_size = " + h + ", layout = " + (batchMajor ? "1" : "0") +
            (attrs.empty() ? "" : ", " + attrs) + "}");
-    g.output("y", batchMajor ? "f32[n, t, " + d + ", " + h + "]"
-                             : "f32[t, " + d + ", n, " + h + "]");
+    g.output("y",
+             batchMajor ? "f32[n, t, " + d + ", " + h + "]" : "f32[t, " + d + ", n, " + h + "]");
     g.output("yh", state);
     if (lstm())
       g.output("yc", state);
@@ -258,9 +258,8 @@ TEST(LowerRecurrentPacked, WeightsAreStoredPackedAndTheProjectionIsAnArenaBuffer
     for (int32_t b : plan.steps[1].buffers)
       if (a == b && plan.buffers[size_t(a)].kind == BufferKind::Intermediate) {
         ++shared;
-        EXPECT_TRUE(plan.buffers[size_t(a)].sizeBytes.provablyEqual(Dim(2 * rows * 4) *
-                                                                    Dim::symbol("t") *
-                                                                    Dim::symbol("n")))
+        EXPECT_TRUE(plan.buffers[size_t(a)].sizeBytes.provablyEqual(
+            Dim(2 * rows * 4) * Dim::symbol("t") * Dim::symbol("n")))
             << plan.buffers[size_t(a)].sizeBytes.str();
         EXPECT_EQ(plan.buffers[size_t(a)].firstStep, 0);
         EXPECT_EQ(plan.buffers[size_t(a)].lastStep, 1);
