@@ -17,12 +17,15 @@ The two take turns --rounds times; each side's figures are its round with the lo
 onnxc through its C API), so that time spent descheduled on a shared machine is not counted.
 
 Printed per layer: min and median ms of each side, the ratio of the medians (onnxc / ORT, below 1:
-onnxc is faster), GFLOP/s of each (2 multiply-adds' FLOP per weight per step: the projection
-X·Wᵀ plus the recurrent h·Rᵀ), the fraction of the FMA peak (onnxc_bench_peak, when built), how
-fast the recurrent weights R stream (GB/s: R's bytes times the steps over the run's time, the
-bound of a batch-1 recurrent step), onnxc's split between its projection GEMM and its time loop
-(`onnxc bench --profile`), and the largest difference between the two sides' Y. Nothing is
-asserted: the machine is shared; read the ratio.
+onnxc is faster), GFLOP/s of each (2 FLOP per weight per step: the projection X·Wᵀ plus the
+recurrent h·Rᵀ), onnxc's fraction of the FMA peak, and how fast R streams (GB/s: R's bytes times
+the steps over onnxc's time). A batch-1 step reads every weight of R once for one multiply-add, so
+its bound is bandwidth, not the FMA pipes: the notes give the floor (R at the rate
+onnxc_bench_gemv measures for the GEMV alone, plus the projection at the FMA peak) and onnxc's
+fraction of it, onnxc's split between its steps (`onnxc bench --profile`) and the largest
+difference between the two sides' Y. The peak and the GEMV's rate come from
+build/benchmarks/onnxc_bench_gemv (`ninja -C build onnxc_bench_gemv`), in thread CPU time. Nothing
+is asserted: the machine is shared; read the ratio.
 """
 
 import argparse
@@ -98,11 +101,12 @@ def peak_and_bandwidth(binary: str) -> tuple:
 
 
 def profile_split(e2e, onnxc: str, library: str, inputs: list) -> str:
-    """onnxc's time per step from `onnxc bench --profile` (projection GEMM, time loop)."""
+    """onnxc's share of time per step from `onnxc bench --profile` (projection GEMM, time loop)."""
     out = e2e.run([onnxc, "bench", library, "--threads", "1", "--iters", "5", "--profile"] + inputs)
     steps = out.split("slowest steps:", 1)[-1]
-    parts = [f"{name.strip()} {float(ms):.3f} ms" for ms, name in re.findall(r"^\s+([\d.]+) ms\s+(.+)$", steps, re.M)]
-    return ", ".join(parts) if parts else "(no profile)"
+    found = [(float(ms), name.strip()) for ms, name in re.findall(r"^\s+([\d.]+) ms\s+(.+)$", steps, re.M)]
+    total = sum(ms for ms, _ in found) or 1.0
+    return ", ".join(f"{name} {100 * ms / total:.0f}%" for ms, name in found) if found else "(no profile)"
 
 
 def cpu_bench(python: str, side: str, model: str, inputs: list, iters: int) -> dict:
@@ -184,8 +188,14 @@ def main() -> int:
                 f" {100 * gflops / peak if peak else 0:>5.1f}% | {r_bytes / ours['median_ms'] * 1e-6:>6.1f} |"
                 f" {diff:.1e}")
         print(line, flush=True)
+        floor = ""
+        rate = gemv_rates.get(f"{hidden}x{rows}")
+        if rate and peak and args.batch == 1:
+            floor_ms = r_bytes / rate * 1e-6 + 2.0 * args.seq * rows * args.input / peak * 1e-6
+            floor = (f"; floor {floor_ms:.2f} ms (R at the GEMV's {rate:.0f} GB/s + the projection at the FMA"
+                     f" peak): onnxc at {100 * floor_ms / ours['median_ms']:.0f}% of it")
         notes.append(f"{name}: {flop * 1e-9:.3f} GFLOP, R {r_bytes / args.seq / 2**20:.1f} MiB per step;"
-                     f" onnxc compile {compile_s:.1f} s; onnxc steps (median of 5): {split}")
+                     f" onnxc compile {compile_s:.1f} s; onnxc's steps (--profile, wall): {split}{floor}")
     print("\nms per run; ratio = onnxc median / ORT median; GF/s from the medians")
     print("\n".join(notes))
     return 0
