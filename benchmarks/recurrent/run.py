@@ -179,7 +179,7 @@ def main() -> int:
             split = profile_split(e2e, args.onnxc, library, inputs)
         rows = GATES[kind] * hidden
         flop = 2.0 * args.seq * args.batch * rows * (args.input + hidden)
-        r_bytes = 4.0 * rows * hidden * args.seq  # R read once per step (batch rows share a task each)
+        r_bytes = 4.0 * rows * hidden * args.seq  # R read once per step (by a task of up to 4 batch rows)
         ours, theirs = best["onnxc"], best["ort"]
         gflops = flop / ours["median_ms"] * 1e-6
         line = (f"{name:<9} | {ours['min_ms']:>9.3f} {ours['median_ms']:>8.3f} | {theirs['min_ms']:>8.3f}"

@@ -1,15 +1,19 @@
 //===- codegen/lower/RecurrentPackedLoop.cpp - The packed time loop --------===//
 //
 // The loop step of a packed recurrent node (RecurrentPackedLowering.cpp):
-// one task per (direction, batch row), its time loop sequential. Per time
-// step, h·Rᵀ + Rb is one call of a packed GEMV per group (its output in a
-// stack array), then the gate math runs over the hidden units in vectors of
-// the GEMM's width (a masked last vector when hidden is not a multiple),
-// reading the step's row of the projection (x·Wᵀ + Wb), and writes h (and
-// c) in place and into Y. The body is emitted once per direction so its
-// activations and time order are constants. Steps past a row's length give
-// zeros in Y; Y_h / Y_c hold the state after the last valid step; a length
-// outside [0, seq] fails the run (as the loop-nest kernel).
+// one task per (direction, block of up to 4 batch rows), its time loop
+// sequential. Per time step, h·Rᵀ + Rb for every row of the block is one
+// call of a packed GEMV per group (GemvEmitter.h: R is read once for all the
+// rows; at batch 1 the block is one row), its output in a stack array; then
+// the gate math of each row still inside its length runs over the hidden
+// units in vectors of the GEMM's width (a masked last vector when hidden is
+// not a multiple), reading the step's row of the projection (x·Wᵀ + Wb),
+// and writes h (and c) in place and into Y. A row past its length keeps its
+// state (the GEMV still computes it; nothing reads the result). The body is
+// emitted once per direction so its activations and time order are
+// constants. Steps past a row's length give zeros in Y; Y_h / Y_c hold the
+// state after the last valid step; a length outside [0, seq] fails the run
+// (as the loop-nest kernel).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/GemvEmitter.h"
@@ -20,6 +24,9 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <string>
 
 using namespace llvm;
@@ -59,15 +66,27 @@ private:
   Value *splat(double value) { return ConstantFP::get(vector_, value); }
   Value *clipped(Value *v);
 
+  /// One batch row's arrays for the gate math of a time step: its rows of
+  /// the stack arrays, of the projection (the step's x·Wᵀ + Wb) and of Y
+  /// (null when Y is not needed).
+  struct CellRow {
+    Value *h, *c, *hr, *resetH, *xw, *y;
+  };
+
   Value *stateIndex(int64_t direction, Value *row);
-  void emitSequence(int64_t direction, Value *row);
-  /// out = Rb[group] + vec · R[direction][group]ᵀ.
-  void emitGemv(size_t group, int64_t direction, Value *vec);
-  /// One time step: the GEMVs and the gate math. `xw` points at the step's
-  /// projection row, `y` at its row of Y (null when Y is not needed).
-  void emitCell(int64_t direction, Value *xw, Value *y);
-  void emitLstmCell(int64_t direction, Value *xw, Value *y);
-  void emitGruCell(int64_t direction, Value *xw, Value *y);
+  /// The stack row `r` of an array of `stride` floats per row.
+  Value *rowOf(Value *array, int64_t stride, Value *r) {
+    return floatAt(array, k_.ir().CreateMul(r, k_.i64(stride)));
+  }
+  void emitBlock(int64_t direction, Value *firstRow, Value *rows);
+  /// out[r] = Rb[group] + vec[r] · R[direction][group]ᵀ for the block's rows.
+  void emitGemv(size_t group, int64_t direction, Value *vec, Value *rows);
+  /// The gate math of one row: everything (LSTM, RNN, GRU with
+  /// linear_before_reset), or GRU's z and r (`phase` 0) and its candidate
+  /// and update after the second GEMV (`phase` 1).
+  void emitCell(int64_t direction, const CellRow &row, int phase);
+  void emitLstmCell(int64_t direction, const CellRow &row);
+  void emitGruCell(int64_t direction, const CellRow &row, int phase);
 
   const Node &node_;
   const Recurrence &rec_;
@@ -77,9 +96,15 @@ private:
   FixedVectorType *vector_;
   unsigned projection_, packedR_;
   int bias_, lens_, h0_, c0_, peep_, y_, yh_, yc_;
-  std::vector<llvm::Function *> gemvs_; // one per group
-  Value *h_ = nullptr, *c_ = nullptr, *hr_ = nullptr, *resetH_ = nullptr;
+  /// Batch rows per task, and floats per row of the h (c, reset_h) and h·Rᵀ arrays.
+  int64_t blockRows_ = 1, rowFloats_ = 0, hrFloats_ = 0;
+  /// gemvs_[group][rows - 1]: the GEMV of that many rows, null when no block has them.
+  std::vector<std::vector<llvm::Function *>> gemvs_;
+  Value *h_ = nullptr, *c_ = nullptr, *hr_ = nullptr, *resetH_ = nullptr, *lengths_ = nullptr;
 };
+
+/// Stack bytes a task's arrays may take (a block of rows shares them).
+constexpr int64_t kMaxBlockBytes = 128 * 1024;
 
 PackedRecurrentLoop::PackedRecurrentLoop(LoweringContext &ctx, const Node &node,
                                          const Recurrence &rec, const PackedRecurrentLayout &layout,
@@ -105,12 +130,41 @@ PackedRecurrentLoop::PackedRecurrentLoop(LoweringContext &ctx, const Node &node,
   y_ = optionalOutput(ctx, 0);
   yh_ = optionalOutput(ctx, 1);
   yc_ = lstm ? optionalOutput(ctx, 2) : -1;
+  rowFloats_ = (rec.hidden + layout.lanes - 1) / layout.lanes * layout.lanes;
+  hrFloats_ = layout.outputFloats;
+  blockRows_ =
+      std::clamp<int64_t>(kMaxBlockBytes / ((3 * rowFloats_ + hrFloats_) * 4), 1, kMaxGemvRows);
+  // The row counts blocks can have: all up to blockRows_, or with a known
+  // batch only those of its full blocks and its last one.
+  std::vector<bool> needed(size_t(blockRows_ + 1), !rec.batch.constant());
+  if (std::optional<int64_t> batch = rec.batch.constant(); batch && *batch > 0) {
+    needed[size_t(std::min(*batch, blockRows_))] = true;
+    if (*batch % blockRows_ != 0)
+      needed[size_t(*batch % blockRows_)] = true;
+  }
+  if (std::optional<int64_t> batch = rec.batch.constant(); batch && *batch <= blockRows_)
+    blockRows_ = std::max<int64_t>(*batch, 1);
+  if (std::find(needed.begin(), needed.end(), true) == needed.end())
+    needed[1] = true; // a batch of 0 has no block, but the kernel still has its code
   for (const RecurrentGemvGroup &group : layout.groups) {
-    PackedGemvSpec spec{ctx.uniqueName("recurrent_gemv"), rec.hidden, group.end - group.begin,
-                        layout.lanes, bias_ >= 0};
-    llvm::Function *gemv = emitPackedGemv(ctx.module(), spec);
-    gemv->setLinkage(GlobalValue::InternalLinkage);
-    gemvs_.push_back(gemv);
+    gemvs_.emplace_back();
+    for (int64_t rows = 1; rows <= blockRows_; ++rows) {
+      if (!needed[size_t(rows)]) {
+        gemvs_.back().push_back(nullptr);
+        continue;
+      }
+      PackedGemvSpec spec{ctx.uniqueName("recurrent_gemv"),
+                          rec.hidden,
+                          group.end - group.begin,
+                          layout.lanes,
+                          bias_ >= 0,
+                          rows,
+                          rowFloats_,
+                          hrFloats_};
+      llvm::Function *gemv = emitPackedGemv(ctx.module(), spec);
+      gemv->setLinkage(GlobalValue::InternalLinkage);
+      gemvs_.back().push_back(gemv);
+    }
   }
 }
 
@@ -160,82 +214,126 @@ Value *PackedRecurrentLoop::stateIndex(int64_t direction, Value *row) {
 
 void PackedRecurrentLoop::emit() {
   IRBuilder<> &b = k_.ir();
-  // Stack arrays rounded up to whole vectors (the last one's lanes are masked).
-  const int64_t rounded = (rec_.hidden + layout_.lanes - 1) / layout_.lanes * layout_.lanes;
-  h_ = stackArray(k_, b.getFloatTy(), rounded, "h");
-  c_ = stackArray(k_, b.getFloatTy(), rounded, "c");
-  hr_ = stackArray(k_, b.getFloatTy(), layout_.outputFloats, "hr");
-  resetH_ = stackArray(k_, b.getFloatTy(), rounded, "reset_h");
-  Dim items = Dim(rec_.directions) * rec_.batch;
-  auto [begin, end] = step_.splitEvenly([items](FunctionBuilder &f) { return f.dim(items); }, 1);
+  // Stack arrays of whole vectors per row (the last one's lanes are masked).
+  h_ = stackArray(k_, b.getFloatTy(), blockRows_ * rowFloats_, "h");
+  c_ = stackArray(k_, b.getFloatTy(), blockRows_ * rowFloats_, "c");
+  hr_ = stackArray(k_, b.getFloatTy(), blockRows_ * hrFloats_, "hr");
+  resetH_ = stackArray(k_, b.getFloatTy(), blockRows_ * rowFloats_, "reset_h");
+  lengths_ = stackArray(k_, b.getInt64Ty(), blockRows_, "lengths");
+  const Dim batch = rec_.batch;
+  const int64_t blockRows = blockRows_, dirs = rec_.directions;
+  auto blocks = [batch, blockRows](FunctionBuilder &f) {
+    return f.ceilDiv(f.dim(batch), f.i64(blockRows));
+  };
+  auto [begin, end] = step_.splitEvenly(
+      [blocks, dirs](FunctionBuilder &f) { return f.ir().CreateMul(blocks(f), f.i64(dirs)); }, 1);
   k_.forRange(begin, end, [&](Value *item) {
-    Value *batch = k_.dim(rec_.batch);
-    Value *row = b.CreateURem(item, batch);
+    Value *blockCount = blocks(k_);
+    Value *firstRow = b.CreateMul(b.CreateURem(item, blockCount), k_.i64(blockRows_));
+    Value *rows = k_.min(k_.i64(blockRows_), b.CreateSub(k_.dim(rec_.batch), firstRow));
     if (rec_.directions == 1) {
-      emitSequence(0, row);
+      emitBlock(0, firstRow, rows);
       return;
     }
     k_.ifThenElse(
-        b.CreateICmpULT(item, batch), [&] { emitSequence(0, row); }, [&] { emitSequence(1, row); });
+        b.CreateICmpULT(item, blockCount), [&] { emitBlock(0, firstRow, rows); },
+        [&] { emitBlock(1, firstRow, rows); });
   });
   step_.finish();
 }
 
-void PackedRecurrentLoop::emitSequence(int64_t direction, Value *row) {
+void PackedRecurrentLoop::emitBlock(int64_t direction, Value *firstRow, Value *rows) {
   IRBuilder<> &b = k_.ir();
-  Value *state = stateIndex(direction, row);
-  forVectors([&](Value *j, Value *mask) {
-    Value *index = b.CreateAdd(state, j);
-    store(h0_ >= 0 ? load(floatAt(buffer(h0_), index), mask) : splat(0), floatAt(h_, j), mask);
-    if (rec_.kind == CellKind::LSTM)
-      store(c0_ >= 0 ? load(floatAt(buffer(c0_), index), mask) : splat(0), floatAt(c_, j), mask);
-  });
-  Value *seq = k_.dim(rec_.seq);
-  Value *length = seq;
-  if (lens_ >= 0) {
-    Value *given = loadIndex(k_, node_.operand(SequenceLens)->dtype(), buffer(lens_), row);
-    k_.failIf(b.CreateICmpUGT(given, seq)); // negative lengths too, as the reference
-    length = given;
-  }
+  Value *seq = k_.dim(rec_.seq), *batch = k_.dim(rec_.batch);
   Value *dirs = k_.i64(rec_.directions), *d = k_.i64(direction);
-  auto yRow = [&](Value *t) {
-    Value *outer =
-        rec_.batchMajor
-            ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
-            : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), k_.dim(rec_.batch)),
-                          row);
+  auto yRow = [&](Value *row, Value *t) {
+    Value *outer = rec_.batchMajor
+                       ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
+                       : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), batch), row);
     return floatAt(buffer(y_), b.CreateMul(outer, k_.i64(rec_.hidden)));
   };
-  if (y_ >= 0)
-    k_.forRange(length, seq, [&](Value *t) {
-      b.CreateMemSet(yRow(t), b.getInt8(0), k_.i64(rec_.hidden * 4), MaybeAlign(4));
+  auto lengthOf = [&](Value *r) {
+    return b.CreateLoad(b.getInt64Ty(), b.CreateInBoundsGEP(b.getInt64Ty(), lengths_, r));
+  };
+
+  // Each row's initial state and length; Y's steps past the length are 0.
+  Value *maxSlot = stackSlot(k_, b.getInt64Ty(), "max_length");
+  b.CreateStore(k_.i64(0), maxSlot);
+  k_.forRange(k_.i64(0), rows, [&](Value *r) {
+    Value *row = b.CreateAdd(firstRow, r);
+    Value *state = stateIndex(direction, row);
+    Value *h = rowOf(h_, rowFloats_, r), *c = rowOf(c_, rowFloats_, r);
+    forVectors([&](Value *j, Value *mask) {
+      Value *index = b.CreateAdd(state, j);
+      store(h0_ >= 0 ? load(floatAt(buffer(h0_), index), mask) : splat(0), floatAt(h, j), mask);
+      if (rec_.kind == CellKind::LSTM)
+        store(c0_ >= 0 ? load(floatAt(buffer(c0_), index), mask) : splat(0), floatAt(c, j), mask);
     });
+    Value *length = seq;
+    if (lens_ >= 0) {
+      Value *given = loadIndex(k_, node_.operand(SequenceLens)->dtype(), buffer(lens_), row);
+      k_.failIf(b.CreateICmpUGT(given, seq)); // negative lengths too, as the reference
+      length = given;
+    }
+    b.CreateStore(length, b.CreateInBoundsGEP(b.getInt64Ty(), lengths_, r));
+    b.CreateStore(k_.max(length, b.CreateLoad(b.getInt64Ty(), maxSlot)), maxSlot);
+    if (y_ >= 0)
+      k_.forRange(length, seq, [&](Value *t) {
+        b.CreateMemSet(yRow(row, t), b.getInt8(0), k_.i64(rec_.hidden * 4), MaybeAlign(4));
+      });
+  });
 
   // This direction's rows of the projection: [seq·batch][gateRows].
-  Value *projection = floatAt(
-      buffer(int(projection_)),
-      b.CreateMul(b.CreateMul(d, b.CreateMul(seq, k_.dim(rec_.batch))), k_.i64(layout_.gateRows)));
+  Value *projection =
+      floatAt(buffer(int(projection_)),
+              b.CreateMul(b.CreateMul(d, b.CreateMul(seq, batch)), k_.i64(layout_.gateRows)));
   bool reverse = rec_.reversed(direction);
-  k_.forRange(
-      k_.i64(0), length,
-      [&](Value *i) {
+  // The gate math of every row of the block still inside its length at step i.
+  auto forActiveRows = [&](Value *i, int phase) {
+    k_.forRange(k_.i64(0), rows, [&](Value *r) {
+      Value *length = lengthOf(r);
+      k_.ifThen(b.CreateICmpSLT(i, length), [&] {
+        Value *row = b.CreateAdd(firstRow, r);
         Value *t = reverse ? b.CreateSub(b.CreateSub(length, k_.i64(1)), i) : i;
         Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
-                                      : b.CreateAdd(b.CreateMul(t, k_.dim(rec_.batch)), row);
-        emitCell(direction, floatAt(projection, b.CreateMul(xRow, k_.i64(layout_.gateRows))),
-                 y_ >= 0 ? yRow(t) : nullptr);
+                                      : b.CreateAdd(b.CreateMul(t, batch), row);
+        CellRow cell{rowOf(h_, rowFloats_, r),
+                     rowOf(c_, rowFloats_, r),
+                     rowOf(hr_, hrFloats_, r),
+                     rowOf(resetH_, rowFloats_, r),
+                     floatAt(projection, b.CreateMul(xRow, k_.i64(layout_.gateRows))),
+                     y_ >= 0 ? yRow(row, t) : nullptr};
+        emitCell(direction, cell, phase);
+      });
+    });
+  };
+  bool twoPhases = rec_.kind == CellKind::GRU && !rec_.linearBeforeReset;
+  k_.forRange(
+      k_.i64(0), b.CreateLoad(b.getInt64Ty(), maxSlot),
+      [&](Value *i) {
+        emitGemv(0, direction, h_, rows);
+        forActiveRows(i, 0);
+        if (twoPhases) {
+          emitGemv(1, direction, resetH_, rows);
+          forActiveRows(i, 1);
+        }
       },
       1, "t");
-  forVectors([&](Value *j, Value *mask) {
-    Value *index = b.CreateAdd(state, j);
-    if (yh_ >= 0)
-      store(load(floatAt(h_, j), mask), floatAt(buffer(yh_), index), mask);
-    if (yc_ >= 0)
-      store(load(floatAt(c_, j), mask), floatAt(buffer(yc_), index), mask);
+
+  k_.forRange(k_.i64(0), rows, [&](Value *r) {
+    Value *state = stateIndex(direction, b.CreateAdd(firstRow, r));
+    Value *h = rowOf(h_, rowFloats_, r), *c = rowOf(c_, rowFloats_, r);
+    forVectors([&](Value *j, Value *mask) {
+      Value *index = b.CreateAdd(state, j);
+      if (yh_ >= 0)
+        store(load(floatAt(h, j), mask), floatAt(buffer(yh_), index), mask);
+      if (yc_ >= 0)
+        store(load(floatAt(c, j), mask), floatAt(buffer(yc_), index), mask);
+    });
   });
 }
 
-void PackedRecurrentLoop::emitGemv(size_t group, int64_t direction, Value *vec) {
+void PackedRecurrentLoop::emitGemv(size_t group, int64_t direction, Value *vec, Value *rows) {
   IRBuilder<> &b = k_.ir();
   const RecurrentGemvGroup &g = layout_.groups[group];
   Value *packed = floatAt(k_.buffer(packedR_), direction * layout_.rFloats + g.packedOffset);
@@ -243,40 +341,60 @@ void PackedRecurrentLoop::emitGemv(size_t group, int64_t direction, Value *vec) 
   Value *bias = bias_ >= 0
                     ? floatAt(buffer(bias_), (2 * direction + 1) * layout_.gateRows + g.begin)
                     : ConstantPointerNull::get(b.getPtrTy());
-  b.CreateCall(gemvs_[group], {vec, packed, bias, floatAt(hr_, g.outputOffset)});
+  Value *out = floatAt(hr_, g.outputOffset);
+  // The kernel of the block's row count: a chain of tests over the counts
+  // some block has (none when there is one).
+  std::vector<llvm::Function *> kernels;
+  std::vector<int64_t> counts;
+  for (size_t m = 0; m < gemvs_[group].size(); ++m)
+    if (gemvs_[group][m]) {
+      kernels.push_back(gemvs_[group][m]);
+      counts.push_back(int64_t(m) + 1);
+    }
+  std::function<void(size_t)> call = [&](size_t i) {
+    if (i + 1 == kernels.size()) {
+      b.CreateCall(kernels[i], {vec, packed, bias, out});
+      return;
+    }
+    k_.ifThenElse(
+        b.CreateICmpEQ(rows, k_.i64(counts[i])),
+        [&] {
+          b.CreateCall(kernels[i], {vec, packed, bias, out});
+        },
+        [&] { call(i + 1); });
+  };
+  call(0);
 }
 
-void PackedRecurrentLoop::emitCell(int64_t direction, Value *xw, Value *y) {
+void PackedRecurrentLoop::emitCell(int64_t direction, const CellRow &row, int phase) {
   if (rec_.kind == CellKind::LSTM) {
-    emitLstmCell(direction, xw, y);
+    emitLstmCell(direction, row);
     return;
   }
   if (rec_.kind == CellKind::GRU) {
-    emitGruCell(direction, xw, y);
+    emitGruCell(direction, row, phase);
     return;
   }
   IRBuilder<> &b = k_.ir();
   const RecurrentActivation &act = rec_.activations[size_t(direction)];
-  emitGemv(0, direction, h_);
   forVectors([&](Value *j, Value *mask) {
-    Value *pre = b.CreateFAdd(load(floatAt(xw, j), mask), load(floatAt(hr_, j), mask));
+    Value *pre = b.CreateFAdd(load(floatAt(row.xw, j), mask), load(floatAt(row.hr, j), mask));
     Value *h = emitActivation(k_, act, clipped(pre));
-    store(h, floatAt(h_, j), mask);
-    if (y)
-      store(h, floatAt(y, j), mask);
+    store(h, floatAt(row.h, j), mask);
+    if (row.y)
+      store(h, floatAt(row.y, j), mask);
   });
 }
 
-void PackedRecurrentLoop::emitLstmCell(int64_t direction, Value *xw, Value *y) {
+void PackedRecurrentLoop::emitLstmCell(int64_t direction, const CellRow &row) {
   IRBuilder<> &b = k_.ir();
   const RecurrentActivation *act = rec_.activations.data() + direction * 3;
   const int64_t hs = rec_.hidden;
-  emitGemv(0, direction, h_);
   // Gate order i, o, f, c; peepholes p_i, p_o, p_f.
   forVectors([&](Value *j, Value *mask) {
     auto pre = [&](int64_t gate) {
-      Value *x = load(floatAt(xw, b.CreateAdd(k_.i64(gate * hs), j)), mask);
-      Value *h = load(floatAt(hr_, b.CreateAdd(k_.i64(layout_.gateOutput(gate, hs)), j)), mask);
+      Value *x = load(floatAt(row.xw, b.CreateAdd(k_.i64(gate * hs), j)), mask);
+      Value *h = load(floatAt(row.hr, b.CreateAdd(k_.i64(layout_.gateOutput(gate, hs)), j)), mask);
       return b.CreateFAdd(x, h);
     };
     auto peephole = [&](int64_t gate, Value *value, Value *cell) {
@@ -286,65 +404,64 @@ void PackedRecurrentLoop::emitLstmCell(int64_t direction, Value *xw, Value *y) {
           load(floatAt(buffer(peep_), b.CreateAdd(k_.i64((direction * 3 + gate) * hs), j)), mask);
       return b.CreateFAdd(value, b.CreateFMul(p, cell));
     };
-    Value *c = load(floatAt(c_, j), mask);
+    Value *c = load(floatAt(row.c, j), mask);
     Value *in = emitActivation(k_, act[0], clipped(peephole(0, pre(0), c)));
     Value *forget = rec_.inputForget ? b.CreateFSub(splat(1), in)
                                      : emitActivation(k_, act[0], clipped(peephole(2, pre(2), c)));
     Value *cell = emitActivation(k_, act[1], clipped(pre(3)));
     Value *next = b.CreateFAdd(b.CreateFMul(forget, c), b.CreateFMul(in, cell));
-    store(next, floatAt(c_, j), mask);
+    store(next, floatAt(row.c, j), mask);
     Value *out = emitActivation(k_, act[0], clipped(peephole(1, pre(1), next)));
     Value *h = b.CreateFMul(out, emitActivation(k_, act[2], next));
-    store(h, floatAt(h_, j), mask);
-    if (y)
-      store(h, floatAt(y, j), mask);
+    store(h, floatAt(row.h, j), mask);
+    if (row.y)
+      store(h, floatAt(row.y, j), mask);
   });
 }
 
-void PackedRecurrentLoop::emitGruCell(int64_t direction, Value *xw, Value *y) {
+void PackedRecurrentLoop::emitGruCell(int64_t direction, const CellRow &row, int phase) {
   IRBuilder<> &b = k_.ir();
   const RecurrentActivation *act = rec_.activations.data() + direction * 2;
   const int64_t hs = rec_.hidden;
   auto xAt = [&](int64_t gate, Value *j, Value *mask) {
-    return load(floatAt(xw, b.CreateAdd(k_.i64(gate * hs), j)), mask);
+    return load(floatAt(row.xw, b.CreateAdd(k_.i64(gate * hs), j)), mask);
   };
   auto hrAt = [&](int64_t gate, Value *j) {
-    return floatAt(hr_, b.CreateAdd(k_.i64(layout_.gateOutput(gate, hs)), j));
+    return floatAt(row.hr, b.CreateAdd(k_.i64(layout_.gateOutput(gate, hs)), j));
   };
-  emitGemv(0, direction, h_);
+  auto gate = [&](int64_t index, Value *j, Value *mask) {
+    return emitActivation(k_, act[0],
+                          clipped(b.CreateFAdd(xAt(index, j, mask), load(hrAt(index, j), mask))));
+  };
   // Gate order z, r, h. Without linear_before_reset the candidate sees
-  // (r ⊙ h)·Rhᵀ + Rbh: z is kept in its h·Rᵀ slot, r ⊙ h feeds a second GEMV.
-  if (!rec_.linearBeforeReset) {
+  // (r ⊙ h)·Rhᵀ + Rbh: phase 0 keeps z in its h·Rᵀ slot and writes r ⊙ h
+  // for the second GEMV, phase 1 runs after it.
+  bool twoPhases = !rec_.linearBeforeReset;
+  if (twoPhases && phase == 0) {
     forVectors([&](Value *j, Value *mask) {
-      Value *z = emitActivation(k_, act[0],
-                                clipped(b.CreateFAdd(xAt(0, j, mask), load(hrAt(0, j), mask))));
-      Value *reset = emitActivation(k_, act[0],
-                                    clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
+      Value *z = gate(0, j, mask), *reset = gate(1, j, mask);
       store(z, hrAt(0, j), mask);
-      store(b.CreateFMul(reset, load(floatAt(h_, j), mask)), floatAt(resetH_, j), mask);
+      store(b.CreateFMul(reset, load(floatAt(row.h, j), mask)), floatAt(row.resetH, j), mask);
     });
-    emitGemv(1, direction, resetH_);
+    return;
   }
   forVectors([&](Value *j, Value *mask) {
     Value *z, *recurrent;
-    if (rec_.linearBeforeReset) {
-      z = emitActivation(k_, act[0],
-                         clipped(b.CreateFAdd(xAt(0, j, mask), load(hrAt(0, j), mask))));
-      Value *reset = emitActivation(k_, act[0],
-                                    clipped(b.CreateFAdd(xAt(1, j, mask), load(hrAt(1, j), mask))));
-      recurrent = b.CreateFMul(reset, load(hrAt(2, j), mask));
-    } else {
+    if (twoPhases) {
       z = load(hrAt(0, j), mask);
       recurrent = load(hrAt(2, j), mask);
+    } else {
+      z = gate(0, j, mask);
+      recurrent = b.CreateFMul(gate(1, j, mask), load(hrAt(2, j), mask));
     }
     Value *candidate =
         emitActivation(k_, act[1], clipped(b.CreateFAdd(xAt(2, j, mask), recurrent)));
-    Value *h = load(floatAt(h_, j), mask);
+    Value *h = load(floatAt(row.h, j), mask);
     Value *next =
         b.CreateFAdd(b.CreateFMul(b.CreateFSub(splat(1), z), candidate), b.CreateFMul(z, h));
-    store(next, floatAt(h_, j), mask);
-    if (y)
-      store(next, floatAt(y, j), mask);
+    store(next, floatAt(row.h, j), mask);
+    if (row.y)
+      store(next, floatAt(row.y, j), mask);
   });
 }
 

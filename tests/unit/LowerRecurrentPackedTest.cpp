@@ -169,6 +169,26 @@ TEST(LowerRecurrentPacked, LstmBidirectionalShortLengthsBatchThree) {
   }
 }
 
+TEST(LowerRecurrentPacked, BatchRowsInBlocksWithTheirOwnLengths) {
+  // Batch 6: a task runs a block of 4 rows (one GEMV call reads R for all of
+  // them) and one of 2, each row stopping at its own length and, reversed,
+  // starting from it.
+  for (const char *op : {"LSTM", "GRU"}) {
+    SCOPED_TRACE(op);
+    RecurrentCase c;
+    c.op = op;
+    c.hidden = 21;
+    expectMatches(c, 9, {9, 4, 0, 7, 1, 9}, 17);
+  }
+}
+
+TEST(LowerRecurrentPacked, EmptySequence) {
+  // No steps: the projection has no rows, Y is empty, Y_h and Y_c are the
+  // initial states.
+  RecurrentCase c;
+  expectMatches(c, 0, {0, 0}, 15, 1);
+}
+
 TEST(LowerRecurrentPacked, LstmReverseInputForgetClipAndActivations) {
   RecurrentCase c;
   c.direction = "reverse";
