@@ -127,4 +127,23 @@ llvm::Function *emitRuntimeGemm(llvm::Module &module, const RuntimeGemmSpec &spe
   return function;
 }
 
+llvm::Function *emitGemmPackKernel(llvm::Module &module, const std::string &name,
+                                   const GemmBlocking &blocking, bool transposedB) {
+  checkBlocking(name, blocking);
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  llvm::Function *function =
+      createKernel(module, name, {ptr, i64, i64, i64, ptr}, {"b", "ldb", "k", "n", "out"});
+  markReadOnly(function, {0});
+  requireVectorWidth(function, blocking);
+  GemmBlocking packOnly = blocking; // packs no A: no packed-A buffer on the stack
+  packOnly.packA = false;
+  GemmIRBuilder builder(*function, packOnly);
+  builder.emitPackB(function->getArg(0), function->getArg(1), function->getArg(2),
+                    function->getArg(3), transposedB, function->getArg(4));
+  builder.ir().CreateRetVoid();
+  return function;
+}
+
 } // namespace onnxc

@@ -101,4 +101,15 @@ using RuntimeGemmFn = void(const float *a, int64_t lda, int64_t strideA, const f
 /// Emits the kernel `spec.name` into `module` (external linkage).
 llvm::Function *emitRuntimeGemm(llvm::Module &module, const RuntimeGemmSpec &spec);
 
+/// C signature of a B-packing kernel: packs B ([k, n] with leading
+/// dimension ldb, or [n, k] when the kernel packs transposed B) into `out`
+/// (packedGemmWeightsSize(k, n) floats), the layout packGemmWeights writes
+/// at compile time. For weights that are only known at run time.
+using GemmPackFn = void(const float *b, int64_t ldb, int64_t k, int64_t n, float *out);
+
+/// Emits a packing kernel for `blocking`'s kc and panel width (external
+/// linkage).
+llvm::Function *emitGemmPackKernel(llvm::Module &module, const std::string &name,
+                                   const GemmBlocking &blocking, bool transposedB);
+
 } // namespace onnxc

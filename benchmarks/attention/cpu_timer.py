@@ -6,7 +6,7 @@
 Runs onnxruntime (as benchmarks/e2e/ort_runner.py configures it) or a model compiled by
 `onnxc compile` (through its C API, runtime/include/onnxc/onnxc.h, with ctypes) and times every
 run by the process's CPU time (CLOCK_PROCESS_CPUTIME_ID): time spent descheduled while other
-work shares the core is not counted. Prints one JSON object: times_ms, peak_mib (VmHWM).
+work shares the core is not counted. The onnxc side takes f32 inputs, given in the model's order. Prints one JSON object: times_ms, peak_mib (VmHWM).
 """
 
 import argparse
@@ -30,7 +30,7 @@ class OnnxcTensor(ctypes.Structure):
                 ("dims", ctypes.c_int64 * ONNXC_MAX_RANK), ("size_bytes", ctypes.c_size_t)]
 
 
-def onnxc_runner(library: str, feeds: dict, threads: int):
+def onnxc_runner(library: str, feeds: dict, threads: int, num_outputs: int = 1):
     lib = ctypes.CDLL(os.path.abspath(library))
     lib.onnxc_descriptor.restype = ctypes.c_void_p
     lib.onnxc_session_create.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -42,8 +42,8 @@ def onnxc_runner(library: str, feeds: dict, threads: int):
     session = lib.onnxc_session_create(lib.onnxc_descriptor(), threads)
     if not session:
         raise RuntimeError("onnxc_session_create failed")
-    # Inputs in the model's order: the benchmark's models take q, k, v.
-    arrays = [np.ascontiguousarray(feeds[name], dtype=np.float32) for name in ("q", "k", "v")]
+    # Inputs in the --input order, which must be the model's (q, k, v for the attention models).
+    arrays = [np.ascontiguousarray(value, dtype=np.float32) for value in feeds.values()]
     inputs = (OnnxcTensor * len(arrays))()
     for tensor, array in zip(inputs, arrays):
         tensor.data = array.ctypes.data
@@ -52,16 +52,17 @@ def onnxc_runner(library: str, feeds: dict, threads: int):
         for axis, extent in enumerate(array.shape):
             tensor.dims[axis] = extent
         tensor.size_bytes = array.nbytes
-    outputs = (OnnxcTensor * 1)()
+    outputs = (OnnxcTensor * num_outputs)()
 
     def run() -> None:
-        outputs[0].data = None
-        if lib.onnxc_session_run(session, inputs, len(arrays), outputs, 1) != 0:
+        for output in outputs:
+            output.data = None
+        if lib.onnxc_session_run(session, inputs, len(arrays), outputs, num_outputs) != 0:
             raise RuntimeError(lib.onnxc_session_error(session).decode())
     return run
 
 
-def ort_runner(model: str, feeds: dict, threads: int):
+def ort_runner(model: str, feeds: dict, threads: int, num_outputs: int = 1):
     session = ort_session(model, threads)
     return lambda: session.run(None, feeds)
 
@@ -74,12 +75,13 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--outputs", type=int, default=1, help="the onnxc model's number of outputs")
     args = parser.parse_args()
     feeds = {}
     for pair in args.input:
         name, _, path = pair.partition("=")
         feeds[name] = np.load(path)
-    run = (ort_runner if args.side == "ort" else onnxc_runner)(args.model, feeds, args.threads)
+    run = (ort_runner if args.side == "ort" else onnxc_runner)(args.model, feeds, args.threads, args.outputs)
     for _ in range(args.warmup):
         run()
     times = []

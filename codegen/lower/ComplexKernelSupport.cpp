@@ -25,7 +25,7 @@ Value *minusInfinity(Value *like) { return ConstantFP::getInfinity(like->getType
 
 Value *emitRealMath(FunctionBuilder &f, vmath::MathFunction function, Value *x) {
   IRBuilder<> &b = f.ir();
-  if (x->getType()->isFloatTy())
+  if (x->getType()->getScalarType()->isFloatTy()) // float or a vector of float
     return vmath::emitMathFunction(b, function, x);
   Value *narrow = b.CreateFPTrunc(x, b.getFloatTy());
   return b.CreateFPExt(vmath::emitMathFunction(b, function, narrow), x->getType());

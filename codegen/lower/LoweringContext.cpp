@@ -213,6 +213,13 @@ int32_t LoweringContext::addBuffer(PlanBuffer buffer) {
   return int32_t(plan_.buffers.size() - 1);
 }
 
+int32_t LoweringContext::addScratch(const Dim &bytes) {
+  PlanBuffer buffer;
+  buffer.kind = BufferKind::Intermediate;
+  buffer.sizeBytes = bytes;
+  return addBuffer(std::move(buffer));
+}
+
 int32_t LoweringContext::sharedConstant(const std::string &key,
                                         const std::function<ConstantBytes()> &make) {
   if (auto it = sharedConstants_.find(key); it != sharedConstants_.end())

@@ -175,6 +175,10 @@ public:
   /// Intermediate by what the value is).
   int32_t bufferOf(const Value *value);
   int32_t addBuffer(PlanBuffer buffer);
+  /// An arena buffer of `bytes` that no value owns, for steps of one node
+  /// that hand data to each other (a recurrent op's input projections): it
+  /// lives from the first to the last step naming it (StepBuilder::bufferSlot).
+  int32_t addScratch(const Dim &bytes);
   /// Gives `value` plan buffer `buffer` before any step names it: lowering
   /// an If branch in a context of its own, the branch's inputs take the
   /// buffers of the values they capture and its outputs those of the If's

@@ -1,14 +1,23 @@
 //===- codegen/lower/RecurrentLowering.cpp - LSTM, GRU and RNN -------------===//
 //
 // The recurrent ops as ir/eval/RecurrentKernels.cpp computes them (opset-14
-// form with `layout`). One task item per (direction, batch row): the time
-// loop runs sequentially inside it over the row's sequence length, with the
-// state h (and c) and the gate pre-activations x·Wᵀ + Wb and h·Rᵀ + Rb in
-// stack arrays of a few hidden sizes, so the hidden size must be a known
-// constant (it is whenever W and R are initializers). The body is emitted
-// once per direction so the direction's activations and time order are
-// constants. Steps past a row's length give zeros in Y; Y_h / Y_c hold the
-// state after the last valid step. A length outside [0, seq] fails the run.
+// form with `layout`): reading and checking the node for both emitters
+// (RecurrentLoweringInternal.h), the registration, and the loop-nest
+// emitter. An f32 node with a constant input size on an AVX2+FMA target
+// takes the packed emitter instead (RecurrentPackedLowering.cpp: the input
+// projections of all steps as one GEMM, the recurrent product as a GEMV);
+// the loop nest is what other float types, a symbolic input size and
+// targets without AVX2+FMA get.
+//
+// Loop nest: one task item per (direction, batch row): the time loop runs
+// sequentially inside it over the row's sequence length, with the state h
+// (and c) and the gate pre-activations x·Wᵀ + Wb and h·Rᵀ + Rb in stack
+// arrays of a few hidden sizes, so the hidden size must be a known constant
+// (it is whenever W and R are initializers; both emitters need it). The
+// body is emitted once per direction so the direction's activations and
+// time order are constants. Steps past a row's length give zeros in Y;
+// Y_h / Y_c hold the state after the last valid step. A length outside
+// [0, seq] fails the run.
 //
 // The gate products x·Wᵀ and h·Rᵀ are dot products of contiguous rows; for
 // f32 they run in <8 x float> vectors with four accumulators (reassociated,
@@ -19,6 +28,7 @@
 #include "codegen/lower/ComplexKernelSupport.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/RecurrentActivations.h"
+#include "codegen/lower/RecurrentLoweringInternal.h"
 
 #include "llvm/IR/Intrinsics.h"
 
@@ -32,27 +42,12 @@ using llvm::Value;
 
 namespace {
 
-enum class CellKind { LSTM, GRU, RNN };
-
-/// Stack bytes the kernel may use for its state and gate arrays.
+/// Stack bytes the kernels may use for their state and gate arrays.
 constexpr int64_t kMaxScratchBytes = 128 * 1024;
 
 int64_t gateCount(CellKind kind) {
   return kind == CellKind::LSTM ? 4 : kind == CellKind::GRU ? 3 : 1;
 }
-
-/// Operand positions of the ONNX recurrent ops.
-enum Operand { X, W, R, Bias, SequenceLens, InitialH, InitialC, Peepholes };
-
-struct Recurrence {
-  CellKind kind = CellKind::LSTM;
-  DType dtype = DType::F32;
-  Dim seq, batch, input;
-  int64_t hidden = 0, gates = 1, directions = 1;
-  bool batchMajor = false, reverseOnly = false, inputForget = false, linearBeforeReset = false;
-  double clip = 0; // 0: no clipping
-  std::vector<RecurrentActivation> activations;
-};
 
 void requireShape(const LoweringContext &ctx, const Node &node, size_t operand, const char *what,
                   const std::vector<Dim> &expected) {
@@ -67,6 +62,8 @@ void requireShape(const LoweringContext &ctx, const Node &node, size_t operand, 
     ctx.unsupported(node, std::string("operand ") + what + " " + shape.str() + " is not " +
                               Shape(expected).str() + " of the input's type");
 }
+
+} // namespace
 
 Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind kind) {
   Recurrence rec;
@@ -127,6 +124,8 @@ Recurrence readRecurrence(const LoweringContext &ctx, const Node &node, CellKind
   rec.activations = recurrentActivations(node, defaults.size(), rec.directions, defaults);
   return rec;
 }
+
+namespace {
 
 constexpr unsigned kDotWidth = 8;
 constexpr unsigned kDotUnroll = 4;
@@ -451,6 +450,8 @@ void RecurrentKernel::emitCell(int64_t direction) {
 
 template <CellKind Kind> void lowerRecurrent(LoweringContext &ctx, const Node &node) {
   Recurrence rec = readRecurrence(ctx, node, Kind);
+  if (lowerPackedRecurrence(ctx, node, rec))
+    return;
   RecurrentKernel kernel(ctx, node, rec);
   kernel.emit();
 }
