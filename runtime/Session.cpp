@@ -81,6 +81,15 @@ void Session::setMemoryLimit(int64_t bytes) {
   memoryLimit_ = bytes > 0 ? bytes : defaultMemoryLimit();
 }
 
+bool Session::setCacheCapacity(int64_t capacity) {
+  error_.clear();
+  if (capacity < 0)
+    return fail("cache capacity is " + std::to_string(capacity) +
+                "; use 0 for each present's length or a positive number of positions");
+  cacheCapacity_ = capacity;
+  return true;
+}
+
 bool Session::checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs) {
   // Sizes are each below 2^63 (checked when planned); sum them as unsigned
   // 128-bit so that no combination wraps.
@@ -217,7 +226,8 @@ int64_t Session::stepNanoseconds(int32_t step) const {
 bool Session::reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc_tensor *outputs,
                       int32_t numOutputs) {
   error_.clear();
-  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data(), cacheCapacity_);
+      !error.empty())
     return fail(std::move(error));
   if (numOutputs != model_.num_outputs || (numOutputs > 0 && !outputs))
     return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +
@@ -239,7 +249,8 @@ bool Session::reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc
 bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,
                   int32_t numOutputs) {
   error_.clear();
-  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data(), cacheCapacity_);
+      !error.empty())
     return fail(std::move(error));
   if (numOutputs != model_.num_outputs)
     return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +

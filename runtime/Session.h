@@ -50,6 +50,11 @@ public:
   /// See onnxc_session_set_memory_limit; 0 restores the default.
   void setMemoryLimit(int64_t bytes);
   int64_t memoryLimit() const { return memoryLimit_; }
+  /// See onnxc_session_set_cache_capacity: false with error() set for a
+  /// negative capacity; 0 restores the default (each present's length).
+  bool setCacheCapacity(int64_t capacity);
+  int64_t cacheCapacity() const { return cacheCapacity_; }
+  const onnxc_model_descriptor &model() const { return model_; }
 
 private:
   Session(const onnxc_model_descriptor &model, int numThreads);
@@ -81,6 +86,7 @@ private:
   std::vector<size_t> stepBufferStart_;    ///< Where each step's list starts.
   size_t lastArenaBytes_ = 0;
   int64_t memoryLimit_;
+  int64_t cacheCapacity_ = 0;
   bool profiling_ = false;
   std::vector<int64_t> stepNanoseconds_; ///< Per step, while profiling.
   std::string error_;

@@ -139,6 +139,8 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
     requireSame(ctx, node, pv[1], s.kvHeads, "past_value heads");
     requireSame(ctx, node, pv[2], s.past, "past_value length");
     requireSame(ctx, node, pv[3], s.vHeadSize, "past_value head size");
+    s.pastKeyRows = ctx.layoutOf(pastKey)[2];
+    s.pastValueRows = ctx.layoutOf(pastValue)[2];
   }
   s.total = s.past + s.kvSeq;
   if (const Value *mask = node.operand(3))

@@ -110,8 +110,13 @@ void onnxc_generator_destroy(onnxc_generator *generator);
 /* ONNXC_GENERATE_KV_CACHE or ONNXC_GENERATE_FULL_SEQUENCE. */
 int32_t onnxc_generator_mode(const onnxc_generator *generator);
 /* One line describing the roles found, e.g. "kv-cache: ids 'input_ids',
- * mask 'attention_mask', logits 'logits', 4 cache pairs". */
+ * mask 'attention_mask', logits 'logits', 4 cache pairs, updated in place". */
 const char *onnxc_generator_describe(const onnxc_generator *generator);
+/* How many cache pairs the generator updates in place: one buffer bound as
+ * both past and present (the model declares the pair, onnxc_cache_pair), a
+ * step writing only the new positions. The other pairs swap two buffers, the
+ * model copying the cache into the present at every step. */
+int32_t onnxc_generator_cache_pairs_in_place(const onnxc_generator *generator);
 
 /* Starts a generation: empties the cache and runs the prompt. */
 int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count);
