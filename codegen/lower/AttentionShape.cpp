@@ -146,8 +146,13 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
   if (const Value *mask = node.operand(3))
     checkMask(ctx, node, s, *mask);
   s.q = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.headSize);
-  s.k = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.headSize);
-  s.v = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.vHeadSize);
+  // A 4-D K or V that is a KV cache's present, updated in place
+  // (CachePairs.h), has the cache capacity's rows per head, not kvSeq.
+  auto rows = [&](const Value *operand) {
+    return !s.is3d && operand->shape().rank() == 4 ? ctx.layoutOf(operand)[2] : s.kvSeq;
+  };
+  s.k = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, rows(node.operand(1)), s.headSize);
+  s.v = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, rows(node.operand(2)), s.vHeadSize);
   s.y = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.vHeadSize);
   return s;
 }

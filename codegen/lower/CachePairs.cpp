@@ -82,10 +82,19 @@ std::string refusal(const Graph &graph, const Candidate &c) {
   }
   if (outputs != 1)
     return "the present is returned more than once";
-  for (const Use &use : c.present->uses())
-    if (use.user->kind() != OpKind::Shape)
-      return "the present is also read by " + use.user->describe() + " (" +
-             std::string(use.user->opName()) + ")";
+  for (const Use &use : c.present->uses()) {
+    const Node *user = use.user;
+    if (user->kind() == OpKind::Shape)
+      continue;
+    // A 4-D Attention reads its K / V [b, heads, keys, size] with the
+    // layout's rows per head (AttentionShape's k and v layouts).
+    if (user->kind() == OpKind::Attention && (use.operandIndex == 1 || use.operandIndex == 2) &&
+        c.axis == 2 && present.rank() == 4 && user->operand(0) &&
+        user->operand(0)->shape().rank() == 4)
+      continue;
+    return "the present is also read by " + user->describe() + " (" + std::string(user->opName()) +
+           ")";
+  }
   for (const Use &use : c.past->uses()) {
     const Node *user = use.user;
     if (user->kind() == OpKind::Shape)

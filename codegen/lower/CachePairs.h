@@ -14,10 +14,12 @@
 // The proof: Q is a graph output (once) computed by a Concat of P and one
 // other operand, or the present_key / present_value result of an Attention
 // whose past_key / past_value is P; P's dim on that axis is a symbol; Q is
-// read by nothing but Shape; P is not an output and is read only by that
-// Concat, by Attention ops as past_key / past_value (their kernels take the
-// layout) and by Shape (which reads no bytes). Anything else keeps the two
-// buffers, with a note saying why.
+// read only by 4-D Attention ops as K or V (HF LLaMA, BART, T5: the kernel
+// reads the whole cache from the present) and by Shape; P is not an output
+// and is read only by that Concat, by Attention ops as past_key /
+// past_value (the attention kernels take the layouts) and by Shape (which
+// reads no bytes). Anything else keeps the two buffers, with a note saying
+// why.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -42,6 +42,20 @@ std::string concatGraph() {
   return g.str();
 }
 
+/// HF LLaMA's form: the attention reads the whole cache from the presents.
+std::string presentReadGraph() {
+  GraphText g;
+  g.input("q", "f32[1, 2, s, 8]").input("kin", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
+  g.input("past_k", "f32[1, 2, p, 8]").input("past_v", "f32[1, 2, p, 8]");
+  g.constant("%two: f32[] = dense<2.0>");
+  g.node("%k = Mul(%kin, %two)");
+  g.node("%present_k = Concat(%past_k, %k) {axis = 2}");
+  g.node("%present_v = Concat(%past_v, %v) {axis = 2}");
+  g.output("y", "f32[1, 2, s, 8]", "Attention(%q, %present_k, %present_v) {scale = 0.3}");
+  g.output("present_k", "f32[1, 2, t, 8]").output("present_v", "f32[1, 2, t, 8]");
+  return g.str();
+}
+
 /// Opset 23's own cache: the Attention writes present_key / present_value.
 std::string attentionPresentGraph() {
   GraphText g;
@@ -199,6 +213,14 @@ TEST(KvCacheInPlace, AttentionPresentStepsMatchTwoBuffersAndTheReference) {
   std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
   ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
   runInPlace(*graph, model->descriptor(), 17, {5, 1, 2, 1});
+  runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
+}
+
+TEST(KvCacheInPlace, AttentionReadingThePresentStepsMatchTwoBuffersAndTheReference) {
+  auto graph = parseGraph(presentReadGraph());
+  std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
+  ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
+  runInPlace(*graph, model->descriptor(), 300, {5, 1, 2, 1, 140});
   runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
 }
 
