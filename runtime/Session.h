@@ -65,6 +65,9 @@ private:
   /// take more than the memory limit; checked before allocating either.
   bool checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs);
   bool prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs);
+  /// Fails when a cache pair's past and present share a buffer without a
+  /// common capacity layout (onnxc_cache_pair).
+  bool checkSharedCaches(const onnxc_tensor *inputs, const onnxc_tensor *outputs);
   void resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
                       const onnxc_tensor *outputs);
   /// Runs every step; false with error() set when a kernel reports bad data.

@@ -267,6 +267,19 @@ TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
                "output 'present_k' needs 7 positions on axis 2 but the cache capacity is 6 "
                "(onnxc_session_set_cache_capacity)");
   EXPECT_NE(onnxc_session_set_cache_capacity(session, -1), 0);
+
+  // One buffer as past and present without a capacity would be read while
+  // it is rewritten: refused.
+  ASSERT_EQ(onnxc_session_set_cache_capacity(session, 0), 0);
+  in[3].dims[2] = in[4].dims[2] = past;
+  in[3].size_bytes = in[4].size_bytes = 0;
+  out[1].data = pastK.data();
+  EXPECT_NE(onnxc_session_run(session, in, 5, out, 3), 0);
+  EXPECT_STREQ(onnxc_session_error(session),
+               "input 'past_k' and output 'present_k' share a buffer, which needs a cache capacity "
+               "(onnxc_session_set_cache_capacity) to update the cache in place");
+  EXPECT_EQ(onnxc_session_cache_pair_of_input(session, 3), 1);
+  EXPECT_EQ(onnxc_session_cache_pair_of_input(session, 0), -1);
   onnxc_session_destroy(session);
 }
 
