@@ -24,59 +24,61 @@ namespace onnxc::lowertest {
 namespace {
 
 constexpr int64_t kHeads = 2, kSize = 8;
+/// The batch of the current runInPlace (the runtime's layout is [batch, heads, capacity, size]).
+int64_t gBatch = 1;
 constexpr float kSentinel = 12345.0f;
 
 /// The fused form of a GPT-style block after a KV cache: the attention reads
 /// the past and the new keys apart, the Concat builds the present.
 std::string concatGraph() {
   GraphText g;
-  g.input("q", "f32[1, 2, s, 8]").input("kin", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
-  g.input("past_k", "f32[1, 2, p, 8]").input("past_v", "f32[1, 2, p, 8]");
+  g.input("q", "f32[b, 2, s, 8]").input("kin", "f32[b, 2, s, 8]").input("v", "f32[b, 2, s, 8]");
+  g.input("past_k", "f32[b, 2, p, 8]").input("past_v", "f32[b, 2, p, 8]");
   g.constant("%two: f32[] = dense<2.0>");
   g.node("%k = Mul(%kin, %two)");
   g.node("%y = Attention(%q, %k, %v, _, %past_k, %past_v) {is_causal = 1}");
   g.node("%pk_shape = Shape(%past_k)");
-  g.output("y", "f32[1, 2, s, 8]");
-  g.output("present_k", "f32[1, 2, t, 8]", "Concat(%past_k, %k) {axis = 2}");
-  g.output("present_v", "f32[1, 2, t, 8]", "Concat(%past_v, %v) {axis = 2}");
+  g.output("y", "f32[b, 2, s, 8]");
+  g.output("present_k", "f32[b, 2, t, 8]", "Concat(%past_k, %k) {axis = 2}");
+  g.output("present_v", "f32[b, 2, t, 8]", "Concat(%past_v, %v) {axis = 2}");
   return g.str();
 }
 
 /// HF LLaMA's form: the attention reads the whole cache from the presents.
 std::string presentReadGraph() {
   GraphText g;
-  g.input("q", "f32[1, 2, s, 8]").input("kin", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
-  g.input("past_k", "f32[1, 2, p, 8]").input("past_v", "f32[1, 2, p, 8]");
+  g.input("q", "f32[b, 2, s, 8]").input("kin", "f32[b, 2, s, 8]").input("v", "f32[b, 2, s, 8]");
+  g.input("past_k", "f32[b, 2, p, 8]").input("past_v", "f32[b, 2, p, 8]");
   g.constant("%two: f32[] = dense<2.0>");
   g.node("%k = Mul(%kin, %two)");
   g.node("%present_k = Concat(%past_k, %k) {axis = 2}");
   g.node("%present_v = Concat(%past_v, %v) {axis = 2}");
-  g.output("y", "f32[1, 2, s, 8]", "Attention(%q, %present_k, %present_v) {scale = 0.3}");
-  g.output("present_k", "f32[1, 2, t, 8]").output("present_v", "f32[1, 2, t, 8]");
+  g.output("y", "f32[b, 2, s, 8]", "Attention(%q, %present_k, %present_v) {scale = 0.3}");
+  g.output("present_k", "f32[b, 2, t, 8]").output("present_v", "f32[b, 2, t, 8]");
   return g.str();
 }
 
 /// Opset 23's own cache: the Attention writes present_key / present_value.
 std::string attentionPresentGraph() {
   GraphText g;
-  g.input("q", "f32[1, 2, s, 8]").input("kin", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
-  g.input("past_k", "f32[1, 2, p, 8]").input("past_v", "f32[1, 2, p, 8]");
+  g.input("q", "f32[b, 2, s, 8]").input("kin", "f32[b, 2, s, 8]").input("v", "f32[b, 2, s, 8]");
+  g.input("past_k", "f32[b, 2, p, 8]").input("past_v", "f32[b, 2, p, 8]");
   g.node("%y, %present_k, %present_v = Attention(%q, %kin, %v, _, %past_k, %past_v) "
          "{is_causal = 1}");
-  g.output("y", "f32[1, 2, s, 8]").output("present_k", "f32[1, 2, t, 8]");
-  g.output("present_v", "f32[1, 2, t, 8]");
+  g.output("y", "f32[b, 2, s, 8]").output("present_k", "f32[b, 2, t, 8]");
+  g.output("present_v", "f32[b, 2, t, 8]");
   return g.str();
 }
 
 /// [1, heads, rows, size] of `capacity` rows per head, every element `fill`.
 std::vector<float> cacheBuffer(int64_t capacity) {
-  return std::vector<float>(size_t(kHeads * capacity * kSize), kSentinel);
+  return std::vector<float>(size_t(gBatch * kHeads * capacity * kSize), kSentinel);
 }
 
 /// The first `rows` rows of each head of a cache laid out for `capacity`.
 Tensor denseRows(const float *cache, int64_t capacity, int64_t rows) {
-  Tensor t(DType::F32, {1, kHeads, rows, kSize});
-  for (int64_t h = 0; h < kHeads; ++h)
+  Tensor t(DType::F32, {gBatch, kHeads, rows, kSize});
+  for (int64_t h = 0; h < gBatch * kHeads; ++h)
     std::memcpy(t.data<float>() + h * rows * kSize, cache + h * capacity * kSize,
                 size_t(rows * kSize) * sizeof(float));
   return t;
@@ -116,26 +118,26 @@ void runInPlace(const Graph &graph, const onnxc_model_descriptor *model, int64_t
   ASSERT_EQ(onnxc_session_set_cache_capacity(inPlace, capacity), 0);
   std::vector<float> cacheK = cacheBuffer(capacity), cacheV = cacheBuffer(capacity);
   const size_t cacheBytes = cacheK.size() * sizeof(float);
-  Tensor pastK(DType::F32, {1, kHeads, 0, kSize}), pastV = pastK;
+  Tensor pastK(DType::F32, {gBatch, kHeads, 0, kSize}), pastV = pastK;
   int64_t past = 0;
   unsigned seed = 100;
   for (int64_t s : lengths) {
     SCOPED_TRACE("past " + std::to_string(past) + ", " + std::to_string(s) + " new, capacity " +
                  std::to_string(capacity));
-    Tensor q = randomOf(DType::F32, {1, kHeads, s, kSize}, seed++);
-    Tensor k = randomOf(DType::F32, {1, kHeads, s, kSize}, seed++);
-    Tensor v = randomOf(DType::F32, {1, kHeads, s, kSize}, seed++);
+    Tensor q = randomOf(DType::F32, {gBatch, kHeads, s, kSize}, seed++);
+    Tensor k = randomOf(DType::F32, {gBatch, kHeads, s, kSize}, seed++);
+    Tensor v = randomOf(DType::F32, {gBatch, kHeads, s, kSize}, seed++);
     std::vector<Tensor> expected = evaluateGraph(
         graph, {{"q", q}, {"kin", k}, {"v", v}, {"past_k", pastK}, {"past_v", pastV}});
 
     // Two dense buffers, no capacity: exactly the model's old behaviour.
-    std::vector<float> y(size_t(kHeads * s * kSize)), denseK(size_t(kHeads * (past + s) * kSize)),
-        denseV(denseK.size());
-    onnxc_tensor denseIn[5] = {tensorOf(q.rawData(), {1, kHeads, s, kSize}),
-                               tensorOf(k.rawData(), {1, kHeads, s, kSize}),
-                               tensorOf(v.rawData(), {1, kHeads, s, kSize}),
-                               tensorOf(pastK.rawData(), {1, kHeads, past, kSize}),
-                               tensorOf(pastV.rawData(), {1, kHeads, past, kSize})};
+    std::vector<float> y(size_t(gBatch * kHeads * s * kSize)),
+        denseK(size_t(gBatch * kHeads * (past + s) * kSize)), denseV(denseK.size());
+    onnxc_tensor denseIn[5] = {tensorOf(q.rawData(), {gBatch, kHeads, s, kSize}),
+                               tensorOf(k.rawData(), {gBatch, kHeads, s, kSize}),
+                               tensorOf(v.rawData(), {gBatch, kHeads, s, kSize}),
+                               tensorOf(pastK.rawData(), {gBatch, kHeads, past, kSize}),
+                               tensorOf(pastV.rawData(), {gBatch, kHeads, past, kSize})};
     onnxc_tensor denseOut[3] = {tensorOf(y.data(), {}, y.size() * sizeof(float)),
                                 tensorOf(denseK.data(), {}, denseK.size() * sizeof(float)),
                                 tensorOf(denseV.data(), {}, denseV.size() * sizeof(float))};
@@ -144,8 +146,8 @@ void runInPlace(const Graph &graph, const onnxc_model_descriptor *model, int64_t
     // One buffer per pair, bound as both past and present.
     std::vector<float> yInPlace(y.size());
     onnxc_tensor in[5] = {denseIn[0], denseIn[1], denseIn[2],
-                          tensorOf(cacheK.data(), {1, kHeads, past, kSize}, cacheBytes),
-                          tensorOf(cacheV.data(), {1, kHeads, past, kSize}, cacheBytes)};
+                          tensorOf(cacheK.data(), {gBatch, kHeads, past, kSize}, cacheBytes),
+                          tensorOf(cacheV.data(), {gBatch, kHeads, past, kSize}, cacheBytes)};
     onnxc_tensor out[3] = {tensorOf(yInPlace.data(), {}, y.size() * sizeof(float)),
                            tensorOf(cacheK.data(), {}, cacheBytes),
                            tensorOf(cacheV.data(), {}, cacheBytes)};
@@ -153,10 +155,10 @@ void runInPlace(const Graph &graph, const onnxc_model_descriptor *model, int64_t
     ASSERT_EQ(out[1].dims[2], past + s);
     ASSERT_EQ(out[1].data, cacheK.data());
 
-    Tensor yTensor = Tensor::fromBytes(DType::F32, {1, kHeads, s, kSize}, yInPlace.data(),
+    Tensor yTensor = Tensor::fromBytes(DType::F32, {gBatch, kHeads, s, kSize}, yInPlace.data(),
                                        yInPlace.size() * sizeof(float));
-    Tensor yDense =
-        Tensor::fromBytes(DType::F32, {1, kHeads, s, kSize}, y.data(), y.size() * sizeof(float));
+    Tensor yDense = Tensor::fromBytes(DType::F32, {gBatch, kHeads, s, kSize}, y.data(),
+                                      y.size() * sizeof(float));
     expectNear(yTensor, expected[0], "y in place vs reference");
     expectNear(yTensor, yDense, "y in place vs two buffers");
     Tensor presentK = denseRows(cacheK.data(), capacity, past + s);
@@ -164,12 +166,12 @@ void runInPlace(const Graph &graph, const onnxc_model_descriptor *model, int64_t
     expectNear(presentK, expected[1], "present_k in place vs reference");
     expectNear(presentV, expected[2], "present_v in place vs reference");
     expectNear(presentK,
-               Tensor::fromBytes(DType::F32, {1, kHeads, past + s, kSize}, denseK.data(),
+               Tensor::fromBytes(DType::F32, {gBatch, kHeads, past + s, kSize}, denseK.data(),
                                  denseK.size() * sizeof(float)),
                "present_k in place vs two buffers");
     // Rows beyond the used length are never written.
     for (const std::vector<float> *cache : {&cacheK, &cacheV})
-      for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t h = 0; h < gBatch * kHeads; ++h)
         for (int64_t r = past + s; r < capacity; ++r)
           for (int64_t d = 0; d < kSize; ++d)
             ASSERT_EQ((*cache)[size_t((h * capacity + r) * kSize + d)], kSentinel)
@@ -206,6 +208,10 @@ TEST(KvCacheInPlace, ConcatStepsMatchTwoBuffersAndTheReference) {
   runInPlace(*graph, model->descriptor(), 24, {3, 1, 1, 4, 1});
   runInPlace(*graph, model->descriptor(), 10, {3, 1, 1, 4, 1});
   runInPlace(*graph, model->descriptor(), 1, {1});
+  // Batch 3: the capacity layout is [batch, heads, capacity, size].
+  gBatch = 3;
+  runInPlace(*graph, model->descriptor(), 12, {3, 1, 4});
+  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, AttentionPresentStepsMatchTwoBuffersAndTheReference) {
@@ -214,6 +220,9 @@ TEST(KvCacheInPlace, AttentionPresentStepsMatchTwoBuffersAndTheReference) {
   ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
   runInPlace(*graph, model->descriptor(), 17, {5, 1, 2, 1});
   runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
+  gBatch = 2;
+  runInPlace(*graph, model->descriptor(), 11, {5, 1, 2});
+  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, AttentionReadingThePresentStepsMatchTwoBuffersAndTheReference) {
@@ -222,6 +231,9 @@ TEST(KvCacheInPlace, AttentionReadingThePresentStepsMatchTwoBuffersAndTheReferen
   ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
   runInPlace(*graph, model->descriptor(), 300, {5, 1, 2, 1, 140});
   runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
+  gBatch = 2;
+  runInPlace(*graph, model->descriptor(), 40, {5, 1, 20});
+  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
@@ -237,15 +249,15 @@ TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
   for (size_t i = 0; i < pastK.size(); ++i)
     pastK[i] = pastV[i] = float(i % 97) * 0.01f;
   std::vector<float> presentK = cacheBuffer(capacity), presentV = cacheBuffer(capacity);
-  Tensor q = randomOf(DType::F32, {1, kHeads, 1, kSize}, 7);
-  Tensor k = randomOf(DType::F32, {1, kHeads, 1, kSize}, 8);
+  Tensor q = randomOf(DType::F32, {gBatch, kHeads, 1, kSize}, 7);
+  Tensor k = randomOf(DType::F32, {gBatch, kHeads, 1, kSize}, 8);
   std::vector<float> y(size_t(kHeads * kSize));
   const size_t bytes = pastK.size() * sizeof(float);
-  onnxc_tensor in[5] = {tensorOf(q.rawData(), {1, kHeads, 1, kSize}),
-                        tensorOf(k.rawData(), {1, kHeads, 1, kSize}),
-                        tensorOf(k.rawData(), {1, kHeads, 1, kSize}),
-                        tensorOf(pastK.data(), {1, kHeads, past, kSize}, bytes),
-                        tensorOf(pastV.data(), {1, kHeads, past, kSize}, bytes)};
+  onnxc_tensor in[5] = {tensorOf(q.rawData(), {gBatch, kHeads, 1, kSize}),
+                        tensorOf(k.rawData(), {gBatch, kHeads, 1, kSize}),
+                        tensorOf(k.rawData(), {gBatch, kHeads, 1, kSize}),
+                        tensorOf(pastK.data(), {gBatch, kHeads, past, kSize}, bytes),
+                        tensorOf(pastV.data(), {gBatch, kHeads, past, kSize}, bytes)};
   onnxc_tensor out[3] = {tensorOf(y.data(), {}, y.size() * sizeof(float)),
                          tensorOf(presentK.data(), {}, bytes),
                          tensorOf(presentV.data(), {}, bytes)};
@@ -287,12 +299,12 @@ TEST(KvCacheInPlace, APastReadByAnythingElseKeepsTwoBuffers) {
   // past_v also feeds a Transpose (say, an unfused attention): its pair is
   // refused with a note; past_k's pair stands.
   GraphText g;
-  g.input("kin", "f32[1, 2, s, 8]").input("v", "f32[1, 2, s, 8]");
-  g.input("past_k", "f32[1, 2, p, 8]").input("past_v", "f32[1, 2, p, 8]");
+  g.input("kin", "f32[b, 2, s, 8]").input("v", "f32[b, 2, s, 8]");
+  g.input("past_k", "f32[b, 2, p, 8]").input("past_v", "f32[b, 2, p, 8]");
   g.node("%vt = Transpose(%past_v) {perm = [0, 1, 3, 2]}");
-  g.output("vt", "f32[1, 2, 8, p]");
-  g.output("present_k", "f32[1, 2, t, 8]", "Concat(%past_k, %kin) {axis = 2}");
-  g.output("present_v", "f32[1, 2, t, 8]", "Concat(%past_v, %v) {axis = 2}");
+  g.output("vt", "f32[b, 2, 8, p]");
+  g.output("present_k", "f32[b, 2, t, 8]", "Concat(%past_k, %kin) {axis = 2}");
+  g.output("present_v", "f32[b, 2, t, 8]", "Concat(%past_v, %v) {axis = 2}");
   auto graph = parseGraph(g.str());
   ModelPlan plan = lowerOnly(*graph);
   ASSERT_EQ(plan.cachePairs.size(), 1u);
