@@ -82,6 +82,13 @@ std::string refusal(const Graph &graph, const Candidate &c) {
   }
   if (outputs != 1)
     return "the present is returned more than once";
+  // A node of an If or Loop body is lowered in a context of its own, which
+  // knows nothing of the layouts: only the graph's own nodes may read them.
+  for (const Value *value : {c.past, c.present})
+    for (const Use &use : value->uses())
+      if (use.user->graph() != &graph)
+        return "the " + std::string(value == c.past ? "past" : "present") +
+               " is read inside a subgraph, by " + use.user->describe();
   for (const Use &use : c.present->uses()) {
     const Node *user = use.user;
     if (user->kind() == OpKind::Shape)
