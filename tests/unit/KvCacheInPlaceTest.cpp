@@ -8,17 +8,20 @@
 // rows past the used length alone.
 //
 //===----------------------------------------------------------------------===//
+#include "KvCacheTestModel.h"
 #include "LoweringTestSupport.h"
 
 #include "codegen/ModelCompiler.h"
 #include "ir/eval/Evaluator.h"
 #include "onnxc/onnxc.h"
+#include "onnxc/onnxc_generate.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
 
 namespace onnxc::lowertest {
 namespace {
@@ -293,6 +296,59 @@ TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
   EXPECT_EQ(onnxc_session_cache_pair_of_input(session, 3), 1);
   EXPECT_EQ(onnxc_session_cache_pair_of_input(session, 0), -1);
   onnxc_session_destroy(session);
+}
+
+/// Greedy tokens of the reference evaluator's loop, feeding each step's
+/// presents back as the pasts (argmax, the lowest id on ties).
+std::vector<int64_t> referenceGreedy(const Graph &graph, std::vector<int64_t> ids, int count) {
+  Tensor pastK(DType::F32, {1, 2, 0, 8}), pastV = pastK;
+  std::vector<int64_t> produced;
+  std::vector<int64_t> feed = ids;
+  while (int(produced.size()) < count) {
+    Tensor input = Tensor::fromVector<int64_t>({1, int64_t(feed.size())}, feed);
+    std::vector<Tensor> out =
+        evaluateGraph(graph, {{"input_ids", input}, {"past_k", pastK}, {"past_v", pastV}});
+    const Tensor &logits = out[0];
+    int64_t vocab = logits.dims()[2], row = (logits.dims()[1] - 1) * vocab, best = 0;
+    for (int64_t j = 1; j < vocab; ++j)
+      if (logits.data<float>()[row + j] > logits.data<float>()[row + best])
+        best = j;
+    produced.push_back(best);
+    feed = {best};
+    pastK = out[1];
+    pastV = out[2];
+  }
+  return produced;
+}
+
+TEST(KvCacheInPlace, GeneratorUpdatesInPlaceAndMatchesTheReferenceLoop) {
+  auto graph = parseGraph(kvtest::tinyDecoderText());
+  std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
+  ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
+  const int count = 40;
+  for (int64_t capacity : {int64_t(0), int64_t(43), int64_t(100)}) {
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    onnxc_generate_options options;
+    onnxc_generate_options_init(&options);
+    options.max_new_tokens = count;
+    options.capacity = capacity;
+    options.num_threads = 1;
+    onnxc_generator *generator = onnxc_generator_create(model->descriptor(), &options);
+    ASSERT_NE(generator, nullptr) << onnxc_last_error();
+    EXPECT_EQ(onnxc_generator_cache_pairs_in_place(generator), 2);
+    EXPECT_NE(std::string(onnxc_generator_describe(generator)).find("2 cache pairs"),
+              std::string::npos);
+    EXPECT_NE(std::string(onnxc_generator_describe(generator)).find(", updated in place"),
+              std::string::npos);
+    int64_t prompt[] = {3, 9, 4};
+    std::vector<int64_t> tokens(count);
+    ASSERT_EQ(onnxc_generate(generator, prompt, 3, tokens.data(), count), count)
+        << onnxc_generator_error(generator);
+    EXPECT_EQ(tokens, referenceGreedy(*graph, {3, 9, 4}, count));
+    EXPECT_GT(std::set<int64_t>(tokens.begin(), tokens.end()).size(), 3u)
+        << "greedy tokens this repetitive would hide a broken cache";
+    onnxc_generator_destroy(generator);
+  }
 }
 
 TEST(KvCacheInPlace, APastReadByAnythingElseKeepsTwoBuffers) {
