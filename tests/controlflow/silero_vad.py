@@ -223,7 +223,11 @@ def compile_so(onnxc: str, model: str, library: str, dims: dict) -> str:
 
 
 def python_package(build_dir: str):
-    """The onnxc module of BUILD_DIR/python, or None when the build has none."""
+    """The onnxc module of BUILD_DIR/python, or None when the build has none, or when it was built
+    with sanitizers (ONNXC_SANITIZE): their runtimes must be loaded first, which a plain python
+    does not do, so importing that module would crash the interpreter."""
+    if os.environ.get("ONNXC_SANITIZE"):
+        return None
     sys.path.insert(0, os.path.join(build_dir, "python"))
     try:
         return importlib.import_module("onnxc")
@@ -285,8 +289,8 @@ def main() -> int:
     work = os.path.join(args.build_dir, "silero")
     chunks = framed(speech_like_signal(max(args.chunks, 20)))
     print(f"{WHEEL}: {len(models)} models; onnxruntime {ort.__version__}; stream stage through "
-          + ("onnxc.load" if package else "`onnxc run X.so` per call (no onnxc Python package in "
-             + os.path.join(args.build_dir, "python") + ")"), flush=True)
+          + ("onnxc.load" if package else "`onnxc run X.so` per call (no usable onnxc Python "
+             "package in " + os.path.join(args.build_dir, "python") + ")"), flush=True)
     failed = False
     for model in models:
         name = os.path.basename(model)
