@@ -50,8 +50,10 @@ struct AbiTypes {
     buffer = named(context, "onnxc_buffer", {i32, i32, ptr, ptr, i32, i32});
     step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr, i32, i32});
     assumption = named(context, "onnxc_assumption", {ptr, i32, ptr});
-    descriptor = named(context, "onnxc_model_descriptor",
-                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
+    cachePair = named(context, "onnxc_cache_pair", {i32, i32, i32, i32, i32});
+    descriptor = named(
+        context, "onnxc_model_descriptor",
+        {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
   }
 
   static llvm::StructType *named(llvm::LLVMContext &context, const char *name,
@@ -63,7 +65,7 @@ struct AbiTypes {
 
   llvm::IntegerType *i32, *i64;
   llvm::PointerType *ptr;
-  llvm::StructType *tensorInfo, *symbolSource, *buffer, *step, *assumption, *descriptor;
+  llvm::StructType *tensorInfo, *symbolSource, *buffer, *step, *assumption, *cachePair, *descriptor;
 };
 
 void checkStruct(const llvm::DataLayout &layout, llvm::StructType *type, size_t cSize,
@@ -143,6 +145,8 @@ private:
   llvm::Constant *constantData(const PlanBuffer &buffer, size_t position);
   llvm::Constant *steps();
   llvm::Constant *assumptions();
+  llvm::Constant *cachePairs();
+  bool isCapacitySymbol(const std::string &name) const;
   llvm::Constant *kernelPointer(llvm::Function *function, llvm::FunctionType *expected,
                                 const PlanStep &step, const char *role);
   llvm::Constant *i32(int64_t value) { return llvm::ConstantInt::get(types_.i32, value); }
@@ -229,6 +233,10 @@ llvm::Constant *DescriptorBuilder::symbolNames() {
 llvm::Constant *DescriptorBuilder::symbolSources() {
   std::vector<llvm::Constant *> sources;
   for (const PlanSymbol &symbol : plan_.symbols) {
+    if (symbol.input == -1 && symbol.axis == -1 && isCapacitySymbol(symbol.name)) {
+      sources.push_back(llvm::ConstantStruct::get(types_.symbolSource, {i32(-1), i32(-1)}));
+      continue;
+    }
     if (symbol.input < 0 || size_t(symbol.input) >= plan_.inputs.size())
       fail("model '", plan_.name, "': symbol '", symbol.name, "' is read from input ", symbol.input,
            " but the model has ", plan_.inputs.size(), " inputs");
@@ -362,6 +370,32 @@ llvm::Constant *DescriptorBuilder::assumptions() {
   return array(types_.assumption, items, "assumptions");
 }
 
+bool DescriptorBuilder::isCapacitySymbol(const std::string &name) const {
+  for (const PlanCachePair &pair : plan_.cachePairs)
+    for (int32_t symbol : {pair.capacitySymbol, pair.pastCapacitySymbol})
+      if (symbol >= 0 && size_t(symbol) < plan_.symbols.size() &&
+          plan_.symbols[symbol].name == name)
+        return true;
+  return false;
+}
+
+llvm::Constant *DescriptorBuilder::cachePairs() {
+  std::vector<llvm::Constant *> items;
+  for (const PlanCachePair &pair : plan_.cachePairs) {
+    if (pair.input < 0 || size_t(pair.input) >= plan_.inputs.size() || pair.output < 0 ||
+        size_t(pair.output) >= plan_.outputs.size() || pair.capacitySymbol < 0 ||
+        size_t(pair.capacitySymbol) >= plan_.symbols.size() || pair.pastCapacitySymbol < 0 ||
+        size_t(pair.pastCapacitySymbol) >= plan_.symbols.size() || pair.axis < 0 ||
+        size_t(pair.axis) >= plan_.inputs[pair.input].shape.rank())
+      fail("model '", plan_.name, "': cache pair (input ", pair.input, ", output ", pair.output,
+           ", axis ", pair.axis, ", capacity symbol ", pair.capacitySymbol, ") is out of range");
+    items.push_back(llvm::ConstantStruct::get(
+        types_.cachePair, {i32(pair.input), i32(pair.output), i32(pair.axis),
+                           i32(pair.capacitySymbol), i32(pair.pastCapacitySymbol)}));
+  }
+  return array(types_.cachePair, items, "cache_pairs");
+}
+
 llvm::GlobalVariable *DescriptorBuilder::build() {
   // Symbol sources first: they validate what every later dim expression relies on.
   llvm::Constant *sources = symbolSources();
@@ -372,7 +406,7 @@ llvm::GlobalVariable *DescriptorBuilder::build() {
        tensorInfos(plan_.inputs, "input"), i32(int64_t(plan_.outputs.size())),
        tensorInfos(plan_.outputs, "output"), i32(int64_t(plan_.buffers.size())), buffers(),
        i32(int64_t(plan_.steps.size())), steps(), i32(int64_t(plan_.assumptions.size())),
-       assumptions()});
+       assumptions(), i32(int64_t(plan_.cachePairs.size())), cachePairs()});
   return llvm::cast<llvm::GlobalVariable>(global(init, "descriptor", 8));
 }
 
@@ -411,13 +445,18 @@ void checkDescriptorLayout(const llvm::Module &module) {
   checkStruct(layout, types.assumption, sizeof(onnxc_assumption),
               {offsetof(onnxc_assumption, expr), offsetof(onnxc_assumption, kind),
                offsetof(onnxc_assumption, message)});
+  checkStruct(layout, types.cachePair, sizeof(onnxc_cache_pair),
+              {offsetof(onnxc_cache_pair, input), offsetof(onnxc_cache_pair, output),
+               offsetof(onnxc_cache_pair, axis), offsetof(onnxc_cache_pair, capacity_symbol),
+               offsetof(onnxc_cache_pair, past_capacity_symbol)});
   using D = onnxc_model_descriptor;
   checkStruct(layout, types.descriptor, sizeof(D),
               {offsetof(D, abi_version), offsetof(D, model_name), offsetof(D, num_symbols),
                offsetof(D, symbol_names), offsetof(D, symbol_sources), offsetof(D, num_inputs),
                offsetof(D, inputs), offsetof(D, num_outputs), offsetof(D, outputs),
                offsetof(D, num_buffers), offsetof(D, buffers), offsetof(D, num_steps),
-               offsetof(D, steps), offsetof(D, num_assumptions), offsetof(D, assumptions)});
+               offsetof(D, steps), offsetof(D, num_assumptions), offsetof(D, assumptions),
+               offsetof(D, num_cache_pairs), offsetof(D, cache_pairs)});
 }
 
 std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan) {

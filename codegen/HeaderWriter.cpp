@@ -58,12 +58,22 @@ void describeSymbols(std::ostringstream &os, const ModelPlan &plan) {
   os << " * Symbols, bound from the input shapes at every run (one library serves\n"
      << " * every value; the other input dims are checked against their expressions):\n";
   for (const PlanSymbol &symbol : plan.symbols) {
+    if (symbol.input < 0) {
+      os << " *   " << commentSafe(symbol.name)
+         << " = the cache capacity (onnxc_session_set_cache_capacity; by default the\n"
+         << " *     length of the cache it lays out)\n";
+      continue;
+    }
     std::string input = size_t(symbol.input) < plan.inputs.size()
                             ? "'" + commentSafe(plan.inputs[symbol.input].name) + "'"
                             : std::to_string(symbol.input);
     os << " *   " << commentSafe(symbol.name) << " = dims[" << symbol.axis << "] of input " << input
        << "\n";
   }
+  for (const PlanCachePair &pair : plan.cachePairs)
+    os << " * KV cache updated in place: input '" << commentSafe(plan.inputs[pair.input].name)
+       << "' -> output '" << commentSafe(plan.outputs[pair.output].name) << "', axis " << pair.axis
+       << "\n";
 }
 
 /// #define <prefix>_<NAME> <index>, made unique when two names sanitize alike.

@@ -29,11 +29,22 @@ class LLVMContext;
 namespace onnxc {
 
 /// A symbolic dimension and the input axis its value is read from at run
-/// time (model_abi.h's onnxc_symbol_source).
+/// time (model_abi.h's onnxc_symbol_source); -1 and -1 for a cache capacity,
+/// which the runtime binds itself.
 struct PlanSymbol {
   std::string name;
   int32_t input = 0;
   int32_t axis = 0;
+};
+
+/// A past input and present output the runtime may bind to one buffer
+/// (model_abi.h's onnxc_cache_pair; CachePairs.h proves it).
+struct PlanCachePair {
+  int32_t input = 0;
+  int32_t output = 0;
+  int32_t axis = 0;
+  int32_t capacitySymbol = 0;     ///< Rows of the present's layout.
+  int32_t pastCapacitySymbol = 0; ///< Rows of the past's layout.
 };
 
 /// A model input or output: name, element type and (symbolic) shape.
@@ -112,6 +123,9 @@ struct ModelPlan {
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;
   std::vector<PlanAssumption> assumptions;
+  std::vector<PlanCachePair> cachePairs;
+  /// Why a candidate cache pair keeps two buffers (`onnxc compile --explain`).
+  std::vector<std::string> cacheNotes;
 
   /// Symbol name -> position in `symbols`, as encodeDim wants it.
   std::map<std::string, int32_t> symbolIndex() const {

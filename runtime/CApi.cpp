@@ -75,6 +75,22 @@ void onnxc_session_set_memory_limit(onnxc_session *session, size_t bytes) {
     session->impl->setMemoryLimit(bytes > size_t(INT64_MAX) ? INT64_MAX : int64_t(bytes));
 }
 
+int onnxc_session_set_cache_capacity(onnxc_session *session, int64_t capacity) {
+  if (!session)
+    return -1;
+  return session->impl->setCacheCapacity(capacity) ? 0 : -1;
+}
+
+int32_t onnxc_session_cache_pair_of_input(const onnxc_session *session, int32_t input) {
+  if (!session)
+    return -1;
+  const onnxc_model_descriptor &model = session->impl->model();
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p)
+    if (model.cache_pairs[p].input == input)
+      return model.cache_pairs[p].output;
+  return -1;
+}
+
 void onnxc_session_set_profiling(onnxc_session *session, int enabled) {
   if (session)
     session->impl->setProfiling(enabled != 0);
@@ -151,6 +167,10 @@ void onnxc_generator_destroy(onnxc_generator *generator) { delete generator; }
 
 int32_t onnxc_generator_mode(const onnxc_generator *generator) {
   return generator ? generator->impl->mode() : 0;
+}
+
+int32_t onnxc_generator_cache_pairs_in_place(const onnxc_generator *generator) {
+  return generator ? generator->impl->pairsInPlace() : 0;
 }
 
 const char *onnxc_generator_describe(const onnxc_generator *generator) {

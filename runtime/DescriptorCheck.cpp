@@ -37,6 +37,58 @@ std::string checkTensorInfos(const onnxc_model_descriptor &model, const char *ro
   return "";
 }
 
+bool hasCachePairTable(const onnxc_model_descriptor &model) {
+  return model.num_cache_pairs > 0 && model.cache_pairs;
+}
+
+bool isCapacitySymbol(const onnxc_model_descriptor &model, int32_t symbol) {
+  if (!hasCachePairTable(model))
+    return false;
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p)
+    if (model.cache_pairs[p].capacity_symbol == symbol ||
+        model.cache_pairs[p].past_capacity_symbol == symbol)
+      return true;
+  return false;
+}
+
+/// Runs after the tensor and symbol tables are known to be sound.
+std::string checkCachePairs(const onnxc_model_descriptor &model) {
+  if (model.num_cache_pairs < 0 || (model.num_cache_pairs > 0 && !model.cache_pairs))
+    return "the cache pair table is missing or has a negative count";
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
+    const onnxc_cache_pair &pair = model.cache_pairs[p];
+    std::string what = "cache pair " + std::to_string(p);
+    if (pair.input < 0 || pair.input >= model.num_inputs)
+      return what + " names input " + std::to_string(pair.input) + ", but the model has " +
+             std::to_string(model.num_inputs) + " inputs";
+    if (pair.output < 0 || pair.output >= model.num_outputs)
+      return what + " names output " + std::to_string(pair.output) + ", but the model has " +
+             std::to_string(model.num_outputs) + " outputs";
+    const onnxc_tensor_info &past = model.inputs[pair.input], &present = model.outputs[pair.output];
+    what += " (" + quoted(past.name) + " -> " + quoted(present.name) + ")";
+    if (past.rank != present.rank || past.dtype != present.dtype)
+      return what + " joins tensors of different ranks or dtypes";
+    if (pair.axis < 0 || pair.axis >= past.rank)
+      return what + " has axis " + std::to_string(pair.axis) + " for rank " +
+             std::to_string(past.rank);
+    if (!singleSymbolOf(past.dims[pair.axis]))
+      return what + ": the past's dim " + std::to_string(pair.axis) + " is not a symbol";
+    for (int32_t symbol : {pair.capacity_symbol, pair.past_capacity_symbol}) {
+      if (symbol < 0 || symbol >= model.num_symbols)
+        return what + " has capacity symbol " + std::to_string(symbol) + ", but the model has " +
+               std::to_string(model.num_symbols) + " symbols";
+      onnxc_symbol_source source = model.symbol_sources[symbol];
+      if (source.input != -1 || source.axis != -1)
+        return what + ": its capacity symbol " + quoted(model.symbol_names[symbol]) +
+               " is read from an input; a capacity is bound by the runtime";
+    }
+    for (int32_t q = 0; q < p; ++q)
+      if (model.cache_pairs[q].input == pair.input || model.cache_pairs[q].output == pair.output)
+        return what + " shares its input or output with cache pair " + std::to_string(q);
+  }
+  return "";
+}
+
 std::string checkSymbols(const onnxc_model_descriptor &model) {
   if (model.num_symbols < 0 ||
       (model.num_symbols > 0 && (!model.symbol_names || !model.symbol_sources)))
@@ -47,6 +99,8 @@ std::string checkSymbols(const onnxc_model_descriptor &model) {
       return "symbol " + std::to_string(s) + " has no name";
     onnxc_symbol_source source = model.symbol_sources[s];
     std::string what = "symbol " + quoted(name);
+    if (source.input == -1 && source.axis == -1 && isCapacitySymbol(model, s))
+      continue; // the runtime binds a cache capacity itself
     if (source.input < 0 || source.input >= model.num_inputs)
       return what + " is read from input " + std::to_string(source.input) + ", but the model has " +
              std::to_string(model.num_inputs) + " inputs";
@@ -165,7 +219,11 @@ std::string checkModel(const onnxc_model_descriptor &model) {
   if (auto error = checkTensorInfos(model, "output", model.num_outputs, model.outputs);
       !error.empty())
     return error;
+  if (model.num_cache_pairs < 0 || (model.num_cache_pairs > 0 && !model.cache_pairs))
+    return "the cache pair table is missing or has a negative count";
   if (auto error = checkSymbols(model); !error.empty())
+    return error;
+  if (auto error = checkCachePairs(model); !error.empty())
     return error;
   if (model.num_buffers < 0 || (model.num_buffers > 0 && !model.buffers))
     return "the buffer table is missing or has a negative count";

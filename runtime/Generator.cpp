@@ -157,8 +157,27 @@ Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_o
       symbols_(size_t(model.num_symbols)) {
   // The mapping string belongs to the caller; only the roles found are kept.
   options_.mapping = nullptr;
+  for (const CachePair &pair : roles_.cache) {
+    bool declared = false;
+    for (int32_t p = 0; p < model.num_cache_pairs; ++p)
+      declared |=
+          model.cache_pairs[p].input == pair.input && model.cache_pairs[p].output == pair.output;
+    inPlace_.push_back(declared);
+  }
   description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE ? "kv-cache: " : "full-sequence: ") +
                  describeRoles(model, roles_);
+  if (roles_.hasCache()) {
+    int32_t inPlace = pairsInPlace();
+    description_ += inPlace == int32_t(inPlace_.size()) ? ", updated in place"
+                    : inPlace == 0                      ? ", two buffers per pair"
+                                   : ", " + std::to_string(inPlace) + " pairs updated in place, " +
+                                         std::to_string(inPlace_.size() - size_t(inPlace)) +
+                                         " with two buffers";
+  }
+}
+
+int32_t Generator::pairsInPlace() const {
+  return int32_t(std::count(inPlace_.begin(), inPlace_.end(), true));
 }
 
 bool Generator::fail(std::string message) {
@@ -207,9 +226,13 @@ bool Generator::allocateBuffers(int64_t capacity) {
                   "' overflows at a capacity of " + std::to_string(capacity) + " positions");
     most = std::max({most, past, step, prompt});
   }
-  for (std::array<AlignedBuffer, 2> &halves : cache_)
-    for (AlignedBuffer &half : halves)
-      half.reserve(size_t(most));
+  // A pair updated in place is laid out for the session's cache capacity,
+  // which is the generator's: its one buffer holds a past at the capacity.
+  for (size_t k = 0; k < cache_.size(); ++k)
+    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half)
+      cache_[k][half].reserve(size_t(most));
+  if (pairsInPlace() > 0 && !session_->setCacheCapacity(capacity))
+    return fail(session_->error());
   cacheBytes_ = size_t(most);
   capacity_ = capacity;
   return true;
@@ -242,9 +265,12 @@ void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past)
   for (onnxc_tensor &output : outputs_)
     output = onnxc_tensor{};
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
-    inputs_[size_t(roles_.cache[k].input)].data = cache_[k][size_t(current_)].data();
+    // In place: one buffer is both, and the step writes only the new rows.
+    size_t pastHalf = inPlace_[k] ? 0 : size_t(current_);
+    size_t presentHalf = inPlace_[k] ? 0 : size_t(1 - current_);
+    inputs_[size_t(roles_.cache[k].input)].data = cache_[k][pastHalf].data();
     onnxc_tensor &present = outputs_[size_t(roles_.cache[k].output)];
-    present.data = cache_[k][size_t(1 - current_)].data();
+    present.data = cache_[k][presentHalf].data();
     present.size_bytes = cacheBytes_;
   }
 }

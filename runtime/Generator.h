@@ -1,9 +1,12 @@
 //===- runtime/Generator.h - The token loop over a compiled decoder --------===//
 //
 // Prefill on the prompt, then one step per token (onnxc_generate.h). With a
-// cache the generator owns two buffers per cache pair, preallocated to the
-// capacity: a step reads past from one while the session writes present
-// straight into the other (caller-owned outputs), then they swap. The mask,
+// cache the generator owns the cache buffers, preallocated to the capacity.
+// A pair the model declares in place (model_abi.h's onnxc_cache_pair) has
+// one buffer, bound as both past and present with the session's cache
+// capacity set to the generator's: a step writes only the new positions. Any
+// other pair has two: a step reads past from one while the session writes
+// present straight into the other (caller-owned outputs), then they swap. The mask,
 // positions and token buffers are filled once for the capacity, the session's
 // arena is reserved for the largest step, and the inputs and outputs are
 // tensors the generator keeps: a step allocates nothing that grows with the
@@ -52,6 +55,8 @@ public:
   const std::string &description() const { return description_; }
   const std::string &error() const { return error_; }
   int64_t capacity() const { return capacity_; }
+  /// Cache pairs updated in place (one buffer each); the others swap two.
+  int32_t pairsInPlace() const;
   /// Positions fed through the model so far (prompt and fed tokens).
   int64_t length() const { return int64_t(tokens_.size()); }
   Session &session() { return *session_; }
@@ -102,6 +107,7 @@ private:
   AlignedBuffer maskOnes_;      ///< capacity ones in the mask's dtype.
   AlignedBuffer positions_;     ///< 0, 1, ..., capacity - 1 in the positions' dtype.
   std::vector<std::array<AlignedBuffer, 2>> cache_; ///< Per pair: the ping-pong halves.
+  std::vector<bool> inPlace_;                       ///< Per pair: one buffer (half 0) only.
   size_t cacheBytes_ = 0;                           ///< Bytes of each half.
   int current_ = 0;                                 ///< The half that holds past.
   int64_t cached_ = 0;                              ///< Positions in the cache.

@@ -280,6 +280,8 @@ std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles 
     assign(model.inputs[roles.positions], 1, Kind::NewTokens);
   roles.symbolKinds.clear();
   for (int32_t s = 0; s < model.num_symbols; ++s) {
+    if (!kinds[size_t(s)] && model.symbol_sources[s].input < 0)
+      kinds[size_t(s)] = Kind::Capacity;
     if (!kinds[size_t(s)]) {
       onnxc_symbol_source source = model.symbol_sources[s];
       return "symbol '" + std::string(model.symbol_names[s]) + "' (dim " +
@@ -440,6 +442,7 @@ void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_
       symbols[s] = past + newTokens;
       break;
     case Kind::Context:
+    case Kind::Capacity:
       break;
     }
   }

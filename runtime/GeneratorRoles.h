@@ -44,8 +44,9 @@ struct GeneratorRoles {
   std::vector<CachePair> cache;
   std::vector<ContextInput> context; ///< Encoder-decoder only.
   /// What each symbol is set to: per symbol one of the kinds below
-  /// (Context: a dim of a context input, read from it at encode).
-  enum class SymbolKind { Batch, NewTokens, Past, Total, Context };
+  /// (Context: a dim of a context input, read from it at encode; Capacity:
+  /// a cache capacity, bound by the session).
+  enum class SymbolKind { Batch, NewTokens, Past, Total, Context, Capacity };
   std::vector<SymbolKind> symbolKinds;
 
   bool hasCache() const { return !cache.empty(); }

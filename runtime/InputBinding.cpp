@@ -5,6 +5,8 @@
 #include "DimExprQueries.h"
 #include "Dtype.h"
 
+#include <algorithm>
+
 namespace onnxc::runtime {
 
 namespace {
@@ -93,6 +95,10 @@ std::string describeExpected(const onnxc_model_descriptor &model, int32_t inputI
     onnxc_symbol_source source = model.symbol_sources[symbol];
     if (i > 0)
       text += ", ";
+    if (source.input < 0) {
+      text += "bound by the cache capacity";
+      continue;
+    }
     if (!justOneSymbol)
       text +=
           std::string(model.symbol_names[symbol]) + " = " + std::to_string(symbols[symbol]) + " ";
@@ -140,10 +146,57 @@ std::string checkAssumptions(const onnxc_model_descriptor &model, const int64_t 
   return "";
 }
 
+/// Binds every capacity symbol after the others: the session's capacity,
+/// else the length of the past or present it lays out (the dense layouts of
+/// an ordinary run); a capacity below a present's length would overlap rows.
+std::string bindCacheCapacities(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
+                                int64_t *symbols, int64_t cacheCapacity) {
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
+    symbols[model.cache_pairs[p].capacity_symbol] = cacheCapacity;
+    symbols[model.cache_pairs[p].past_capacity_symbol] = cacheCapacity;
+  }
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
+    const onnxc_cache_pair &pair = model.cache_pairs[p];
+    const onnxc_tensor_info &present = model.outputs[pair.output];
+    std::optional<int64_t> length =
+        evaluateDimExpr(present.dims[pair.axis], symbols, model.num_symbols);
+    if (!length)
+      return "output '" + std::string(present.name) + "': dim " + std::to_string(pair.axis) +
+             " overflows for the bound symbols";
+    if (cacheCapacity <= 0) {
+      int64_t &rows = symbols[pair.capacity_symbol];
+      int64_t &pastRows = symbols[pair.past_capacity_symbol];
+      rows = std::max(rows, *length);
+      pastRows = std::max(pastRows, inputs[pair.input].dims[pair.axis]);
+    } else if (*length > cacheCapacity) {
+      return "output '" + std::string(present.name) + "' needs " + std::to_string(*length) +
+             " positions on axis " + std::to_string(pair.axis) + " but the cache capacity is " +
+             std::to_string(cacheCapacity) + " (onnxc_session_set_cache_capacity)";
+    }
+  }
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
+    const onnxc_cache_pair &pair = model.cache_pairs[p];
+    const onnxc_tensor &input = inputs[pair.input];
+    if (input.size_bytes == 0)
+      continue;
+    int64_t bytes = dtypeSize(input.dtype);
+    bool overflow = false;
+    for (int32_t axis = 0; axis < input.rank; ++axis)
+      overflow |= __builtin_mul_overflow(
+          bytes, axis == pair.axis ? symbols[pair.past_capacity_symbol] : input.dims[axis], &bytes);
+    if (overflow || uint64_t(bytes) > uint64_t(input.size_bytes))
+      return inputLabel(model.inputs[pair.input]) + ": size_bytes is " +
+             std::to_string(input.size_bytes) + " but a cache of capacity " +
+             std::to_string(symbols[pair.past_capacity_symbol]) + " needs " +
+             (overflow ? "more than 2^63" : std::to_string(bytes));
+  }
+  return "";
+}
+
 } // namespace
 
 std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
-                       int32_t numInputs, int64_t *symbols) {
+                       int32_t numInputs, int64_t *symbols, int64_t cacheCapacity) {
   if (numInputs != model.num_inputs)
     return "the model takes " + describeCount(model) + " but " + std::to_string(numInputs) +
            (numInputs == 1 ? " was" : " were") + " given" + describeMissing(model, numInputs);
@@ -157,11 +210,14 @@ std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *
       return error;
   for (int32_t s = 0; s < model.num_symbols; ++s) {
     onnxc_symbol_source source = model.symbol_sources[s];
-    symbols[s] = inputs[source.input].dims[source.axis];
+    symbols[s] = source.input >= 0 ? inputs[source.input].dims[source.axis] : 0;
   }
   for (int32_t i = 0; i < numInputs; ++i)
     if (std::string error = checkInputDims(model, i, inputs[i], symbols); !error.empty())
       return error;
+  if (std::string error = bindCacheCapacities(model, inputs, symbols, cacheCapacity);
+      !error.empty())
+    return error;
   return checkAssumptions(model, symbols);
 }
 

@@ -18,8 +18,11 @@ namespace onnxc::runtime {
 /// Checks the inputs' count (naming the missing ones), data pointers,
 /// dtypes, ranks, sizes (when size_bytes is set) and dims against a checked
 /// descriptor and writes the symbol values into `symbols` (num_symbols
-/// entries). Returns "" on success, else one line naming the input at fault.
+/// entries). A cache capacity symbol (onnxc_cache_pair) takes
+/// `cacheCapacity`, or with 0 the length of its pair's present; a paired
+/// input that says its size_bytes must hold the capacity's layout. Returns ""
+/// on success, else one line naming the input at fault.
 std::string bindInputs(const onnxc_model_descriptor &model, const onnxc_tensor *inputs,
-                       int32_t numInputs, int64_t *symbols);
+                       int32_t numInputs, int64_t *symbols, int64_t cacheCapacity = 0);
 
 } // namespace onnxc::runtime

@@ -81,6 +81,32 @@ void Session::setMemoryLimit(int64_t bytes) {
   memoryLimit_ = bytes > 0 ? bytes : defaultMemoryLimit();
 }
 
+bool Session::setCacheCapacity(int64_t capacity) {
+  error_.clear();
+  if (capacity < 0)
+    return fail("cache capacity is " + std::to_string(capacity) +
+                "; use 0 for each present's length or a positive number of positions");
+  cacheCapacity_ = capacity;
+  return true;
+}
+
+bool Session::checkSharedCaches(const onnxc_tensor *inputs, const onnxc_tensor *outputs) {
+  // One buffer as both past and present is only sound when both are laid
+  // out for the same capacity; otherwise the Concat would read the past
+  // rows while it moves them.
+  for (int32_t p = 0; p < model_.num_cache_pairs; ++p) {
+    const onnxc_cache_pair &pair = model_.cache_pairs[p];
+    if (!inputs[pair.input].data || inputs[pair.input].data != outputs[pair.output].data ||
+        symbols_[size_t(pair.capacity_symbol)] == symbols_[size_t(pair.past_capacity_symbol)])
+      continue;
+    return fail("input '" + std::string(model_.inputs[pair.input].name) + "' and output '" +
+                model_.outputs[pair.output].name +
+                "' share a buffer, which needs a cache capacity "
+                "(onnxc_session_set_cache_capacity) to update the cache in place");
+  }
+  return true;
+}
+
 bool Session::checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs) {
   // Sizes are each below 2^63 (checked when planned); sum them as unsigned
   // 128-bit so that no combination wraps.
@@ -217,7 +243,8 @@ int64_t Session::stepNanoseconds(int32_t step) const {
 bool Session::reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc_tensor *outputs,
                       int32_t numOutputs) {
   error_.clear();
-  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data(), cacheCapacity_);
+      !error.empty())
     return fail(std::move(error));
   if (numOutputs != model_.num_outputs || (numOutputs > 0 && !outputs))
     return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +
@@ -239,7 +266,8 @@ bool Session::reserve(const onnxc_tensor *inputs, int32_t numInputs, const onnxc
 bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *outputs,
                   int32_t numOutputs) {
   error_.clear();
-  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data()); !error.empty())
+  if (std::string error = bindInputs(model_, inputs, numInputs, symbols_.data(), cacheCapacity_);
+      !error.empty())
     return fail(std::move(error));
   if (numOutputs != model_.num_outputs)
     return fail("the model has " + std::to_string(model_.num_outputs) + " outputs but " +
@@ -253,7 +281,7 @@ bool Session::run(const onnxc_tensor *inputs, int32_t numInputs, onnxc_tensor *o
     if (!checkMemory(*plan, outputs))
       return false;
     arena_.reserve(plan->arenaBytes);
-    if (!prepareOutputs(*plan, outputs))
+    if (!prepareOutputs(*plan, outputs) || !checkSharedCaches(inputs, outputs))
       return false;
     resolveBuffers(*plan, inputs, outputs);
     if (!runSteps(*plan))

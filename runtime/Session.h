@@ -50,6 +50,11 @@ public:
   /// See onnxc_session_set_memory_limit; 0 restores the default.
   void setMemoryLimit(int64_t bytes);
   int64_t memoryLimit() const { return memoryLimit_; }
+  /// See onnxc_session_set_cache_capacity: false with error() set for a
+  /// negative capacity; 0 restores the default (each present's length).
+  bool setCacheCapacity(int64_t capacity);
+  int64_t cacheCapacity() const { return cacheCapacity_; }
+  const onnxc_model_descriptor &model() const { return model_; }
 
 private:
   Session(const onnxc_model_descriptor &model, int numThreads);
@@ -60,6 +65,9 @@ private:
   /// take more than the memory limit; checked before allocating either.
   bool checkMemory(const ExecutionPlan &plan, const onnxc_tensor *outputs);
   bool prepareOutputs(const ExecutionPlan &plan, onnxc_tensor *outputs);
+  /// Fails when a cache pair's past and present share a buffer without a
+  /// common capacity layout (onnxc_cache_pair).
+  bool checkSharedCaches(const onnxc_tensor *inputs, const onnxc_tensor *outputs);
   void resolveBuffers(const ExecutionPlan &plan, const onnxc_tensor *inputs,
                       const onnxc_tensor *outputs);
   /// Runs every step; false with error() set when a kernel reports bad data.
@@ -81,6 +89,7 @@ private:
   std::vector<size_t> stepBufferStart_;    ///< Where each step's list starts.
   size_t lastArenaBytes_ = 0;
   int64_t memoryLimit_;
+  int64_t cacheCapacity_ = 0;
   bool profiling_ = false;
   std::vector<int64_t> stepNanoseconds_; ///< Per step, while profiling.
   std::string error_;

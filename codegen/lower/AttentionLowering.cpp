@@ -172,10 +172,12 @@ std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *
   Value *inPast = b.CreateICmpSLT(key, past);
   Value *currentOffset =
       b.CreateAdd(headBase, b.CreateMul(b.CreateSub(key, past), dim(layout.position)));
-  // past_key/past_value are 4-D [batch, kvHeads, past, size].
+  // past_key/past_value are 4-D [batch, kvHeads, rows, size], rows >= past.
   Value *size = dim(isValue ? shape_.vHeadSize : shape_.headSize);
+  Value *pastRows = dim(isValue ? shape_.pastValueRows : shape_.pastKeyRows);
   Value *pastRow = b.CreateAdd(
-      b.CreateMul(b.CreateAdd(b.CreateMul(row.batch, dim(shape_.kvHeads)), row.kvHead), past), key);
+      b.CreateMul(b.CreateAdd(b.CreateMul(row.batch, dim(shape_.kvHeads)), row.kvHead), pastRows),
+      key);
   Value *pastBuffer = k_.buffer(unsigned(isValue ? pastValue_ : pastKey_));
   return {b.CreateSelect(inPast, pastBuffer, current),
           b.CreateSelect(inPast, b.CreateMul(pastRow, size), currentOffset)};
@@ -318,7 +320,10 @@ void AttentionKernel::emitSoftmaxOutput(const QueryRow &row, Value *rowMax) {
 }
 
 /// present_key / present_value [batch, kvHeads, total, size]: the past rows
-/// followed by the current K / V rows (in either layout).
+/// followed by the current K / V rows (in either layout). A present the
+/// runtime may bind to its past's buffer (CachePairs.h) is laid out for the
+/// capacity; bound so, the past rows are already in place and only the
+/// current ones are written.
 void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShape &s,
                      bool isValue) {
   const onnxc::Value *present = node.result(isValue ? 2 : 1);
@@ -331,9 +336,14 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
   IRBuilder<> &b = k.ir();
   const HeadLayout &layout = isValue ? s.v : s.k;
   Dim size = isValue ? s.vHeadSize : s.headSize;
+  Dim pastRows = isValue ? s.pastValueRows : s.pastKeyRows;
+  Dim presentRows = ctx.layoutOf(present)[2];
   Dim rows = s.batch * s.kvHeads * s.total;
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, 16);
   Type *storage = k.storageType(s.dtype);
+  Value *samePointer = past >= 0 && ctx.hasCacheLayout(present)
+                           ? b.CreateICmpEQ(k.buffer(unsigned(past)), k.buffer(out))
+                           : b.getFalse();
   k.forRange(begin, end, [&](Value *row) {
     std::vector<Value *> index =
         k.unflatten(row, {k.dim(s.batch), k.dim(s.kvHeads), k.dim(s.total)});
@@ -342,20 +352,28 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
     Value *source = k.buffer(current);
     Value *sourceRow = k.offset({index[0], index[1], position},
                                 {k.dim(layout.batch), k.dim(layout.head), k.dim(layout.position)});
+    Value *inPast = b.getFalse();
     if (past >= 0) {
-      // The past cache has the present's layout with `past` rows per head.
-      Value *inPast = b.CreateICmpSLT(index[2], pastLength);
-      Value *pastRow = b.CreateAdd(
-          b.CreateMul(b.CreateAdd(b.CreateMul(index[0], k.dim(s.kvHeads)), index[1]), pastLength),
-          index[2]);
+      // The past cache has the present's layout with `pastRows` rows per head.
+      inPast = b.CreateICmpSLT(index[2], pastLength);
+      Value *pastRow =
+          b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(index[0], k.dim(s.kvHeads)), index[1]),
+                                  k.dim(pastRows)),
+                      index[2]);
       source = b.CreateSelect(inPast, k.buffer(unsigned(past)), source);
       sourceRow = b.CreateSelect(inPast, b.CreateMul(pastRow, k.dim(size)), sourceRow);
     }
-    Value *targetRow = b.CreateMul(row, k.dim(size));
-    k.forRange(k.i64(0), k.dim(size), [&](Value *d) {
-      Value *element =
-          b.CreateLoad(storage, k.elementAddress(s.dtype, source, b.CreateAdd(sourceRow, d)));
-      b.CreateStore(element, k.elementAddress(s.dtype, k.buffer(out), b.CreateAdd(targetRow, d)));
+    Value *targetRow = b.CreateMul(
+        b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(index[0], k.dim(s.kvHeads)), index[1]),
+                                k.dim(presentRows)),
+                    index[2]),
+        k.dim(size));
+    k.ifThen(b.CreateNot(b.CreateAnd(inPast, samePointer)), [&] {
+      k.forRange(k.i64(0), k.dim(size), [&](Value *d) {
+        Value *element =
+            b.CreateLoad(storage, k.elementAddress(s.dtype, source, b.CreateAdd(sourceRow, d)));
+        b.CreateStore(element, k.elementAddress(s.dtype, k.buffer(out), b.CreateAdd(targetRow, d)));
+      });
     });
   });
   step.finish();

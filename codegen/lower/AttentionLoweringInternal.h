@@ -37,6 +37,9 @@ struct AttentionShape {
   DType dtype = DType::F32;
   bool is3d = false, seqFirst = false, hasPast = false;
   Dim batch, qHeads, kvHeads, qSeq, kvSeq, past = Dim(0), total, headSize, vHeadSize;
+  /// Rows per (batch, head) in the past_key / past_value buffers: `past`, or
+  /// the cache capacity of a past the runtime updates in place (CachePairs.h).
+  Dim pastKeyRows = Dim(0), pastValueRows = Dim(0);
   HeadLayout q, k, v, y;
 };
 

@@ -139,13 +139,20 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
     requireSame(ctx, node, pv[1], s.kvHeads, "past_value heads");
     requireSame(ctx, node, pv[2], s.past, "past_value length");
     requireSame(ctx, node, pv[3], s.vHeadSize, "past_value head size");
+    s.pastKeyRows = ctx.layoutOf(pastKey)[2];
+    s.pastValueRows = ctx.layoutOf(pastValue)[2];
   }
   s.total = s.past + s.kvSeq;
   if (const Value *mask = node.operand(3))
     checkMask(ctx, node, s, *mask);
   s.q = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.headSize);
-  s.k = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.headSize);
-  s.v = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, s.kvSeq, s.vHeadSize);
+  // A 4-D K or V that is a KV cache's present, updated in place
+  // (CachePairs.h), has the cache capacity's rows per head, not kvSeq.
+  auto rows = [&](const Value *operand) {
+    return !s.is3d && operand->shape().rank() == 4 ? ctx.layoutOf(operand)[2] : s.kvSeq;
+  };
+  s.k = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, rows(node.operand(1)), s.headSize);
+  s.v = headLayout(s.is3d, s.seqFirst, s.batch, s.kvHeads, rows(node.operand(2)), s.vHeadSize);
   s.y = headLayout(s.is3d, s.seqFirst, s.batch, s.qHeads, s.qSeq, s.vHeadSize);
   return s;
 }

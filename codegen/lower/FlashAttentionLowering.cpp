@@ -185,11 +185,12 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
                                 b.getInt64(valueOffset_));
   block.maskBase = nullptr;
   if (pastKey_ >= 0) {
-    // past_key / past_value are [batch, kvHeads, past, size], contiguous.
-    Value *rowsBefore =
-        b.CreateMul(b.CreateAdd(b.CreateMul(block.batch, dim(s.kvHeads)), kvHead), pastLength());
-    block.pastKeyBase = b.CreateMul(rowsBefore, b.getInt64(headSize_));
-    block.pastValueBase = b.CreateMul(rowsBefore, b.getInt64(valueSize_));
+    // past_key / past_value are [batch, kvHeads, rows, size], contiguous;
+    // rows is the past length, or the capacity of a cache updated in place.
+    Value *heads = b.CreateAdd(b.CreateMul(block.batch, dim(s.kvHeads)), kvHead);
+    block.pastKeyBase = b.CreateMul(b.CreateMul(heads, dim(s.pastKeyRows)), b.getInt64(headSize_));
+    block.pastValueBase =
+        b.CreateMul(b.CreateMul(heads, dim(s.pastValueRows)), b.getInt64(valueSize_));
   }
 
   const unsigned w = width();

@@ -2,6 +2,7 @@
 
 #include "codegen/lower/Lowering.h"
 
+#include "codegen/lower/CachePairs.h"
 #include "codegen/lower/LoweringContext.h"
 #include "codegen/lower/OpLowerings.h"
 #include "ir/Error.h"
@@ -139,8 +140,10 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   bindSymbols(graph, plan);
   collectAssumptions(graph, plan);
   describeTensors(graph, plan);
+  std::unordered_map<const Value *, Shape> layouts = lower::findCachePairs(graph, plan);
 
   lower::LoweringContext context(graph, module, plan);
+  context.setLayouts(std::move(layouts));
   context.setAvx2Fma(options.avx2Fma);
   context.setGemmLanes(options.gemmLanes);
   context.setIntegerGemmIsa(options.integerGemm);

@@ -13,12 +13,14 @@ namespace onnxc::lower {
 
 namespace {
 
-Dim byteSizeOf(const onnxc::Value *value) {
+Dim byteSizeOf(const onnxc::Value *value, const Shape &shape) {
   Dim bytes(int64_t(dtypeSize(value->dtype())));
-  for (size_t i = 0; i < value->shape().rank(); ++i)
-    bytes = bytes * value->shape()[i];
+  for (size_t i = 0; i < shape.rank(); ++i)
+    bytes = bytes * shape[i];
   return bytes;
 }
+
+Dim byteSizeOf(const onnxc::Value *value) { return byteSizeOf(value, value->shape()); }
 
 } // namespace
 
@@ -159,6 +161,11 @@ LoweringContext::LoweringContext(const Graph &graph, Module &module, ModelPlan &
   symbolIndex_ = plan.symbolIndex();
 }
 
+const Shape &LoweringContext::layoutOf(const onnxc::Value *value) const {
+  auto it = layouts_.find(value);
+  return it != layouts_.end() ? it->second : value->shape();
+}
+
 const Tensor *LoweringContext::constantValue(const onnxc::Value *value) const {
   if (!value || !value->isConstant())
     return nullptr;
@@ -243,7 +250,7 @@ int32_t LoweringContext::bufferOf(const onnxc::Value *value) {
     if (value->shape()[i].isUnknown())
       fail("cannot compile: value '", value->name(), "' has a data-dependent dimension (shape ",
            value->shape().str(), ")");
-  buffer.sizeBytes = byteSizeOf(value);
+  buffer.sizeBytes = byteSizeOf(value, layoutOf(value));
   if (value->isGraphInput()) {
     buffer.kind = BufferKind::Input;
     const auto &inputs = graph_.inputs();

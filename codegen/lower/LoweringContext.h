@@ -141,6 +141,15 @@ public:
   IntegerGemmIsa integerGemmIsa() const { return integerGemmIsa_; }
   void setIntegerGemmIsa(IntegerGemmIsa isa) { integerGemmIsa_ = isa; }
 
+  /// The shape whose row-major strides address `value` in its buffer: its
+  /// own, except for a KV cache the runtime may update in place
+  /// (CachePairs.h), whose sequence dim is then the cache capacity.
+  const Shape &layoutOf(const Value *value) const;
+  bool hasCacheLayout(const Value *value) const { return layouts_.count(value) != 0; }
+  void setLayouts(std::unordered_map<const Value *, Shape> layouts) {
+    layouts_ = std::move(layouts);
+  }
+
   /// The constant tensor of `value` (an initializer or folded constant), or
   /// null when its contents are only known at run time.
   const Tensor *constantValue(const Value *value) const;
@@ -208,6 +217,7 @@ private:
   int64_t gemmLanes_ = 8;
   IntegerGemmIsa integerGemmIsa_ = IntegerGemmIsa::Generic;
   std::unordered_map<const Value *, int32_t> buffers_;
+  std::unordered_map<const Value *, Shape> layouts_;
   std::map<std::string, int32_t> sharedConstants_;
   std::map<std::string, int> names_;
   std::set<const Node *> claimed_;

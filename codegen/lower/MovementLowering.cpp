@@ -81,9 +81,11 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
   const Shape &shape = result->shape();
   size_t axis = size_t(normalizeAxisOrFail(node, node.requireInt("axis"), int64_t(shape.rank())));
   size_t size = dtypeSize(result->dtype());
-  std::vector<Dim> outStrides = contiguousStrides(shape);
+  // A KV cache updated in place (CachePairs.h) is laid out for its capacity.
+  std::vector<Dim> outStrides = contiguousStrides(ctx.layoutOf(result));
+  bool inPlaceCache = ctx.hasCacheLayout(result);
 
-  StepBuilder step = ctx.beginStep(node, "concat");
+  StepBuilder step = ctx.beginStep(node, inPlaceCache ? "concat_cache" : "concat");
   std::vector<unsigned> inputs;
   for (const Value *operand : node.operands()) {
     if (!operand || operand->shape().rank() != shape.rank())
@@ -99,14 +101,22 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
   Dim offset(0);
   for (size_t i = 0; i < node.numOperands(); ++i) {
     const Shape &part = node.operand(i)->shape();
-    std::vector<Dim> partStrides = contiguousStrides(part);
+    std::vector<Dim> partStrides = contiguousStrides(ctx.layoutOf(node.operand(i)));
     StridedCopy copy(size);
     for (size_t d = 0; d < part.rank(); ++d)
       copy.addAxis({part[d], partStrides[d], outStrides[d]});
     copy.simplify();
     copy.setStreaming(streaming);
     llvm::Value *dst = elementPointer(k, k.buffer(out), k.dim(offset * outStrides[axis]), size);
-    copy.emit(k, k.buffer(inputs[i]), dst, tasks);
+    if (inPlaceCache && i == 0) {
+      // Bound to one buffer, the past's rows are already where the
+      // present's go; only two buffers need them copied.
+      IRBuilder<> &b = k.ir();
+      k.ifThen(b.CreateICmpNE(k.buffer(inputs[i]), k.buffer(out)),
+               [&] { copy.emit(k, k.buffer(inputs[i]), dst, tasks); });
+    } else {
+      copy.emit(k, k.buffer(inputs[i]), dst, tasks);
+    }
     offset = offset + part[axis];
   }
   step.finish();

@@ -116,8 +116,8 @@ def ort_greedy_full(onnx_path: str, prompt: list, count: int) -> list:
 def test_kv_cache_greedy_matches_onnxruntime(libraries):
     onnx_path, library = libraries["hf_gpt2_past"]
     ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
-    assert "using the KV cache" in stderr, stderr
-    assert "4 cache pairs" in stderr, stderr
+    assert "using the KV cache in place" in stderr, stderr
+    assert "4 cache pairs" in stderr and "updated in place" in stderr, stderr
     want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
     print(f"onnxc: {ids}\nort:   {want}")
     assert ids == want
@@ -128,7 +128,7 @@ def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
     cache's length) and a cache of 2 K/V heads for 4 query heads."""
     onnx_path, library = libraries["hf_llama_past"]
     ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
-    assert "using the KV cache" in stderr and "positions 'position_ids'" in stderr, stderr
+    assert "using the KV cache in place" in stderr and "positions 'position_ids'" in stderr, stderr
     want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
     print(f"onnxc: {ids}\nort:   {want}")
     assert ids == want
@@ -143,12 +143,25 @@ def test_explicit_cache_greedy_matches_onnxruntime(libraries, name, pairs):
     input: 64 greedy tokens equal onnxruntime's loop over the same file."""
     onnx_path, library = libraries[name]
     ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
-    assert "using the KV cache" in stderr and f"4 cache pairs ({pairs}, ...)" in stderr, stderr
+    assert "using the KV cache in place" in stderr, stderr
+    assert f"4 cache pairs ({pairs}, ...), updated in place" in stderr, stderr
     assert "mask" not in stderr and "positions" not in stderr, stderr
     want = ort_greedy_with_cache(onnx_path, PROMPT, NEW_TOKENS)
     print(f"onnxc: {ids}\nort:   {want}")
     assert ids == want
     assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
+
+
+@pytest.mark.parametrize("name", CACHED)
+def test_cached_models_declare_in_place_pairs(name, tmp_path):
+    """Every cache of these decoders is a pair the runtime updates in place (model_abi.h's
+    onnxc_cache_pair): present = Concat(past, new) read only by the fused attention, or the
+    Attention op's own present. A rewrite that breaks the proof turns the feature off silently
+    otherwise (the tokens would still match, through two buffers)."""
+    result = subprocess.run([ONNXC, "compile", model_file(name), "-o", str(tmp_path / "m.so"), "--explain"],
+                            check=True, capture_output=True, text=True, timeout=TIMEOUT)
+    assert "4 KV cache pairs updated in place: " in result.stdout, result.stdout
+    assert "keeps two buffers" not in result.stderr, result.stderr
 
 
 def flash_kernels(onnx_path: str, tmp_path) -> int:

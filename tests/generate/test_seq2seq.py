@@ -140,7 +140,7 @@ def test_kv_cache_and_cached_cross_attention_match_onnxruntime(libraries):
     encoder_path, encoder = libraries["hf_bart_seq2seq_encoder"]
     decoder_path, decoder = libraries["hf_bart_seq2seq_decoder_past"]
     ids, stderr = seq2seq(decoder, encoder, "--max-new-tokens", str(NEW_TOKENS))
-    assert "encoder-decoder, using the KV cache" in stderr, stderr
+    assert "encoder-decoder, using the KV cache in place" in stderr, stderr
     # The source mask and the four cross K/V come from the encoder; the self-attention cache
     # pairs with the presents.
     assert "4 cache pairs" in stderr and "5 inputs from the encoder" in stderr, stderr
@@ -166,7 +166,7 @@ def test_t5_cached_and_full_decoders_match_onnxruntime(libraries):
     encoder_path, encoder = libraries["hf_t5_seq2seq_encoder"]
     decoder_path, decoder = libraries["hf_t5_seq2seq_decoder_past"]
     ids, stderr = seq2seq(decoder, encoder, "--max-new-tokens", str(NEW_TOKENS), source=T5_SOURCE, start=T5_START)
-    assert "encoder-decoder, using the KV cache" in stderr, stderr
+    assert "encoder-decoder, using the KV cache in place" in stderr, stderr
     assert "4 cache pairs" in stderr and "5 inputs from the encoder" in stderr, stderr
     want = ort_greedy_with_cache(encoder_path, decoder_path, T5_SOURCE, NEW_TOKENS, start=T5_START)
     print(f"onnxc: {ids}\nort:   {want}")

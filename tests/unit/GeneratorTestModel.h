@@ -166,6 +166,8 @@ struct ToyDecoder {
              1,
              &step,
              0,
+             nullptr,
+             0,
              nullptr};
     return &model;
   }

@@ -6,10 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GeneratorTestModel.h"
+#include "KvCacheTestModel.h"
+#include "LoweringTestSupport.h"
 #include "RuntimeTestModel.h"
+#include "codegen/ModelCompiler.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -139,5 +143,44 @@ TEST(RuntimeAllocation, GeneratorStepsAllocateNothing) {
   countingAllocations = false;
   EXPECT_EQ(produced, 180) << onnxc_generator_error(generator);
   EXPECT_EQ(allocationCount, 0);
+  onnxc_generator_destroy(generator);
+}
+
+TEST(RuntimeAllocation, InPlaceCacheStepsAllocateNothingThatGrows) {
+  // A compiled decoder whose caches are pairs updated in place: one buffer
+  // per pair bound as both past and present. Each step at a new length
+  // builds its execution plan (a few vectors the size of the model's buffer
+  // table; docs/GENERATE.md, Partial), so steps allocate the same small
+  // amount at every context: nothing that grows with it.
+  auto graph = onnxc::lowertest::parseGraph(onnxc::kvtest::tinyDecoderText());
+  std::unique_ptr<onnxc::JitModel> model =
+      onnxc::compileModelJit(*graph, onnxc::lowertest::compileTarget());
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = 200;
+  options.capacity = 210;
+  options.num_threads = 2;
+  onnxc_generator *generator = onnxc_generator_create(model->descriptor(), &options);
+  ASSERT_NE(generator, nullptr) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_cache_pairs_in_place(generator), 2);
+  int64_t prompt[] = {3, 9, 4}, token = 0;
+  ASSERT_EQ(onnxc_generator_prefill(generator, prompt, 3), 0) << onnxc_generator_error(generator);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(onnxc_generator_next(generator, &token), 1) << onnxc_generator_error(generator);
+
+  std::vector<int64_t> perStep;
+  perStep.reserve(200);
+  while (true) {
+    countingAllocations = true;
+    allocationCount = 0;
+    int status = onnxc_generator_next(generator, &token);
+    countingAllocations = false;
+    if (status != 1)
+      break;
+    perStep.push_back(allocationCount);
+  }
+  ASSERT_EQ(perStep.size(), 180u) << onnxc_generator_error(generator);
+  EXPECT_EQ(*std::min_element(perStep.begin(), perStep.end()),
+            *std::max_element(perStep.begin(), perStep.end()));
   onnxc_generator_destroy(generator);
 }

@@ -216,6 +216,49 @@ TEST(RuntimeCreateErrors, BadSymbolSources) {
                                 "which is 4, not the symbol itself");
 }
 
+TEST(RuntimeCreateErrors, BadCachePairs) {
+  // x [batch, seq, 4] -> z [batch, seq, 4] as a pair along seq, with the
+  // capacity symbols the runtime binds (source -1, -1).
+  auto withPair = [](onnxc_cache_pair pair) {
+    TestModel model;
+    model.symbolNames.insert(model.symbolNames.end(), {"cap", "cap_past"});
+    model.symbolSources.insert(model.symbolSources.end(), {{-1, -1}, {-1, -1}});
+    model.cachePairs = {pair};
+    return createError(model);
+  };
+  EXPECT_EQ(withPair({0, 0, 1, 2, 3}), "");
+  EXPECT_EQ(withPair({5, 0, 1, 2, 3}),
+            "model 'relu_scale': cache pair 0 names input 5, but the model has 3 inputs");
+  EXPECT_EQ(withPair({0, 9, 1, 2, 3}),
+            "model 'relu_scale': cache pair 0 names output 9, but the model has 2 outputs");
+  EXPECT_EQ(withPair({0, 0, 3, 2, 3}),
+            "model 'relu_scale': cache pair 0 ('x' -> 'z') has axis 3 for rank 3");
+  EXPECT_EQ(withPair({0, 0, 2, 2, 3}),
+            "model 'relu_scale': cache pair 0 ('x' -> 'z'): the past's dim 2 is not a symbol");
+  EXPECT_EQ(withPair({0, 0, 1, 2, 7}),
+            "model 'relu_scale': symbol 'cap_past' is read from input -1, but the model has 3 "
+            "inputs");
+  EXPECT_EQ(withPair({0, 0, 1, 3, 1}),
+            "model 'relu_scale': symbol 'cap' is read from input -1, but the model has 3 inputs");
+  {
+    TestModel model;
+    model.symbolNames.insert(model.symbolNames.end(), {"cap", "cap_past"});
+    model.symbolSources.insert(model.symbolSources.end(), {{-1, -1}, {-1, -1}});
+    model.cachePairs = {{0, 0, 1, 2, 3}, {0, 0, 1, 2, 9}};
+    EXPECT_EQ(createError(model), "model 'relu_scale': cache pair 1 ('x' -> 'z') has capacity "
+                                  "symbol 9, but the model has 4 symbols");
+  }
+  TestModel noTable;
+  noTable.symbolNames.insert(noTable.symbolNames.end(), {"cap", "cap_past"});
+  noTable.symbolSources.insert(noTable.symbolSources.end(), {{-1, -1}, {-1, -1}});
+  noTable.cachePairs = {{0, 0, 1, 2, 3}};
+  noTable.descriptor();
+  noTable.model.cache_pairs = nullptr;
+  EXPECT_EQ(onnxc_session_create(&noTable.model, 1), nullptr);
+  EXPECT_STREQ(onnxc_last_error(),
+               "model 'relu_scale': the cache pair table is missing or has a negative count");
+}
+
 TEST(RuntimeCreateErrors, BadTensorInfos) {
   TestModel model;
   model.inputs[1].dtype = 99;

@@ -144,7 +144,9 @@ struct TestModel {
              static_cast<int32_t>(steps.size()),
              steps.data(),
              static_cast<int32_t>(assumptions.size()),
-             assumptions.data()};
+             assumptions.data(),
+             static_cast<int32_t>(cachePairs.size()),
+             cachePairs.empty() ? nullptr : cachePairs.data()};
     return &model;
   }
 
@@ -157,6 +159,7 @@ struct TestModel {
   std::vector<onnxc_step> steps;
   std::vector<std::vector<int32_t>> stepBuffers;
   std::vector<onnxc_assumption> assumptions;
+  std::vector<onnxc_cache_pair> cachePairs;
   onnxc_model_descriptor model{};
 };
 

@@ -188,6 +188,25 @@ void pinInputDims(Graph &graph, const std::map<std::string, std::vector<int64_t>
   specializeInputDims(graph, pinned);
 }
 
+/// The KV caches the runtime may update in place (model_abi.h's
+/// onnxc_cache_pair), and with --explain why the other candidates may not.
+void printCachePairs(const ModelPlan &plan, bool explain) {
+  if (!plan.cachePairs.empty()) {
+    std::cout << plan.cachePairs.size() << " KV cache pair"
+              << (plan.cachePairs.size() == 1 ? "" : "s") << " updated in place:";
+    for (size_t p = 0; p < plan.cachePairs.size(); ++p) {
+      const PlanCachePair &pair = plan.cachePairs[p];
+      std::cout << (p ? ", " : " ") << plan.inputs[pair.input].name << " -> "
+                << plan.outputs[pair.output].name << " (axis " << pair.axis << ", capacity "
+                << plan.symbols[pair.capacitySymbol].name << ")";
+    }
+    std::cout << "\n";
+  }
+  if (explain)
+    for (const std::string &note : plan.cacheNotes)
+      std::cerr << "codegen: " << note << "\n";
+}
+
 int runCompile(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -248,6 +267,7 @@ int runCompile(const ParsedArgs &args) {
   char timing[32];
   std::snprintf(timing, sizeof timing, " (%.2f s)\n", seconds);
   std::cout << timing;
+  printCachePairs(plan, args.has("explain"));
   return 0;
 }
 

@@ -239,9 +239,11 @@ int runGenerate(const ParsedArgs &args) {
   if (!generator)
     fail(path, ": ", onnxc_last_error());
   std::cerr << "onnxc generate: " << (encoder.descriptor ? "encoder-decoder, " : "")
-            << (onnxc_generator_mode(generator.get()) == ONNXC_GENERATE_KV_CACHE
-                    ? "using the KV cache"
-                    : "no KV cache in the model, re-running the full sequence at every step")
+            << (onnxc_generator_mode(generator.get()) != ONNXC_GENERATE_KV_CACHE
+                    ? "no KV cache in the model, re-running the full sequence at every step"
+                : onnxc_generator_cache_pairs_in_place(generator.get()) > 0
+                    ? "using the KV cache in place"
+                    : "using the KV cache in two buffers")
             << " (" << onnxc_generator_describe(generator.get()) << ")\n";
   Clock::time_point encodeStart = Clock::now();
   if (encoder.descriptor &&

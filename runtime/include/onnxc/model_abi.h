@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 4
+#define ONNXC_ABI_VERSION 5
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -55,7 +55,8 @@ typedef struct onnxc_tensor_info {
 
 /* Where a symbol's value is read from: axis `axis` of input `input`. Every
  * symbol appears in some input's shape; other input dims are then checked
- * against their expressions. */
+ * against their expressions. A cache capacity symbol (onnxc_cache_pair) has
+ * input = axis = -1: the runtime binds it itself. */
 typedef struct onnxc_symbol_source {
   int32_t input;
   int32_t axis;
@@ -127,6 +128,26 @@ typedef struct onnxc_assumption {
   const char *message; /* "node 'mm': the matmul contraction dimension k must equal 4" */
 } onnxc_assumption;
 
+/* A KV cache the runtime may update in place (ABI v5): output `output`
+ * ("present") is Concat(input `input` ("past"), new rows) along `axis`, and
+ * the compiled code writes the present with the layout of a tensor whose dim
+ * `axis` is symbol `capacity_symbol` (>= the present's length there), and
+ * reads the past with that of one whose dim `axis` is `past_capacity_symbol`,
+ * not with the bound lengths. With both set to one capacity, the caller may
+ * pass one buffer as both the past's data and the present's: the model then
+ * writes only the new rows, behind the past ones, and the present of a step
+ * is the past of the next without a copy. With two different buffers the
+ * model copies the past rows as before. Both symbols are the capacity of
+ * onnxc_session_set_cache_capacity, else the past's and the present's own
+ * lengths (the dense layouts of an ordinary run). */
+typedef struct onnxc_cache_pair {
+  int32_t input;  /* the past: an input index */
+  int32_t output; /* the present: an output index */
+  int32_t axis;   /* the sequence axis of both */
+  int32_t capacity_symbol;      /* rows of the present's layout */
+  int32_t past_capacity_symbol; /* rows of the past's layout */
+} onnxc_cache_pair;
+
 typedef struct onnxc_model_descriptor {
   uint32_t abi_version; /* ONNXC_ABI_VERSION */
   const char *model_name;
@@ -143,6 +164,8 @@ typedef struct onnxc_model_descriptor {
   const onnxc_step *steps;
   int32_t num_assumptions;
   const onnxc_assumption *assumptions;
+  int32_t num_cache_pairs; /* v5 */
+  const onnxc_cache_pair *cache_pairs;
 } onnxc_model_descriptor;
 
 #ifdef __cplusplus

@@ -66,6 +66,24 @@ const char *onnxc_last_error(void);
  * or with a K/M/G/T suffix) or else the machine's physical memory. */
 void onnxc_session_set_memory_limit(onnxc_session *session, size_t bytes);
 
+/* KV caches updated in place (model_abi.h's onnxc_cache_pair). A model
+ * declares the cache inputs ("past") whose output ("present") is the past
+ * followed by the new positions. Such a past and present are laid out as a
+ * tensor of `capacity` positions on the pair's axis (rows past the bound
+ * length are neither read nor written), and the caller may pass ONE buffer as
+ * both the past's data and the present's: the run then writes only the new
+ * positions, behind the cached ones, so the present of a step is the past of
+ * the next without copying the cache. Two distinct buffers work too (the past
+ * is copied into the present, in the capacity layout). Every run checks that
+ * each present fits (past + new <= capacity) and sizes the paired outputs
+ * and inputs (when their size_bytes is set) for the capacity. 0 (the
+ * default) makes the capacity each present's length: the dense layout of a
+ * model without pairs. Returns 0, or -1 for a negative capacity. */
+int onnxc_session_set_cache_capacity(onnxc_session *session, int64_t capacity);
+/* The output paired with input `input` (its present), or -1 when the model
+ * declares no pair for it. */
+int32_t onnxc_session_cache_pair_of_input(const onnxc_session *session, int32_t input);
+
 /* Bytes of arena the last run planned, and the symbol values it bound. */
 size_t onnxc_session_arena_bytes(const onnxc_session *session);
 

@@ -28,11 +28,15 @@
  * inputs runs in KV-cache mode; one without re-runs the whole sequence at
  * every step (ONNXC_GENERATE_FULL_SEQUENCE). `mapping` overrides the guesses.
  *
- * The cache lives in two buffers per pair that the generator owns, each
- * preallocated to `capacity` positions: a step reads `past` from one and the
- * session writes `present` straight into the other, and the two swap. No
- * step allocates or copies the cache beyond what the graph itself computes
- * (its Concat of past and new keys). Batch 1 only.
+ * The cache lives in buffers the generator owns, preallocated to `capacity`
+ * positions. A pair the model declares in place (onnxc_cache_pair: its
+ * present is the past followed by the new positions, and the compiled code
+ * addresses both with the capacity's layout) has one buffer, bound as both
+ * `past` and `present`: a step writes only the new positions and copies no
+ * cache. Any other pair has two: a step reads `past` from one and the session
+ * writes `present` straight into the other (the graph's Concat of past and
+ * new keys copying the cache), and the two swap. No step allocates.
+ * Batch 1 only.
  *
  * Encoder-decoder models (BART, T5, the 2017 Transformer) come as two
  * compiled models: onnxc_generator_create_seq2seq takes the encoder too, and
@@ -110,8 +114,13 @@ void onnxc_generator_destroy(onnxc_generator *generator);
 /* ONNXC_GENERATE_KV_CACHE or ONNXC_GENERATE_FULL_SEQUENCE. */
 int32_t onnxc_generator_mode(const onnxc_generator *generator);
 /* One line describing the roles found, e.g. "kv-cache: ids 'input_ids',
- * mask 'attention_mask', logits 'logits', 4 cache pairs". */
+ * mask 'attention_mask', logits 'logits', 4 cache pairs, updated in place". */
 const char *onnxc_generator_describe(const onnxc_generator *generator);
+/* How many cache pairs the generator updates in place: one buffer bound as
+ * both past and present (the model declares the pair, onnxc_cache_pair), a
+ * step writing only the new positions. The other pairs swap two buffers, the
+ * model copying the cache into the present at every step. */
+int32_t onnxc_generator_cache_pairs_in_place(const onnxc_generator *generator);
 
 /* Starts a generation: empties the cache and runs the prompt. */
 int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count);

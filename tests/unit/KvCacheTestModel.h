@@ -1,0 +1,84 @@
+//===- tests/unit/KvCacheTestModel.h - A tiny decoder with a KV cache ------===//
+//
+// Text IR of a one-layer decoder the generator can run: token embedding,
+// a sinusoid of the position, two heads of 8, a causal Attention reading past_k / past_v apart, the
+// presents as Concat(past, new), logits over a vocabulary of 11. Its two
+// caches compile to pairs updated in place (codegen/lower/CachePairs.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cmath>
+#include <string>
+
+namespace onnxc::kvtest {
+
+inline std::string denseValues(int count, double scale, int seed) {
+  std::string text = "dense<[";
+  for (int i = 0; i < count; ++i) {
+    // Deterministic and varied, so that greedy tokens do not repeat at once.
+    double value = scale * std::sin(0.7 * i + 1.3 * seed) * std::cos(0.31 * i * seed + 0.2);
+    text += (i ? ", " : "") + std::to_string(value);
+  }
+  return text + "]>";
+}
+
+inline std::string tinyDecoderText() {
+  const int vocab = 11, hidden = 16;
+  return "graph @tiny_decoder(%input_ids: i64[1, seq], %past_k: f32[1, 2, past, 8], "
+         "%past_v: f32[1, 2, past, 8]) -> (%logits: f32[1, seq, 11], "
+         "%present_k: f32[1, 2, total, 8], %present_v: f32[1, 2, total, 8]) {\n"
+         "  const %emb: f32[11, 16] = " +
+         denseValues(vocab * hidden, 1.5, 1) +
+         "\n"
+         "  const %wk: f32[16, 16] = " +
+         denseValues(hidden * hidden, 0.6, 2) +
+         "\n"
+         "  const %wv: f32[16, 16] = " +
+         denseValues(hidden * hidden, 0.6, 3) +
+         "\n"
+         "  const %wo: f32[16, 11] = " +
+         denseValues(hidden * vocab, 1.0, 4) +
+         "\n"
+         "  const %freq: f32[1, 16] = " +
+         denseValues(hidden, 0.9, 5) +
+         "\n"
+         "  const %heads: i64[4] = dense<[0, 0, 2, 8]>\n"
+         "  const %one: i64[] = dense<1>\n"
+         "  const %two: i64[] = dense<2>\n"
+         "  const %axis1: i64[1] = dense<[1]>\n"
+         "  const %merged: i64[3] = dense<[0, 0, 16]>\n"
+         "  %tok = Gather(%emb, %input_ids) {axis = 0}\n"
+         // Positions past, past + 1, ... (the cache's length read by Shape):
+         // a sinusoid added to the embedding keeps greedy tokens varied.
+         "  %past_shape = Shape(%past_k)\n"
+         "  %past_len = Gather(%past_shape, %two) {axis = 0}\n"
+         "  %ids_shape = Shape(%input_ids)\n"
+         "  %new_len = Gather(%ids_shape, %one) {axis = 0}\n"
+         "  %end = Add(%past_len, %new_len)\n"
+         "  %pos = Range(%past_len, %end, %one)\n"
+         "  %posf = Cast(%pos) {to = 1}\n"
+         "  %posc = Unsqueeze(%posf, %axis1)\n"
+         "  %angle = Mul(%posc, %freq)\n"
+         "  %wave = Sin(%angle)\n"
+         "  %x = Add(%tok, %wave)\n"
+         "  %kx = MatMul(%x, %wk)\n"
+         "  %vx = MatMul(%x, %wv)\n"
+         "  %q4 = Reshape(%x, %heads)\n"
+         "  %q = Transpose(%q4) {perm = [0, 2, 1, 3]}\n"
+         "  %k4 = Reshape(%kx, %heads)\n"
+         "  %k = Transpose(%k4) {perm = [0, 2, 1, 3]}\n"
+         "  %v4 = Reshape(%vx, %heads)\n"
+         "  %v = Transpose(%v4) {perm = [0, 2, 1, 3]}\n"
+         "  %y = Attention(%q, %k, %v, _, %past_k, %past_v) {is_causal = 1}\n"
+         "  %yt = Transpose(%y) {perm = [0, 2, 1, 3]}\n"
+         "  %y3 = Reshape(%yt, %merged)\n"
+         "  %h = Add(%y3, %x)\n"
+         "  %logits = MatMul(%h, %wo)\n"
+         "  %present_k = Concat(%past_k, %k) {axis = 2}\n"
+         "  %present_v = Concat(%past_v, %v) {axis = 2}\n"
+         "  return %logits, %present_k, %present_v\n"
+         "}\n";
+}
+
+} // namespace onnxc::kvtest
