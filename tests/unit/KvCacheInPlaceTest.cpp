@@ -29,6 +29,12 @@ namespace {
 constexpr int64_t kHeads = 2, kSize = 8;
 /// The batch of the current runInPlace (the runtime's layout is [batch, heads, capacity, size]).
 int64_t gBatch = 1;
+
+/// Sets gBatch for one scope, so a test cannot leave it changed for the next.
+struct BatchScope {
+  explicit BatchScope(int64_t batch) { gBatch = batch; }
+  ~BatchScope() { gBatch = 1; }
+};
 constexpr float kSentinel = 12345.0f;
 
 /// The fused form of a GPT-style block after a KV cache: the attention reads
@@ -212,9 +218,8 @@ TEST(KvCacheInPlace, ConcatStepsMatchTwoBuffersAndTheReference) {
   runInPlace(*graph, model->descriptor(), 10, {3, 1, 1, 4, 1});
   runInPlace(*graph, model->descriptor(), 1, {1});
   // Batch 3: the capacity layout is [batch, heads, capacity, size].
-  gBatch = 3;
+  BatchScope batch(3);
   runInPlace(*graph, model->descriptor(), 12, {3, 1, 4});
-  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, AttentionPresentStepsMatchTwoBuffersAndTheReference) {
@@ -223,9 +228,8 @@ TEST(KvCacheInPlace, AttentionPresentStepsMatchTwoBuffersAndTheReference) {
   ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
   runInPlace(*graph, model->descriptor(), 17, {5, 1, 2, 1});
   runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
-  gBatch = 2;
+  BatchScope batch(2);
   runInPlace(*graph, model->descriptor(), 11, {5, 1, 2});
-  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, AttentionReadingThePresentStepsMatchTwoBuffersAndTheReference) {
@@ -234,9 +238,8 @@ TEST(KvCacheInPlace, AttentionReadingThePresentStepsMatchTwoBuffersAndTheReferen
   ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
   runInPlace(*graph, model->descriptor(), 300, {5, 1, 2, 1, 140});
   runInPlace(*graph, model->descriptor(), 9, {5, 1, 2, 1});
-  gBatch = 2;
+  BatchScope batch(2);
   runInPlace(*graph, model->descriptor(), 40, {5, 1, 20});
-  gBatch = 1;
 }
 
 TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
