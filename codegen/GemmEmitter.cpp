@@ -11,12 +11,12 @@ namespace onnxc {
 namespace {
 
 void checkBlocking(const std::string &name, const GemmBlocking &blocking) {
-  if (blocking.kc <= 0 || blocking.mc <= 0 || blocking.mc % GemmMR != 0)
-    fail("gemm kernel '", name, "': blocking kc=", blocking.kc, " mc=", blocking.mc,
-         " is invalid (kc > 0, mc a positive multiple of ", GemmMR, ")");
   if (blocking.lanes != GemmLanesAvx2 && blocking.lanes != GemmLanesAvx512)
     fail("gemm kernel '", name, "': ", blocking.lanes, " lanes per vector is not a kernel width (",
          GemmLanesAvx2, " or ", GemmLanesAvx512, ")");
+  if (blocking.kc <= 0 || blocking.mc <= 0 || blocking.mc % blocking.mr() != 0)
+    fail("gemm kernel '", name, "': blocking kc=", blocking.kc, " mc=", blocking.mc,
+         " is invalid (kc > 0, mc a positive multiple of ", blocking.mr(), ")");
 }
 
 /// Creates `name` with external linkage, names its arguments, and marks it as

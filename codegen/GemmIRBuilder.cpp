@@ -50,6 +50,7 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
   floatType_ = builder_.getFloatTy();
   lanes_ = blocking.lanes;
   nr_ = blocking.nr();
+  mr_ = blocking.mr();
   vectorType_ = llvm::FixedVectorType::get(floatType_, unsigned(lanes_));
   vector8Type_ = llvm::FixedVectorType::get(floatType_, 8);
   // Both buffers are fixed-size allocas in the entry block, so they cost one
@@ -62,7 +63,7 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
     packedA->setAlignment(llvm::Align(64));
     packedA_ = packedA;
   }
-  auto *scratch = builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(GemmMR * nr_)),
+  auto *scratch = builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(mr_ * nr_)),
                                         nullptr, "tile");
   scratch->setAlignment(llvm::Align(64));
   tileScratch_ = scratch;
@@ -184,58 +185,68 @@ void GemmIRBuilder::storeVector(llvm::Value *value, llvm::Value *pointer, llvm::
 
 void GemmIRBuilder::emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                                       llvm::Value *depth) {
-  // 8 k at a time: six 8-wide row loads, an 8x8 transposition (rows 6 and
-  // 7 are don't-care) and eight 8-wide stores of 6 useful lanes each, at
-  // 24-byte steps. Each store's two extra lanes land on the next group's
-  // first two floats, which the following store (or the remainder loop)
-  // overwrites; the buffer has slack for the last group's overrun.
+  // 8 k at a time, in groups of up to 8 rows: the group's 8-wide row loads,
+  // an 8x8 transposition (rows past the group are don't-care) and eight
+  // 8-wide stores, column by column across the groups. A short group's
+  // store overruns into the next column's first floats, which that column's
+  // first store (or the remainder loop) overwrites later; the buffer has
+  // slack for the last column's overrun.
+  const int64_t mr = mr_;
   llvm::Value *vectorEnd = builder_.CreateAnd(depth, index(~int64_t(7)));
   emitLoop(index(0), vectorEnd, 8, [&](llvm::Value *k) {
-    std::array<llvm::Value *, 8> rows;
-    for (int64_t r = 0; r < GemmMR; ++r)
-      rows[size_t(r)] = builder_.CreateAlignedLoad(
-          vector8Type_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)),
-          llvm::Align(4));
-    rows[6] = rows[7] = llvm::PoisonValue::get(vector8Type_);
-    std::array<llvm::Value *, 8> columns = transpose8x8(builder_, rows);
-    llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(GemmMR)));
+    std::vector<std::array<llvm::Value *, 8>> groups;
+    for (int64_t first = 0; first < mr; first += 8) {
+      std::array<llvm::Value *, 8> rows;
+      for (int64_t r = 0; r < 8; ++r)
+        rows[size_t(r)] =
+            first + r < mr
+                ? static_cast<llvm::Value *>(builder_.CreateAlignedLoad(
+                      vector8Type_,
+                      floatAt(source,
+                              builder_.CreateAdd(builder_.CreateMul(index(first + r), lda), k)),
+                      llvm::Align(4)))
+                : llvm::PoisonValue::get(vector8Type_);
+      groups.push_back(transpose8x8(builder_, rows));
+    }
+    llvm::Value *out = floatAt(panel, builder_.CreateMul(k, index(mr)));
     for (int64_t column = 0; column < 8; ++column)
-      builder_.CreateAlignedStore(columns[size_t(column)], floatAt(out, index(column * GemmMR)),
-                                  llvm::Align(4));
+      for (size_t group = 0; group < groups.size(); ++group)
+        builder_.CreateAlignedStore(groups[group][size_t(column)],
+                                    floatAt(out, index(column * mr + int64_t(group) * 8)),
+                                    llvm::Align(4));
   });
   emitLoop(vectorEnd, depth, 1, [&](llvm::Value *k) {
-    for (int64_t r = 0; r < GemmMR; ++r) {
+    for (int64_t r = 0; r < mr; ++r) {
       llvm::Value *value = builder_.CreateLoad(
           floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(index(r), lda), k)));
       builder_.CreateStore(
-          value,
-          floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), index(r))));
+          value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(mr)), index(r))));
     }
   });
 }
 
 void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows,
                                    llvm::Value *depth) {
-  // Panel p holds rows [6p, 6p+6) k-major: element (r, k) at k*6 + r, so the
-  // micro-kernel's six broadcasts per k read one contiguous 24-byte group.
-  emitLoop(index(0), rows, GemmMR, [&](llvm::Value *panelRow) {
+  // Panel p holds rows [MR p, MR p + MR) k-major: element (r, k) at k*MR + r,
+  // so the micro-kernel's MR broadcasts per k read one contiguous group.
+  emitLoop(index(0), rows, mr_, [&](llvm::Value *panelRow) {
     llvm::Value *panel = floatAt(packedA_, builder_.CreateMul(panelRow, depth));
     llvm::Value *source = floatAt(a, builder_.CreateMul(panelRow, lda));
-    llvm::Value *panelRows = min(index(GemmMR), builder_.CreateSub(rows, panelRow));
+    llvm::Value *panelRows = min(index(mr_), builder_.CreateSub(rows, panelRow));
     emitIf(
-        builder_.CreateICmpEQ(panelRows, index(GemmMR)),
+        builder_.CreateICmpEQ(panelRows, index(mr_)),
         [&] { emitPackFullPanel(source, lda, panel, depth); },
         [&] {
           // Rows past the end are zeros, so the tile computes them harmlessly.
           builder_.CreateMemSet(panel, builder_.getInt8(0),
-                                builder_.CreateMul(depth, index(GemmMR * 4)), llvm::Align(4));
+                                builder_.CreateMul(depth, index(mr_ * 4)), llvm::Align(4));
           emitLoop(index(0), panelRows, 1, [&](llvm::Value *r) {
             emitLoop(index(0), depth, 1, [&](llvm::Value *k) {
               llvm::Value *value = builder_.CreateLoad(
                   floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(r, lda), k)));
               builder_.CreateStore(
                   value,
-                  floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(GemmMR)), r)));
+                  floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(mr_)), r)));
             });
           });
         });
@@ -245,19 +256,19 @@ void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value
 GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, llvm::Value *bPanel,
                                                            llvm::Value *depth,
                                                            llvm::Value *prefetchB, int64_t rows) {
-  // A full tile has 12 independent FMA chains, enough to hide the FMA
+  // A full tile has 2 * MR independent FMA chains, enough to hide the FMA
   // latency; a short one (the row tails) splits k in two interleaved halves
   // with their own accumulators, so 2 * rows FMAs per k still run at the
   // FMA throughput instead of the latency (a 2-row tail then costs a third
   // of a full tile, not all of it).
-  const int64_t splits = rows < GemmMR ? 2 : 1;
+  const int64_t splits = rows < mr_ ? 2 : 1;
   auto stepK = [&](llvm::Value *k, int64_t split, std::vector<llvm::Value *> &acc) {
     llvm::Value *bRow = floatAt(bPanel, builder_.CreateMul(k, index(nr_)));
     llvm::Value *b0 = builder_.CreateAlignedLoad(vectorType_, bRow, llvm::Align(4));
     llvm::Value *b1 =
         builder_.CreateAlignedLoad(vectorType_, floatAt(bRow, index(lanes_)), llvm::Align(4));
     llvm::Value *aColumn =
-        aTile.panel ? floatAt(aTile.panel, builder_.CreateMul(k, index(GemmMR))) : nullptr;
+        aTile.panel ? floatAt(aTile.panel, builder_.CreateMul(k, index(mr_))) : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
       llvm::Value *a = builder_.CreateLoad(floatType_, aColumn ? floatAt(aColumn, index(r))
                                                                : floatAt(aTile.rows[size_t(r)], k));
@@ -269,7 +280,7 @@ GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, l
                                             {broadcast, b1, acc[i + 1]});
     }
   };
-  // Unrolled by 4 so loop overhead is small next to 48 FMAs per iteration;
+  // Unrolled by 4 so loop overhead is small next to 8 * MR FMAs per iteration;
   // a one-step loop finishes depths that are not a multiple of 4.
   constexpr int64_t unroll = 4;
   std::vector<llvm::Value *> zeros(size_t(splits * rows * 2),
@@ -374,7 +385,7 @@ void GemmIRBuilder::emitFullTileStore(const GemmOperands &operands, const GemmEp
                                       bool applyEpilogue) {
   std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
   std::array<llvm::Value *, 2> bias = loadBias(operands, epilogue, col, masks, applyEpilogue);
-  for (int64_t r = 0; r < GemmMR; ++r)
+  for (int64_t r = 0; r < mr_; ++r)
     for (int half = 0; half < 2; ++half)
       if (!isConstantFalse(masks[half]))
         emitStoreHalf(operands, epilogue, acc[size_t(2 * r + half)],
@@ -398,7 +409,7 @@ void GemmIRBuilder::emitPrefetchTile(const GemmOperands &operands, llvm::Value *
   for (int64_t line = 0; line < nr_; line += 16)
     lines.push_back(line);
   lines.push_back(nr_ - 1);
-  for (int64_t r = 0; r < GemmMR; ++r) {
+  for (int64_t r = 0; r < mr_; ++r) {
     llvm::Value *offset = builder_.CreateAdd(
         builder_.CreateMul(builder_.CreateAdd(row, index(r)), operands.ldc), col);
     for (int64_t line : lines) {
@@ -414,7 +425,7 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
                                     llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
                                     llvm::Value *isFirst, llvm::Value *isLast, bool fullWidth) {
   llvm::Value *width = fullWidth ? index(nr_) : builder_.CreateSub(operands.n, col);
-  emitLoop(index(0), rows, GemmMR, [&](llvm::Value *tileRow) {
+  emitLoop(index(0), rows, mr_, [&](llvm::Value *tileRow) {
     llvm::Value *row = builder_.CreateAdd(rowBlock, tileRow);
     emitPrefetchTile(operands, row, col);
     // The next panel in memory (the next column's, or the next K block's
@@ -423,18 +434,18 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
     // cycles), which the first tile of each panel paid in full. Each tile
     // fetches every 4th line of the next panel, at an offset cycling with
     // the tile, so four tiles bring it all to L2 long before it is needed.
-    llvm::Value *line = builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(GemmMR)), index(3));
+    llvm::Value *line = builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(mr_)), index(3));
     llvm::Value *prefetchB =
         floatAt(bPanel, builder_.CreateAdd(builder_.CreateMul(depth, index(nr_)),
                                            builder_.CreateMul(line, index(16))));
-    llvm::Value *tileRows = min(index(GemmMR), builder_.CreateSub(rows, tileRow));
+    llvm::Value *tileRows = min(index(mr_), builder_.CreateSub(rows, tileRow));
     ATile aTile;
     if (blocking_.packA) {
       aTile.panel = floatAt(packedA_, builder_.CreateMul(tileRow, depth));
     } else {
-      // Rows past a tail tile's last read that row again: the kernel of 6
+      // Rows past a tail tile's last read that row again: the kernel of MR
       // rows then runs on valid memory, and its extra rows are not stored.
-      for (int64_t r = 0; r < GemmMR; ++r) {
+      for (int64_t r = 0; r < mr_; ++r) {
         llvm::Value *inTile =
             r == 0 ? index(0) : min(index(r), builder_.CreateSub(tileRows, index(1)));
         aTile.rows[size_t(r)] =
@@ -442,18 +453,19 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
       }
     }
     emitIf(
-        builder_.CreateICmpEQ(tileRows, index(GemmMR)),
+        builder_.CreateICmpEQ(tileRows, index(mr_)),
         [&] {
           // Full tiles store straight from the accumulators.
-          Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, GemmMR);
+          Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, mr_);
           emitIf(
               isLast,
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, true); },
               [&] { emitFullTileStore(operands, epilogue, acc, row, col, width, isFirst, false); });
         },
         [&] {
-          // Row tails go through a 6-row tile scratch and a loop over the valid
-          // rows; up to 3 rows take a kernel of that many rows.
+          // Row tails go through an MR-row tile scratch and a loop over the
+          // valid rows; up to 3 rows take a kernel of that many rows, and a
+          // 12-row tile's tails of up to 6 rows a 6-row kernel.
           auto toScratch = [&](int64_t kernelRows) {
             Accumulators acc = emitMicroKernel(aTile, bPanel, depth, prefetchB, kernelRows);
             for (size_t i = 0; i < size_t(kernelRows * 2); ++i)
@@ -470,7 +482,13 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
               [&] {
                 emitIf(
                     builder_.CreateICmpEQ(tileRows, index(3)), [&] { toScratch(3); },
-                    [&] { toScratch(GemmMR); });
+                    [&] {
+                      if (mr_ <= 6)
+                        return toScratch(mr_);
+                      emitIf(
+                          builder_.CreateICmpSLE(tileRows, index(6)), [&] { toScratch(6); },
+                          [&] { toScratch(mr_); });
+                    });
               });
           emitIf(
               isLast,

@@ -2,7 +2,7 @@
 //
 // Codegen-internal. Wraps an IRBuilder positioned in a kernel function and
 // emits the pieces of GemmEmitter.h's loop nest: counted loops with carried
-// values, A-block packing, the 6 x NR micro-kernel, the tile store with its
+// values, A-block packing, the MR x NR micro-kernel, the tile store with its
 // fused epilogue, and run-time B packing. Dims are llvm::Values that are
 // constants when the kernel is specialized, so one emitter serves both
 // specialized and run-time shapes (IRBuilder folds the constant cases).
@@ -63,14 +63,14 @@ public:
                  llvm::Value *out);
 
 private:
-  using Accumulators = std::array<llvm::Value *, GemmMR * 2>;
+  using Accumulators = std::array<llvm::Value *, GemmMaxMR * 2>;
 
-  /// Where a tile's A values come from: a packed k-major panel (6 floats per
+  /// Where a tile's A values come from: a packed k-major panel (MR floats per
   /// k), or the tile's rows of A itself (one pointer per row, at the K
   /// block's first column).
   struct ATile {
     llvm::Value *panel = nullptr;
-    std::array<llvm::Value *, GemmMR> rows{};
+    std::array<llvm::Value *, GemmMaxMR> rows{};
   };
 
   llvm::Value *floatAt(llvm::Value *base, llvm::Value *offset);
@@ -81,18 +81,18 @@ private:
   llvm::Value *loadVector(llvm::Value *pointer, llvm::Value *mask);
   void storeVector(llvm::Value *value, llvm::Value *pointer, llvm::Value *mask);
 
-  /// Packs 6 full rows of A ([6, depth] at `source`) into one k-major panel.
+  /// Packs MR full rows of A ([MR, depth] at `source`) into one k-major panel.
   void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                          llvm::Value *depth);
   void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
-  /// The first `rows` rows of the 6 x NR tile over `depth` k (the other
+  /// The first `rows` rows of the MR x NR tile over `depth` k (the other
   /// accumulators are zero). When `prefetchB` is set, one line of it (every
   /// 64 floats) is prefetched to L2 per 4 k.
   Accumulators emitMicroKernel(const ATile &a, llvm::Value *bPanel, llvm::Value *depth,
                                llvm::Value *prefetchB, int64_t rows);
   /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
   void emitPrefetch(llvm::Value *pointer, bool write, int locality);
-  /// Columns [col, col + nr) of the whole A block, one tile per 6 rows.
+  /// Columns [col, col + nr) of the whole A block, one tile per MR rows.
   void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
                        llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
                        llvm::Value *depth, llvm::Value *bPanel, llvm::Value *col,
@@ -105,12 +105,12 @@ private:
   void emitStoreHalf(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *value,
                      llvm::Value *outRow, llvm::Value *col, int half, llvm::Value *mask,
                      llvm::Value *bias, llvm::Value *isFirst, bool applyEpilogue);
-  /// A full 6-row tile, straight from the accumulators.
+  /// A full MR-row tile, straight from the accumulators.
   void emitFullTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue,
                          const Accumulators &acc, llvm::Value *row, llvm::Value *col,
                          llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue);
   void emitPrefetchTile(const GemmOperands &operands, llvm::Value *row, llvm::Value *col);
-  /// A tile of `rows` <= 6 valid rows, from the tile scratch.
+  /// A tile of `rows` <= MR valid rows, from the tile scratch.
   void emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *row,
                      llvm::Value *rows, llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,
                      bool applyEpilogue);
@@ -118,7 +118,7 @@ private:
   llvm::IRBuilder<> builder_;
   GemmBlocking blocking_;
   llvm::Type *floatType_;
-  int64_t lanes_, nr_;
+  int64_t lanes_, nr_, mr_;
   llvm::VectorType *vectorType_;  // the kernel's vector: lanes_ floats
   llvm::VectorType *vector8Type_; // the A packing's 8 x 8 transposition
   llvm::Value *packedA_ = nullptr;

@@ -102,13 +102,14 @@ std::optional<ConvGemmPlan> planConvGemm(const LoweringContext &ctx, const Node 
   }
   plan.depth = plan.groupIn * plan.taps;
   // A block of one tile's rows must fit the stack budgets.
-  if (plan.groupOut < kMinGroupColumns || plan.depth * GemmMR > kMaxPatchFloats ||
-      plan.groupOut * GemmMR > kMaxTileFloats)
+  plan.blocking = chooseGemmBlocking(plan.depth, ctx.gemmLanes());
+  const int64_t mr = plan.blocking.mr();
+  if (plan.groupOut < kMinGroupColumns || plan.depth * mr > kMaxPatchFloats ||
+      plan.groupOut * mr > kMaxTileFloats)
     return std::nullopt;
   int64_t rows =
       std::min({kMaxBlockRows, kMaxPatchFloats / plan.depth, kMaxTileFloats / plan.groupOut});
-  plan.blockRows = std::max<int64_t>(GemmMR, rows / GemmMR * GemmMR);
-  plan.blocking = chooseGemmBlocking(plan.depth, ctx.gemmLanes());
+  plan.blockRows = std::max<int64_t>(mr, rows / mr * mr);
   plan.epilogue.bias = node.operand(2) != nullptr;
   plan.activation = fusableActivation(ctx, node, plan.epilogue.activation);
   plan.channelsLast =
@@ -502,12 +503,12 @@ bool lowerConvOnGemm(LoweringContext &ctx, const Node &node, const ConvShape &c)
   Dim batch = c.batch;
   // Tasks of whole tiles doing >= 64K multiply-adds each; a thread's
   // consecutive tasks merge into one range, walked in blocks of R rows.
+  const int64_t mr = plan.blocking.mr();
   const int64_t taskRows = std::clamp<int64_t>(
-      (65536 / (plan.depth * plan.groupOut * c.group) + GemmMR - 1) / GemmMR * GemmMR, GemmMR,
-      plan.blockRows);
+      (65536 / (plan.depth * plan.groupOut * c.group) + mr - 1) / mr * mr, mr, plan.blockRows);
   RowsFn rows = [positions](FunctionBuilder &f) { return f.dim(positions); };
   RowsFn perChunk = [=](FunctionBuilder &f) {
-    return chunkRows(f, f.dim(batch), f.dim(positions), taskRows, 0);
+    return chunkRows(f, f.dim(batch), f.dim(positions), taskRows, 0, mr);
   };
 
   KernelBuilder &k = step.kernel();

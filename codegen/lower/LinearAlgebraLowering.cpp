@@ -318,10 +318,10 @@ ItemOffsets itemOffsets(FunctionBuilder &f, const MatMulProblem &problem, llvm::
 }
 
 llvm::Value *chunkRows(FunctionBuilder &f, llvm::Value *items, llvm::Value *rows, int64_t minRows,
-                       int64_t maxRows) {
+                       int64_t maxRows, int64_t tileRows) {
   llvm::Value *chunksPerItem = f.ceilDiv(f.i64(16), f.max(items, f.i64(1)));
   llvm::Value *perChunk = f.ceilDiv(rows, chunksPerItem);
-  perChunk = f.ir().CreateMul(f.ceilDiv(perChunk, f.i64(GemmMR)), f.i64(GemmMR));
+  perChunk = f.ir().CreateMul(f.ceilDiv(perChunk, f.i64(tileRows)), f.i64(tileRows));
   perChunk = f.max(perChunk, f.i64(minRows));
   return maxRows > 0 ? f.min(perChunk, f.i64(maxRows)) : perChunk;
 }

@@ -81,10 +81,11 @@ struct ItemOffsets {
 };
 ItemOffsets itemOffsets(FunctionBuilder &f, const MatMulProblem &problem, llvm::Value *item);
 
-/// Rows per chunk for about 16 tasks over all items: a multiple of 6, at
-/// least `minRows`, at most `maxRows` (when positive).
+/// Rows per chunk for about 16 tasks over all items: a multiple of
+/// `tileRows` (the kernel's register tile), at least `minRows`, at most
+/// `maxRows` (when positive).
 llvm::Value *chunkRows(FunctionBuilder &f, llvm::Value *items, llvm::Value *rows, int64_t minRows,
-                       int64_t maxRows);
+                       int64_t maxRows, int64_t tileRows = 6);
 
 /// Runs the step as items x row chunks: sets the task count and emits, in
 /// the kernel, body(item, rowBegin, rowEnd) for the task range, one call per

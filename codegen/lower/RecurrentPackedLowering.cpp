@@ -197,13 +197,14 @@ void emitProjectionStep(LoweringContext &ctx, const Node &node, const Recurrence
   const Dim rows = rec.seq * rec.batch;
   // As lowerPackedMatMul: the fewest whole tiles doing >= 64K multiply-adds
   // per pass over the packed W.
+  const int64_t mr = layout.wBlocking.mr();
   const int64_t taskRows =
-      std::clamp<int64_t>((65536 / (layout.input * layout.gateRows) + GemmMR - 1) / GemmMR * GemmMR,
-                          GemmMR, layout.wBlocking.mc);
+      std::clamp<int64_t>((65536 / (layout.input * layout.gateRows) + mr - 1) / mr * mr, mr,
+                          layout.wBlocking.mc);
   splitItemsAndRows(
       step, Dim(rec.directions), [rows](FunctionBuilder &f) { return f.dim(rows); },
-      [rows, dirs = rec.directions, taskRows](FunctionBuilder &f) {
-        return chunkRows(f, f.i64(dirs), f.dim(rows), taskRows, taskRows);
+      [rows, dirs = rec.directions, taskRows, mr](FunctionBuilder &f) {
+        return chunkRows(f, f.i64(dirs), f.dim(rows), taskRows, taskRows, mr);
       },
       [&](llvm::Value *d, llvm::Value *rowBegin, llvm::Value *rowEnd) {
         llvm::Value *null = llvm::ConstantPointerNull::get(ir.getPtrTy());

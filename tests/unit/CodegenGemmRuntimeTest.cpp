@@ -121,13 +121,14 @@ TEST_P(CodegenGemmRuntime, RunTimeDims) {
   const int64_t lanes = GetParam();
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("runtime_gemm_dynamic");
-  // Small kc: several K blocks; small mc: several A blocks.
-  emitRuntimeGemm(module, RuntimeGemmSpec{"dyn", 0, 0, false, blockingOf(lanes, 12, 6)});
-  emitRuntimeGemm(module, RuntimeGemmSpec{"dynT", 0, 0, true, blockingOf(lanes, 12, 6)});
+  // Small kc: several K blocks; mc of one tile: several A blocks.
+  const int64_t mc = gemmTileRows(lanes);
+  emitRuntimeGemm(module, RuntimeGemmSpec{"dyn", 0, 0, false, blockingOf(lanes, 12, mc)});
+  emitRuntimeGemm(module, RuntimeGemmSpec{"dynT", 0, 0, true, blockingOf(lanes, 12, mc)});
   emitRuntimeGemm(module, RuntimeGemmSpec{"keysOnly", 64, 0, true, blockingOf(lanes)});
   jit.compile();
   for (bool transposed : {false, true})
-    for (int64_t m : {1, 6, 13})
+    for (int64_t m : {1, 6, 13, 31})
       for (int64_t k : {1, 12, 29})
         for (int64_t n : {1, 16, 33, 65}) {
           SCOPED_TRACE("m=" + std::to_string(m) + " k=" + std::to_string(k) +

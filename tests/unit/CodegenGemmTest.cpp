@@ -152,7 +152,7 @@ std::vector<float> runPacked(PackedGemmFn *kernel, const Problem &p, const GemmB
   return c;
 }
 
-const int64_t Ms[] = {1, 5, 6, 7, 13, 128};
+const int64_t Ms[] = {1, 5, 6, 7, 11, 13, 18, 128};
 const int64_t Ks[] = {1, 3, 16, 64, 100, 384};
 const int64_t Ns[] = {1, 8, 15, 16, 17, 31, 32, 33, 48, 384};
 
@@ -208,7 +208,7 @@ TEST_P(CodegenGemmPacking, BlockingKeepsBlocksEvenAndBounded) {
   for (int64_t k : {1, 64, 100, 320, 384, 768, 1024, 1536, 1537, 3072}) {
     GemmBlocking blocking = chooseGemmBlocking(k, GetParam());
     EXPECT_EQ(blocking.lanes, GetParam());
-    EXPECT_EQ(blocking.mc % GemmMR, 0);
+    EXPECT_EQ(blocking.mc % blocking.mr(), 0);
     if (k <= 1536) {
       EXPECT_GE(blocking.kc, k) << "K up to 1536 is one block, K=" << k;
       EXPECT_FALSE(blocking.packA) << "one block reads A directly, K=" << k;
