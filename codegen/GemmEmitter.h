@@ -65,7 +65,7 @@ struct PackedGemmSpec {
 /// C[M, N] = epilogue(A[M, K] * B). `a`, `c` and `residual` are row-major
 /// with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N
 /// floats. Pointers the epilogue does not use may be null. Uses
-/// (mc * kc + 8) * 4 bytes of stack when it packs A, plus the tile scratch.
+/// (maxPackedBlockRows * kc + 8) * 4 bytes of stack when it packs A, plus the tile scratch.
 using PackedGemmFn = void(const float *a, int64_t lda, const float *packedB, float *c, int64_t ldc,
                           int64_t rowBegin, int64_t rowEnd, const float *bias,
                           const float *residual, int64_t ldResidual);

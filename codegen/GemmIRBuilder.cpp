@@ -58,13 +58,13 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
   // 8 floats of slack: the vectorized packing's last store may overrun.
   if (blocking.packA) {
     auto *packedA = builder_.CreateAlloca(
-        llvm::ArrayType::get(floatType_, uint64_t(blocking.mc * blocking.kc + 8)), nullptr,
-        "packedA");
+        llvm::ArrayType::get(floatType_, uint64_t(maxPackedBlockRows(blocking) * blocking.kc + 8)),
+        nullptr, "packedA");
     packedA->setAlignment(llvm::Align(64));
     packedA_ = packedA;
   }
-  auto *scratch = builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(mr_ * nr_)),
-                                        nullptr, "tile");
+  auto *scratch =
+      builder_.CreateAlloca(llvm::ArrayType::get(floatType_, uint64_t(mr_ * nr_)), nullptr, "tile");
   scratch->setAlignment(llvm::Align(64));
   tileScratch_ = scratch;
 }
@@ -245,8 +245,7 @@ void GemmIRBuilder::emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value
               llvm::Value *value = builder_.CreateLoad(
                   floatType_, floatAt(source, builder_.CreateAdd(builder_.CreateMul(r, lda), k)));
               builder_.CreateStore(
-                  value,
-                  floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(mr_)), r)));
+                  value, floatAt(panel, builder_.CreateAdd(builder_.CreateMul(k, index(mr_)), r)));
             });
           });
         });
@@ -515,8 +514,21 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
     if (auto *k = llvm::dyn_cast<llvm::ConstantInt>(operands.k);
         k && k->getSExtValue() <= blocking_.kc)
       isFirst = isLast = builder_.getTrue();
-    emitLoop(operands.rowBegin, operands.rowEnd, blocking_.mc, [&](llvm::Value *rowBlock) {
-      llvm::Value *rows = min(index(blocking_.mc), builder_.CreateSub(operands.rowEnd, rowBlock));
+    // Blocks of mc rows, except that the last takes a remainder of under
+    // mc/2 rows with it: every block streams all of B (from L3 once B
+    // outgrows L2) however few rows it has, so ViT's 197 rows run as
+    // 96 + 101, not 96 + 96 + 5.
+    const int64_t mc = blocking_.mc;
+    llvm::Value *total = builder_.CreateSub(operands.rowEnd, operands.rowBegin);
+    llvm::Value *remainder = builder_.CreateSRem(total, index(mc));
+    llvm::Value *merge = builder_.CreateAnd(builder_.CreateICmpSLT(remainder, index(mc / 2)),
+                                            builder_.CreateICmpSGE(total, index(mc)));
+    llvm::Value *blocksEnd = builder_.CreateSelect(
+        merge, builder_.CreateSub(operands.rowEnd, remainder), operands.rowEnd);
+    emitLoop(operands.rowBegin, blocksEnd, mc, [&](llvm::Value *rowBlock) {
+      llvm::Value *rows = builder_.CreateSelect(
+          builder_.CreateICmpSGE(builder_.CreateAdd(rowBlock, index(mc)), blocksEnd),
+          builder_.CreateSub(operands.rowEnd, rowBlock), index(mc));
       llvm::Value *aBlock = floatAt(
           operands.a, builder_.CreateAdd(builder_.CreateMul(rowBlock, operands.lda), kBlock));
       if (blocking_.packA)

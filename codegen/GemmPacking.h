@@ -44,7 +44,7 @@ struct GemmBlocking {
   /// bytes; see chooseGemmBlocking for where it lives).
   int64_t kc = 256;
   /// Rows of A packed per block (a multiple of mr()). The packed A block
-  /// (mc * kc * 4 bytes) lives on the kernel's stack and in L2.
+  /// (up to maxPackedBlockRows * kc * 4 bytes) lives on the kernel's stack and in L2.
   int64_t mc = 96;
   /// Whether A blocks are packed into k-major mr()-row panels first, or the
   /// micro-kernel broadcasts A straight from its rows (chooseGemmBlocking
@@ -56,6 +56,14 @@ struct GemmBlocking {
   int64_t nr() const { return 2 * lanes; }
   int64_t mr() const { return gemmTileRows(lanes); }
 };
+
+/// Rows of A a block's packed panels may hold: the last block of a row
+/// range takes a remainder of under mc/2 rows with it (GemmIRBuilder's row
+/// loop), and its last panel is zero-padded to whole tiles.
+inline int64_t maxPackedBlockRows(const GemmBlocking &blocking) {
+  const int64_t mr = blocking.mr();
+  return (blocking.mc + blocking.mc / 2 + mr - 1) / mr * mr;
+}
 
 /// Blocking for a GEMM of depth `k`. K up to 1536 (the hidden and FFN sizes
 /// of BERT-base and smaller) is one block, with A read from its rows: C is

@@ -344,8 +344,7 @@ void emitTileTranspose(KernelBuilder &k, DType type, Value *tile, int64_t column
   const int64_t fullColumns = columns / 8 * 8;
   Value *fullRows = b.CreateAnd(count, k.i64(~int64_t(7)));
   auto scalar = [&](Value *row, Value *column) {
-    Value *value =
-        k.loadElement(type, tile, b.CreateAdd(b.CreateMul(row, k.i64(columns)), column));
+    Value *value = k.loadElement(type, tile, b.CreateAdd(b.CreateMul(row, k.i64(columns)), column));
     k.storeElement(type, value, output, b.CreateAdd(b.CreateMul(column, ldOutput), row));
   };
   k.forRange(

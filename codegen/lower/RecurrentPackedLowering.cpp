@@ -198,9 +198,8 @@ void emitProjectionStep(LoweringContext &ctx, const Node &node, const Recurrence
   // As lowerPackedMatMul: the fewest whole tiles doing >= 64K multiply-adds
   // per pass over the packed W.
   const int64_t mr = layout.wBlocking.mr();
-  const int64_t taskRows =
-      std::clamp<int64_t>((65536 / (layout.input * layout.gateRows) + mr - 1) / mr * mr, mr,
-                          layout.wBlocking.mc);
+  const int64_t taskRows = std::clamp<int64_t>(
+      (65536 / (layout.input * layout.gateRows) + mr - 1) / mr * mr, mr, layout.wBlocking.mc);
   splitItemsAndRows(
       step, Dim(rec.directions), [rows](FunctionBuilder &f) { return f.dim(rows); },
       [rows, dirs = rec.directions, taskRows, mr](FunctionBuilder &f) {

@@ -256,7 +256,8 @@ TEST_P(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
 
 TEST_P(CodegenGemm, SmallBlocksExerciseEveryLoop) {
   // kc = 10 leaves a remainder for the 4x-unrolled k loop and many K blocks;
-  // mc = 12 gives several A blocks with a partial last one.
+  // mc = 12 gives several A blocks: a last one of 6 rows (M = 30), or one
+  // that takes a remainder of under 6 rows with it (M = 29: 12 + 17).
   GemmBlocking blocking = blockingOf(10, 12, GetParam());
   GemmKernels kernels;
   for (int64_t k : {7, 33, 100})
@@ -265,7 +266,7 @@ TEST_P(CodegenGemm, SmallBlocksExerciseEveryLoop) {
           PackedGemmSpec{kernelName(k, n), k, n, {true, GemmActivation::Relu, true}, blocking});
   for (int64_t k : {7, 33, 100})
     for (int64_t n : {5, 16, 40})
-      for (int64_t m : {1, 11, 12, 29}) {
+      for (int64_t m : {1, 11, 12, 29, 30}) {
         Problem p(m, k, n, unsigned(k + n + m));
         p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(k, n)), p, blocking, false),
                 {true, GemmActivation::Relu, true},
