@@ -1,27 +1,31 @@
 //===- codegen/GemmEmitter.h - LLVM IR for packed, register-tiled GEMM -----===//
 //
-// Emits single-precision GEMM kernels as LLVM IR with explicit <8 x float>
-// vectors and llvm.fma, for AVX2+FMA-class targets (any x86-64 works; the
-// code is just slower without FMA). The loop nest follows the BLIS
-// structure, with B already packed (GemmPacking.h):
+// Emits single-precision GEMM kernels as LLVM IR with explicit vectors of 8
+// (AVX2) or 16 (AVX-512) floats and llvm.fma (any x86-64 works; the code is
+// just slower without FMA). The loop nest follows the BLIS structure, with
+// B already packed (GemmPacking.h); MR x NR is 6 x 16 at 8 lanes, 12 x 32
+// at 16:
 //
 //   for each K block (kc rows of B, from the packed layout)
-//     for each block of mc rows of A (within [rowBegin, rowEnd))
-//       pack the A block into 6-row panels (stack buffer, rows zero-padded;
-//       full panels 8 k at a time by an in-register 8x8 transposition),
+//     for each block of mc rows of A (within [rowBegin, rowEnd); the last
+//     block takes a remainder of under mc/2 rows with it)
+//       pack the A block into MR-row panels (stack buffer, rows zero-padded;
+//       full panels 8 k at a time by in-register 8x8 transpositions),
 //       unless K is one block: then the micro-kernel broadcasts A from its
 //       rows directly (blocking.packA; see chooseGemmBlocking)
-//       for each 16-column panel of B            <- L1 (L2 for one long block)
-//         for each 6-row panel of the A block    <- streams from L2
-//           prefetch the tile's 6 C rows (read back after the k loop)
-//           6x16 micro-kernel: 12 accumulators, per k one broadcast of each
-//           of 6 A values, two B vector loads, 12 FMAs
+//       a block of 1-2 rows first walks B's full panels four at a time
+//       (four memory streams for a decoder step that B's size bounds)
+//       for each NR-column panel of B            <- L1 (L2 for one long block)
+//         for each MR-row panel of the A block   <- streams from L2
+//           prefetch the tile's MR C rows (read back after the k loop)
+//           MR x NR micro-kernel: 2 MR accumulators, per k one broadcast of
+//           each of MR A values, two B vector loads, 2 MR FMAs
 //           store: + previous C (K blocks after the first), and on the
 //           last K block the fused epilogue (+bias, activation, +residual)
 //
 // Full tiles store straight from the accumulators; column tails are masked
 // stores (the padded B columns are zero); row tails come from zero-padded A
-// panels, a 384-byte tile scratch and a store loop over the valid rows.
+// panels, an MR x NR tile scratch and a store loop over the valid rows.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

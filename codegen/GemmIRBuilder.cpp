@@ -499,6 +499,68 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
   });
 }
 
+void GemmIRBuilder::emitPanelGroup(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                                   llvm::Value *aBlock, llvm::Value *rowBlock, int64_t rows,
+                                   llvm::Value *depth, llvm::Value *bGroup, llvm::Value *col,
+                                   llvm::Value *isFirst, llvm::Value *isLast) {
+  // acc[(r * kGroupPanels + p) * 2 + half]: 8 FMA chains per row, enough
+  // for the FMA latency; per k 8 B loads feed them.
+  const int64_t perSet = rows * kGroupPanels * 2;
+  llvm::Value *panelStride = builder_.CreateMul(depth, index(nr_));
+  auto stepK = [&](llvm::Value *k, std::vector<llvm::Value *> &acc) {
+    std::vector<llvm::Value *> x;
+    for (int64_t r = 0; r < rows; ++r)
+      x.push_back(builder_.CreateVectorSplat(
+          unsigned(lanes_),
+          builder_.CreateLoad(
+              floatType_,
+              floatAt(aBlock, builder_.CreateAdd(builder_.CreateMul(index(r), operands.lda), k)))));
+    llvm::Value *kRow = builder_.CreateMul(k, index(nr_));
+    for (int64_t p = 0; p < kGroupPanels; ++p)
+      for (int half = 0; half < 2; ++half) {
+        llvm::Value *offset = builder_.CreateAdd(builder_.CreateMul(index(p), panelStride),
+                                                 builder_.CreateAdd(kRow, index(half * lanes_)));
+        llvm::Value *b =
+            builder_.CreateAlignedLoad(vectorType_, floatAt(bGroup, offset), llvm::Align(4));
+        for (int64_t r = 0; r < rows; ++r) {
+          llvm::Value *&sum = acc[size_t((r * kGroupPanels + p) * 2 + half)];
+          sum =
+              builder_.CreateIntrinsic(llvm::Intrinsic::fma, {vectorType_}, {x[size_t(r)], b, sum});
+        }
+      }
+  };
+  constexpr int64_t unroll = 4;
+  std::vector<llvm::Value *> zeros(size_t(perSet), llvm::Constant::getNullValue(vectorType_));
+  llvm::Value *unrolledEnd = builder_.CreateAnd(depth, index(~(unroll - 1)));
+  auto unrolled = emitLoop(index(0), unrolledEnd, unroll, zeros,
+                           [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+                             std::vector<llvm::Value *> acc(carried.begin(), carried.end());
+                             for (int64_t u = 0; u < unroll; ++u)
+                               stepK(builder_.CreateAdd(k, index(u)), acc);
+                             return acc;
+                           });
+  auto acc = emitLoop(unrolledEnd, depth, 1, unrolled,
+                      [&](llvm::Value *k, llvm::ArrayRef<llvm::Value *> carried) {
+                        std::vector<llvm::Value *> next(carried.begin(), carried.end());
+                        stepK(k, next);
+                        return next;
+                      });
+  auto store = [&](bool applyEpilogue) {
+    for (int64_t p = 0; p < kGroupPanels; ++p) {
+      llvm::Value *panelCol = builder_.CreateAdd(col, index(p * nr_));
+      std::array<llvm::Value *, 2> bias =
+          loadBias(operands, epilogue, panelCol, {nullptr, nullptr}, applyEpilogue);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int half = 0; half < 2; ++half)
+          emitStoreHalf(operands, epilogue, acc[size_t((r * kGroupPanels + p) * 2 + half)],
+                        builder_.CreateAdd(rowBlock, index(r)), panelCol, half, nullptr,
+                        bias[size_t(half)], isFirst, applyEpilogue);
+    }
+  };
+  emitIf(
+      isLast, [&] { store(true); }, [&] { store(false); });
+}
+
 void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpilogue &epilogue) {
   llvm::Value *nPadded = builder_.CreateMul(
       builder_.CreateSDiv(builder_.CreateAdd(operands.n, index(nr_ - 1)), index(nr_)), index(nr_));
@@ -533,7 +595,26 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
           operands.a, builder_.CreateAdd(builder_.CreateMul(rowBlock, operands.lda), kBlock));
       if (blocking_.packA)
         emitPackABlock(aBlock, operands.lda, rows, depth);
-      emitLoop(index(0), fullPanels, 1, [&](llvm::Value *panel) {
+      // One or two rows (a decoder's step) stream B once, memory-bound:
+      // panels go four side by side, four streams in flight instead of one.
+      llvm::Value *fewRows = builder_.CreateICmpSLE(rows, index(kMaxGroupRows));
+      llvm::Value *groupedPanels = builder_.CreateSelect(
+          fewRows,
+          builder_.CreateMul(builder_.CreateSDiv(fullPanels, index(kGroupPanels)),
+                             index(kGroupPanels)),
+          index(0));
+      emitIf(builder_.CreateICmpSGT(groupedPanels, index(0)), [&] {
+        auto groups = [&](int64_t groupRows) {
+          emitLoop(index(0), groupedPanels, kGroupPanels, [&](llvm::Value *panel) {
+            llvm::Value *col = builder_.CreateMul(panel, index(nr_));
+            emitPanelGroup(operands, epilogue, aBlock, rowBlock, groupRows, depth,
+                           floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast);
+          });
+        };
+        emitIf(
+            builder_.CreateICmpEQ(rows, index(1)), [&] { groups(1); }, [&] { groups(2); });
+      });
+      emitLoop(groupedPanels, fullPanels, 1, [&](llvm::Value *panel) {
         llvm::Value *col = builder_.CreateMul(panel, index(nr_));
         emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,

@@ -63,6 +63,9 @@ public:
                  llvm::Value *out);
 
 private:
+  /// Row blocks of at most this many rows walk B's panels in groups.
+  static constexpr int64_t kMaxGroupRows = 2;
+  static constexpr int64_t kGroupPanels = 4;
   using Accumulators = std::array<llvm::Value *, GemmMaxMR * 2>;
 
   /// Where a tile's A values come from: a packed k-major panel (MR floats per
@@ -110,6 +113,12 @@ private:
                          const Accumulators &acc, llvm::Value *row, llvm::Value *col,
                          llvm::Value *width, llvm::Value *isFirst, bool applyEpilogue);
   void emitPrefetchTile(const GemmOperands &operands, llvm::Value *row, llvm::Value *col);
+  /// Columns [col, col + 4 nr) of `rows` (1 or 2) rows: four panels from
+  /// `bGroup` side by side, A read from its rows at `aBlock`.
+  void emitPanelGroup(const GemmOperands &operands, const GemmEpilogue &epilogue,
+                      llvm::Value *aBlock, llvm::Value *rowBlock, int64_t rows, llvm::Value *depth,
+                      llvm::Value *bGroup, llvm::Value *col, llvm::Value *isFirst,
+                      llvm::Value *isLast);
   /// A tile of `rows` <= MR valid rows, from the tile scratch.
   void emitTileStore(const GemmOperands &operands, const GemmEpilogue &epilogue, llvm::Value *row,
                      llvm::Value *rows, llvm::Value *col, llvm::Value *width, llvm::Value *isFirst,

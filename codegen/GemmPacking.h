@@ -69,9 +69,11 @@ inline int64_t maxPackedBlockRows(const GemmBlocking &blocking) {
 /// of BERT-base and smaller) is one block, with A read from its rows: C is
 /// written once, never read back between blocks, and A is not copied. Its
 /// B panel (up to 96 KiB) then streams from L2 rather than sitting in L1,
-/// which the 6x16 kernel's two B loads per 12 FMAs absorb: measured against
-/// blocks of <= 320 rows with packed A, 128x384x384 +1.3%, 128x1536x384
-/// +1.7%, 2048x1536x384 +4%, 1024^3 within noise. Deeper K (3072: 3% slower
+/// which the 6x16 kernel's two B loads per 12 FMAs absorb: measured on Zen 3
+/// against blocks of <= 320 rows with packed A, 128x384x384 +1.3%,
+/// 128x1536x384 +1.7%, 2048x1536x384 +4%, 1024^3 within noise (the 12x32
+/// tile on Sapphire Rapids: kc of 256-768, A packed or not, all within
+/// noise of each other). Deeper K (3072: 3% slower
 /// as one block) is split into the fewest blocks of at most 320 rows, of
 /// equal size (rounded up to a multiple of 8, so no block is a short
 /// remainder): a 20 KiB B panel stays in L1 beside the packed A micro-panel.

@@ -355,6 +355,31 @@ TEST_P(CodegenGemm, RowRangesComposeToTheFullProduct) {
   EXPECT_EQ(untouched, p.output());
 }
 
+TEST_P(CodegenGemm, OneAndTwoRowsWalkPanelsInGroups) {
+  // Row ranges of 1 or 2 rows (a decoder's step) take four B panels side by
+  // side. N = 170 leaves whole groups, single full panels and a tail panel
+  // at both widths; K = 1537 is several K blocks (C read back, A packed);
+  // the ranges start past row 0.
+  GemmKernels kernels;
+  GemmEpilogue epilogue{true, GemmActivation::GeluErf, true};
+  const int64_t n = 170, depths[] = {7, 384, 1537};
+  for (int64_t k : depths)
+    kernels.add(PackedGemmSpec{kernelName(k, n), k, n, epilogue, chosen(k)});
+  for (int64_t k : depths) {
+    auto *kernel = kernels.get<PackedGemmFn>(kernelName(k, n));
+    Problem p(5, k, n, unsigned(k));
+    for (float &v : p.a)
+      v *= float(6.0 / std::sqrt(double(k)));
+    std::vector<float> packed = packGemmWeights(p.b.data(), k, n, false, chosen(k));
+    std::vector<float> c = p.output();
+    const int64_t bounds[] = {0, 1, 3, 4, 5};
+    for (int i = 0; i + 1 < 5; ++i)
+      kernel(p.a.data(), p.lda, packed.data(), c.data(), p.ldc, bounds[i], bounds[i + 1],
+             p.bias.data(), p.residual.data(), p.ldc);
+    p.check(c, epilogue, "K=" + std::to_string(k));
+  }
+}
+
 TEST_P(CodegenGemm, TransposedWeights) {
   GemmKernels kernels;
   for (int64_t n : {15, 384})
