@@ -212,7 +212,7 @@ Result benchmarkShape(KernelJit &jit, const Shape &s, const Options &options) {
   packGemmWeights(b.get(), s.k, s.n, false, blocking, packed.get());
   Buffer cOnnxc = allocate(s.m * s.n), cBlas = allocate(s.m * s.n);
   auto runOnnxc = [&] {
-    kernel(a.get(), s.k, packed.get(), cOnnxc.get(), s.n, 0, s.m, nullptr, nullptr, 0);
+    kernel(a.get(), s.k, packed.get(), cOnnxc.get(), s.n, 0, s.m, nullptr, nullptr, 0, 0, s.n);
   };
   auto runBlas = [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f,

@@ -110,7 +110,7 @@ Result benchmarkShape(KernelJit &jit, const Shape &s, IntegerGemmIsa isa, int ru
   PackedIntegerWeights iw = packIntegerGemmWeights(w.data(), false, s.k, s.n, {0.01f}, {0}, isa);
 
   auto runFp32 = [&] {
-    fp32(a.data, s.k, packed.data, c.data, s.n, 0, s.m, bias.data, nullptr, 0);
+    fp32(a.data, s.k, packed.data, c.data, s.n, 0, s.m, bias.data, nullptr, 0, 0, s.n);
   };
   auto runInt8 = [&] {
     int8(aq.data, kPadded, iw.packed.data(), c.data, s.n, 0, s.m, rowSums.data(), 128, 0.02f,

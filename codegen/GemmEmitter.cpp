@@ -60,9 +60,10 @@ llvm::Function *emitPackedGemm(llvm::Module &module, const PackedGemmSpec &spec)
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
-  llvm::Function *function = createKernel(
-      module, spec.name, {ptr, i64, ptr, ptr, i64, i64, i64, ptr, ptr, i64},
-      {"a", "lda", "packedB", "c", "ldc", "rowBegin", "rowEnd", "bias", "residual", "ldResidual"});
+  llvm::Function *function =
+      createKernel(module, spec.name, {ptr, i64, ptr, ptr, i64, i64, i64, ptr, ptr, i64, i64, i64},
+                   {"a", "lda", "packedB", "c", "ldc", "rowBegin", "rowEnd", "bias", "residual",
+                    "ldResidual", "colBegin", "colEnd"});
   markReadOnly(function, {0, 2, 7, 8});
   requireVectorWidth(function, spec.blocking);
 
@@ -78,6 +79,8 @@ llvm::Function *emitPackedGemm(llvm::Module &module, const PackedGemmSpec &spec)
   operands.bias = function->getArg(7);
   operands.residual = function->getArg(8);
   operands.ldResidual = function->getArg(9);
+  operands.colBegin = function->getArg(10);
+  operands.colEnd = function->getArg(11);
   operands.k = builder.index(spec.k);
   operands.n = builder.index(spec.n);
   builder.emitBlockedGemm(operands, spec.epilogue);

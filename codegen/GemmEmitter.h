@@ -65,14 +65,16 @@ struct PackedGemmSpec {
   GemmBlocking blocking;
 };
 
-/// C signature of a packed-B kernel. Computes rows [rowBegin, rowEnd) of
-/// C[M, N] = epilogue(A[M, K] * B). `a`, `c` and `residual` are row-major
-/// with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N
-/// floats. Pointers the epilogue does not use may be null. Uses
-/// (maxPackedBlockRows * kc + 8) * 4 bytes of stack when it packs A, plus the tile scratch.
+/// C signature of a packed-B kernel. Computes rows [rowBegin, rowEnd) and
+/// columns [colBegin, colEnd) of C[M, N] = epilogue(A[M, K] * B); colBegin
+/// is a multiple of NR (2 * lanes), colEnd one too or N (0 and N: all). `a`, `c` and `residual` are
+/// row-major with leading dimensions lda, ldc, ldResidual (in floats); `bias` has N floats.
+/// Pointers the epilogue does not use may be null. Uses (maxPackedBlockRows * kc + 8) * 4 bytes of
+/// stack when it packs A, plus the tile scratch.
 using PackedGemmFn = void(const float *a, int64_t lda, const float *packedB, float *c, int64_t ldc,
                           int64_t rowBegin, int64_t rowEnd, const float *bias,
-                          const float *residual, int64_t ldResidual);
+                          const float *residual, int64_t ldResidual, int64_t colBegin,
+                          int64_t colEnd);
 
 /// Emits the kernel `spec.name` into `module` (external linkage); throws
 /// onnxc::Error for non-positive dims or an invalid blocking.

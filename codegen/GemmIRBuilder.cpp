@@ -566,6 +566,14 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
       builder_.CreateSDiv(builder_.CreateAdd(operands.n, index(nr_ - 1)), index(nr_)), index(nr_));
   llvm::Value *fullPanels = builder_.CreateSDiv(operands.n, index(nr_));
   llvm::Value *tailCol = builder_.CreateMul(fullPanels, index(nr_));
+  // The column range: whole panels [firstPanel, panelsEnd), and the tail
+  // panel when the range reaches N.
+  llvm::Value *colBegin = operands.colBegin ? operands.colBegin : index(0);
+  llvm::Value *colEnd = operands.colEnd ? operands.colEnd : operands.n;
+  llvm::Value *firstPanel = builder_.CreateSDiv(colBegin, index(nr_));
+  llvm::Value *panelsEnd = min(builder_.CreateSDiv(colEnd, index(nr_)), fullPanels);
+  llvm::Value *withTail = builder_.CreateAnd(builder_.CreateICmpNE(tailCol, operands.n),
+                                             builder_.CreateICmpSGE(colEnd, operands.n));
   emitLoop(index(0), operands.k, blocking_.kc, [&](llvm::Value *kBlock) {
     llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(operands.k, kBlock));
     llvm::Value *bBlock = floatAt(operands.packedB, builder_.CreateMul(kBlock, nPadded));
@@ -598,14 +606,16 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
       // One or two rows (a decoder's step) stream B once, memory-bound:
       // panels go four side by side, four streams in flight instead of one.
       llvm::Value *fewRows = builder_.CreateICmpSLE(rows, index(kMaxGroupRows));
-      llvm::Value *groupedPanels = builder_.CreateSelect(
-          fewRows,
-          builder_.CreateMul(builder_.CreateSDiv(fullPanels, index(kGroupPanels)),
-                             index(kGroupPanels)),
-          index(0));
-      emitIf(builder_.CreateICmpSGT(groupedPanels, index(0)), [&] {
+      llvm::Value *rangePanels = builder_.CreateSub(panelsEnd, firstPanel);
+      llvm::Value *groupedEnd = builder_.CreateAdd(
+          firstPanel, builder_.CreateSelect(
+                          fewRows,
+                          builder_.CreateMul(builder_.CreateSDiv(rangePanels, index(kGroupPanels)),
+                                             index(kGroupPanels)),
+                          index(0)));
+      emitIf(builder_.CreateICmpSGT(groupedEnd, firstPanel), [&] {
         auto groups = [&](int64_t groupRows) {
-          emitLoop(index(0), groupedPanels, kGroupPanels, [&](llvm::Value *panel) {
+          emitLoop(firstPanel, groupedEnd, kGroupPanels, [&](llvm::Value *panel) {
             llvm::Value *col = builder_.CreateMul(panel, index(nr_));
             emitPanelGroup(operands, epilogue, aBlock, rowBlock, groupRows, depth,
                            floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast);
@@ -614,13 +624,13 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
         emitIf(
             builder_.CreateICmpEQ(rows, index(1)), [&] { groups(1); }, [&] { groups(2); });
       });
-      emitLoop(groupedPanels, fullPanels, 1, [&](llvm::Value *panel) {
+      emitLoop(groupedEnd, panelsEnd, 1, [&](llvm::Value *panel) {
         llvm::Value *col = builder_.CreateMul(panel, index(nr_));
         emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,
                         /*fullWidth=*/true);
       });
-      emitIf(builder_.CreateICmpNE(tailCol, operands.n), [&] {
+      emitIf(withTail, [&] {
         emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
                         floatAt(bBlock, builder_.CreateMul(tailCol, depth)), tailCol, isFirst,
                         isLast, /*fullWidth=*/false);

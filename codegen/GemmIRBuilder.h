@@ -30,6 +30,9 @@ struct GemmOperands {
   llvm::Value *k, *n;
   /// Used only when the epilogue asks for them.
   llvm::Value *bias = nullptr, *residual = nullptr, *ldResidual = nullptr;
+  /// Columns [colBegin, colEnd) only (null: all N). colBegin is a multiple
+  /// of NR; colEnd is one too, or N.
+  llvm::Value *colBegin = nullptr, *colEnd = nullptr;
 };
 
 class GemmIRBuilder {

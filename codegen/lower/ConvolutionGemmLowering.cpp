@@ -461,7 +461,7 @@ public:
                       ? k_.elementAddress(DType::F32, k_.buffer(unsigned(slots_.bias)), firstColumn)
                       : null_;
     b.CreateCall(slots_.gemm, {patches_, lda, packed, tile_, k_.i64(plan_.groupOut), k_.i64(0),
-                               count, bias, null_, k_.i64(0)});
+                               count, bias, null_, k_.i64(0), k_.i64(0), k_.i64(plan_.groupOut)});
     Value *outChannels = k_.i64(plan_.groupOut * c_.group);
     Value *outputOffset = b.CreateAdd(
         b.CreateMul(b.CreateAdd(b.CreateMul(item, outChannels), firstColumn), positions_), first);

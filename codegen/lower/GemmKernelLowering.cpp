@@ -51,6 +51,74 @@ RowsFn chunkRowsOf(const MatMulProblem &problem, int64_t minRows, int64_t maxRow
   };
 }
 
+/// The column chunks of a packed GEMM whose rows make one task: whole
+/// groups of four panels, about 8 panels (256 columns at 16 lanes) each and
+/// at most 16 chunks. A decoder's step (M = 1) is a GEMV bound by reading B;
+/// split by rows it would run on one thread, split by columns every thread
+/// reads its share.
+struct ColumnChunks {
+  int64_t count = 1, panels = 0;
+};
+ColumnChunks columnChunksOf(int64_t n, int64_t nr) {
+  constexpr int64_t kPanelsPerChunk = 8, kMaxChunks = 16, kGroup = 4;
+  const int64_t panels = (n + nr - 1) / nr;
+  const int64_t wanted = std::clamp<int64_t>(panels / kPanelsPerChunk, 1, kMaxChunks);
+  ColumnChunks chunks;
+  chunks.panels = ((panels + wanted - 1) / wanted + kGroup - 1) / kGroup * kGroup;
+  chunks.count = (panels + chunks.panels - 1) / chunks.panels;
+  return chunks;
+}
+
+/// Runs the step as items x chunks, as splitItemsAndRows, except that an
+/// item whose rows make one chunk is split into `columns` instead:
+/// body(item, rowBegin, rowEnd, colBegin, colEnd) per item of a task range.
+void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
+                             const RowsFn &rowsPerChunk, ColumnChunks columns, int64_t n,
+                             int64_t nr,
+                             llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *,
+                                                     llvm::Value *, llvm::Value *)>
+                                 body) {
+  Dim items = problem.items(), rows = problem.m;
+  auto rowChunks = [rows, rowsPerChunk](FunctionBuilder &f) {
+    return f.max(f.i64(1), f.ceilDiv(f.dim(rows), rowsPerChunk(f)));
+  };
+  auto chunkCount = [rowChunks, columns](FunctionBuilder &f) {
+    llvm::Value *byRows = rowChunks(f);
+    return f.ir().CreateSelect(f.ir().CreateICmpEQ(byRows, f.i64(1)), f.i64(columns.count), byRows);
+  };
+  step.setTaskCount([items, chunkCount](FunctionBuilder &f) {
+    return f.ir().CreateMul(f.dim(items), chunkCount(f));
+  });
+  KernelBuilder &k = step.kernel();
+  llvm::IRBuilder<> &ir = k.ir();
+  llvm::Value *rowCount = k.dim(rows), *perChunk = rowsPerChunk(k);
+  llvm::Value *byColumns = ir.CreateICmpEQ(rowChunks(k), k.i64(1));
+  llvm::Value *chunks = chunkCount(k);
+  llvm::Value *begin = k.taskBegin(), *end = k.taskEnd();
+  llvm::Value *firstItem = ir.CreateSDiv(begin, chunks);
+  llvm::Value *lastItem = k.min(k.dim(items), k.ceilDiv(end, chunks));
+  // A task range covers consecutive chunks: per item, one merged range.
+  k.forRange(
+      firstItem, lastItem,
+      [&](llvm::Value *item) {
+        llvm::Value *itemTask = ir.CreateMul(item, chunks);
+        llvm::Value *first = ir.CreateSub(k.max(begin, itemTask), itemTask);
+        llvm::Value *last = ir.CreateSub(k.min(end, ir.CreateAdd(itemTask, chunks)), itemTask);
+        llvm::Value *chunkColumns = k.i64(columns.panels * nr);
+        llvm::Value *rowBegin = ir.CreateSelect(byColumns, k.i64(0), ir.CreateMul(first, perChunk));
+        llvm::Value *rowEnd =
+            ir.CreateSelect(byColumns, rowCount, k.min(rowCount, ir.CreateMul(last, perChunk)));
+        llvm::Value *colBegin =
+            ir.CreateSelect(byColumns, ir.CreateMul(first, chunkColumns), k.i64(0));
+        llvm::Value *colEnd =
+            ir.CreateSelect(byColumns, k.min(k.i64(n), ir.CreateMul(last, chunkColumns)), k.i64(n));
+        k.ifThen(
+            ir.CreateAnd(ir.CreateICmpSLT(rowBegin, rowEnd), ir.CreateICmpSLT(colBegin, colEnd)),
+            [&] { body(item, rowBegin, rowEnd, colBegin, colEnd); });
+      },
+      1, "item");
+}
+
 /// How Gemm's C reaches the packed kernel.
 struct PackedBias {
   GemmEpilogue epilogue;
@@ -171,9 +239,14 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
       std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, blocking.mc);
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
-  splitItemsAndRows(
-      step, problem.items(), rowsOf(problem), chunkRowsOf(problem, taskRows, taskRows, mr),
-      [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd) {
+  // A post pass over C's rows would run once per column chunk: no columns.
+  const ColumnChunks columns = bias.postPass
+                                   ? ColumnChunks{1, (n + blocking.nr() - 1) / blocking.nr()}
+                                   : columnChunksOf(n, blocking.nr());
+  splitItemsRowsOrColumns(
+      step, problem, chunkRowsOf(problem, taskRows, taskRows, mr), columns, n, blocking.nr(),
+      [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd, llvm::Value *colBegin,
+          llvm::Value *colEnd) {
         ItemOffsets offsets = itemOffsets(kb, problem, item);
         // B's item offset counts raw [k, n] items; the packed ones are padded.
         llvm::Value *packedOffset =
@@ -187,7 +260,8 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
         ir.CreateCall(gemm, {floatAddress(kb, kb.buffer(slots.a), offsets.a), kb.i64(k),
                              floatAddress(kb, kb.buffer(slots.b), packedOffset),
                              floatAddress(kb, kb.buffer(slots.result), offsets.result), kb.i64(n),
-                             rowBegin, rowEnd, biasPointer, residualPointer, kb.i64(n)});
+                             rowBegin, rowEnd, biasPointer, residualPointer, kb.i64(n), colBegin,
+                             colEnd});
         if (bias.postPass)
           emitGemmScaleAndBias(kb, problem, slots, 1.0, rowBegin, rowEnd);
       });

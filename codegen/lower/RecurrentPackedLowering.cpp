@@ -212,10 +212,10 @@ void emitProjectionStep(LoweringContext &ctx, const Node &node, const Recurrence
                                              : null;
         llvm::Value *c = floatAt(
             k.buffer(out), ir.CreateMul(ir.CreateMul(d, k.dim(rows)), k.i64(layout.gateRows)));
-        ir.CreateCall(gemm,
-                      {k.buffer(x), k.i64(layout.input),
-                       floatAt(k.buffer(w), ir.CreateMul(d, k.i64(layout.wFloats))), c,
-                       k.i64(layout.gateRows), rowBegin, rowEnd, biasPointer, null, k.i64(0)});
+        ir.CreateCall(gemm, {k.buffer(x), k.i64(layout.input),
+                             floatAt(k.buffer(w), ir.CreateMul(d, k.i64(layout.wFloats))), c,
+                             k.i64(layout.gateRows), rowBegin, rowEnd, biasPointer, null, k.i64(0),
+                             k.i64(0), k.i64(layout.gateRows)});
       });
   step.finish();
 }

@@ -148,7 +148,7 @@ std::vector<float> runPacked(PackedGemmFn *kernel, const Problem &p, const GemmB
                   : packGemmWeights(p.b.data(), p.k, p.n, false, blocking);
   std::vector<float> c = p.output();
   kernel(p.a.data(), p.lda, packed.data(), c.data(), p.ldc, 0, p.m, p.bias.data(),
-         p.residual.data(), p.ldc);
+         p.residual.data(), p.ldc, 0, p.n);
   return c;
 }
 
@@ -346,36 +346,39 @@ TEST_P(CodegenGemm, RowRangesComposeToTheFullProduct) {
   const int64_t bounds[] = {0, 5, 13, 14, 101, 128};
   for (int i = 0; i + 1 < 6; ++i)
     kernel(p.a.data(), p.lda, packed.data(), c.data(), p.ldc, bounds[i], bounds[i + 1],
-           p.bias.data(), p.residual.data(), p.ldc);
+           p.bias.data(), p.residual.data(), p.ldc, 0, 48);
   p.check(c, epilogue, "split rows");
   // An empty range writes nothing.
   std::vector<float> untouched = p.output();
   kernel(p.a.data(), p.lda, packed.data(), untouched.data(), p.ldc, 7, 7, p.bias.data(),
-         p.residual.data(), p.ldc);
+         p.residual.data(), p.ldc, 0, 48);
   EXPECT_EQ(untouched, p.output());
 }
 
-TEST_P(CodegenGemm, OneAndTwoRowsWalkPanelsInGroups) {
+TEST_P(CodegenGemm, RowAndColumnRangesComposeToTheFullProduct) {
   // Row ranges of 1 or 2 rows (a decoder's step) take four B panels side by
-  // side. N = 170 leaves whole groups, single full panels and a tail panel
-  // at both widths; K = 1537 is several K blocks (C read back, A packed);
-  // the ranges start past row 0.
+  // side, and a thread's task may be a range of columns. N = 170 leaves
+  // whole groups, single full panels and a tail panel at both widths; the
+  // column bounds split it into ranges of 1 and 4 panels and the rest (with
+  // the tail); K = 1537 is several K blocks (C read back, A packed).
   GemmKernels kernels;
   GemmEpilogue epilogue{true, GemmActivation::GeluErf, true};
   const int64_t n = 170, depths[] = {7, 384, 1537};
   for (int64_t k : depths)
     kernels.add(PackedGemmSpec{kernelName(k, n), k, n, epilogue, chosen(k)});
+  const int64_t nr = 2 * GetParam();
+  const int64_t rowBounds[] = {0, 1, 3, 4, 20}, colBounds[] = {0, nr, 5 * nr, n};
   for (int64_t k : depths) {
     auto *kernel = kernels.get<PackedGemmFn>(kernelName(k, n));
-    Problem p(5, k, n, unsigned(k));
+    Problem p(20, k, n, unsigned(k));
     for (float &v : p.a)
       v *= float(6.0 / std::sqrt(double(k)));
     std::vector<float> packed = packGemmWeights(p.b.data(), k, n, false, chosen(k));
     std::vector<float> c = p.output();
-    const int64_t bounds[] = {0, 1, 3, 4, 5};
     for (int i = 0; i + 1 < 5; ++i)
-      kernel(p.a.data(), p.lda, packed.data(), c.data(), p.ldc, bounds[i], bounds[i + 1],
-             p.bias.data(), p.residual.data(), p.ldc);
+      for (int j = 0; j + 1 < 4; ++j)
+        kernel(p.a.data(), p.lda, packed.data(), c.data(), p.ldc, rowBounds[i], rowBounds[i + 1],
+               p.bias.data(), p.residual.data(), p.ldc, colBounds[j], colBounds[j + 1]);
     p.check(c, epilogue, "K=" + std::to_string(k));
   }
 }
