@@ -83,6 +83,23 @@ TEST(LowerMatMul, PackedOddSizes) {
   }
 }
 
+TEST(LowerMatMul, FewRowsSplitColumnsAcrossThreads) {
+  // Rows that make one task (a decoder's step) are split by columns: chunks
+  // of whole four-panel groups over N = 2600 (the last chunk holds the tail
+  // panel), with the bias and GELU fused into the store; any thread count
+  // must give the single-thread result.
+  Tensor w = randomOf(DType::F32, {64, 2600}, 11), bias = randomOf(DType::F32, {2600}, 12);
+  auto graph =
+      parseGraph("graph @g(%x: f32[m, 64]) -> (%y: f32[m, 2600]) {\n" +
+                 constantText("w", "f32[64, 2600]", w) + constantText("b", "f32[2600]", bias) +
+                 "  %p = MatMul(%x, %w)\n  %q = Add(%p, %b)\n  %y = Relu(%q)\n"
+                 "  return %y\n}\n");
+  for (int64_t m : {1, 2, 5, 13})
+    for (int threads : {1, 2, 3})
+      expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {m, 64}, unsigned(m))}},
+                                     1e-4, 1e-5, threads);
+}
+
 TEST(LowerMatMul, PackedBatchedWeightsAndBroadcastA) {
   // B [3, 8, 24] constant with A [s, 8] broadcast against each of its items.
   Tensor w = randomOf(DType::F32, {3, 8, 24}, 7);
@@ -160,10 +177,10 @@ TEST(LowerMatMul, UnprovenDimsAreCheckedAtRunTime) {
   // an operand (found by the jit-differential fuzzer: MatMul of [0] and
   // [3, 5] returned numbers).
   Tensor w = randomOf(DType::F32, {3, 5}, 1), batched = randomOf(DType::F32, {4, 3, 2}, 2);
-  auto graph = parseGraph(
-      "graph @g(%x: f32[k], %y: f32[b, 6, 3]) -> (%u: unknown[*], %v: unknown[*]) {\n" +
-      constantText("w", "f32[3, 5]", w) + constantText("wb", "f32[4, 3, 2]", batched) +
-      "  %u = MatMul(%x, %w)\n  %v = MatMul(%y, %wb)\n  return %u, %v\n}\n");
+  auto graph =
+      parseGraph("graph @g(%x: f32[k], %y: f32[b, 6, 3]) -> (%u: unknown[*], %v: unknown[*]) {\n" +
+                 constantText("w", "f32[3, 5]", w) + constantText("wb", "f32[4, 3, 2]", batched) +
+                 "  %u = MatMul(%x, %w)\n  %v = MatMul(%y, %wb)\n  return %u, %v\n}\n");
   auto gemm = parseGraph(R"(
 graph @g(%p: f32[2, k], %q: f32[3, 2], %c: f32[r, 2]) -> (%g: unknown[*]) {
   %g = Gemm(%p, %q, %c)
@@ -414,8 +431,10 @@ TEST(LowerMatMulEpilogue, BiasActivationAndResidualFuseIntoOneStep) {
     bias += (i ? ", " : "") + std::to_string((i % 7 - 3) / 10.0);
   auto graph = lowertest::parseGraph(R"(
 graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
-  const %w: f32[40, 40] = dense<[)" + weights + R"(]>
-  const %b: f32[40] = dense<[)" + bias + R"(]>
+  const %w: f32[40, 40] = dense<[)" + weights +
+                                     R"(]>
+  const %b: f32[40] = dense<[)" + bias +
+                                     R"(]>
   %h = MatMul(%x, %w)
   %a = Add(%b, %h)
   %r = Relu(%a)
@@ -428,7 +447,8 @@ graph @linear(%x: f32[batch, seq, 40]) -> (%y: f32[batch, seq, 40]) {
   EXPECT_EQ(plan.steps[0].name.rfind("MatMul+Add+Relu+Add", 0), 0u) << plan.steps[0].name;
   for (int64_t seq : {1, 7, 50})
     lowertest::expectCompiledMatchesReference(
-        *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5, 2);
+        *graph, {{"x", lowertest::randomOf(DType::F32, {2, seq, 40}, unsigned(seq))}}, 1e-4, 1e-5,
+        2);
 }
 
 // The FFN-in of a transformer after fuse-gelu: MatMul -> Add bias -> Gelu
@@ -443,13 +463,14 @@ TEST(LowerMatMulEpilogue, BiasAndGeluFuseIntoOneStep) {
   for (const char *approximate : {"none", "tanh"})
     for (bool residual : {false, true}) {
       SCOPED_TRACE(std::string(approximate) + (residual ? " + residual" : ""));
-      std::string tail = residual ? "  %g = Gelu(%a) {approximate = \"" + std::string(approximate) +
-                                        "\"}\n  %y = Add(%g, %r)\n"
-                                  : "  %y = Gelu(%a) {approximate = \"" + std::string(approximate) +
-                                        "\"}\n";
+      std::string tail =
+          residual ? "  %g = Gelu(%a) {approximate = \"" + std::string(approximate) +
+                         "\"}\n  %y = Add(%g, %r)\n"
+                   : "  %y = Gelu(%a) {approximate = \"" + std::string(approximate) + "\"}\n";
       auto graph = lowertest::parseGraph(R"(
 graph @ffn(%x: f32[batch, seq, 40], %r: f32[batch, seq, 48]) -> (%y: f32[batch, seq, 48]) {
-  const %w: f32[40, 48] = dense<[)" + weights + R"(]>
+  const %w: f32[40, 48] = dense<[)" + weights +
+                                         R"(]>
   const %b: f32[48] = dense<[)" + bias + R"(]>
   %h = MatMul(%x, %w)
   %a = Add(%h, %b)
@@ -529,7 +550,8 @@ graph @shared(%x: f32[n, 4]) -> (%y: f32[n, 4], %h: f32[n, 4]) {
 )");
   ModelPlan plan = lowertest::lowerOnly(*graph);
   EXPECT_EQ(plan.steps.size(), 2u);
-  lowertest::expectCompiledMatchesReference(*graph, {{"x", lowertest::randomOf(DType::F32, {9, 4}, 3)}});
+  lowertest::expectCompiledMatchesReference(*graph,
+                                            {{"x", lowertest::randomOf(DType::F32, {9, 4}, 3)}});
 }
 
 } // namespace
