@@ -69,8 +69,9 @@ ColumnChunks columnChunksOf(int64_t n, int64_t nr) {
   return chunks;
 }
 
-/// Runs the step as items x chunks, as splitItemsAndRows, except that an
-/// item whose rows make one chunk is split into `columns` instead:
+/// Runs the step as items x chunks (splitItemsAndChunks), by rows as
+/// splitItemsAndRows, except that an item whose rows make one chunk is split
+/// into `columns` instead:
 /// body(item, rowBegin, rowEnd, colBegin, colEnd) per item of a task range.
 void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
                              const RowsFn &rowsPerChunk, ColumnChunks columns, int64_t n,
@@ -78,7 +79,7 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
                              llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *,
                                                      llvm::Value *, llvm::Value *)>
                                  body) {
-  Dim items = problem.items(), rows = problem.m;
+  Dim rows = problem.m;
   auto rowChunks = [rows, rowsPerChunk](FunctionBuilder &f) {
     return f.max(f.i64(1), f.ceilDiv(f.dim(rows), rowsPerChunk(f)));
   };
@@ -86,25 +87,14 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
     llvm::Value *byRows = rowChunks(f);
     return f.ir().CreateSelect(f.ir().CreateICmpEQ(byRows, f.i64(1)), f.i64(columns.count), byRows);
   };
-  step.setTaskCount([items, chunkCount](FunctionBuilder &f) {
-    return f.ir().CreateMul(f.dim(items), chunkCount(f));
-  });
   KernelBuilder &k = step.kernel();
   llvm::IRBuilder<> &ir = k.ir();
   llvm::Value *rowCount = k.dim(rows), *perChunk = rowsPerChunk(k);
   llvm::Value *byColumns = ir.CreateICmpEQ(rowChunks(k), k.i64(1));
-  llvm::Value *chunks = chunkCount(k);
-  llvm::Value *begin = k.taskBegin(), *end = k.taskEnd();
-  llvm::Value *firstItem = ir.CreateSDiv(begin, chunks);
-  llvm::Value *lastItem = k.min(k.dim(items), k.ceilDiv(end, chunks));
-  // A task range covers consecutive chunks: per item, one merged range.
-  k.forRange(
-      firstItem, lastItem,
-      [&](llvm::Value *item) {
-        llvm::Value *itemTask = ir.CreateMul(item, chunks);
-        llvm::Value *first = ir.CreateSub(k.max(begin, itemTask), itemTask);
-        llvm::Value *last = ir.CreateSub(k.min(end, ir.CreateAdd(itemTask, chunks)), itemTask);
-        llvm::Value *chunkColumns = k.i64(columns.panels * nr);
+  llvm::Value *chunkColumns = k.i64(columns.panels * nr);
+  splitItemsAndChunks(
+      step, problem.items(), chunkCount,
+      [&](llvm::Value *item, llvm::Value *first, llvm::Value *last) {
         llvm::Value *rowBegin = ir.CreateSelect(byColumns, k.i64(0), ir.CreateMul(first, perChunk));
         llvm::Value *rowEnd =
             ir.CreateSelect(byColumns, rowCount, k.min(rowCount, ir.CreateMul(last, perChunk)));
@@ -115,8 +105,7 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
         k.ifThen(
             ir.CreateAnd(ir.CreateICmpSLT(rowBegin, rowEnd), ir.CreateICmpSLT(colBegin, colEnd)),
             [&] { body(item, rowBegin, rowEnd, colBegin, colEnd); });
-      },
-      1, "item");
+      });
 }
 
 /// How Gemm's C reaches the packed kernel.

@@ -326,18 +326,15 @@ llvm::Value *chunkRows(FunctionBuilder &f, llvm::Value *items, llvm::Value *rows
   return maxRows > 0 ? f.min(perChunk, f.i64(maxRows)) : perChunk;
 }
 
-void splitItemsAndRows(StepBuilder &step, const Dim &items, const RowsFn &rows,
-                       const RowsFn &rowsPerChunk,
-                       llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body) {
-  auto chunkCount = [rows, rowsPerChunk](FunctionBuilder &f) {
-    return f.max(f.i64(1), f.ceilDiv(rows(f), rowsPerChunk(f)));
-  };
+void splitItemsAndChunks(
+    StepBuilder &step, const Dim &items, const RowsFn &chunkCount,
+    llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body) {
   step.setTaskCount([items, chunkCount](FunctionBuilder &f) {
     return f.ir().CreateMul(f.dim(items), chunkCount(f));
   });
   KernelBuilder &k = step.kernel();
   llvm::IRBuilder<> &ir = k.ir();
-  llvm::Value *rowCount = rows(k), *perChunk = rowsPerChunk(k), *chunks = chunkCount(k);
+  llvm::Value *chunks = chunkCount(k);
   llvm::Value *begin = k.taskBegin(), *end = k.taskEnd();
   llvm::Value *firstItem = ir.CreateSDiv(begin, chunks);
   llvm::Value *lastItem = k.min(k.dim(items), k.ceilDiv(end, chunks));
@@ -348,11 +345,26 @@ void splitItemsAndRows(StepBuilder &step, const Dim &items, const RowsFn &rows,
         llvm::Value *itemTask = ir.CreateMul(item, chunks);
         llvm::Value *first = ir.CreateSub(k.max(begin, itemTask), itemTask);
         llvm::Value *last = ir.CreateSub(k.min(end, ir.CreateAdd(itemTask, chunks)), itemTask);
+        body(item, first, last);
+      },
+      1, "item");
+}
+
+void splitItemsAndRows(StepBuilder &step, const Dim &items, const RowsFn &rows,
+                       const RowsFn &rowsPerChunk,
+                       llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body) {
+  auto chunkCount = [rows, rowsPerChunk](FunctionBuilder &f) {
+    return f.max(f.i64(1), f.ceilDiv(rows(f), rowsPerChunk(f)));
+  };
+  KernelBuilder &k = step.kernel();
+  llvm::IRBuilder<> &ir = k.ir();
+  llvm::Value *rowCount = rows(k), *perChunk = rowsPerChunk(k);
+  splitItemsAndChunks(
+      step, items, chunkCount, [&](llvm::Value *item, llvm::Value *first, llvm::Value *last) {
         llvm::Value *rowBegin = ir.CreateMul(first, perChunk);
         llvm::Value *rowEnd = k.min(rowCount, ir.CreateMul(last, perChunk));
         k.ifThen(ir.CreateICmpSLT(rowBegin, rowEnd), [&] { body(item, rowBegin, rowEnd); });
-      },
-      1, "item");
+      });
 }
 
 void registerLinearAlgebraLowerings(LoweringTable &table) {

@@ -96,6 +96,14 @@ void splitItemsAndRows(StepBuilder &step, const Dim &items, const RowsFn &rows,
                        const RowsFn &rowsPerChunk,
                        llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body);
 
+/// Sets the task count to items x chunks (`chunks` computes the same value
+/// in both functions) and emits, in the kernel, body(item, firstChunk,
+/// lastChunk) once per item of the task range: a thread's consecutive
+/// chunks of an item merge into one range [firstChunk, lastChunk).
+void splitItemsAndChunks(
+    StepBuilder &step, const Dim &items, const RowsFn &chunks,
+    llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body);
+
 /// Buffer slots of a MatMul/Gemm step (c: ~0u when absent).
 struct MatMulSlots {
   unsigned a = 0, b = 0, c = ~0u, result = 0;
