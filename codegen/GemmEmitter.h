@@ -16,12 +16,20 @@
 //       a block of 1-2 rows first walks B's full panels four at a time
 //       (four memory streams for a decoder step that B's size bounds)
 //       for each NR-column panel of B            <- L1 (L2 for one long block)
-//         for each MR-row panel of the A block   <- streams from L2
+//         for each full MR-row tile of the A block   <- streams from L2
 //           prefetch the tile's MR C rows (read back after the k loop)
 //           MR x NR micro-kernel: 2 MR accumulators, per k one broadcast of
-//           each of MR A values, two B vector loads, 2 MR FMAs
+//           each of MR A values, two B vector loads, 2 MR FMAs; per
+//           iteration of its unrolled k loop, prefetch 1, 2 or 4 lines of
+//           the next panel (the fewest that the block's tiles, between
+//           them, cover the panel with: each prefetch costs the tile's
+//           own loads)
 //           store: + previous C (K blocks after the first), and on the
 //           last K block the fused epilogue (+bias, activation, +residual)
+//         the row tail (up to MR - 1 rows), once
+//
+// mc is 16 tiles (192 rows with AVX-512): a block streams all of B, which
+// comes from DRAM when a model's weights outgrow L3.
 //
 // Full tiles store straight from the accumulators; column tails are masked
 // stores (the padded B columns are zero); row tails come from zero-padded A

@@ -91,11 +91,21 @@ private:
   void emitPackFullPanel(llvm::Value *source, llvm::Value *lda, llvm::Value *panel,
                          llvm::Value *depth);
   void emitPackABlock(llvm::Value *a, llvm::Value *lda, llvm::Value *rows, llvm::Value *depth);
+  /// The lines of the next B panel a tile prefetches: per iteration of the
+  /// micro-kernel's k loop, `lines` lines `spacing` floats apart from
+  /// `first` + k * NR floats (none without `first`; emitPanelColumn says
+  /// which).
+  struct PanelPrefetch {
+    llvm::Value *first = nullptr;
+    int64_t lines = 0, spacing = 0;
+  };
+
   /// The first `rows` rows of the MR x NR tile over `depth` k (the other
-  /// accumulators are zero). When `prefetchB` is set, one line of it (every
-  /// 64 floats) is prefetched to L2 per 4 k.
+  /// accumulators are zero), the k loop unrolled by `unroll` (even: a short
+  /// tile alternates two sets of accumulators), prefetching as `prefetch`
+  /// says when it is set.
   Accumulators emitMicroKernel(const ATile &a, llvm::Value *bPanel, llvm::Value *depth,
-                               llvm::Value *prefetchB, int64_t rows);
+                               int64_t unroll, const PanelPrefetch &prefetch, int64_t rows);
   /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
   void emitPrefetch(llvm::Value *pointer, bool write, int locality);
   /// Columns [col, col + nr) of the whole A block, one tile per MR rows.
@@ -131,6 +141,8 @@ private:
   GemmBlocking blocking_;
   llvm::Type *floatType_;
   int64_t lanes_, nr_, mr_;
+  /// k steps per iteration of the micro-kernel's loop (8 with 16 lanes, 4 with 8).
+  int64_t unroll_;
   llvm::VectorType *vectorType_;  // the kernel's vector: lanes_ floats
   llvm::VectorType *vector8Type_; // the A packing's 8 x 8 transposition
   llvm::Value *packedA_ = nullptr;

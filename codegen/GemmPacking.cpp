@@ -16,6 +16,7 @@ GemmBlocking chooseGemmBlocking(int64_t k, int64_t lanes) {
   int64_t kc = (k + blocks - 1) / blocks;
   blocking.kc = std::max<int64_t>(8, (kc + 7) / 8 * 8);
   blocking.packA = blocks > 1;
+  blocking.mc = 16 * blocking.mr();
   return blocking;
 }
 

@@ -240,13 +240,18 @@ TEST_P(CodegenGemm, AllShapesMatchReference) {
 
 TEST_P(CodegenGemm, DeepSingleBlocksAndSplitBlocks) {
   // K = 1536 is one block (A read directly, a 96 KiB B panel); K = 1537 is
-  // six blocks of at most 320 rows with A packed.
+  // six blocks of at most 320 rows with A packed. With the chosen mc of 16
+  // tiles, M = 197 is one row block with 16 lanes (192 rows and a merged
+  // remainder of 5) and two with 8 (96 + 101); M = 300 is two (192 + 108)
+  // and three (96 + 96 + 108). With 16 lanes, blocks of 16 tiles or more
+  // (M = 197, 300), of 8 to 15 (M = 97) and of fewer (M = 8) prefetch the
+  // next B panel at three densities, each its own tile loop.
   GemmKernels kernels;
   for (int64_t k : {1536, 1537})
     kernels.add(PackedGemmSpec{
         kernelName(k, 40), k, 40, {true, GemmActivation::GeluErf, false}, chosen(k)});
   for (int64_t k : {1536, 1537})
-    for (int64_t m : {1, 8, 97}) {
+    for (int64_t m : {1, 8, 97, 197, 300}) {
       Problem p(m, k, 40, unsigned(k + m));
       p.check(runPacked(kernels.get<PackedGemmFn>(kernelName(k, 40)), p, chosen(k), false),
               {true, GemmActivation::GeluErf, false},
