@@ -3,7 +3,7 @@
     bash benchmarks/e2e/setup_peers.sh          # newest onnxruntime and OpenVINO in build/peers-venv
     .venv/bin/python benchmarks/e2e/run.py [--peer-python build/peers-venv/bin/python --openvino]
                                           [--onnxc build/tools/onnxc] [--models minilm,bert_op17]
-                                          [--seqs 128,512] [--threads 1,2] [--iters 30]
+                                          [--seqs 128,512] [--threads 1,2] [--iters 30] [--rounds 1]
 
 Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads, FFN 1536,
 vocab 30522, exported with torch.onnx at opset 17, random weights) and `minilm_int8` the same
@@ -23,8 +23,10 @@ For every model, sequence length and thread count it prints onnxc's and ORT's la
 median of --iters runs after warm-up), their ratio (onnxc / ORT: below 1 means onnxc is faster),
 each side's peak resident memory, onnxc's compile time and .so load time next to ORT's session
 creation time, and the largest difference between the two outputs. Each side runs in a process of
-its own, one after the other, on identical .npy inputs. Timings are not asserted anywhere: the
-machine is shared and noisy; read the ratio.
+its own, one after the other, on identical .npy inputs. With --rounds N the sides take turns N
+times (ORT, onnxc, OpenVINO, ORT, ...), the table gives each side's least minimum and median of
+medians, and the notes each round's ratio. Timings are not asserted anywhere: the machine is
+shared and noisy; read the ratio.
 """
 
 import argparse
@@ -224,6 +226,19 @@ def run(command: list) -> str:
     return result.stdout
 
 
+def combine_rounds(results: list):
+    """One side's results over --rounds: the least minimum and the median of the medians (the other
+    fields from the first round); None when the side did not run."""
+    if results[0] is None:
+        return None
+    combined = dict(results[0])
+    combined["min_ms"] = min(r["min_ms"] for r in results)
+    medians = sorted(r["median_ms"] for r in results)
+    combined["median_ms"] = medians[len(medians) // 2]
+    combined["peak_mib"] = max(r["peak_mib"] for r in results)
+    return combined
+
+
 def onnxc_bench(onnxc: str, library: str, inputs: list, threads: int, iters: int) -> dict:
     out = run([onnxc, "bench", library, "--threads", str(threads), "--iters", str(iters)] + inputs)
     first = re.search(r"load ([\d.]+) ms, session ([\d.]+) ms, first run ([\d.]+) ms", out)
@@ -276,6 +291,10 @@ def main() -> int:
     parser.add_argument("--seqs", default="128,512")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each side this many times, alternating ORT, onnxc and OpenVINO, and report "
+                             "the least minimum and the median of the medians: on a machine whose speed "
+                             "drifts, every side then gets runs in the same phases")
     parser.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-e2e"))
     parser.add_argument("--peer-python", default=sys.executable,
                         help="the Python whose onnxruntime (and OpenVINO) are timed; "
@@ -336,12 +355,16 @@ def main() -> int:
                 for threads in [int(t) for t in args.threads.split(",")]:
                     ort_outputs = os.path.join(workdir, "ort.npz")
                     try:
-                        theirs = ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs, args.peer_python)
-                        ours = onnxc_bench(args.onnxc, library, inputs, threads, args.iters)
+                        rounds = []
+                        for _ in range(args.rounds):
+                            rounds.append((
+                                ort_bench(entry["file"], inputs, threads, args.iters, ort_outputs,
+                                          args.peer_python),
+                                onnxc_bench(args.onnxc, library, inputs, threads, args.iters),
+                                openvino_bench(entry["file"], inputs, threads, args.iters, args.peer_python,
+                                               args.openvino_precision) if args.openvino else None))
+                        theirs, ours, vino = (combine_rounds([r[i] for r in rounds]) for i in range(3))
                         diff = max_difference(args.onnxc, library, inputs, ort_outputs, workdir)
-                        vino = (openvino_bench(entry["file"], inputs, threads, args.iters, args.peer_python,
-                                               args.openvino_precision)
-                                if args.openvino else None)
                     except RuntimeError as error:
                         notes.append(f"{name} seq {label} threads {threads}: {str(error).splitlines()[-1]}")
                         continue
@@ -352,6 +375,9 @@ def main() -> int:
                           + (f" | {vino['min_ms']:>8.2f} {vino['median_ms']:>8.2f} |"
                              f" {ours['min_ms'] / vino['min_ms']:>5.2f} | {vino['peak_mib']:>7.1f}" if vino else ""),
                           flush=True)
+                    if args.rounds > 1:
+                        notes.append(f"{name} seq {label} threads {threads}: ratio of each round's minima "
+                                     + " ".join(f"{o['min_ms'] / t['min_ms']:.2f}" for t, o, _ in rounds))
                     notes.append(f"{name} seq {label} threads {threads}: onnxc .so load {ours['load_ms']:.1f} ms"
                                  f" + session {ours['session_ms']:.2f} ms; ORT session creation"
                                  f" {theirs['session_ms']:.1f} ms")
