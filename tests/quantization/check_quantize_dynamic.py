@@ -7,10 +7,18 @@ Usage: check_quantize_dynamic.py ONNXC SCRATCH_DIR
 The fp32 model (x[4, 48] @ W[48, 24] + b, then a second MatMul) is built
 here, quantized at test time (nothing is committed), and run through onnxc's
 reference evaluator, JIT and a compiled .so. quantize_dynamic writes
-DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul, so both engines
-compute the same integer products: the outputs should agree to float
+DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul, so every engine
+computes the same integer products: the outputs should agree to float
 rounding. Prints the max abs error and the fraction of outputs that differ,
 and the accuracy loss against the fp32 model.
+
+The expected output is the ONNX package's own reference evaluator
+(onnx.reference), whose integer products are exact, and onnxruntime's as
+long as it agrees with it. onnxruntime's u8 x s8 kernels on x86 CPUs
+without VNNI (AVX2 Zen 2, say) add pairs of products in saturating int16
+(its documentation's reason for reduce_range), so there its QInt8 output
+differs; the test then says so and checks onnxc against onnx.reference
+alone.
 """
 
 import subprocess
@@ -21,6 +29,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 
@@ -66,8 +75,18 @@ def main() -> int:
         np.save(x_file, x)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        want = ort.InferenceSession(str(quantized), options,
-                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        theirs = ort.InferenceSession(str(quantized), options,
+                                      providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        want = ReferenceEvaluator(str(quantized)).run(None, {"x": x})[0]
+        scale = np.abs(want).max()
+        ort_error = np.abs(theirs.astype(np.float64) - want).max()
+        ort_agrees = ort_error <= 1e-5 * scale
+        if not ort_agrees:
+            print(f"{weight_type.name}: onnxruntime {ort.__version__} differs from onnx.reference by "
+                  f"{ort_error:.3g} on this CPU; onnxc is checked against onnx.reference")
+            # Only the s8 weights' known int16 saturation excuses it.
+            if weight_type != QuantType.QInt8:
+                failures.append(f"{weight_type.name}: onnxruntime differs from onnx.reference")
         exact = ort.InferenceSession(str(fp32), providers=["CPUExecutionProvider"]).run(
             None, {"x": x})[0]
         library = scratch / "int8.so"
@@ -79,15 +98,17 @@ def main() -> int:
             got = onnxc_outputs(onnxc, Path(model), x_file, scratch / f"{label}_{weight_type.name}",
                                 backend)
             error = np.abs(got.astype(np.float64) - want)
-            scale = np.abs(want).max()
             differing = float(np.mean(error > 1e-6 * scale))
-            print(f"{weight_type.name} {label}: max abs error vs onnxruntime {error.max():.3g} "
+            print(f"{weight_type.name} {label}: max abs error vs onnx.reference {error.max():.3g}, "
+                  f"vs onnxruntime {np.abs(got.astype(np.float64) - theirs).max():.3g} "
                   f"(outputs up to {scale:.3g}), fraction differing {differing:.3f}; "
                   f"vs fp32 max abs error {np.abs(got - exact).max():.3g}")
             # Same integer products and the same float epilogue: anything past
             # float rounding is a semantic difference.
             if error.max() > 1e-5 * scale:
                 failures.append(f"{weight_type.name} {label}: max abs error {error.max():.3g}")
+            if ort_agrees and np.abs(got.astype(np.float64) - theirs).max() > 1e-5 * scale:
+                failures.append(f"{weight_type.name} {label}: differs from onnxruntime")
     for failure in failures:
         print(f"FAIL {failure}")
     return 1 if failures else 0
