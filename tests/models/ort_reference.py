@@ -10,6 +10,7 @@ graph, not ORT's fused rewrite of it.
 """
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -42,6 +43,78 @@ def run_ort(model_path: str, feeds: dict, opt_level: str = "disable") -> dict:
     session = make_session(model_path, opt_level)
     names = [output.name for output in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))
+
+
+# The ops onnxruntime runs on its integer GEMM kernels.
+INTEGER_KERNEL_OPS = {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}
+
+
+@functools.lru_cache(maxsize=None)
+def integer_kernels_saturate() -> bool:
+    """Whether onnxruntime's u8 x s8 integer GEMM saturates on this CPU. Without VNNI its x86
+    kernels add pairs of u8 x s8 products in int16 (vpmaddubsw), which saturates at 32767
+    (onnxruntime's quantization docs advise reduce_range there); with VNNI, or u8 x u8, they are
+    exact. Probed with a MatMulInteger of 255 x 127 over 64 terms."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    depth = 64
+    weights = numpy_helper.from_array(np.full([depth, 1], 127, np.int8), "b")
+    graph = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, depth])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1])], [weights])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    import onnxruntime as ort
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"a": np.full([1, depth], 255, np.uint8)})[0]
+    return int(got[0, 0]) != 255 * 127 * depth
+
+
+def uses_integer_kernels(model_path: str) -> bool:
+    import onnx
+    return any(node.op_type in INTEGER_KERNEL_OPS for node in onnx.load(model_path).graph.node)
+
+
+def run_onnx_reference(model_path: str, feeds: dict) -> dict:
+    """{output name: array} from the onnx package's reference evaluator (exact integer products),
+    with two of its quantized ops mended (onnx 1.19.1)."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_23
+    from onnx.reference.ops.op_qlinear_matmul import QLinearMatMul as ReferenceQLinearMatMul
+
+    class DequantizeLinear(DequantizeLinear_23):
+        """The evaluator has no DequantizeLinear before opset 19; 23's computes 13's for its
+        types (int8, uint8, int32, per tensor or per axis)."""
+        op_domain = ""
+
+    class QLinearMatMul(ReferenceQLinearMatMul):
+        """The evaluator's casts the requantized product to the output type without saturating
+        (-2 becomes 254 in uint8); the operator saturates."""
+        op_domain = ""
+
+        def _run(self, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+            def centred(x, zero_point):
+                return x.astype(np.int64) - (0 if zero_point is None else zero_point.astype(np.int64))
+
+            product = np.matmul(centred(a, a_zero_point), centred(b, b_zero_point))
+            out_type = a.dtype if y_zero_point is None else y_zero_point.dtype
+            y = np.rint(product * (a_scale * b_scale / y_scale)) + (0 if y_zero_point is None else y_zero_point)
+            return (np.clip(y, np.iinfo(out_type).min, np.iinfo(out_type).max).astype(out_type),)
+
+    model = onnx.load(model_path)
+    names = [output.name for output in model.graph.output]
+    evaluator = ReferenceEvaluator(model, new_ops=[DequantizeLinear, QLinearMatMul])
+    return dict(zip(names, evaluator.run(names, feeds)))
+
+
+def run_expected(model_path: str, feeds: dict) -> tuple:
+    """(label, {output name: array}): onnxruntime's outputs with optimizations off, or the ONNX
+    reference evaluator's where the model runs on onnxruntime's integer kernels and those
+    saturate on this CPU (integer_kernels_saturate)."""
+    if uses_integer_kernels(model_path) and integer_kernels_saturate():
+        return "onnx.reference", run_onnx_reference(model_path, feeds)
+    return "ORT", run_ort(model_path, feeds)
 
 
 def write_outputs(outputs: dict, output_dir: str) -> list:
