@@ -70,6 +70,7 @@ def integer_kernels_saturate() -> bool:
     return int(got[0, 0]) != 255 * 127 * depth
 
 
+@functools.lru_cache(maxsize=None)
 def uses_integer_kernels(model_path: str) -> bool:
     import onnx
     return any(node.op_type in INTEGER_KERNEL_OPS for node in onnx.load(model_path).graph.node)
