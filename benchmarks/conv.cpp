@@ -27,7 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/GemmPacking.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/TargetSelection.h"

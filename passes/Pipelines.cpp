@@ -42,9 +42,14 @@ void addFusions(PassManager &pm) {
 }
 } // namespace
 
+int parseOptimizationLevel(const std::string &text) {
+  if (text.size() != 1 || text[0] < '0' || text[0] > '3')
+    fail("unknown optimization level '-O", text, "': use -O0 to -O3");
+  return text[0] - '0';
+}
+
 void addOptimizationPipeline(PassManager &pm, int level) {
-  if (level < 0 || level > 3)
-    fail("optimization level -O", level, " does not exist (use -O0 to -O3)");
+  parseOptimizationLevel(std::to_string(level));
   if (level == 0)
     return;
   // Before any folding: fold-constants would turn a QDQ graph's quantized

@@ -9,6 +9,11 @@
 
 namespace onnxc {
 
+/// The level named by `text`, what follows -O ("0" to "3"): the one check of
+/// a level, for the CLI's -O, Python's opt_level and the pipeline itself.
+/// Throws onnxc::Error "unknown optimization level '-O<text>': use -O0 to -O3".
+int parseOptimizationLevel(const std::string &text);
+
 /// Appends the pipeline of optimization level `level` (0 to 3) to `pm`:
 ///   -O0  nothing (import and verify only);
 ///   -O1  cleanup: fold-constants, remove-identity, simplify-casts, simplify-shapes,

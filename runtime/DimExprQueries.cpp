@@ -35,19 +35,20 @@ bool isWellFormedDimExpr(onnxc_dim_expr expr, int32_t numSymbols) {
 }
 
 std::optional<int32_t> singleSymbolOf(onnxc_dim_expr expr) {
-  if (expr[0] != 1 || expr[1] != 1 || expr[2] != 1)
+  if (onnxc_dim_num_terms(expr) != 1)
     return std::nullopt;
-  return static_cast<int32_t>(expr[3]);
+  onnxc_dim_term term = DimTerms(expr).next();
+  if (term.coefficient != 1 || term.degree != 1)
+    return std::nullopt;
+  return static_cast<int32_t>(term.symbols[0]);
 }
 
 std::vector<int32_t> symbolsOf(onnxc_dim_expr expr) {
   std::vector<int32_t> symbols;
-  int64_t numTerms = *expr++;
-  for (int64_t term = 0; term < numTerms; ++term) {
-    ++expr;
-    int64_t degree = *expr++;
-    for (int64_t d = 0; d < degree; ++d) {
-      auto symbol = static_cast<int32_t>(*expr++);
+  for (DimTerms terms(expr); !terms.done();) {
+    onnxc_dim_term term = terms.next();
+    for (int32_t d = 0; d < term.degree; ++d) {
+      auto symbol = static_cast<int32_t>(term.symbols[d]);
       if (std::find(symbols.begin(), symbols.end(), symbol) == symbols.end())
         symbols.push_back(symbol);
     }
@@ -57,24 +58,23 @@ std::vector<int32_t> symbolsOf(onnxc_dim_expr expr) {
 
 std::string formatDimExpr(onnxc_dim_expr expr, const char *const *symbolNames) {
   std::string text;
-  int64_t numTerms = *expr++;
-  for (int64_t term = 0; term < numTerms; ++term) {
-    int64_t coefficient = *expr++;
-    int64_t degree = *expr++;
-    if (term > 0)
-      text += coefficient < 0 ? " - " : " + ";
-    else if (coefficient < 0)
+  bool first = true;
+  for (DimTerms terms(expr); !terms.done(); first = false) {
+    onnxc_dim_term term = terms.next();
+    if (!first)
+      text += term.coefficient < 0 ? " - " : " + ";
+    else if (term.coefficient < 0)
       text += "-";
     // Negating INT64_MIN would overflow; print its magnitude as unsigned.
-    uint64_t magnitude = coefficient < 0 ? 0 - static_cast<uint64_t>(coefficient)
-                                         : static_cast<uint64_t>(coefficient);
-    bool showCoefficient = magnitude != 1 || degree == 0;
+    uint64_t magnitude = term.coefficient < 0 ? 0 - static_cast<uint64_t>(term.coefficient)
+                                              : static_cast<uint64_t>(term.coefficient);
+    bool showCoefficient = magnitude != 1 || term.degree == 0;
     if (showCoefficient)
       text += std::to_string(magnitude);
-    for (int64_t d = 0; d < degree; ++d) {
+    for (int32_t d = 0; d < term.degree; ++d) {
       if (showCoefficient || d > 0)
         text += "*";
-      text += symbolNames[*expr++];
+      text += symbolNames[term.symbols[d]];
     }
   }
   return text.empty() ? "0" : text;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "onnxc/model_abi.h"
+#include "onnxc/model_info.h"
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,26 @@
 #include <vector>
 
 namespace onnxc::runtime {
+
+/// Walks the terms of a well-formed dim expression: the one reader of
+/// model_abi.h's word layout (numTerms, then coefficient, degree, symbols
+/// per term), used by the evaluator, the queries below and the public C API.
+class DimTerms {
+public:
+  explicit DimTerms(onnxc_dim_expr expr) : remaining_(expr[0]), next_(expr + 1) {}
+  bool done() const { return remaining_ <= 0; }
+  /// The next term; only while !done().
+  onnxc_dim_term next() {
+    onnxc_dim_term term{next_[0], static_cast<int32_t>(next_[1]), next_ + 2};
+    next_ += 2 + term.degree;
+    --remaining_;
+    return term;
+  }
+
+private:
+  int64_t remaining_;
+  const int64_t *next_;
+};
 
 /// Whether `expr` is non-null, has plausible term counts and degrees, and
 /// only names symbols in [0, numSymbols).

@@ -1,8 +1,8 @@
 //===- python/src/Compile.h - onnxc.compile, dump and explain -------------===//
 //
-// The compiler half of the Python package, on the same libraries as the
-// onnxc tool (frontend, passes, codegen): load a .onnx or .ir model, run an
-// -O pipeline (plus named passes), then print the IR, report what the passes
+// The compiler half of the Python package, on the driver the onnxc tool
+// stands on too (driver/Compilation.h): load a .onnx or .ir model, run an -O
+// pipeline (plus named passes), then print the IR, report what the passes
 // did, or compile (JIT into this process, or a model.so on disk).
 //
 //===----------------------------------------------------------------------===//

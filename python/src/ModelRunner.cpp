@@ -1,12 +1,10 @@
 //===- python/src/ModelRunner.cpp - A compiled model and its sessions ------===//
 #include "python/src/ModelRunner.h"
 
-#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
 
 #include <cstring>
-#include <dlfcn.h>
 #include <filesystem>
 
 namespace onnxc::python {
@@ -26,35 +24,13 @@ ModelRunner::ModelRunner(std::unique_ptr<JitModel> jit, int numThreads)
   checkAbi(descriptor_, "the compiled model");
 }
 
-ModelRunner::ModelRunner(const std::string &path, int numThreads) : numThreads_(numThreads) {
+ModelRunner::ModelRunner(const std::string &path, int numThreads)
+    : library_(std::make_unique<ModelLibrary>(path)), descriptor_(library_->descriptor()),
+      numThreads_(numThreads) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    fail(path, ": no such file");
-  // An absolute path: dlopen would search the library path for a bare name.
   libraryPath_ = std::filesystem::absolute(path, ec).string();
   if (ec)
     libraryPath_ = path;
-  // RTLD_LOCAL: two models' symbols never resolve against each other.
-  library_ = dlopen(libraryPath_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library_)
-    fail(path, ": cannot load the library (", dlerror(), ")");
-  using Accessor = const onnxc_model_descriptor *(*)();
-  auto accessor = reinterpret_cast<Accessor>(dlsym(library_, GenericDescriptorAccessor));
-  const onnxc_model_descriptor *model = accessor ? accessor() : nullptr;
-  if (!model) {
-    dlclose(library_);
-    library_ = nullptr;
-    fail(path, ": not an onnxc model library (no '", GenericDescriptorAccessor,
-         "' function; compile it with 'onnxc compile')");
-  }
-  try {
-    checkAbi(model, path);
-  } catch (...) {
-    dlclose(library_);
-    library_ = nullptr;
-    throw;
-  }
-  descriptor_ = model;
 }
 
 ModelRunner::~ModelRunner() {
@@ -64,8 +40,7 @@ ModelRunner::~ModelRunner() {
     onnxc_session_destroy(session);
   idle_.clear();
   jit_.reset();
-  if (library_)
-    dlclose(library_);
+  library_.reset();
 }
 
 onnxc_session *ModelRunner::acquireSession() {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "driver/ModelLibrary.h"
 #include "onnxc/onnxc.h"
 
 #include <cstdint>
@@ -39,8 +40,9 @@ class ModelRunner {
 public:
   /// A model compiled by the JIT.
   ModelRunner(std::unique_ptr<JitModel> jit, int numThreads);
-  /// A model library: dlopens `path` and fetches its generic descriptor
-  /// accessor. Throws onnxc::Error naming the file when it cannot.
+  /// A model library, opened and checked as the onnxc tool does
+  /// (driver/ModelLibrary.h). Throws onnxc::Error naming the file when it
+  /// cannot.
   ModelRunner(const std::string &path, int numThreads);
   ~ModelRunner();
   ModelRunner(const ModelRunner &) = delete;
@@ -62,7 +64,7 @@ private:
   void releaseSession(onnxc_session *session);
 
   std::unique_ptr<JitModel> jit_;
-  void *library_ = nullptr;
+  std::unique_ptr<ModelLibrary> library_;
   std::string libraryPath_;
   const onnxc_model_descriptor *descriptor_ = nullptr;
   int numThreads_;

@@ -141,12 +141,9 @@ nb::list tensorInfos(const onnxc_tensor_info *infos, int32_t count) {
     const onnxc_tensor_info &info = infos[i];
     nb::list dims;
     for (int32_t d = 0; d < info.rank; ++d) {
-      // Encoding (model_abi.h): numTerms, then coefficient, degree, symbols.
-      const int64_t *expr = info.dims[d];
-      if (expr[0] == 0)
-        dims.append(0);
-      else if (expr[0] == 1 && expr[2] == 0)
-        dims.append(expr[1]);
+      int64_t value = 0;
+      if (onnxc_dim_is_constant(info.dims[d], &value))
+        dims.append(value);
       else
         dims.append(nb::none());
     }
@@ -161,15 +158,9 @@ PipelineRequest pipeline(const std::string &path, int optLevel,
   return PipelineRequest{path, optLevel, passes};
 }
 
-} // namespace
-
-} // namespace onnxc::python
-
-NB_MODULE(_onnxc, m) {
-  using namespace onnxc::python;
-  m.doc() = "onnxc's compiler and runtime (use the onnxc package, not this module)";
+/// onnxc.Error and the ModelRunner class.
+void bindModelRunner(nb::module_ &m) {
   nb::exception<onnxc::Error>(m, "Error", PyExc_RuntimeError);
-
   nb::class_<ModelRunner>(m, "ModelRunner")
       .def_prop_ro("name",
                    [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
@@ -184,7 +175,10 @@ NB_MODULE(_onnxc, m) {
                      return tensorInfos(r.descriptor().outputs, r.descriptor().num_outputs);
                    })
       .def("run", &runModel, "inputs"_a);
+}
 
+/// compile_jit, compile_library and load: the ways to a ModelRunner.
+void bindCompilers(nb::module_ &m) {
   m.def(
       "compile_jit",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
@@ -214,6 +208,10 @@ NB_MODULE(_onnxc, m) {
         return std::make_unique<ModelRunner>(path, threads);
       },
       "path"_a, "threads"_a);
+}
+
+/// dump and explain: the IR and the passes' report, as text.
+void bindInspection(nb::module_ &m) {
   m.def(
       "dump",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes) {
@@ -228,41 +226,54 @@ NB_MODULE(_onnxc, m) {
         return explainModel(pipeline(path, optLevel, passes));
       },
       "path"_a, "opt_level"_a, "passes"_a);
-  m.def(
-      "generate",
-      [](const ModelRunner &runner, const std::vector<int64_t> &prompt, int64_t maxNewTokens,
-         bool sample, float temperature, int32_t topK, float topP, uint64_t seed, int64_t eos,
-         int64_t capacity, const std::string &mapping, int threads, nb::object onToken,
-         const ModelRunner *encoder, const std::vector<int64_t> &source) {
-        onnxc_generate_options options;
-        onnxc_generate_options_init(&options);
-        options.max_new_tokens = maxNewTokens;
-        options.do_sample = sample ? 1 : 0;
-        options.temperature = temperature;
-        options.top_k = topK;
-        options.top_p = topP;
-        options.seed = seed;
-        options.eos_token_id = eos;
-        options.capacity = capacity;
-        options.mapping = mapping.c_str();
-        options.num_threads = threads;
-        std::function<void(int64_t)> callback;
-        if (!onToken.is_none())
-          // The loop runs without the GIL; the callback takes it back per token.
-          callback = [&onToken](int64_t token) {
-            nb::gil_scoped_acquire acquire;
-            onToken(token);
-          };
-        GenerateResult result;
-        {
-          nb::gil_scoped_release release;
-          result = generateTokens(runner, prompt, options, callback, encoder, source);
-        }
-        return nb::make_tuple(result.tokens, result.mode, result.description);
-      },
-      "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a, "temperature"_a, "top_k"_a, "top_p"_a,
-      "seed"_a, "eos_token_id"_a, "capacity"_a, "mapping"_a, "threads"_a, "on_token"_a.none(),
-      "encoder"_a.none(), "source"_a);
+}
+
+/// The generation loop on a ModelRunner (and its encoder's).
+nb::tuple generate(const ModelRunner &runner, const std::vector<int64_t> &prompt,
+                   int64_t maxNewTokens, bool sample, float temperature, int32_t topK, float topP,
+                   uint64_t seed, int64_t eos, int64_t capacity, const std::string &mapping,
+                   int threads, nb::object onToken, const ModelRunner *encoder,
+                   const std::vector<int64_t> &source) {
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = maxNewTokens;
+  options.do_sample = sample ? 1 : 0;
+  options.temperature = temperature;
+  options.top_k = topK;
+  options.top_p = topP;
+  options.seed = seed;
+  options.eos_token_id = eos;
+  options.capacity = capacity;
+  options.mapping = mapping.c_str();
+  options.num_threads = threads;
+  std::function<void(int64_t)> callback;
+  if (!onToken.is_none())
+    // The loop runs without the GIL; the callback takes it back per token.
+    callback = [&onToken](int64_t token) {
+      nb::gil_scoped_acquire acquire;
+      onToken(token);
+    };
+  GenerateResult result;
+  {
+    nb::gil_scoped_release release;
+    result = generateTokens(runner, prompt, options, callback, encoder, source);
+  }
+  return nb::make_tuple(result.tokens, result.mode, result.description);
+}
+
+} // namespace
+
+} // namespace onnxc::python
+
+NB_MODULE(_onnxc, m) {
+  using namespace onnxc::python;
+  m.doc() = "onnxc's compiler and runtime (use the onnxc package, not this module)";
+  bindModelRunner(m);
+  bindCompilers(m);
+  bindInspection(m);
+  m.def("generate", &generate, "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a,
+        "temperature"_a, "top_k"_a, "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a,
+        "mapping"_a, "threads"_a, "on_token"_a.none(), "encoder"_a.none(), "source"_a);
   // For the tests: the address the binding reads an input from, to check
   // that a contiguous array of the right dtype is not copied on the way in.
   m.def(

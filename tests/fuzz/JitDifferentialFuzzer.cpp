@@ -24,8 +24,8 @@
 #include "FuzzSupport.h"
 #include "RandomGraph.h"
 
-#include "codegen/CompiledSession.h"
-#include "codegen/ShapeSpecialization.h"
+#include "driver/CompiledSession.h"
+#include "driver/InputSpecialization.h"
 #include "codegen/TargetSelection.h"
 #include "ir/Error.h"
 #include "ir/Parser.h"

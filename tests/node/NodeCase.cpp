@@ -5,10 +5,10 @@
 #include "frontend/OpImporterRegistry.h"
 #include "frontend/OpsetConversion.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelCompiler.h"
-#include "codegen/ShapeSpecialization.h"
+#include "driver/InputSpecialization.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorProto.h"
 #include "ir/Error.h"
@@ -16,6 +16,8 @@
 #include "ir/eval/Evaluator.h"
 #include "tests/node/TensorCompare.h"
 
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -129,6 +131,10 @@ std::vector<Tensor> runGraph(const Graph &imported, const CaseInfo &info,
   static const TargetSelection target = TargetSelection::select({});
   // compileForInputs may specialize the graph: work on a fresh import.
   std::unique_ptr<Graph> graph = importOnnxFile((fs::path(info.directory) / "model.onnx").string());
+  if (gBackend == Backend::Lower) {
+    compileForInputs(*graph, feeds, [&](const Graph &g) { lowerModel(g, target); });
+    return evaluateGraph(imported, feeds);
+  }
   std::unique_ptr<JitModel> jit;
   std::unique_ptr<LoadedLibrary> library;
   compileForInputs(*graph, feeds, [&](const Graph &g) {

@@ -38,7 +38,10 @@ struct CaseInfo {
 /// What runs a case's graph: the reference evaluator; lowering + ORC JIT +
 /// runtime (compiled for the host CPU, one thread); or the same lowering
 /// written as a shared library (`onnxc compile`), dlopened and run.
-enum class Backend { Reference, Jit, SharedLibrary };
+/// Reference: the evaluator's outputs. Jit, SharedLibrary: compiled code's.
+/// Lower: every case lowered to LLVM IR (the compiler's own code, for the
+/// sanitizer builds) and the evaluator's outputs compared; no kernel runs.
+enum class Backend { Reference, Jit, SharedLibrary, Lower };
 void setCaseBackend(Backend backend);
 
 /// Reads the case's model.onnx protobuf (no import). Throws onnxc::Error if

@@ -1,12 +1,14 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
 // onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]...
-//                  [--timeout SECONDS] [--backend ref|jit|so] [--min-opset N]
+//                  [--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N]
 //                  [--no-fork] [--verbose]
 //
 // Runs every in-scope ONNX node-test case under each ROOT through the
 // importer and a backend: the reference evaluator (default), the JIT
-// (lowering + ORC + runtime) or a compiled shared library. A case is in scope when all of its
+// (lowering + ORC + runtime), a compiled shared library, or `lower` (every
+// case lowered to LLVM IR, the evaluator's outputs compared: the compiler's
+// own code without running kernels, for the sanitizer builds). A case is in scope when all of its
 // nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases whose opset is outside
 // the importer's window (7 to 23; 7 to 12 are converted to 13 on import, and
 // --min-opset raises the lower end) and cases listed in the exclusions file
@@ -63,7 +65,7 @@ struct Options {
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... "
-               "[--timeout SECONDS] [--backend ref|jit|so] [--min-opset N] [--no-fork] [--verbose]\n";
+               "[--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--no-fork] [--verbose]\n";
   std::exit(2);
 }
 
@@ -90,8 +92,10 @@ Options parseOptions(int argc, char **argv) {
         options.backend = Backend::Jit;
       else if (name == "so")
         options.backend = Backend::SharedLibrary;
+      else if (name == "lower")
+        options.backend = Backend::Lower;
       else
-        usage("unknown --backend '" + name + "' (use ref, jit or so)");
+        usage("unknown --backend '" + name + "' (use ref, jit, so or lower)");
     } else if (arg == "--min-opset")
       options.minOpset = std::max<int64_t>(kMinOpset, std::atoll(value().c_str()));
     else if (arg == "--no-fork")

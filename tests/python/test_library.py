@@ -68,5 +68,43 @@ def test_load_errors(tmp_path):
         onnxc.load(_onnxc.__file__)
     text = tmp_path / "text.so"
     text.write_text("not a library")
-    with pytest.raises(onnxc.Error, match="cannot load the library"):
+    with pytest.raises(onnxc.Error, match="not a model library: 13 bytes is too short"):
         onnxc.load(text)
+
+
+@pytest.mark.parametrize("kept", ["header", "half"])
+def test_truncated_library_same_error_as_the_tool(tool_library, onnxc_tool, tmp_path, kept):
+    """A model.so cut short (a full disk, an interrupted copy) is refused before the loader maps
+    it, with the one line the tool prints: never a SIGBUS inside dlopen (driver/ModelLibrary.h)."""
+    with open(tool_library, "rb") as f:
+        data = f.read()
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(data[:100] if kept == "header" else data[: len(data) // 2])
+    with pytest.raises(onnxc.Error) as raised:
+        onnxc.load(cut)
+    message = str(raised.value)
+    assert "is truncated or corrupt" in message, message
+    tool = subprocess.run([onnxc_tool, "run", str(cut)], capture_output=True, text=True)
+    assert tool.returncode != 0
+    assert tool.stderr.strip() == f"error: {message}", (tool.stderr, message)
+
+
+def test_compile_never_overwrites_the_model_or_its_weights(tiny_bert, tmp_path):
+    """compile(output=, header=) refuses, before writing anything, a path that is the model or
+    one of its external data files, with the tool's checks (driver/ArtifactOutputs.h)."""
+    import onnx
+    model = onnx.load(tiny_bert)
+    path = tmp_path / "bert.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    before = {name: (tmp_path / name).read_bytes() for name in ("bert.onnx", "weights.bin")}
+    with pytest.raises(onnxc.Error, match=r"output= '.*bert.onnx' is the input model"):
+        onnxc.compile(path, output=path)
+    with pytest.raises(onnxc.Error, match=r"the header '.*bert.onnx' is the input model"):
+        onnxc.compile(path, output=tmp_path / "b.so", header=path)
+    with pytest.raises(onnxc.Error, match=r"output= '.*weights.bin' is the external data file"):
+        onnxc.compile(path, output=tmp_path / "weights.bin")
+    with pytest.raises(onnxc.Error, match=r"the header '.*weights.bin' is the external data file"):
+        onnxc.compile(path, output=tmp_path / "c.so", header=tmp_path / "weights.bin")
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    assert not (tmp_path / "b.so").exists() and not (tmp_path / "c.so").exists()

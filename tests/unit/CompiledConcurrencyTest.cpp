@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 
 #include <gtest/gtest.h>

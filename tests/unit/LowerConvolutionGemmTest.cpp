@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/DescriptorEmitter.h"
 #include "codegen/GemmPacking.h"
 #include "codegen/ModelJit.h"

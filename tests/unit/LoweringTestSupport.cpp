@@ -2,7 +2,7 @@
 
 #include "LoweringTestSupport.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/lower/Lowering.h"
 #include "ir/Parser.h"

@@ -9,7 +9,7 @@
 #include "LoweringTestSupport.h"
 #include "TestUtil.h"
 
-#include "codegen/ShapeSpecialization.h"
+#include "driver/InputSpecialization.h"
 #include "ir/Error.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"

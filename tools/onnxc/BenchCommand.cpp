@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
-#include "tools/onnxc/CompiledLibrary.h"
+#include "driver/RunnableModel.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
@@ -156,6 +156,29 @@ void printMeasurements(const Measurements &m) {
   std::cout << line;
 }
 
+/// The first run, the rest of the warm-up, then `iterations` timed runs (sorted), the arena
+/// and the process's peak memory.
+Measurements measureRuns(CompiledSession &session, const std::vector<const Tensor *> &inputs,
+                         int warmup, int iterations) {
+  Measurements m;
+  Clock::time_point start = Clock::now();
+  session.run(inputs);
+  m.firstRunMs = millisecondsSince(start);
+  for (int i = 1; i < warmup; ++i)
+    session.run(inputs);
+  for (int i = 0; i < iterations; ++i) {
+    start = Clock::now();
+    session.run(inputs);
+    m.times.push_back(millisecondsSince(start));
+  }
+  std::sort(m.times.begin(), m.times.end());
+  for (double t : m.times)
+    m.meanMs += t / double(m.times.size());
+  m.arenaBytes = int64_t(session.arenaBytes());
+  m.peakResidentMiB = peakResidentMiB();
+  return m;
+}
+
 llvm::json::Object measurementsJson(const Measurements &m) {
   return llvm::json::Object{
       {"model", jsonText(m.modelName)},
@@ -181,29 +204,25 @@ int runBench(const ParsedArgs &args) {
   int threads = threadCount(args);
   int iterations = positiveOption(args, "iters", 50);
   int warmup = positiveOption(args, "warmup", 3);
-  bool library = isCompiledLibraryPath(path);
+  bool library = isModelLibraryPath(path);
   if (library)
     refuseCompileOptions(args, path, "bench");
   checkModelFile(path, "bench", ModelKinds::GraphsAndLibraries);
 
-  std::unique_ptr<CompiledLibrary> compiled;
-  std::unique_ptr<JitModel> jit;
-  std::unique_ptr<Graph> graph;
+  RunnableModel runnable;
   std::unique_ptr<PassManager> pm; // null for a library (nothing to optimize)
-  const onnxc_model_descriptor *model = nullptr;
   Clock::time_point start = Clock::now();
   if (library) {
-    compiled = std::make_unique<CompiledLibrary>(path);
-    model = compiled->descriptor();
-    graph = signatureGraph(*model);
+    runnable = openModelLibrary(path);
   } else {
     TargetSelection target = selectTarget(args);
     pm = buildPipeline(args, "bench", PrintOptions(), 3);
-    graph = loadModel(path);
-    runPipeline(*pm, *graph, args);
-    jit = compileModelJit(*graph, target);
-    model = jit->descriptor();
+    std::unique_ptr<Graph> optimized = loadModel(path);
+    runPipeline(*pm, *optimized, args);
+    runnable = compileModelInProcess(std::move(optimized), target);
   }
+  const onnxc_model_descriptor *model = runnable.descriptor;
+  const Graph *graph = runnable.graph.get();
   double prepareMs = millisecondsSince(start);
 
   // A benchmark's outputs are not read: inputs not given are generated (a
@@ -216,30 +235,12 @@ int runBench(const ParsedArgs &args) {
   start = Clock::now();
   CompiledSession session(model, threads);
   double sessionMs = millisecondsSince(start);
-  start = Clock::now();
-  session.run(ordered);
-  double firstRunMs = millisecondsSince(start);
-  for (int i = 1; i < warmup; ++i)
-    session.run(ordered);
-  std::vector<double> times;
-  for (int i = 0; i < iterations; ++i) {
-    start = Clock::now();
-    session.run(ordered);
-    times.push_back(millisecondsSince(start));
-  }
-  std::sort(times.begin(), times.end());
-  Measurements m;
+  Measurements m = measureRuns(session, ordered, warmup, iterations);
+  m.sessionMs = sessionMs;
   m.modelName = model->model_name ? model->model_name : "";
   m.library = library;
   m.threads = threads;
   m.prepareMs = prepareMs;
-  m.sessionMs = sessionMs;
-  m.firstRunMs = firstRunMs;
-  for (double t : times)
-    m.meanMs += t / double(times.size());
-  m.times = std::move(times);
-  m.arenaBytes = int64_t(session.arenaBytes());
-  m.peakResidentMiB = peakResidentMiB();
   std::optional<Profile> profile;
   if (args.has("profile")) {
     session.setProfiling(true);

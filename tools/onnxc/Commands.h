@@ -3,8 +3,10 @@
 
 #include "tools/onnxc/CommandLine.h"
 
-#include "ir/Graph.h"
 #include "codegen/TargetSelection.h"
+#include "driver/Compilation.h"
+#include "driver/LoadModel.h"
+#include "ir/Graph.h"
 #include "passes/PassManager.h"
 #include "tools/onnxc/RunInputs.h"
 
@@ -34,17 +36,16 @@ Command compileCommand();
 Command benchCommand();
 Command generateCommand();
 
-/// Loads a model by extension: `.onnx` is imported, `.ir` is parsed, then
-/// verified and shape-inferred. Throws onnxc::Error naming the file.
-/// `externalFiles`, when given, receives every external data file read.
-std::unique_ptr<Graph> loadModel(const std::string &path,
-                                 std::vector<std::string> *externalFiles = nullptr);
-
 /// The single MODEL positional of a command (UsageError otherwise).
 std::string modelArgument(const ParsedArgs &args, const std::string &command);
 
 /// Options that choose and debug the pass pipeline (dump and run share them).
 std::vector<OptionSpec> pipelineOptions();
+/// The driver's options from a command's flags (-O, --passes, the IR
+/// printing and checking flags, --mcpu, --mattr); throws UsageError for an
+/// unknown level or pass name.
+CompileOptions compileOptions(const ParsedArgs &args, const std::string &command,
+                              const PrintOptions &printOptions, int defaultLevel);
 /// Builds the pipeline the options ask for: the -O level first, then
 /// --passes. Called before the model loads, so that option mistakes are
 /// usage errors however broken the model is. --print-ir-after* goes to
@@ -67,6 +68,8 @@ InputRequest inputRequest(const ParsedArgs &args);
 
 /// --mcpu, --mattr (compile, run, bench).
 std::vector<OptionSpec> targetOptions();
+/// The CPU and features --mcpu and --mattr name (native by default).
+TargetRequest targetRequest(const ParsedArgs &args);
 /// The target the options ask for (native by default); throws UsageError
 /// naming an unknown CPU or feature.
 TargetSelection selectTarget(const ParsedArgs &args);

@@ -9,10 +9,10 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
-#include "codegen/ShapeSpecialization.h"
+#include "driver/InputSpecialization.h"
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
-#include "tools/onnxc/FileIdentity.h"
+#include "driver/ArtifactOutputs.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
@@ -30,12 +30,16 @@ std::vector<OptionSpec> targetOptions() {
   };
 }
 
-TargetSelection selectTarget(const ParsedArgs &args) {
+TargetRequest targetRequest(const ParsedArgs &args) {
   TargetRequest request;
   request.cpu = args.get("mcpu", "native");
   request.attributes = args.get("mattr", "");
+  return request;
+}
+
+TargetSelection selectTarget(const ParsedArgs &args) {
   try {
-    return TargetSelection::select(request);
+    return TargetSelection::select(targetRequest(args));
   } catch (const Error &error) {
     throw UsageError(error.what());
   }
@@ -67,6 +71,9 @@ int threadCount(const ParsedArgs &args) {
 
 namespace {
 
+/// How the messages of driver/ArtifactOutputs.h name this command's options.
+const ArtifactOptionNames kToolOptionNames{"-o", "--header"};
+
 ArtifactRequest::Kind emitKind(const std::string &text) {
   if (text == "so")
     return ArtifactRequest::Kind::SharedLibrary;
@@ -82,46 +89,6 @@ ArtifactRequest::Kind emitKind(const std::string &text) {
 /// The header beside a library: model.so -> model.h.
 std::string defaultHeaderPath(const std::string &libraryPath) {
   return std::filesystem::path(libraryPath).replace_extension(".h").string();
-}
-
-/// Refuses outputs that would write over the input model or over each
-/// other (compared by the file they name, not by spelling), before any work.
-void checkOutputsAreDistinct(const std::string &model, const ArtifactRequest &request,
-                             bool headerIsDefault) {
-  FileIdentity input = fileIdentity(model);
-  FileIdentity output = fileIdentity(request.outputPath);
-  if (output == input)
-    fail("-o '", request.outputPath, "' is the input model '", model,
-         "'; compiling would overwrite it (choose another -o)");
-  if (request.kind != ArtifactRequest::Kind::SharedLibrary)
-    return;
-  FileIdentity header = fileIdentity(request.headerPath);
-  if (header == input)
-    fail("the header '", request.headerPath, "' is the input model '", model,
-         "'; compiling would overwrite it (choose another --header)");
-  if (header == output) {
-    if (headerIsDefault)
-      fail("-o '", request.outputPath, "' is also the default header path (FILE with .h); ",
-           "name the library model.so, or choose the header with --header");
-    fail("--header '", request.headerPath, "' and -o '", request.outputPath,
-         "' name the same file; the header would overwrite the library");
-  }
-}
-
-/// Refuses outputs that would write over a file the model's weights were
-/// read from (known only once the model is loaded, still before any write).
-void checkOutputsSpareExternalData(const std::vector<std::string> &externalFiles,
-                                   const ArtifactRequest &request) {
-  std::vector<std::pair<std::string, std::string>> outputs = {{"-o", request.outputPath}};
-  if (request.kind == ArtifactRequest::Kind::SharedLibrary)
-    outputs.push_back({"the header", request.headerPath});
-  for (const auto &[what, output] : outputs) {
-    FileIdentity written = fileIdentity(output);
-    for (const std::string &data : externalFiles)
-      if (written == fileIdentity(data))
-        fail(what, " '", output, "' is the external data file '", data,
-             "' of the input model; compiling would overwrite it");
-  }
 }
 
 /// --name, checked; else the name the output file gives (model.so -> model).
@@ -231,15 +198,15 @@ int runCompile(const ParsedArgs &args) {
   checkOutputFile("-o", request.outputPath);
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
     checkOutputFile(headerIsDefault ? "the header" : "--header", request.headerPath);
-  checkOutputsAreDistinct(path, request, headerIsDefault);
+  checkArtifactSparesInputs(path, request, headerIsDefault, kToolOptionNames);
 
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
-  checkOutputsSpareExternalData(externalFiles, request);
+  checkArtifactSparesExternalData(externalFiles, request, kToolOptionNames);
   pinInputDims(*graph, shapes);
   runPipeline(*pm, *graph, args);
-  ModelPlan plan = compileModelArtifact(*graph, target, request);
+  ModelPlan plan = compileArtifact(*graph, target, request);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   double constantBytes = 0;

@@ -12,7 +12,7 @@
 #include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
-#include "tools/onnxc/CompiledLibrary.h"
+#include "driver/RunnableModel.h"
 #include "tools/onnxc/ModelFiles.h"
 
 #include <algorithm>
@@ -185,26 +185,17 @@ double coldPrefill(onnxc_generator *generator, const std::vector<int64_t> &promp
 
 /// A model to generate with: a compiled library, or a graph compiled in
 /// the process.
-struct LoadedModel {
-  std::unique_ptr<CompiledLibrary> library;
-  std::unique_ptr<JitModel> jit;
-  const onnxc_model_descriptor *descriptor = nullptr;
-};
-
-LoadedModel loadGenerateModel(const ParsedArgs &args, const std::string &path) {
+RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path) {
   checkModelFile(path, "generate", ModelKinds::GraphsAndLibraries);
-  LoadedModel model;
-  if (isCompiledLibraryPath(path)) {
-    model.library = std::make_unique<CompiledLibrary>(path);
-    model.descriptor = model.library->descriptor();
-  } else {
-    TargetSelection target = selectTarget(args);
-    std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
-    std::unique_ptr<Graph> graph = loadModel(path);
-    runPipeline(*pm, *graph, args);
-    model.jit = compileModelJit(*graph, target);
-    model.descriptor = model.jit->descriptor();
-  }
+  if (isModelLibraryPath(path))
+    return openModelLibrary(path);
+  TargetSelection target = selectTarget(args);
+  std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
+  std::unique_ptr<Graph> graph = loadModel(path);
+  runPipeline(*pm, *graph, args);
+  RunnableModel model = compileModelInProcess(std::move(graph), target);
+  // The generator reads the descriptor only; the graph's weights are not kept twice.
+  model.graph.reset();
   return model;
 }
 
@@ -219,7 +210,7 @@ int runGenerate(const ParsedArgs &args) {
                          : "--source-ids applies to an encoder-decoder model; add --encoder "
                            "ENCODER.so");
   for (const std::string &model : {path, encoderPath})
-    if (!model.empty() && isCompiledLibraryPath(model))
+    if (!model.empty() && isModelLibraryPath(model))
       refuseCompileOptions(args, model, "generate");
   std::vector<int64_t> prompt = promptIds(args);
   std::vector<int64_t> source =
@@ -228,10 +219,10 @@ int runGenerate(const ParsedArgs &args) {
   onnxc_generate_options options = generateOptions(args, mapping);
   bool stream = args.has("stream");
 
-  LoadedModel encoder;
+  RunnableModel encoder;
   if (!encoderPath.empty())
     encoder = loadGenerateModel(args, encoderPath);
-  LoadedModel decoder = loadGenerateModel(args, path);
+  RunnableModel decoder = loadGenerateModel(args, path);
   std::unique_ptr<onnxc_generator, GeneratorDeleter> generator(
       encoder.descriptor
           ? onnxc_generator_create_seq2seq(encoder.descriptor, decoder.descriptor, &options)

@@ -1,41 +1,14 @@
-//===- tools/onnxc/Pipeline.cpp - Loading models and running pass pipelines -===//
+//===- tools/onnxc/Pipeline.cpp - The pass pipeline options of a command -===//
 #include "tools/onnxc/Commands.h"
 
-#include "frontend/OnnxImporter.h"
+#include "driver/Compilation.h"
 #include "ir/Error.h"
-#include "ir/Parser.h"
-#include "ir/Verifier.h"
-#include "ir/infer/ShapeInference.h"
 #include "passes/PassRegistry.h"
 #include "passes/Pipelines.h"
 
-#include <filesystem>
 #include <iostream>
 
 namespace onnxc {
-
-std::unique_ptr<Graph> loadModel(const std::string &path, std::vector<std::string> *externalFiles) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    fail(path, std::filesystem::is_directory(path, ec) ? ": is a directory, not a model file"
-                                                       : ": no such file");
-  std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".onnx") {
-    std::unique_ptr<Graph> graph = importOnnxFile(path, externalFiles);
-    verifyGraph(*graph);
-    return graph;
-  }
-  if (ext == ".ir") {
-    std::unique_ptr<Graph> graph = parseGraphFile(path);
-    verifyGraph(*graph);
-    inferShapes(*graph);
-    return graph;
-  }
-  if (ext == ".so")
-    fail(path, ": a compiled library holds no graph to dump or compile ('onnxc run' and "
-               "'onnxc bench' run it); pass the .onnx or .ir it was built from");
-  fail(path, ": unknown model file type '", ext, "' (expected .onnx or .ir)");
-}
 
 std::string modelArgument(const ParsedArgs &args, const std::string &command) {
   if (args.positionals.size() != 1)
@@ -61,11 +34,11 @@ std::vector<OptionSpec> pipelineOptions() {
 
 namespace {
 int optimizationLevel(const ParsedArgs &args, const std::string &command, int defaultLevel) {
-  std::string level = args.get("O", std::to_string(defaultLevel));
-  if (level.size() != 1 || level[0] < '0' || level[0] > '3')
-    throw UsageError("unknown optimization level '-O" + level + "' (use -O0 to -O3; see 'onnxc " +
-                     command + " --help')");
-  return level[0] - '0';
+  try {
+    return parseOptimizationLevel(args.get("O", std::to_string(defaultLevel)));
+  } catch (const Error &error) {
+    throw UsageError(std::string(error.what()) + " (see 'onnxc " + command + " --help')");
+  }
 }
 
 std::string knownPassNames() {
@@ -88,19 +61,25 @@ std::vector<std::string> passNames(const ParsedArgs &args, const std::string &op
 }
 } // namespace
 
+CompileOptions compileOptions(const ParsedArgs &args, const std::string &command,
+                              const PrintOptions &printOptions, int defaultLevel) {
+  CompileOptions options;
+  // In this order, the first mistake is the one reported.
+  options.passManager.printIrAfter = passNames(args, "print-ir-after", command);
+  options.optLevel = optimizationLevel(args, command, defaultLevel);
+  options.passes = passNames(args, "passes", command);
+  options.passManager.printIrAfterAll = args.has("print-ir-after-all");
+  options.passManager.verifyEach = args.has("verify-each");
+  options.passManager.explain = args.has("explain");
+  options.passManager.printOptions = printOptions;
+  options.target = targetRequest(args);
+  return options;
+}
+
 std::unique_ptr<PassManager> buildPipeline(const ParsedArgs &args, const std::string &command,
                                            const PrintOptions &printOptions, int defaultLevel,
                                            std::ostream *irStream) {
-  PassManagerOptions options;
-  options.printIrAfter = passNames(args, "print-ir-after", command);
-  options.printIrAfterAll = args.has("print-ir-after-all");
-  options.verifyEach = args.has("verify-each");
-  options.explain = args.has("explain");
-  options.printOptions = printOptions;
-  auto pm = std::make_unique<PassManager>(options, irStream ? irStream : &std::cerr);
-  addOptimizationPipeline(*pm, optimizationLevel(args, command, defaultLevel));
-  addPassesByName(*pm, passNames(args, "passes", command));
-  return pm;
+  return onnxc::buildPipeline(compileOptions(args, command, printOptions, defaultLevel), irStream);
 }
 
 void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args) {

@@ -2,13 +2,13 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/CompilableShapes.h"
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
-#include "codegen/ShapeSpecialization.h"
+#include "driver/InputSpecialization.h"
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
-#include "tools/onnxc/CompiledLibrary.h"
-#include "tools/onnxc/FileIdentity.h"
+#include "driver/RunnableModel.h"
+#include "driver/FileIdentity.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/Npy.h"
@@ -153,11 +153,100 @@ std::vector<Tensor> runCompiledModel(const onnxc_model_descriptor &model, const 
   return session.run(ordered);
 }
 
+/// What a run produced, and the pipeline that prepared it (null for a library).
+struct RunResult {
+  std::vector<Tensor> outputs;
+  std::vector<std::string> outputNames, outputFiles;
+  std::unique_ptr<PassManager> pm;
+};
+
+/// A compiled library on the inputs the request gives.
+RunResult runLibrary(const std::string &path, const InputRequest &request,
+                     const std::string &outputDir, int threads) {
+  RunResult result;
+  RunnableModel compiled = openModelLibrary(path);
+  const onnxc_model_descriptor &model = *compiled.descriptor;
+  for (int32_t i = 0; i < model.num_outputs; ++i)
+    result.outputNames.push_back(model.outputs[i].name);
+  if (!outputDir.empty())
+    result.outputFiles = outputPaths(outputDir, result.outputNames, request, path);
+  std::map<std::string, Tensor> inputs =
+      prepareInputs(*compiled.graph, request, MissingInputs::Refuse);
+  result.outputs = runCompiledModel(model, *compiled.graph, inputs, threads);
+  return result;
+}
+
+/// The outputs of a graph the JIT compiled for the inputs at hand.
+std::vector<Tensor> runJit(Graph &graph, const std::map<std::string, Tensor> &inputs,
+                           const TargetSelection &target, int threads) {
+  // Shapes that follow input contents compile for the values at hand.
+  InputSpecificJit jit = compileForInputs(graph, inputs, target);
+  if (!jit.specialized.empty()) {
+    std::string list;
+    for (const std::string &name : jit.specialized)
+      list += (list.empty() ? "'" : ", '") + name + "'";
+    std::cerr << "note: compiled for the given values of input"
+              << (jit.specialized.size() > 1 ? "s " : " ") << list << "\n";
+  }
+  return runCompiledModel(*jit.model->descriptor(), graph, inputs, threads);
+}
+
+/// An .onnx or .ir model through the pipeline, then the JIT or the reference evaluator.
+RunResult runGraph(const ParsedArgs &args, const std::string &path, const std::string &backend,
+                   const InputRequest &request, const std::string &outputDir, int threads,
+                   const std::optional<TargetSelection> &target) {
+  RunResult result;
+  result.pm = buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
+  std::unique_ptr<Graph> graph = loadModel(path);
+  runPipeline(*result.pm, *graph, args);
+  for (const GraphOutput &output : graph->outputs())
+    result.outputNames.push_back(output.name);
+  if (!outputDir.empty())
+    result.outputFiles = outputPaths(outputDir, result.outputNames, request, path);
+  // A model the JIT can never run is reported as such, before its inputs.
+  if (backend == "jit")
+    checkCompilableShapes(*graph);
+  std::map<std::string, Tensor> inputs = prepareInputs(*graph, request, MissingInputs::Refuse);
+  result.outputs =
+      backend == "ref" ? evaluateGraph(*graph, inputs) : runJit(*graph, inputs, *target, threads);
+  return result;
+}
+
+/// Prints the outputs (or their JSON document) and writes the .npy files.
+void reportOutputs(const ParsedArgs &args, const std::string &path, const std::string &backend,
+                   const RunResult &result, const std::string &outputDir) {
+  assert(result.outputs.size() == result.outputNames.size());
+  if (!outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(outputDir, ec);
+    if (ec)
+      fail(outputDir, ": cannot create directory (", ec.message(), ")");
+  }
+  llvm::json::Array outputList;
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    const std::string file = outputDir.empty() ? "" : result.outputFiles[i];
+    if (args.has("json"))
+      outputList.push_back(outputJson(result.outputNames[i], result.outputs[i], file));
+    else
+      printOutput(result.outputNames[i], result.outputs[i]);
+    if (!outputDir.empty())
+      writeNpy(file, result.outputs[i]);
+  }
+  if (args.has("json")) {
+    llvm::json::Object document{{"model", jsonText(path)},
+                                {"backend", backend},
+                                {"outputs", std::move(outputList)}};
+    if (result.pm)
+      addPipelineReport(document, *result.pm, args);
+    printJson(std::move(document));
+  }
+}
+
 int runRun(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
   std::string path = modelArgument(args, "run");
-  bool library = isCompiledLibraryPath(path);
+  bool library = isModelLibraryPath(path);
   if (library)
     refuseCompileOptions(args, path, "run");
   std::string backend = args.get("backend", library ? "so" : "jit");
@@ -176,75 +265,10 @@ int runRun(const ParsedArgs &args) {
     target = selectTarget(args);
 
   std::string outputDir = args.get("output-dir");
-  std::vector<Tensor> outputs;
-  std::vector<std::string> outputNames, outputFiles;
   checkModelFile(path, "run", ModelKinds::GraphsAndLibraries);
-  std::unique_ptr<PassManager> pm; // null for a library
-  if (library) {
-    CompiledLibrary compiled(path);
-    const onnxc_model_descriptor &model = *compiled.descriptor();
-    std::unique_ptr<Graph> signature = signatureGraph(model);
-    for (int32_t i = 0; i < model.num_outputs; ++i)
-      outputNames.push_back(model.outputs[i].name);
-    if (!outputDir.empty())
-      outputFiles = outputPaths(outputDir, outputNames, request, path);
-    std::map<std::string, Tensor> inputs =
-        prepareInputs(*signature, request, MissingInputs::Refuse);
-    outputs = runCompiledModel(model, *signature, inputs, threads);
-  } else {
-    pm = buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
-    std::unique_ptr<Graph> graph = loadModel(path);
-    runPipeline(*pm, *graph, args);
-    for (const GraphOutput &output : graph->outputs())
-      outputNames.push_back(output.name);
-    if (!outputDir.empty())
-      outputFiles = outputPaths(outputDir, outputNames, request, path);
-    // A model the JIT can never run is reported as such, before its inputs.
-    if (backend == "jit")
-      checkCompilableShapes(*graph);
-    std::map<std::string, Tensor> inputs = prepareInputs(*graph, request, MissingInputs::Refuse);
-    if (backend == "ref") {
-      outputs = evaluateGraph(*graph, inputs);
-    } else {
-      // Shapes that follow input contents compile for the values at hand.
-      InputSpecificJit jit = compileForInputs(*graph, inputs, *target);
-      if (!jit.specialized.empty()) {
-        std::string list;
-        for (const std::string &name : jit.specialized)
-          list += (list.empty() ? "'" : ", '") + name + "'";
-        std::cerr << "note: compiled for the given values of input"
-                  << (jit.specialized.size() > 1 ? "s " : " ") << list << "\n";
-      }
-      std::unique_ptr<JitModel> model = std::move(jit.model);
-      outputs = runCompiledModel(*model->descriptor(), *graph, inputs, threads);
-    }
-  }
-  assert(outputs.size() == outputNames.size());
-
-  if (!outputDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(outputDir, ec);
-    if (ec)
-      fail(outputDir, ": cannot create directory (", ec.message(), ")");
-  }
-  llvm::json::Array outputList;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (args.has("json"))
-      outputList.push_back(
-          outputJson(outputNames[i], outputs[i], outputDir.empty() ? "" : outputFiles[i]));
-    else
-      printOutput(outputNames[i], outputs[i]);
-    if (!outputDir.empty())
-      writeNpy(outputFiles[i], outputs[i]);
-  }
-  if (args.has("json")) {
-    llvm::json::Object document{{"model", jsonText(path)},
-                                {"backend", library ? "so" : backend},
-                                {"outputs", std::move(outputList)}};
-    if (pm)
-      addPipelineReport(document, *pm, args);
-    printJson(std::move(document));
-  }
+  RunResult result = library ? runLibrary(path, request, outputDir, threads)
+                             : runGraph(args, path, backend, request, outputDir, threads, target);
+  reportOutputs(args, path, backend, result, outputDir);
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #define ONNXC_ONNXC_H
 
 #include "onnxc/model_abi.h"
+#include "onnxc/model_info.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-//===- tools/onnxc/FileIdentity.h - Do two paths name one file? -------------===//
+//===- driver/FileIdentity.h - Do two paths name one file? -----------------===//
 //
 // `compile m.onnx -o ./m.onnx`, a --header that is a symlink to the library,
 // a hard link: the spellings differ, the file is one, and writing both would

@@ -1,24 +1,22 @@
-//===- codegen/ShapeSpecialization.h - Compile for given input values -----===//
+//===- passes/cleanup/SpecializeInputs.h - Build given input values in ---===//
 //
 // Compiled code needs every shape known from the inputs' dims. Some graphs
 // compute shapes from input *contents* instead (a Reshape whose target shape
 // is a graph input, Range over input scalars, Slice with input starts): the
 // reference evaluator follows them at run time, the AOT compiler refuses
 // them, and the JIT, which has the inputs at hand, specializes: small graph
-// inputs become constants with the given values, shapes are re-inferred, and
-// the compiled model is only valid for those values.
+// inputs become constants with the given values, shapes are re-inferred and
+// the graph is cleaned up at -O1, and what is compiled from it is valid for
+// those values only. These are the graph edits; driver/InputSpecialization.h
+// decides when to make them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "codegen/ModelJit.h"
-#include "codegen/TargetSelection.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 
-#include <functional>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,26 +38,5 @@ std::vector<std::string> specializeSmallInputs(Graph &graph,
 /// and re-infers shapes: for sizes no polynomial of the dims expresses (a
 /// stride-2 pool under ceil_mode, a resize by 1.5), which become constants.
 void specializeInputDims(Graph &graph, const std::map<std::string, Tensor> &inputs);
-
-/// Calls `compile(graph)`: as the graph is when that works; otherwise
-/// (shapes follow input contents, or a lowering needs an operand's value at
-/// compile time, like a training-mode Dropout ratio given as an input) after
-/// specializeSmallInputs (and specializeInputDims when shapes still depend
-/// on more than the inputs' dims), modifying `graph`. Returns the inputs that became
-/// constants. Rethrows the first compile error when specializing does not
-/// help.
-std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                          const std::function<void(const Graph &)> &compile);
-
-/// A JIT-compiled model for particular input values.
-struct InputSpecificJit {
-  std::unique_ptr<JitModel> model;
-  /// Inputs that became constants (the model no longer takes them).
-  std::vector<std::string> specialized;
-};
-
-/// compileForInputs with the JIT.
-InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                  const TargetSelection &target);
 
 } // namespace onnxc

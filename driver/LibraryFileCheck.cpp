@@ -1,5 +1,5 @@
-//===- tools/onnxc/LibraryFileCheck.cpp - Is this file a model.so we can map?
-#include "tools/onnxc/LibraryFileCheck.h"
+//===- driver/LibraryFileCheck.cpp - Is this file a model.so we can map? --===//
+#include "driver/LibraryFileCheck.h"
 
 #include "ir/Error.h"
 

@@ -1,4 +1,4 @@
-//===- codegen/CompiledSession.h - Run a compiled model on ir::Tensors -----===//
+//===- driver/CompiledSession.h - Run a compiled model on ir::Tensors ------===//
 //
 // The C API (runtime/include/onnxc/onnxc.h) speaks raw buffers; the driver
 // and the tests speak ir::Tensor. This adapter owns one runtime session for

@@ -1,6 +1,6 @@
-//===- codegen/CompiledSession.cpp - Run a compiled model on ir::Tensors ---===//
+//===- driver/CompiledSession.cpp - Run a compiled model on ir::Tensors ----===//
 
-#include "codegen/CompiledSession.h"
+#include "driver/CompiledSession.h"
 
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"

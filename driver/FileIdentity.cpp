@@ -1,5 +1,5 @@
-//===- tools/onnxc/FileIdentity.cpp - Do two paths name one file? -----------===//
-#include "tools/onnxc/FileIdentity.h"
+//===- driver/FileIdentity.cpp - Do two paths name one file? ---------------===//
+#include "driver/FileIdentity.h"
 
 #include <filesystem>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-//===- tools/onnxc/LibraryFileCheck.h - Is this file a model.so we can map? ===//
+//===- driver/LibraryFileCheck.h - Is this file a model.so we can map? ----===//
 //
 // dlopen trusts the ELF file it maps: a model.so cut short by a full disk or
 // an interrupted copy has program headers promising bytes past the end of

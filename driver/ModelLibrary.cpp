@@ -1,43 +1,20 @@
-//===- tools/onnxc/CompiledLibrary.cpp - Load a model.so written by compile ===//
-
-#include "tools/onnxc/CompiledLibrary.h"
+//===- driver/ModelLibrary.cpp - Open and check a model.so ----------------===//
+#include "driver/ModelLibrary.h"
 
 #include "codegen/DescriptorEmitter.h"
+#include "driver/LibraryFileCheck.h"
 #include "ir/Error.h"
-#include "runtime/DescriptorCheck.h"
-#include "tools/onnxc/LibraryFileCheck.h"
+#include "onnxc/model_info.h"
 
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <filesystem>
 #include <unistd.h>
 
 namespace onnxc {
 
 namespace {
-
-/// Decodes one dim expression of model_abi.h into a Dim over the model's
-/// symbol names.
-Dim decodeDim(const onnxc_model_descriptor &model, onnxc_dim_expr words) {
-  Dim result(0);
-  int64_t terms = words[0];
-  size_t at = 1;
-  for (int64_t t = 0; t < terms; ++t) {
-    Dim term(words[at]);
-    int64_t degree = words[at + 1];
-    at += 2;
-    for (int64_t d = 0; d < degree; ++d, ++at) {
-      int64_t symbol = words[at];
-      if (symbol < 0 || symbol >= model.num_symbols)
-        fail("model library: a dim refers to symbol ", symbol, " of ", model.num_symbols);
-      term = term * Dim::symbol(model.symbol_names[symbol]);
-    }
-    result = result + term;
-  }
-  return result;
-}
 
 /// Closes a descriptor when it goes out of scope.
 struct OpenFile {
@@ -50,12 +27,7 @@ struct OpenFile {
 
 } // namespace
 
-bool isCompiledLibraryPath(const std::string &path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  return extension == ".so" || extension == ".dylib";
-}
-
-CompiledLibrary::CompiledLibrary(const std::string &path) {
+ModelLibrary::ModelLibrary(const std::string &path) {
   OpenFile file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
   if (file.fd < 0) {
     if (errno == ENOENT)
@@ -86,7 +58,7 @@ CompiledLibrary::CompiledLibrary(const std::string &path) {
       fail(path, ": model library has abi version ", descriptor_ ? descriptor_->abi_version : 0,
            ", this onnxc runs version ", ONNXC_ABI_VERSION, " (recompile the model)");
     // signatureGraph reads the descriptor before any session checks it.
-    if (std::string problem = runtime::checkDescriptor(descriptor_); !problem.empty())
+    if (const char *problem = onnxc_model_check(descriptor_))
       fail(path, ": the model library's descriptor is invalid: ", problem);
   } catch (...) {
     dlclose(handle_);
@@ -94,10 +66,28 @@ CompiledLibrary::CompiledLibrary(const std::string &path) {
   }
 }
 
-CompiledLibrary::~CompiledLibrary() {
+ModelLibrary::~ModelLibrary() {
   if (handle_)
     dlclose(handle_);
 }
+
+namespace {
+
+/// One dim expression of a checked descriptor as a Dim over the model's
+/// symbol names.
+Dim decodeDim(const onnxc_model_descriptor &model, onnxc_dim_expr expr) {
+  Dim result(0);
+  for (int32_t t = 0; t < onnxc_dim_num_terms(expr); ++t) {
+    onnxc_dim_term term = onnxc_dim_get_term(expr, t);
+    Dim product(term.coefficient);
+    for (int32_t d = 0; d < term.degree; ++d)
+      product = product * Dim::symbol(model.symbol_names[term.symbols[d]]);
+    result = result + product;
+  }
+  return result;
+}
+
+} // namespace
 
 std::unique_ptr<Graph> signatureGraph(const onnxc_model_descriptor &model) {
   auto graph = std::make_unique<Graph>(model.model_name ? model.model_name : "model");

@@ -1,14 +1,11 @@
-//===- codegen/ShapeSpecialization.cpp - Compile for given input values ---===//
+//===- passes/cleanup/SpecializeInputs.cpp - Build given input values in -===//
+#include "passes/cleanup/SpecializeInputs.h"
 
-#include "codegen/ShapeSpecialization.h"
-
-#include "codegen/ModelCompiler.h"
 #include "ir/Error.h"
 #include "ir/infer/ShapeInference.h"
 #include "passes/PassManager.h"
 #include "passes/Pipelines.h"
 
-#include <algorithm>
 #include <set>
 
 namespace onnxc {
@@ -126,61 +123,6 @@ void specializeInputDims(Graph &graph, const std::map<std::string, Tensor> &inpu
   PassManager cleanup;
   addOptimizationPipeline(cleanup, 1);
   cleanup.run(graph);
-}
-
-namespace {
-
-/// Specializes, then compiles; an error names the inputs whose values were
-/// built in, since they (not the model) may be what is wrong.
-std::vector<std::string> specializeAndCompile(Graph &graph,
-                                              const std::map<std::string, Tensor> &inputs,
-                                              const std::function<void(const Graph &)> &compile) {
-  std::vector<std::string> specialized;
-  try {
-    specialized = specializeSmallInputs(graph, inputs);
-    if (hasDataDependentShapes(graph))
-      specializeInputDims(graph, inputs);
-    compile(graph);
-  } catch (const Error &error) {
-    std::vector<std::string> names;
-    for (const Value *input : graph.inputs())
-      names.push_back(input->name());
-    std::string given;
-    for (const auto &[name, tensor] : inputs)
-      if (std::find(names.begin(), names.end(), name) == names.end())
-        given += (given.empty() ? "'" : ", '") + name + "'";
-    if (given.empty())
-      throw;
-    fail("with the values given for input", given.find(',') == std::string::npos ? " " : "s ",
-         given, " built in: ", error.what());
-  }
-  return specialized;
-}
-
-} // namespace
-
-std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                          const std::function<void(const Graph &)> &compile) {
-  if (hasDataDependentShapes(graph))
-    return specializeAndCompile(graph, inputs, compile);
-  try {
-    compile(graph);
-    return {};
-  } catch (const Error &firstError) {
-    try {
-      return specializeAndCompile(graph, inputs, compile);
-    } catch (const Error &) {
-      throw firstError;
-    }
-  }
-}
-
-InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                  const TargetSelection &target) {
-  InputSpecificJit result;
-  result.specialized = compileForInputs(
-      graph, inputs, [&](const Graph &g) { result.model = compileModelJit(g, target); });
-  return result;
 }
 
 } // namespace onnxc
