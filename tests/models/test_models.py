@@ -10,12 +10,19 @@ Environment:
   ONNXC_BACKENDS   comma-separated backends to test (default: ref,jit,so): `ref` and `jit` are
                    `onnxc run --backend`; `so` compiles the model once with `onnxc compile` and runs
                    the library at every test shape (one artifact serves every shape)
+  ONNXC_MODEL_CHECKS  `full` (default) or `passes`: what the sanitizer builds run (CONTRIBUTING.md).
+                   `passes` checks the compiler's own C++ on every model without running the
+                   kernels it emits, which ASan cannot see into: import, -O2 with every pass
+                   verified, lowering to LLVM IR, the fusion counts, the IR round trip, and the
+                   reference evaluator against onnxruntime at the test shapes. ORT's self-check,
+                   the JIT, the .so and the differential lengths run in the normal build only.
 
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
-graph); a second test checks that ORT's fully optimized run agrees with it. A differential test
-(test_compiled_matches_reference_at_lengths) also runs the .so and the JIT at sequence lengths
-1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry the model name,
-so `-k MODEL-` selects it with the model's other tests.
+graph); a second test checks that ORT's fully optimized run agrees with it. The reference
+evaluator and the .so run at every test shape, the JIT at the first (each JIT run compiles the
+model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
+at sequence lengths 1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry
+the model name, so `-k MODEL-` selects it with the model's other tests.
 """
 
 import functools
@@ -37,6 +44,15 @@ import build_models  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
 BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref,jit,so").split(",") if b.strip()]
+MODEL_CHECKS = os.environ.get("ONNXC_MODEL_CHECKS", "full")
+if MODEL_CHECKS not in ("full", "passes"):
+    raise ValueError(f"ONNXC_MODEL_CHECKS={MODEL_CHECKS}: use full or passes")
+PASS_LEVEL = MODEL_CHECKS == "passes"
+if PASS_LEVEL:
+    BACKENDS = [b for b in BACKENDS if b == "ref"]
+# Marks the tests that execute compiled kernels or only onnxruntime: not run at the pass level.
+runs_kernels = pytest.mark.skipif(PASS_LEVEL, reason="ONNXC_MODEL_CHECKS=passes: compiled kernels "
+                                  "and onnxruntime's self-check run in the normal build")
 ONNXC_TIMEOUT_SECONDS = 600
 
 
@@ -95,6 +111,7 @@ def compare(label: str, got: np.ndarray, want: np.ndarray, tolerance: dict) -> N
     np.testing.assert_allclose(got, want, rtol=tolerance["rtol"], atol=tolerance["atol"], err_msg=label)
 
 
+@runs_kernels
 @pytest.mark.parametrize("entry, dims", CASES)
 def test_ort_optimized_matches_plain(entry, dims):
     """Sanity check of the reference: ORT's fused graph and the plain graph agree."""
@@ -177,8 +194,23 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
     return output_dir
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("entry, dims", CASES)
+def ort_cases() -> list:
+    """(entry, dims, backend) for the comparison with onnxruntime: the reference evaluator and
+    the .so (compiled once) at every test shape, the JIT at the first. Every `onnxc run
+    --backend=jit` compiles the whole model again, which was most of these tests' time; the JIT
+    shares the .so's lowering and differs only in how the module becomes code (ORC), which one
+    run per model checks."""
+    cases = []
+    for entry in MANIFEST["models"]:
+        for index, dims in enumerate(entry["test_shapes"]):
+            for backend in BACKENDS:
+                if backend != "jit" or index == 0:
+                    cases.append(pytest.param(entry, dims, backend,
+                                              id=f"{entry['name']}-{shape_id(dims)}-{backend}"))
+    return cases
+
+
+@pytest.mark.parametrize("entry, dims, backend", ort_cases())
 def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
     onnxc = onnxc_binary()
     feeds, want = reference(entry, dims)
@@ -198,8 +230,9 @@ def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
 # masks at lengths 1..100) compiles a model that is wrong at other lengths while every test shape
 # passes. So every model also runs at the lengths of model_inputs.differential_shapes (1, 7, 129,
 # 300, 600 on every sequence dimension, batch 2 at one of them): the .so, compiled once, at every
-# shape, the JIT at the longest and a short odd length, each against `onnxc run --backend=ref`
-# (the unoptimized graph) on the same inputs. The ORT comparison above stays at the test shapes.
+# shape, against `onnxc run --backend=ref` (the unoptimized graph) on the same inputs. The JIT,
+# which compiles the same lowering again at every run, is compared once per model (ort_cases);
+# differential_shapes' run_jit flags are not used. The ORT comparison stays at the test shapes.
 
 # Under the sanitizers (ONNXC_SANITIZE, scripts/sanitize.sh) the differential check keeps the
 # shapes whose every dimension is at most 129 (a batch at most 7): there it looks for memory and
@@ -217,6 +250,9 @@ def within_sanitized_limits(dims: dict) -> bool:
 
 def differential_cases() -> list:
     cases = []
+    if PASS_LEVEL:
+        return [pytest.param(entry, {}, "so", id=f"{entry['name']}-lengths-skipped", marks=runs_kernels)
+                for entry in MANIFEST["models"]]
     sanitized = bool(os.environ.get("ONNXC_SANITIZE"))
     for entry in MANIFEST["models"]:
         shapes, note = differential_shapes(entry)
@@ -226,11 +262,11 @@ def differential_cases() -> list:
         if not shapes:
             cases.append(pytest.param(entry, {}, "so", id=f"{entry['name']}-lengths-skipped",
                                       marks=pytest.mark.skip(reason=f"{entry['name']}: {note}")))
-        for dims, run_jit in shapes:
-            for backend in ("so", "jit") if run_jit else ("so",):
-                if backend in BACKENDS:
-                    cases.append(pytest.param(entry, dims, backend,
-                                              id=f"{entry['name']}-lengths-{shape_id(dims)}-{backend}"))
+        # The .so at every length; the JIT runs once per model (ort_cases), at a test shape.
+        for dims, _ in shapes:
+            if "so" in BACKENDS:
+                cases.append(pytest.param(entry, dims, "so",
+                                          id=f"{entry['name']}-lengths-{shape_id(dims)}-so"))
     return cases
 
 
@@ -401,6 +437,20 @@ def test_fusions(entry, tmp_path):
     if entry["family"] in UNFUSED_ATTENTION:
         leftovers = [op for op in leftovers if op != "Softmax("]
     assert not leftovers, f"{entry['name']}: unfused ops remain at -O2: {leftovers}"
+
+
+@pytest.mark.skipif(not PASS_LEVEL, reason="the normal build compiles and runs every model instead")
+@pytest.mark.parametrize("entry", [pytest.param(entry, id=f"{entry['name']}-passes") for entry in MANIFEST["models"]])
+def test_passes_verify_and_lower(entry, tmp_path):
+    """-O3 with the IR verified and shapes re-inferred after every pass, then lowered to LLVM IR:
+    every step of the compiler's own code on the model, no kernel run (ONNXC_MODEL_CHECKS=passes,
+    the sanitizer builds). The normal build compiles and runs the model instead."""
+    onnxc = onnxc_binary()
+    output = str(tmp_path / f"{entry['name']}.ll")
+    run_checked([onnxc, "compile", model_path(entry), "-O3", "--verify-each", "--emit=llvm", "-o", output],
+                "onnxc compile --emit=llvm")
+    with open(output) as f:
+        assert "define" in f.read(), f"{output}: no function was emitted"
 
 
 @pytest.mark.parametrize("opt_level", ["-O0", "-O1"])
