@@ -244,7 +244,8 @@ std::optional<KeyBand> proveBandMask(const Value *mask, MaskEncoding encoding, c
       return std::nullopt;
     }
   }
-  if (std::optional<int64_t> n = qSeq.constant(); n && qSeq == kvSeq && !involvesSymbols(mask, nodes))
+  if (std::optional<int64_t> n = qSeq.constant();
+      n && qSeq == kvSeq && !involvesSymbols(mask, nodes))
     return evaluateAtLength(mask, encoding, *n, reason);
   try {
     mask::SymbolicEvaluator evaluator;

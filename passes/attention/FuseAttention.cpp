@@ -47,9 +47,9 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
 #include "ir/infer/ShapeInference.h"
-#include "passes/attention/AttentionMasks.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
+#include "passes/attention/AttentionMasks.h"
 
 #include <algorithm>
 #include <cassert>

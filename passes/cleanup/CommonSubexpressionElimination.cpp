@@ -122,8 +122,8 @@ int64_t mergeNodes(Graph &graph) {
       continue;
     size_t hash = hashNode(*node);
     auto [begin, end] = seen.equal_range(hash);
-    auto match =
-        std::find_if(begin, end, [&](const auto &entry) { return sameComputation(*entry.second, *node); });
+    auto match = std::find_if(
+        begin, end, [&](const auto &entry) { return sameComputation(*entry.second, *node); });
     if (match == end) {
       seen.emplace(hash, node);
       continue;

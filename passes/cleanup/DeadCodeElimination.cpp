@@ -59,6 +59,8 @@ public:
 
 } // namespace
 
-std::unique_ptr<Pass> createDeadCodeEliminationPass() { return std::make_unique<DeadCodeElimination>(); }
+std::unique_ptr<Pass> createDeadCodeEliminationPass() {
+  return std::make_unique<DeadCodeElimination>();
+}
 
 } // namespace onnxc

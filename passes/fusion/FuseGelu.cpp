@@ -172,8 +172,8 @@ public:
     for (Node *node : candidates) {
       bool tanhForm = node->kind() == OpKind::Tanh;
       GeluMatch match;
-      const char *reason = tanhForm ? matchTanhArgument(graph, *node, match)
-                                    : matchErfArgument(graph, *node, match);
+      const char *reason =
+          tanhForm ? matchTanhArgument(graph, *node, match) : matchErfArgument(graph, *node, match);
       if (!reason)
         reason = matchHalfXTimesOnePlus(graph, node->result(0), match);
       if (reason) {

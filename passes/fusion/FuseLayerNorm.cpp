@@ -23,8 +23,8 @@
 // a γ over two axes, ...) are counted as rejected and --explain says why.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/fusion/NormalizationMatch.h"
 #include "passes/Pass.h"
+#include "passes/fusion/NormalizationMatch.h"
 
 namespace onnxc {
 

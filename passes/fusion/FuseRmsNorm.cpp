@@ -21,8 +21,8 @@
 // x - mean(x)); it is rejected here and left to fuse-layernorm.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/fusion/NormalizationMatch.h"
 #include "passes/Pass.h"
+#include "passes/fusion/NormalizationMatch.h"
 
 namespace onnxc {
 

@@ -20,8 +20,8 @@
 // compiled kernel takes).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/fusion/NormalizationMatch.h"
 #include "passes/Pass.h"
+#include "passes/fusion/NormalizationMatch.h"
 
 namespace onnxc {
 

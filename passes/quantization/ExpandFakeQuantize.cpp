@@ -89,7 +89,8 @@ public:
       Value *q = emit(OpKind::Clip, {emit(OpKind::Add, {r, z}), constant(isSigned ? -128.0f : 0.0f),
                                      constant(isSigned ? 127.0f : 255.0f)});
       Value *y = emit(OpKind::Mul, {emit(OpKind::Sub, {q, z}), s});
-      Value *result = emit(OpKind::Where, {emit(OpKind::IsNaN, {x}, DType::Bool), constant(0.0f), y});
+      Value *result =
+          emit(OpKind::Where, {emit(OpKind::IsNaN, {x}, DType::Bool), constant(0.0f), y});
       Value *old = dequantize->result(0);
       std::string name = old->name();
       graph.replaceAllUsesWith(old, result);

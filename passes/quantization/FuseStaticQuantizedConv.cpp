@@ -52,8 +52,8 @@ std::string checkGeometry(const Node &conv) {
       if (!x[i].constant())
         return "auto_pad " + padding.autoPad + " over symbolic spatial sizes";
   const Value *bias = conv.operand(2);
-  if (bias && (bias->dtype() != DType::F32 || !bias->shape().isRanked() ||
-               bias->shape().rank() != 1))
+  if (bias &&
+      (bias->dtype() != DType::F32 || !bias->shape().isRanked() || bias->shape().rank() != 1))
     return "its bias is not f32 [M]";
   return {};
 }

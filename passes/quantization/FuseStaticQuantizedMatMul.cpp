@@ -129,8 +129,8 @@ void rewrite(Graph &graph, Node *product, const Match &m) {
     if (m.beta != 1) {
       Value *betaValue = graph.addConstant(graph.uniqueName(yName + "_beta"),
                                            Tensor::scalar<float>(float(m.beta)));
-      Node *mul = graph.createNode(OpKind::Mul, {c, betaValue}, 1, product->name() + "/beta", {},
-                                   product);
+      Node *mul =
+          graph.createNode(OpKind::Mul, {c, betaValue}, 1, product->name() + "/beta", {}, product);
       mul->result(0)->setType(c->type());
       c = mul->result(0);
     }

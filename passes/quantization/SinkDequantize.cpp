@@ -29,8 +29,8 @@ bool isPerTensorDequantize(const Node &dequantize) {
   auto single = [](const Value *v) {
     return v && v->shape().isRanked() && v->shape().numElements() == Dim(1);
   };
-  return single(dequantize.operand(1)) && (!dequantize.operand(2) || single(dequantize.operand(2))) &&
-         isPlainQuantizeOp(dequantize);
+  return single(dequantize.operand(1)) &&
+         (!dequantize.operand(2) || single(dequantize.operand(2))) && isPlainQuantizeOp(dequantize);
 }
 
 class SinkDequantize : public Pass {
@@ -61,8 +61,8 @@ public:
       std::vector<Value *> operands = {moved->result(0), dequantize->operand(1)};
       if (dequantize->operand(2))
         operands.push_back(dequantize->operand(2));
-      Node *after = graph.createNode(OpKind::DequantizeLinear, operands, 1, dequantize->name(),
-                                     {}, gather);
+      Node *after =
+          graph.createNode(OpKind::DequantizeLinear, operands, 1, dequantize->name(), {}, gather);
       after->result(0)->setType(e->type());
       std::string eName = e->name();
       graph.replaceAllUsesWith(e, after->result(0));

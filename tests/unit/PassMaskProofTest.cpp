@@ -563,7 +563,8 @@ Proof proveAfterCache(const std::string &hiddenWhen) {
   %at = Add(%i, %past)
   %kv_pos = Range(%zero, %kv_len, %one)
   %j = Unsqueeze(%kv_pos, %axis0)
-  %mask = Greater(%j, )" + hiddenWhen +
+  %mask = Greater(%j, )" +
+                     hiddenWhen +
                      R"()
   return %mask
 }
