@@ -216,69 +216,68 @@ ScoreChain matchScoreChain(const Graph &graph, Node &softmax) {
   return chain;
 }
 
-/// Below the (3-D) score source: the tanh of the broadcast sum, reduced by w.
-AdditiveCore matchAdditiveCore(const Graph &graph, ScoreChain &chain) {
+/// Below the 3-D score source, a Squeeze or Reshape of [b, Sq, Sk, 1] (w
+/// is then [d, 1]) with Linear(d, 1)'s bias under it: the value the scores
+/// are read from, with `columnScore` set when the unit axis was there.
+Value *peelUnitScoreAxis(const Graph &graph, ScoreChain &chain, bool &columnScore) {
   const Shape &scores = chain.softmax->result(0)->shape();
-  AdditiveCore core;
   Value *value = chain.source;
   Node *node = value->definingNode();
-  bool columnScore = false; // w is [d, 1] (or the reduction keeps the axis)
-  if (node->kind() == OpKind::Squeeze || node->kind() == OpKind::Reshape) {
-    Value *input = node->operand(0);
-    if (!sameShape(input->shape(), {scores[0], scores[1], scores[2], Dim(1)}))
-      throw Rejection{"the squeezed scores are not [batch, query, source, 1]"};
-    requireSoleUse(graph, input, node);
-    value = input;
-    node = value->definingNode();
-    // Linear(d, 1)'s bias, added before the squeeze.
-    for (Value *next = nullptr; node && absorbAffine(*node, chain, next);
-         node = value->definingNode()) {
-      requireSoleUse(graph, next, node);
-      value = next;
-    }
-    columnScore = true;
+  if (node->kind() != OpKind::Squeeze && node->kind() != OpKind::Reshape)
+    return value;
+  Value *input = node->operand(0);
+  if (!sameShape(input->shape(), {scores[0], scores[1], scores[2], Dim(1)}))
+    throw Rejection{"the squeezed scores are not [batch, query, source, 1]"};
+  requireSoleUse(graph, input, node);
+  value = input;
+  node = value->definingNode();
+  // Linear(d, 1)'s bias, added before the squeeze.
+  for (Value *next = nullptr; node && absorbAffine(*node, chain, next);
+       node = value->definingNode()) {
+    requireSoleUse(graph, next, node);
+    value = next;
   }
-  Value *tanh = nullptr;
-  Node *reducer = node;
-  if (node && node->kind() == OpKind::MatMul) {
-    tanh = node->operand(0);
-    core.score = node->operand(1);
-  } else if (node && node->kind() == OpKind::ReduceSum) {
-    const Value *axes = node->numOperands() > 1 ? node->operand(1) : nullptr;
-    std::optional<double> axis = scalarConstant(axes);
-    bool keep = node->getInt("keepdims", 1) != 0;
-    if (!axis || (*axis != -1 && *axis != 3) || keep != columnScore)
-      throw Rejection{"the scores reduce tanh over another axis than the last"};
-    Node *mul = definedBy(node->operand(0), OpKind::Mul);
-    if (!mul)
-      throw Rejection{"the scores are not a projection of tanh"};
-    requireSoleUse(graph, mul->result(0), node);
-    bool first = definedBy(mul->operand(0), OpKind::Tanh) != nullptr;
-    tanh = mul->operand(first ? 0 : 1);
-    core.score = mul->operand(first ? 1 : 0);
-    reducer = mul;
-    columnScore = false;
-  } else {
-    throw Rejection{"the scores do not come from a MatMul"};
-  }
-  Node *tanhNode = definedBy(tanh, OpKind::Tanh);
-  if (!tanhNode)
-    throw Rejection{"the scores are not a projection of tanh"};
-  requireSoleUse(graph, tanh, reducer);
-  const Shape &t = tanh->shape();
-  if (!t.isRanked() || t.rank() != 4 || !t[0].provablyEqual(scores[0]) ||
-      !t[1].provablyEqual(scores[1]) || !t[2].provablyEqual(scores[2]))
-    throw Rejection{"tanh is not [batch, query, source, size]"};
-  const Dim &size = t[3];
-  const Shape &w = core.score->shape();
-  bool wOk = columnScore ? sameShape(w, {size, Dim(1)}) : sameShape(w, {size});
-  if (!wOk)
-    throw Rejection{"the score vector is not [size] or [size, 1]"};
+  columnScore = true;
+  return value;
+}
 
-  Node *sum = definedBy(tanhNode->operand(0), OpKind::Add);
+/// `node`, the projection of tanh by w (MatMul, or ReduceSum of a Mul):
+/// sets core.score and `reducer` (the node reading tanh) and returns tanh.
+Value *matchScoreProjection(const Graph &graph, Node *node, AdditiveCore &core, bool &columnScore,
+                            Node *&reducer) {
+  reducer = node;
+  if (node && node->kind() == OpKind::MatMul) {
+    core.score = node->operand(1);
+    return node->operand(0);
+  }
+  if (!node || node->kind() != OpKind::ReduceSum)
+    throw Rejection{"the scores do not come from a MatMul"};
+  const Value *axes = node->numOperands() > 1 ? node->operand(1) : nullptr;
+  std::optional<double> axis = scalarConstant(axes);
+  bool keep = node->getInt("keepdims", 1) != 0;
+  if (!axis || (*axis != -1 && *axis != 3) || keep != columnScore)
+    throw Rejection{"the scores reduce tanh over another axis than the last"};
+  Node *mul = definedBy(node->operand(0), OpKind::Mul);
+  if (!mul)
+    throw Rejection{"the scores are not a projection of tanh"};
+  requireSoleUse(graph, mul->result(0), node);
+  bool first = definedBy(mul->operand(0), OpKind::Tanh) != nullptr;
+  core.score = mul->operand(first ? 1 : 0);
+  reducer = mul;
+  columnScore = false;
+  return mul->operand(first ? 0 : 1);
+}
+
+/// The sum under tanh [b, Sq, Sk, d]: query [b, Sq, 1, d] + key [b, 1, Sk, d],
+/// with a bias [d] added inside the tanh; sets core.query, core.key and
+/// core.bias.
+void matchTanhSum(const Graph &graph, Node &tanhNode, AdditiveCore &core) {
+  const Shape &t = tanhNode.result(0)->shape();
+  const Dim &size = t[3];
+  Node *sum = definedBy(tanhNode.operand(0), OpKind::Add);
   if (!sum)
     throw Rejection{"tanh is not of a sum"};
-  requireSoleUse(graph, sum->result(0), tanhNode);
+  requireSoleUse(graph, sum->result(0), &tanhNode);
   // A bias inside the tanh: Add(Add(qu, ku), bias [d]).
   for (int side = 0; side < 2; ++side) {
     Value *inner = sum->operand(size_t(side)), *bias = sum->operand(size_t(1 - side));
@@ -305,6 +304,30 @@ AdditiveCore matchAdditiveCore(const Graph &graph, ScoreChain &chain) {
   }
   if (!core.query)
     throw Rejection{"the tanh's sum is not [batch, query, 1, size] + [batch, 1, source, size]"};
+}
+
+/// Below the (3-D) score source: the tanh of the broadcast sum, reduced by w.
+AdditiveCore matchAdditiveCore(const Graph &graph, ScoreChain &chain) {
+  const Shape &scores = chain.softmax->result(0)->shape();
+  AdditiveCore core;
+  bool columnScore = false; // w is [d, 1] (or the reduction keeps the axis)
+  Value *value = peelUnitScoreAxis(graph, chain, columnScore);
+  Node *reducer = nullptr;
+  Value *tanh = matchScoreProjection(graph, value->definingNode(), core, columnScore, reducer);
+  Node *tanhNode = definedBy(tanh, OpKind::Tanh);
+  if (!tanhNode)
+    throw Rejection{"the scores are not a projection of tanh"};
+  requireSoleUse(graph, tanh, reducer);
+  const Shape &t = tanh->shape();
+  if (!t.isRanked() || t.rank() != 4 || !t[0].provablyEqual(scores[0]) ||
+      !t[1].provablyEqual(scores[1]) || !t[2].provablyEqual(scores[2]))
+    throw Rejection{"tanh is not [batch, query, source, size]"};
+  const Dim &size = t[3];
+  const Shape &w = core.score->shape();
+  bool wOk = columnScore ? sameShape(w, {size, Dim(1)}) : sameShape(w, {size});
+  if (!wOk)
+    throw Rejection{"the score vector is not [size] or [size, 1]"};
+  matchTanhSum(graph, *tanhNode, core);
   return core;
 }
 
