@@ -59,6 +59,8 @@ namespace onnxc::attention {
 
 namespace {
 
+using match::matched;
+
 class FuseAttention : public Pass {
 public:
   std::string_view name() const override { return "fuse-attention"; }
@@ -76,21 +78,32 @@ public:
       // A chain left dead by an earlier fusion waits for dce.
       if (!softmax->result(0)->hasUses())
         continue;
-      try {
-        CoreMatch core = matchCore(graph, *softmax);
-        if (!core.output->result(0)->hasUses() && !graph.isOutput(core.output->result(0)))
-          continue;
-        MaskPlan masks = planMasks(core, context);
-        rewrite(graph, core, masks, context);
+      MatchResult<bool> fused = fuse(graph, *softmax, context);
+      if (!fused)
+        context.reject(*softmax, fused.rejection().reason);
+      else if (*fused)
         changed = true;
-      } catch (const Rejection &r) {
-        context.reject(*softmax, r.reason);
-      }
     }
     return changed;
   }
 
 private:
+  /// Fuses the attention anchored at `softmax`: whether it did (not when
+  /// its result is dead, left for dce), or why not.
+  MatchResult<bool> fuse(Graph &graph, Node &softmax, PassContext &context) {
+    MatchResult<CoreMatch> core = matchCore(graph, softmax);
+    if (!core)
+      return core.rejection();
+    if (!core->output->result(0)->hasUses() && !graph.isOutput(core->output->result(0)))
+      return false;
+    MatchResult<MaskPlan> masks = planMasks(*core, context);
+    if (!masks)
+      return masks.rejection();
+    if (MatchStatus status = rewrite(graph, *core, *masks, context); !status)
+      return status.rejection();
+    return true;
+  }
+
   static Value *constantI64(Graph &graph, const std::string &base, std::vector<int64_t> values) {
     int64_t n = int64_t(values.size());
     return graph.addConstant(graph.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
@@ -262,7 +275,8 @@ private:
 
   /// The 3-D form when the plumbing allows, else the 4-D form; decided
   /// before anything is created.
-  static FusedForm chooseForm(const Graph &graph, const CoreMatch &core, const MaskPlan &masks) {
+  static MatchResult<FusedForm> chooseForm(const Graph &graph, const CoreMatch &core,
+                                           const MaskPlan &masks) {
     FusedForm form;
     form.scale = core.scale;
     form.key = keyForms(core.kt, form.scale);
@@ -273,7 +287,7 @@ private:
     if (Value *kv = repeatedKvSource(core.v, valueGroup))
       form.v4 = kv;
     if (form.key.group != valueGroup)
-      throw Rejection{"K and V are repeated for grouped heads differently"};
+      return Rejection{"K and V are repeated for grouped heads differently"};
     form.group = form.key.group;
     // A band offset by a cache: the op offsets its diagonal by the length
     // of past_key, so it reads the cache and the new keys apart (and
@@ -282,8 +296,8 @@ private:
       const Shape &scores = core.scores->result(0)->shape();
       form.cache = splitCache(form.key.k4, form.v4, scores[3] - scores[2]);
       if (!form.cache)
-        throw Rejection{"the mask is a band offset by kv - q, but K and V are not a cache "
-                        "concatenated with the new keys"};
+        return Rejection{"the mask is a band offset by kv - q, but K and V are not a cache "
+                         "concatenated with the new keys"};
     }
     form.q3 = headsSource(core.q);
     form.v3 = headsSource(form.v4);
@@ -388,8 +402,8 @@ private:
 
   /// The fused op's result (rows seeing no key zeroed, viewed as torch's
   /// out_proj reads it) in place of the root's.
-  static void replaceRoot(Graph &graph, std::vector<Node *> &created, const CoreMatch &core,
-                          const FusedForm &form, Value *result) {
+  static MatchStatus replaceRoot(Graph &graph, std::vector<Node *> &created, const CoreMatch &core,
+                                 const FusedForm &form, Value *result) {
     Node *root = form.root;
     const std::string &base = form.base;
     if (core.zeroing)
@@ -404,11 +418,12 @@ private:
               ->result(0);
     }
     if (result->type() != root->result(0)->type())
-      throw Rejection{"the fused op's result type differs from the pattern's"};
+      return Rejection{"the fused op's result type differs from the pattern's"};
     std::string resultName = root->result(0)->name();
     graph.replaceAllUsesWith(root->result(0), result);
     graph.eraseNode(root);
     graph.renameValue(result, resultName);
+    return matched();
   }
 
   static void countFusion(PassContext &context, const CoreMatch &core, const MaskPlan &masks,
@@ -432,19 +447,24 @@ private:
       context.count("with hidden rows zeroed");
   }
 
-  void rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks, PassContext &context) {
-    FusedForm form = chooseForm(graph, core, masks);
+  MatchStatus rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks,
+                      PassContext &context) {
+    MatchResult<FusedForm> chosen = chooseForm(graph, core, masks);
+    if (!chosen)
+      return chosen.rejection();
+    FusedForm &form = *chosen;
     std::vector<Node *> created;
     size_t assumptionsBefore = graph.assumptions().size();
+    MatchStatus replaced;
     try {
       Node *attention = createAttention(graph, created, core, masks, form);
-      replaceRoot(graph, created, core, form, attention->result(0));
+      replaced = replaceRoot(graph, created, core, form, attention->result(0));
     } catch (const Error &) {
+      replaced = Rejection{"shape inference rejects the fused op"};
+    }
+    if (!replaced) {
       rollBack(graph, created, assumptionsBefore);
-      throw Rejection{"shape inference rejects the fused op"};
-    } catch (const Rejection &) {
-      rollBack(graph, created, assumptionsBefore);
-      throw;
+      return replaced;
     }
     const Heads3d *q3 = form.threeD ? &*form.q3 : nullptr, *v3 = form.threeD ? &*form.v3 : nullptr;
     rewireShapeReaders(graph, core, form.v4, q3, v3);
@@ -453,6 +473,7 @@ private:
       rewireRepeatedShapeReaders(graph, core.v, form.v4);
     }
     countFusion(context, core, masks, form);
+    return matched();
   }
 };
 

@@ -15,6 +15,7 @@
 
 namespace onnxc::attention {
 
+using match::matched;
 using match::scalarConstant;
 using match::soleUser;
 
@@ -94,26 +95,27 @@ bool scoresFromMatMul(const Value *value) {
 }
 
 /// The checks that tell what the candidate is, on Softmax alone.
-void checkSoftmax(const Node &softmax) {
+MatchStatus checkSoftmax(const Node &softmax) {
   const Shape &shape = softmax.result(0)->shape();
   // The first check is the one that tells what the candidate is: additive
   // (Bahdanau) or graph attention scores come from no MatMul, whatever
   // their rank.
   if (!scoresFromMatMul(softmax.operand(0)))
-    throw Rejection{"scores do not come from a MatMul (not dot-product attention)"};
+    return Rejection{"scores do not come from a MatMul (not dot-product attention)"};
   if (!shape.isRanked() || shape.rank() != 4)
-    throw Rejection{shape.isRanked() && shape.rank() == 3
-                        ? "scores are 3-D and lift-batched-heads did not split their heads"
-                        : "scores are not 4-D [batch, heads, q, k]"};
+    return Rejection{shape.isRanked() && shape.rank() == 3
+                         ? "scores are 3-D and lift-batched-heads did not split their heads"
+                         : "scores are not 4-D [batch, heads, q, k]"};
   int64_t axis = softmax.getInt("axis", -1);
   if (axis != -1 && axis != 3)
-    throw Rejection{"Softmax is not over the last (key) axis"};
+    return Rejection{"Softmax is not over the last (key) axis"};
+  return matched();
 }
 
 /// From Softmax to the value MatMul: MatMul(p, V), or MatMul(Where(hidden,
 /// 0, p), V) zeroing hidden probabilities (XSoftmax). Sets m.output and
 /// m.zeroing.
-void matchValueProduct(const Graph &graph, CoreMatch &m) {
+MatchStatus matchValueProduct(const Graph &graph, CoreMatch &m) {
   Value *probs = m.softmax->result(0);
   m.output = soleUser(graph, probs);
   if (m.output && m.output->kind() == OpKind::Where) {
@@ -124,43 +126,44 @@ void matchValueProduct(const Graph &graph, CoreMatch &m) {
     else if (onFalse && *onFalse == 0 && m.output->operand(1) == probs)
       m.zeroingEncoding = MaskEncoding::HiddenWhereFalse;
     else
-      throw Rejection{"a Where after Softmax does not zero hidden probabilities"};
+      return Rejection{"a Where after Softmax does not zero hidden probabilities"};
     if (m.output->operand(0)->dtype() != DType::Bool)
-      throw Rejection{"a Where zeroing probabilities has a condition that is not bool"};
+      return Rejection{"a Where zeroing probabilities has a condition that is not bool"};
     m.zeroing = m.output;
     probs = m.zeroing->result(0);
     m.output = soleUser(graph, probs);
   }
   if (!m.output || m.output->kind() != OpKind::MatMul || m.output->operand(0) != probs)
-    throw Rejection{"Softmax output is not multiplied by V alone"};
+    return Rejection{"Softmax output is not multiplied by V alone"};
+  return matched();
 }
 
 /// Add(scores, mask) or Sub(scores, bias) producing `value`: its mask term
 /// appended to m.masks; returns the scores operand.
-Value *absorbAdditiveMask(const Node &node, const Value *value, CoreMatch &m) {
+MatchResult<Value *> absorbAdditiveMask(const Node &node, const Value *value, CoreMatch &m) {
   if (node.kind() == OpKind::Add) {
     bool first = leadsToScoreMatMul(node.operand(0)), second = leadsToScoreMatMul(node.operand(1));
     if (first == second)
-      throw Rejection{"an Add before Softmax does not add a mask to the scores"};
+      return Rejection{"an Add before Softmax does not add a mask to the scores"};
     Value *mask = node.operand(first ? 1 : 0);
     if (mask->dtype() != value->dtype() || mask->shape().rank() == 0 || mask->shape().rank() > 4)
-      throw Rejection{"an additive mask is not a float tensor of rank 1 to 4"};
+      return Rejection{"an additive mask is not a float tensor of rank 1 to 4"};
     m.masks.push_back({mask, MaskEncoding::Additive});
     return node.operand(first ? 0 : 1);
   }
   // scores - bias: an additive mask of -bias.
   if (!leadsToScoreMatMul(node.operand(0)) || leadsToScoreMatMul(node.operand(1)))
-    throw Rejection{"a Sub before Softmax does not subtract a bias from the scores"};
+    return Rejection{"a Sub before Softmax does not subtract a bias from the scores"};
   Value *bias = node.operand(1);
   if (bias->dtype() != value->dtype() || bias->shape().rank() == 0 || bias->shape().rank() > 4)
-    throw Rejection{"a subtracted bias is not a float tensor of rank 1 to 4"};
+    return Rejection{"a subtracted bias is not a float tensor of rank 1 to 4"};
   m.masks.push_back({bias, MaskEncoding::Additive, 0, /*negated=*/true});
   return node.operand(0);
 }
 
 /// Where(hidden, fill, scores) or Where(visible, scores, fill): its mask
 /// term appended to m.masks; returns the scores operand.
-Value *absorbWhereMask(const Node &node, CoreMatch &m) {
+MatchResult<Value *> absorbWhereMask(const Node &node, CoreMatch &m) {
   std::optional<double> onTrue = scalarConstant(node.operand(1));
   std::optional<double> onFalse = scalarConstant(node.operand(2));
   Value *cond = node.operand(0);
@@ -172,16 +175,16 @@ Value *absorbWhereMask(const Node &node, CoreMatch &m) {
     m.masks.push_back({cond, MaskEncoding::HiddenWhereFalse, *onFalse});
     scores = node.operand(1);
   } else {
-    throw Rejection{"a Where before Softmax does not replace scores by a large negative constant"};
+    return Rejection{"a Where before Softmax does not replace scores by a large negative constant"};
   }
   if (cond->shape().rank() == 0 || cond->shape().rank() > 4)
-    throw Rejection{"a Where mask is not of rank 1 to 4"};
+    return Rejection{"a Where mask is not of rank 1 to 4"};
   return scores;
 }
 
 /// Div or Mul of the scores by a scalar constant, folded into m.scale;
 /// returns the scores operand.
-Value *absorbScale(const Node &node, CoreMatch &m) {
+MatchResult<Value *> absorbScale(const Node &node, CoreMatch &m) {
   bool isDiv = node.kind() == OpKind::Div;
   std::optional<double> c1 = scalarConstant(node.operand(1));
   std::optional<double> c0 = isDiv ? std::nullopt : scalarConstant(node.operand(0));
@@ -193,12 +196,12 @@ Value *absorbScale(const Node &node, CoreMatch &m) {
     m.scale *= *c0;
     return node.operand(1);
   }
-  throw Rejection{"the scores are multiplied by something other than a scalar constant"};
+  return Rejection{"the scores are multiplied by something other than a scalar constant"};
 }
 
 /// Walks from Softmax back to the score MatMul (m.scores), collecting the
 /// masks and scales in between.
-void matchScoreChain(const Graph &graph, CoreMatch &m) {
+MatchStatus matchScoreChain(const Graph &graph, CoreMatch &m) {
   const Shape &shape = m.softmax->result(0)->shape();
   Value *value = m.softmax->operand(0);
   Node *consumer = m.softmax;
@@ -208,57 +211,68 @@ void matchScoreChain(const Graph &graph, CoreMatch &m) {
   for (;;) {
     Node *node = value->definingNode();
     if (!node)
-      throw Rejection{"scores do not come from a MatMul"};
+      return Rejection{"scores do not come from a MatMul"};
     if (!feedsOnly(graph, value, consumer, m.shapeReaders))
-      throw Rejection{"an intermediate score tensor is used elsewhere"};
+      return Rejection{"an intermediate score tensor is used elsewhere"};
     if (node->result(0)->shape() != shape)
-      throw Rejection{"a mask or scale broadcasts the scores to another shape"};
+      return Rejection{"a mask or scale broadcasts the scores to another shape"};
     if (node->kind() == OpKind::MatMul) {
       m.scores = node;
-      return;
+      return matched();
     }
     OpKind kind = node->kind();
     if (kind == OpKind::Add || kind == OpKind::Sub || kind == OpKind::Where) {
-      value =
+      MatchResult<Value *> scores =
           kind == OpKind::Where ? absorbWhereMask(*node, m) : absorbAdditiveMask(*node, value, m);
+      if (!scores)
+        return scores.rejection();
+      value = *scores;
       if (sawScale)
-        throw Rejection{"the scores are scaled after the mask"};
+        return Rejection{"the scores are scaled after the mask"};
     } else if (kind == OpKind::Div || kind == OpKind::Mul) {
       sawScale = true;
-      value = absorbScale(*node, m);
+      MatchResult<Value *> scores = absorbScale(*node, m);
+      if (!scores)
+        return scores.rejection();
+      value = *scores;
     } else {
-      throw Rejection{"an unexpected op sits between the score MatMul and Softmax"};
+      return Rejection{"an unexpected op sits between the score MatMul and Softmax"};
     }
     consumer = node;
   }
 }
 
 /// Q, Kᵀ and V as one 4-D dot-product attention reads them.
-void checkOperands(const CoreMatch &m) {
+MatchStatus checkOperands(const CoreMatch &m) {
   const Shape &q = m.q->shape(), &kt = m.kt->shape(), &v = m.v->shape();
   if (!q.isRanked() || !kt.isRanked() || !v.isRanked() || q.rank() != 4 || kt.rank() != 4 ||
       v.rank() != 4)
-    throw Rejection{"Q, Kᵀ or V is not 4-D"};
+    return Rejection{"Q, Kᵀ or V is not 4-D"};
   if (q[0] != kt[0] || q[0] != v[0] || q[1] != kt[1] || q[1] != v[1])
-    throw Rejection{"Q, K and V do not share batch and heads (broadcast or grouped heads)"};
+    return Rejection{"Q, K and V do not share batch and heads (broadcast or grouped heads)"};
   if (q[3] != kt[2] || kt[3] != v[2])
-    throw Rejection{"Q·Kᵀ·V dimensions do not chain"};
+    return Rejection{"Q·Kᵀ·V dimensions do not chain"};
   if (!isFloat(m.q->dtype()) || m.q->dtype() != m.kt->dtype() || m.q->dtype() != m.v->dtype())
-    throw Rejection{"Q, K and V do not share one floating type"};
+    return Rejection{"Q, K and V do not share one floating type"};
+  return matched();
 }
 
 } // namespace
 
-CoreMatch matchCore(const Graph &graph, Node &softmax) {
+MatchResult<CoreMatch> matchCore(const Graph &graph, Node &softmax) {
   CoreMatch m;
   m.softmax = &softmax;
-  checkSoftmax(softmax);
-  matchValueProduct(graph, m);
-  matchScoreChain(graph, m);
+  if (MatchStatus status = checkSoftmax(softmax); !status)
+    return status.rejection();
+  if (MatchStatus status = matchValueProduct(graph, m); !status)
+    return status.rejection();
+  if (MatchStatus status = matchScoreChain(graph, m); !status)
+    return status.rejection();
   m.q = stripScale(m.scores->operand(0), m.scale);
   m.kt = stripScale(m.scores->operand(1), m.scale);
   m.v = m.output->operand(1);
-  checkOperands(m);
+  if (MatchStatus status = checkOperands(m); !status)
+    return status.rejection();
   return m;
 }
 

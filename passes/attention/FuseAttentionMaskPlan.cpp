@@ -14,6 +14,8 @@
 
 namespace onnxc::attention {
 
+using match::matched;
+
 /// The cache and new parts of the 4-D K and V, when both are Concat(past,
 /// new) on the sequence axis with `past` keys in the cache; nullopt else.
 std::optional<CacheSplit> splitCache(Value *k4, Value *v4, const Dim &past) {
@@ -85,19 +87,20 @@ struct MaskWalk {
 /// XSoftmax: zeroing the probabilities a Where hid changes only rows that
 /// see no key (see FuseAttention.cpp), provided that Where is the last mask
 /// applied and its fill leaves the hidden probabilities exactly 0.
-void checkZeroingRepeatsLastMask(const CoreMatch &m) {
+MatchStatus checkZeroingRepeatsLastMask(const CoreMatch &m) {
   if (m.masks.empty() || m.masks.front().mask != m.zeroing->operand(0) ||
       m.masks.front().encoding != m.zeroingEncoding)
-    throw Rejection{"the Where zeroing probabilities after Softmax does not repeat the mask "
-                    "applied last before it"};
+    return Rejection{"the Where zeroing probabilities after Softmax does not repeat the mask "
+                     "applied last before it"};
   if (!zeroesHiddenProbability(m.masks.front().fill))
-    throw Rejection{"probabilities are zeroed after Softmax, but the Where before it fills a "
-                    "value under which hidden keys keep some probability"};
+    return Rejection{"probabilities are zeroed after Softmax, but the Where before it fills a "
+                     "value under which hidden keys keep some probability"};
+  return matched();
 }
 
 /// `term`, which no attribute says, as the op's mask operand (or combined
 /// with the additive one already there, for XSoftmax).
-void keepAsOperand(const MaskTerm &term, bool isWhere, MaskWalk &walk, MaskPlan &plan) {
+MatchStatus keepAsOperand(const MaskTerm &term, bool isWhere, MaskWalk &walk, MaskPlan &plan) {
   const CoreMatch &m = walk.m;
   if (plan.operand && walk.additiveOperand && isWhere && m.zeroing && &term == &m.masks.front() &&
       std::isfinite(term.fill) && term.mask->dtype() == DType::Bool &&
@@ -106,28 +109,29 @@ void keepAsOperand(const MaskTerm &term, bool isWhere, MaskWalk &walk, MaskPlan 
     plan.combinedCondition = term.mask;
     plan.combinedHiddenWhereTrue = term.encoding == MaskEncoding::HiddenWhereTrue;
     plan.combinedFill = term.fill;
-    return;
+    return matched();
   }
   if (plan.operand)
-    throw Rejection{"more than one mask stays an operand"};
+    return Rejection{"more than one mask stays an operand"};
   plan.operand = term.mask;
   if (!isWhere) {
     walk.additiveOperand = true;
     plan.subtract = term.negated;
-    return;
+    return matched();
   }
   if (term.mask->dtype() != DType::Bool)
-    throw Rejection{"a Where mask condition is not bool"};
+    return Rejection{"a Where mask condition is not bool"};
   plan.negate = term.encoding == MaskEncoding::HiddenWhereTrue;
+  return matched();
 }
 
 /// One mask, in the order applied: its proven band joins the attributes,
 /// or it stays an operand (and --explain says why).
-void planMaskTerm(const MaskTerm &term, MaskWalk &walk, MaskPlan &plan) {
+MatchStatus planMaskTerm(const MaskTerm &term, MaskWalk &walk, MaskPlan &plan) {
   bool isWhere = term.encoding != MaskEncoding::Additive;
   if (isWhere) {
     if (walk.whereFill && *walk.whereFill != term.fill)
-      throw Rejection{"two Where masks fill different values"};
+      return Rejection{"two Where masks fill different values"};
     walk.whereFill = term.fill;
     walk.whereAfterAdd = walk.whereAfterAdd || walk.additiveOperand;
   }
@@ -143,30 +147,30 @@ void planMaskTerm(const MaskTerm &term, MaskWalk &walk, MaskPlan &plan) {
   if (band && expressible(*band)) {
     plan.band = plan.band.intersect(*band);
     walk.additiveBand = walk.additiveBand || !isWhere;
-    return;
+    return matched();
   } else if (band)
     why = "its band " + bandText(*band) + " is neither causal nor symmetric";
   walk.context.explain(*walk.m.softmax, "mask " + term.mask->name() + " stays an operand: " + why);
-  keepAsOperand(term, isWhere, walk, plan);
+  return keepAsOperand(term, isWhere, walk, plan);
 }
 
 /// The checks on the masks as a whole, once each is planned.
-MaskPlan finishPlan(MaskPlan plan, const MaskWalk &walk) {
+MatchResult<MaskPlan> finishPlan(MaskPlan plan, const MaskWalk &walk) {
   if (plan.combinedCondition) {
     // The combined operand says every hidden score; nothing else may hide.
     if (!plan.band.isEverything())
-      throw Rejection{"a shape-only mask meets an additive operand and a zeroed Where mask"};
+      return Rejection{"a shape-only mask meets an additive operand and a zeroed Where mask"};
     if (plan.subtract)
-      throw Rejection{"a subtracted bias meets a zeroed Where mask"};
+      return Rejection{"a subtracted bias meets a zeroed Where mask"};
     return plan;
   }
   if (walk.whereFill && std::isfinite(*walk.whereFill)) {
     if (walk.whereAfterAdd)
-      throw Rejection{"a Where filling a finite value follows the additive mask (the fused op "
-                      "would add the mask to the fill)"};
+      return Rejection{"a Where filling a finite value follows the additive mask (the fused op "
+                       "would add the mask to the fill)"};
     if (walk.additiveBand)
-      throw Rejection{"an additive shape-only mask meets a Where filling a finite value (its "
-                      "hidden keys score s + mask, not the fill)"};
+      return Rejection{"an additive shape-only mask meets a Where filling a finite value (its "
+                       "hidden keys score s + mask, not the fill)"};
     plan.fill = walk.whereFill;
   }
   plan.pastOffset = !plan.band.isEverything() && walk.qSeq != walk.kvSeq;
@@ -176,16 +180,20 @@ MaskPlan finishPlan(MaskPlan plan, const MaskWalk &walk) {
 
 } // namespace
 
-MaskPlan planMasks(const CoreMatch &m, PassContext &context) {
+MatchResult<MaskPlan> planMasks(const CoreMatch &m, PassContext &context) {
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
   MaskWalk walk{m, context, qSeq, kvSeq, qSeq == kvSeq || cacheOf(m).has_value(), std::nullopt};
-  if (m.zeroing)
-    checkZeroingRepeatsLastMask(m);
+  if (m.zeroing) {
+    if (MatchStatus status = checkZeroingRepeatsLastMask(m); !status)
+      return status.rejection();
+  }
   MaskPlan plan;
   // m.masks runs from Softmax backwards; walk them in the order applied.
-  for (auto it = m.masks.rbegin(); it != m.masks.rend(); ++it)
-    planMaskTerm(*it, walk, plan);
+  for (auto it = m.masks.rbegin(); it != m.masks.rend(); ++it) {
+    if (MatchStatus status = planMaskTerm(*it, walk, plan); !status)
+      return status.rejection();
+  }
   return finishPlan(plan, walk);
 }
 

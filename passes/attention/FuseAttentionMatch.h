@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/MatchSupport.h"
 #include "passes/Pass.h"
 #include "passes/attention/AttentionMasks.h"
 
@@ -40,10 +41,9 @@ struct MaskTerm {
   bool negated = false; // subtracted (scores - bias, as ALiBi is often written)
 };
 
-/// A rejected candidate's reason (a static string, so equal reasons tally).
-struct Rejection {
-  const char *reason;
-};
+using match::MatchResult;
+using match::MatchStatus;
+using match::Rejection;
 
 /// Peels Mul/Div by scalar constants off `value`, folding them into `scale`.
 Value *stripScale(Value *value, double &scale);
@@ -105,9 +105,9 @@ struct CoreMatch {
   std::vector<Node *> shapeReaders;
 };
 
-/// The scaled dot-product core anchored at `softmax`: throws a Rejection
-/// saying why when the candidate is not one.
-CoreMatch matchCore(const Graph &graph, Node &softmax);
+/// The scaled dot-product core anchored at `softmax`, or the Rejection
+/// saying why the candidate is not one.
+MatchResult<CoreMatch> matchCore(const Graph &graph, Node &softmax);
 
 /// Mask attributes and the operand that remain after the proof.
 struct MaskPlan {
@@ -146,8 +146,8 @@ std::optional<CacheSplit> splitCache(Value *k4, Value *v4, const Dim &past);
 /// comes after the additive operand (which it would overwrite) and no band
 /// is additive (its keys score s + v, not the fill). A fill of -inf hides
 /// the same either way, so those orders fuse as before.
-/// Throws a Rejection when the masks cannot be said so; explains in
-/// `context` each mask that stays an operand.
-MaskPlan planMasks(const CoreMatch &m, PassContext &context);
+/// A Rejection when the masks cannot be said so; explains in `context`
+/// each mask that stays an operand.
+MatchResult<MaskPlan> planMasks(const CoreMatch &m, PassContext &context);
 
 } // namespace onnxc::attention

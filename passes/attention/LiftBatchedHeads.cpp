@@ -79,13 +79,12 @@ public:
       bool folded = hasRank(node->result(0), 4) && foldAfterSoftmax(graph, *node, nullptr);
       if (!hasRank(node->result(0), 3) && !folded)
         continue;
-      try {
-        Lifter(graph, *node).run();
-        context.count("lifted");
-        changed = true;
-      } catch (const Rejection &r) {
-        context.reject(*node, r.reason);
+      if (MatchStatus lifted = Lifter(graph, *node).run(); !lifted) {
+        context.reject(*node, lifted.rejection().reason);
+        continue;
       }
+      context.count("lifted");
+      changed = true;
     }
     return changed;
   }

@@ -11,6 +11,7 @@
 
 #include "ir/Graph.h"
 #include "ir/infer/ShapeInference.h"
+#include "passes/MatchSupport.h"
 
 #include <cstdint>
 #include <optional>
@@ -20,10 +21,9 @@
 
 namespace onnxc::lift {
 
-/// A rejected candidate's reason (a static string, so equal reasons tally).
-struct Rejection {
-  const char *reason;
-};
+using match::MatchResult;
+using match::MatchStatus;
+using match::Rejection;
 
 /// Whether `value` is ranked with rank `rank`.
 inline bool hasRank(const Value *value, size_t rank) {
@@ -81,15 +81,17 @@ struct ChainLink {
 };
 
 /// One candidate, anchored at its Softmax: matched, then rewritten into
-/// 4-D; either step throws a Rejection, after which the graph is as before.
+/// 4-D; either step may refuse it with a Rejection, after which the graph
+/// is as before.
 class Lifter {
 public:
   Lifter(Graph &graph, Node &softmax) : graph_(graph), softmax_(softmax), inference_(graph) {}
 
-  void run() {
-    match();
+  MatchStatus run() {
+    if (MatchStatus status = match(); !status)
+      return status;
     insertBefore_ = output_;
-    rewrite();
+    return rewrite();
   }
 
 private:
@@ -115,11 +117,11 @@ private:
   InferenceContext inference_;
 
   // Matching (LiftBatchedHeadsMatch.cpp).
-  void match();
-  std::optional<int64_t> matchValueProduct();
-  void matchScoreChain(std::optional<int64_t> &foldedHeads);
-  void matchOperands(std::optional<int64_t> foldedHeads);
-  static size_t scoreOperand(const Node &node, size_t a, size_t b);
+  MatchStatus match();
+  MatchResult<std::optional<int64_t>> matchValueProduct();
+  MatchStatus matchScoreChain(std::optional<int64_t> &foldedHeads);
+  MatchStatus matchOperands(std::optional<int64_t> foldedHeads);
+  static MatchResult<size_t> scoreOperand(const Node &node, size_t a, size_t b);
 
   // Rewriting (LiftBatchedHeadsRewrite.cpp).
   Node *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
@@ -127,14 +129,15 @@ private:
   Value *constantI64(const std::string &base, std::vector<int64_t> values);
   Value *liftGeneric(Value *folded, const std::string &name);
   Value *lift(const FoldedOperand &op, const std::string &name);
-  Value *liftSide(Value *side, const Dim &foldedBatch, const std::string &name);
-  void rewrite();
-  Value *liftChain(Value *scores, const std::string &base);
-  Value *liftProbabilities(Value *scores);
-  Value *foldResult(Value *o4, const std::string &base);
-  void replaceOutput(Value *o4, Value *o3, const std::string &base);
-  void remeasureFolded(Value *folded, Value *o4, const std::string &base);
-  void measureInstead(Value *old, Value *lifted);
+  MatchResult<Value *> liftSide(Value *side, const Dim &foldedBatch, const std::string &name);
+  MatchStatus rewrite();
+  MatchStatus liftCore(const std::string &base);
+  MatchResult<Value *> liftChain(Value *scores, const std::string &base);
+  MatchResult<Value *> liftProbabilities(Value *scores);
+  MatchResult<Value *> foldResult(Value *o4, const std::string &base);
+  MatchStatus replaceOutput(Value *o4, Value *o3, const std::string &base);
+  MatchStatus remeasureFolded(Value *folded, Value *o4, const std::string &base);
+  MatchStatus measureInstead(Value *old, Value *lifted);
   void mergeSequenceFirst(Value *o4, Value *o3, const std::string &base);
   void rollBack(size_t assumptionsBefore);
 };

@@ -13,6 +13,7 @@
 namespace onnxc::lift {
 
 using match::definedBy;
+using match::matched;
 using match::scalarConstant;
 using match::soleUser;
 
@@ -22,67 +23,70 @@ size_t rankOf(const Value *value) { return value->shape().isRanked() ? value->sh
 
 } // namespace
 
-void Lifter::match() {
-  std::optional<int64_t> foldedHeads = matchValueProduct();
-  matchScoreChain(foldedHeads);
-  matchOperands(foldedHeads);
+MatchStatus Lifter::match() {
+  MatchResult<std::optional<int64_t>> foldedHeads = matchValueProduct();
+  if (!foldedHeads)
+    return foldedHeads.rejection();
+  if (MatchStatus status = matchScoreChain(*foldedHeads); !status)
+    return status;
+  return matchOperands(*foldedHeads);
 }
 
 /// From Softmax to the value MatMul (output_), through the fold back to
 /// [b*h, Sq, Sk] after a 4-D Softmax: the heads that fold says, if any.
-std::optional<int64_t> Lifter::matchValueProduct() {
+MatchResult<std::optional<int64_t>> Lifter::matchValueProduct() {
   const bool fourD = hasRank(softmax_.result(0), 4);
   int64_t axis = softmax_.getInt("axis", -1);
   if (axis != -1 && axis != (fourD ? 3 : 2))
-    throw Rejection{"Softmax is not over the last (key) axis"};
+    return Rejection{"Softmax is not over the last (key) axis"};
   std::optional<int64_t> foldedHeads; // from a Reshape of the scores to or from 4-D
   Value *probs = softmax_.result(0);
   if (fourD) {
     Node *fold = foldAfterSoftmax(graph_, softmax_, &zeroing_);
     if (!fold)
-      throw Rejection{"the 4-D probabilities are not folded back to [b*h, Sq, Sk]"};
+      return Rejection{"the 4-D probabilities are not folded back to [b*h, Sq, Sk]"};
     foldedHeads = reshapeFoldsHeads(*fold);
     probs = fold->result(0);
   }
   output_ = soleUser(graph_, probs);
   if (!output_ || output_->kind() != OpKind::MatMul || output_->operand(0) != probs ||
       !hasRank(output_->operand(1), 3))
-    throw Rejection{"Softmax output is not multiplied by a 3-D V alone"};
+    return Rejection{"Softmax output is not multiplied by a 3-D V alone"};
   return foldedHeads;
 }
 
 /// From Softmax back to the score MatMul (scores_), collecting the links
 /// in between (chain_); a Reshape of the scores says the heads
 /// (`foldedHeads`).
-void Lifter::matchScoreChain(std::optional<int64_t> &foldedHeads) {
+MatchStatus Lifter::matchScoreChain(std::optional<int64_t> &foldedHeads) {
   Value *value = softmax_.operand(0);
   for (int steps = 0;; ++steps) {
     if (steps > 16)
-      throw Rejection{"too many ops between the score MatMul and Softmax"};
+      return Rejection{"too many ops between the score MatMul and Softmax"};
     Node *node = value->definingNode();
     if (!node)
-      throw Rejection{"scores do not come from a MatMul"};
+      return Rejection{"scores do not come from a MatMul"};
     // Shape nodes may measure the scores (DeBERTa sizes its Reshapes so):
     // those of a 4-D view are moved to the lifted copy, those of the
     // folded scores die with the Reshape targets they compute.
     Node *consumer = chain_.empty() ? &softmax_ : chain_.back().node;
     if (soleUserButShapes(graph_, value) != consumer)
-      throw Rejection{"an intermediate score tensor is used elsewhere"};
+      return Rejection{"an intermediate score tensor is used elsewhere"};
     if (node->kind() == OpKind::MatMul) {
       scores_ = node;
-      break;
+      return matched();
     }
     switch (node->kind()) {
     case OpKind::Reshape: {
       // BART's view of the scores as [b, h, Sq, Sk] around its mask Add
       // (DeBERTa's, before its Softmax).
       if (!node->operand(0)->shape().isRanked() || !node->result(0)->shape().isRanked())
-        throw Rejection{"a Reshape of the scores has an unknown shape"};
+        return Rejection{"a Reshape of the scores has an unknown shape"};
       std::optional<int64_t> heads = reshapeFoldsHeads(*node);
       if (!heads)
-        throw Rejection{"a Reshape of the scores does not split [b*h] into [b, h]"};
+        return Rejection{"a Reshape of the scores does not split [b*h] into [b, h]"};
       if (foldedHeads && *foldedHeads != *heads)
-        throw Rejection{"the scores are split into different numbers of heads"};
+        return Rejection{"the scores are split into different numbers of heads"};
       foldedHeads = heads;
       chain_.push_back({node, 0});
       value = node->operand(0);
@@ -92,30 +96,34 @@ void Lifter::matchScoreChain(std::optional<int64_t> &foldedHeads) {
     case OpKind::Sub:
     case OpKind::Mul:
     case OpKind::Div: {
-      size_t score = scoreOperand(*node, 0, 1);
-      chain_.push_back({node, score});
-      value = node->operand(score);
+      MatchResult<size_t> score = scoreOperand(*node, 0, 1);
+      if (!score)
+        return score.rejection();
+      chain_.push_back({node, *score});
+      value = node->operand(*score);
       continue;
     }
     case OpKind::Where: {
-      size_t score = scoreOperand(*node, 1, 2);
-      chain_.push_back({node, score});
-      value = node->operand(score);
+      MatchResult<size_t> score = scoreOperand(*node, 1, 2);
+      if (!score)
+        return score.rejection();
+      chain_.push_back({node, *score});
+      value = node->operand(*score);
       continue;
     }
     default:
-      throw Rejection{"an unexpected op sits between the score MatMul and Softmax"};
+      return Rejection{"an unexpected op sits between the score MatMul and Softmax"};
     }
   }
 }
 
 /// The folds of Q, K and V, and the number of heads (heads_) they and the
 /// scores agree on.
-void Lifter::matchOperands(std::optional<int64_t> foldedHeads) {
+MatchStatus Lifter::matchOperands(std::optional<int64_t> foldedHeads) {
   if (!hasRank(scores_->result(0), 3) && !hasRank(scores_->result(0), 4))
-    throw Rejection{"the score MatMul is not 3-D"};
+    return Rejection{"the score MatMul is not 3-D"};
   if (!hasRank(scores_->result(0), 3))
-    throw Rejection{"the score MatMul is already 4-D"};
+    return Rejection{"the score MatMul is already 4-D"};
   Value *kt = scores_->operand(1);
   std::vector<ScalarStep> ktScales;
   Value *ktBare = peelScalarSteps(kt, ktScales);
@@ -127,7 +135,7 @@ void Lifter::matchOperands(std::optional<int64_t> foldedHeads) {
     // with the score transpose [0, 2, 1]: Kᵀ = Transpose(Reshape(P)) {[1, 2, 0]}.
     k_ = seqFirstKeys(transpose->operand(0));
   } else {
-    throw Rejection{"the keys are not transposed by [0, 2, 1] before the score MatMul"};
+    return Rejection{"the keys are not transposed by [0, 2, 1] before the score MatMul"};
   }
   q_ = foldedOperand(scores_->operand(0));
   v_ = foldedOperand(output_->operand(1));
@@ -139,21 +147,22 @@ void Lifter::matchOperands(std::optional<int64_t> foldedHeads) {
   if (!heads_ && foldedHeads)
     heads_ = *foldedHeads;
   if (!heads_)
-    throw Rejection{"no operand says how many heads are folded into the batch"};
+    return Rejection{"no operand says how many heads are folded into the batch"};
   for (const std::optional<FoldedOperand> *op : {&q_, &k_, &v_})
     if (*op && (*op)->heads != heads_)
-      throw Rejection{"Q, K and V fold different numbers of heads"};
+      return Rejection{"Q, K and V fold different numbers of heads"};
   if (foldedHeads && *foldedHeads != heads_)
-    throw Rejection{"the scores and the operands fold different numbers of heads"};
+    return Rejection{"the scores and the operands fold different numbers of heads"};
   if (!q_ || !k_ || !v_)
-    throw Rejection{"Q, K or V is not split into heads by a recognized Reshape/Transpose"};
+    return Rejection{"Q, K or V is not split into heads by a recognized Reshape/Transpose"};
   // Each operand's fold was checked against its own [b*h, S, d], and the
   // folded MatMuls agree on b*h: with h the same constant, so does b.
+  return matched();
 }
 
 /// Which of operands `a` and `b` of an elementwise link leads back to the
 /// score MatMul (exactly one must).
-size_t Lifter::scoreOperand(const Node &node, size_t a, size_t b) {
+MatchResult<size_t> Lifter::scoreOperand(const Node &node, size_t a, size_t b) {
   auto leads = [](const Value *value) {
     for (int depth = 0; value && depth < 16; ++depth) {
       const Node *producer = value->definingNode();
@@ -195,7 +204,7 @@ size_t Lifter::scoreOperand(const Node &node, size_t a, size_t b) {
     second = isScoreMatMul(node.operand(b)) && !first; // two such: either reads the same
   }
   if (first == second)
-    throw Rejection{"an op before Softmax does not apply a mask or scale to the scores"};
+    return Rejection{"an op before Softmax does not apply a mask or scale to the scores"};
   return first ? a : b;
 }
 

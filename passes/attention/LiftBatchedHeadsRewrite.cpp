@@ -15,6 +15,7 @@
 
 namespace onnxc::lift {
 
+using match::matched;
 using match::soleUser;
 
 Node *Lifter::create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
@@ -63,50 +64,65 @@ Value *Lifter::lift(const FoldedOperand &op, const std::string &name) {
 }
 
 /// A side operand (mask, fill) of an elementwise link, in 4-D.
-Value *Lifter::liftSide(Value *side, const Dim &foldedBatch, const std::string &name) {
+MatchResult<Value *> Lifter::liftSide(Value *side, const Dim &foldedBatch,
+                                      const std::string &name) {
   const Shape &shape = side->shape();
   if (!shape.isRanked())
-    throw Rejection{"a mask of unknown rank meets the folded scores"};
+    return Rejection{"a mask of unknown rank meets the folded scores"};
   if (shape.rank() <= 2 || (shape.rank() == 3 && shape[0] == Dim(1)))
     return side;
   if (shape.rank() == 3 && shape[0] == foldedBatch)
     return liftGeneric(side, name);
-  throw Rejection{"a mask broadcasts against the folded scores in a way 4-D cannot"};
+  return Rejection{"a mask broadcasts against the folded scores in a way 4-D cannot"};
 }
 
-void Lifter::rewrite() {
+MatchStatus Lifter::rewrite() {
   std::string base = softmax_.name().empty() ? "attention" : softmax_.name();
   size_t assumptionsBefore = graph_.assumptions().size();
+  MatchStatus lifted;
   try {
-    Value *q4 = lift(*q_, base + ".q4");
-    Value *k4 = lift(*k_, base + ".k4");
-    Value *v4 = lift(*v_, base + ".v4");
-    Value *kt4 = create(OpKind::Transpose, {k4}, base + ".kt4",
-                        {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
-                     ->result(0);
-    Value *scores = create(OpKind::MatMul, {q4, kt4}, base + ".scores4")->result(0);
-    scores = liftChain(scores, base);
-    const Shape &lifted = scores->shape();
-    if (!lifted.isRanked() || lifted.rank() != 4)
-      throw Rejection{"a mask broadcasts the lifted scores beyond 4-D"};
-    Value *probs = liftProbabilities(scores);
-    Value *o4 = create(OpKind::MatMul, {probs, v4}, output_->name())->result(0);
-    Value *o3 = foldResult(o4, base);
-    replaceOutput(o4, o3, base);
-    if (q_->form == FoldedOperand::SeqFirstProjection)
-      mergeSequenceFirst(o4, o3, base);
+    lifted = liftCore(base);
   } catch (const Error &) {
-    rollBack(assumptionsBefore);
-    throw Rejection{"shape inference rejects the lifted ops"};
-  } catch (const Rejection &) {
-    rollBack(assumptionsBefore);
-    throw;
+    lifted = Rejection{"shape inference rejects the lifted ops"};
   }
+  if (!lifted)
+    rollBack(assumptionsBefore);
+  return lifted;
+}
+
+/// The 4-D core in place of the folded one; what it created is rolled back
+/// by rewrite when it refuses.
+MatchStatus Lifter::liftCore(const std::string &base) {
+  Value *q4 = lift(*q_, base + ".q4");
+  Value *k4 = lift(*k_, base + ".k4");
+  Value *v4 = lift(*v_, base + ".v4");
+  Value *kt4 = create(OpKind::Transpose, {k4}, base + ".kt4",
+                      {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
+                   ->result(0);
+  Value *scores4 = create(OpKind::MatMul, {q4, kt4}, base + ".scores4")->result(0);
+  MatchResult<Value *> scores = liftChain(scores4, base);
+  if (!scores)
+    return scores.rejection();
+  const Shape &lifted = (*scores)->shape();
+  if (!lifted.isRanked() || lifted.rank() != 4)
+    return Rejection{"a mask broadcasts the lifted scores beyond 4-D"};
+  MatchResult<Value *> probs = liftProbabilities(*scores);
+  if (!probs)
+    return probs.rejection();
+  Value *o4 = create(OpKind::MatMul, {*probs, v4}, output_->name())->result(0);
+  MatchResult<Value *> o3 = foldResult(o4, base);
+  if (!o3)
+    return o3.rejection();
+  if (MatchStatus status = replaceOutput(o4, *o3, base); !status)
+    return status;
+  if (q_->form == FoldedOperand::SeqFirstProjection)
+    mergeSequenceFirst(o4, *o3, base);
+  return matched();
 }
 
 /// The links between the score MatMul and Softmax, copied onto the lifted
 /// `scores` (their masks lifted too): the lifted scores before Softmax.
-Value *Lifter::liftChain(Value *scores, const std::string &base) {
+MatchResult<Value *> Lifter::liftChain(Value *scores, const std::string &base) {
   const Dim foldedBatch = scores_->result(0)->shape()[0];
   for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
     Node *node = it->node;
@@ -123,9 +139,11 @@ Value *Lifter::liftChain(Value *scores, const std::string &base) {
       else if (!onFoldedScores)
         operands.push_back(operand);
       else if (hasRank(operand, 4))
-        throw Rejection{"a 4-D mask meets the folded 3-D scores"};
+        return Rejection{"a 4-D mask meets the folded 3-D scores"};
+      else if (MatchResult<Value *> side = liftSide(operand, foldedBatch, base + ".mask4"))
+        operands.push_back(*side);
       else
-        operands.push_back(liftSide(operand, foldedBatch, base + ".mask4"));
+        return side.rejection();
     }
     Node *copy =
         graph_.createNode(node->kind(), operands, 1, node->name(),
@@ -135,20 +153,24 @@ Value *Lifter::liftChain(Value *scores, const std::string &base) {
       copy->setAttr(key, value);
     inferNodeShapes(*copy, inference_);
     scores = copy->result(0);
-    if (hasRank(node->result(0), 4))
-      measureInstead(node->result(0), scores);
+    if (hasRank(node->result(0), 4)) {
+      if (MatchStatus status = measureInstead(node->result(0), scores); !status)
+        return status.rejection();
+    }
   }
   return scores;
 }
 
 /// Softmax of the lifted scores, and the zeroing Wheres after it: the
 /// lifted probabilities.
-Value *Lifter::liftProbabilities(Value *scores) {
+MatchResult<Value *> Lifter::liftProbabilities(Value *scores) {
   Value *probs =
       create(OpKind::Softmax, {scores}, softmax_.name(), {{"axis", Attribute(int64_t(-1))}})
           ->result(0);
-  if (hasRank(softmax_.result(0), 4))
-    measureInstead(softmax_.result(0), probs);
+  if (hasRank(softmax_.result(0), 4)) {
+    if (MatchStatus status = measureInstead(softmax_.result(0), probs); !status)
+      return status.rejection();
+  }
   // Zeroing Wheres were on the 4-D view already: the same ones on the
   // lifted probabilities.
   for (Value *unlifted = softmax_.result(0); Node * zero : zeroing_) {
@@ -157,14 +179,15 @@ Value *Lifter::liftProbabilities(Value *scores) {
     operands[kept] = probs;
     probs = create(OpKind::Where, operands, zero->name())->result(0);
     unlifted = zero->result(0);
-    measureInstead(unlifted, probs);
+    if (MatchStatus status = measureInstead(unlifted, probs); !status)
+      return status.rejection();
   }
   return probs;
 }
 
 /// The lifted result `o4` back to [b*h, Sq, dv] for the users: [-1] ++
 /// dims 2.. of o4.
-Value *Lifter::foldResult(Value *o4, const std::string &base) {
+MatchResult<Value *> Lifter::foldResult(Value *o4, const std::string &base) {
   Value *tail =
       create(OpKind::Shape, {o4}, base + ".o3.dims", {{"start", Attribute(int64_t(2))}})->result(0);
   Value *target = create(OpKind::Concat, {constantI64(base + ".o3.batch", {-1}), tail},
@@ -172,15 +195,16 @@ Value *Lifter::foldResult(Value *o4, const std::string &base) {
                       ->result(0);
   Value *o3 = create(OpKind::Reshape, {o4, target}, base + ".o3")->result(0);
   if (o3->type() != output_->result(0)->type()) {
-    throw Rejection{"the lifted attention's result type differs from the pattern's"};
+    return Rejection{"the lifted attention's result type differs from the pattern's"};
   }
   return o3;
 }
 
 /// `o3` in place of the value MatMul's result, and the Shape nodes that
 /// measured that result reading `o4` instead.
-void Lifter::replaceOutput(Value *o4, Value *o3, const std::string &base) {
-  remeasureFolded(output_->result(0), o4, base);
+MatchStatus Lifter::replaceOutput(Value *o4, Value *o3, const std::string &base) {
+  if (MatchStatus status = remeasureFolded(output_->result(0), o4, base); !status)
+    return status;
   std::string name = output_->result(0)->name();
   graph_.replaceAllUsesWith(output_->result(0), o3);
   graph_.eraseNode(output_);
@@ -192,13 +216,14 @@ void Lifter::replaceOutput(Value *o4, Value *o3, const std::string &base) {
     graph_.renameValue(picked, measured);
   }
   remeasuredFolded_.clear();
+  return matched();
 }
 
 /// Shape nodes measuring the folded result [b*h, Sq, dv] (DeBERTa sizes
 /// its head merge from it) read the same dims from the 4-D result, so that
 /// the Reshape back to [b*h, Sq, dv] keeps one user and the cleanup can
 /// merge it with the head merge's Reshape.
-void Lifter::remeasureFolded(Value *folded, Value *o4, const std::string &base) {
+MatchStatus Lifter::remeasureFolded(Value *folded, Value *o4, const std::string &base) {
   std::vector<Node *> readers;
   for (const Use &use : folded->uses())
     if (use.user->kind() == OpKind::Shape &&
@@ -226,18 +251,19 @@ void Lifter::remeasureFolded(Value *folded, Value *o4, const std::string &base) 
                       base + ".o3.dims")
                    ->result(0);
     if (picked->type() != reader->result(0)->type())
-      throw Rejection{"the folded result's dims do not come out of the lifted one"};
+      return Rejection{"the folded result's dims do not come out of the lifted one"};
     remeasuredFolded_.emplace_back(reader, picked);
   }
   insertBefore_ = output_;
+  return matched();
 }
 
 /// Shape nodes measuring a 4-D value of the old chain measure its lifted
 /// copy (the same shape), so that the old chain is left dead. Undone by
 /// rollBack.
-void Lifter::measureInstead(Value *old, Value *lifted) {
+MatchStatus Lifter::measureInstead(Value *old, Value *lifted) {
   if (!match::provablySameShape(old->shape(), lifted->shape()))
-    throw Rejection{"the lifted probabilities' shape differs from the pattern's"};
+    return Rejection{"the lifted probabilities' shape differs from the pattern's"};
   std::vector<std::pair<Node *, size_t>> readers;
   for (const Use &use : old->uses())
     if (use.user->kind() == OpKind::Shape)
@@ -246,6 +272,7 @@ void Lifter::measureInstead(Value *old, Value *lifted) {
     reader->setOperand(index, lifted);
     remeasured_.push_back({reader, index, old});
   }
+  return matched();
 }
 
 /// torch merges the heads of the folded result with Transpose {[1, 0, 2]}
