@@ -2,18 +2,72 @@
 //
 // What every fusion pass asks of the graph around a candidate: is this value
 // a one-element constant, who is its only user, which operand of a binary op
-// is the other one.
+// is the other one; and how a matching step answers: its result, or the
+// Rejection saying why the candidate is left alone.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/Graph.h"
 
+#include <cassert>
 #include <cmath>
 #include <optional>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace onnxc::match {
+
+/// Why a pass leaves a candidate alone: a fixed reason without node names
+/// (a static string), so that --stats tallies equal reasons and --explain
+/// shows each with its node (PassContext::reject).
+struct Rejection {
+  const char *reason;
+};
+
+/// What a matching step returns: its result, or the Rejection saying why
+/// the candidate is left alone. True when it matched; a caller hands a
+/// rejection on with `return result.rejection();`.
+template <typename T> class [[nodiscard]] MatchResult {
+public:
+  MatchResult(T value) : result_(std::move(value)) {}
+  MatchResult(Rejection rejection) : result_(rejection) {}
+
+  explicit operator bool() const { return result_.index() == 0; }
+  T &operator*() { return std::get<0>(result_); }
+  const T &operator*() const { return std::get<0>(result_); }
+  T *operator->() { return &std::get<0>(result_); }
+  const T *operator->() const { return &std::get<0>(result_); }
+
+  /// Why the candidate is left alone (only when the step did not match).
+  Rejection rejection() const { return std::get<1>(result_); }
+
+private:
+  std::variant<T, Rejection> result_;
+};
+
+/// What a step that only checks (or fills in its caller's match) returns:
+/// matched(), or the Rejection saying why not. True when it matched.
+class [[nodiscard]] MatchStatus {
+public:
+  MatchStatus() = default;
+  MatchStatus(Rejection rejection) : reason_(rejection.reason) { assert(reason_); }
+
+  explicit operator bool() const { return reason_ == nullptr; }
+
+  /// Why the candidate is left alone (only when the step did not match).
+  Rejection rejection() const {
+    assert(reason_);
+    return {reason_};
+  }
+
+private:
+  const char *reason_ = nullptr;
+};
+
+/// The status of a step that matched.
+inline MatchStatus matched() { return MatchStatus(); }
 
 /// The value of a one-element numeric (not bool) constant, if `value` is one.
 inline std::optional<double> scalarConstant(const Value *value) {

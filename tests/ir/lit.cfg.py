@@ -7,7 +7,9 @@ import lit.formats
 config.name = "onnxc-ir"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".ir"]
-# Inputs/ holds the second files of tests (models, C programs), not tests.
+# The tests are in one subfolder per purpose (attention/, cleanup/, ...),
+# mirroring passes/. Inputs/ holds the second files of tests (models, C
+# programs), not tests.
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 
 if not hasattr(config, "onnxc_tools_dir"):
@@ -27,6 +29,8 @@ repo = os.path.dirname(os.path.dirname(config.onnxc_test_source_dir))
 venv_python = os.path.join(repo, ".venv", "bin", "python")
 config.substitutions.append(("%python", venv_python if os.path.exists(venv_python) else sys.executable))
 config.substitutions.append(("%repo", repo))
+# %inputs: the second files of tests (Inputs/), from a test in any subfolder.
+config.substitutions.append(("%inputs", os.path.join(config.onnxc_test_source_dir, "Inputs")))
 # %sanitize_cflags: a C program linking a model.so of a sanitized build needs
 # the sanitizers' runtimes that library was linked against.
 sanitize = getattr(config, "onnxc_sanitize", "")

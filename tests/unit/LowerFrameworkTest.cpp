@@ -20,7 +20,7 @@ using lowertest::randomOf;
 TEST(LowerFramework, EveryEvaluatorOpHasALowering) {
   // The compiled path promises every op the reference evaluator runs, the
   // control-flow ones included (If, Loop and Scan: some of their forms are
-  // refused naming the node; tests/controlflow, tests/ir/compile-loop.ir).
+  // refused naming the node; tests/controlflow, tests/ir/codegen/compile-loop.ir).
   for (unsigned k = 0; k < kNumOpKinds; ++k) {
     OpKind kind = OpKind(k);
     if (hasReferenceKernel(kind)) {

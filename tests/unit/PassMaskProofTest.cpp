@@ -1,6 +1,6 @@
 //===- tests/unit/PassMaskProofTest.cpp - Proving what shape-only masks hide ===//
 //
-// The symbolic mask evaluator (passes/MaskExpr.h, MaskSymbolic.h) and the
+// The symbolic mask evaluator (passes/attention/MaskExpr.h, MaskSymbolic.h) and the
 // proof of the band a mask hides at every length (MaskProof.h), through
 // proveBandMask on small graphs: bands and windows far wider than any short
 // length, stored tables, and the masks that must stay operands, each with
@@ -13,9 +13,9 @@
 #include "ir/Parser.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
-#include "passes/AttentionMasks.h"
-#include "passes/MaskExpr.h"
-#include "passes/MaskSymbolic.h"
+#include "passes/attention/AttentionMasks.h"
+#include "passes/attention/MaskExpr.h"
+#include "passes/attention/MaskSymbolic.h"
 
 #include <gtest/gtest.h>
 
@@ -563,7 +563,8 @@ Proof proveAfterCache(const std::string &hiddenWhen) {
   %at = Add(%i, %past)
   %kv_pos = Range(%zero, %kv_len, %one)
   %j = Unsqueeze(%kv_pos, %axis0)
-  %mask = Greater(%j, )" + hiddenWhen +
+  %mask = Greater(%j, )" +
+                     hiddenWhen +
                      R"()
   return %mask
 }
