@@ -1,8 +1,6 @@
 //===- passes/attention/AttentionMasks.cpp - Proving what shape-only masks hide ---===//
 #include "passes/attention/AttentionMasks.h"
 
-#include "ir/ShapeAssumption.h"
-
 #include "ir/Error.h"
 #include "ir/ShapeAssumption.h"
 #include "ir/eval/Evaluator.h"
