@@ -1,8 +1,8 @@
 //===- python/src/ModelRunner.cpp - A compiled model and its sessions ------===//
 #include "python/src/ModelRunner.h"
 
-#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelJit.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "ir/Error.h"
 
 #include <cstring>

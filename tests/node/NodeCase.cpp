@@ -6,9 +6,9 @@
 #include "frontend/OpsetConversion.h"
 
 #include "codegen/CompiledSession.h"
-#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ShapeSpecialization.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorProto.h"
 #include "ir/Error.h"

@@ -2,7 +2,7 @@
 
 #include "tools/onnxc/CompiledLibrary.h"
 
-#include "codegen/DescriptorEmitter.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "ir/Error.h"
 #include "runtime/DescriptorCheck.h"
 #include "tools/onnxc/LibraryFileCheck.h"
