@@ -1,6 +1,7 @@
 //===- codegen/kernels/GemmIRBuilder.cpp - Loop-nest emission shared by GEMM kernels -===//
 #include "codegen/kernels/GemmIRBuilder.h"
 
+#include "codegen/kernels/CountedLoop.h"
 #include "codegen/kernels/VectorMath.h"
 #include "codegen/kernels/VectorTranspose.h"
 
@@ -78,45 +79,12 @@ std::vector<llvm::Value *> GemmIRBuilder::emitLoop(llvm::Value *begin, llvm::Val
                                                    int64_t step,
                                                    llvm::ArrayRef<llvm::Value *> initial,
                                                    LoopBody body) {
-  llvm::LLVMContext &context = builder_.getContext();
-  llvm::Function *function = builder_.GetInsertBlock()->getParent();
-  llvm::BasicBlock *preheader = builder_.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(context, "loop", function);
-  auto *bodyBlock = llvm::BasicBlock::Create(context, "loop.body", function);
-  auto *exit = llvm::BasicBlock::Create(context, "loop.exit", function);
-  builder_.CreateBr(header);
-
-  builder_.SetInsertPoint(header);
-  llvm::PHINode *iv = builder_.CreatePHI(builder_.getInt64Ty(), 2, "iv");
-  iv->addIncoming(begin, preheader);
-  std::vector<llvm::PHINode *> phis;
-  for (llvm::Value *value : initial) {
-    phis.push_back(builder_.CreatePHI(value->getType(), 2));
-    phis.back()->addIncoming(value, preheader);
-  }
-  builder_.CreateCondBr(builder_.CreateICmpSLT(iv, end), bodyBlock, exit);
-
-  builder_.SetInsertPoint(bodyBlock);
-  std::vector<llvm::Value *> carried(phis.begin(), phis.end());
-  std::vector<llvm::Value *> next = body(iv, carried);
-  assert(next.size() == phis.size() && "loop body must return every carried value");
-  llvm::Value *ivNext = builder_.CreateNSWAdd(iv, index(step));
-  llvm::BasicBlock *latch = builder_.GetInsertBlock();
-  llvm::BranchInst *backEdge = builder_.CreateBr(header);
   // The loops that matter are unrolled by hand; with K and N constant, LLVM
   // would otherwise fully unroll every short loop and multiply code size
   // (and JIT time) for no speed.
-  llvm::Metadata *disable =
-      llvm::MDNode::get(context, llvm::MDString::get(context, "llvm.loop.unroll.disable"));
-  llvm::MDNode *loopId = llvm::MDNode::getDistinct(context, {nullptr, disable});
-  loopId->replaceOperandWith(0, loopId);
-  backEdge->setMetadata(llvm::LLVMContext::MD_loop, loopId);
-  iv->addIncoming(ivNext, latch);
-  for (size_t i = 0; i < phis.size(); ++i)
-    phis[i]->addIncoming(next[i], latch);
-
-  builder_.SetInsertPoint(exit);
-  return std::vector<llvm::Value *>(phis.begin(), phis.end());
+  CountedLoopShape shape;
+  shape.disableUnroll = true;
+  return emitCountedLoop(builder_, shape, begin, end, step, initial, body);
 }
 
 void GemmIRBuilder::emitLoop(llvm::Value *begin, llvm::Value *end, int64_t step,

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/RowKernels.h"
 
+#include "codegen/kernels/CountedLoop.h"
 #include "codegen/kernels/VectorMath.h"
 #include "ir/Error.h"
 
@@ -37,44 +38,14 @@ using LoopBody = function_ref<std::vector<Value *>(Value *iv, ArrayRef<Value *> 
 /// nested control flow.
 std::vector<Value *> emitLoop(IRBuilderBase &b, Value *begin, Value *end, int64_t step,
                               std::vector<Value *> init, LoopBody body) {
-  auto *beginConst = dyn_cast<ConstantInt>(begin);
-  auto *endConst = dyn_cast<ConstantInt>(end);
-  if (beginConst && endConst && beginConst->getSExtValue() >= endConst->getSExtValue())
-    return init;
-  Function *fn = b.GetInsertBlock()->getParent();
-  BasicBlock *preheader = b.GetInsertBlock();
-  BasicBlock *header = BasicBlock::Create(b.getContext(), "loop", fn);
-  BasicBlock *exit = BasicBlock::Create(b.getContext(), "loop.exit", fn);
-  b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
-
-  b.SetInsertPoint(header);
-  PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, "iv");
-  iv->addIncoming(begin, preheader);
-  std::vector<PHINode *> phis;
-  std::vector<Value *> carried;
-  for (Value *value : init) {
-    phis.push_back(b.CreatePHI(value->getType(), 2));
-    phis.back()->addIncoming(value, preheader);
-    carried.push_back(phis.back());
-  }
-  std::vector<Value *> next = body(iv, carried);
-  assert(next.size() == init.size() && "loop body must return every carried value");
-  Value *nextIv = b.CreateAdd(iv, b.getInt64(step), "", /*HasNUW=*/true, /*HasNSW=*/true);
-  BasicBlock *latch = b.GetInsertBlock();
-  iv->addIncoming(nextIv, latch);
-  for (size_t k = 0; k < phis.size(); ++k)
-    phis[k]->addIncoming(next[k], latch);
-  b.CreateCondBr(b.CreateICmpSLT(nextIv, end), header, exit);
-
-  b.SetInsertPoint(exit);
-  std::vector<Value *> result;
-  for (size_t k = 0; k < init.size(); ++k) {
-    PHINode *merged = b.CreatePHI(init[k]->getType(), 2);
-    merged->addIncoming(init[k], preheader);
-    merged->addIncoming(next[k], latch);
-    result.push_back(merged);
-  }
-  return result;
+  // Guarded and tested at the bottom, nothing for a constant empty range.
+  CountedLoopShape shape;
+  shape.header = "loop";
+  shape.exit = "loop.exit";
+  shape.iv = "iv";
+  shape.noUnsignedWrap = true;
+  shape.guarded = true;
+  return emitCountedLoop(b, shape, begin, end, step, init, body);
 }
 
 /// A lane mask (null: all lanes) and the element index of lane 0.

@@ -1,6 +1,8 @@
 //===- codegen/lower/attention/FlashVectorIR.cpp - Vector IR of the fused attention -===//
 #include "codegen/lower/attention/FlashVectorIR.h"
 
+#include "codegen/kernels/CountedLoop.h"
+
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Metadata.h"
@@ -62,40 +64,15 @@ void FlashVectorIR::prefetch(Value *base, Value *offset, int64_t floats) {
 
 Values FlashVectorIR::loop(Value *begin, Value *end, int64_t step, ArrayRef<Value *> init,
                            LoopBody body) {
-  IRBuilder<> &b = b_;
-  LLVMContext &context = b.getContext();
-  Function *function = b.GetInsertBlock()->getParent();
-  BasicBlock *preheader = b.GetInsertBlock();
-  BasicBlock *header = BasicBlock::Create(context, "fa.loop", function);
-  BasicBlock *bodyBlock = BasicBlock::Create(context, "fa.body", function);
-  BasicBlock *exit = BasicBlock::Create(context, "fa.exit", function);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, "fa.iv");
-  iv->addIncoming(begin, preheader);
-  std::vector<PHINode *> phis;
-  for (Value *value : init) {
-    phis.push_back(b.CreatePHI(value->getType(), 2));
-    phis.back()->addIncoming(value, preheader);
-  }
-  b.CreateCondBr(b.CreateICmpSLT(iv, end), bodyBlock, exit);
-  b.SetInsertPoint(bodyBlock);
-  Values next = body(iv, Values(phis.begin(), phis.end()));
-  assert(next.size() == phis.size() && "loop body must return every carried value");
-  Value *ivNext = b.CreateNSWAdd(iv, b.getInt64(step));
-  BasicBlock *latch = b.GetInsertBlock();
-  BranchInst *backEdge = b.CreateBr(header);
   // The micro-kernels are unrolled by hand; LLVM would otherwise unroll the
   // constant head-size loops completely, for code size and no speed.
-  MDNode *disable = MDNode::get(context, MDString::get(context, "llvm.loop.unroll.disable"));
-  MDNode *loopId = MDNode::getDistinct(context, {nullptr, disable});
-  loopId->replaceOperandWith(0, loopId);
-  backEdge->setMetadata(LLVMContext::MD_loop, loopId);
-  iv->addIncoming(ivNext, latch);
-  for (size_t i = 0; i < phis.size(); ++i)
-    phis[i]->addIncoming(next[i], latch);
-  b.SetInsertPoint(exit);
-  return Values(phis.begin(), phis.end());
+  CountedLoopShape shape;
+  shape.header = "fa.loop";
+  shape.body = "fa.body";
+  shape.exit = "fa.exit";
+  shape.iv = "fa.iv";
+  shape.disableUnroll = true;
+  return emitCountedLoop(b_, shape, begin, end, step, init, body);
 }
 
 void FlashVectorIR::loop(Value *begin, Value *end, int64_t step, function_ref<void(Value *)> body) {
