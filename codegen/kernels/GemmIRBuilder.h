@@ -6,6 +6,8 @@
 // fused epilogue, and run-time B packing. Dims are llvm::Values that are
 // constants when the kernel is specialized, so one emitter serves both
 // specialized and run-time shapes (IRBuilder folds the constant cases).
+// The loop nest and packing are in GemmIRBuilder.cpp, the tiles (micro-kernel,
+// stores, panel columns and groups) in GemmTileIR.cpp.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -108,6 +110,27 @@ private:
                                int64_t unroll, const PanelPrefetch &prefetch, int64_t rows);
   /// A prefetch of `pointer`'s line (locality 0-3, 3 = L1; 2 = L2 on x86).
   void emitPrefetch(llvm::Value *pointer, bool write, int locality);
+  /// One panel's column of tiles over a row block, as emitPanelColumn's
+  /// pieces see it (width: the panel's valid columns).
+  struct PanelColumn {
+    const GemmOperands &operands;
+    const GemmEpilogue &epilogue;
+    llvm::Value *aBlock, *rowBlock, *rows, *depth, *bPanel, *col, *isFirst, *isLast, *width;
+  };
+  /// The tile at `tileRow`: its A rows, or its panel of the packed A block.
+  ATile aTileAt(const PanelColumn &column, llvm::Value *tileRow);
+  /// Prefetches of `perStep` lines per iteration of an `unroll`-k loop, from
+  /// the tile's offset among `spread` (the iteration's lines / perStep)
+  /// tiles.
+  PanelPrefetch panelPrefetch(const PanelColumn &column, llvm::Value *tileRow, int64_t unroll,
+                              int64_t perStep);
+  /// The densest prefetch: the panel covered in 4 tiles.
+  int64_t densestPrefetchPerStep(int64_t unroll) const;
+  /// The full MR-row tiles of rows [0, fullRows), prefetching `perStep`
+  /// lines per k-loop iteration, stored straight from the accumulators.
+  void emitFullTiles(const PanelColumn &column, llvm::Value *fullRows, int64_t perStep);
+  /// The rows from `fullRows` on (fewer than MR), through the tile scratch.
+  void emitTailTile(const PanelColumn &column, llvm::Value *fullRows);
   /// Columns [col, col + nr) of the whole A block, one tile per MR rows.
   void emitPanelColumn(const GemmOperands &operands, const GemmEpilogue &epilogue,
                        llvm::Value *aBlock, llvm::Value *rowBlock, llvm::Value *rows,
