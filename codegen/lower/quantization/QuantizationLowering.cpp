@@ -417,13 +417,9 @@ const onnxc::Value *operandOrNull(const Node &node, size_t i) {
   return i < node.numOperands() ? node.operand(i) : nullptr;
 }
 
-} // namespace
-
-void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
-  if (lowerIntegerMatMulOnGemm(ctx, node))
-    return;
-  bool qlinear = node.kind() == OpKind::QLinearMatMul;
-  const onnxc::Value *a = node.operand(0), *b = node.operand(qlinear ? 3 : 1);
+/// The parameters of MatMulInteger / ConvInteger (zero points at 2 and 3) or
+/// QLinearMatMul / QLinearConv (scales and zero points at 1, 2, 4, 5, 6, 7).
+ProductParameters integerProductParameters(const Node &node, bool qlinear) {
   ProductParameters params;
   if (qlinear) {
     params.aScale = node.operand(1);
@@ -436,6 +432,17 @@ void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
     params.aZero = operandOrNull(node, 2);
     params.bZero = operandOrNull(node, 3);
   }
+  return params;
+}
+
+} // namespace
+
+void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
+  if (lowerIntegerMatMulOnGemm(ctx, node))
+    return;
+  bool qlinear = node.kind() == OpKind::QLinearMatMul;
+  const onnxc::Value *a = node.operand(0), *b = node.operand(qlinear ? 3 : 1);
+  ProductParameters params = integerProductParameters(node, qlinear);
   MatMulProblem problem = planIntegerMatMul(ctx, node, a, b);
   StepBuilder step = ctx.beginStep(node, qlinear ? "qlinear_matmul" : "matmul_integer");
   MatMulSlots slots;
@@ -461,6 +468,93 @@ void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
   step.finish();
 }
 
+namespace {
+
+/// The window of a compiled ConvInteger / QLinearConv: 2-D, explicit pads,
+/// a constant kernel size.
+struct IntegerConvWindow {
+  int64_t kH = 1, kW = 1, group = 1;
+  std::vector<int64_t> strides, dilations, pads;
+};
+
+IntegerConvWindow integerConvWindow(LoweringContext &ctx, const Node &node, const Shape &xs,
+                                    const Shape &ws, const Shape &ys) {
+  if (xs.rank() != 4 || ws.rank() != 4 || ys.rank() != 4)
+    ctx.unsupported(node, "only 2-D convolutions (rank-4 x and w) are compiled");
+  ConvPadding padding = convPadding(node, 2);
+  if (padding.isSame())
+    ctx.unsupported(node, "auto_pad " + padding.autoPad + " is not compiled; give explicit pads");
+  std::optional<int64_t> kH = ws[2].constant(), kW = ws[3].constant();
+  if (!kH || !kW)
+    ctx.unsupported(node, "the kernel size must be constant");
+  IntegerConvWindow window;
+  window.kH = *kH;
+  window.kW = *kW;
+  window.strides = convSpatialAttr(node, "strides", 2, 1, 1);
+  window.dilations = convSpatialAttr(node, "dilations", 2, 1, 1);
+  window.pads = padding.pads;
+  window.group = node.getInt("group", 1);
+  if (window.group <= 0)
+    ctx.unsupported(node, "group must be positive");
+  return window;
+}
+
+/// Where one output's taps read, in the kernel: image n, output channel m
+/// (its group's first input channel), the window's top-left corner, x's
+/// dims, the group's input channels and the two zero points.
+struct IntegerConvOutput {
+  Value *n, *m, *firstChannel, *top, *left;
+  Value *channels, *height, *width, *groupIn;
+  Value *xZero, *wZero;
+};
+
+/// sum + (x - xZero) * (w - wZero) for tap t = (c, kh, kw) of the window;
+/// taps in the padding add nothing.
+Value *emitIntegerConvTap(KernelBuilder &k, const IntegerConvWindow &window,
+                          const IntegerConvOutput &out, const onnxc::Value *x,
+                          const onnxc::Value *w, unsigned xSlot, unsigned wSlot, Value *t,
+                          Value *sum) {
+  IRBuilder<> &b = k.ir();
+  DType xType = x->dtype(), wType = w->dtype();
+  const int64_t kH = window.kH, kW = window.kW;
+  Value *c = b.CreateSDiv(t, k.i64(kH * kW));
+  Value *kh = b.CreateSRem(b.CreateSDiv(t, k.i64(kW)), k.i64(kH));
+  Value *kw = b.CreateSRem(t, k.i64(kW));
+  Value *ih = b.CreateAdd(out.top, b.CreateMul(kh, k.i64(window.dilations[0])));
+  Value *iw = b.CreateAdd(out.left, b.CreateMul(kw, k.i64(window.dilations[1])));
+  Value *inside = b.CreateAnd(b.CreateICmpULT(ih, out.height), b.CreateICmpULT(iw, out.width));
+  Value *xIndex =
+      b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(out.n, out.channels),
+                                                                  b.CreateAdd(out.firstChannel, c)),
+                                                      out.height),
+                                          ih),
+                              out.width),
+                  iw);
+  xIndex = b.CreateSelect(inside, xIndex, k.i64(0));
+  Value *wIndex =
+      b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(out.m, out.groupIn), c), k.i64(kH * kW)),
+                  b.CreateAdd(b.CreateMul(kh, k.i64(kW)), kw));
+  Value *xv = b.CreateIntCast(k.loadElement(xType, k.buffer(xSlot), xIndex), b.getInt32Ty(),
+                              isSignedInt(xType));
+  Value *wv = b.CreateIntCast(k.loadElement(wType, k.buffer(wSlot), wIndex), b.getInt32Ty(),
+                              isSignedInt(wType));
+  Value *product = b.CreateMul(b.CreateSub(xv, out.xZero), b.CreateSub(wv, out.wZero));
+  return b.CreateAdd(sum, b.CreateSelect(inside, product, b.getInt32(0)));
+}
+
+/// QLinearConv's i32 sum of output channel m requantized into `yType`.
+Value *requantizeConvSum(KernelBuilder &k, const ProductParameters &params,
+                         const ParameterSlots &pslots, DType yType, Value *sum, Value *m) {
+  Value *multiplier = requantizeMultiplier(
+      k, params.aScale->dtype(), loadParameter(k, params.aScale, pslots.aScale, k.i64(0)),
+      loadParameter(k, params.bScale, pslots.bScale, m),
+      loadParameter(k, params.yScale, pslots.yScale, k.i64(0)));
+  return requantize(k, yType, sum, multiplier,
+                    loadParameter(k, params.yZero, pslots.yZero, k.i64(0)));
+}
+
+} // namespace
+
 /// ConvInteger / QLinearConv over 2-D images: one task row per (n, m, oh),
 /// each output a sum over the group's channels and the kernel window, taps
 /// in the padding skipped (they would read x_zero_point - x_zero_point = 0).
@@ -470,36 +564,12 @@ void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
   bool qlinear = node.kind() == OpKind::QLinearConv;
   const onnxc::Value *x = node.operand(0), *w = node.operand(qlinear ? 3 : 1);
   const onnxc::Value *y = node.result(0);
-  ProductParameters params;
-  const onnxc::Value *bias = nullptr;
-  if (qlinear) {
-    params.aScale = node.operand(1);
-    params.aZero = node.operand(2);
-    params.bScale = node.operand(4);
-    params.bZero = node.operand(5);
-    params.yScale = node.operand(6);
-    params.yZero = node.operand(7);
-    bias = operandOrNull(node, 8);
-  } else {
-    params.aZero = operandOrNull(node, 2);
-    params.bZero = operandOrNull(node, 3);
-  }
+  ProductParameters params = integerProductParameters(node, qlinear);
+  const onnxc::Value *bias = qlinear ? operandOrNull(node, 8) : nullptr;
   for (const onnxc::Value *v : {x, w, y})
     requireKnownShape(ctx, node, v);
-  const Shape &xs = x->shape(), &ws = w->shape(), &ys = y->shape();
-  if (xs.rank() != 4 || ws.rank() != 4 || ys.rank() != 4)
-    ctx.unsupported(node, "only 2-D convolutions (rank-4 x and w) are compiled");
-  ConvPadding padding = convPadding(node, 2);
-  if (padding.isSame())
-    ctx.unsupported(node, "auto_pad " + padding.autoPad + " is not compiled; give explicit pads");
-  std::optional<int64_t> kH = ws[2].constant(), kW = ws[3].constant();
-  if (!kH || !kW)
-    ctx.unsupported(node, "the kernel size must be constant");
-  std::vector<int64_t> strides = convSpatialAttr(node, "strides", 2, 1, 1);
-  std::vector<int64_t> dilations = convSpatialAttr(node, "dilations", 2, 1, 1);
-  int64_t group = node.getInt("group", 1);
-  if (group <= 0)
-    ctx.unsupported(node, "group must be positive");
+  const Shape &xs = x->shape(), &ys = y->shape();
+  IntegerConvWindow window = integerConvWindow(ctx, node, xs, w->shape(), ys);
 
   StepBuilder step = ctx.beginStep(node, qlinear ? "qlinear_conv" : "conv_integer");
   unsigned xSlot = step.input(x), wSlot = step.input(w);
@@ -508,69 +578,42 @@ void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
   unsigned ySlot = step.output(y);
   Dim rows = ys[0] * ys[1] * ys[2];
   std::optional<int64_t> outWidth = ys[3].constant();
-  int64_t grain =
-      std::max<int64_t>(1, 2048 / std::max<int64_t>(1, outWidth.value_or(64) * *kH * *kW));
+  int64_t grain = std::max<int64_t>(
+      1, 2048 / std::max<int64_t>(1, outWidth.value_or(64) * window.kH * window.kW));
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
   KernelBuilder &k = step.kernel();
   IRBuilder<> &b = k.ir();
-  DType xType = x->dtype(), wType = w->dtype(), yType = y->dtype();
-  Value *channels = k.dim(xs[1]), *height = k.dim(xs[2]), *width = k.dim(xs[3]);
+  DType yType = y->dtype();
+  IntegerConvOutput out;
+  out.channels = k.dim(xs[1]), out.height = k.dim(xs[2]), out.width = k.dim(xs[3]);
   Value *outChannels = k.dim(ys[1]), *outHeight = k.dim(ys[2]), *outW = k.dim(ys[3]);
-  Value *groupIn = b.CreateSDiv(channels, k.i64(group));
-  Value *groupOut = b.CreateSDiv(outChannels, k.i64(group));
-  Value *taps = b.CreateMul(groupIn, k.i64(*kH * *kW));
-  Value *xZero = loadZeroPoint(k, params.aZero, pslots.aZero, k.i64(0));
+  out.groupIn = b.CreateSDiv(out.channels, k.i64(window.group));
+  Value *groupOut = b.CreateSDiv(outChannels, k.i64(window.group));
+  Value *taps = b.CreateMul(out.groupIn, k.i64(window.kH * window.kW));
+  out.xZero = loadZeroPoint(k, params.aZero, pslots.aZero, k.i64(0));
   k.forRange(
       begin, end,
       [&](Value *row) {
         Value *oh = b.CreateSRem(row, outHeight);
         Value *nm = b.CreateSDiv(row, outHeight);
-        Value *m = b.CreateSRem(nm, outChannels), *n = b.CreateSDiv(nm, outChannels);
-        Value *firstChannel = b.CreateMul(b.CreateSDiv(m, groupOut), groupIn);
-        Value *wZero = loadZeroPoint(k, params.bZero, pslots.bZero, m);
-        Value *top = b.CreateSub(b.CreateMul(oh, k.i64(strides[0])), k.i64(padding.pads[0]));
+        out.m = b.CreateSRem(nm, outChannels), out.n = b.CreateSDiv(nm, outChannels);
+        out.firstChannel = b.CreateMul(b.CreateSDiv(out.m, groupOut), out.groupIn);
+        out.wZero = loadZeroPoint(k, params.bZero, pslots.bZero, out.m);
+        out.top = b.CreateSub(b.CreateMul(oh, k.i64(window.strides[0])), k.i64(window.pads[0]));
         k.forRange(
             k.i64(0), outW,
             [&](Value *ow) {
-              Value *left = b.CreateSub(b.CreateMul(ow, k.i64(strides[1])), k.i64(padding.pads[1]));
+              out.left =
+                  b.CreateSub(b.CreateMul(ow, k.i64(window.strides[1])), k.i64(window.pads[1]));
               auto tap = [&](Value *t, ArrayRef<Value *> sum) {
-                Value *c = b.CreateSDiv(t, k.i64(*kH * *kW));
-                Value *kh = b.CreateSRem(b.CreateSDiv(t, k.i64(*kW)), k.i64(*kH));
-                Value *kw = b.CreateSRem(t, k.i64(*kW));
-                Value *ih = b.CreateAdd(top, b.CreateMul(kh, k.i64(dilations[0])));
-                Value *iw = b.CreateAdd(left, b.CreateMul(kw, k.i64(dilations[1])));
-                Value *inside =
-                    b.CreateAnd(b.CreateICmpULT(ih, height), b.CreateICmpULT(iw, width));
-                Value *xIndex = b.CreateAdd(
-                    b.CreateMul(b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(n, channels),
-                                                                    b.CreateAdd(firstChannel, c)),
-                                                        height),
-                                            ih),
-                                width),
-                    iw);
-                xIndex = b.CreateSelect(inside, xIndex, k.i64(0));
-                Value *wIndex = b.CreateAdd(
-                    b.CreateMul(b.CreateAdd(b.CreateMul(m, groupIn), c), k.i64(*kH * *kW)),
-                    b.CreateAdd(b.CreateMul(kh, k.i64(*kW)), kw));
-                Value *xv = b.CreateIntCast(k.loadElement(xType, k.buffer(xSlot), xIndex),
-                                            b.getInt32Ty(), isSignedInt(xType));
-                Value *wv = b.CreateIntCast(k.loadElement(wType, k.buffer(wSlot), wIndex),
-                                            b.getInt32Ty(), isSignedInt(wType));
-                Value *product = b.CreateMul(b.CreateSub(xv, xZero), b.CreateSub(wv, wZero));
                 return std::vector<Value *>{
-                    b.CreateAdd(sum[0], b.CreateSelect(inside, product, b.getInt32(0)))};
+                    emitIntegerConvTap(k, window, out, x, w, xSlot, wSlot, t, sum[0])};
               };
-              Value *init = bias ? k.loadElement(DType::I32, k.buffer(biasSlot), m) : b.getInt32(0);
+              Value *init =
+                  bias ? k.loadElement(DType::I32, k.buffer(biasSlot), out.m) : b.getInt32(0);
               Value *sum = k.forRangeCarried(k.i64(0), taps, {init}, tap, 1, "t")[0];
-              if (params.requantize()) {
-                Value *multiplier =
-                    requantizeMultiplier(k, params.aScale->dtype(),
-                                         loadParameter(k, params.aScale, pslots.aScale, k.i64(0)),
-                                         loadParameter(k, params.bScale, pslots.bScale, m),
-                                         loadParameter(k, params.yScale, pslots.yScale, k.i64(0)));
-                sum = requantize(k, yType, sum, multiplier,
-                                 loadParameter(k, params.yZero, pslots.yZero, k.i64(0)));
-              }
+              if (params.requantize())
+                sum = requantizeConvSum(k, params, pslots, yType, sum, out.m);
               k.storeElement(yType, sum, k.buffer(ySlot), b.CreateAdd(b.CreateMul(row, outW), ow));
             },
             1, "ow");
@@ -578,8 +621,6 @@ void lowerIntegerConv(LoweringContext &ctx, const Node &node) {
       1, "row");
   step.finish();
 }
-
-namespace {} // namespace
 
 void registerQuantizationLowerings(LoweringTable &table) {
   table.add(OpKind::QuantizeLinear, lowerQuantizeLinear);
