@@ -60,6 +60,69 @@ void poolPads(FunctionBuilder &k, const PoolAttributes &a, const std::vector<Dim
   }
 }
 
+/// A pool's window as its kernel walks it: the attributes, the per-axis
+/// pads and strides (emitted once), and the stack slots of one output
+/// element's accumulator and its counts of taps inside the input and
+/// inside the pads.
+struct PoolWindow {
+  const PoolAttributes &a;
+  DType dtype, real;
+  bool isMax;
+  unsigned x;
+  const std::vector<Dim> &inSpatial;
+  std::vector<Value *> padBegin, paddedEnd, inStrides;
+  Type *realType;
+  Value *accumulator, *inside, *counted;
+};
+
+/// One tap of the window of output `outIndex` (spatial) into the slots.
+void emitPoolTap(KernelBuilder &k, const PoolWindow &w, ArrayRef<Value *> outIndex, Value *xBase,
+                 ArrayRef<Value *> tap) {
+  IRBuilder<> &b = k.ir();
+  const PoolAttributes &a = w.a;
+  size_t n = w.inSpatial.size();
+  Value *within = b.getTrue(), *withinPads = b.getTrue();
+  std::vector<Value *> position(n);
+  for (size_t i = 0; i < n; ++i) {
+    position[i] =
+        b.CreateAdd(b.CreateSub(b.CreateMul(outIndex[i], k.i64(a.strides[i])), w.padBegin[i]),
+                    b.CreateMul(tap[i], k.i64(a.dilations[i])));
+    // One unsigned compare covers both 0 <= pos and pos < size.
+    within = b.CreateAnd(within, b.CreateICmpULT(position[i], k.dim(w.inSpatial[i])));
+    withinPads = b.CreateAnd(withinPads, b.CreateICmpSLT(position[i], w.paddedEnd[i]));
+  }
+  if (!w.isMax)
+    b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), w.counted),
+                              b.CreateZExt(withinPads, b.getInt64Ty())),
+                  w.counted);
+  k.ifThen(within, [&] {
+    Value *v = k.convert(
+        k.loadElement(w.dtype, k.buffer(w.x), b.CreateAdd(xBase, k.offset(position, w.inStrides))),
+        w.dtype, w.real);
+    Value *acc = b.CreateLoad(w.realType, w.accumulator);
+    Value *next =
+        w.isMax ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
+                : b.CreateFAdd(acc, v);
+    b.CreateStore(next, w.accumulator);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), w.inside), k.i64(1)), w.inside);
+  });
+}
+
+/// The output element from the slots after its window (in `real`).
+Value *emitPoolResult(KernelBuilder &k, const PoolWindow &w) {
+  IRBuilder<> &b = k.ir();
+  Value *result = b.CreateLoad(w.realType, w.accumulator);
+  // As the reference: an integer window wholly in the padding gives 0.
+  if (w.isMax && !isFloat(w.dtype))
+    result = b.CreateSelect(b.CreateICmpEQ(b.CreateLoad(b.getInt64Ty(), w.inside), k.i64(0)),
+                            k.constant(w.real, 0.0), result);
+  if (!w.isMax) {
+    Value *count = b.CreateLoad(b.getInt64Ty(), w.a.countIncludePad ? w.counted : w.inside);
+    result = b.CreateFDiv(result, b.CreateSIToFP(count, w.realType));
+  }
+  return result;
+}
+
 void lowerPool(LoweringContext &ctx, const Node &node) {
   const onnxc::Value *input = node.operand(0);
   const Shape &xs = input->shape(), &ys = node.result(0)->shape();
@@ -83,17 +146,19 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
   Dim items = dimProductOf(itemDims, 0, itemDims.size());
   auto [first, last] = step.splitEvenly([items](FunctionBuilder &f) { return f.dim(items); }, 1);
 
-  std::vector<Value *> padBegin, paddedEnd, kernelExtents, inStrides(n);
-  poolPads(k, a, inSpatial, outSpatial, padBegin, paddedEnd);
+  PoolWindow w{a,       dtype,   real,    isMax,  x, inSpatial, {}, {}, std::vector<Value *>(n),
+               nullptr, nullptr, nullptr, nullptr};
+  std::vector<Value *> kernelExtents;
+  poolPads(k, a, inSpatial, outSpatial, w.padBegin, w.paddedEnd);
   for (size_t i = 0; i < n; ++i) {
     kernelExtents.push_back(k.i64(a.kernel[i]));
-    inStrides[i] = k.dim(dimProductOf(inSpatial, i + 1, n));
+    w.inStrides[i] = k.dim(dimProductOf(inSpatial, i + 1, n));
   }
   Value *inSize = k.dim(dimProductOf(inSpatial, 0, n));
-  Type *realType = k.computeType(real);
-  Value *accumulator = stackSlot(k, realType, "acc");
-  Value *inside = stackSlot(k, b.getInt64Ty(), "inside");
-  Value *counted = stackSlot(k, b.getInt64Ty(), "counted");
+  w.realType = k.computeType(real);
+  w.accumulator = stackSlot(k, w.realType, "acc");
+  w.inside = stackSlot(k, b.getInt64Ty(), "inside");
+  w.counted = stackSlot(k, b.getInt64Ty(), "counted");
 
   k.forRange(first, last, [&](Value *item) {
     std::vector<Value *> extents;
@@ -107,46 +172,12 @@ void lowerPool(LoweringContext &ctx, const Node &node) {
       std::vector<Value *> outIndex(index.begin() + 2, index.end());
       outIndex.push_back(lastIndex);
       b.CreateStore(isMax ? minusInfinity(k.constant(real, 0.0)) : k.constant(real, 0.0),
-                    accumulator);
-      b.CreateStore(k.i64(0), inside);
-      b.CreateStore(k.i64(0), counted);
-      k.loopNest(kernelExtents, [&](ArrayRef<Value *> tap) {
-        Value *within = b.getTrue(), *withinPads = b.getTrue();
-        std::vector<Value *> position(n);
-        for (size_t i = 0; i < n; ++i) {
-          position[i] =
-              b.CreateAdd(b.CreateSub(b.CreateMul(outIndex[i], k.i64(a.strides[i])), padBegin[i]),
-                          b.CreateMul(tap[i], k.i64(a.dilations[i])));
-          // One unsigned compare covers both 0 <= pos and pos < size.
-          within = b.CreateAnd(within, b.CreateICmpULT(position[i], k.dim(inSpatial[i])));
-          withinPads = b.CreateAnd(withinPads, b.CreateICmpSLT(position[i], paddedEnd[i]));
-        }
-        if (!isMax)
-          b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counted),
-                                    b.CreateZExt(withinPads, b.getInt64Ty())),
-                        counted);
-        k.ifThen(within, [&] {
-          Value *v = k.convert(
-              k.loadElement(dtype, k.buffer(x), b.CreateAdd(xBase, k.offset(position, inStrides))),
-              dtype, real);
-          Value *acc = b.CreateLoad(realType, accumulator);
-          Value *next =
-              isMax ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v,
-                                     acc)
-                    : b.CreateFAdd(acc, v);
-          b.CreateStore(next, accumulator);
-          b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), inside), k.i64(1)), inside);
-        });
-      });
-      Value *result = b.CreateLoad(realType, accumulator);
-      // As the reference: an integer window wholly in the padding gives 0.
-      if (isMax && !isFloat(dtype))
-        result = b.CreateSelect(b.CreateICmpEQ(b.CreateLoad(b.getInt64Ty(), inside), k.i64(0)),
-                                k.constant(real, 0.0), result);
-      if (!isMax) {
-        Value *count = b.CreateLoad(b.getInt64Ty(), a.countIncludePad ? counted : inside);
-        result = b.CreateFDiv(result, b.CreateSIToFP(count, realType));
-      }
+                    w.accumulator);
+      b.CreateStore(k.i64(0), w.inside);
+      b.CreateStore(k.i64(0), w.counted);
+      k.loopNest(kernelExtents,
+                 [&](ArrayRef<Value *> tap) { emitPoolTap(k, w, outIndex, xBase, tap); });
+      Value *result = emitPoolResult(k, w);
       k.storeElement(dtype, k.convert(result, real, dtype), k.buffer(y),
                      b.CreateAdd(outputRow, lastIndex));
     });
@@ -174,7 +205,15 @@ std::vector<Value *> convTransposePads(FunctionBuilder &k, const ConvTransposeAt
   return pads;
 }
 
-void lowerConvTranspose(LoweringContext &ctx, const Node &node) {
+/// A ConvTranspose's constant kernel dims, attributes and output channels
+/// per group; refuses what the loop nest does not compile.
+struct ConvTransposePlan {
+  std::vector<int64_t> kernel;
+  ConvTransposeAttributes a;
+  int64_t groupOut = 0;
+};
+
+ConvTransposePlan planConvTranspose(LoweringContext &ctx, const Node &node) {
   const onnxc::Value *input = node.operand(0), *weights = node.operand(1), *bias = node.operand(2);
   const Shape &xs = input->shape(), &ws = weights->shape(), &ys = node.result(0)->shape();
   DType dtype = input->dtype();
@@ -194,7 +233,72 @@ void lowerConvTranspose(LoweringContext &ctx, const Node &node) {
   std::optional<int64_t> groupOutConst = ws[1].constant();
   if (!groupOutConst)
     ctx.unsupported(node, "convtranspose output channels must be constant, got " + ws.str());
-  int64_t groupOut = *groupOutConst;
+  return {std::move(kernel), std::move(a), *groupOutConst};
+}
+
+/// Whether tap `tap` of output `outIndex` reads the input, and where
+/// (`position`): (o + pad - tap * dilation) / stride exact and inside it.
+Value *convTransposeHit(KernelBuilder &k, const ConvTransposeAttributes &a,
+                        const std::vector<Dim> &inSpatial, const std::vector<Value *> &pads,
+                        ArrayRef<Value *> outIndex, ArrayRef<Value *> tap,
+                        std::vector<Value *> &position) {
+  IRBuilder<> &b = k.ir();
+  Value *hit = b.getTrue();
+  for (size_t i = 0; i < position.size(); ++i) {
+    Value *q =
+        b.CreateSub(b.CreateAdd(outIndex[i], pads[i]), b.CreateMul(tap[i], k.i64(a.dilations[i])));
+    Value *stride = k.i64(a.strides[i]);
+    hit = b.CreateAnd(hit, b.CreateICmpSGE(q, k.i64(0)));
+    hit = b.CreateAnd(hit, b.CreateICmpEQ(b.CreateSRem(q, stride), k.i64(0)));
+    position[i] = b.CreateSDiv(q, stride);
+    hit = b.CreateAnd(hit, b.CreateICmpULT(position[i], k.dim(inSpatial[i])));
+  }
+  return hit;
+}
+
+/// What one output's sum over the group's input channels reads: the
+/// accumulator slot, the X and W slots, X's channel dim and spatial size,
+/// the channels per group in and out, and the taps per kernel.
+struct ConvTransposeChannels {
+  DType dtype;
+  Type *realType;
+  Value *accumulator;
+  unsigned x, w;
+  Dim inChannels;
+  Value *inSize, *groupIn;
+  int64_t groupOut, kernelSize;
+};
+
+/// accumulator += x[batch, firstInput + c, inOffset] * w[firstInput + c,
+/// channelInGroup, tapOffset] over the group's input channels c.
+void emitConvTransposeChannels(KernelBuilder &k, const ConvTransposeChannels &s, Value *batch,
+                               Value *firstInput, Value *channelInGroup, Value *inOffset,
+                               Value *tapOffset) {
+  IRBuilder<> &b = k.ir();
+  k.forRange(k.i64(0), s.groupIn, [&](Value *c) {
+    Value *inputChannel = b.CreateAdd(firstInput, c);
+    Value *xIndex = b.CreateAdd(
+        b.CreateMul(b.CreateAdd(b.CreateMul(batch, k.dim(s.inChannels)), inputChannel), s.inSize),
+        inOffset);
+    Value *wIndex = b.CreateAdd(
+        b.CreateMul(b.CreateAdd(b.CreateMul(inputChannel, k.i64(s.groupOut)), channelInGroup),
+                    k.i64(s.kernelSize)),
+        tapOffset);
+    Value *product = b.CreateFMul(loadReal(k, s.dtype, k.buffer(s.x), xIndex),
+                                  loadReal(k, s.dtype, k.buffer(s.w), wIndex));
+    b.CreateStore(b.CreateFAdd(b.CreateLoad(s.realType, s.accumulator), product), s.accumulator);
+  });
+}
+
+void lowerConvTranspose(LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *input = node.operand(0), *weights = node.operand(1), *bias = node.operand(2);
+  const Shape &xs = input->shape(), &ys = node.result(0)->shape();
+  DType dtype = input->dtype();
+  ConvTransposePlan plan = planConvTranspose(ctx, node);
+  const ConvTransposeAttributes &a = plan.a;
+  const std::vector<int64_t> &kernel = plan.kernel;
+  const int64_t groupOut = plan.groupOut;
+  size_t n = xs.rank() - 2;
   DType real = realDType(dtype);
   std::vector<Dim> inSpatial(xs.dims().begin() + 2, xs.dims().end());
   std::vector<Dim> outSpatial(ys.dims().begin() + 2, ys.dims().end());
@@ -226,6 +330,8 @@ void lowerConvTranspose(LoweringContext &ctx, const Node &node) {
   Value *groupIn = b.CreateUDiv(k.dim(xs[1]), k.i64(a.group));
   Type *realType = k.computeType(real);
   Value *accumulator = stackSlot(k, realType, "acc");
+  const ConvTransposeChannels sum{dtype, realType, accumulator, x,        w,
+                                  xs[1], inSize,   groupIn,     groupOut, kernelSize};
 
   k.forRange(first, last, [&](Value *item) {
     std::vector<Value *> extents;
@@ -244,33 +350,12 @@ void lowerConvTranspose(LoweringContext &ctx, const Node &node) {
       outIndex.push_back(lastIndex);
       b.CreateStore(initial, accumulator);
       k.loopNest(kernelExtents, [&](ArrayRef<Value *> tap) {
-        Value *hit = b.getTrue();
         std::vector<Value *> position(n);
-        for (size_t i = 0; i < n; ++i) {
-          Value *q = b.CreateSub(b.CreateAdd(outIndex[i], pads[i]),
-                                 b.CreateMul(tap[i], k.i64(a.dilations[i])));
-          Value *stride = k.i64(a.strides[i]);
-          hit = b.CreateAnd(hit, b.CreateICmpSGE(q, k.i64(0)));
-          hit = b.CreateAnd(hit, b.CreateICmpEQ(b.CreateSRem(q, stride), k.i64(0)));
-          position[i] = b.CreateSDiv(q, stride);
-          hit = b.CreateAnd(hit, b.CreateICmpULT(position[i], k.dim(inSpatial[i])));
-        }
+        Value *hit = convTransposeHit(k, a, inSpatial, pads, outIndex, tap, position);
         k.ifThen(hit, [&] {
           Value *inOffset = k.offset(position, inStrides);
           Value *tapOffset = k.offset(tap, kernelStrides);
-          k.forRange(k.i64(0), groupIn, [&](Value *c) {
-            Value *inputChannel = b.CreateAdd(firstInput, c);
-            Value *xIndex = b.CreateAdd(
-                b.CreateMul(b.CreateAdd(b.CreateMul(batch, k.dim(xs[1])), inputChannel), inSize),
-                inOffset);
-            Value *wIndex = b.CreateAdd(
-                b.CreateMul(b.CreateAdd(b.CreateMul(inputChannel, k.i64(groupOut)), channelInGroup),
-                            k.i64(kernelSize)),
-                tapOffset);
-            Value *product = b.CreateFMul(loadReal(k, dtype, k.buffer(x), xIndex),
-                                          loadReal(k, dtype, k.buffer(w), wIndex));
-            b.CreateStore(b.CreateFAdd(b.CreateLoad(realType, accumulator), product), accumulator);
-          });
+          emitConvTransposeChannels(k, sum, batch, firstInput, channelInGroup, inOffset, tapOffset);
         });
       });
       storeReal(k, dtype, b.CreateLoad(realType, accumulator), k.buffer(y),
