@@ -54,13 +54,13 @@ Value *mappedIndex(FunctionBuilder &k, PadMode mode, Value *i, Value *size) {
   return i;
 }
 
-void lowerPad(LoweringContext &ctx, const Node &node) {
-  const onnxc::Value *data = node.operand(0);
-  const Shape &in = data->shape(), &out = node.result(0)->shape();
-  DType dtype = data->dtype();
-  size_t rank = in.rank();
-  if (!in.isRanked() || out.rank() != rank || rank == 0)
-    ctx.unsupported(node, "pad needs a ranked operand of rank >= 1");
+/// The mode, and the leading pad of every axis (0 where none is given).
+struct PadPlan {
+  PadMode mode;
+  std::vector<int64_t> begin;
+};
+
+PadPlan planPad(LoweringContext &ctx, const Node &node, size_t rank) {
   std::string modeName = node.getString("mode", "constant");
   PadMode mode = modeName == "reflect" ? PadMode::Reflect
                  : modeName == "edge"  ? PadMode::Edge
@@ -81,6 +81,19 @@ void lowerPad(LoweringContext &ctx, const Node &node) {
   std::vector<int64_t> begin(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i)
     begin[size_t(axes[i])] += pads[i];
+  return {mode, std::move(begin)};
+}
+
+void lowerPad(LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *data = node.operand(0);
+  const Shape &in = data->shape(), &out = node.result(0)->shape();
+  DType dtype = data->dtype();
+  size_t rank = in.rank();
+  if (!in.isRanked() || out.rank() != rank || rank == 0)
+    ctx.unsupported(node, "pad needs a ranked operand of rank >= 1");
+  const PadPlan plan = planPad(ctx, node, rank);
+  const PadMode mode = plan.mode;
+  const std::vector<int64_t> &begin = plan.begin;
 
   StepBuilder step = ctx.beginStep(node, "pad");
   unsigned x = step.input(data);
