@@ -170,26 +170,21 @@ std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
   return bytes;
 }
 
-} // namespace
-
-void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
-  const int64_t k = *problem.k.constant(), n = *problem.n.constant();
-  const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
-  StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
-  MatMulSlots slots;
-  slots.a = step.input(problem.a);
-  // Keyed by the weight value and everything the packing depends on.
+/// The shared constant's key of packed B: the weight value and everything
+/// the packing depends on.
+std::string packedWeightsKey(const MatMulProblem &problem, int64_t k, int64_t n,
+                             const GemmBlocking &blocking) {
   std::ostringstream key;
   key << "packed-gemm-weights:" << problem.b->name() << ":k" << k << ":n" << n << ":kc"
       << blocking.kc << ":nr" << blocking.nr() << (problem.transB ? ":t" : "") << ":alpha"
       << std::hexfloat << problem.alpha;
-  slots.b = step.bufferSlot(ctx.sharedConstant(
-      key.str(), [&] { return ConstantBytes(packWeights(problem, weights, k, n, blocking)); }));
-  slots.result = step.output(problem.result);
-  PackedBias bias = planPackedBias(ctx, step, problem);
-  if (bias.postPass)
-    slots.c = bias.slot;
-  // Graph nodes fused into the store (a Gemm's C is `bias` already).
+  return key.str();
+}
+
+/// Declares the graph nodes fused into the GEMM's store (a Gemm's C is
+/// `bias` already), names the step after them, and returns the residual's
+/// slot (~0u: none).
+unsigned declareFusedEpilogue(StepBuilder &step, const MatMulProblem &problem, PackedBias &bias) {
   unsigned residualSlot = ~0u;
   const FusedEpilogue &fused = problem.fused;
   if (!fused.empty()) {
@@ -213,6 +208,54 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   } else if (bias.epilogue.residual) {
     residualSlot = bias.slot;
   }
+  return residualSlot;
+}
+
+/// The run-time GEMM kernel's spec: specialized to K when it is known, and
+/// to N when B is packed whole (`wholeB`).
+RuntimeGemmSpec runtimeGemmSpec(LoweringContext &ctx, const MatMulProblem &problem, bool wholeB) {
+  std::optional<int64_t> kConstant = problem.k.constant(), nConstant = problem.n.constant();
+  RuntimeGemmSpec spec;
+  spec.name = ctx.uniqueName("gemm_runtime_kernel");
+  spec.k = kConstant.value_or(0);
+  spec.n = wholeB ? *nConstant : 0;
+  spec.transposedB = problem.transB;
+  spec.blocking.lanes = ctx.gemmLanes();
+  if (kConstant)
+    spec.blocking = chooseGemmBlocking(*kConstant, ctx.gemmLanes());
+  return spec;
+}
+
+/// Columns of B packed per block: all of them when B is packed whole, else
+/// the widest multiple of nr whose panels fit the pack buffer.
+llvm::Value *runtimeBlockColumns(KernelBuilder &kb, llvm::Value *depth, llvm::Value *n, int64_t nr,
+                                 bool wholeB, int64_t packFloats) {
+  llvm::IRBuilder<> &ir = kb.ir();
+  llvm::Value *blockColumns = kb.i64(packFloats);
+  if (!wholeB) {
+    llvm::Value *fit = ir.CreateSDiv(kb.i64(kMaxPackFloats), kb.max(depth, kb.i64(1)));
+    fit = kb.max(kb.i64(nr), ir.CreateMul(ir.CreateSDiv(fit, kb.i64(nr)), kb.i64(nr)));
+    blockColumns = kb.min(fit, ir.CreateMul(kb.ceilDiv(n, kb.i64(nr)), kb.i64(nr)));
+  }
+  return blockColumns;
+}
+
+} // namespace
+
+void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
+  const int64_t k = *problem.k.constant(), n = *problem.n.constant();
+  const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
+  StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
+  MatMulSlots slots;
+  slots.a = step.input(problem.a);
+  slots.b = step.bufferSlot(ctx.sharedConstant(packedWeightsKey(problem, k, n, blocking), [&] {
+    return ConstantBytes(packWeights(problem, weights, k, n, blocking));
+  }));
+  slots.result = step.output(problem.result);
+  PackedBias bias = planPackedBias(ctx, step, problem);
+  if (bias.postPass)
+    slots.c = bias.slot;
+  unsigned residualSlot = declareFusedEpilogue(step, problem, bias);
 
   PackedGemmSpec spec{ctx.uniqueName("gemm_packed_kernel"), k, n, bias.epilogue, blocking};
   llvm::Function *gemm = emitPackedGemm(ctx.module(), spec);
@@ -264,14 +307,7 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
   const int64_t nr = 2 * ctx.gemmLanes();
   const bool wholeB =
       kConstant && nConstant && packedGemmWeightsSize(*kConstant, *nConstant, nr) <= kMaxPackFloats;
-  RuntimeGemmSpec spec;
-  spec.name = ctx.uniqueName("gemm_runtime_kernel");
-  spec.k = kConstant.value_or(0);
-  spec.n = wholeB ? *nConstant : 0;
-  spec.transposedB = problem.transB;
-  spec.blocking.lanes = ctx.gemmLanes();
-  if (kConstant)
-    spec.blocking = chooseGemmBlocking(*kConstant, ctx.gemmLanes());
+  RuntimeGemmSpec spec = runtimeGemmSpec(ctx, problem, wholeB);
   const int64_t packFloats =
       wholeB ? packedGemmWeightsSize(*kConstant, *nConstant, nr) : kMaxPackFloats;
 
@@ -292,13 +328,7 @@ void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
   packBuffer->setAlignment(llvm::Align(64));
   llvm::Value *depth = kb.dim(problem.k), *n = kb.dim(problem.n);
   llvm::Value *ldb = problem.transB ? depth : n;
-  // Columns per block: the widest multiple of nr whose panels fit.
-  llvm::Value *blockColumns = kb.i64(packFloats);
-  if (!wholeB) {
-    llvm::Value *fit = ir.CreateSDiv(kb.i64(kMaxPackFloats), kb.max(depth, kb.i64(1)));
-    fit = kb.max(kb.i64(nr), ir.CreateMul(ir.CreateSDiv(fit, kb.i64(nr)), kb.i64(nr)));
-    blockColumns = kb.min(fit, ir.CreateMul(kb.ceilDiv(n, kb.i64(nr)), kb.i64(nr)));
-  }
+  llvm::Value *blockColumns = runtimeBlockColumns(kb, depth, n, nr, wholeB, packFloats);
   const bool scaleOrBias = problem.isGemm && (problem.alpha != 1 || problem.c);
 
   // Packing B once per task is amortized over >= 48 rows.
