@@ -79,6 +79,19 @@ private:
     return floatAt(array, k_.ir().CreateMul(r, k_.i64(stride)));
   }
   void emitBlock(int64_t direction, Value *firstRow, Value *rows);
+  /// The start of Y's row for batch row `row` at time t.
+  Value *yRow(int64_t direction, Value *row, Value *t);
+  /// Block row r's sequence length (from the lengths slot).
+  Value *lengthOf(Value *r);
+  /// Each block row's initial state and length, Y's steps past the length
+  /// zeroed; returns the slot of the block's longest length.
+  Value *emitInitialRows(int64_t direction, Value *firstRow, Value *rows);
+  /// The gate math (`phase`) of every block row still inside its length at
+  /// step i, reading this direction's `projection`.
+  void emitActiveRows(int64_t direction, Value *firstRow, Value *rows, Value *projection, Value *i,
+                      int phase);
+  /// Y_h and Y_c from the block's final states.
+  void emitFinalStates(int64_t direction, Value *firstRow, Value *rows);
   /// out[r] = Rb[group] + vec[r] · R[direction][group]ᵀ for the block's rows.
   void emitGemv(size_t group, int64_t direction, Value *vec, Value *rows);
   /// The gate math of one row: everything (LSTM, RNN, GRU with
@@ -242,21 +255,24 @@ void PackedRecurrentLoop::emit() {
   step_.finish();
 }
 
-void PackedRecurrentLoop::emitBlock(int64_t direction, Value *firstRow, Value *rows) {
+Value *PackedRecurrentLoop::yRow(int64_t direction, Value *row, Value *t) {
   IRBuilder<> &b = k_.ir();
   Value *seq = k_.dim(rec_.seq), *batch = k_.dim(rec_.batch);
   Value *dirs = k_.i64(rec_.directions), *d = k_.i64(direction);
-  auto yRow = [&](Value *row, Value *t) {
-    Value *outer = rec_.batchMajor
-                       ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
-                       : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), batch), row);
-    return floatAt(buffer(y_), b.CreateMul(outer, k_.i64(rec_.hidden)));
-  };
-  auto lengthOf = [&](Value *r) {
-    return b.CreateLoad(b.getInt64Ty(), b.CreateInBoundsGEP(b.getInt64Ty(), lengths_, r));
-  };
+  Value *outer = rec_.batchMajor
+                     ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(row, seq), t), dirs), d)
+                     : b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(t, dirs), d), batch), row);
+  return floatAt(buffer(y_), b.CreateMul(outer, k_.i64(rec_.hidden)));
+}
 
-  // Each row's initial state and length; Y's steps past the length are 0.
+Value *PackedRecurrentLoop::lengthOf(Value *r) {
+  IRBuilder<> &b = k_.ir();
+  return b.CreateLoad(b.getInt64Ty(), b.CreateInBoundsGEP(b.getInt64Ty(), lengths_, r));
+}
+
+Value *PackedRecurrentLoop::emitInitialRows(int64_t direction, Value *firstRow, Value *rows) {
+  IRBuilder<> &b = k_.ir();
+  Value *seq = k_.dim(rec_.seq);
   Value *maxSlot = stackSlot(k_, b.getInt64Ty(), "max_length");
   b.CreateStore(k_.i64(0), maxSlot);
   k_.forRange(k_.i64(0), rows, [&](Value *r) {
@@ -279,47 +295,38 @@ void PackedRecurrentLoop::emitBlock(int64_t direction, Value *firstRow, Value *r
     b.CreateStore(k_.max(length, b.CreateLoad(b.getInt64Ty(), maxSlot)), maxSlot);
     if (y_ >= 0)
       k_.forRange(length, seq, [&](Value *t) {
-        b.CreateMemSet(yRow(row, t), b.getInt8(0), k_.i64(rec_.hidden * 4), MaybeAlign(4));
+        b.CreateMemSet(yRow(direction, row, t), b.getInt8(0), k_.i64(rec_.hidden * 4),
+                       MaybeAlign(4));
       });
   });
+  return maxSlot;
+}
 
-  // This direction's rows of the projection: [seq·batch][gateRows].
-  Value *projection =
-      floatAt(buffer(int(projection_)),
-              b.CreateMul(b.CreateMul(d, b.CreateMul(seq, batch)), k_.i64(layout_.gateRows)));
+void PackedRecurrentLoop::emitActiveRows(int64_t direction, Value *firstRow, Value *rows,
+                                         Value *projection, Value *i, int phase) {
+  IRBuilder<> &b = k_.ir();
+  Value *seq = k_.dim(rec_.seq), *batch = k_.dim(rec_.batch);
   bool reverse = rec_.reversed(direction);
-  // The gate math of every row of the block still inside its length at step i.
-  auto forActiveRows = [&](Value *i, int phase) {
-    k_.forRange(k_.i64(0), rows, [&](Value *r) {
-      Value *length = lengthOf(r);
-      k_.ifThen(b.CreateICmpSLT(i, length), [&] {
-        Value *row = b.CreateAdd(firstRow, r);
-        Value *t = reverse ? b.CreateSub(b.CreateSub(length, k_.i64(1)), i) : i;
-        Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
-                                      : b.CreateAdd(b.CreateMul(t, batch), row);
-        CellRow cell{rowOf(h_, rowFloats_, r),
-                     rowOf(c_, rowFloats_, r),
-                     rowOf(hr_, hrFloats_, r),
-                     rowOf(resetH_, rowFloats_, r),
-                     floatAt(projection, b.CreateMul(xRow, k_.i64(layout_.gateRows))),
-                     y_ >= 0 ? yRow(row, t) : nullptr};
-        emitCell(direction, cell, phase);
-      });
+  k_.forRange(k_.i64(0), rows, [&](Value *r) {
+    Value *length = lengthOf(r);
+    k_.ifThen(b.CreateICmpSLT(i, length), [&] {
+      Value *row = b.CreateAdd(firstRow, r);
+      Value *t = reverse ? b.CreateSub(b.CreateSub(length, k_.i64(1)), i) : i;
+      Value *xRow = rec_.batchMajor ? b.CreateAdd(b.CreateMul(row, seq), t)
+                                    : b.CreateAdd(b.CreateMul(t, batch), row);
+      CellRow cell{rowOf(h_, rowFloats_, r),
+                   rowOf(c_, rowFloats_, r),
+                   rowOf(hr_, hrFloats_, r),
+                   rowOf(resetH_, rowFloats_, r),
+                   floatAt(projection, b.CreateMul(xRow, k_.i64(layout_.gateRows))),
+                   y_ >= 0 ? yRow(direction, row, t) : nullptr};
+      emitCell(direction, cell, phase);
     });
-  };
-  bool twoPhases = rec_.kind == CellKind::GRU && !rec_.linearBeforeReset;
-  k_.forRange(
-      k_.i64(0), b.CreateLoad(b.getInt64Ty(), maxSlot),
-      [&](Value *i) {
-        emitGemv(0, direction, h_, rows);
-        forActiveRows(i, 0);
-        if (twoPhases) {
-          emitGemv(1, direction, resetH_, rows);
-          forActiveRows(i, 1);
-        }
-      },
-      1, "t");
+  });
+}
 
+void PackedRecurrentLoop::emitFinalStates(int64_t direction, Value *firstRow, Value *rows) {
+  IRBuilder<> &b = k_.ir();
   k_.forRange(k_.i64(0), rows, [&](Value *r) {
     Value *state = stateIndex(direction, b.CreateAdd(firstRow, r));
     Value *h = rowOf(h_, rowFloats_, r), *c = rowOf(c_, rowFloats_, r);
@@ -331,6 +338,32 @@ void PackedRecurrentLoop::emitBlock(int64_t direction, Value *firstRow, Value *r
         store(load(floatAt(c, j), mask), floatAt(buffer(yc_), index), mask);
     });
   });
+}
+
+void PackedRecurrentLoop::emitBlock(int64_t direction, Value *firstRow, Value *rows) {
+  IRBuilder<> &b = k_.ir();
+  Value *seq = k_.dim(rec_.seq), *batch = k_.dim(rec_.batch);
+  Value *d = k_.i64(direction);
+  // Each row's initial state and length; Y's steps past the length are 0.
+  Value *maxSlot = emitInitialRows(direction, firstRow, rows);
+
+  // This direction's rows of the projection: [seq·batch][gateRows].
+  Value *projection =
+      floatAt(buffer(int(projection_)),
+              b.CreateMul(b.CreateMul(d, b.CreateMul(seq, batch)), k_.i64(layout_.gateRows)));
+  bool twoPhases = rec_.kind == CellKind::GRU && !rec_.linearBeforeReset;
+  k_.forRange(
+      k_.i64(0), b.CreateLoad(b.getInt64Ty(), maxSlot),
+      [&](Value *i) {
+        emitGemv(0, direction, h_, rows);
+        emitActiveRows(direction, firstRow, rows, projection, i, 0);
+        if (twoPhases) {
+          emitGemv(1, direction, resetH_, rows);
+          emitActiveRows(direction, firstRow, rows, projection, i, 1);
+        }
+      },
+      1, "t");
+  emitFinalStates(direction, firstRow, rows);
 }
 
 void PackedRecurrentLoop::emitGemv(size_t group, int64_t direction, Value *vec, Value *rows) {
