@@ -212,12 +212,10 @@ ScatterChecks scatterChecks(const Node &node, size_t depth) {
   return checks;
 }
 
-void lowerScatterND(LoweringContext &ctx, const Node &node) {
-  const onnxc::Value *data = node.operand(0), *indices = node.operand(1),
-                     *updates = node.operand(2), *result = node.result(0);
-  if (!data || !indices || !updates || !isInteger(indices->dtype()))
-    ctx.unsupported(node, "needs data, integer indices and updates");
-  const Shape &in = data->shape(), &at = indices->shape(), &up = updates->shape();
+/// The index depth of a ScatterND (the indices' last dim); refuses indices
+/// and updates that do not fit the data.
+size_t scatterDepth(LoweringContext &ctx, const Node &node, const Shape &in, const Shape &at,
+                    const Shape &up) {
   if (in.rank() == 0 || at.rank() == 0)
     ctx.unsupported(node, "data and indices must have rank at least 1");
   std::optional<int64_t> depthOrNone = at[at.rank() - 1].constant();
@@ -226,6 +224,33 @@ void lowerScatterND(LoweringContext &ctx, const Node &node) {
   size_t depth = size_t(*depthOrNone);
   if (depth < 1 || depth > in.rank() || up.rank() != at.rank() - 1 + in.rank() - depth)
     ctx.unsupported(node, "the indices and updates do not fit the data " + in.str());
+  return depth;
+}
+
+/// The data offset of index tuple `row` (of axisSizes.size() indices, each
+/// checked against its axis).
+Value *scatterOffset(KernelBuilder &k, DType indexType, unsigned idx, Value *row,
+                     const std::vector<Value *> &axisSizes,
+                     const std::vector<Value *> &dataStrides) {
+  IRBuilder<> &b = k.ir();
+  const size_t depth = axisSizes.size();
+  Value *offset = k.i64(0);
+  Value *tuple = b.CreateMul(row, k.i64(int64_t(depth)));
+  for (size_t j = 0; j < depth; ++j) {
+    Value *index = checkedIndex(k, indexType, k.buffer(idx), b.CreateAdd(tuple, k.i64(int64_t(j))),
+                                axisSizes[j]);
+    offset = b.CreateAdd(offset, b.CreateMul(index, dataStrides[j]));
+  }
+  return offset;
+}
+
+void lowerScatterND(LoweringContext &ctx, const Node &node) {
+  const onnxc::Value *data = node.operand(0), *indices = node.operand(1),
+                     *updates = node.operand(2), *result = node.result(0);
+  if (!data || !indices || !updates || !isInteger(indices->dtype()))
+    ctx.unsupported(node, "needs data, integer indices and updates");
+  const Shape &in = data->shape(), &at = indices->shape();
+  size_t depth = scatterDepth(ctx, node, in, at, updates->shape());
   Combine combine = combineOf(ctx, node);
   DType dtype = data->dtype();
   if (combine != Combine::None && (dtype == DType::Bool || dtype == DType::Unknown))
@@ -267,13 +292,7 @@ void lowerScatterND(LoweringContext &ctx, const Node &node) {
   size_t elementSize = dtypeSize(dtype);
   bool oneElementSlices = isConstantDim(sliceLength, 1);
   k.forRange(k.i64(0), k.dim(rows), [&](Value *row) {
-    Value *offset = k.i64(0);
-    Value *tuple = b.CreateMul(row, k.i64(int64_t(depth)));
-    for (size_t j = 0; j < depth; ++j) {
-      Value *index = checkedIndex(k, indices->dtype(), k.buffer(idx),
-                                  b.CreateAdd(tuple, k.i64(int64_t(j))), axisSizes[j]);
-      offset = b.CreateAdd(offset, b.CreateMul(index, dataStrides[j]));
-    }
+    Value *offset = scatterOffset(k, indices->dtype(), idx, row, axisSizes, dataStrides);
     Value *updateRow = b.CreateMul(row, length);
     if (combine == Combine::None && oneElementSlices) {
       k.ifThen(b.CreateICmpSLT(begin, end), [&] {
