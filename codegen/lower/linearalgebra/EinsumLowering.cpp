@@ -132,6 +132,37 @@ struct EinsumLowering {
   }
 };
 
+/// The labels that appear in an input but not in the output.
+std::vector<int> summedLabelsOf(const EinsumSpec &spec) {
+  std::vector<bool> used(size_t(spec.numLabels()), false), inOutput(used);
+  for (const auto &labels : spec.inputLabels)
+    for (int label : labels)
+      used[size_t(label)] = true;
+  for (int label : spec.outputLabels)
+    inOutput[size_t(label)] = true;
+  std::vector<int> summedLabels;
+  for (int label = 0; label < spec.numLabels(); ++label)
+    if (used[size_t(label)] && !inOutput[size_t(label)])
+      summedLabels.push_back(label);
+  return summedLabels;
+}
+
+/// Output elements per task: about 16K multiply-adds (a symbolic summed
+/// size counts as 64).
+int64_t einsumGrain(const Node &node, const EinsumSpec &spec, const std::vector<size_t> &ranks,
+                    const std::vector<int> &summedLabels) {
+  int64_t work = int64_t(node.numOperands());
+  for (int label : summedLabels) {
+    int64_t size = 1;
+    for (size_t op = 0; op < ranks.size(); ++op)
+      for (size_t axis = 0; axis < ranks[op]; ++axis)
+        if (spec.inputLabels[op][axis] == label)
+          size = std::max(size, node.operand(op)->shape()[axis].constant().value_or(64));
+    work = std::min<int64_t>(work * size, int64_t(1) << 40);
+  }
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work));
+}
+
 } // namespace
 
 void lowerEinsum(LoweringContext &ctx, const Node &node) {
@@ -156,16 +187,7 @@ void lowerEinsum(LoweringContext &ctx, const Node &node) {
   if (std::optional<MatMulProblem> problem = planEinsumAsMatMul(node, spec))
     return lowerMatMulProblem(ctx, *problem);
 
-  std::vector<bool> used(size_t(spec.numLabels()), false), inOutput(used);
-  for (const auto &labels : spec.inputLabels)
-    for (int label : labels)
-      used[size_t(label)] = true;
-  for (int label : spec.outputLabels)
-    inOutput[size_t(label)] = true;
-  std::vector<int> summedLabels;
-  for (int label = 0; label < spec.numLabels(); ++label)
-    if (used[size_t(label)] && !inOutput[size_t(label)])
-      summedLabels.push_back(label);
+  std::vector<int> summedLabels = summedLabelsOf(spec);
 
   StepBuilder step = ctx.beginStep(node, "einsum");
   std::vector<unsigned> inputSlots;
@@ -173,17 +195,7 @@ void lowerEinsum(LoweringContext &ctx, const Node &node) {
     inputSlots.push_back(step.input(node.operand(i)));
   unsigned outputSlot = step.output(result);
 
-  // About 16K multiply-adds per task (a symbolic summed size counts as 64).
-  int64_t work = int64_t(node.numOperands());
-  for (int label : summedLabels) {
-    int64_t size = 1;
-    for (size_t op = 0; op < ranks.size(); ++op)
-      for (size_t axis = 0; axis < ranks[op]; ++axis)
-        if (spec.inputLabels[op][axis] == label)
-          size = std::max(size, node.operand(op)->shape()[axis].constant().value_or(64));
-    work = std::min<int64_t>(work * size, int64_t(1) << 40);
-  }
-  int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work));
+  int64_t grain = einsumGrain(node, spec, ranks, summedLabels);
   Shape resultShape = result->shape();
   auto [begin, end] = step.splitEvenly(
       [resultShape](FunctionBuilder &f) { return f.numElements(resultShape); }, grain);
