@@ -73,6 +73,34 @@ std::optional<float> attentionMaskFill(const LoweringContext &ctx, const Node &n
   return fill;
 }
 
+namespace {
+
+/// The past key/values (operands 4 and 5) into `s`: both or neither, 4-D,
+/// matching Q, K and V.
+void readPastKeyValue(const LoweringContext &ctx, const Node &node, AttentionShape &s) {
+  const Value *pastKey = node.operand(4), *pastValue = node.operand(5);
+  if (bool(pastKey) != bool(pastValue))
+    ctx.unsupported(node, "past_key and past_value must be given together");
+  if (pastKey) {
+    const Shape &pk = pastKey->shape(), &pv = pastValue->shape();
+    if (pk.rank() != 4 || pv.rank() != 4)
+      ctx.unsupported(node, "past_key and past_value must be 4-D");
+    s.hasPast = true;
+    s.past = pk[2];
+    requireSame(ctx, node, pk[0], s.batch, "past_key batch");
+    requireSame(ctx, node, pk[1], s.kvHeads, "past_key heads");
+    requireSame(ctx, node, pk[3], s.headSize, "past_key head size");
+    requireSame(ctx, node, pv[0], s.batch, "past_value batch");
+    requireSame(ctx, node, pv[1], s.kvHeads, "past_value heads");
+    requireSame(ctx, node, pv[2], s.past, "past_value length");
+    requireSame(ctx, node, pv[3], s.vHeadSize, "past_value head size");
+    s.pastKeyRows = ctx.layoutOf(pastKey)[2];
+    s.pastValueRows = ctx.layoutOf(pastValue)[2];
+  }
+}
+
+} // namespace
+
 AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
   const Value *query = node.operand(0), *key = node.operand(1), *value = node.operand(2);
   if (!query || !key || !value)
@@ -123,25 +151,7 @@ AttentionShape attentionShape(const LoweringContext &ctx, const Node &node) {
     ctx.unsupported(node, "query heads " + s.qHeads.str() +
                               " are not a known multiple of key/value heads " + s.kvHeads.str());
 
-  const Value *pastKey = node.operand(4), *pastValue = node.operand(5);
-  if (bool(pastKey) != bool(pastValue))
-    ctx.unsupported(node, "past_key and past_value must be given together");
-  if (pastKey) {
-    const Shape &pk = pastKey->shape(), &pv = pastValue->shape();
-    if (pk.rank() != 4 || pv.rank() != 4)
-      ctx.unsupported(node, "past_key and past_value must be 4-D");
-    s.hasPast = true;
-    s.past = pk[2];
-    requireSame(ctx, node, pk[0], s.batch, "past_key batch");
-    requireSame(ctx, node, pk[1], s.kvHeads, "past_key heads");
-    requireSame(ctx, node, pk[3], s.headSize, "past_key head size");
-    requireSame(ctx, node, pv[0], s.batch, "past_value batch");
-    requireSame(ctx, node, pv[1], s.kvHeads, "past_value heads");
-    requireSame(ctx, node, pv[2], s.past, "past_value length");
-    requireSame(ctx, node, pv[3], s.vHeadSize, "past_value head size");
-    s.pastKeyRows = ctx.layoutOf(pastKey)[2];
-    s.pastValueRows = ctx.layoutOf(pastValue)[2];
-  }
+  readPastKeyValue(ctx, node, s);
   s.total = s.past + s.kvSeq;
   if (const Value *mask = node.operand(3))
     checkMask(ctx, node, s, *mask);
