@@ -121,6 +121,32 @@ void emitGeneralSoftmax(LoweringContext &ctx, const Node &node, bool logarithmic
   step.finish();
 }
 
+namespace {
+
+/// Element `index` of `v` (at `base`) as f64.
+Value *loadAsDouble(KernelBuilder &k, const onnxc::Value *v, Value *base, Value *index) {
+  return k.convert(k.loadElement(v->dtype(), base, index), v->dtype(), DType::F64);
+}
+
+/// The f64 sum over the row of x at `rowBase` of its elements (`shift`
+/// null) or of their squared distances to `shift`.
+Value *emitRowSum(KernelBuilder &k, const onnxc::Value *x, Value *input, Value *length,
+                  Value *rowBase, Value *shift) {
+  IRBuilder<> &b = k.ir();
+  return k.forRangeCarried(
+      k.i64(0), length, {ConstantFP::get(b.getDoubleTy(), 0.0)},
+      [&](Value *j, ArrayRef<Value *> carried) -> std::vector<Value *> {
+        Value *v = loadAsDouble(k, x, input, b.CreateAdd(rowBase, j));
+        if (!shift)
+          return {b.CreateFAdd(carried[0], v)};
+        Value *d = b.CreateFSub(v, shift);
+        return {b.CreateFAdd(carried[0], b.CreateFMul(d, d))};
+      },
+      1, "j")[0];
+}
+
+} // namespace
+
 void emitGeneralNormalization(LoweringContext &ctx, const Node &node,
                               const NormalizationSpec &spec) {
   const Shape &shape = spec.x->shape();
@@ -153,19 +179,10 @@ void emitGeneralNormalization(LoweringContext &ctx, const Node &node,
       spec.bias ? k.broadcastStrides(biasShape, normalized) : std::vector<Value *>{};
   Value *input = k.buffer(in);
   auto loadDouble = [&](const onnxc::Value *v, Value *base, Value *index) {
-    return k.convert(k.loadElement(v->dtype(), base, index), v->dtype(), DType::F64);
+    return loadAsDouble(k, v, base, index);
   };
   auto rowSum = [&](Value *rowBase, Value *shift) {
-    return k.forRangeCarried(
-        k.i64(0), length, {ConstantFP::get(f64, 0.0)},
-        [&](Value *j, ArrayRef<Value *> carried) -> std::vector<Value *> {
-          Value *v = loadDouble(spec.x, input, b.CreateAdd(rowBase, j));
-          if (!shift)
-            return {b.CreateFAdd(carried[0], v)};
-          Value *d = b.CreateFSub(v, shift);
-          return {b.CreateFAdd(carried[0], b.CreateFMul(d, d))};
-        },
-        1, "j")[0];
+    return emitRowSum(k, spec.x, input, length, rowBase, shift);
   };
 
   k.forRange(begin, end, [&](Value *row) {
