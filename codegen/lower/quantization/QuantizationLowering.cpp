@@ -44,22 +44,6 @@ void requireKnownShape(LoweringContext &ctx, const Node &node, const onnxc::Valu
       ctx.unsupported(node, "value '" + value->name() + "' has an unknown dim");
 }
 
-/// [lowest, highest] of a quantized result type.
-std::pair<double, double> quantizedRange(DType type) {
-  switch (type) {
-  case DType::I8:
-    return {-128, 127};
-  case DType::U8:
-    return {0, 255};
-  case DType::I16:
-    return {-32768, 32767};
-  case DType::U16:
-    return {0, 65535};
-  default:
-    return {0, 0};
-  }
-}
-
 Value *callIntrinsic(FunctionBuilder &f, Intrinsic::ID id, ArrayRef<Value *> args) {
   Function *fn = Intrinsic::getDeclaration(&f.module(), id, {args[0]->getType()});
   return f.ir().CreateCall(fn, args);
@@ -85,10 +69,11 @@ Value *roundToFloatType(FunctionBuilder &f, DType type, Value *value) {
 }
 
 /// roundeven(value) clamped to `type`'s range, converted to computeType(type).
-/// `value` is a double; NaN never reaches here.
+/// `value` is a double; NaN never reaches here. `type` is quantized: the
+/// callers' result types, which the shape rules keep to i8, u8, i16, u16.
 Value *saturateToType(FunctionBuilder &f, DType type, Value *value) {
   IRBuilder<> &b = f.ir();
-  auto [lowest, highest] = quantizedRange(type);
+  auto [lowest, highest] = quantizedRange(type).value();
   Value *rounded = callIntrinsic(f, Intrinsic::roundeven, {value});
   Value *low = ConstantFP::get(b.getDoubleTy(), lowest);
   Value *high = ConstantFP::get(b.getDoubleTy(), highest);
@@ -166,7 +151,7 @@ void lowerQuantizeLinear(LoweringContext &ctx, const Node &node) {
   const onnxc::Value *y = node.result(0);
   requireKnownShape(ctx, node, x);
   DType xType = x->dtype(), sType = scale->dtype(), yType = y->dtype();
-  if (quantizedRange(yType).second == 0)
+  if (!quantizedRange(yType))
     ctx.unsupported(node, "result type " + std::string(dtypeName(yType)) + " is not quantized");
   AxisLayout layout = axisLayout(ctx, node, x->shape(), scale);
   StepBuilder step = ctx.beginStep(node, "quantize_linear");
