@@ -58,16 +58,7 @@ MatMulProblem planMatMul(LoweringContext &ctx, const Node &node) {
   // equal, and the constant lets the packed GEMM apply.
   problem.k = bK.isConstant() ? bK : aK;
   problem.n = bDims.back();
-  size_t aBatch = aDims.size() - 2, bBatch = bDims.size() - 2;
-  size_t batchRank = std::max(aBatch, bBatch);
-  const Shape &resultShape = problem.result->shape();
-  if (resultShape.rank() < batchRank)
-    ctx.unsupported(node, "result rank does not match the operands");
-  for (size_t i = 0; i < batchRank; ++i) {
-    problem.batchDims.push_back(resultShape[i]);
-    problem.aBatchDims.push_back(i + aBatch >= batchRank ? aDims[i + aBatch - batchRank] : Dim(1));
-    problem.bBatchDims.push_back(i + bBatch >= batchRank ? bDims[i + bBatch - batchRank] : Dim(1));
-  }
+  setBatchDims(ctx, node, problem, aDims, bDims);
   foldBatchIntoRows(problem);
   return problem;
 }
@@ -264,6 +255,20 @@ llvm::Value *batchStride(FunctionBuilder &f, const Dim &dim, llvm::Value *stride
 }
 
 } // namespace
+
+void setBatchDims(LoweringContext &ctx, const Node &node, MatMulProblem &problem,
+                  const std::vector<Dim> &aDims, const std::vector<Dim> &bDims) {
+  size_t aBatch = aDims.size() - 2, bBatch = bDims.size() - 2;
+  size_t batchRank = std::max(aBatch, bBatch);
+  const Shape &resultShape = problem.result->shape();
+  if (resultShape.rank() < batchRank)
+    ctx.unsupported(node, "result rank does not match the operands");
+  for (size_t i = 0; i < batchRank; ++i) {
+    problem.batchDims.push_back(resultShape[i]);
+    problem.aBatchDims.push_back(i + aBatch >= batchRank ? aDims[i + aBatch - batchRank] : Dim(1));
+    problem.bBatchDims.push_back(i + bBatch >= batchRank ? bDims[i + bBatch - batchRank] : Dim(1));
+  }
+}
 
 void foldBatchIntoRows(MatMulProblem &problem) {
   for (const Dim &d : problem.bBatchDims)

@@ -68,6 +68,12 @@ struct MatMulProblem {
   Dim items() const;
 };
 
+/// Sets the problem's batch dims from A's and B's dims (matrices, 1-D
+/// operands already promoted): the result's, and each operand's aligned to
+/// them with numpy broadcasting (1 where the operand has no such axis).
+void setBatchDims(LoweringContext &ctx, const Node &node, MatMulProblem &problem,
+                  const std::vector<Dim> &aDims, const std::vector<Dim> &bDims);
+
 /// With B unbatched, A's batch dims are the result's and A is contiguous:
 /// they fold into the rows, so the GEMM sees one tall [batch*m, k] matrix.
 void foldBatchIntoRows(MatMulProblem &problem);

@@ -287,16 +287,7 @@ MatMulProblem planIntegerMatMul(LoweringContext &ctx, const Node &node, const on
   problem.m = aDims[aDims.size() - 2];
   problem.k = aDims.back();
   problem.n = bDims.back();
-  size_t aBatch = aDims.size() - 2, bBatch = bDims.size() - 2;
-  size_t batchRank = std::max(aBatch, bBatch);
-  const Shape &resultShape = problem.result->shape();
-  if (resultShape.rank() < batchRank)
-    ctx.unsupported(node, "result rank does not match the operands");
-  for (size_t i = 0; i < batchRank; ++i) {
-    problem.batchDims.push_back(resultShape[i]);
-    problem.aBatchDims.push_back(i + aBatch >= batchRank ? aDims[i + aBatch - batchRank] : Dim(1));
-    problem.bBatchDims.push_back(i + bBatch >= batchRank ? bDims[i + bBatch - batchRank] : Dim(1));
-  }
+  setBatchDims(ctx, node, problem, aDims, bDims);
   return problem;
 }
 
