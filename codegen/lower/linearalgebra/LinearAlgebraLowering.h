@@ -110,6 +110,12 @@ void splitItemsAndChunks(
     StepBuilder &step, const Dim &items, const RowsFn &chunks,
     llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body);
 
+/// splitItemsAndRows for a loop nest: row chunks of about 16K multiply-adds
+/// when K and N are known (else one row), body(item, rowBegin, rowEnd).
+void splitMatMulLoopRows(
+    StepBuilder &step, const MatMulProblem &problem,
+    llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body);
+
 /// Buffer slots of a MatMul/Gemm step (c: ~0u when absent).
 struct MatMulSlots {
   unsigned a = 0, b = 0, c = ~0u, result = 0;

@@ -141,14 +141,9 @@ void emitGemmScaleAndBias(KernelBuilder &k, const MatMulProblem &problem, const 
       1, "r");
 }
 
-void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem) {
-  StepBuilder step = ctx.beginStep(*problem.node, problem.isGemm ? "gemm_loops" : "matmul_loops");
-  MatMulSlots slots;
-  slots.a = step.input(problem.a);
-  slots.b = step.input(problem.b);
-  if (problem.c)
-    slots.c = step.input(problem.c);
-  slots.result = step.output(problem.result);
+void splitMatMulLoopRows(
+    StepBuilder &step, const MatMulProblem &problem,
+    llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *)> body) {
   // About 16K multiply-adds per task when the work per row is known.
   int64_t minRows = 1;
   std::optional<int64_t> k = problem.k.constant(), n = problem.n.constant();
@@ -160,7 +155,19 @@ void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem) {
       [items, rows, minRows](FunctionBuilder &f) {
         return chunkRows(f, f.dim(items), f.dim(rows), minRows, 0);
       },
-      [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd) {
+      body);
+}
+
+void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem) {
+  StepBuilder step = ctx.beginStep(*problem.node, problem.isGemm ? "gemm_loops" : "matmul_loops");
+  MatMulSlots slots;
+  slots.a = step.input(problem.a);
+  slots.b = step.input(problem.b);
+  if (problem.c)
+    slots.c = step.input(problem.c);
+  slots.result = step.output(problem.result);
+  splitMatMulLoopRows(
+      step, problem, [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd) {
         KernelBuilder &kb = step.kernel();
         emitMatMulLoopRows(kb, problem, slots, itemOffsets(kb, problem, item), rowBegin, rowEnd);
       });

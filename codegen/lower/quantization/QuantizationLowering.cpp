@@ -426,21 +426,11 @@ void lowerIntegerMatMul(LoweringContext &ctx, const Node &node) {
   slots.b = step.input(b);
   ParameterSlots pslots = declareParameters(step, params);
   slots.result = step.output(problem.result);
-  int64_t minRows = 1;
-  std::optional<int64_t> k = problem.k.constant(), n = problem.n.constant();
-  if (k && n)
-    minRows = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, *k * *n));
-  Dim items = problem.items(), rows = problem.m;
-  splitItemsAndRows(
-      step, items, [rows](FunctionBuilder &f) { return f.dim(rows); },
-      [items, rows, minRows](FunctionBuilder &f) {
-        return chunkRows(f, f.dim(items), f.dim(rows), minRows, 0);
-      },
-      [&](Value *item, Value *rowBegin, Value *rowEnd) {
-        KernelBuilder &kb = step.kernel();
-        emitIntegerMatMulRows(kb, problem, params, pslots, slots, itemOffsets(kb, problem, item),
-                              rowBegin, rowEnd);
-      });
+  splitMatMulLoopRows(step, problem, [&](Value *item, Value *rowBegin, Value *rowEnd) {
+    KernelBuilder &kb = step.kernel();
+    emitIntegerMatMulRows(kb, problem, params, pslots, slots, itemOffsets(kb, problem, item),
+                          rowBegin, rowEnd);
+  });
   step.finish();
 }
 
