@@ -2,7 +2,7 @@
 //
 // Times the Conv layers of the models this project targets as whole
 // compiled steps (im2col blocks + packed GEMM + output transposition, as
-// codegen/lower/ConvolutionGemmLowering.cpp emits them), one runtime
+// codegen/lower/convolution/ConvolutionGemmLowering.cpp emits them), one runtime
 // thread, and prints GFLOP/s against the one-core FMA peak measured in the
 // same run at the GEMM's width:
 //
@@ -28,9 +28,9 @@
 #include "PeakFlops.h"
 
 #include "driver/CompiledSession.h"
-#include "codegen/GemmPacking.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/kernels/GemmPacking.h"
 #include "ir/Graph.h"
 #include "ir/Node.h"
 #include "ir/Verifier.h"

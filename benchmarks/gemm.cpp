@@ -2,7 +2,7 @@
 //
 // For transformer GEMM shapes (M tokens = 128, 512, 2048; K, N from the
 // 384/768/1536/3072 of MiniLM and BERT-base layers) and 1024^3, times the
-// packed-B kernel of codegen/GemmEmitter and cblas_sgemm (one thread) in the
+// packed-B kernel of codegen/kernels/GemmEmitter and cblas_sgemm (one thread) in the
 // same process on the same buffers, alternating between the two, and prints
 // min/median GFLOP/s, fraction of the measured FMA peak, and the ratio.
 // Weight packing is not timed: onnxc packs weights at compile time.
@@ -31,10 +31,10 @@
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
-#include "codegen/GemmEmitter.h"
 #include "codegen/KernelJit.h"
-#include "codegen/ObjectEmitter.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/ObjectEmitter.h"
+#include "codegen/kernels/GemmEmitter.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"

@@ -4,7 +4,7 @@
 // for one multiply-add, so the step is bound by how fast R streams from
 // wherever it lives (L2 for small layers, L3 at hidden 512-1024), not by
 // the FMA pipes. For the recurrent shapes (K = hidden, N = gates·hidden)
-// this times codegen/GemvEmitter's kernel on packed weights and, on a buffer
+// this times codegen/kernels/GemvEmitter's kernel on packed weights and, on a buffer
 // of the same bytes, the fastest plain read this file can write (eight
 // independent vector sums), and prints both in GB/s of weights plus the
 // GEMV's GFLOP/s and its fraction of the read. Each GEMV runs back to back
@@ -17,8 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
-#include "codegen/GemvEmitter.h"
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemvEmitter.h"
 
 #include <immintrin.h>
 

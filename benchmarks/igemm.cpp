@@ -2,7 +2,7 @@
 //
 // For the transformer shapes of onnxc_bench_gemm (M = 128, 512; K, N from
 // MiniLM and BERT-base layers), times the packed fp32 kernel of
-// codegen/GemmEmitter and the u8 x s8 kernel of codegen/IntegerGemm (with
+// codegen/kernels/GemmEmitter and the u8 x s8 kernel of codegen/kernels/IntegerGemm (with
 // its dequantize + bias store) on the same shape, alternating, and prints
 // best/median GFLOP/s and GOP/s (2 MNK each) and the ratio of the medians.
 // Only the kernels are timed: weights are packed at compile time, and A's
@@ -18,10 +18,10 @@
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
-#include "codegen/GemmEmitter.h"
-#include "codegen/IntegerGemm.h"
 #include "codegen/KernelJit.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/kernels/GemmEmitter.h"
+#include "codegen/kernels/IntegerGemm.h"
 
 #include <algorithm>
 #include <cstdio>

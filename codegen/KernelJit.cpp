@@ -1,7 +1,7 @@
 //===- codegen/KernelJit.cpp - JIT-compile emitted kernels for this process ===//
 #include "codegen/KernelJit.h"
 
-#include "codegen/ObjectEmitter.h"
+#include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Error.h"
 
 #include "llvm/IR/Verifier.h"

@@ -2,12 +2,12 @@
 
 #include "codegen/ModelCompiler.h"
 
-#include "codegen/GemmPacking.h"
+#include "codegen/kernels/GemmPacking.h"
 
 #include "codegen/CompilableShapes.h"
-#include "codegen/DescriptorEmitter.h"
-#include "codegen/HeaderWriter.h"
-#include "codegen/SharedLibraryLinker.h"
+#include "codegen/artifact/DescriptorEmitter.h"
+#include "codegen/artifact/HeaderWriter.h"
+#include "codegen/artifact/SharedLibraryLinker.h"
 #include "codegen/lower/Lowering.h"
 #include "ir/Error.h"
 

@@ -10,8 +10,8 @@
 
 #include "codegen/ModelJit.h"
 #include "codegen/ModelPlan.h"
-#include "codegen/ObjectEmitter.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Graph.h"
 
 #include <memory>

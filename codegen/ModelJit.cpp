@@ -1,8 +1,8 @@
 //===- codegen/ModelJit.cpp - Compile a model module in-process with ORC ---===//
 #include "codegen/ModelJit.h"
 
-#include "codegen/ObjectEmitter.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Error.h"
 
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"

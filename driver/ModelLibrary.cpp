@@ -1,7 +1,7 @@
 //===- driver/ModelLibrary.cpp - Open and check a model.so ----------------===//
 #include "driver/ModelLibrary.h"
 
-#include "codegen/DescriptorEmitter.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "driver/LibraryFileCheck.h"
 #include "ir/Error.h"
 #include "onnxc/model_info.h"

@@ -183,4 +183,21 @@ bool castRoundTripsExactly(DType from, DType to) {
   return magnitudeBits(from) <= magnitudeBits(to);
 }
 
+std::optional<std::pair<double, double>> quantizedRange(DType type) {
+  switch (type) {
+  case DType::I8:
+    return std::pair{-128.0, 127.0};
+  case DType::U8:
+    return std::pair{0.0, 255.0};
+  case DType::I16:
+    return std::pair{-32768.0, 32767.0};
+  case DType::U16:
+    return std::pair{0.0, 65535.0};
+  case DType::I32:
+    return std::pair{-2147483648.0, 2147483647.0};
+  default:
+    return std::nullopt;
+  }
+}
+
 } // namespace onnxc

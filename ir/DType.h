@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace onnxc {
 
@@ -46,6 +47,11 @@ inline bool isUnsignedInt(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
+
+/// [lowest, highest] of an integer type quantized values are stored in: i8,
+/// u8, i16, u16 (QuantizeLinear's results) and i32 (DequantizeLinear's x, the
+/// integer products' sums); nullopt for any other type.
+std::optional<std::pair<double, double>> quantizedRange(DType type);
 
 /// IEEE half and bfloat16 conversions (round to nearest even).
 /// An int64 stored into an integer (or bool) element the way a C cast

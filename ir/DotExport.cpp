@@ -224,15 +224,11 @@ std::string layerScope(const std::string &nodeName, const std::string &root) {
   return parts.empty() ? "" : parts.front();
 }
 
-} // namespace
+/// Where each drawn value comes from: an input, a constant note or a node.
+using SourceIds = std::unordered_map<const Value *, std::string>;
 
-void exportDot(const Graph &graph, std::ostream &os) {
-  os << "digraph \"" << escape(graph.name()) << "\" {\n";
-  os << "  node [fontname=\"monospace\", fontsize=10];\n";
-  os << "  edge [fontname=\"monospace\", fontsize=9];\n";
-
-  // Where each drawn value comes from: an input, a constant note or a node.
-  std::unordered_map<const Value *, std::string> source;
+/// The inputs, and the constants worth drawing as notes.
+void writeSources(const Graph &graph, std::ostream &os, SourceIds &source) {
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Value *input = graph.inputs()[i];
     std::string id = "in" + std::to_string(i);
@@ -249,7 +245,11 @@ void exportDot(const Graph &graph, std::ostream &os) {
     os << "  " << id << " [shape=note, fontsize=8, label=\"" << escape(constantSummary(constant))
        << "\"];\n";
   }
-  // Clusters in the order their first node appears, each with its nodes.
+}
+
+/// The nodes: those without a scope, then clusters in the order their
+/// first node appears, each with its nodes.
+void writeNodes(const Graph &graph, std::ostream &os, SourceIds &source) {
   std::unordered_map<const Node *, std::string> scopeOf;
   std::map<std::string, size_t> clusterIndex;
   std::vector<std::pair<std::string, std::vector<std::string>>> clusters;
@@ -286,7 +286,10 @@ void exportDot(const Graph &graph, std::ostream &os) {
       os << "    " << line << "\n";
     os << "  }\n";
   }
+}
 
+/// The edges into every node's operands, and the outputs with theirs.
+void writeEdges(const Graph &graph, std::ostream &os, const SourceIds &source) {
   auto edge = [&](const Value *value, const std::string &target) {
     auto it = source.find(value);
     if (it == source.end())
@@ -294,7 +297,7 @@ void exportDot(const Graph &graph, std::ostream &os) {
     os << "  " << it->second << " -> " << target << " [label=\"" << escape(value->type().str())
        << "\"];\n";
   };
-  nodeIndex = 0;
+  size_t nodeIndex = 0;
   for (const auto &node : graph.nodes()) {
     std::string id = "n" + std::to_string(nodeIndex++);
     for (const Value *operand : node->operands())
@@ -309,6 +312,18 @@ void exportDot(const Graph &graph, std::ostream &os) {
     if (output.value)
       edge(output.value, id);
   }
+}
+
+} // namespace
+
+void exportDot(const Graph &graph, std::ostream &os) {
+  os << "digraph \"" << escape(graph.name()) << "\" {\n";
+  os << "  node [fontname=\"monospace\", fontsize=10];\n";
+  os << "  edge [fontname=\"monospace\", fontsize=9];\n";
+  SourceIds source;
+  writeSources(graph, os, source);
+  writeNodes(graph, os, source);
+  writeEdges(graph, os, source);
   os << "}\n";
 }
 

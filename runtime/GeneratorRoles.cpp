@@ -172,23 +172,61 @@ std::string findIds(const onnxc_model_descriptor &model, const Mapping &mapping,
   return "";
 }
 
+bool hasOtherRole(const GeneratorRoles &roles, int32_t input) {
+  return input == roles.ids || input == roles.mask || input == roles.positions ||
+         isContextInput(roles, input);
+}
+
+/// Per input, the present the descriptor pairs it with (ABI v5: proved at
+/// compile time, codegen/lower/CachePairs.cpp), or -1: none, or the mapping
+/// or another role decides that input.
+std::vector<int32_t> declaredPresents(const onnxc_model_descriptor &model, const Mapping &mapping,
+                                      const GeneratorRoles &roles) {
+  std::vector<int32_t> present(size_t(model.num_inputs), -1);
+  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
+    const onnxc_cache_pair &pair = model.cache_pairs[p];
+    if (!mapping.cache.count(model.inputs[pair.input].name) && !hasOtherRole(roles, pair.input))
+      present[size_t(pair.input)] = pair.output;
+  }
+  return present;
+}
+
+/// The output named like past input `name` with "present" for its "past"
+/// word, not yet `taken`; -1 when none is.
+int32_t presentNamedLike(const onnxc_model_descriptor &model, const char *name,
+                         const std::vector<bool> &taken) {
+  std::string key = cacheKey(name, true);
+  for (int32_t o = 0; o < model.num_outputs; ++o)
+    if (!taken[size_t(o)] && contains(model.outputs[o].name, "present") &&
+        cacheKey(model.outputs[o].name, false) == key)
+      return o;
+  return -1;
+}
+
+/// The cache pairs: the mapping's, then the descriptor's, then by name. The
+/// descriptor lists only the pairs the compiler proved to be
+/// present = Concat(past, new) (the ones it can update in place); a cache
+/// whose present is computed otherwise, or a model compiled before ABI v5
+/// or with a hand-built descriptor, still feeds its present back as its
+/// past, so such inputs are paired by their names as before.
 std::string findCache(const onnxc_model_descriptor &model, const Mapping &mapping,
                       GeneratorRoles &roles) {
+  std::vector<int32_t> declared = declaredPresents(model, mapping, roles);
   std::vector<bool> taken(size_t(model.num_outputs), false);
+  for (int32_t output : declared)
+    if (output >= 0)
+      taken[size_t(output)] = true;
   for (int32_t i = 0; i < model.num_inputs; ++i) {
     const char *name = model.inputs[i].name;
     int32_t output = -1;
     if (auto it = mapping.cache.find(name); it != mapping.cache.end()) {
       output = findOutput(model, it->second);
+    } else if (declared[size_t(i)] >= 0) {
+      output = declared[size_t(i)];
     } else {
-      if (i == roles.ids || i == roles.mask || i == roles.positions || isContextInput(roles, i) ||
-          !contains(name, "past"))
+      if (hasOtherRole(roles, i) || !contains(name, "past"))
         continue;
-      std::string key = cacheKey(name, true);
-      for (int32_t o = 0; o < model.num_outputs && output < 0; ++o)
-        if (!taken[size_t(o)] && contains(model.outputs[o].name, "present") &&
-            cacheKey(model.outputs[o].name, false) == key)
-          output = o;
+      output = presentNamedLike(model, name, taken);
       if (output < 0)
         return "cache input " + quoted(name) +
                " has no matching output (one named like it with 'present' for 'past'); pair them "

@@ -4,14 +4,14 @@
 //
 // These ops load elements of any floating dtype and compute in a "real" type: f64 tensors in
 // double, every other float type (f32, f16, bf16) in float, as the kernels' accuracy target is f32.
-// The transcendental functions come from codegen/VectorMath (float only), so
+// The transcendental functions come from codegen/kernels/VectorMath (float only), so
 // an f64 kernel rounds their argument to float: those results carry f32
 // accuracy (~1e-7 relative), well inside the node tests' tolerance.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "codegen/VectorMath.h"
+#include "codegen/kernels/VectorMath.h"
 #include "codegen/lower/FunctionBuilder.h"
 #include "codegen/lower/LoweringContext.h"
 #include "ir/DType.h"

@@ -2,6 +2,8 @@
 
 #include "codegen/lower/FunctionBuilder.h"
 
+#include "codegen/kernels/CountedLoop.h"
+
 #include "ir/Error.h"
 
 #include "llvm/IR/Intrinsics.h"
@@ -310,40 +312,20 @@ std::vector<llvm::Value *>
 FunctionBuilder::forRangeCarried(llvm::Value *begin, llvm::Value *end, ArrayRef<llvm::Value *> init,
                                  function_ref<std::vector<llvm::Value *>(llvm::Value *, ArrayRef<llvm::Value *>)> body,
                                  int64_t step, const char *name) {
-  IRBuilder<> &b = builder_;
-  LLVMContext &ctx = context();
-  BasicBlock *preheader = b.GetInsertBlock();
-  BasicBlock *header = BasicBlock::Create(ctx, std::string(name) + ".head", function_);
-  BasicBlock *loopBody = BasicBlock::Create(ctx, std::string(name) + ".body", function_);
-  BasicBlock *exit = BasicBlock::Create(ctx, std::string(name) + ".exit", function_);
-  b.CreateBr(header);
-
-  b.SetInsertPoint(header);
-  PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, name);
-  iv->addIncoming(begin, preheader);
-  std::vector<PHINode *> carried;
-  std::vector<llvm::Value *> carriedValues;
-  for (llvm::Value *v : init) {
-    PHINode *phi = b.CreatePHI(v->getType(), 2);
-    phi->addIncoming(v, preheader);
-    carried.push_back(phi);
-    carriedValues.push_back(phi);
-  }
-  b.CreateCondBr(b.CreateICmpSLT(iv, end), loopBody, exit);
-
-  b.SetInsertPoint(loopBody);
-  std::vector<llvm::Value *> next = body(iv, carriedValues);
-  if (next.size() != carried.size())
-    fail("codegen: a loop body returned ", next.size(), " carried values, expected ", carried.size());
-  llvm::Value *ivNext = b.CreateAdd(iv, i64(step), std::string(name) + ".next", /*NUW=*/false, /*NSW=*/true);
-  BasicBlock *latch = b.GetInsertBlock();
-  iv->addIncoming(ivNext, latch);
-  for (size_t i = 0; i < carried.size(); ++i)
-    carried[i]->addIncoming(next[i], latch);
-  b.CreateBr(header);
-
-  b.SetInsertPoint(exit);
-  return carriedValues;
+  CountedLoopShape shape;
+  shape.header = std::string(name) + ".head";
+  shape.body = std::string(name) + ".body";
+  shape.exit = std::string(name) + ".exit";
+  shape.iv = name;
+  shape.next = std::string(name) + ".next";
+  auto checkedBody = [&](llvm::Value *iv, ArrayRef<llvm::Value *> carried) {
+    std::vector<llvm::Value *> next = body(iv, carried);
+    if (next.size() != carried.size())
+      fail("codegen: a loop body returned ", next.size(), " carried values, expected ",
+           carried.size());
+    return next;
+  };
+  return emitCountedLoop(builder_, shape, begin, end, step, init, checkedBody);
 }
 
 void FunctionBuilder::loopNest(ArrayRef<llvm::Value *> extents, function_ref<void(ArrayRef<llvm::Value *>)> body) {

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "codegen/IntegerGemm.h"
 #include "codegen/ModelPlan.h"
+#include "codegen/kernels/IntegerGemm.h"
 #include "ir/Graph.h"
 
 namespace llvm {

@@ -24,8 +24,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "codegen/IntegerGemm.h"
 #include "codegen/ModelPlan.h"
+#include "codegen/kernels/IntegerGemm.h"
 #include "codegen/lower/FunctionBuilder.h"
 #include "ir/Graph.h"
 #include "ir/Node.h"

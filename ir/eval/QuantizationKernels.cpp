@@ -37,29 +37,19 @@ const Tensor *optionalOperand(const Operands &operands, size_t i) {
   return i < operands.size() ? operands[i] : nullptr;
 }
 
-/// [lowest, highest] of a quantized integer type.
-std::pair<double, double> quantizedRange(DType type) {
-  switch (type) {
-  case DType::I8:
-    return {-128, 127};
-  case DType::U8:
-    return {0, 255};
-  case DType::I16:
-    return {-32768, 32767};
-  case DType::U16:
-    return {0, 65535};
-  case DType::I32:
-    return {-2147483648.0, 2147483647.0};
-  default:
-    fail("quantized type ", dtypeName(type), " is not supported");
-  }
+/// [lowest, highest] of a quantized integer type (ir/DType.h); refuses any
+/// other.
+std::pair<double, double> requireQuantizedRange(DType type) {
+  if (std::optional<std::pair<double, double>> range = quantizedRange(type))
+    return *range;
+  fail("quantized type ", dtypeName(type), " is not supported");
 }
 
 /// `value` rounded to nearest even and clamped to `type`'s range (NaN: 0).
 double saturateRounded(double value, DType type) {
   if (std::isnan(value))
     return 0;
-  auto [lowest, highest] = quantizedRange(type);
+  auto [lowest, highest] = requireQuantizedRange(type);
   return std::clamp(std::nearbyint(value), lowest, highest);
 }
 
@@ -115,7 +105,7 @@ void quantizeLinearKernel(const Node &node, const Operands &operands,
     type = zeroPoint->dtype();
   else if (int64_t code = node.getInt("output_dtype", 0); code != 0)
     type = dtypeFromOnnxCode(code).value_or(DType::Unknown);
-  quantizedRange(type); // refuses a non-quantized type
+  requireQuantizedRange(type); // refuses a non-quantized type
   ParameterIndex parameter(node, x.dims(), scale);
   Tensor y(type, x.dims());
   for (int64_t i = 0, n = x.numElements(); i < n; ++i) {

@@ -23,6 +23,44 @@ const Tensor *givenOperand(const std::vector<const Tensor *> &operands, size_t i
   return operands[i];
 }
 
+/// Per axis, the region of interest in normalized input coordinates: the
+/// roi operand's under tf_crop_and_resize, else [0, 1].
+struct ResizeRoi {
+  std::vector<double> start, end;
+};
+
+ResizeRoi resizeRoi(const Node &node, const ResizeAttributes &a, const std::vector<int64_t> &axes,
+                    const Tensor *roiTensor, int64_t rank) {
+  std::vector<double> roiStart(size_t(rank), 0.0), roiEnd(size_t(rank), 1.0);
+  if (a.coordinates == ResizeCoordinates::TfCropAndResize) {
+    if (!roiTensor || roiTensor->numElements() != int64_t(2 * axes.size()))
+      fail(node.describe(), ": tf_crop_and_resize needs roi of ", 2 * axes.size(), " values");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      roiStart[size_t(axes[i])] = roiTensor->elementAsDouble(int64_t(i));
+      roiEnd[size_t(axes[i])] = roiTensor->elementAsDouble(int64_t(axes.size() + i));
+    }
+  }
+  return {std::move(roiStart), std::move(roiEnd)};
+}
+
+/// The taps of every output index of every resized axis (none for the
+/// other axes).
+std::vector<std::vector<ResizeTaps>>
+resizeAxisTaps(const ResizeAttributes &a, const std::vector<int64_t> &axes,
+               const ResizeShape &shape, const std::vector<int64_t> &inDims, const ResizeRoi &roi) {
+  std::vector<std::vector<ResizeTaps>> taps(inDims.size());
+  for (int64_t axis : axes) {
+    size_t d = size_t(axis);
+    for (int64_t o = 0; o < shape.outDims[d]; ++o)
+      taps[d].push_back(
+          resizeTaps(a,
+                     resizeSourceCoordinate(a, double(o), shape.scales[d], inDims[d],
+                                            shape.outDims[d], roi.start[d], roi.end[d]),
+                     inDims[d], shape.scales[d]));
+  }
+  return taps;
+}
+
 void resizeKernel(const Node &node, const std::vector<const Tensor *> &operands,
                   std::vector<Tensor> &results) {
   const Tensor &x = *operands[0];
@@ -41,26 +79,8 @@ void resizeKernel(const Node &node, const std::vector<const Tensor *> &operands,
     sizes = sizesTensor->toInt64Vector();
   ResizeShape shape = resizeShape(node, a, x.dims(), scalesTensor ? &scales : nullptr,
                                   sizesTensor ? &sizes : nullptr);
-  std::vector<double> roiStart(size_t(rank), 0.0), roiEnd(size_t(rank), 1.0);
-  if (a.coordinates == ResizeCoordinates::TfCropAndResize) {
-    if (!roiTensor || roiTensor->numElements() != int64_t(2 * axes.size()))
-      fail(node.describe(), ": tf_crop_and_resize needs roi of ", 2 * axes.size(), " values");
-    for (size_t i = 0; i < axes.size(); ++i) {
-      roiStart[size_t(axes[i])] = roiTensor->elementAsDouble(int64_t(i));
-      roiEnd[size_t(axes[i])] = roiTensor->elementAsDouble(int64_t(axes.size() + i));
-    }
-  }
-  // The taps of every output index of every resized axis.
-  std::vector<std::vector<ResizeTaps>> taps(static_cast<size_t>(rank));
-  for (int64_t axis : axes) {
-    size_t d = size_t(axis);
-    for (int64_t o = 0; o < shape.outDims[d]; ++o)
-      taps[d].push_back(
-          resizeTaps(a,
-                     resizeSourceCoordinate(a, double(o), shape.scales[d], x.dims()[d],
-                                            shape.outDims[d], roiStart[d], roiEnd[d]),
-                     x.dims()[d], shape.scales[d]));
-  }
+  ResizeRoi roi = resizeRoi(node, a, axes, roiTensor, rank);
+  std::vector<std::vector<ResizeTaps>> taps = resizeAxisTaps(a, axes, shape, x.dims(), roi);
   results[0] = Tensor(x.dtype(), shape.outDims);
   Tensor &y = results[0];
   size_t k = axes.size();

@@ -1,8 +1,8 @@
 //===- ir/infer/MovementRulesInternal.h - Movement rule pieces ------------===//
 //
-// Internal to the data movement family (ir/infer/MovementRules.cpp and
-// CreationRules.cpp): the registration hook of the creation ops, and the
-// operand checks and result setters both files use.
+// Internal to the data movement family (ir/infer/MovementRules.cpp,
+// SliceRules.cpp and CreationRules.cpp): the registration hooks of Slice and
+// the creation ops, and the operand checks and result setters they all use.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -15,6 +15,7 @@
 namespace onnxc {
 
 void registerCreationShapeRules(ShapeRuleTable &table); // Shape Size Range ConstantOfShape Constant
+void registerSliceShapeRules(ShapeRuleTable &table);    // Slice
 
 /// Operand i; throws "missing operand '<what>'" naming the node when absent.
 const Value *requireNamedOperand(const Node &node, size_t i, const char *what);

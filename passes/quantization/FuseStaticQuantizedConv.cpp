@@ -12,7 +12,7 @@
 //
 //   %y = QuantizedConv(%x, %s, %z, %w, %ws[, %wz][, %b]) {Conv's attributes}
 //
-// computed on the integer GEMM (codegen/lower/QuantizedConvLowering.cpp):
+// computed on the integer GEMM (codegen/lower/quantization/QuantizedConvLowering.cpp):
 // the activation quantized once, its patches multiplied by the weights
 // packed at compile time, the dequantization and the bias in the store.
 // The integer sum is exact; the unfused Conv rounds each dequantized product

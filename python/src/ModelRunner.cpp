@@ -2,6 +2,7 @@
 #include "python/src/ModelRunner.h"
 
 #include "codegen/ModelJit.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "ir/Error.h"
 
 #include <cstring>

@@ -5,9 +5,9 @@
 #include "frontend/OpImporterRegistry.h"
 #include "frontend/OpsetConversion.h"
 
-#include "driver/CompiledSession.h"
-#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelCompiler.h"
+#include "codegen/artifact/DescriptorEmitter.h"
+#include "driver/CompiledSession.h"
 #include "driver/InputSpecialization.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorProto.h"

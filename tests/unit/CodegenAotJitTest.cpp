@@ -1,9 +1,9 @@
 //===- tests/unit/CodegenAotJitTest.cpp - Descriptor emission through ORC -===//
 #include "CodegenAotTestSupport.h"
 
-#include "codegen/HeaderWriter.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ModelJit.h"
+#include "codegen/artifact/HeaderWriter.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>

@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "CodegenAotTestSupport.h"
 
-#include "codegen/HeaderWriter.h"
 #include "codegen/ModelJit.h"
-#include "codegen/ObjectEmitter.h"
-#include "codegen/SharedLibraryLinker.h"
+#include "codegen/artifact/HeaderWriter.h"
+#include "codegen/artifact/ObjectEmitter.h"
+#include "codegen/artifact/SharedLibraryLinker.h"
 #include "onnxc/onnxc.h"
 
 #include "llvm/Support/FileSystem.h"

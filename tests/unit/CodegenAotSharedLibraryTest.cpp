@@ -1,8 +1,8 @@
 //===- tests/unit/CodegenAotSharedLibraryTest.cpp - model.o -> model.so ---===//
 #include "CodegenAotTestSupport.h"
 
-#include "codegen/ObjectEmitter.h"
-#include "codegen/SharedLibraryLinker.h"
+#include "codegen/artifact/ObjectEmitter.h"
+#include "codegen/artifact/SharedLibraryLinker.h"
 #include "ir/Error.h"
 
 #include "llvm/Support/FileSystem.h"

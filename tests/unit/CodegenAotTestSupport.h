@@ -12,9 +12,9 @@
 #pragma once
 
 #include "../../runtime/DimExpr.h"
-#include "codegen/DescriptorEmitter.h"
 #include "codegen/ModelPlan.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "onnxc/model_abi.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -5,8 +5,8 @@
 // batch ranges (how the runtime splits items over threads).
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/GemmEmitter.h"
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemmEmitter.h"
 
 #include <gtest/gtest.h>
 

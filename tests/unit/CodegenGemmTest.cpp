@@ -7,8 +7,8 @@
 // tiles); LLVM legalizes 16-lane vectors on any host, so both run anywhere.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/GemmEmitter.h"
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemmEmitter.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>

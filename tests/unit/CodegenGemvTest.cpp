@@ -9,8 +9,8 @@
 // past it is caught; the padded columns must be 0.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/GemvEmitter.h"
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemvEmitter.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>

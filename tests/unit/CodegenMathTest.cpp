@@ -1,6 +1,6 @@
 //===- tests/unit/CodegenMathTest.cpp - Vector math vs double precision ---===//
 //
-// JIT-compiles each codegen/VectorMath.h function twice (8-wide vectors and
+// JIT-compiles each codegen/kernels/VectorMath.h function twice (8-wide vectors and
 // scalars) and compares them with double-precision references over dense
 // sweeps (>= 2^21 points per function: evenly spaced values plus evenly
 // spaced bit patterns, which cover every binade) and over special values.
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelJit.h"
-#include "codegen/VectorMath.h"
+#include "codegen/kernels/VectorMath.h"
 
 #include "llvm/IR/IRBuilder.h"
 

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelJit.h"
-#include "codegen/RowKernels.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/kernels/RowKernels.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 //===- tests/unit/DimEncodingTest.cpp - Dim words round trip through runtime ===//
-#include "codegen/DimEncoding.h"
-#include "ir/Error.h"
+#include "codegen/artifact/DimEncoding.h"
 #include "../../runtime/DimExpr.h"
+#include "ir/Error.h"
 
 #include <gtest/gtest.h>
 

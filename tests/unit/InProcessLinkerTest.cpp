@@ -1,10 +1,10 @@
 //===- tests/unit/InProcessLinkerTest.cpp - model.so linked by lld, in process ===//
 #include "CodegenAotTestSupport.h"
 
-#include "codegen/InProcessLinker.h"
-#include "codegen/ObjectEmitter.h"
-#include "codegen/RuntimeFiles.h"
-#include "codegen/SharedLibraryLinker.h"
+#include "codegen/artifact/InProcessLinker.h"
+#include "codegen/artifact/ObjectEmitter.h"
+#include "codegen/artifact/RuntimeFiles.h"
+#include "codegen/artifact/SharedLibraryLinker.h"
 #include "ir/Error.h"
 
 #include "llvm/Support/FileSystem.h"

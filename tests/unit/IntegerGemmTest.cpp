@@ -10,7 +10,7 @@
 // sum where a pair saturates.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/IntegerGemm.h"
+#include "codegen/kernels/IntegerGemm.h"
 #include "codegen/KernelJit.h"
 #include "codegen/TargetSelection.h"
 #include "ir/Error.h"

@@ -22,6 +22,9 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace onnxc::lowertest {
 namespace {
@@ -352,6 +355,38 @@ TEST(KvCacheInPlace, GeneratorUpdatesInPlaceAndMatchesTheReferenceLoop) {
         << "greedy tokens this repetitive would hide a broken cache";
     onnxc_generator_destroy(generator);
   }
+}
+
+TEST(KvCacheInPlace, GeneratorPairsTheDeclaredCachesWhateverTheirNames) {
+  // Names that say neither past nor present: the descriptor's pairs, which
+  // the compiler proved, pair them (by names alone the generator would
+  // refuse cache_k_in as an input it cannot fill).
+  std::string text = kvtest::tinyDecoderText();
+  const std::pair<std::string, std::string> renames[] = {{"past_k", "cache_k_in"},
+                                                         {"past_v", "cache_v_in"},
+                                                         {"present_k", "cache_k_out"},
+                                                         {"present_v", "cache_v_out"}};
+  for (const auto &[from, to] : renames)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+      text.replace(at, from.size(), to);
+  auto renamed = parseGraph(text);
+  std::unique_ptr<JitModel> model = compileModelJit(*renamed, compileTarget());
+  ASSERT_EQ(model->descriptor()->num_cache_pairs, 2);
+  const int count = 12;
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = count;
+  options.num_threads = 1;
+  onnxc_generator *generator = onnxc_generator_create(model->descriptor(), &options);
+  ASSERT_NE(generator, nullptr) << onnxc_last_error();
+  EXPECT_EQ(onnxc_generator_cache_pairs_in_place(generator), 2);
+  int64_t prompt[] = {3, 9, 4};
+  std::vector<int64_t> tokens(count);
+  ASSERT_EQ(onnxc_generate(generator, prompt, 3, tokens.data(), count), count)
+      << onnxc_generator_error(generator);
+  auto original = parseGraph(kvtest::tinyDecoderText());
+  EXPECT_EQ(tokens, referenceGreedy(*original, {3, 9, 4}, count));
+  onnxc_generator_destroy(generator);
 }
 
 TEST(KvCacheInPlace, APastReadByAnythingElseKeepsTwoBuffers) {

@@ -1,7 +1,7 @@
 //===- tests/unit/LowerConvolutionGemmTest.cpp - Conv on the packed GEMM ---===//
 //
 // f32 Conv with constant weights compiles to im2col blocks + the packed GEMM
-// (codegen/lower/ConvolutionGemmLowering.cpp). Every case runs at both GEMM
+// (codegen/lower/convolution/ConvolutionGemmLowering.cpp). Every case runs at both GEMM
 // widths (8 and 16 lanes; LLVM legalizes 16-lane vectors on any x86-64) and
 // is compared with the reference evaluator: odd sizes, strides, dilations,
 // asymmetric pads, every auto_pad, groups, depthwise (which keeps the loop
@@ -13,10 +13,10 @@
 #include "LoweringTestSupport.h"
 
 #include "driver/CompiledSession.h"
-#include "codegen/DescriptorEmitter.h"
-#include "codegen/GemmPacking.h"
 #include "codegen/ModelJit.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/DescriptorEmitter.h"
+#include "codegen/kernels/GemmPacking.h"
 #include "codegen/lower/Lowering.h"
 
 #include "llvm/IR/Function.h"

@@ -1,6 +1,6 @@
 //===- tests/unit/LowerFlashAttentionTest.cpp - The fused attention kernel ===//
 //
-// The f32 fast path of Attention (codegen/lower/FlashAttentionLowering.cpp)
+// The f32 fast path of Attention (codegen/lower/attention/FlashAttentionLowering.cpp)
 // against the reference evaluator, at both vector widths (8 lanes with
 // AVX-512 turned off; 16 lanes where the host has AVX-512F): 3-D and 4-D
 // layouts, equal and grouped heads, head sizes 12/16/20/32/64/80/128, no

@@ -21,10 +21,12 @@
  * position), `attention_mask` (a name with "mask"; filled with ones),
  * `position_ids` (a name with "position"; the new tokens' positions), the logits
  * output (a name with "logits", else the one float output of rank 2 or 3 that
- * is not a cache), and cache pairs: an input whose name has "past"
- * (past_key_values.0.key, past_key_0, past_key, past0, ...) pairs with the
- * output named the same with "present" in place of the "past..." prefix
- * (present.0.key, present_key_0, present_key, present0). A model with cache
+ * is not a cache), and cache pairs: the pairs the model declares
+ * (onnxc_cache_pair, proved by the compiler), and for the other inputs, an
+ * input whose name has "past" (past_key_values.0.key, past_key_0, past_key,
+ * past0, ...) pairs with the output named the same with "present" in place
+ * of the "past..." prefix (present.0.key, present_key_0, present_key,
+ * present0). A model with cache
  * inputs runs in KV-cache mode; one without re-runs the whole sequence at
  * every step (ONNXC_GENERATE_FULL_SEQUENCE). `mapping` overrides the guesses.
  *

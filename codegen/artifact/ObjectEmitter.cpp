@@ -1,0 +1,106 @@
+//===- codegen/artifact/ObjectEmitter.cpp - Optimize a module and write it out -===//
+#include "codegen/artifact/ObjectEmitter.h"
+
+#include "codegen/TargetSelection.h"
+#include "ir/Error.h"
+
+#include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+namespace onnxc {
+
+namespace {
+
+/// Verifies the module and turns a failure into one line (the verifier's
+/// first complaint) instead of a crash later in the backend.
+void verifyOrFail(const llvm::Module &module, const char *when) {
+  std::string report;
+  llvm::raw_string_ostream os(report);
+  if (!llvm::verifyModule(module, &os))
+    return;
+  os.flush();
+  std::string firstLine = report.substr(0, report.find('\n'));
+  fail("generated code for '", module.getName().str(), "' is malformed ", when, ": ", firstLine);
+}
+
+} // namespace
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  verifyOrFail(module, "before optimization");
+  llvm::LoopAnalysisManager loopAnalyses;
+  llvm::FunctionAnalysisManager functionAnalyses;
+  llvm::CGSCCAnalysisManager cgsccAnalyses;
+  llvm::ModuleAnalysisManager moduleAnalyses;
+  // Passing the machine gives the vectorizers the target's cost model and
+  // vector widths; without it they assume a scalar machine.
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(moduleAnalyses);
+  builder.registerCGSCCAnalyses(cgsccAnalyses);
+  builder.registerFunctionAnalyses(functionAnalyses);
+  builder.registerLoopAnalyses(loopAnalyses);
+  builder.crossRegisterProxies(loopAnalyses, functionAnalyses, cgsccAnalyses, moduleAnalyses);
+  // Layers repeat, so many step kernels are identical (same op, same
+  // shapes; buffers arrive through the step's pointer table). Merging them
+  // before -O3 optimizes and compiles each distinct kernel once.
+  llvm::ModulePassManager pipeline;
+  pipeline.addPass(llvm::MergeFunctionsPass());
+  pipeline.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  pipeline.run(module, moduleAnalyses);
+  verifyOrFail(module, "after optimization");
+}
+
+EmitKind parseEmitKind(const std::string &text) {
+  if (text == "obj")
+    return EmitKind::Object;
+  if (text == "asm")
+    return EmitKind::Assembly;
+  if (text == "llvm")
+    return EmitKind::LlvmIr;
+  fail("unknown --emit kind '", text, "' (expected obj, asm or llvm)");
+}
+
+void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
+                const std::string &path) {
+  std::unique_ptr<llvm::TargetMachine> machine = target.createTargetMachine();
+  if (module.getTargetTriple().empty())
+    target.configureModule(module);
+  else if (module.getDataLayout() != machine->createDataLayout())
+    fail("module '", module.getName().str(), "' was configured for another target than ",
+         target.triple().str(), " cpu '", target.cpu(), "'");
+  optimizeModule(module, *machine);
+
+  std::error_code error;
+  llvm::raw_fd_ostream out(
+      path, error, kind == EmitKind::Object ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
+  if (error)
+    fail("cannot write '", path, "': ", error.message());
+  if (kind == EmitKind::LlvmIr) {
+    module.print(out, nullptr);
+  } else {
+    llvm::legacy::PassManager codegen;
+    auto fileType = kind == EmitKind::Object ? llvm::CodeGenFileType::ObjectFile
+                                             : llvm::CodeGenFileType::AssemblyFile;
+    // addPassesToEmitFile returns true when the target cannot emit this kind.
+    if (machine->addPassesToEmitFile(codegen, out, nullptr, fileType))
+      fail("LLVM target ", target.triple().str(), " cannot emit ",
+           kind == EmitKind::Object ? "object files" : "assembly");
+    codegen.run(module);
+  }
+  out.close();
+  if (out.has_error()) {
+    std::string message = out.error().message();
+    out.clear_error();
+    fail("cannot write '", path, "': ", message);
+  }
+}
+
+} // namespace onnxc

@@ -1,0 +1,40 @@
+//===- codegen/artifact/ObjectEmitter.h - Optimize a module and write it out -===//
+//
+// The ahead-of-time half of code generation: the module gets LLVM's -O3
+// pipeline (new pass manager, tuned by the target machine's cost model), then
+// is written as an object file for the linker, as assembly (--emit=asm) or as
+// textual LLVM IR (--emit=llvm) for inspection. ModelJit runs the same
+// optimizeModule, so JIT and AOT code are the same code.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace onnxc {
+
+class TargetSelection;
+
+/// What emitModule writes.
+enum class EmitKind { Object, Assembly, LlvmIr };
+
+/// Runs the -O3 module pipeline for `machine` over `module`, then verifies
+/// it. Throws onnxc::Error if the module is malformed (a codegen bug, but
+/// reported rather than crashing the compiler).
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+
+/// Configures `module` for `target` if it is not already, optimizes it and
+/// writes `kind` to `path`. Throws onnxc::Error naming the file when it
+/// cannot be written.
+void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
+                const std::string &path);
+
+/// Parses "obj" / "asm" / "llvm" (the --emit values this emitter handles).
+EmitKind parseEmitKind(const std::string &text);
+
+} // namespace onnxc

@@ -1,0 +1,382 @@
+//===- codegen/lower/linearalgebra/GemmKernelLowering.cpp - f32 MatMul/Gemm on the GEMM -===//
+//
+// The two fast paths of an f32 MatMul/Gemm (AVX2+FMA), both calling a
+// kernel of codegen/kernels/GemmEmitter.h from the step kernel per item and row
+// range of a task:
+//
+//   constant B  packed at compile time (alpha folded in) into a constant
+//               buffer; a [N] / [1, N] C becomes the bias epilogue and an
+//               [M, N] C the residual epilogue (beta folded in when C is a
+//               constant, or beta = 1); any other C is added after.
+//   runtime B   packed by each task into a stack buffer of at most
+//               kMaxPackFloats; wider B is processed in column blocks,
+//               deeper B (K > 4096) goes to the loop nest at run time.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/linearalgebra/LinearAlgebraLowering.h"
+
+#include "codegen/kernels/GemmEmitter.h"
+#include "codegen/kernels/GemmPacking.h"
+
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Module.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+namespace onnxc::lower {
+namespace {
+
+llvm::Value *nullPointer(FunctionBuilder &f) {
+  return llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(f.context()));
+}
+
+llvm::Value *floatAddress(FunctionBuilder &f, llvm::Value *base, llvm::Value *offset) {
+  return f.elementAddress(DType::F32, base, offset);
+}
+
+/// Shared by both paths: tasks over items x row chunks.
+RowsFn rowsOf(const MatMulProblem &problem) {
+  Dim rows = problem.m;
+  return [rows](FunctionBuilder &f) { return f.dim(rows); };
+}
+
+RowsFn chunkRowsOf(const MatMulProblem &problem, int64_t minRows, int64_t maxRows,
+                   int64_t tileRows) {
+  Dim items = problem.items(), rows = problem.m;
+  return [=](FunctionBuilder &f) {
+    return chunkRows(f, f.dim(items), f.dim(rows), minRows, maxRows, tileRows);
+  };
+}
+
+/// The column chunks of a packed GEMM whose rows make one task: whole
+/// groups of four panels, about 8 panels (256 columns at 16 lanes) each and
+/// at most 16 chunks. A decoder's step (M = 1) is a GEMV bound by reading B;
+/// split by rows it would run on one thread, split by columns every thread
+/// reads its share.
+struct ColumnChunks {
+  int64_t count = 1, panels = 0;
+};
+ColumnChunks columnChunksOf(int64_t n, int64_t nr) {
+  constexpr int64_t kPanelsPerChunk = 8, kMaxChunks = 16, kGroup = 4;
+  const int64_t panels = (n + nr - 1) / nr;
+  const int64_t wanted = std::clamp<int64_t>(panels / kPanelsPerChunk, 1, kMaxChunks);
+  ColumnChunks chunks;
+  chunks.panels = ((panels + wanted - 1) / wanted + kGroup - 1) / kGroup * kGroup;
+  chunks.count = (panels + chunks.panels - 1) / chunks.panels;
+  return chunks;
+}
+
+/// Runs the step as items x chunks (splitItemsAndChunks), by rows as
+/// splitItemsAndRows, except that an item whose rows make one chunk is split
+/// into `columns` instead:
+/// body(item, rowBegin, rowEnd, colBegin, colEnd) per item of a task range.
+void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
+                             const RowsFn &rowsPerChunk, ColumnChunks columns, int64_t n,
+                             int64_t nr,
+                             llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *,
+                                                     llvm::Value *, llvm::Value *)>
+                                 body) {
+  Dim rows = problem.m;
+  auto rowChunks = [rows, rowsPerChunk](FunctionBuilder &f) {
+    return f.max(f.i64(1), f.ceilDiv(f.dim(rows), rowsPerChunk(f)));
+  };
+  auto chunkCount = [rowChunks, columns](FunctionBuilder &f) {
+    llvm::Value *byRows = rowChunks(f);
+    return f.ir().CreateSelect(f.ir().CreateICmpEQ(byRows, f.i64(1)), f.i64(columns.count), byRows);
+  };
+  KernelBuilder &k = step.kernel();
+  llvm::IRBuilder<> &ir = k.ir();
+  llvm::Value *rowCount = k.dim(rows), *perChunk = rowsPerChunk(k);
+  llvm::Value *byColumns = ir.CreateICmpEQ(rowChunks(k), k.i64(1));
+  llvm::Value *chunkColumns = k.i64(columns.panels * nr);
+  splitItemsAndChunks(
+      step, problem.items(), chunkCount,
+      [&](llvm::Value *item, llvm::Value *first, llvm::Value *last) {
+        llvm::Value *rowBegin = ir.CreateSelect(byColumns, k.i64(0), ir.CreateMul(first, perChunk));
+        llvm::Value *rowEnd =
+            ir.CreateSelect(byColumns, rowCount, k.min(rowCount, ir.CreateMul(last, perChunk)));
+        llvm::Value *colBegin =
+            ir.CreateSelect(byColumns, ir.CreateMul(first, chunkColumns), k.i64(0));
+        llvm::Value *colEnd =
+            ir.CreateSelect(byColumns, k.min(k.i64(n), ir.CreateMul(last, chunkColumns)), k.i64(n));
+        k.ifThen(
+            ir.CreateAnd(ir.CreateICmpSLT(rowBegin, rowEnd), ir.CreateICmpSLT(colBegin, colEnd)),
+            [&] { body(item, rowBegin, rowEnd, colBegin, colEnd); });
+      });
+}
+
+/// How Gemm's C reaches the packed kernel.
+struct PackedBias {
+  GemmEpilogue epilogue;
+  /// Slot of the (folded) bias or residual, or of C for the post-pass.
+  unsigned slot = ~0u;
+  bool postPass = false;
+};
+
+std::shared_ptr<std::vector<uint8_t>> floatBytes(const std::vector<float> &values) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
+  std::memcpy(bytes->data(), values.data(), bytes->size());
+  return bytes;
+}
+
+PackedBias planPackedBias(LoweringContext &ctx, StepBuilder &step, const MatMulProblem &problem) {
+  PackedBias plan;
+  if (!problem.c)
+    return plan;
+  bool row = problem.cRows.constant() == 1 && problem.cCols.provablyEqual(problem.n);
+  bool full =
+      !row && problem.cRows.provablyEqual(problem.m) && problem.cCols.provablyEqual(problem.n);
+  const Tensor *constant = ctx.constantValue(problem.c);
+  bool folded = constant && constant->hasData();
+  if (!(row || full) || !(folded || problem.beta == 1)) {
+    plan.postPass = true;
+    plan.slot = step.input(problem.c);
+    return plan;
+  }
+  plan.epilogue.bias = row;
+  plan.epilogue.residual = full;
+  if (!folded) {
+    plan.slot = step.input(problem.c);
+    return plan;
+  }
+  std::vector<float> values(size_t(constant->numElements()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(problem.beta * constant->elementAsDouble(int64_t(i)));
+  plan.slot = step.constant(ConstantBytes(floatBytes(values)));
+  return plan;
+}
+
+/// B (every batch item, alpha folded in) in the packed layout.
+std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
+                                                  const Tensor &weights, int64_t k, int64_t n,
+                                                  const GemmBlocking &blocking) {
+  const int64_t itemFloats = packedGemmWeightsSize(k, n, blocking.nr());
+  const int64_t items = weights.numElements() / (k * n);
+  std::vector<float> scaled;
+  const float *source = weights.data<float>();
+  if (problem.alpha != 1) {
+    scaled.assign(source, source + weights.numElements());
+    for (float &v : scaled)
+      v = float(problem.alpha * v);
+    source = scaled.data();
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(items * itemFloats) * sizeof(float));
+  auto *packed = reinterpret_cast<float *>(bytes->data());
+  for (int64_t i = 0; i < items; ++i)
+    packGemmWeights(source + i * k * n, k, n, problem.transB, blocking, packed + i * itemFloats);
+  return bytes;
+}
+
+/// The shared constant's key of packed B: the weight value and everything
+/// the packing depends on.
+std::string packedWeightsKey(const MatMulProblem &problem, int64_t k, int64_t n,
+                             const GemmBlocking &blocking) {
+  std::ostringstream key;
+  key << "packed-gemm-weights:" << problem.b->name() << ":k" << k << ":n" << n << ":kc"
+      << blocking.kc << ":nr" << blocking.nr() << (problem.transB ? ":t" : "") << ":alpha"
+      << std::hexfloat << problem.alpha;
+  return key.str();
+}
+
+/// Declares the graph nodes fused into the GEMM's store (a Gemm's C is
+/// `bias` already), names the step after them, and returns the residual's
+/// slot (~0u: none).
+unsigned declareFusedEpilogue(StepBuilder &step, const MatMulProblem &problem, PackedBias &bias) {
+  unsigned residualSlot = ~0u;
+  const FusedEpilogue &fused = problem.fused;
+  if (!fused.empty()) {
+    if (fused.bias) {
+      bias.epilogue.bias = true;
+      bias.slot = step.input(fused.bias);
+    }
+    bias.epilogue.activation = fused.activation;
+    if (fused.residual) {
+      bias.epilogue.residual = true;
+      residualSlot = step.input(fused.residual);
+    }
+    std::string ops(problem.node->opName()),
+        names = problem.node->name().empty() ? "" : " " + problem.node->name();
+    for (const Node *node : fused.nodes) {
+      ops += "+" + std::string(node->opName());
+      if (!node->name().empty())
+        names += " " + node->name();
+    }
+    step.setName(ops + names);
+  } else if (bias.epilogue.residual) {
+    residualSlot = bias.slot;
+  }
+  return residualSlot;
+}
+
+/// The run-time GEMM kernel's spec: specialized to K when it is known, and
+/// to N when B is packed whole (`wholeB`).
+RuntimeGemmSpec runtimeGemmSpec(LoweringContext &ctx, const MatMulProblem &problem, bool wholeB) {
+  std::optional<int64_t> kConstant = problem.k.constant(), nConstant = problem.n.constant();
+  RuntimeGemmSpec spec;
+  spec.name = ctx.uniqueName("gemm_runtime_kernel");
+  spec.k = kConstant.value_or(0);
+  spec.n = wholeB ? *nConstant : 0;
+  spec.transposedB = problem.transB;
+  spec.blocking.lanes = ctx.gemmLanes();
+  if (kConstant)
+    spec.blocking = chooseGemmBlocking(*kConstant, ctx.gemmLanes());
+  return spec;
+}
+
+/// Columns of B packed per block: all of them when B is packed whole, else
+/// the widest multiple of nr whose panels fit the pack buffer.
+llvm::Value *runtimeBlockColumns(KernelBuilder &kb, llvm::Value *depth, llvm::Value *n, int64_t nr,
+                                 bool wholeB, int64_t packFloats) {
+  llvm::IRBuilder<> &ir = kb.ir();
+  llvm::Value *blockColumns = kb.i64(packFloats);
+  if (!wholeB) {
+    llvm::Value *fit = ir.CreateSDiv(kb.i64(kMaxPackFloats), kb.max(depth, kb.i64(1)));
+    fit = kb.max(kb.i64(nr), ir.CreateMul(ir.CreateSDiv(fit, kb.i64(nr)), kb.i64(nr)));
+    blockColumns = kb.min(fit, ir.CreateMul(kb.ceilDiv(n, kb.i64(nr)), kb.i64(nr)));
+  }
+  return blockColumns;
+}
+
+} // namespace
+
+void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
+  const int64_t k = *problem.k.constant(), n = *problem.n.constant();
+  const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
+  StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
+  MatMulSlots slots;
+  slots.a = step.input(problem.a);
+  slots.b = step.bufferSlot(ctx.sharedConstant(packedWeightsKey(problem, k, n, blocking), [&] {
+    return ConstantBytes(packWeights(problem, weights, k, n, blocking));
+  }));
+  slots.result = step.output(problem.result);
+  PackedBias bias = planPackedBias(ctx, step, problem);
+  if (bias.postPass)
+    slots.c = bias.slot;
+  unsigned residualSlot = declareFusedEpilogue(step, problem, bias);
+
+  PackedGemmSpec spec{ctx.uniqueName("gemm_packed_kernel"), k, n, bias.epilogue, blocking};
+  llvm::Function *gemm = emitPackedGemm(ctx.module(), spec);
+  gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  // Tasks of the fewest rows (whole tiles) such that a pass over the packed
+  // B still does >= 64K multiply-adds. A thread's consecutive tasks merge
+  // into one row range (one pass over B per mc rows), so small tasks cost
+  // nothing and balance the threads: with M=128 on 2 threads, 24-row tasks
+  // split 72/56 rows, 6-row tasks 66/62 (-7% MiniLM latency; -8% at M=512).
+  const int64_t mr = blocking.mr();
+  const int64_t taskRows =
+      std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, blocking.mc);
+  KernelBuilder &kb = step.kernel();
+  llvm::IRBuilder<> &ir = kb.ir();
+  // A post pass over C's rows would run once per column chunk: no columns.
+  const ColumnChunks columns = bias.postPass
+                                   ? ColumnChunks{1, (n + blocking.nr() - 1) / blocking.nr()}
+                                   : columnChunksOf(n, blocking.nr());
+  splitItemsRowsOrColumns(
+      step, problem, chunkRowsOf(problem, taskRows, taskRows, mr), columns, n, blocking.nr(),
+      [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd, llvm::Value *colBegin,
+          llvm::Value *colEnd) {
+        ItemOffsets offsets = itemOffsets(kb, problem, item);
+        // B's item offset counts raw [k, n] items; the packed ones are padded.
+        llvm::Value *packedOffset =
+            ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)),
+                         kb.i64(packedGemmWeightsSize(k, n, blocking.nr())));
+        llvm::Value *biasPointer = nullPointer(kb), *residualPointer = nullPointer(kb);
+        if (bias.epilogue.bias)
+          biasPointer = kb.buffer(bias.slot);
+        if (bias.epilogue.residual)
+          residualPointer = floatAddress(kb, kb.buffer(residualSlot), offsets.result);
+        ir.CreateCall(gemm, {floatAddress(kb, kb.buffer(slots.a), offsets.a), kb.i64(k),
+                             floatAddress(kb, kb.buffer(slots.b), packedOffset),
+                             floatAddress(kb, kb.buffer(slots.result), offsets.result), kb.i64(n),
+                             rowBegin, rowEnd, biasPointer, residualPointer, kb.i64(n), colBegin,
+                             colEnd});
+        if (bias.postPass)
+          emitGemmScaleAndBias(kb, problem, slots, 1.0, rowBegin, rowEnd);
+      });
+  step.finish();
+}
+
+void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem) {
+  std::optional<int64_t> kConstant = problem.k.constant(), nConstant = problem.n.constant();
+  // With both dims known and small, B is packed whole by a kernel
+  // specialized to them; otherwise in column blocks of run-time width.
+  const int64_t nr = 2 * ctx.gemmLanes();
+  const bool wholeB =
+      kConstant && nConstant && packedGemmWeightsSize(*kConstant, *nConstant, nr) <= kMaxPackFloats;
+  RuntimeGemmSpec spec = runtimeGemmSpec(ctx, problem, wholeB);
+  const int64_t packFloats =
+      wholeB ? packedGemmWeightsSize(*kConstant, *nConstant, nr) : kMaxPackFloats;
+
+  StepBuilder step = ctx.beginStep(*problem.node, "gemm_runtime");
+  MatMulSlots slots;
+  slots.a = step.input(problem.a);
+  slots.b = step.input(problem.b);
+  if (problem.c)
+    slots.c = step.input(problem.c);
+  slots.result = step.output(problem.result);
+  llvm::Function *gemm = emitRuntimeGemm(ctx.module(), spec);
+  gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  KernelBuilder &kb = step.kernel();
+  llvm::IRBuilder<> &ir = kb.ir();
+  auto *packBuffer = kb.hoisted().CreateAlloca(
+      llvm::ArrayType::get(ir.getFloatTy(), uint64_t(packFloats)), nullptr, "packB");
+  packBuffer->setAlignment(llvm::Align(64));
+  llvm::Value *depth = kb.dim(problem.k), *n = kb.dim(problem.n);
+  llvm::Value *ldb = problem.transB ? depth : n;
+  llvm::Value *blockColumns = runtimeBlockColumns(kb, depth, n, nr, wholeB, packFloats);
+  const bool scaleOrBias = problem.isGemm && (problem.alpha != 1 || problem.c);
+
+  // Packing B once per task is amortized over >= 48 rows.
+  splitItemsAndRows(
+      step, problem.items(), rowsOf(problem), chunkRowsOf(problem, 48, 0, spec.blocking.mr()),
+      [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd) {
+        ItemOffsets offsets = itemOffsets(kb, problem, item);
+        auto runGemm = [&] {
+          llvm::Value *rows = ir.CreateSub(rowEnd, rowBegin);
+          llvm::Value *a = floatAddress(kb, kb.buffer(slots.a),
+                                        ir.CreateAdd(offsets.a, ir.CreateMul(rowBegin, depth)));
+          llvm::Value *b = floatAddress(kb, kb.buffer(slots.b), offsets.b);
+          llvm::Value *c = floatAddress(kb, kb.buffer(slots.result),
+                                        ir.CreateAdd(offsets.result, ir.CreateMul(rowBegin, n)));
+          auto call = [&](llvm::Value *column, llvm::Value *width) {
+            llvm::Value *bBlock =
+                floatAddress(kb, b, problem.transB ? ir.CreateMul(column, depth) : column);
+            ir.CreateCall(gemm,
+                          {a, depth, kb.i64(0), bBlock, ldb, kb.i64(0), floatAddress(kb, c, column),
+                           n, kb.i64(0), rows, depth, width, kb.i64(0), kb.i64(1), packBuffer});
+          };
+          if (wholeB) {
+            call(kb.i64(0), n);
+          } else {
+            kb.forRange(
+                kb.i64(0), kb.ceilDiv(n, blockColumns),
+                [&](llvm::Value *block) {
+                  llvm::Value *column = ir.CreateMul(block, blockColumns);
+                  call(column, kb.min(blockColumns, ir.CreateSub(n, column)));
+                },
+                1, "block");
+          }
+          if (scaleOrBias)
+            emitGemmScaleAndBias(kb, problem, slots, problem.alpha, rowBegin, rowEnd);
+        };
+        if (kConstant) {
+          runGemm();
+          return;
+        }
+        // K = 0 writes alpha * 0 + beta * C; a K too deep for the pack buffer
+        // takes the loop nest (both are rare run-time shapes).
+        llvm::Value *useLoops = ir.CreateOr(ir.CreateICmpEQ(depth, kb.i64(0)),
+                                            ir.CreateICmpSGT(depth, kb.i64(kMaxRuntimeGemmDepth)));
+        kb.ifThenElse(
+            useLoops, [&] { emitMatMulLoopRows(kb, problem, slots, offsets, rowBegin, rowEnd); },
+            runGemm);
+      });
+  step.finish();
+}
+
+} // namespace onnxc::lower
