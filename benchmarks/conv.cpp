@@ -27,10 +27,10 @@
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/TargetSelection.h"
 #include "codegen/kernels/GemmPacking.h"
+#include "driver/CompiledSession.h"
 #include "ir/Graph.h"
 #include "ir/Node.h"
 #include "ir/Verifier.h"

@@ -27,8 +27,8 @@ void checkArtifactSparesInputs(const std::string &model, const ArtifactRequest &
            "' is also the default header path (FILE with .h); name the library model.so, or "
            "choose the header with ",
            names.header);
-    fail(names.header, " '", request.headerPath, "' and ", names.output, " '",
-         request.outputPath, "' name the same file; the header would overwrite the library");
+    fail(names.header, " '", request.headerPath, "' and ", names.output, " '", request.outputPath,
+         "' name the same file; the header would overwrite the library");
   }
 }
 

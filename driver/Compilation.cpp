@@ -17,8 +17,7 @@ std::mutex &compileMutex() {
 }
 } // namespace
 
-std::unique_ptr<PassManager> buildPipeline(const CompileOptions &options,
-                                           std::ostream *irStream) {
+std::unique_ptr<PassManager> buildPipeline(const CompileOptions &options, std::ostream *irStream) {
   auto pipeline =
       std::make_unique<PassManager>(options.passManager, irStream ? irStream : &std::cerr);
   addOptimizationPipeline(*pipeline, options.optLevel);

@@ -9,9 +9,9 @@
 
 #include "codegen/ModelJit.h"
 #include "codegen/TargetSelection.h"
-#include "passes/cleanup/SpecializeInputs.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
+#include "passes/cleanup/SpecializeInputs.h"
 
 #include <functional>
 #include <map>

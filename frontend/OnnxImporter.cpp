@@ -1,8 +1,8 @@
 //===- frontend/OnnxImporter.cpp - ONNX model -> ir::Graph ------------------===//
 //
 // The entry points: load and check the file, convert an opset older than 13
-// to 13, import the main graph, infer shapes. Every error raised below is rethrown once here with the model's
-// path in front, so messages read "model.onnx: node 'x': ...".
+// to 13, import the main graph, infer shapes. Every error raised below is rethrown once here with
+// the model's path in front, so messages read "model.onnx: node 'x': ...".
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OnnxImporter.h"
@@ -83,7 +83,8 @@ std::unique_ptr<Graph> importOnnxFile(const std::string &path,
     bool converted = convertToImportableOpset(model);
     if (converted)
       opsets = checkOpsets(model);
-    std::unique_ptr<Graph> graph = importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
+    std::unique_ptr<Graph> graph =
+        importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
     inferShapes(*graph);
     if (converted)
       simplifyConvertedSoftmax(*graph);

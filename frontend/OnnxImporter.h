@@ -23,17 +23,17 @@ std::unique_ptr<Graph> importOnnxFile(const std::string &path,
 
 /// What `onnxc inspect` shows about a model, read without importing it.
 struct ModelSummary {
-  std::string producer;                            // producer_name + version
+  std::string producer; // producer_name + version
   int64_t irVersion = 0;
-  std::map<std::string, int64_t> opsets;           // domain ("" = ai.onnx) -> version
-  std::vector<std::string> inputs, outputs;        // "name: f32[batch, seq]"
-  std::map<std::string, int64_t> opHistogram;      // op type -> count
+  std::map<std::string, int64_t> opsets;      // domain ("" = ai.onnx) -> version
+  std::vector<std::string> inputs, outputs;   // "name: f32[batch, seq]"
+  std::map<std::string, int64_t> opHistogram; // op type -> count
   // Elements in initializers and their bytes, exact even for the absurd
   // dims a hostile model may claim ([2^32, 2^32] is 2^64 elements);
   // summarizeOnnxFile fails rather than wrap past 2^128.
   unsigned __int128 numParameters = 0;
   unsigned __int128 parameterBytes = 0;
-  std::vector<std::string> unsupportedOps;         // "Op (node 'name')"
+  std::vector<std::string> unsupportedOps; // "Op (node 'name')"
 };
 ModelSummary summarizeOnnxFile(const std::string &path);
 

@@ -20,11 +20,16 @@ bool Attribute::operator==(const Attribute &other) const {
            (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
   }
   switch (kind()) {
-  case Kind::Int: return asInt() == other.asInt();
-  case Kind::String: return asString() == other.asString();
-  case Kind::Ints: return asInts() == other.asInts();
-  case Kind::Strings: return asStrings() == other.asStrings();
-  default: return false; // handled above
+  case Kind::Int:
+    return asInt() == other.asInt();
+  case Kind::String:
+    return asString() == other.asString();
+  case Kind::Ints:
+    return asInts() == other.asInts();
+  case Kind::Strings:
+    return asStrings() == other.asStrings();
+  default:
+    return false; // handled above
   }
 }
 

@@ -126,8 +126,8 @@ Dim Dim::checked(const Dim &a, char op, const Dim &b) {
     return *r;
   std::string operands = ": (" + excerpt(a) + ") " + op + " (" + excerpt(b) + ")";
   if (tooLarge)
-    throw SizeError("dimension expression past " + std::to_string(kMaxTerms) +
-                    " terms or degree " + std::to_string(kMaxDegree) + operands);
+    throw SizeError("dimension expression past " + std::to_string(kMaxTerms) + " terms or degree " +
+                    std::to_string(kMaxDegree) + operands);
   throw SizeError("dimension arithmetic overflows int64" + operands);
 }
 
@@ -335,8 +335,7 @@ private:
     uint64_t value = 0;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
       unsigned digit = unsigned(text_[pos_++] - '0');
-      if (value > (uint64_t(1) << 63) / 10 ||
-          value * 10 + digit > uint64_t(1) << 63)
+      if (value > (uint64_t(1) << 63) / 10 || value * 10 + digit > uint64_t(1) << 63)
         return std::nullopt;
       value = value * 10 + digit;
     }

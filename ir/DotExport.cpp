@@ -63,15 +63,20 @@ std::string shortList(const std::vector<T> &items, Format format) {
 
 std::string shortAttribute(const Attribute &attr) {
   switch (attr.kind()) {
-  case Attribute::Kind::Int: return std::to_string(attr.asInt());
-  case Attribute::Kind::Float: return shortFloat(attr.asFloat());
-  case Attribute::Kind::String: return "\"" + attr.asString() + "\"";
+  case Attribute::Kind::Int:
+    return std::to_string(attr.asInt());
+  case Attribute::Kind::Float:
+    return shortFloat(attr.asFloat());
+  case Attribute::Kind::String:
+    return "\"" + attr.asString() + "\"";
   case Attribute::Kind::Ints:
     return shortList(attr.asInts(), [](int64_t v) { return std::to_string(v); });
-  case Attribute::Kind::Floats: return shortList(attr.asFloats(), shortFloat);
+  case Attribute::Kind::Floats:
+    return shortList(attr.asFloats(), shortFloat);
   case Attribute::Kind::Strings:
     return shortList(attr.asStrings(), [](const std::string &v) { return "\"" + v + "\""; });
-  case Attribute::Kind::Tensor: return "tensor " + attr.asTensor().typeString();
+  case Attribute::Kind::Tensor:
+    return "tensor " + attr.asTensor().typeString();
   }
   return "?";
 }

@@ -145,7 +145,8 @@ std::string Node::getString(const std::string &name, const std::string &defaultV
   return a->asString();
 }
 
-std::vector<int64_t> Node::getInts(const std::string &name, std::vector<int64_t> defaultValue) const {
+std::vector<int64_t> Node::getInts(const std::string &name,
+                                   std::vector<int64_t> defaultValue) const {
   const Attribute *a = findAttr(name);
   if (!a)
     return defaultValue;
@@ -314,7 +315,8 @@ Node *Graph::createNode(OpKind kind, const std::vector<Value *> &operands, unsig
 void Graph::eraseNode(Node *node) {
   for (Value *result : node->results_)
     if (result->hasUses() || isOutput(result))
-      fail("internal: erasing ", node->describe(), " whose result '", result->name(), "' is in use");
+      fail("internal: erasing ", node->describe(), " whose result '", result->name(),
+           "' is in use");
   node->truncateOperands(0);
   for (Value *result : node->results_)
     destroyValue(result);

@@ -84,8 +84,8 @@ public:
   /// (made unique; generated when empty). Inserted before `insertBefore`, or
   /// appended when it is null.
   Node *createNode(OpKind kind, const std::vector<Value *> &operands, unsigned numResults,
-                   const std::string &nodeName = "", const std::vector<std::string> &resultNames = {},
-                   Node *insertBefore = nullptr);
+                   const std::string &nodeName = "",
+                   const std::vector<std::string> &resultNames = {}, Node *insertBefore = nullptr);
   /// Erases a node whose results have no uses and are not outputs; its
   /// results are destroyed.
   void eraseNode(Node *node);

@@ -25,26 +25,46 @@ int hexDigitValue(char c) {
 
 const char *tokenKindName(IRToken::Kind kind) {
   switch (kind) {
-  case IRToken::Kind::EndOfFile: return "end of input";
-  case IRToken::Kind::Identifier: return "identifier";
-  case IRToken::Kind::ValueName: return "value name";
-  case IRToken::Kind::GraphName: return "graph name";
-  case IRToken::Kind::Integer: return "integer";
-  case IRToken::Kind::Float: return "float";
-  case IRToken::Kind::Hex: return "hex literal";
-  case IRToken::Kind::String: return "string";
-  case IRToken::Kind::LParen: return "'('";
-  case IRToken::Kind::RParen: return "')'";
-  case IRToken::Kind::LBrace: return "'{'";
-  case IRToken::Kind::RBrace: return "'}'";
-  case IRToken::Kind::LSquare: return "'['";
-  case IRToken::Kind::RSquare: return "']'";
-  case IRToken::Kind::Less: return "'<'";
-  case IRToken::Kind::Greater: return "'>'";
-  case IRToken::Kind::Comma: return "','";
-  case IRToken::Kind::Colon: return "':'";
-  case IRToken::Kind::Equal: return "'='";
-  case IRToken::Kind::Arrow: return "'->'";
+  case IRToken::Kind::EndOfFile:
+    return "end of input";
+  case IRToken::Kind::Identifier:
+    return "identifier";
+  case IRToken::Kind::ValueName:
+    return "value name";
+  case IRToken::Kind::GraphName:
+    return "graph name";
+  case IRToken::Kind::Integer:
+    return "integer";
+  case IRToken::Kind::Float:
+    return "float";
+  case IRToken::Kind::Hex:
+    return "hex literal";
+  case IRToken::Kind::String:
+    return "string";
+  case IRToken::Kind::LParen:
+    return "'('";
+  case IRToken::Kind::RParen:
+    return "')'";
+  case IRToken::Kind::LBrace:
+    return "'{'";
+  case IRToken::Kind::RBrace:
+    return "'}'";
+  case IRToken::Kind::LSquare:
+    return "'['";
+  case IRToken::Kind::RSquare:
+    return "']'";
+  case IRToken::Kind::Less:
+    return "'<'";
+  case IRToken::Kind::Greater:
+    return "'>'";
+  case IRToken::Kind::Comma:
+    return "','";
+  case IRToken::Kind::Colon:
+    return "':'";
+  case IRToken::Kind::Equal:
+    return "'='";
+  case IRToken::Kind::Arrow:
+    return "'->'";
   }
   return "token";
 }
@@ -97,10 +117,18 @@ std::string IRLexer::lexQuoted(unsigned line, unsigned column) {
     unsigned escLine = line_, escColumn = column_ - 1;
     char e = advance();
     switch (e) {
-    case '"': out += '"'; break;
-    case '\\': out += '\\'; break;
-    case 'n': out += '\n'; break;
-    case 't': out += '\t'; break;
+    case '"':
+      out += '"';
+      break;
+    case '\\':
+      out += '\\';
+      break;
+    case 'n':
+      out += '\n';
+      break;
+    case 't':
+      out += '\t';
+      break;
     case 'x': {
       int high = hexDigitValue(peekChar());
       int low = high < 0 ? -1 : hexDigitValue(peekChar(1));
@@ -186,17 +214,28 @@ IRToken IRLexer::next() {
   };
   char c = peekChar();
   switch (c) {
-  case '(': return single(IRToken::Kind::LParen);
-  case ')': return single(IRToken::Kind::RParen);
-  case '{': return single(IRToken::Kind::LBrace);
-  case '}': return single(IRToken::Kind::RBrace);
-  case '[': return single(IRToken::Kind::LSquare);
-  case ']': return single(IRToken::Kind::RSquare);
-  case '<': return single(IRToken::Kind::Less);
-  case '>': return single(IRToken::Kind::Greater);
-  case ',': return single(IRToken::Kind::Comma);
-  case ':': return single(IRToken::Kind::Colon);
-  case '=': return single(IRToken::Kind::Equal);
+  case '(':
+    return single(IRToken::Kind::LParen);
+  case ')':
+    return single(IRToken::Kind::RParen);
+  case '{':
+    return single(IRToken::Kind::LBrace);
+  case '}':
+    return single(IRToken::Kind::RBrace);
+  case '[':
+    return single(IRToken::Kind::LSquare);
+  case ']':
+    return single(IRToken::Kind::RSquare);
+  case '<':
+    return single(IRToken::Kind::Less);
+  case '>':
+    return single(IRToken::Kind::Greater);
+  case ',':
+    return single(IRToken::Kind::Comma);
+  case ':':
+    return single(IRToken::Kind::Colon);
+  case '=':
+    return single(IRToken::Kind::Equal);
   case '"':
     token.kind = IRToken::Kind::String;
     token.text = lexQuoted(token.line, token.column);
@@ -213,7 +252,8 @@ IRToken IRLexer::next() {
       error(token.line, token.column, std::string("expected a name after '") + c + "'");
     return token;
   }
-  default: break;
+  default:
+    break;
   }
   if (c == '-' && peekChar(1) == '>') {
     advance();

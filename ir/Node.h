@@ -51,7 +51,8 @@ public:
   int64_t getInt(const std::string &name, int64_t defaultValue) const;
   float getFloat(const std::string &name, float defaultValue) const;
   std::string getString(const std::string &name, const std::string &defaultValue) const;
-  std::vector<int64_t> getInts(const std::string &name, std::vector<int64_t> defaultValue = {}) const;
+  std::vector<int64_t> getInts(const std::string &name,
+                               std::vector<int64_t> defaultValue = {}) const;
   std::vector<float> getFloats(const std::string &name, std::vector<float> defaultValue = {}) const;
   /// Required attributes: throw onnxc::Error naming the node when absent.
   int64_t requireInt(const std::string &name) const;

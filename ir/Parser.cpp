@@ -366,8 +366,8 @@ void IRParser::parseNode() {
       types.push_back(parseType());
     while (consumeIf(Kind::Comma));
     if (types.size() != resultNames.size())
-      errorAt(typesStart, "expected " + std::to_string(resultNames.size()) +
-                              " result types, got " + std::to_string(types.size()));
+      errorAt(typesStart, "expected " + std::to_string(resultNames.size()) + " result types, got " +
+                              std::to_string(types.size()));
   }
 
   std::string nodeName;
@@ -418,10 +418,16 @@ Attribute IRParser::parseAttributeValue() {
       errorAt(token, "integer " + token.text + " out of range");
     return Attribute(value);
   }
-  case Kind::Float: consume(); return Attribute(parseFloatToken(lexer_, token));
-  case Kind::String: consume(); return Attribute(token.text);
-  case Kind::LSquare: return parseAttributeList();
-  default: break;
+  case Kind::Float:
+    consume();
+    return Attribute(parseFloatToken(lexer_, token));
+  case Kind::String:
+    consume();
+    return Attribute(token.text);
+  case Kind::LSquare:
+    return parseAttributeList();
+  default:
+    break;
   }
   if (isFloatWord(token)) {
     consume();
@@ -515,9 +521,8 @@ void IRParser::parseReturn() {
     if (value->dtype() == DType::Unknown && !value->shape().isRanked())
       value->setType(declared.type);
     else if (value->type() != declared.type)
-      errorAt(values[i], "output '%" + declared.name.text + "' is declared " +
-                             declared.type.str() + " but '%" + value->name() + "' is " +
-                             value->type().str());
+      errorAt(values[i], "output '%" + declared.name.text + "' is declared " + declared.type.str() +
+                             " but '%" + value->name() + "' is " + value->type().str());
     graph_->addOutput(declared.name.text, value);
   }
 }

@@ -33,8 +33,7 @@ bool isBareName(const std::string &name) {
 
 // Attribute names stand alone, so they must also look like identifiers.
 bool isBareIdentifier(const std::string &name) {
-  return isBareName(name) &&
-         (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  return isBareName(name) && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
 }
 
 void printQuoted(std::ostream &os, const std::string &text) {
@@ -84,13 +83,27 @@ template <typename F> void printFloating(std::ostream &os, F value) {
 
 void printElement(std::ostream &os, const Tensor &tensor, int64_t i) {
   switch (tensor.dtype()) {
-  case DType::Bool: os << (tensor.data<uint8_t>()[i] ? "true" : "false"); return;
-  case DType::F32: printFloating(os, tensor.data<float>()[i]); return;
-  case DType::F64: printFloating(os, tensor.data<double>()[i]); return;
-  case DType::F16: printFloating(os, halfToFloat(tensor.data<uint16_t>()[i])); return;
-  case DType::BF16: printFloating(os, bfloat16ToFloat(tensor.data<uint16_t>()[i])); return;
-  case DType::U64: os << tensor.data<uint64_t>()[i]; return;
-  default: os << tensor.elementAsInt64(i); return;
+  case DType::Bool:
+    os << (tensor.data<uint8_t>()[i] ? "true" : "false");
+    return;
+  case DType::F32:
+    printFloating(os, tensor.data<float>()[i]);
+    return;
+  case DType::F64:
+    printFloating(os, tensor.data<double>()[i]);
+    return;
+  case DType::F16:
+    printFloating(os, halfToFloat(tensor.data<uint16_t>()[i]));
+    return;
+  case DType::BF16:
+    printFloating(os, bfloat16ToFloat(tensor.data<uint16_t>()[i]));
+    return;
+  case DType::U64:
+    os << tensor.data<uint64_t>()[i];
+    return;
+  default:
+    os << tensor.elementAsInt64(i);
+    return;
   }
 }
 
@@ -141,9 +154,15 @@ void printList(std::ostream &os, const std::vector<T> &items, const char *emptyK
 
 void printAttribute(std::ostream &os, const Attribute &attr, const PrintOptions &options) {
   switch (attr.kind()) {
-  case Attribute::Kind::Int: os << attr.asInt(); return;
-  case Attribute::Kind::Float: printFloating(os, attr.asFloat()); return;
-  case Attribute::Kind::String: printQuoted(os, attr.asString()); return;
+  case Attribute::Kind::Int:
+    os << attr.asInt();
+    return;
+  case Attribute::Kind::Float:
+    printFloating(os, attr.asFloat());
+    return;
+  case Attribute::Kind::String:
+    printQuoted(os, attr.asString());
+    return;
   case Attribute::Kind::Ints:
     printList(os, attr.asInts(), "ints", [&](int64_t v) { os << v; });
     return;

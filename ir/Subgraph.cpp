@@ -16,10 +16,13 @@ bool isControlFlow(OpKind kind) {
 
 std::vector<std::string> subgraphNames(OpKind kind) {
   switch (kind) {
-  case OpKind::If: return {"then_branch", "else_branch"};
+  case OpKind::If:
+    return {"then_branch", "else_branch"};
   case OpKind::Loop:
-  case OpKind::Scan: return {"body"};
-  default: return {};
+  case OpKind::Scan:
+    return {"body"};
+  default:
+    return {};
   }
 }
 
@@ -40,10 +43,14 @@ size_t capturesAttribute(const Node &node, size_t fixed) {
 
 size_t numCaptures(const Node &node) {
   switch (node.kind()) {
-  case OpKind::If: return node.numOperands() - 1;
-  case OpKind::Loop: return capturesAttribute(node, 2);
-  case OpKind::Scan: return capturesAttribute(node, scanInputCount(node));
-  default: return 0;
+  case OpKind::If:
+    return node.numOperands() - 1;
+  case OpKind::Loop:
+    return capturesAttribute(node, 2);
+  case OpKind::Scan:
+    return capturesAttribute(node, scanInputCount(node));
+  default:
+    return 0;
   }
 }
 
@@ -122,7 +129,8 @@ void checkInterface(const Node &node, const std::string &region, const Graph &bo
     checkInputDTypes(node, region, body, 0);
     return;
   }
-  default: return;
+  default:
+    return;
   }
 }
 
@@ -161,7 +169,8 @@ std::vector<Value *> inlineSubgraph(Graph &outer, Node *position, Graph &body,
   for (size_t i = 0; i < inputs.size(); ++i)
     mapped[body.inputs()[i]] = inputs[i];
   for (Value *constant : body.constants())
-    mapped[constant] = outer.addConstant(outer.uniqueName(constant->name()), constant->constantPtr());
+    mapped[constant] =
+        outer.addConstant(outer.uniqueName(constant->name()), constant->constantPtr());
   for (const ShapeAssumption &assumption : body.assumptions())
     outer.addAssumption(assumption);
   for (Node *node : body.nodeList()) {

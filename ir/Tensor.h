@@ -26,7 +26,8 @@ public:
   /// A tensor of the right type and shape whose contents are not available.
   static Tensor elided(DType dtype, std::vector<int64_t> dims);
 
-  template <typename T> static Tensor fromVector(std::vector<int64_t> dims, const std::vector<T> &values) {
+  template <typename T>
+  static Tensor fromVector(std::vector<int64_t> dims, const std::vector<T> &values) {
     Tensor t(dtypeOf<T>(), std::move(dims));
     assert(size_t(t.numElements()) == values.size());
     std::copy(values.begin(), values.end(), t.data<T>());

@@ -65,7 +65,8 @@ private:
   // Test-only (tests/unit/GraphTestAccess.h): lets the verifier tests break
   // the bookkeeping the public API keeps consistent.
   friend struct GraphTestAccess;
-  Value(Graph *graph, Kind kind, std::string name) : graph_(graph), kind_(kind), name_(std::move(name)) {}
+  Value(Graph *graph, Kind kind, std::string name)
+      : graph_(graph), kind_(kind), name_(std::move(name)) {}
   /// Appends `use`; returns its slot in uses_ for the user to keep.
   unsigned addUse(Use use) {
     uses_.push_back(use);

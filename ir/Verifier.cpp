@@ -174,15 +174,24 @@ void checkNodeAttributes(const Node &node) {
   case OpKind::LayerNormalization:
   case OpKind::ArgMax:
   case OpKind::ArgMin:
-  case OpKind::Split: checkAxis(node, /*required=*/false); break;
-  case OpKind::Concat: checkAxis(node, /*required=*/true); break;
-  case OpKind::Flatten: checkAxis(node, /*required=*/false, /*allowRank=*/true); break;
-  case OpKind::Transpose: checkPerm(node); break;
+  case OpKind::Split:
+    checkAxis(node, /*required=*/false);
+    break;
+  case OpKind::Concat:
+    checkAxis(node, /*required=*/true);
+    break;
+  case OpKind::Flatten:
+    checkAxis(node, /*required=*/false, /*allowRank=*/true);
+    break;
+  case OpKind::Transpose:
+    checkPerm(node);
+    break;
   case OpKind::AdditiveAttention:
     if (const Attribute *fill = node.findAttr("mask_fill"); fill && !fill->isFloat())
       fail(node.describe(), ": attribute 'mask_fill' must be a float");
     break;
-  default: break;
+  default:
+    break;
   }
 }
 
@@ -222,8 +231,8 @@ void GraphVerifier::checkNode(const Node &node) {
       fail(node.describe(), ": operand ", i, " '%", operand->name(),
            "' is used before it is defined (or its node was erased)");
     if (recordedCount(operand, &node, unsigned(i)) != 1)
-      fail(node.describe(), ": the use list of '%", operand->name(),
-           "' does not record operand ", i, " exactly once");
+      fail(node.describe(), ": the use list of '%", operand->name(), "' does not record operand ",
+           i, " exactly once");
   }
   for (size_t i = 0; i < node.numResults(); ++i) {
     const Value *result = node.result(i);
@@ -250,8 +259,8 @@ void GraphVerifier::checkUses(const Value *value) {
       fail(describeValue(value), " records a use as operand ", use.operandIndex, " of ",
            use.user->describe(), ", which holds another value there");
     if (recordedCount(value, use.user, use.operandIndex) > 1)
-      fail(describeValue(value), " records the same use twice (operand ", use.operandIndex,
-           " of ", use.user->describe(), ")");
+      fail(describeValue(value), " records the same use twice (operand ", use.operandIndex, " of ",
+           use.user->describe(), ")");
   }
 }
 

@@ -53,7 +53,9 @@ public:
 
   const std::vector<std::string> &explanations() const { return explanations_; }
   /// Rejection reasons with how often each occurred, in first-seen order.
-  const std::vector<std::pair<std::string, int64_t>> &rejectReasons() const { return rejectReasons_; }
+  const std::vector<std::pair<std::string, int64_t>> &rejectReasons() const {
+    return rejectReasons_;
+  }
 
   /// "fold-constants: 12 folded, 1 skipped (too large)"; rejections append
   /// their reasons: "fuse-x: 2 matched, 1 rejected (1 mask is not constant)".

@@ -60,7 +60,8 @@ std::string PassContext::statisticsLine() const {
       continue;
     line += " (";
     for (size_t i = 0; i < rejectReasons_.size(); ++i)
-      line += (i ? "; " : "") + std::to_string(rejectReasons_[i].second) + " " + rejectReasons_[i].first;
+      line += (i ? "; " : "") + std::to_string(rejectReasons_[i].second) + " " +
+              rejectReasons_[i].first;
     line += ")";
   }
   return line;

@@ -30,7 +30,8 @@ void PassManager::addPass(std::unique_ptr<Pass> pass) {
 
 void PassManager::addPass(std::string_view name) { addPass(createPass(name)); }
 
-void PassManager::addFixedPointGroup(std::vector<std::unique_ptr<Pass>> passes, unsigned maxRounds) {
+void PassManager::addFixedPointGroup(std::vector<std::unique_ptr<Pass>> passes,
+                                     unsigned maxRounds) {
   assert(maxRounds > 0 && "a group must run at least once");
   Step step;
   step.passes = std::move(passes);

@@ -70,7 +70,8 @@ std::string passListing() {
     width = std::max(width, info.name.size());
   std::string out;
   for (const PassInfo &info : registeredPasses())
-    out += "  " + info.name + std::string(width - info.name.size() + 2, ' ') + info.description + "\n";
+    out +=
+        "  " + info.name + std::string(width - info.name.size() + 2, ' ') + info.description + "\n";
   return out;
 }
 

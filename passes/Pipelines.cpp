@@ -14,9 +14,9 @@ namespace {
 // Gather -> Concat chains that computed them dead.
 void addCleanup(PassManager &pm) {
   std::vector<std::unique_ptr<Pass>> group;
-  for (const char *name : {"fold-constants", "inline-constant-if", "fold-channel-affine",
-                           "remove-identity", "simplify-casts", "simplify-shapes",
-                           "simplify-transposes", "cse", "dce"})
+  for (const char *name :
+       {"fold-constants", "inline-constant-if", "fold-channel-affine", "remove-identity",
+        "simplify-casts", "simplify-shapes", "simplify-transposes", "cse", "dce"})
     group.push_back(createPass(name));
   pm.addFixedPointGroup(std::move(group), kCleanupRounds);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian machine needs to run the whole test suite:
-# system packages and the Python venv (scripts/setup.sh), the build, then ctest;
+# system packages and the Python venv (scripts/setup.sh), the formatting check
+# (scripts/check-format.sh), the build, then ctest;
 # then the sanitizer stages (scripts/sanitize.sh): the same suite built with
 # AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests built
 # with ThreadSanitizer. ONNXC_SANITIZERS=0 stops after the normal suite.
@@ -11,6 +12,8 @@ build="${ONNXC_BUILD_DIR:-$repo/build}"
 start=$SECONDS
 bash "$repo/scripts/setup.sh"
 echo "test.sh: setup: $((SECONDS - start)) s"
+# Formatting first: a seconds-long check that would otherwise fail after an hour.
+bash "$repo/scripts/check-format.sh"
 start=$SECONDS
 bash "$repo/scripts/build.sh"
 # Re-configure so tests that depend on the venv (node tests of the pip onnx

@@ -339,8 +339,8 @@ llvm::Constant *DescriptorBuilder::steps() {
              " but the model has ", plan_.buffers.size());
       indices.push_back(i32(index));
     }
-    if (step.isBranch && (step.taskCount || step.branchTarget < 0 ||
-                          size_t(step.branchTarget) > plan_.steps.size()))
+    if (step.isBranch &&
+        (step.taskCount || step.branchTarget < 0 || size_t(step.branchTarget) > plan_.steps.size()))
       fail("model '", plan_.name, "': branch step '", step.name, "' has a task count or targets ",
            "step ", step.branchTarget, " of ", plan_.steps.size());
     steps.push_back(llvm::ConstantStruct::get(
@@ -349,8 +349,7 @@ llvm::Constant *DescriptorBuilder::steps() {
          kernelPointer(step.kernel, kernelFunctionType(context_), step, "kernel"),
          kernelPointer(step.taskCount, taskCountFunctionType(context_), step, "task count"),
          i32(int64_t(indices.size())), array(types_.i32, indices, "step_buffers"),
-         step.failure.empty() ? llvm::ConstantPointerNull::get(types_.ptr)
-                              : string(step.failure),
+         step.failure.empty() ? llvm::ConstantPointerNull::get(types_.ptr) : string(step.failure),
          i32(step.isBranch ? ONNXC_STEP_BRANCH : ONNXC_STEP_KERNEL),
          i32(step.isBranch ? step.branchTarget : 0)}));
   }

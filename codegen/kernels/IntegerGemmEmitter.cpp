@@ -190,8 +190,8 @@ private:
       terms.masks[h] = mask(width, half);
       if (spec_.bias) {
         llvm::Type *type = dequantizes() ? floatVector_ : intVector_;
-        llvm::Value *pointer = ir_.CreateInBoundsGEP(dequantizes() ? ir_.getFloatTy() : i32_,
-                                                     arg(11), at);
+        llvm::Value *pointer =
+            ir_.CreateInBoundsGEP(dequantizes() ? ir_.getFloatTy() : i32_, arg(11), at);
         if (terms.masks[h])
           terms.bias[h] = ir_.CreateMaskedLoad(type, pointer, llvm::Align(4), terms.masks[h],
                                                llvm::Constant::getNullValue(type));
@@ -222,10 +222,9 @@ private:
   llvm::Value *requantize(llvm::Value *sum, llvm::Value *multiplier) {
     auto *doubles = llvm::FixedVectorType::get(ir_.getDoubleTy(), unsigned(lanes_));
     auto splat = [&](double v) { return llvm::ConstantFP::get(doubles, v); };
-    llvm::Value *value =
-        ir_.CreateFAdd(ir_.CreateFMul(ir_.CreateSIToFP(sum, doubles),
-                                      ir_.CreateFPExt(multiplier, doubles)),
-                       splat(double(spec_.outputZero)));
+    llvm::Value *value = ir_.CreateFAdd(
+        ir_.CreateFMul(ir_.CreateSIToFP(sum, doubles), ir_.CreateFPExt(multiplier, doubles)),
+        splat(double(spec_.outputZero)));
     llvm::Value *low = splat(spec_.signedOutput ? -128.0 : 0.0);
     llvm::Value *high = splat(spec_.signedOutput ? 127.0 : 255.0);
     value = ir_.CreateSelect(ir_.CreateFCmpOLT(value, low), low, value);

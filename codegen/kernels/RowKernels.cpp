@@ -247,22 +247,21 @@ Value *RowEmitter::normalizationScale(Value *base, Value *shift) {
   Function *function = fastEnd->getParent();
   BasicBlock *rescale = BasicBlock::Create(b_.getContext(), "norm_rescale", function);
   BasicBlock *join = BasicBlock::Create(b_.getContext(), "norm_scale", function);
-  Value *overflow = b_.CreateFCmpOEQ(
-      sumOfSquares, ConstantFP::getInfinity(b_.getFloatTy()));
+  Value *overflow = b_.CreateFCmpOEQ(sumOfSquares, ConstantFP::getInfinity(b_.getFloatTy()));
   b_.CreateCondBr(overflow, rescale, join);
 
   b_.SetInsertPoint(rescale);
   Value *peak = rowPeak(base, shift);
   Value *inverse = b_.CreateFDiv(ConstantFP::get(b_.getFloatTy(), 1.0), peak);
   Value *scaledMean = b_.CreateFDiv(rowSum(base, true, shift, inverse), rowLengthAsFloat());
-  Value *scaledEpsilon =
-      b_.CreateFMul(b_.CreateFMul(ConstantFP::get(b_.getFloatTy(), spec_.epsilon), inverse), inverse);
+  Value *scaledEpsilon = b_.CreateFMul(
+      b_.CreateFMul(ConstantFP::get(b_.getFloatTy(), spec_.epsilon), inverse), inverse);
   Value *slow = b_.CreateFDiv(
       inverse, b_.CreateUnaryIntrinsic(Intrinsic::sqrt, b_.CreateFAdd(scaledMean, scaledEpsilon)));
   // A row holding inf keeps the scale 0 the evaluator's division by an
   // infinite rms gives (finite elements 0, infinite ones NaN).
-  slow = b_.CreateSelect(b_.CreateFCmpOLT(peak, ConstantFP::getInfinity(b_.getFloatTy())), slow,
-                         fast);
+  slow =
+      b_.CreateSelect(b_.CreateFCmpOLT(peak, ConstantFP::getInfinity(b_.getFloatTy())), slow, fast);
   BasicBlock *rescaleEnd = b_.GetInsertBlock();
   b_.CreateBr(join);
 

@@ -254,10 +254,11 @@ Value *emitGeluErf(IRBuilderBase &builder, Value *x) {
   MathEmitter m(builder, x);
   Value *below = m.less(x, m.f(-GeluErfLimit));
   // Ordered compares leave NaN unclamped, so it reaches the result.
-  Value *clamped =
-      m.select(m.greater(x, m.f(GeluErfLimit)), m.f(GeluErfLimit), m.select(below, m.f(-GeluErfLimit), x));
+  Value *clamped = m.select(m.greater(x, m.f(GeluErfLimit)), m.f(GeluErfLimit),
+                            m.select(below, m.f(-GeluErfLimit), x));
   Value *square = m.mul(clamped, clamped);
-  Value *ratio = m.div(m.polynomial(square, GeluErfNumerator), m.polynomial(square, GeluErfDenominator));
+  Value *ratio =
+      m.div(m.polynomial(square, GeluErfNumerator), m.polynomial(square, GeluErfDenominator));
   Value *halfX = m.mul(x, m.f(0.5f));
   Value *result = m.mulAdd(halfX, m.mul(clamped, ratio), halfX);
   // Past the limit erf rounds to -1, but the rational may miss it by an ulp

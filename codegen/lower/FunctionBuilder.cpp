@@ -12,7 +12,8 @@ using namespace llvm;
 
 namespace onnxc::lower {
 
-FunctionBuilder::FunctionBuilder(llvm::Function *function, llvm::Value *symbols, const SymbolIndex &symbolIndex)
+FunctionBuilder::FunctionBuilder(llvm::Function *function, llvm::Value *symbols,
+                                 const SymbolIndex &symbolIndex)
     : function_(function), symbols_(symbols), symbolIndex_(symbolIndex),
       builder_(function->getContext()), entryBuilder_(function->getContext()) {
   LLVMContext &ctx = function->getContext();
@@ -77,7 +78,8 @@ std::vector<llvm::Value *> FunctionBuilder::strides(const Shape &shape) {
   return result;
 }
 
-std::vector<llvm::Value *> FunctionBuilder::broadcastStrides(const Shape &operand, const Shape &result) {
+std::vector<llvm::Value *> FunctionBuilder::broadcastStrides(const Shape &operand,
+                                                             const Shape &result) {
   size_t rank = result.rank();
   if (operand.rank() > rank)
     fail("codegen: broadcast of rank ", operand.rank(), " to rank ", rank);
@@ -100,7 +102,8 @@ std::vector<llvm::Value *> FunctionBuilder::broadcastStrides(const Shape &operan
   return out;
 }
 
-llvm::Value *FunctionBuilder::offset(ArrayRef<llvm::Value *> index, ArrayRef<llvm::Value *> stridesOf) {
+llvm::Value *FunctionBuilder::offset(ArrayRef<llvm::Value *> index,
+                                     ArrayRef<llvm::Value *> stridesOf) {
   llvm::Value *sum = i64(0);
   for (size_t i = 0; i < index.size(); ++i) {
     if (auto *c = dyn_cast<ConstantInt>(stridesOf[i]); c && c->isZero())
@@ -110,7 +113,8 @@ llvm::Value *FunctionBuilder::offset(ArrayRef<llvm::Value *> index, ArrayRef<llv
   return sum;
 }
 
-std::vector<llvm::Value *> FunctionBuilder::unflatten(llvm::Value *linear, ArrayRef<llvm::Value *> extents) {
+std::vector<llvm::Value *> FunctionBuilder::unflatten(llvm::Value *linear,
+                                                      ArrayRef<llvm::Value *> extents) {
   std::vector<llvm::Value *> index(extents.size());
   llvm::Value *rest = linear;
   for (size_t i = extents.size(); i-- > 0;) {
@@ -142,20 +146,27 @@ llvm::Value *FunctionBuilder::max(llvm::Value *a, llvm::Value *b) {
 Type *FunctionBuilder::storageType(DType type) {
   LLVMContext &ctx = context();
   switch (type) {
-  case DType::F32: return Type::getFloatTy(ctx);
-  case DType::F64: return Type::getDoubleTy(ctx);
+  case DType::F32:
+    return Type::getFloatTy(ctx);
+  case DType::F64:
+    return Type::getDoubleTy(ctx);
   case DType::F16:
   case DType::BF16:
   case DType::I16:
-  case DType::U16: return Type::getInt16Ty(ctx);
+  case DType::U16:
+    return Type::getInt16Ty(ctx);
   case DType::I8:
   case DType::U8:
-  case DType::Bool: return Type::getInt8Ty(ctx);
+  case DType::Bool:
+    return Type::getInt8Ty(ctx);
   case DType::I32:
-  case DType::U32: return Type::getInt32Ty(ctx);
+  case DType::U32:
+    return Type::getInt32Ty(ctx);
   case DType::I64:
-  case DType::U64: return Type::getInt64Ty(ctx);
-  case DType::Unknown: break;
+  case DType::U64:
+    return Type::getInt64Ty(ctx);
+  case DType::Unknown:
+    break;
   }
   fail("codegen: a value of unknown element type");
 }
@@ -182,7 +193,7 @@ llvm::Value *halfBitsToFloat(IRBuilderBase &b, llvm::Value *bits16) {
   // subnormals exactly.
   llvm::Value *shifted = b.CreateShl(magnitude, 13);
   llvm::Value *scaled = b.CreateFMul(b.CreateBitCast(shifted, b.getFloatTy()),
-                               ConstantFP::get(b.getFloatTy(), 0x1.0p112));
+                                     ConstantFP::get(b.getFloatTy(), 0x1.0p112));
   // Inf/NaN: exponent all ones.
   llvm::Value *isSpecial = b.CreateICmpUGE(magnitude, b.getInt32(0x7c00));
   llvm::Value *special = b.CreateOr(b.CreateShl(magnitude, 13), b.getInt32(0x7f800000));
@@ -201,14 +212,16 @@ llvm::Value *floatToHalfBits(IRBuilderBase &b, llvm::Value *f) {
   // Normal range: add the rounding bias on the bit pattern.
   // rounded = (m + 0xfff + ((m >> 13) & 1)) >> 13, rebias exponent by -112<<10.
   llvm::Value *lsb = b.CreateAnd(b.CreateLShr(magnitude, 13), 1);
-  llvm::Value *roundedNormal = b.CreateLShr(b.CreateAdd(b.CreateAdd(magnitude, b.getInt32(0xfff)), lsb), 13);
+  llvm::Value *roundedNormal =
+      b.CreateLShr(b.CreateAdd(b.CreateAdd(magnitude, b.getInt32(0xfff)), lsb), 13);
   llvm::Value *normal = b.CreateSub(roundedNormal, b.getInt32(112 << 10));
   // Subnormal range (|f| < 2^-14): the float add with 0.5 aligns the
   // mantissa so the hardware rounds to nearest even for us.
   llvm::Value *sub = b.CreateFAdd(absF, ConstantFP::get(b.getFloatTy(), 0.5));
   llvm::Value *subnormal = b.CreateSub(b.CreateBitCast(sub, i32), b.getInt32(0x3f000000));
   llvm::Value *isSub = b.CreateICmpULT(magnitude, b.getInt32(113 << 23));
-  llvm::Value *isOverflow = b.CreateICmpUGE(magnitude, b.getInt32(0x47800000 - 0x1000)); // rounds to inf
+  llvm::Value *isOverflow =
+      b.CreateICmpUGE(magnitude, b.getInt32(0x47800000 - 0x1000)); // rounds to inf
   llvm::Value *isNaN = b.CreateICmpUGT(magnitude, b.getInt32(0x7f800000));
   llvm::Value *bits = b.CreateSelect(isSub, subnormal, normal);
   bits = b.CreateSelect(isOverflow, b.getInt32(0x7c00), bits);
@@ -239,20 +252,32 @@ llvm::Value *FunctionBuilder::elementAddress(DType type, llvm::Value *base, llvm
 llvm::Value *FunctionBuilder::loadElement(DType type, llvm::Value *base, llvm::Value *index) {
   llvm::Value *raw = builder_.CreateLoad(storageType(type), elementAddress(type, base, index));
   switch (type) {
-  case DType::F16: return halfBitsToFloat(builder_, raw);
-  case DType::BF16: return bfloatBitsToFloat(builder_, raw);
-  case DType::Bool: return builder_.CreateICmpNE(raw, builder_.getInt8(0));
-  default: return raw;
+  case DType::F16:
+    return halfBitsToFloat(builder_, raw);
+  case DType::BF16:
+    return bfloatBitsToFloat(builder_, raw);
+  case DType::Bool:
+    return builder_.CreateICmpNE(raw, builder_.getInt8(0));
+  default:
+    return raw;
   }
 }
 
-void FunctionBuilder::storeElement(DType type, llvm::Value *value, llvm::Value *base, llvm::Value *index) {
+void FunctionBuilder::storeElement(DType type, llvm::Value *value, llvm::Value *base,
+                                   llvm::Value *index) {
   llvm::Value *raw = value;
   switch (type) {
-  case DType::F16: raw = floatToHalfBits(builder_, value); break;
-  case DType::BF16: raw = floatToBfloatBits(builder_, value); break;
-  case DType::Bool: raw = builder_.CreateZExt(value, builder_.getInt8Ty()); break;
-  default: break;
+  case DType::F16:
+    raw = floatToHalfBits(builder_, value);
+    break;
+  case DType::BF16:
+    raw = floatToBfloatBits(builder_, value);
+    break;
+  case DType::Bool:
+    raw = builder_.CreateZExt(value, builder_.getInt8Ty());
+    break;
+  default:
+    break;
   }
   builder_.CreateStore(raw, elementAddress(type, base, index));
 }
@@ -298,20 +323,22 @@ llvm::Value *FunctionBuilder::constant(DType type, double value) {
 
 // ---- control flow --------------------------------------------------------
 
-void FunctionBuilder::forRange(llvm::Value *begin, llvm::Value *end, function_ref<void(llvm::Value *)> body,
-                               int64_t step, const char *name) {
-  forRangeCarried(begin, end, {},
-                  [&](llvm::Value *iv, ArrayRef<llvm::Value *>) -> std::vector<llvm::Value *> {
-                    body(iv);
-                    return {};
-                  },
-                  step, name);
+void FunctionBuilder::forRange(llvm::Value *begin, llvm::Value *end,
+                               function_ref<void(llvm::Value *)> body, int64_t step,
+                               const char *name) {
+  forRangeCarried(
+      begin, end, {},
+      [&](llvm::Value *iv, ArrayRef<llvm::Value *>) -> std::vector<llvm::Value *> {
+        body(iv);
+        return {};
+      },
+      step, name);
 }
 
-std::vector<llvm::Value *>
-FunctionBuilder::forRangeCarried(llvm::Value *begin, llvm::Value *end, ArrayRef<llvm::Value *> init,
-                                 function_ref<std::vector<llvm::Value *>(llvm::Value *, ArrayRef<llvm::Value *>)> body,
-                                 int64_t step, const char *name) {
+std::vector<llvm::Value *> FunctionBuilder::forRangeCarried(
+    llvm::Value *begin, llvm::Value *end, ArrayRef<llvm::Value *> init,
+    function_ref<std::vector<llvm::Value *>(llvm::Value *, ArrayRef<llvm::Value *>)> body,
+    int64_t step, const char *name) {
   CountedLoopShape shape;
   shape.header = std::string(name) + ".head";
   shape.body = std::string(name) + ".body";
@@ -328,7 +355,8 @@ FunctionBuilder::forRangeCarried(llvm::Value *begin, llvm::Value *end, ArrayRef<
   return emitCountedLoop(builder_, shape, begin, end, step, init, checkedBody);
 }
 
-void FunctionBuilder::loopNest(ArrayRef<llvm::Value *> extents, function_ref<void(ArrayRef<llvm::Value *>)> body) {
+void FunctionBuilder::loopNest(ArrayRef<llvm::Value *> extents,
+                               function_ref<void(ArrayRef<llvm::Value *>)> body) {
   std::vector<llvm::Value *> index;
   std::function<void(size_t)> level = [&](size_t axis) {
     if (axis == extents.size()) {

@@ -98,12 +98,11 @@ public:
                 int64_t step = 1, const char *name = "i");
   /// Like forRange, carrying `init` through the iterations: body returns the
   /// next carried values. Returns the values after the loop.
-  std::vector<llvm::Value *>
-  forRangeCarried(llvm::Value *begin, llvm::Value *end, llvm::ArrayRef<llvm::Value *> init,
-                  llvm::function_ref<std::vector<llvm::Value *>(llvm::Value *,
-                                                                llvm::ArrayRef<llvm::Value *>)>
-                      body,
-                  int64_t step = 1, const char *name = "i");
+  std::vector<llvm::Value *> forRangeCarried(
+      llvm::Value *begin, llvm::Value *end, llvm::ArrayRef<llvm::Value *> init,
+      llvm::function_ref<std::vector<llvm::Value *>(llvm::Value *, llvm::ArrayRef<llvm::Value *>)>
+          body,
+      int64_t step = 1, const char *name = "i");
   /// Nested loops over [0, extents[0]) x ... (row-major order). An empty
   /// `extents` runs body once with an empty index.
   void loopNest(llvm::ArrayRef<llvm::Value *> extents,

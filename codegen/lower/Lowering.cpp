@@ -72,8 +72,8 @@ void bindSymbols(const Graph &graph, ModelPlan &plan) {
       for (const std::string &symbol : d.symbols())
         if (!bound.count(symbol) && value->isGraphInput())
           fail("cannot compile: graph input '", value->name(), "' ", value->shape().str(),
-               " has symbol '", symbol, "' only inside ", d.str(),
-               ", and no input axis is '", symbol, "' alone to bind it from");
+               " has symbol '", symbol, "' only inside ", d.str(), ", and no input axis is '",
+               symbol, "' alone to bind it from");
         else if (!bound.count(symbol))
           fail("cannot compile: the shape of value '", value->name(), "' (", value->shape().str(),
                ") depends on symbol '", symbol,

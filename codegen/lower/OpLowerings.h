@@ -24,23 +24,26 @@ struct LoweringTable {
   void add(OpKind kind, OpLowering lowering) { lowerings[unsigned(kind)] = lowering; }
 };
 
-void registerElementwiseLowerings(LoweringTable &table);   // arithmetic, unary, logic, Cast, Where, Clip
-void registerMovementLowerings(LoweringTable &table);      // Reshape ... Trilu, creation ops, Identity
-void registerReductionLowerings(LoweringTable &table);     // Reduce*, ArgMax/Min, CumSum
-void registerNormalizationLowerings(LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
+void registerElementwiseLowerings(
+    LoweringTable &table);                            // arithmetic, unary, logic, Cast, Where, Clip
+void registerMovementLowerings(LoweringTable &table); // Reshape ... Trilu, creation ops, Identity
+void registerReductionLowerings(LoweringTable &table); // Reduce*, ArgMax/Min, CumSum
+void registerNormalizationLowerings(
+    LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
-void registerAttentionLowerings(LoweringTable &table);     // Attention, RotaryEmbedding, AdditiveAttention
+void registerAttentionLowerings(
+    LoweringTable &table); // Attention, RotaryEmbedding, AdditiveAttention
 void registerConvolutionLowerings(LoweringTable &table);   // Conv
 void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
 void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
 void registerQuantizationLowerings(LoweringTable &table);  // QuantizeLinear ... QLinearConv
 void registerQuantizedGemmLowerings(LoweringTable &table); // (Dynamic)QuantizedMatMul
 void registerQuantizedConvLowerings(LoweringTable &table); // QuantizedConv
-void registerPadLowerings(LoweringTable &table);          // Pad
-void registerPoolingLowerings(LoweringTable &table);      // MaxPool, AveragePool, ConvTranspose
-void registerResizeLowerings(LoweringTable &table);       // Resize
+void registerPadLowerings(LoweringTable &table);           // Pad
+void registerPoolingLowerings(LoweringTable &table);       // MaxPool, AveragePool, ConvTranspose
+void registerResizeLowerings(LoweringTable &table);        // Resize
 
-void registerControlFlowLowerings(LoweringTable &table);   // If (run-time condition), Loop, Scan
+void registerControlFlowLowerings(LoweringTable &table); // If (run-time condition), Loop, Scan
 
 /// Throws naming the first If, Loop or Scan of `order` (or nested in a
 /// subgraph) that cannot compile: branches of different shapes, ops without

@@ -83,8 +83,8 @@ void importIf(OnnxNode &node) {
       importSubgraph(requireGraph(node, attrs, "then_branch"), node.context(), thenCaptures);
   std::unique_ptr<Graph> elseBranch =
       importSubgraph(requireGraph(node, attrs, "else_branch"), node.context(), elseCaptures);
-  for (const auto &[name, branch] : {std::pair{"then_branch", thenBranch.get()},
-                                     std::pair{"else_branch", elseBranch.get()}})
+  for (const auto &[name, branch] :
+       {std::pair{"then_branch", thenBranch.get()}, std::pair{"else_branch", elseBranch.get()}})
     if (branch->inputs().size() != (name[0] == 't' ? thenCaptures : elseCaptures).size())
       fail(node.describe(), ": ", name, " must have no inputs");
   std::vector<Value *> all = thenCaptures;
@@ -124,8 +124,8 @@ void importLoop(OnnxNode &node) {
     operands.push_back(initial);
   }
   std::vector<Value *> captures;
-  std::unique_ptr<Graph> body = importSubgraph(requireGraph(node, attrs, "body"), node.context(),
-                                               captures);
+  std::unique_ptr<Graph> body =
+      importSubgraph(requireGraph(node, attrs, "body"), node.context(), captures);
   size_t carried = operands.size() - 2;
   if (body->inputs().size() != 2 + carried + captures.size())
     fail(node.describe(), ": the body has ", body->inputs().size() - captures.size(),
@@ -148,8 +148,8 @@ void importScan(OnnxNode &node) {
     if (!operands[i])
       fail(node.describe(), ": Scan input ", i, " is empty");
   std::vector<Value *> captures;
-  std::unique_ptr<Graph> body = importSubgraph(requireGraph(node, attrs, "body"), node.context(),
-                                               captures);
+  std::unique_ptr<Graph> body =
+      importSubgraph(requireGraph(node, attrs, "body"), node.context(), captures);
   if (body->inputs().size() != operands.size() + captures.size())
     fail(node.describe(), ": the body has ", body->inputs().size() - captures.size(),
          " inputs, expected ", operands.size());

@@ -89,8 +89,8 @@ Heads readHeads(const Node &node, const Tensor &t, int64_t heads3d, const char *
     return h;
   }
   if (heads3d <= 0 || d[2] % heads3d != 0)
-    fail(node.describe(), ": hidden size ", d[2], " of ", what, " is not a multiple of ",
-         heads3d, " heads");
+    fail(node.describe(), ": hidden size ", d[2], " of ", what, " is not a multiple of ", heads3d,
+         " heads");
   // [batch, seq, hidden], or [seq, batch, hidden] with onnxc's seq_first.
   Heads h(seqFirst ? d[1] : d[0], heads3d, seqFirst ? d[0] : d[1], d[2] / heads3d);
   for (int64_t b = 0; b < h.batch; ++b)
@@ -219,8 +219,8 @@ AttentionInputs readAttentionInputs(const Node &node, const std::vector<const Te
   const Tensor &k = requiredTensor(node, operands, 1, "K");
   const Tensor &v = requiredTensor(node, operands, 2, "V");
   if (!isFloat(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
-    fail(node.describe(), ": attention Q, K, V must share one floating type, got ",
-         q.typeString(), ", ", k.typeString(), ", ", v.typeString());
+    fail(node.describe(), ": attention Q, K, V must share one floating type, got ", q.typeString(),
+         ", ", k.typeString(), ", ", v.typeString());
   if (!((q.rank() == 3 || q.rank() == 4) && k.rank() == q.rank() && v.rank() == q.rank()))
     fail(node.describe(), ": attention Q, K, V must all be 3-D or all 4-D, got ", q.typeString(),
          ", ", k.typeString(), ", ", v.typeString());

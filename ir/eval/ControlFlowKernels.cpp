@@ -81,8 +81,8 @@ Tensor sliceAt(const Tensor &tensor, size_t axis, int64_t index) {
   const auto *from = static_cast<const uint8_t *>(tensor.rawData());
   auto *to = static_cast<uint8_t *>(out.rawData());
   for (int64_t o = 0; o < split.outer; ++o)
-    std::memcpy(to + o * split.innerBytes,
-                from + (o * split.length + index) * split.innerBytes, size_t(split.innerBytes));
+    std::memcpy(to + o * split.innerBytes, from + (o * split.length + index) * split.innerBytes,
+                size_t(split.innerBytes));
   return out;
 }
 

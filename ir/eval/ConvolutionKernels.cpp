@@ -119,7 +119,8 @@ void convKernel(const Node &node, const std::vector<const Tensor *> &operands,
           int64_t inOffset = 0;
           bool inside = true;
           for (size_t i = 0; i < n && inside; ++i) {
-            int64_t pos = outCoord[i] * g.strides[i] - g.padBegin[i] + kernelCoord[i] * g.dilations[i];
+            int64_t pos =
+                outCoord[i] * g.strides[i] - g.padBegin[i] + kernelCoord[i] * g.dilations[i];
             inside = pos >= 0 && pos < g.inSpatial[i];
             inOffset = inOffset * g.inSpatial[i] + pos;
           }

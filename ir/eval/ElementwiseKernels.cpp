@@ -192,7 +192,7 @@ struct NoAttrs {
 ONNXC_BINARY(Add, kNumericTypes, wrapAdd(a, b))
 ONNXC_BINARY(Sub, kNumericTypes, wrapSub(a, b))
 ONNXC_BINARY(Mul, kNumericTypes, wrapMul(a, b))
-ONNXC_BINARY(And, kBoolType, a && b)
+ONNXC_BINARY(And, kBoolType, a &&b)
 ONNXC_BINARY(Or, kBoolType, a || b)
 ONNXC_BINARY(Xor, kBoolType, a != b)
 #undef ONNXC_BINARY

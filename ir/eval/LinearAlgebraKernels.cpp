@@ -33,8 +33,8 @@ void requireNumeric(const Node &node, const Tensor &t, const char *what) {
 
 void requireSameType(const Node &node, const Tensor &a, const Tensor &b) {
   if (a.dtype() != b.dtype())
-    fail(node.describe(), ": operands have different element types ", dtypeName(a.dtype()),
-         " and ", dtypeName(b.dtype()));
+    fail(node.describe(), ": operands have different element types ", dtypeName(a.dtype()), " and ",
+         dtypeName(b.dtype()));
 }
 
 std::string dimsString(const std::vector<int64_t> &dims) {
@@ -57,15 +57,33 @@ template <typename Acc> std::vector<Acc> load(const Tensor &t) {
 
 void storeInteger(Tensor &t, int64_t i, int64_t v) {
   switch (t.dtype()) {
-  case DType::I8: t.data<int8_t>()[i] = int8_t(v); return;
-  case DType::U8: t.data<uint8_t>()[i] = uint8_t(v); return;
-  case DType::I16: t.data<int16_t>()[i] = int16_t(v); return;
-  case DType::U16: t.data<uint16_t>()[i] = uint16_t(v); return;
-  case DType::I32: t.data<int32_t>()[i] = int32_t(v); return;
-  case DType::U32: t.data<uint32_t>()[i] = uint32_t(v); return;
-  case DType::I64: t.data<int64_t>()[i] = v; return;
-  case DType::U64: t.data<uint64_t>()[i] = uint64_t(v); return;
-  default: t.setElementFromDouble(i, double(v)); return;
+  case DType::I8:
+    t.data<int8_t>()[i] = int8_t(v);
+    return;
+  case DType::U8:
+    t.data<uint8_t>()[i] = uint8_t(v);
+    return;
+  case DType::I16:
+    t.data<int16_t>()[i] = int16_t(v);
+    return;
+  case DType::U16:
+    t.data<uint16_t>()[i] = uint16_t(v);
+    return;
+  case DType::I32:
+    t.data<int32_t>()[i] = int32_t(v);
+    return;
+  case DType::U32:
+    t.data<uint32_t>()[i] = uint32_t(v);
+    return;
+  case DType::I64:
+    t.data<int64_t>()[i] = v;
+    return;
+  case DType::U64:
+    t.data<uint64_t>()[i] = uint64_t(v);
+    return;
+  default:
+    t.setElementFromDouble(i, double(v));
+    return;
   }
 }
 
@@ -145,8 +163,8 @@ MatMulPlan planMatMul(const Node &node, const Tensor &a, const Tensor &b) {
   return plan;
 }
 
-template <typename Acc> void runMatMul(const MatMulPlan &plan, const Tensor &a, const Tensor &b,
-                                       Tensor &result) {
+template <typename Acc>
+void runMatMul(const MatMulPlan &plan, const Tensor &a, const Tensor &b, Tensor &result) {
   std::vector<Acc> av = load<Acc>(a), bv = load<Acc>(b);
   int64_t batches = 1;
   for (int64_t d : plan.batchDims)

@@ -142,8 +142,9 @@ void evalDynamicQuantizedMatMul(const Node &node, const std::vector<const Tensor
 }
 
 /// QuantizeLinear of A by a one-value scale and zero point (u8 or i8).
-std::vector<int32_t> quantizeStatically(const Node &node, const Tensor &a, const Tensor &scaleTensor,
-                                        const Tensor &zeroTensor, float &scale, int32_t &zeroPoint) {
+std::vector<int32_t> quantizeStatically(const Node &node, const Tensor &a,
+                                        const Tensor &scaleTensor, const Tensor &zeroTensor,
+                                        float &scale, int32_t &zeroPoint) {
   present(node, &scaleTensor, "activation scale");
   present(node, &zeroTensor, "activation zero point");
   if (scaleTensor.numElements() != 1 || zeroTensor.numElements() != 1)
@@ -174,8 +175,7 @@ void evalQuantizedConv(const Node &node, const std::vector<const Tensor *> &oper
                        std::vector<Tensor> &results) {
   const Tensor &x = present(node, operands[0], "input");
   const Tensor &w = present(node, operands[3], "weights");
-  if (x.dtype() != DType::F32 || (w.dtype() != DType::I8 && w.dtype() != DType::U8) ||
-      w.rank() < 3)
+  if (x.dtype() != DType::F32 || (w.dtype() != DType::I8 && w.dtype() != DType::U8) || w.rank() < 3)
     fail(node.describe(), ": quantized conv needs f32 X and i8/u8 W [M, C / group, kernel...]");
   float scale = 1;
   int32_t zero = 0;

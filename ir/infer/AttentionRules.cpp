@@ -36,7 +36,8 @@ struct AttentionDims {
   Dim batch, qHeads, kvHeads, qSeq, kvSeq, headSize, kHeadSize, vHeadSize;
 };
 
-AttentionDims attentionDims(InferenceContext &context, const Node &node, const Shape &q, const Shape &k, const Shape &v) {
+AttentionDims attentionDims(InferenceContext &context, const Node &node, const Shape &q,
+                            const Shape &k, const Shape &v) {
   AttentionDims d;
   bool seqFirst = node.getInt("seq_first", 0) != 0;
   if (seqFirst && q.rank() != 3)
@@ -64,9 +65,9 @@ void inferAttention(Node &node, InferenceContext &context) {
   DType dtype = commonOperandDType(node, {0, 1, 2, 4, 5});
   if (dtype != DType::Unknown && !isFloat(dtype))
     fail(node.describe(), ": attention needs floating point Q, K, V, got ", dtypeName(dtype));
-  if (const Value *mask = node.operand(3);
-      mask && mask->dtype() != DType::Unknown && mask->dtype() != DType::Bool &&
-      dtype != DType::Unknown && mask->dtype() != dtype)
+  if (const Value *mask = node.operand(3); mask && mask->dtype() != DType::Unknown &&
+                                           mask->dtype() != DType::Bool &&
+                                           dtype != DType::Unknown && mask->dtype() != dtype)
     fail(node.describe(), ": attention mask must be bool or ", dtypeName(dtype), ", got ",
          dtypeName(mask->dtype()));
   const Shape &q = node.operand(0)->shape();

@@ -36,7 +36,8 @@ void inferBody(const Node &node, const std::string &region, Graph &body,
   for (size_t i = 0; i < inputTypes.size(); ++i) {
     body.inputs()[i]->setType(inputTypes[i]);
     size_t operand = node.kind() == OpKind::If ? i + 1 : i;
-    if (i >= firstCapture && node.operand(operand) && inputTypes[i] == node.operand(operand)->type())
+    if (i >= firstCapture && node.operand(operand) &&
+        inputTypes[i] == node.operand(operand)->type())
       if (const std::vector<Dim> *contents = outer.knownContents(node.operand(operand)))
         known.emplace_back(body.inputs()[i], *contents);
   }
@@ -155,8 +156,8 @@ void inferIf(Node &node, InferenceContext &context) {
 /// types of outputs [outFirst, outFirst + count). Returns the carried types.
 std::vector<TensorType> inferToFixedPoint(Node &node, Graph &body,
                                           std::vector<TensorType> inputTypes, size_t first,
-                                          size_t outFirst, size_t count,
-                                          InferenceContext &context, const std::string &hint) {
+                                          size_t outFirst, size_t count, InferenceContext &context,
+                                          const std::string &hint) {
   for (int round = 0;; ++round) {
     inferBody(node, "body", body, inputTypes, context);
     std::unordered_set<std::string> known = inputSymbols(body);
@@ -222,7 +223,8 @@ TensorType stacked(const TensorType &slice, const Dim &length, int64_t axis, con
 }
 
 void inferLoop(Node &node, InferenceContext &context) {
-  if (const Value *m = node.operand(0); m && m->dtype() != DType::Unknown && m->dtype() != DType::I64)
+  if (const Value *m = node.operand(0);
+      m && m->dtype() != DType::Unknown && m->dtype() != DType::I64)
     fail(node.describe(), ": the trip count must be i64, got ", dtypeName(m->dtype()));
   requireBoolCondition(node, node.operand(1), "condition");
   Graph &body = *node.subgraph("body");
@@ -248,7 +250,8 @@ int64_t attributeEntry(const Node &node, const char *name, size_t i) {
   if (values.empty())
     return 0;
   if (i >= values.size())
-    fail(node.describe(), ": attribute '", name, "' has ", values.size(), " entries, expected more");
+    fail(node.describe(), ": attribute '", name, "' has ", values.size(),
+         " entries, expected more");
   return values[i];
 }
 

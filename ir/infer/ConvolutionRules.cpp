@@ -66,8 +66,7 @@ void inferConv(Node &node, InferenceContext &context) {
 
 } // namespace
 
-Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x,
-                      const Shape &w) {
+Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x, const Shape &w) {
   if (x.rank() < 3 || w.rank() != x.rank())
     fail(node.describe(), ": conv needs X [N, C, spatial...] and W of the same rank, got ", x.str(),
          " and ", w.str());

@@ -209,7 +209,6 @@ Dim extremum(bool wantMax, const std::vector<Dim> &elements) {
   return best;
 }
 
-
 class Propagator {
 public:
   Propagator(const Node &node, InferenceContext &context) : node_(node), context_(context) {}

@@ -25,8 +25,8 @@ bool provablyDifferent(const Dim &a, const Dim &b) {
   return difference && *difference != 0;
 }
 
-void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b, const std::string &what,
-                    const Shape &shapeA, const Shape &shapeB) {
+void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b,
+                    const std::string &what, const Shape &shapeA, const Shape &shapeB) {
   if (provablyDifferent(a, b))
     fail(node.describe(), ": ", what, " mismatch: ", a.str(), " vs ", b.str(), " (shapes ",
          shapeA.str(), " and ", shapeB.str(), ")");
@@ -41,8 +41,8 @@ DType commonOperandDType(const Node &node, const std::vector<size_t> &operandInd
     if (!v || v->dtype() == DType::Unknown)
       continue;
     if (common != DType::Unknown && v->dtype() != common)
-      fail(node.describe(), ": operands have different element types ", dtypeName(common),
-           " and ", dtypeName(v->dtype()));
+      fail(node.describe(), ": operands have different element types ", dtypeName(common), " and ",
+           dtypeName(v->dtype()));
     common = v->dtype();
   }
   return common;
@@ -272,7 +272,8 @@ void inferEinsum(Node &node, InferenceContext &context) {
         requireSameDim(context, node, known, shape[axis],
                        "einsum dimension of '" + einsumLabelName(label) + "'", ownerShape, shape);
       } else {
-        known = broadcastDims(context, node, known, shape[axis], node.operand(size_t(owner))->shape(), shape);
+        known = broadcastDims(context, node, known, shape[axis],
+                              node.operand(size_t(owner))->shape(), shape);
       }
       owner = int(op);
     }
@@ -288,8 +289,7 @@ void inferEinsum(Node &node, InferenceContext &context) {
 Shape matMulResultShape(InferenceContext &context, const Node &node, const Shape &a,
                         const Shape &b) {
   if (a.rank() == 0 || b.rank() == 0)
-    fail(node.describe(), ": matmul operands must have rank >= 1, got ", a.str(), " and ",
-         b.str());
+    fail(node.describe(), ": matmul operands must have rank >= 1, got ", a.str(), " and ", b.str());
   const Dim &kA = a.dims().back();
   const Dim &kB = b.rank() == 1 ? b[0] : b[b.rank() - 2];
   requireSameDim(context, node, kA, kB, "matmul contraction dimension", a, b);

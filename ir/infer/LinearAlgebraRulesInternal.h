@@ -16,12 +16,12 @@
 
 namespace onnxc {
 
-void registerMatMulFamilyShapeRules(ShapeRuleTable &table); // MatMul, Gemm, Einsum
-void registerAttentionShapeRules(ShapeRuleTable &table);    // Attention, RotaryEmbedding
+void registerMatMulFamilyShapeRules(ShapeRuleTable &table);      // MatMul, Gemm, Einsum
+void registerAttentionShapeRules(ShapeRuleTable &table);         // Attention, RotaryEmbedding
 void registerAdditiveAttentionShapeRules(ShapeRuleTable &table); // AdditiveAttention
-void registerConvolutionShapeRules(ShapeRuleTable &table);  // Conv
-void registerRecurrentShapeRules(ShapeRuleTable &table);    // LSTM, GRU, RNN
-void registerQuantizedGemmShapeRules(ShapeRuleTable &table); // DynamicQuantizedMatMul
+void registerConvolutionShapeRules(ShapeRuleTable &table);       // Conv
+void registerRecurrentShapeRules(ShapeRuleTable &table);         // LSTM, GRU, RNN
+void registerQuantizedGemmShapeRules(ShapeRuleTable &table);     // DynamicQuantizedMatMul
 
 /// True when `a` and `b` certainly differ: their difference is a nonzero
 /// constant (so 3 vs 4 and seq vs seq+1, but not batch vs seq or ? vs 4).
@@ -30,8 +30,8 @@ bool provablyDifferent(const Dim &a, const Dim &b);
 /// Throws "node ...: <what> mismatch: <a> vs <b> (shapes <sa> and <sb>)" when
 /// the two dims provably differ; otherwise, unless they are provably equal,
 /// records that they must be equal (InferenceContext::assumeEqual).
-void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b, const std::string &what,
-                    const Shape &shapeA, const Shape &shapeB);
+void requireSameDim(InferenceContext &context, const Node &node, const Dim &a, const Dim &b,
+                    const std::string &what, const Shape &shapeA, const Shape &shapeB);
 
 /// The common dtype of the given operands (absent ones skipped): throws
 /// naming the node when two known dtypes differ; Unknown if none is known.
@@ -53,8 +53,7 @@ Shape matMulResultShape(InferenceContext &context, const Node &node, const Shape
 /// The result shape [N, M, spatial...] of a Conv of ranked X and W, with
 /// `node`'s conv attributes (group, strides, pads, ...); shared with
 /// ConvInteger and QLinearConv.
-Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x,
-                      const Shape &w);
+Shape convResultShape(InferenceContext &context, const Node &node, const Shape &x, const Shape &w);
 
 /// An Einsum equation resolved against the operand ranks. Every axis carries
 /// a label: letters are 0..51 (a-z, A-Z); the axes covered by `...` get

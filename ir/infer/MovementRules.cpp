@@ -342,7 +342,8 @@ void inferSqueeze(Node &node, InferenceContext &context) {
     if (squeeze && input[i].isConstant() && input[i] != Dim(1))
       fail(node.describe(), ": cannot squeeze axis ", i, " of size ", input[i].str());
     if (squeeze)
-      context.assumeEqual(node, input[i], Dim(1), "squeezed axis " + std::to_string(i) + " of size");
+      context.assumeEqual(node, input[i], Dim(1),
+                          "squeezed axis " + std::to_string(i) + " of size");
     if (!squeeze)
       dims.push_back(input[i]);
   }
@@ -356,11 +357,11 @@ void inferUnsqueeze(Node &node, InferenceContext &context) {
   std::optional<std::vector<int64_t>> axes = constantContents(context, axesValue);
   if (!input.isRanked() || !axes) {
     std::optional<int64_t> count = staticLength(axesValue);
-    setResult(node, 0, data->dtype(),
-              input.isRanked() && count
-                  ? Shape(std::vector<Dim>(
-                        derivedRank(node, input.rank(), *count, "the axes operand")))
-                  : Shape());
+    setResult(
+        node, 0, data->dtype(),
+        input.isRanked() && count
+            ? Shape(std::vector<Dim>(derivedRank(node, input.rank(), *count, "the axes operand")))
+            : Shape());
     return;
   }
   int64_t rank = int64_t(input.rank() + axes->size());

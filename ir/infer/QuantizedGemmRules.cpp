@@ -35,8 +35,8 @@ void checkColumnParameter(InferenceContext &context, const Node &node, size_t in
     fail(node.describe(), ": quantized matmul ", what, " must be a scalar or 1-D, got ",
          shape.str());
   if (shape.rank() == 1 && !(shape[0] == Dim(1)) && weights.isRanked())
-    requireSameDim(context, node, shape[0], columns, std::string("quantized matmul ") + what,
-                   shape, weights);
+    requireSameDim(context, node, shape[0], columns, std::string("quantized matmul ") + what, shape,
+                   weights);
 }
 
 void inferQuantizedMatMul(Node &node, InferenceContext &context,
@@ -110,7 +110,8 @@ void checkActivationParameters(const Node &node, const char *op) {
   for (const Value *parameter : {scale, zero})
     if (parameter->shape().isRanked() &&
         provablyDifferent(parameter->shape().numElements(), Dim(1)))
-      fail(node.describe(), ": ", op, " activation scale and zero point must be one value each, got ",
+      fail(node.describe(), ": ", op,
+           " activation scale and zero point must be one value each, got ",
            parameter->shape().str());
 }
 

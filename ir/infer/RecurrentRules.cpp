@@ -70,7 +70,8 @@ void inferRecurrent(InferenceContext &context, Node &node, int64_t gates) {
 
   Dim seq = batchMajor ? x[1] : x[0];
   Dim batch = batchMajor ? x[0] : x[1];
-  Shape y = batchMajor ? Shape({batch, seq, Dim(dirs), hidden}) : Shape({seq, Dim(dirs), batch, hidden});
+  Shape y =
+      batchMajor ? Shape({batch, seq, Dim(dirs), hidden}) : Shape({seq, Dim(dirs), batch, hidden});
   Shape state = batchMajor ? Shape({batch, Dim(dirs), hidden}) : Shape({Dim(dirs), batch, hidden});
   node.result(0)->setType({dtype, y});
   for (size_t i = 1; i < node.numResults(); ++i)

@@ -79,8 +79,7 @@ void InferenceContext::assume(const Node &node, Dim expr, ShapeAssumption::Kind 
 
 void InferenceContext::assumeEqual(const Node &node, const Dim &a, const Dim &b,
                                    const std::string &what) {
-  assume(node, a - b, ShapeAssumption::Kind::Zero,
-         what + " " + a.str() + " must equal " + b.str());
+  assume(node, a - b, ShapeAssumption::Kind::Zero, what + " " + a.str() + " must equal " + b.str());
 }
 
 void InferenceContext::assumeAtMost(const Node &node, const Dim &a, const Dim &b,
@@ -272,8 +271,9 @@ void inferNodeShapes(Node &node, InferenceContext &context) {
   context.commitAssumptions();
 }
 
-InferenceContext inferShapes(
-    Graph &graph, const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs) {
+InferenceContext
+inferShapes(Graph &graph,
+            const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs) {
   InferenceContext context(graph);
   for (const auto &[input, contents] : knownInputs)
     context.setKnownContents(input, contents);

@@ -5,9 +5,9 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace onnxc {
@@ -89,8 +89,9 @@ private:
 /// Returns the context holding the known integer contents. `knownInputs`
 /// gives contents of inputs known from outside (a subgraph's captured shape
 /// tensors, ir/infer/ControlFlowRules.cpp).
-InferenceContext inferShapes(
-    Graph &graph, const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs = {});
+InferenceContext
+inferShapes(Graph &graph,
+            const std::vector<std::pair<const Value *, std::vector<Dim>>> &knownInputs = {});
 
 /// Infers one node's results (its operands' types must be set).
 void inferNodeShapes(Node &node, InferenceContext &context);

@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/infer/ShapeInference.h"
 #include "ir/OpKind.h"
+#include "ir/infer/ShapeInference.h"
 
 #include <array>
 
@@ -21,14 +21,17 @@ struct ShapeRuleTable {
   void add(OpKind kind, ShapeRule rule) { rules[unsigned(kind)] = rule; }
 };
 
-void registerElementwiseShapeRules(ShapeRuleTable &table);   // elementwise, logic, Cast, Softmax, norms, reductions
-void registerMovementShapeRules(ShapeRuleTable &table);      // Reshape ... Trilu, Constant, Identity, Dropout
-void registerLinearAlgebraShapeRules(ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
+void registerElementwiseShapeRules(
+    ShapeRuleTable &table); // elementwise, logic, Cast, Softmax, norms, reductions
+void registerMovementShapeRules(
+    ShapeRuleTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
+void registerLinearAlgebraShapeRules(
+    ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
 void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements ScatterND
 void registerQuantizationShapeRules(ShapeRuleTable &table);  // QuantizeLinear ... QLinearConv
-void registerPoolingShapeRules(ShapeRuleTable &table);       // Pad MaxPool AveragePool ConvTranspose
-void registerResizeShapeRules(ShapeRuleTable &table);        // Resize
-void registerControlFlowShapeRules(ShapeRuleTable &table);   // If Loop Scan
+void registerPoolingShapeRules(ShapeRuleTable &table);     // Pad MaxPool AveragePool ConvTranspose
+void registerResizeShapeRules(ShapeRuleTable &table);      // Resize
+void registerControlFlowShapeRules(ShapeRuleTable &table); // If Loop Scan
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).

@@ -165,7 +165,8 @@ void checkDirectRead(const onnx::TensorProto &proto) {
     fuzz::finding("external data '" + location + "' was read from something not a regular file");
   for (ino_t inode : layout().outsideInodes)
     if (info.st_ino == inode)
-      fuzz::finding("external data '" + location + "' was read from a link to a file outside "
+      fuzz::finding("external data '" + location +
+                    "' was read from a link to a file outside "
                     "the model folder");
 }
 

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

@@ -24,9 +24,9 @@
 #include "FuzzSupport.h"
 #include "RandomGraph.h"
 
+#include "codegen/TargetSelection.h"
 #include "driver/CompiledSession.h"
 #include "driver/InputSpecialization.h"
-#include "codegen/TargetSelection.h"
 #include "ir/Error.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
@@ -199,8 +199,8 @@ std::string describeInputs(const std::map<std::string, Tensor> &inputs) {
 std::string compareOutputs(const Graph &graph, const Reference &ref,
                            const std::vector<Tensor> &compiled) {
   if (compiled.size() != ref.outputs.size())
-    return "the compiled model returned " + std::to_string(compiled.size()) + " outputs, the graph has " +
-           std::to_string(ref.outputs.size());
+    return "the compiled model returned " + std::to_string(compiled.size()) +
+           " outputs, the graph has " + std::to_string(ref.outputs.size());
   for (size_t o = 0; o < compiled.size(); ++o) {
     const Tensor &a = compiled[o], &r = ref.outputs[o];
     std::string what = "output '" + graph.outputs()[o].name + "'";

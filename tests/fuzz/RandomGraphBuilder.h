@@ -16,7 +16,6 @@
 
 namespace onnxc::fuzz::gen {
 
-
 inline constexpr int64_t kSymbolMax = 5;
 inline constexpr int64_t kMaxElements = 4096;
 inline constexpr int64_t kStaticSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
@@ -84,8 +83,7 @@ public:
         binding[symbol] = in_.below(8) == 0 ? 0 : 1 + in_.below(kSymbolMax);
       result.bindings.push_back(binding);
     }
-    result.dataSeed = uint32_t(in_.byte()) | uint32_t(in_.byte()) << 8 |
-                      uint32_t(in_.byte()) << 16;
+    result.dataSeed = uint32_t(in_.byte()) | uint32_t(in_.byte()) << 8 | uint32_t(in_.byte()) << 16;
     result.specialValues = in_.below(4) == 0;
     result.threads = 1 + in_.below(2);
     return result;
@@ -119,12 +117,14 @@ private:
     // The first input carries every symbol, so each is bound by an input dim.
     if (values_.empty())
       for (const std::string &symbol : symbols_)
-        if (std::none_of(dims.begin(), dims.end(), [&](const GenDim &d) { return d.name == symbol; }))
+        if (std::none_of(dims.begin(), dims.end(),
+                         [&](const GenDim &d) { return d.name == symbol; }))
           dims.push_back({symbol, kSymbolMax});
     std::string name = "x" + std::to_string(values_.size());
     std::string dimsText;
     for (size_t i = 0; i < dims.size(); ++i)
-      dimsText += (i ? ", " : "") + (dims[i].isStatic() ? std::to_string(dims[i].size) : dims[i].name);
+      dimsText +=
+          (i ? ", " : "") + (dims[i].isStatic() ? std::to_string(dims[i].size) : dims[i].name);
     std::string type = std::string(kindName(kind)) + "[" + dimsText + "]";
     inputsText_ += (inputsText_.empty() ? "%" : ", %") + name + ": " + type;
     values_.push_back({name, kind, dims, true, type});
@@ -152,13 +152,15 @@ private:
     return constantText(kind, dims, dims.empty() ? values : "[" + values + "]");
   }
   std::string intConstant(const std::vector<int64_t> &dims, const std::vector<int64_t> &values) {
-    return constantText(Kind::I64, dims, dims.empty() ? std::to_string(values[0]) : intList(values));
+    return constantText(Kind::I64, dims,
+                        dims.empty() ? std::to_string(values[0]) : intList(values));
   }
   std::string constantText(Kind kind, const std::vector<int64_t> &dims, const std::string &body) {
     std::string name = "c" + std::to_string(next_++);
     std::vector<int64_t> shown = dims;
     std::string dimsText = intList(shown);
-    constantsText_ += "  const %" + name + ": " + kindName(kind) + dimsText + " = dense<" + body + ">\n";
+    constantsText_ +=
+        "  const %" + name + ": " + kindName(kind) + dimsText + " = dense<" + body + ">\n";
     return name;
   }
 
@@ -188,8 +190,8 @@ private:
       outputs += (outputs.empty() ? "%o_" : ", %o_") + value.name + ": " + type;
       returns += (returns.empty() ? "%" : ", %") + value.name;
     }
-    return "graph @fuzz(" + inputsText_ + ") -> (" + outputs + ") {\n" + constantsText_ + bodyText_ +
-           "  return " + returns + "\n}\n";
+    return "graph @fuzz(" + inputsText_ + ") -> (" + outputs + ") {\n" + constantsText_ +
+           bodyText_ + "  return " + returns + "\n}\n";
   }
 
   void chooseOutputs() {

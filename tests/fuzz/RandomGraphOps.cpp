@@ -55,9 +55,9 @@ GenValue Builder::castToF32(const GenValue &v) {
 }
 
 void Builder::unary(const GenValue &v) {
-  static const char *const smooth[] = {"Relu", "Neg",  "Abs", "Tanh",      "Sigmoid", "Erf",
-                                       "Exp",  "Gelu", "Sin", "Cos",       "LeakyRelu",
-                                       "Sqrt", "Log",  "Reciprocal", "Clip", "Gelu"};
+  static const char *const smooth[] = {"Relu", "Neg",        "Abs",  "Tanh", "Sigmoid",   "Erf",
+                                       "Exp",  "Gelu",       "Sin",  "Cos",  "LeakyRelu", "Sqrt",
+                                       "Log",  "Reciprocal", "Clip", "Gelu"};
   static const char *const stepwise[] = {"Floor", "Ceil", "Sign", "IsNaN", "IsInf"};
   if (v.exact && in_.below(4) == 0) {
     std::string op = stepwise[in_.below(std::size(stepwise))];
@@ -72,8 +72,8 @@ void Builder::unary(const GenValue &v) {
   if (op == "Sqrt" || op == "Log" || op == "Reciprocal") {
     operand = emit("Abs", {operand}, "", Kind::F32, v.dims, v.exact).name;
     if (op != "Sqrt")
-      operand = emit("Add", {operand, constant(Kind::F32, {}, 1, 1)}, "", Kind::F32, v.dims, false)
-                    .name;
+      operand =
+          emit("Add", {operand, constant(Kind::F32, {}, 1, 1)}, "", Kind::F32, v.dims, false).name;
   }
   bool exact = v.exact && (op == "Relu" || op == "Neg" || op == "Abs" || op == "Clip");
   if (op == "Clip") {
@@ -228,11 +228,13 @@ void Builder::reshapeOrFlatten() {
     GenDims dims;
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, axis}, {axis, rank}}) {
       GenDims part(v.dims.begin() + begin, v.dims.begin() + end);
-      bool allStatic = std::all_of(part.begin(), part.end(), [](const GenDim &d) { return d.isStatic(); });
+      bool allStatic =
+          std::all_of(part.begin(), part.end(), [](const GenDim &d) { return d.isStatic(); });
       if (part.size() == 1)
         dims.push_back(part[0]);
       else
-        dims.push_back(allStatic ? GenDim{"", upperElements(part)} : opaqueDim(upperElements(part)));
+        dims.push_back(allStatic ? GenDim{"", upperElements(part)}
+                                 : opaqueDim(upperElements(part)));
     }
     bool negative = axis < rank && in_.flag(); // -rank would mean 0, not rank
     emit("Flatten", {v.name}, "axis = " + std::to_string(negative ? axis - rank : axis), v.kind,
@@ -265,9 +267,11 @@ void Builder::reshapeOrFlatten() {
 int64_t Builder::sliceLength(int64_t d, int64_t start, int64_t end, int64_t step) {
   auto clampTo = [](int64_t x, int64_t lo, int64_t hi) { return std::max(lo, std::min(hi, x)); };
   if (start < 0)
-    start = start <= std::numeric_limits<int64_t>::min() + d ? std::numeric_limits<int64_t>::min() : start + d;
+    start = start <= std::numeric_limits<int64_t>::min() + d ? std::numeric_limits<int64_t>::min()
+                                                             : start + d;
   if (end < 0)
-    end = end <= std::numeric_limits<int64_t>::min() + d ? std::numeric_limits<int64_t>::min() : end + d;
+    end = end <= std::numeric_limits<int64_t>::min() + d ? std::numeric_limits<int64_t>::min()
+                                                         : end + d;
   if (step > 0) {
     start = clampTo(start, 0, d);
     end = clampTo(end, 0, d);
@@ -308,7 +312,8 @@ void Builder::slice() {
   if (form == 0)
     operands.push_back(intConstant({1}, {step}));
   else if (step != 1)
-    dims[size_t(axis)] = d.isStatic() ? GenDim{"", sliceLength(d.size, start, end, 1)} : opaqueDim(d.size);
+    dims[size_t(axis)] =
+        d.isStatic() ? GenDim{"", sliceLength(d.size, start, end, 1)} : opaqueDim(d.size);
   emit("Slice", operands, "", v.kind, dims, v.exact);
 }
 
@@ -332,7 +337,8 @@ void Builder::concatOrGather() {
     std::string b = other ? other->name : v.name;
     GenDim bAxis = other ? other->dims[size_t(axis)] : d;
     bool exact = v.exact && (!other || other->exact);
-    bool allStatic = std::all_of(v.dims.begin(), v.dims.end(), [](const GenDim &x) { return x.isStatic(); });
+    bool allStatic =
+        std::all_of(v.dims.begin(), v.dims.end(), [](const GenDim &x) { return x.isStatic(); });
     if (allStatic && in_.flag()) {
       std::vector<int64_t> dims;
       for (const GenDim &x : v.dims)
@@ -343,11 +349,11 @@ void Builder::concatOrGather() {
     }
     GenDims dims = v.dims;
     dims[size_t(axis)] = d.isStatic() && bAxis.isStatic() ? GenDim{"", d.size + bAxis.size}
-                                                           : opaqueDim(d.size + bAxis.size);
+                                                          : opaqueDim(d.size + bAxis.size);
     if (upperElements(dims) > kMaxElements)
       return;
-    emit("Concat", {v.name, b}, "axis = " + std::to_string(in_.flag() ? axis - rank : axis),
-         v.kind, dims, exact);
+    emit("Concat", {v.name, b}, "axis = " + std::to_string(in_.flag() ? axis - rank : axis), v.kind,
+         dims, exact);
     return;
   }
   if (!d.isStatic() || d.size == 0)
@@ -382,8 +388,8 @@ void Builder::unsqueezeOrSqueeze() {
     GenDims dims = v.dims;
     dims.erase(dims.begin() + axis);
     int64_t rank = int64_t(v.dims.size());
-    emit("Squeeze", {v.name, intConstant({1}, {in_.flag() ? axis - rank : axis})}, "", v.kind,
-         dims, v.exact);
+    emit("Squeeze", {v.name, intConstant({1}, {in_.flag() ? axis - rank : axis})}, "", v.kind, dims,
+         v.exact);
     return;
   }
   int64_t outRank = int64_t(v.dims.size()) + 1;
@@ -435,8 +441,8 @@ void Builder::reduce() {
   GenValue v = pick();
   if (v.kind == Kind::Bool)
     v = castToF32(v);
-  static const char *const ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                    "ReduceProd", "ReduceSum", "CumSum"};
+  static const char *const ops[] = {"ReduceSum",  "ReduceMean", "ReduceMax", "ReduceMin",
+                                    "ReduceProd", "ReduceSum",  "CumSum"};
   std::string op = ops[in_.below(std::size(ops))];
   int64_t rank = int64_t(v.dims.size());
   if (op == "CumSum") {
@@ -500,8 +506,8 @@ void Builder::normalize() {
       return;
     normDims.push_back(v.dims[size_t(i)].size);
   }
-  std::string attributes = "axis = " + std::to_string(in_.flag() ? axis - rank : axis) +
-                           ", epsilon = 1e-05";
+  std::string attributes =
+      "axis = " + std::to_string(in_.flag() ? axis - rank : axis) + ", epsilon = 1e-05";
   std::string scale = constant(Kind::F32, normDims, 0.5, 1.5);
   if (form == 2) {
     std::vector<std::string> operands = {v.name, scale};
@@ -531,8 +537,8 @@ void Builder::matmul() {
     dims.back() = a.dims[a.dims.size() - 2];
     if (upperElements(dims) > kMaxElements)
       return;
-    std::string t = emit("Transpose", {a.name}, "perm = " + intList(perm), Kind::F32, tDims,
-                         a.exact).name;
+    std::string t =
+        emit("Transpose", {a.name}, "perm = " + intList(perm), Kind::F32, tDims, a.exact).name;
     emit("MatMul", {a.name, t}, "", Kind::F32, dims, false);
     return;
   }

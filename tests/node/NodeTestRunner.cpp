@@ -9,8 +9,8 @@
 // (lowering + ORC + runtime), a compiled shared library, or `lower` (every
 // case lowered to LLVM IR, the evaluator's outputs compared: the compiler's
 // own code without running kernels, for the sanitizer builds). A case is in scope when all of its
-// nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases whose opset is outside
-// the importer's window (7 to 23; 7 to 12 are converted to 13 on import, and
+// nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases
+// whose opset is outside the importer's window (7 to 23; 7 to 12 are converted to 13 on import, and
 // --min-opset raises the lower end) and cases listed in the exclusions file
 // are skipped with their reason. Prints one line per failure, the excluded cases, failures
 // grouped by op, and closes with "node tests: N passed, N failed, N skipped".
@@ -65,7 +65,8 @@ struct Options {
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... "
-               "[--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--no-fork] [--verbose]\n";
+               "[--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--no-fork] "
+               "[--verbose]\n";
   std::exit(2);
 }
 
@@ -192,8 +193,7 @@ void recordFailure(Tally &tally, const CaseInfo &info, const CaseOutcome &outcom
 }
 
 /// Why an in-scope case is not run (empty when it is run).
-std::string skipReason(const CaseInfo &info, const Options &options,
-                       const Exclusions &exclusions) {
+std::string skipReason(const CaseInfo &info, const Options &options, const Exclusions &exclusions) {
   if (info.opset > kMaxOpset)
     return "opset " + std::to_string(info.opset) + " > " + std::to_string(kMaxOpset);
   if (info.opset < kMinOpset)

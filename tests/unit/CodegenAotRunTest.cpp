@@ -149,9 +149,9 @@ TEST_F(CodegenAotRun, CExampleBuildsAgainstTheGeneratedHeaderAndRuns) {
   // In a sanitized build tiny.so links the sanitizer runtimes, which must
   // come first in the program: it is built with the same flags.
   std::string build = "cc -std=c11 -Wall -Wextra -Werror " + defaultRuntimeLinkFlags() + " -I" +
-                      std::string(ONNXC_SOURCE_DIR) +
-                      "/runtime/include -I" + dir_ + " -DONNXC_MODEL_HEADER='\"tiny.h\"' " +
-                      source + " " + dir_ + "/tiny.so -Wl,-rpath," + dir_ + " -o " + program;
+                      std::string(ONNXC_SOURCE_DIR) + "/runtime/include -I" + dir_ +
+                      " -DONNXC_MODEL_HEADER='\"tiny.h\"' " + source + " " + dir_ +
+                      "/tiny.so -Wl,-rpath," + dir_ + " -o " + program;
   int status = 0;
   std::string buildLog = commandOutput(build, status);
   ASSERT_EQ(status, 0) << build << "\n" << buildLog;

@@ -397,8 +397,9 @@ TEST(CodegenMath, GeluErfTailIsAbsolutelyAccurate) {
       EXPECT_TRUE(sameFloat(out[k], -0.0f)) << "gelu_erf(" << in[k] << ") = " << out[k];
     }
   }
-  std::printf("[ info     ] gelu_erf tail: max rel %.3g on [-3, -1.5], max abs %.3g on [-10, -1.5]\n",
-              maxRelative, maxAbsolute);
+  std::printf(
+      "[ info     ] gelu_erf tail: max rel %.3g on [-3, -1.5], max abs %.3g on [-10, -1.5]\n",
+      maxRelative, maxAbsolute);
   EXPECT_LE(maxRelative, 1e-4);
   EXPECT_LE(maxAbsolute, 1e-6);
 }

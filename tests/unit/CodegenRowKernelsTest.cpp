@@ -265,16 +265,16 @@ TEST(CodegenRow, NormsOfHugeRowsDoNotOverflow) {
       c.rows = 4;
       c.in.assign(size_t(c.rows * length), 0.0f);
       for (int64_t i = 0; i < length; ++i) {
-        c.in[size_t(i)] = 1e30f * normal(rng);                         // all huge
+        c.in[size_t(i)] = 1e30f * normal(rng);                            // all huge
         c.in[size_t(length + i)] = i == length / 2 ? 1e25f : normal(rng); // one huge
-        c.in[size_t(2 * length + i)] = 1e20f + 1e19f * normal(rng);    // huge mean, spread
-        c.in[size_t(3 * length + i)] = 3e37f * normal(rng);            // near FLT_MAX
+        c.in[size_t(2 * length + i)] = 1e20f + 1e19f * normal(rng);       // huge mean, spread
+        c.in[size_t(3 * length + i)] = 3e37f * normal(rng);               // near FLT_MAX
       }
       std::string what = variant.label() + " L=" + std::to_string(length);
       const float *beta = variant.hasBeta ? c.beta.data() : nullptr;
       std::vector<float> baked(c.in.size()), runtime(c.in.size());
       rowJit().lookup<RowKernelFn>(kernelName(variant, length))(c.in.data(), baked.data(),
-                                                                 c.gamma.data(), beta, 0, c.rows);
+                                                                c.gamma.data(), beta, 0, c.rows);
       rowJit().lookup<RuntimeLengthRowKernelFn>(kernelName(variant, 0))(
           c.in.data(), runtime.data(), c.gamma.data(), beta, 0, c.rows, length);
       expectRowsMatch(variant, c, baked, what + " baked");

@@ -92,7 +92,8 @@ TEST(CommandLine, ValuesAreCheckedAgainstTheSpec) {
   EXPECT_EQ(usageError({"model.onnx", "-o"}),
             "option '-o' needs a value (FILE) (see 'onnxc dump --help')");
   EXPECT_EQ(usageError({"--seed"}), "option '--seed' needs a value (N) (see 'onnxc dump --help')");
-  EXPECT_EQ(usageError({"--stats=yes"}), "option '--stats' takes no value (see 'onnxc dump --help')");
+  EXPECT_EQ(usageError({"--stats=yes"}),
+            "option '--stats' takes no value (see 'onnxc dump --help')");
 }
 
 TEST(CommandLine, OnlyRepeatableOptionsTakeSeveralValues) {
@@ -109,8 +110,9 @@ TEST(CommandLine, OnlyRepeatableOptionsTakeSeveralValues) {
 TEST(CommandLine, LibLlvmOptionsAreNotOnnxcOptions) {
   // Registered by libLLVM for every tool: at the top level (a codegen
   // option) and in every subcommand (cl's own help and version printers).
-  for (const char *option : {"--x86-asm-syntax=intel", "--debug-pass=Structure", "--help-list",
-                             "--help-hidden", "--version", "--print-options", "--print-all-options"})
+  for (const char *option :
+       {"--x86-asm-syntax=intel", "--debug-pass=Structure", "--help-list", "--help-hidden",
+        "--version", "--print-options", "--print-all-options"})
     EXPECT_NE(usageError({"model.onnx", option}).find("unknown option '" + std::string(option)),
               std::string::npos)
         << option;
@@ -135,7 +137,8 @@ TEST(CommandLine, ResponseFilesAddArguments) {
   ParsedArgs parsed = parse({"@" + file.string(), "--passes=cse"});
   std::filesystem::remove(file);
   // A missing file is an ordinary argument (which the command then names).
-  EXPECT_EQ(parse({"@" + file.string()}).positionals, std::vector<std::string>{"@" + file.string()});
+  EXPECT_EQ(parse({"@" + file.string()}).positionals,
+            std::vector<std::string>{"@" + file.string()});
   EXPECT_EQ(parsed.get("seed"), "5");
   EXPECT_EQ(parsed.positionals, std::vector<std::string>{"model with spaces.onnx"});
   EXPECT_EQ(parsed.getAll("passes"), (std::vector<std::string>{"dce", "cse"}));

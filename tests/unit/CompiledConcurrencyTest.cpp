@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
+#include "driver/CompiledSession.h"
 
 #include <gtest/gtest.h>
 
@@ -66,8 +66,7 @@ bool identical(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
 
 TEST(CompiledConcurrency, ThreadsWithTheirOwnSessionsGetIdenticalResults) {
   auto graph = parseGraph(blockIr());
-  std::unique_ptr<JitModel> model =
-      compileModelJit(*graph, TargetSelection::select({}));
+  std::unique_ptr<JitModel> model = compileModelJit(*graph, TargetSelection::select({}));
   const int64_t batches[] = {1, 7, 64, 301};
   std::vector<Tensor> inputs;
   std::vector<std::vector<Tensor>> expected;

@@ -206,8 +206,8 @@ graph @g(%m: i64[], %v0: f32[2]) -> (%v: f32[?]) {
   const Value *v = g->findValue("v");
   ASSERT_TRUE(v->shape().isRanked());
   EXPECT_TRUE(v->shape()[0].isUnknown()) << v->type().str();
-  auto out = evaluateGraph(*g, {{"m", Tensor::scalar<int64_t>(3)},
-                                {"v0", Tensor::fromVector<float>({2}, {1, 2})}})[0];
+  auto out = evaluateGraph(
+      *g, {{"m", Tensor::scalar<int64_t>(3)}, {"v0", Tensor::fromVector<float>({2}, {1, 2})}})[0];
   EXPECT_EQ(out.dims(), (std::vector<int64_t>{16}));
 }
 

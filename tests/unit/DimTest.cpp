@@ -51,7 +51,8 @@ TEST(Dim, ParseRoundTrips) {
 
 TEST(Dim, SubstituteASymbolByAnExpression) {
   Dim past = Dim::symbol("past"), seq = Dim::symbol("seq"), len = Dim::symbol("len");
-  EXPECT_EQ((len * Dim(2) + Dim(1)).substitute("len", past + seq).str(), (past * Dim(2) + seq * Dim(2) + Dim(1)).str());
+  EXPECT_EQ((len * Dim(2) + Dim(1)).substitute("len", past + seq).str(),
+            (past * Dim(2) + seq * Dim(2) + Dim(1)).str());
   EXPECT_EQ((len * seq).substitute("len", past + seq), past * seq + seq * seq);
   EXPECT_EQ(seq.substitute("len", past), seq);
   EXPECT_TRUE(Dim::unknown().substitute("len", past).isUnknown());

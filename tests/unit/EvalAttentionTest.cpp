@@ -44,7 +44,8 @@ std::vector<double> expectedAttention(const Tensor &q, const Tensor &k, const Te
         for (int64_t d = 0; d < vSize; ++d) {
           double y = 0;
           for (int64_t j = 0; j < kvSeq; ++j)
-            y += weights[size_t(j)] / total * v.data<float>()[((b * kvHeads + kh) * kvSeq + j) * vSize + d];
+            y += weights[size_t(j)] / total *
+                 v.data<float>()[((b * kvHeads + kh) * kvSeq + j) * vSize + d];
           out.push_back(y);
         }
       }
@@ -71,7 +72,8 @@ TEST(EvalAttention, FourDimensionalMatchesSoftmaxQKV) {
 
 TEST(EvalAttention, ThreeDimensionalSplitsHeads) {
   // Q [1, 3, 2 heads * 4], K/V [1, 5, 2 heads * 4]; heads are contiguous in the last dim.
-  Tensor q3 = randomTensor({1, 3, 8}, 4), k3 = randomTensor({1, 5, 8}, 5), v3 = randomTensor({1, 5, 8}, 6);
+  Tensor q3 = randomTensor({1, 3, 8}, 4), k3 = randomTensor({1, 5, 8}, 5),
+         v3 = randomTensor({1, 5, 8}, 6);
   auto toHeads = [](const Tensor &t) {
     int64_t seq = t.dims()[1];
     Tensor out(DType::F32, {1, 2, seq, 4});
@@ -99,12 +101,14 @@ TEST(EvalAttention, ThreeDimensionalSplitsHeads) {
 }
 
 TEST(EvalAttention, CausalAndBoolMask) {
-  Tensor q = randomTensor({1, 2, 4, 4}, 7), k = randomTensor({1, 2, 4, 4}, 8), v = randomTensor({1, 2, 4, 4}, 9);
+  Tensor q = randomTensor({1, 2, 4, 4}, 7), k = randomTensor({1, 2, 4, 4}, 8),
+         v = randomTensor({1, 2, 4, 4}, 9);
   Graph g;
   Node *n = makeNode(g, OpKind::Attention, {&q, &k, &v});
   n->setAttr("is_causal", 1);
   expectNear(runKernel(*n, {&q, &k, &v})[0],
-             expectedAttention(q, k, v, 0.5, [](int64_t i, int64_t j) { return j > i ? kMinusInf : 0.0; }));
+             expectedAttention(q, k, v, 0.5,
+                               [](int64_t i, int64_t j) { return j > i ? kMinusInf : 0.0; }));
 
   // Bool mask [q, kv]: true attends.
   Tensor mask(DType::Bool, {4, 4});
@@ -125,7 +129,8 @@ TEST(EvalAttention, CausalAndBoolMask) {
 }
 
 TEST(EvalAttention, GroupQueryAttention) {
-  Tensor q = randomTensor({1, 4, 3, 4}, 11), k = randomTensor({1, 2, 3, 4}, 12), v = randomTensor({1, 2, 3, 4}, 13);
+  Tensor q = randomTensor({1, 4, 3, 4}, 11), k = randomTensor({1, 2, 3, 4}, 12),
+         v = randomTensor({1, 2, 3, 4}, 13);
   Graph g;
   Node *n = makeNode(g, OpKind::Attention, {&q, &k, &v});
   expectNear(runKernel(*n, {&q, &k, &v})[0],
@@ -135,15 +140,17 @@ TEST(EvalAttention, GroupQueryAttention) {
 }
 
 TEST(EvalAttention, PastCacheWithCausalOffsetAndQkOutput) {
-  Tensor q = randomTensor({1, 2, 2, 4}, 15), k = randomTensor({1, 2, 2, 4}, 16), v = randomTensor({1, 2, 2, 4}, 17);
+  Tensor q = randomTensor({1, 2, 2, 4}, 15), k = randomTensor({1, 2, 2, 4}, 16),
+         v = randomTensor({1, 2, 2, 4}, 17);
   Tensor pastK = randomTensor({1, 2, 3, 4}, 18), pastV = randomTensor({1, 2, 3, 4}, 19);
   auto concat = [](const Tensor &past, const Tensor &now) {
     Tensor out(DType::F32, {1, 2, 5, 4});
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t s = 0; s < 5; ++s)
         for (int64_t d = 0; d < 4; ++d)
-          out.data<float>()[(h * 5 + s) * 4 + d] =
-              s < 3 ? past.data<float>()[(h * 3 + s) * 4 + d] : now.data<float>()[(h * 2 + s - 3) * 4 + d];
+          out.data<float>()[(h * 5 + s) * 4 + d] = s < 3
+                                                       ? past.data<float>()[(h * 3 + s) * 4 + d]
+                                                       : now.data<float>()[(h * 2 + s - 3) * 4 + d];
     return out;
   };
   Tensor allK = concat(pastK, k), allV = concat(pastV, v);

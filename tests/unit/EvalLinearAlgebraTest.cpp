@@ -27,7 +27,8 @@ TEST(EvalMatMul, BroadcastBatchDims) {
         for (int64_t c = 0; c < 5; ++c) {
           double sum = 0;
           for (int64_t k = 0; k < 4; ++k)
-            sum += double(a.data<float>()[(i * 3 + r) * 4 + k]) * b.data<float>()[(j * 4 + k) * 5 + c];
+            sum +=
+                double(a.data<float>()[(i * 3 + r) * 4 + k]) * b.data<float>()[(j * 4 + k) * 5 + c];
           EXPECT_NEAR(y.data<float>()[((i * 3 + j) * 3 + r) * 5 + c], sum, 1e-5);
         }
 }
@@ -104,7 +105,8 @@ TEST(EvalEinsum, BatchMatMulAndAttentionScores) {
       for (int64_t j = 0; j < 5; ++j) {
         double sum = 0;
         for (int64_t d = 0; d < 4; ++d)
-          sum += double(q.data<float>()[(h * 3 + i) * 4 + d]) * k.data<float>()[(h * 5 + j) * 4 + d];
+          sum +=
+              double(q.data<float>()[(h * 3 + i) * 4 + d]) * k.data<float>()[(h * 5 + j) * 4 + d];
         EXPECT_NEAR(scores.data<float>()[(h * 3 + i) * 5 + j], sum, 1e-5);
       }
 }
@@ -137,7 +139,8 @@ TEST(EvalEinsum, BadEquationsNameTheNode) {
   Tensor m = randomTensor({3, 4}, 14);
   Graph g;
   Node *n = makeNode(g, OpKind::Einsum, {&m});
-  for (const char *equation : {"ii->i", "ijk->i", "ij->k", "ij->ii", "i$->i", "ij,jk->ik", "i....j"}) {
+  for (const char *equation :
+       {"ii->i", "ijk->i", "ij->k", "ij->ii", "i$->i", "ij,jk->ik", "i....j"}) {
     n->setAttr("equation", equation);
     try {
       runKernel(*n, {&m});
@@ -166,8 +169,9 @@ TEST(EvalConv, PatchEmbeddingMatchesHandComputation) {
           for (int64_t c = 0; c < 3; ++c)
             for (int64_t kr = 0; kr < 4; ++kr)
               for (int64_t kc = 0; kc < 4; ++kc)
-                sum += double(x.data<float>()[((img * 3 + c) * 8 + pr * 4 + kr) * 8 + pc * 4 + kc]) *
-                       w.data<float>()[((m * 3 + c) * 4 + kr) * 4 + kc];
+                sum +=
+                    double(x.data<float>()[((img * 3 + c) * 8 + pr * 4 + kr) * 8 + pc * 4 + kc]) *
+                    w.data<float>()[((m * 3 + c) * 4 + kr) * 4 + kc];
           EXPECT_NEAR(y.data<float>()[((img * 5 + m) * 2 + pr) * 2 + pc], sum, 1e-4);
         }
 }

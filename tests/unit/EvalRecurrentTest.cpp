@@ -44,7 +44,8 @@ TEST(EvalLSTM, OneStepMatchesHandComputedGates) {
     // W/R/B rows are in gate order input, output, forget, cell.
     auto gate = [&](int64_t index) {
       int64_t row = index * hidden + j;
-      return dotRow(w, row, xv) + dotRow(r, row, hv) + bv[size_t(row)] + bv[size_t(4 * hidden + row)];
+      return dotRow(w, row, xv) + dotRow(r, row, hv) + bv[size_t(row)] +
+             bv[size_t(4 * hidden + row)];
     };
     double in = sigmoid(gate(0) + pv[size_t(j)] * cv[size_t(j)]);
     double forget = sigmoid(gate(2) + pv[size_t(2 * hidden + j)] * cv[size_t(j)]);
@@ -74,7 +75,8 @@ TEST(EvalGRU, OneStepBothResetVariants) {
     // Gate order update (z), reset (r), candidate (h).
     std::vector<double> reset(hidden), update(hidden);
     for (int64_t j = 0; j < hidden; ++j) {
-      update[size_t(j)] = sigmoid(dotRow(w, j, xv) + dotRow(r, j, hv) + bv[size_t(j)] + bv[size_t(3 * hidden + j)]);
+      update[size_t(j)] =
+          sigmoid(dotRow(w, j, xv) + dotRow(r, j, hv) + bv[size_t(j)] + bv[size_t(3 * hidden + j)]);
       reset[size_t(j)] = sigmoid(dotRow(w, hidden + j, xv) + dotRow(r, hidden + j, hv) +
                                  bv[size_t(hidden + j)] + bv[size_t(4 * hidden + j)]);
     }
@@ -82,9 +84,9 @@ TEST(EvalGRU, OneStepBothResetVariants) {
     std::vector<double> expected;
     for (int64_t j = 0; j < hidden; ++j) {
       int64_t row = 2 * hidden + j;
-      double recurrent = linearBeforeReset
-                             ? reset[size_t(j)] * (dotRow(r, row, hv) + bv[size_t(3 * hidden + row)])
-                             : dotRow(r, row, resetH) + bv[size_t(3 * hidden + row)];
+      double recurrent =
+          linearBeforeReset ? reset[size_t(j)] * (dotRow(r, row, hv) + bv[size_t(3 * hidden + row)])
+                            : dotRow(r, row, resetH) + bv[size_t(3 * hidden + row)];
       double candidate = std::tanh(dotRow(w, row, xv) + bv[size_t(row)] + recurrent);
       expected.push_back((1 - update[size_t(j)]) * candidate + update[size_t(j)] * hv[size_t(j)]);
     }
@@ -104,7 +106,9 @@ TEST(EvalRNN, SequenceLengthsBidirectionalAndLayout) {
   std::vector<Tensor> out = runKernel(*n, {&x, &w, &r, nullptr, &lens});
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{seq, 2, batch, hidden}));
   const float *y = out[0].data<float>(), *yh = out[1].data<float>();
-  auto yAt = [&](int64_t t, int64_t d, int64_t b, int64_t j) { return y[((t * 2 + d) * batch + b) * hidden + j]; };
+  auto yAt = [&](int64_t t, int64_t d, int64_t b, int64_t j) {
+    return y[((t * 2 + d) * batch + b) * hidden + j];
+  };
   for (int64_t j = 0; j < hidden; ++j) {
     // Row 1 has length 1: steps 1, 2 are zero in both directions.
     for (int64_t t = 1; t < seq; ++t)
@@ -124,7 +128,8 @@ TEST(EvalRNN, SequenceLengthsBidirectionalAndLayout) {
   for (int64_t t = 0; t < seq; ++t)
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t k = 0; k < input; ++k)
-        xBatchMajor.data<float>()[(b * seq + t) * input + k] = x.data<float>()[(t * batch + b) * input + k];
+        xBatchMajor.data<float>()[(b * seq + t) * input + k] =
+            x.data<float>()[(t * batch + b) * input + k];
   Node *batchMajor = makeNode(g, OpKind::RNN, {&xBatchMajor, &w, &r, nullptr, &lens}, 2);
   batchMajor->setAttr("direction", "bidirectional");
   batchMajor->setAttr("layout", 1);
@@ -138,7 +143,8 @@ TEST(EvalRNN, SequenceLengthsBidirectionalAndLayout) {
 }
 
 TEST(EvalRNN, ActivationsAndErrors) {
-  Tensor x = randomTensor({1, 1, 2}, 16), w = randomTensor({1, 2, 2}, 17), r = randomTensor({1, 2, 2}, 18);
+  Tensor x = randomTensor({1, 1, 2}, 16), w = randomTensor({1, 2, 2}, 17),
+         r = randomTensor({1, 2, 2}, 18);
   Graph g;
   Node *n = makeNode(g, OpKind::RNN, {&x, &w, &r}, 1);
   n->setAttr("activations", std::vector<std::string>{"LeakyRelu"});

@@ -337,7 +337,8 @@ TEST_F(FrontendTensor, SparseTensorsBecomeDense) {
   EXPECT_TRUE(tensorFromSparseProto(sparse, modelDir(), "c").identicalTo(dense));
 
   sparse.mutable_indices()->set_int64_data(1, 6);
-  EXPECT_NE(errorOf([&] { tensorFromSparseProto(sparse, modelDir(), "constant 'c'"); })
-                .find("constant 'c': sparse index 6 out of range"),
+  EXPECT_NE(errorOf([&] {
+              tensorFromSparseProto(sparse, modelDir(), "constant 'c'");
+            }).find("constant 'c': sparse index 6 out of range"),
             std::string::npos);
 }

@@ -227,13 +227,15 @@ void checkIntegerStores(IntegerGemmIsa isa, bool zeroPoints) {
       if (store == IntegerGemmStore::Int32 && isSigned)
         continue;
       SCOPED_TRACE(std::string(integerGemmIsaName(isa)) +
-                   (store == IntegerGemmStore::Int32 ? " s32" : isSigned ? " s8" : " u8") +
+                   (store == IntegerGemmStore::Int32 ? " s32"
+                    : isSigned                       ? " s8"
+                                                     : " u8") +
                    (zeroPoints ? " with zero points" : " symmetric"));
       PackedIntegerWeights packed = packIntegerGemmWeights(
           transposed.data(), false, p.k, p.n, multipliers, p.zeros, isa, /*transposed=*/true);
       ASSERT_EQ(packed.needsRowSums, zeroPoints);
-      IntegerGemmSpec spec{"istore", p.k, p.n, isa, true, store, isSigned ? -3 : 131, isSigned,
-                           packed.needsRowSums};
+      IntegerGemmSpec spec{
+          "istore", p.k, p.n, isa, true, store, isSigned ? -3 : 131, isSigned, packed.needsRowSums};
       KernelJit jit = KernelJit::forHost();
       emitIntegerGemm(jit.newModule(spec.name), spec);
       jit.compile();
@@ -254,7 +256,8 @@ void checkIntegerStores(IntegerGemmIsa isa, bool zeroPoints) {
           }
           int64_t exact = bias[size_t(j)];
           for (int64_t q = 0; q < p.k; ++q)
-            exact += (int64_t(p.a[size_t(r * p.lda + q)]) - p.aZero) * (p.w(q, j) - p.zeros[size_t(j)]);
+            exact +=
+                (int64_t(p.a[size_t(r * p.lda + q)]) - p.aZero) * (p.w(q, j) - p.zeros[size_t(j)]);
           if (store == IntegerGemmStore::Int32) {
             int32_t got;
             std::memcpy(&got, at, sizeof got);
@@ -302,18 +305,18 @@ TEST(IntegerGemmTest, Avx2ExactnessIsDecidedPerWeightPair) {
   auto exact = [](std::vector<int8_t> w) {
     return integerGemmAvx2IsExact(w.data(), false, int64_t(w.size()), 1);
   };
-  EXPECT_TRUE(exact({64, 64}));     // 255 * 128 = 32640
-  EXPECT_FALSE(exact({65, 64}));    // 32895 > 32767
-  EXPECT_TRUE(exact({-128, 0}));    // -32640
-  EXPECT_TRUE(exact({127, -128}));  // opposite signs never add up
-  EXPECT_FALSE(exact({-128, -1}));  // -32895 < -32768
+  EXPECT_TRUE(exact({64, 64}));         // 255 * 128 = 32640
+  EXPECT_FALSE(exact({65, 64}));        // 32895 > 32767
+  EXPECT_TRUE(exact({-128, 0}));        // -32640
+  EXPECT_TRUE(exact({127, -128}));      // opposite signs never add up
+  EXPECT_FALSE(exact({-128, -1}));      // -32895 < -32768
   EXPECT_TRUE(exact({100, 0, 0, 100})); // different pairs
   EXPECT_FALSE(exact({0, 0, 100, 100}));
-  EXPECT_TRUE(exact({127}));        // odd K: the padding is zero
+  EXPECT_TRUE(exact({127})); // odd K: the padding is zero
   // u8 weights are packed as w - 128.
-  std::vector<uint8_t> u = {255, 129};  // 127 + 1
+  std::vector<uint8_t> u = {255, 129}; // 127 + 1
   EXPECT_TRUE(integerGemmAvx2IsExact(u.data(), true, 2, 1));
-  u = {255, 130};                       // 127 + 2
+  u = {255, 130}; // 127 + 2
   EXPECT_FALSE(integerGemmAvx2IsExact(u.data(), true, 2, 1));
   // Columns are checked separately: [k=2, n=2] row-major.
   std::vector<int8_t> w = {100, 1, 100, 1};

@@ -485,10 +485,11 @@ TEST(LowerRecurrent, LengthOutsideTheSequenceFailsTheRun) {
           only(recurrentFeeds(3, 2, 5, 3, batchMajor, 80), {"x", "w", "r", "b", "lens", "h0"});
       feeds["lens"] = feeds["lens"].clone();
       feeds["lens"].setElementFromDouble(2, double(bad));
-      expectRunFails(*graph, feeds,
-                     std::string("step 'GRU': a length in 'lens' is out of range [0, t] for axis ") +
-                         (batchMajor ? "1" : "0") + " of 'x'",
-                     2);
+      expectRunFails(
+          *graph, feeds,
+          std::string("step 'GRU': a length in 'lens' is out of range [0, t] for axis ") +
+              (batchMajor ? "1" : "0") + " of 'x'",
+          2);
     }
 }
 

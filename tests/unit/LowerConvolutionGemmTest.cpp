@@ -12,12 +12,12 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelJit.h"
 #include "codegen/TargetSelection.h"
 #include "codegen/artifact/DescriptorEmitter.h"
 #include "codegen/kernels/GemmPacking.h"
 #include "codegen/lower/Lowering.h"
+#include "driver/CompiledSession.h"
 
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"

@@ -9,10 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/ModelPlan.h"
 #include "codegen/TargetSelection.h"
+#include "driver/CompiledSession.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>

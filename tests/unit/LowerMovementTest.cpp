@@ -117,7 +117,8 @@ TEST(LowerMovement, TransposeEveryPermutationOf4D) {
   do {
     std::string text = R"(
 graph @t(%x: f32[a, 5, b, 3]) -> (%y: unknown[*]) {
-  %y = Transpose(%x) {perm = [)" + dimsText(perm) + R"(]}
+  %y = Transpose(%x) {perm = [)" +
+                       dimsText(perm) + R"(]}
   return %y
 }
 )";
@@ -129,9 +130,9 @@ graph @t(%x: f32[a, 5, b, 3]) -> (%y: unknown[*]) {
 }
 
 TEST(LowerMovement, TransposeEveryDType) {
-  for (DType type : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8,
-                     DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64,
-                     DType::Bool}) {
+  for (DType type :
+       {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8, DType::I16,
+        DType::U16, DType::I32, DType::U32, DType::I64, DType::U64, DType::Bool}) {
     std::string name(dtypeName(type));
     auto graph = parseGraph(R"(
 graph @t(%x: )" + name + R"([n, 33, 17]) -> (%y: unknown[*], %z: unknown[*]) {
@@ -173,7 +174,8 @@ TEST(LowerMovement, ConcatEveryAxis) {
   for (int axis : {0, 1, 2, -1}) {
     auto graph = parseGraph(R"(
 graph @c(%a: i32[n, 3, 5], %b: i32[n, 3, 5], %c: i32[n, 3, 5]) -> (%y: unknown[*]) {
-  %y = Concat(%a, %b, %c) {axis = )" + std::to_string(axis) + R"(}
+  %y = Concat(%a, %b, %c) {axis = )" +
+                            std::to_string(axis) + R"(}
   return %y
 }
 )");
@@ -218,8 +220,9 @@ graph @c(%past: f32[b, 2, p, 8], %new: f32[b, 2, s, 8]) -> (%y: unknown[*]) {
   return %y
 }
 )");
-  expectIdentical(*graph, {{"past", randomOf(DType::F32, {3, 2, 1000, 8}, 1)},
-                           {"new", randomOf(DType::F32, {3, 2, 7, 8}, 2)}},
+  expectIdentical(*graph,
+                  {{"past", randomOf(DType::F32, {3, 2, 1000, 8}, 1)},
+                   {"new", randomOf(DType::F32, {3, 2, 7, 8}, 2)}},
                   3);
   expectIdentical(*graph, {{"past", randomOf(DType::F32, {1, 2, 0, 8}, 1)},
                            {"new", randomOf(DType::F32, {1, 2, 3, 8}, 2)}});
@@ -258,9 +261,9 @@ graph @s(%x: f32[s, 3], %y: f32[s, 3]) -> (%a: unknown[*], %b: unknown[*]) {
 }
 )");
   for (int64_t s : {1, 6, 9000})
-    expectIdentical(*graph, {{"x", randomOf(DType::F32, {s, 3}, 1)},
-                             {"y", randomOf(DType::F32, {s, 3}, 2)}},
-                    2);
+    expectIdentical(
+        *graph, {{"x", randomOf(DType::F32, {s, 3}, 1)}, {"y", randomOf(DType::F32, {s, 3}, 2)}},
+        2);
 }
 
 // ---- Slice -----------------------------------------------------------------
@@ -269,15 +272,20 @@ TEST(LowerMovement, SliceConstantBoundsAndNegativeSteps) {
   struct Case {
     const char *starts, *ends, *axes, *steps;
   };
-  for (Case c : {Case{"1, 0", "3, 10", "0, 1", "1, 1"}, Case{"-1", "-100", "2", "-1"},
-                 Case{"5, -2", "-1000, 0", "1, 2", "-2, -3"}, Case{"0", "9223372036854775807", "-1", "3"},
-                 Case{"2, 100", "0, -100", "0, 1", "-1, -4"}, Case{"1", "1", "1", "1"}}) {
+  for (Case c :
+       {Case{"1, 0", "3, 10", "0, 1", "1, 1"}, Case{"-1", "-100", "2", "-1"},
+        Case{"5, -2", "-1000, 0", "1, 2", "-2, -3"}, Case{"0", "9223372036854775807", "-1", "3"},
+        Case{"2, 100", "0, -100", "0, 1", "-1, -4"}, Case{"1", "1", "1", "1"}}) {
     std::string text = std::string(R"(
 graph @s(%x: f32[4, 9, 11]) -> (%y: unknown[*]) {
-  const %starts: i64[_] = dense<[)") + c.starts + R"(]>
-  const %ends: i64[_] = dense<[)" + c.ends + R"(]>
-  const %axes: i64[_] = dense<[)" + c.axes + R"(]>
-  const %steps: i64[_] = dense<[)" + c.steps + R"(]>
+  const %starts: i64[_] = dense<[)") +
+                       c.starts + R"(]>
+  const %ends: i64[_] = dense<[)" +
+                       c.ends + R"(]>
+  const %axes: i64[_] = dense<[)" +
+                       c.axes + R"(]>
+  const %steps: i64[_] = dense<[)" +
+                       c.steps + R"(]>
   %y = Slice(%x, %starts, %ends, %axes, %steps)
   return %y
 }
@@ -321,8 +329,8 @@ graph @s(%x: f32[n, 20], %y: f32[n, m]) -> (%z: unknown[*]) {
 }
 )");
   for (int64_t m : {0, 3, 20})
-    expectIdentical(*graph, {{"x", randomOf(DType::F32, {3, 20}, 1)},
-                             {"y", randomOf(DType::F32, {3, m}, 2)}});
+    expectIdentical(
+        *graph, {{"x", randomOf(DType::F32, {3, 20}, 1)}, {"y", randomOf(DType::F32, {3, m}, 2)}});
 }
 
 TEST(LowerMovement, SliceRunTimeEndBeyondInferredExtentFailsTheRun) {
@@ -338,15 +346,16 @@ graph @s(%x: f32[n, 20], %y: f32[n, m]) -> (%z: unknown[*]) {
   return %z
 }
 )");
-  expectIdentical(*graph, {{"x", randomOf(DType::F32, {2, 20}, 1)},
-                           {"y", randomOf(DType::F32, {2, 5}, 2)}});
+  expectIdentical(
+      *graph, {{"x", randomOf(DType::F32, {2, 20}, 1)}, {"y", randomOf(DType::F32, {2, 5}, 2)}});
   try {
-    runCompiled(*graph, {{"x", randomOf(DType::F32, {2, 20}, 1)},
-                         {"y", randomOf(DType::F32, {2, 25}, 2)}});
+    runCompiled(*graph,
+                {{"x", randomOf(DType::F32, {2, 20}, 1)}, {"y", randomOf(DType::F32, {2, 25}, 2)}});
     ADD_FAILURE() << "the run did not fail";
   } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("the slice end m must be at most 20; the inputs give m = 25"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("the slice end m must be at most 20; the inputs give m = 25"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -369,16 +378,18 @@ TEST(LowerMovement, GatherEveryAxisAndIndexType) {
   for (const char *indexType : {"i32", "i64", "u8", "i16"})
     for (int axis : {0, 1, 2, -1}) {
       auto graph = parseGraph(std::string(R"(
-graph @g(%x: bf16[4, n, 6], %i: )") + indexType + R"([2, 3]) -> (%y: unknown[*]) {
-  %y = Gather(%x, %i) {axis = )" + std::to_string(axis) + R"(}
+graph @g(%x: bf16[4, n, 6], %i: )") +
+                              indexType + R"([2, 3]) -> (%y: unknown[*]) {
+  %y = Gather(%x, %i) {axis = )" +
+                              std::to_string(axis) + R"(}
   return %y
 }
 )");
       SCOPED_TRACE(std::string(indexType) + " axis " + std::to_string(axis));
       bool unsignedIndex = indexType[0] == 'u';
-      expectIdentical(*graph, {{"x", randomOf(DType::BF16, {4, 5, 6}, 1)},
-                               {"i", randomOf(*parseDType(indexType), {2, 3}, 2,
-                                              unsignedIndex ? 0 : -4, 4)}});
+      expectIdentical(
+          *graph, {{"x", randomOf(DType::BF16, {4, 5, 6}, 1)},
+                   {"i", randomOf(*parseDType(indexType), {2, 3}, 2, unsignedIndex ? 0 : -4, 4)}});
     }
 }
 
@@ -389,8 +400,8 @@ graph @g(%x: i64[3], %i: i64[]) -> (%y: unknown[*]) {
   return %y
 }
 )");
-  expectIdentical(*graph, {{"x", randomOf(DType::I64, {3}, 1, 0, 100)},
-                           {"i", Tensor::scalar<int64_t>(-1)}});
+  expectIdentical(
+      *graph, {{"x", randomOf(DType::I64, {3}, 1, 0, 100)}, {"i", Tensor::scalar<int64_t>(-1)}});
 }
 
 TEST(LowerMovement, GatherOutOfRangeIndexFailsTheRun) {
@@ -402,7 +413,8 @@ graph @g(%x: f32[3, 2], %i: i64[n]) -> (%y: unknown[*]) {
 }
 )");
   Tensor x = Tensor::fromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
-  std::vector<Tensor> y = runCompiled(*graph, {{"x", x}, {"i", Tensor::fromVector<int64_t>({2}, {2, -3})}});
+  std::vector<Tensor> y =
+      runCompiled(*graph, {{"x", x}, {"i", Tensor::fromVector<int64_t>({2}, {2, -3})}});
   ASSERT_EQ(y.size(), 1u);
   EXPECT_TRUE(y[0].identicalTo(Tensor::fromVector<float>({2, 2}, {5, 6, 1, 2})));
   for (int64_t bad : {int64_t(3), int64_t(-4), int64_t(1) << 40})
@@ -454,8 +466,9 @@ graph @e(%m: i64[b, 1, 1, s], %q: f32[b, s]) -> (%y: unknown[*]) {
   return %y
 }
 )");
-  expectIdentical(*graph, {{"m", randomOf(DType::I64, {2, 1, 1, 37}, 1, 0, 2)},
-                           {"q", randomOf(DType::F32, {2, 37}, 2)}},
+  expectIdentical(*graph,
+                  {{"m", randomOf(DType::I64, {2, 1, 1, 37}, 1, 0, 2)},
+                   {"q", randomOf(DType::F32, {2, 37}, 2)}},
                   2);
 }
 
@@ -477,8 +490,10 @@ TEST(LowerMovement, TriluUpperLowerEveryK) {
     for (int upper : {0, 1}) {
       auto graph = parseGraph(R"(
 graph @t(%x: f64[b, 4, 6]) -> (%y: unknown[*]) {
-  const %k: i64[] = dense<)" + std::to_string(k) + R"(>
-  %y = Trilu(%x, %k) {upper = )" + std::to_string(upper) + R"(}
+  const %k: i64[] = dense<)" + std::to_string(k) +
+                              R"(>
+  %y = Trilu(%x, %k) {upper = )" +
+                              std::to_string(upper) + R"(}
   return %y
 }
 )");
@@ -496,9 +511,9 @@ graph @t(%x: i32[s, s], %k: i64[]) -> (%y: unknown[*], %z: unknown[*]) {
 }
 )");
   for (int64_t k : {-3, 0, 2})
-    expectIdentical(*graph, {{"x", randomOf(DType::I32, {130, 130}, 5, -9, 9)},
-                             {"k", Tensor::scalar<int64_t>(k)}},
-                    2);
+    expectIdentical(
+        *graph,
+        {{"x", randomOf(DType::I32, {130, 130}, 5, -9, 9)}, {"k", Tensor::scalar<int64_t>(k)}}, 2);
 }
 
 // ---- creation ops ---------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 #include "LoweringTestSupport.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
 #include "codegen/lower/Lowering.h"
+#include "driver/CompiledSession.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/eval/Evaluator.h"

@@ -1,6 +1,6 @@
 //===- tests/unit/NpyTest.cpp - The .npy reader and writer ----------------===//
-#include "ir/Error.h"
 #include "tools/onnxc/Npy.h"
+#include "ir/Error.h"
 
 #include <cstdio>
 #include <gtest/gtest.h>
@@ -44,10 +44,10 @@ std::string errorOf(const std::string &bytes) {
 
 TEST(Npy, ReadsNumpyHeaderVersions) {
   for (int major : {1, 2, 3}) {
-    Tensor t = decodeNpy(
-        npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }         \n",
-                 floats({0, 1, 2, 3, 4, 5}), major),
-        "in.npy");
+    Tensor t =
+        decodeNpy(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }         \n",
+                           floats({0, 1, 2, 3, 4, 5}), major),
+                  "in.npy");
     EXPECT_EQ(t.dtype(), DType::F32);
     EXPECT_EQ(t.dims(), (std::vector<int64_t>{2, 3}));
     EXPECT_EQ(t.data<float>()[4], 4.0f);
@@ -69,8 +69,8 @@ TEST(Npy, ReadsScalarsVectorsAndKeysInAnyOrder) {
 }
 
 TEST(Npy, RoundTripsEveryDtype) {
-  for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::I8, DType::U8, DType::I16, DType::U16,
-                      DType::I32, DType::U32, DType::I64, DType::U64, DType::Bool}) {
+  for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::I8, DType::U8, DType::I16,
+                      DType::U16, DType::I32, DType::U32, DType::I64, DType::U64, DType::Bool}) {
     Tensor t(dtype, {2, 2});
     for (int64_t i = 0; i < 4; ++i)
       t.setElementFromDouble(i, dtype == DType::Bool ? double(i % 2) : double(i + 1));
@@ -89,7 +89,8 @@ TEST(Npy, RoundTripsEveryDtype) {
 // product is far past onnxc's element limit (numpy takes any that fits int64).
 TEST(Npy, ReadsEveryZeroSizeArray) {
   const std::vector<std::vector<int64_t>> shapes = {
-      {1, 4, 0, 16}, {0}, {0, 3}, {3, 0}, {2, 0, 0, 5}, {1 << 30, 1 << 30, 0}, {0, int64_t(1) << 56}};
+      {1, 4, 0, 16},        {0}, {0, 3}, {3, 0}, {2, 0, 0, 5}, {1 << 30, 1 << 30, 0},
+      {0, int64_t(1) << 56}};
   for (const std::vector<int64_t> &dims : shapes) {
     std::string tuple;
     for (int64_t d : dims)
@@ -129,31 +130,41 @@ TEST(Npy, WritesAndReadsFiles) {
 TEST(Npy, RejectsBadFilesNamingThem) {
   const std::string good = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n";
   EXPECT_NE(errorOf("not an npy file").find("in.npy: not an npy file"), std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n", floats({1, 2})))
+  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }\n",
+                             floats({1, 2})))
                 .find("fortran order"),
             std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", floats({1, 2})))
+  EXPECT_NE(errorOf(npyBytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n",
+                             floats({1, 2})))
                 .find("big-endian"),
             std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", "12345678"))
-                .find("object"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(npyBytes("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", "12345678"))
+          .find("object"),
+      std::string::npos);
   EXPECT_NE(errorOf(npyBytes(good, floats({1}))).find("data size mismatch"), std::string::npos);
-  EXPECT_NE(errorOf(npyBytes(good, floats({1, 2, 3}))).find("data size mismatch"), std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'shape': (2,), }\n", floats({1, 2}))).find("malformed"),
+  EXPECT_NE(errorOf(npyBytes(good, floats({1, 2, 3}))).find("data size mismatch"),
             std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }\n", floats({1, 2})))
+  EXPECT_NE(
+      errorOf(npyBytes("{'descr': '<f4', 'shape': (2,), }\n", floats({1, 2}))).find("malformed"),
+      std::string::npos);
+  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }\n",
+                             floats({1, 2})))
                 .find("malformed"),
             std::string::npos);
-  EXPECT_NE(errorOf(npyBytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }\n", floats({1, 2})))
+  EXPECT_NE(errorOf(npyBytes("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }\n",
+                             floats({1, 2})))
                 .find("not supported"),
             std::string::npos);
   EXPECT_NE(errorOf(npyBytes(good, floats({1, 2}), 4)).find("version 4.0"), std::string::npos);
   // A shape whose product would overflow is a size mismatch, not a crash.
-  EXPECT_NE(errorOf(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }\n",
-                             floats({1})))
-                .find("data size mismatch"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          npyBytes(
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }\n",
+              floats({1})))
+          .find("data size mismatch"),
+      std::string::npos);
   // Truncated header.
   EXPECT_NE(errorOf(npyBytes(good, "").substr(0, 20)).find("truncated"), std::string::npos);
 }

@@ -50,7 +50,8 @@ const char *kMlp = "graph @mlp(%x: f32[batch, 4]) -> (%y: f32[batch, 4], %x_agai
 
 TEST(OnnxExporter, ImportedBackComputesTheSame) {
   std::unique_ptr<Graph> graph = parsed(kMlp);
-  fs::path file = fs::temp_directory_path() / ("onnxc-export-" + std::to_string(getpid()) + ".onnx");
+  fs::path file =
+      fs::temp_directory_path() / ("onnxc-export-" + std::to_string(getpid()) + ".onnx");
   writeOnnxFile(*graph, file.string());
   std::unique_ptr<Graph> back = importOnnxFile(file.string());
   fs::remove(file);
@@ -87,12 +88,12 @@ TEST(OnnxExporter, WritesOpset23WithSymbolicDimsAndRawInitializers) {
 }
 
 TEST(OnnxExporter, SkipLayerNormBecomesAddAndLayerNorm) {
-  std::unique_ptr<Graph> graph = parsed(
-      "graph @skip(%x: f32[2, 8], %h: f32[2, 8]) -> (%y: f32[2, 8], %sum: f32[2, 8]) {\n"
-      "  const %g: f32[8] = dense<[1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]>\n"
-      "  %y, %sum = SkipLayerNormalization(%x, %h, %g) {axis = -1, epsilon = 1e-05}\n"
-      "  return %y, %sum\n"
-      "}\n");
+  std::unique_ptr<Graph> graph =
+      parsed("graph @skip(%x: f32[2, 8], %h: f32[2, 8]) -> (%y: f32[2, 8], %sum: f32[2, 8]) {\n"
+             "  const %g: f32[8] = dense<[1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]>\n"
+             "  %y, %sum = SkipLayerNormalization(%x, %h, %g) {axis = -1, epsilon = 1e-05}\n"
+             "  return %y, %sum\n"
+             "}\n");
   OnnxExportReport report;
   onnx::ModelProto model = exportOnnxModel(*graph, {}, &report);
   EXPECT_TRUE(report.customOps.empty());
@@ -105,11 +106,11 @@ TEST(OnnxExporter, SkipLayerNormBecomesAddAndLayerNorm) {
 TEST(OnnxExporter, AttentionWithoutAStandardFormIsCustomAndReported) {
   // A small fill replaces hidden scores; with a symbolic head count there is
   // no constant to split the heads by, so the op stays onnxc's.
-  std::unique_ptr<Graph> graph = parsed(
-      "graph @a(%q: f32[1, h, 4, 8], %m: bool[1, 1, 4, 4]) -> (%y: f32[1, h, 4, 8]) {\n"
-      "  %y = Attention(%q, %q, %q, %m) {mask_fill = -10000.0}\n"
-      "  return %y\n"
-      "}\n");
+  std::unique_ptr<Graph> graph =
+      parsed("graph @a(%q: f32[1, h, 4, 8], %m: bool[1, 1, 4, 4]) -> (%y: f32[1, h, 4, 8]) {\n"
+             "  %y = Attention(%q, %q, %q, %m) {mask_fill = -10000.0}\n"
+             "  return %y\n"
+             "}\n");
   OnnxExportReport report;
   onnx::ModelProto model = exportOnnxModel(*graph, {}, &report);
   EXPECT_EQ(report.customOps, (std::set<std::string>{"Attention"}));

@@ -81,6 +81,7 @@ TEST(PassCommonSubexpressionElimination, OutputsUnchanged) {
   auto g = buildGraph();
   PassContext context("cse");
   createCommonSubexpressionEliminationPass()->run(*g, context);
-  std::map<std::string, Tensor> inputs = {{"x", Tensor::fromVector<float>({2, 3}, {1, -2, 3, 0.5f, 0, -1})}};
+  std::map<std::string, Tensor> inputs = {
+      {"x", Tensor::fromVector<float>({2, 3}, {1, -2, 3, 0.5f, 0, -1})}};
   expectSameOutputs(*reference, *g, inputs);
 }

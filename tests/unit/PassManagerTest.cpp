@@ -119,16 +119,14 @@ TEST(Pipelines, Levels) {
       expected = {"fuse-static-quantized-matmul", "fuse-static-quantized-conv", "sink-dequantize",
                   "expand-fake-quantize"};
     if (level > 0)
-      expected.insert(expected.end(),
-                      {"fold-constants", "inline-constant-if", "fold-channel-affine",
-                       "remove-identity", "simplify-casts", "simplify-shapes",
-                       "simplify-transposes", "cse", "dce"});
+      expected.insert(expected.end(), {"fold-constants", "inline-constant-if",
+                                       "fold-channel-affine", "remove-identity", "simplify-casts",
+                                       "simplify-shapes", "simplify-transposes", "cse", "dce"});
     // (Each pass is listed once, though the cleanup runs again between.)
     if (level > 1)
-      for (const char *fusion :
-           {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "fuse-attention",
-            "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm",
-            "fuse-gelu"})
+      for (const char *fusion : {"fuse-dynamic-quantized-matmul", "lift-batched-heads",
+                                 "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+                                 "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }

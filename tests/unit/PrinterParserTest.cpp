@@ -181,11 +181,13 @@ TEST(Parser, ReportsPositionedErrors) {
       {graphWith("  %y = Relu(%x) : f32[2], f32[2]\n"), "expected 1 result types, got 2"},
       {graphWith("  %y = Relu(%x) : f32[3]\n"), "'%y' is f32[3]"},
       {graphWith("  %y = Relu(%w)\n  %w = Relu(%x)\n"), "use of undefined value '%w'"},
-      {graphWith("  %y = Relu(%x)\n  const %c: f32[] = dense<1.0>\n"), "constants must come before"},
+      {graphWith("  %y = Relu(%x)\n  const %c: f32[] = dense<1.0>\n"),
+       "constants must come before"},
       {graphWith("  const %c: u8[1] = dense<[300]>\n  %y = Relu(%x)\n"), "300 out of range for u8"},
       {graphWith("  const %c: bool[] = dense<2>\n  %y = Relu(%x)\n"), "'true' or 'false'"},
       {graphWith("  const %c: i32[] = dense<1.5>\n  %y = Relu(%x)\n"), "expected an integer"},
-      {graphWith("  const %c: f32[1] = dense<0x0000>\n  %y = Relu(%x)\n"), "hex literal has 2 bytes"},
+      {graphWith("  const %c: f32[1] = dense<0x0000>\n  %y = Relu(%x)\n"),
+       "hex literal has 2 bytes"},
       {graphWith("  const %c: f32[1] = dense<1.0>\n  %y = Relu(%x)\n"), "needs a rank-0 type"},
       {graphWith("  const %c: f32[n] = dense<elided>\n  %y = Relu(%x)\n"), "constant dimensions"},
       {graphWith("  %y = Relu(%x) {a = \"bad\\q\"}\n"), "unknown escape"},
@@ -251,7 +253,9 @@ public:
 
 private:
   unsigned below(unsigned n) { return unsigned(rng_() % n); }
-  template <typename T> T pick(std::vector<T> items) { return items[below(unsigned(items.size()))]; }
+  template <typename T> T pick(std::vector<T> items) {
+    return items[below(unsigned(items.size()))];
+  }
 
   std::string freshName() {
     std::string base = pick<std::string>({"x", "layer.0.w", "/enc/Add_output_", "a b", "q\"uote",
@@ -262,14 +266,22 @@ private:
   Dim randomDim() {
     Dim batch = Dim::symbol("batch"), seq = Dim::symbol("seq");
     switch (below(8)) {
-    case 0: return Dim(int64_t(below(5)));
-    case 1: return Dim(384);
-    case 2: return batch;
-    case 3: return seq * Dim(12);
-    case 4: return batch * seq;
-    case 5: return seq + Dim(1);
-    case 6: return Dim(1) - seq * seq;
-    default: return Dim::unknown();
+    case 0:
+      return Dim(int64_t(below(5)));
+    case 1:
+      return Dim(384);
+    case 2:
+      return batch;
+    case 3:
+      return seq * Dim(12);
+    case 4:
+      return batch * seq;
+    case 5:
+      return seq + Dim(1);
+    case 6:
+      return Dim(1) - seq * seq;
+    default:
+      return Dim::unknown();
     }
   }
 
@@ -303,7 +315,13 @@ private:
     if (dtype == DType::Bool)
       for (size_t i = 0; i < t.byteSize(); ++i)
         bytes[i] &= 1;
-    static const float kSpecial[] = {0.0f, -0.0f, 1.0f, 0.1f, 1e-12f, 1e-45f, 3.4028235e38f,
+    static const float kSpecial[] = {0.0f,
+                                     -0.0f,
+                                     1.0f,
+                                     0.1f,
+                                     1e-12f,
+                                     1e-45f,
+                                     3.4028235e38f,
                                      std::numeric_limits<float>::infinity(),
                                      -std::numeric_limits<float>::infinity(),
                                      std::numeric_limits<float>::quiet_NaN()};
@@ -324,9 +342,12 @@ private:
       return pick<std::string>({"", "padding", "quote\"d", "new\nline", "\x01\x7f", "ünicode"});
     };
     switch (below(7)) {
-    case 0: return pick<int64_t>({0, -1, 12, std::numeric_limits<int64_t>::min()});
-    case 1: return randomFloat();
-    case 2: return randomString();
+    case 0:
+      return pick<int64_t>({0, -1, 12, std::numeric_limits<int64_t>::min()});
+    case 1:
+      return randomFloat();
+    case 2:
+      return randomString();
     case 3: {
       std::vector<int64_t> v;
       for (unsigned i = below(4); i > 0; --i)
@@ -345,7 +366,8 @@ private:
         v.push_back(randomString());
       return v;
     }
-    default: return randomTensor();
+    default:
+      return randomTensor();
     }
   }
 
@@ -363,8 +385,8 @@ private:
     std::vector<Value *> operands;
     for (int i = 0; i < numOps; ++i) {
       bool optional = i >= info.minOperands && info.maxOperands >= 0 && i + 1 < numOps;
-      operands.push_back(optional && below(3) == 0 ? nullptr
-                                                   : available_[below(unsigned(available_.size()))]);
+      operands.push_back(
+          optional && below(3) == 0 ? nullptr : available_[below(unsigned(available_.size()))]);
     }
     std::vector<std::string> names;
     for (int i = 0; i < numRes; ++i)
@@ -468,16 +490,15 @@ TEST(RoundTrip, HandWrittenCorners) {
 // --- DOT ----------------------------------------------------------------------------
 
 TEST(DotExport, DrawsEveryOpOnceWithBalancedBraces) {
-  std::unique_ptr<Graph> g = parseGraph(
-      "graph @g(%x: f32[batch, 64]) -> (%out: f32[batch, 64]) {\n"
-      "  const %w: f32[64, 64] = dense<elided>\n"
-      "  const %shape: i64[2] = dense<[-1, 64]>\n"
-      "  %h = MatMul(%x, %w) : f32[batch, 64]\n"
-      "  %r = Reshape(%h, %shape) : f32[batch, 64]\n"
-      "  %t = Transpose(%r) {perm = [0, 1]} : f32[batch, 64]\n"
-      "  %out = Softmax(%t) {axis = -1} : f32[batch, 64]\n"
-      "  return %out\n"
-      "}\n");
+  std::unique_ptr<Graph> g = parseGraph("graph @g(%x: f32[batch, 64]) -> (%out: f32[batch, 64]) {\n"
+                                        "  const %w: f32[64, 64] = dense<elided>\n"
+                                        "  const %shape: i64[2] = dense<[-1, 64]>\n"
+                                        "  %h = MatMul(%x, %w) : f32[batch, 64]\n"
+                                        "  %r = Reshape(%h, %shape) : f32[batch, 64]\n"
+                                        "  %t = Transpose(%r) {perm = [0, 1]} : f32[batch, 64]\n"
+                                        "  %out = Softmax(%t) {axis = -1} : f32[batch, 64]\n"
+                                        "  return %out\n"
+                                        "}\n");
   std::ostringstream os;
   exportDot(*g, os);
   std::string dot = os.str();
@@ -489,8 +510,8 @@ TEST(DotExport, DrawsEveryOpOnceWithBalancedBraces) {
     EXPECT_EQ(dot.find(label, first + 1), std::string::npos) << op;
   }
   EXPECT_NE(dot.find("perm = [0, 1]"), std::string::npos);
-  EXPECT_NE(dot.find("shape=note"), std::string::npos);           // the small constant
-  EXPECT_NE(dot.find("w: f32[64, 64]"), std::string::npos);       // large one, in MatMul's label
+  EXPECT_NE(dot.find("shape=note"), std::string::npos);     // the small constant
+  EXPECT_NE(dot.find("w: f32[64, 64]"), std::string::npos); // large one, in MatMul's label
   EXPECT_NE(dot.find("[label=\"f32[batch, 64]\"]"), std::string::npos);
   int depth = 0, quotes = 0;
   for (size_t i = 0; i < dot.size(); ++i) {

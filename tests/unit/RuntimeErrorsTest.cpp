@@ -191,8 +191,9 @@ TEST(RuntimeCreateErrors, MalformedAssumptionsAreRefused) {
 TEST(RuntimeCreateErrors, AbiMismatch) {
   TestModel model;
   model.abiVersion = ONNXC_ABI_VERSION - 1;
-  EXPECT_EQ(createError(model), "model was compiled for ABI v" + std::to_string(ONNXC_ABI_VERSION - 1) +
-                                    ", this runtime is v" + std::to_string(ONNXC_ABI_VERSION));
+  EXPECT_EQ(createError(model), "model was compiled for ABI v" +
+                                    std::to_string(ONNXC_ABI_VERSION - 1) + ", this runtime is v" +
+                                    std::to_string(ONNXC_ABI_VERSION));
 }
 
 TEST(RuntimeCreateErrors, NullDescriptorAndNegativeThreads) {

@@ -78,7 +78,8 @@ inline int32_t biasMaskKernel(void *const *buffers, const int64_t *, int64_t beg
   return 0;
 }
 
-inline int32_t rowSumKernel(void *const *buffers, const int64_t *symbols, int64_t begin, int64_t end) {
+inline int32_t rowSumKernel(void *const *buffers, const int64_t *symbols, int64_t begin,
+                            int64_t end) {
   auto *z = static_cast<const float *>(buffers[0]);
   auto *s = static_cast<float *>(buffers[1]);
   int64_t perBatch = symbols[1] * kChannels;

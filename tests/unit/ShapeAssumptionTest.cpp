@@ -169,10 +169,13 @@ graph @s(%table: f32[rows], %x: f32[seq]) -> (%t: unknown[*]) {
   EXPECT_EQ(results[0].data<float>()[0], 5.0f);
   EXPECT_EQ(results[0].data<float>()[2], 7.0f);
   // At seq = 0 the start is 0 (the whole table, not its last 0 rows): refused.
-  EXPECT_EQ(errorOf([&] { runReference(*graph, {{"table", table}, {"x", ones({0})}}); }),
+  EXPECT_EQ(errorOf([&] {
+              runReference(*graph, {{"table", table}, {"x", ones({0})}});
+            }),
             "node 'tail': the slice start -seq must be negative; the inputs give seq = 0");
-  EXPECT_NE(errorOf([&] { runReference(*graph, {{"table", table}, {"x", ones({9})}}); })
-                .find("the slice start rows-seq must not be negative"),
+  EXPECT_NE(errorOf([&] {
+              runReference(*graph, {{"table", table}, {"x", ones({9})}});
+            }).find("the slice start rows-seq must not be negative"),
             std::string::npos);
 }
 

@@ -122,8 +122,8 @@ TEST(ShapeInference, RankFromAHugeLengthIsAnError) {
 // The Conv rule once wrapped: "kernel extent 3 exceeds padded input size
 // -9223372036854775803" for pads [INT64_MAX, 1] on a length-4 input.
 TEST(ShapeInference, ConvPaddingOverflowNamesTheNodeWithoutWrapping) {
-  for (std::vector<int64_t> pads : {std::vector<int64_t>{INT64_MAX, 1},
-                                    std::vector<int64_t>{INT64_MAX, INT64_MAX}}) {
+  for (std::vector<int64_t> pads :
+       {std::vector<int64_t>{INT64_MAX, 1}, std::vector<int64_t>{INT64_MAX, INT64_MAX}}) {
     Builder b;
     Value *x = b.input("x", type(DType::F32, {1, 1, 4}));
     Value *w = b.graph.addConstant("w", Tensor::fromVector<float>({1, 1, 3}, {1, 1, 1}));

@@ -32,10 +32,10 @@ std::string verifyError(const Graph &g) {
   return "<no error>";
 }
 
-#define EXPECT_VERIFY_ERROR(graph, fragment)                                                     \
-  do {                                                                                           \
-    std::string message = verifyError(graph);                                                    \
-    EXPECT_NE(message.find(fragment), std::string::npos) << "got: " << message;                  \
+#define EXPECT_VERIFY_ERROR(graph, fragment)                                                       \
+  do {                                                                                             \
+    std::string message = verifyError(graph);                                                      \
+    EXPECT_NE(message.find(fragment), std::string::npos) << "got: " << message;                    \
   } while (0)
 
 // x -> Relu(%r) -> Add(%r, %one) = %y, output y.
@@ -57,15 +57,15 @@ struct SmallGraph {
 TEST(Verifier, ValidGraphsPass) {
   SmallGraph s;
   EXPECT_NO_THROW(verifyGraph(s.g));
-  std::unique_ptr<Graph> parsed = parseGraph(
-      "graph @g(%x: f32[b, 4], %k: i64[1]) -> (%y: f32[b, 4], %x: f32[b, 4]) {\n"
-      "  const %s: i64[1] = dense<[0]>\n"
-      "  %t = Transpose(%x) {perm = [1, 0]}\n"
-      "  %c = Concat(%x, %x) {axis = -1}\n"
-      "  %sl = Slice(%c, %s, %k, _, %s)\n"
-      "  %y, %m = LayerNormalization(%sl, %x) {axis = 1}\n"
-      "  return %y, %x\n"
-      "}\n");
+  std::unique_ptr<Graph> parsed =
+      parseGraph("graph @g(%x: f32[b, 4], %k: i64[1]) -> (%y: f32[b, 4], %x: f32[b, 4]) {\n"
+                 "  const %s: i64[1] = dense<[0]>\n"
+                 "  %t = Transpose(%x) {perm = [1, 0]}\n"
+                 "  %c = Concat(%x, %x) {axis = -1}\n"
+                 "  %sl = Slice(%c, %s, %k, _, %s)\n"
+                 "  %y, %m = LayerNormalization(%sl, %x) {axis = 1}\n"
+                 "  return %y, %x\n"
+                 "}\n");
   EXPECT_NO_THROW(verifyGraph(*parsed));
 }
 
@@ -192,8 +192,7 @@ TEST(Verifier, AttributeSanity) {
   EXPECT_VERIFY_ERROR(*withNode(OpKind::Transpose, "perm", 1), "'perm' must be a list of ints");
   EXPECT_VERIFY_ERROR(*withNode(OpKind::Softmax, "axis", 1.0f), "'axis' must be an int");
   EXPECT_VERIFY_ERROR(*withNode(OpKind::Softmax, "axis", 2), "axis 2 is out of range for rank 2");
-  EXPECT_VERIFY_ERROR(*withNode(OpKind::Concat, "other", 0),
-                      "missing required attribute 'axis'");
+  EXPECT_VERIFY_ERROR(*withNode(OpKind::Concat, "other", 0), "missing required attribute 'axis'");
   EXPECT_NO_THROW(verifyGraph(*withNode(OpKind::Flatten, "axis", 2)));
   EXPECT_NO_THROW(verifyGraph(*withNode(OpKind::Softmax, "axis", -2)));
 

@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
-#include "ir/Error.h"
+#include "driver/CompiledSession.h"
 #include "driver/RunnableModel.h"
+#include "ir/Error.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
@@ -36,8 +36,8 @@ double millisecondsSince(Clock::time_point start) {
 
 int positiveOption(const ParsedArgs &args, const std::string &name, int defaultValue) {
   std::string text = args.get(name, std::to_string(defaultValue));
-  if (text.empty() || text.size() > 7 || text.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(text) == 0)
+  if (text.empty() || text.size() > 7 ||
+      text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) == 0)
     throw UsageError("--" + name + " needs a positive number, got '" + text + "'");
   return std::stoi(text);
 }

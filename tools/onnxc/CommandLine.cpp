@@ -44,9 +44,9 @@ public:
       // Every occurrence is kept, even of a non-repeatable option or a flag,
       // and checked after the parse: cl would report a flag's value on
       // stderr itself rather than in the stream it is given.
-      auto list = std::make_unique<cl::list<std::string>>(
-          llvm::StringRef(spec.name), cl::desc(spec.help), cl::value_desc(spec.valueName),
-          cl::sub(sub));
+      auto list =
+          std::make_unique<cl::list<std::string>>(llvm::StringRef(spec.name), cl::desc(spec.help),
+                                                  cl::value_desc(spec.valueName), cl::sub(sub));
       if (!spec.takesValue())
         list->setValueExpectedFlag(cl::ValueOptional);
       // One-character options take attached values: -O2, -omodel.so.
@@ -55,7 +55,7 @@ public:
       options_.push_back({&spec, std::move(list)});
     }
     positionals_ = std::make_unique<cl::list<std::string>>(cl::Positional, cl::desc("arguments"),
-                                                            cl::sub(sub));
+                                                           cl::sub(sub));
   }
 
   ~RegisteredOptions() {

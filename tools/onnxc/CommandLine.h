@@ -48,16 +48,16 @@ public:
   std::vector<std::string> getAll(const std::string &name) const;
 
 private:
-  friend ParsedArgs parseArguments(const std::vector<std::string> &, const std::vector<OptionSpec> &,
-                                   const std::string &);
+  friend ParsedArgs parseArguments(const std::vector<std::string> &,
+                                   const std::vector<OptionSpec> &, const std::string &);
   std::map<std::string, std::vector<std::string>> values_;
 };
 
 /// Parses `args` (after the subcommand name) against `specs`. Throws
 /// UsageError naming `command` on an unknown option, a missing value, a
 /// value given to a flag, or a non-repeatable option given twice.
-ParsedArgs parseArguments(const std::vector<std::string> &args, const std::vector<OptionSpec> &specs,
-                          const std::string &command);
+ParsedArgs parseArguments(const std::vector<std::string> &args,
+                          const std::vector<OptionSpec> &specs, const std::string &command);
 
 /// "; did you mean 'X'?" for the name in `known` closest to `given` (a few
 /// edits away at most), or "" when none is close.

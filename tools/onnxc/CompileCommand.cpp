@@ -9,10 +9,10 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/ArtifactOutputs.h"
 #include "driver/InputSpecialization.h"
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
-#include "driver/ArtifactOutputs.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 
@@ -139,12 +139,12 @@ void pinInputDims(Graph &graph, const std::map<std::string, std::vector<int64_t>
           throw UsageError("--shape " + name + "=...: " + where + " is " + std::to_string(*fixed) +
                            ", not " + std::to_string(dims[axis]));
       } else if (shape[axis].isSymbol()) {
-        auto [it, fresh] = symbols.emplace(shape[axis].symbolName(),
-                                           std::make_pair(dims[axis], where));
+        auto [it, fresh] =
+            symbols.emplace(shape[axis].symbolName(), std::make_pair(dims[axis], where));
         if (!fresh && it->second.first != dims[axis])
           throw UsageError("--shape: symbol '" + it->first + "' is " +
-                           std::to_string(it->second.first) + " at " + it->second.second +
-                           " but " + std::to_string(dims[axis]) + " at " + where);
+                           std::to_string(it->second.first) + " at " + it->second.second + " but " +
+                           std::to_string(dims[axis]) + " at " + where);
       } else {
         throw UsageError("--shape " + name + "=...: " + where + " (" + shape[axis].str() +
                          ") is neither a number nor a symbol");
@@ -261,11 +261,10 @@ std::vector<OptionSpec> compileOptions() {
 } // namespace
 
 Command compileCommand() {
-  return {
-      "compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
-      "compile MODEL.onnx|MODEL.ir -o model.so [--name NAME] [--shape NAME=1x576] "
-      "[--emit=so|obj|asm|llvm] [--mcpu=CPU] [options]",
-      compileOptions(), runCompile};
+  return {"compile", "compile a model to a shared library (or object, assembly, LLVM IR)",
+          "compile MODEL.onnx|MODEL.ir -o model.so [--name NAME] [--shape NAME=1x576] "
+          "[--emit=so|obj|asm|llvm] [--mcpu=CPU] [options]",
+          compileOptions(), runCompile};
 }
 
 } // namespace onnxc

@@ -122,7 +122,8 @@ std::vector<OptionSpec> dumpOptions() {
                      "the text IR (default), Graphviz dot text, a picture drawn by Graphviz's "
                      "'dot' (svg, png; needs -o), or a standard ONNX model (needs -o)"});
   options.push_back({"print-node-names", "", "append loc(\"onnx node name\") to nodes"});
-  options.push_back({"print-all-constants", "", "print every constant in full instead of dense<elided>"});
+  options.push_back(
+      {"print-all-constants", "", "print every constant in full instead of dense<elided>"});
   options.push_back(
       {"o", "FILE",
        "write the IR to FILE instead of stdout (--print-ir-after* then go to stderr)"});

@@ -10,9 +10,9 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
-#include "driver/RunnableModel.h"
 #include "tools/onnxc/ModelFiles.h"
 
 #include <algorithm>

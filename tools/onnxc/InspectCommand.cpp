@@ -117,8 +117,10 @@ int runInspect(const ParsedArgs &args) {
   printList("outputs", summary.outputs);
 
   // Most frequent ops first: that is what a reader scans for.
-  std::vector<std::pair<std::string, int64_t>> ops(summary.opHistogram.begin(), summary.opHistogram.end());
-  std::stable_sort(ops.begin(), ops.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, int64_t>> ops(summary.opHistogram.begin(),
+                                                   summary.opHistogram.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
   int64_t nodes = 0;
   size_t width = 0;
   for (const auto &[op, count] : ops) {

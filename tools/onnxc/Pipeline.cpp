@@ -54,7 +54,8 @@ std::vector<std::string> passNames(const ParsedArgs &args, const std::string &op
   for (const std::string &list : args.getAll(option))
     for (std::string &name : splitPassList(list)) {
       if (!findPass(name))
-        throw UsageError("unknown pass '" + name + "' in --" + option + " (known: " + knownPassNames() + ")");
+        throw UsageError("unknown pass '" + name + "' in --" + option +
+                         " (known: " + knownPassNames() + ")");
       names.push_back(std::move(name));
     }
   return names;

@@ -2,13 +2,13 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/CompilableShapes.h"
-#include "driver/CompiledSession.h"
 #include "codegen/ModelCompiler.h"
+#include "driver/CompiledSession.h"
+#include "driver/FileIdentity.h"
 #include "driver/InputSpecialization.h"
+#include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
-#include "driver/RunnableModel.h"
-#include "driver/FileIdentity.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/Npy.h"
@@ -233,9 +233,8 @@ void reportOutputs(const ParsedArgs &args, const std::string &path, const std::s
       writeNpy(file, result.outputs[i]);
   }
   if (args.has("json")) {
-    llvm::json::Object document{{"model", jsonText(path)},
-                                {"backend", backend},
-                                {"outputs", std::move(outputList)}};
+    llvm::json::Object document{
+        {"model", jsonText(path)}, {"backend", backend}, {"outputs", std::move(outputList)}};
     if (result.pm)
       addPipelineReport(document, *result.pm, args);
     printJson(std::move(document));

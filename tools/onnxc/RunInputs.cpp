@@ -72,8 +72,9 @@ std::vector<int64_t> resolveDims(const Value &input, const Bindings &bindings) {
       dims.push_back(*d);
     }
   if (!shape.isRanked() || dims.size() != shape.rank())
-    fail("input '", input.name(), "' (", input.type().str(), ") has dims no other input determines; give --shape ",
-         input.name(), "=... or --input ", input.name(), "=FILE.npy");
+    fail("input '", input.name(), "' (", input.type().str(),
+         ") has dims no other input determines; give --shape ", input.name(), "=... or --input ",
+         input.name(), "=FILE.npy");
   return dims;
 }
 
@@ -89,7 +90,8 @@ int64_t gatherIndexBound(const Value &input, const Bindings &bindings) {
     const Value *data = use.user->operand(0);
     if (!data || !data->shape().isRanked())
       continue;
-    std::optional<int64_t> axis = normalizeAxis(use.user->getInt("axis", 0), int64_t(data->shape().rank()));
+    std::optional<int64_t> axis =
+        normalizeAxis(use.user->getInt("axis", 0), int64_t(data->shape().rank()));
     if (!axis)
       continue;
     std::optional<int64_t> size = data->shape()[size_t(*axis)].evaluate(bindings);
@@ -101,7 +103,8 @@ int64_t gatherIndexBound(const Value &input, const Bindings &bindings) {
 
 bool nameSaysMask(const std::string &name) {
   std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return lower.find("mask") != std::string::npos;
 }
 
@@ -114,10 +117,12 @@ uint64_t streamSeed(uint64_t seed, const std::string &name) {
   return h;
 }
 
-Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &bindings, uint64_t seed) {
+Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &bindings,
+                uint64_t seed) {
   DType dtype = input.dtype();
   if (dtype == DType::Unknown)
-    fail("input '", input.name(), "' has an unknown dtype; give --input ", input.name(), "=FILE.npy");
+    fail("input '", input.name(), "' has an unknown dtype; give --input ", input.name(),
+         "=FILE.npy");
   Tensor tensor(dtype, std::move(dims));
   // mt19937_64 is fully specified; the distributions of <random> are not,
   // so values are drawn from its raw output to be the same everywhere.
@@ -240,7 +245,8 @@ std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputReque
     if (tensors.count(input->name()))
       continue;
     auto shaped = request.shapes.find(input->name());
-    std::vector<int64_t> dims = shaped != request.shapes.end() ? shaped->second : resolveDims(*input, bindings);
+    std::vector<int64_t> dims =
+        shaped != request.shapes.end() ? shaped->second : resolveDims(*input, bindings);
     tensors.emplace(input->name(), generate(*input, std::move(dims), bindings, request.seed));
   }
   return tensors;

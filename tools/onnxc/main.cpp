@@ -87,7 +87,8 @@ int dispatch(const std::vector<std::string> &args) {
     printVersion(std::cout);
     return 0;
   }
-  auto it = std::find_if(commands().begin(), commands().end(), [&](const Command &c) { return c.name == name; });
+  auto it = std::find_if(commands().begin(), commands().end(),
+                         [&](const Command &c) { return c.name == name; });
   if (it == commands().end()) {
     std::vector<std::string> names;
     for (const Command &c : commands())

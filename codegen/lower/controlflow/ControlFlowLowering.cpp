@@ -104,8 +104,8 @@ void checkBranches(const Node &node, const std::set<std::string> &bound) {
 /// which branch they belong to ("MatMul mm (then_branch of node 'If_0')").
 void guardSteps(LoweringContext &ctx, const Node &node, size_t first, int32_t condition,
                 bool whenTrue) {
-  std::string where = std::string(whenTrue ? " (then_branch" : " (else_branch") + " of " +
-                      node.describe() + ")";
+  std::string where =
+      std::string(whenTrue ? " (then_branch" : " (else_branch") + " of " + node.describe() + ")";
   llvm::Module &module = ctx.module();
   llvm::LLVMContext &llvmContext = module.getContext();
   std::vector<PlanStep> &steps = ctx.plan().steps;
@@ -161,7 +161,8 @@ void lowerBranch(LoweringContext &ctx, const Node &node, const char *region,
   for (size_t j = 0; j < outputs.size(); ++j) {
     int32_t written = inner.bufferOf(outputs[j].value);
     if (written != results[j])
-      inner.copyBuffer(written, results[j], byteSize(node.result(j)), "copy " + node.result(j)->name());
+      inner.copyBuffer(written, results[j], byteSize(node.result(j)),
+                       "copy " + node.result(j)->name());
   }
   guardSteps(ctx, node, first, condition, region == kRegions[0]);
 }

@@ -118,9 +118,8 @@ void lowerConstantOfShape(LoweringContext &ctx, const Node &node) {
   } else {
     Type *bits = elementBitsType(k, size);
     llvm::Value *value = ConstantInt::get(bits, pattern);
-    k.forRange(k.i64(0), count, [&](llvm::Value *i) {
-      b.CreateStore(value, b.CreateGEP(bits, to, i));
-    });
+    k.forRange(k.i64(0), count,
+               [&](llvm::Value *i) { b.CreateStore(value, b.CreateGEP(bits, to, i)); });
   }
   step.finish();
 }

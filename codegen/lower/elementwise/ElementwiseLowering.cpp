@@ -144,8 +144,8 @@ void GroupKernel::collectOperands() {
     bool invariant = true;
     for (const LayoutStride &s : space.operands[o].strides)
       invariant = invariant && s.stride == Dim(0);
-    externals_.push_back({memoryOperands[o], step_.input(memoryOperands[o]), space.operands[o],
-                          invariant});
+    externals_.push_back(
+        {memoryOperands[o], step_.input(memoryOperands[o]), space.operands[o], invariant});
   }
   outputSlot_ = step_.output(group_.result());
 }
@@ -197,8 +197,8 @@ llvm::Value *GroupKernel::loadVector(DType type, llvm::Value *base, llvm::Value 
   return raw;
 }
 
-void GroupKernel::storeVector(DType type, llvm::Value *value, llvm::Value *base,
-                              llvm::Value *index, llvm::Value *mask) {
+void GroupKernel::storeVector(DType type, llvm::Value *value, llvm::Value *base, llvm::Value *index,
+                              llvm::Value *mask) {
   IRBuilder<> &b = k_.ir();
   if (type == DType::Bool)
     value = b.CreateZExt(value, FixedVectorType::get(b.getInt8Ty(), width_));
@@ -224,8 +224,8 @@ void GroupKernel::emitChunk(llvm::Value *j, llvm::Value *mask, llvm::Value *rowS
     llvm::Value *buffer = k_.buffer(external.slot);
     if (external.layout.inner == InnerAccess::Contiguous) {
       llvm::Value *index = b.CreateAdd(bases[o], j);
-      values[external.value] = width_ == 1 ? k_.loadElement(type, buffer, index)
-                                           : loadVector(type, buffer, index, mask);
+      values[external.value] =
+          width_ == 1 ? k_.loadElement(type, buffer, index) : loadVector(type, buffer, index, mask);
     } else if (external.layout.inner == InnerAccess::Strided) {
       llvm::Value *index = b.CreateAdd(bases[o], b.CreateMul(j, strides_[o].back()));
       values[external.value] = k_.loadElement(type, buffer, index);
@@ -274,14 +274,15 @@ void GroupKernel::emitSegment(llvm::Value *jBegin, llvm::Value *jEnd, llvm::Valu
           k_.loadElement(external.value->dtype(), k_.buffer(external.slot), bases[o]));
   }
   if (width_ == 1) {
-    k_.forRange(jBegin, jEnd, [&](llvm::Value *j) { emitChunk(j, nullptr, rowStart, bases, rowValues); });
+    k_.forRange(jBegin, jEnd,
+                [&](llvm::Value *j) { emitChunk(j, nullptr, rowStart, bases, rowValues); });
     return;
   }
   llvm::Value *count = b.CreateSub(jEnd, jBegin);
   llvm::Value *vectorEnd = b.CreateAdd(jBegin, b.CreateAnd(count, k_.i64(-int64_t(width_))));
   k_.forRange(
-      jBegin, vectorEnd,
-      [&](llvm::Value *j) { emitChunk(j, nullptr, rowStart, bases, rowValues); }, width_, "j");
+      jBegin, vectorEnd, [&](llvm::Value *j) { emitChunk(j, nullptr, rowStart, bases, rowValues); },
+      width_, "j");
   k_.ifThen(b.CreateICmpSLT(vectorEnd, jEnd), [&] {
     SmallVector<Constant *, kVectorWidth> lanes;
     for (unsigned lane = 0; lane < width_; ++lane)
@@ -337,17 +338,20 @@ void GroupKernel::emit() {
     outerExtents.push_back(k_.dim(extents_[a]));
   llvm::Value *firstRow = b.CreateUDiv(begin, rowLength);
   llvm::Value *lastRow = k_.ceilDiv(end, rowLength);
-  k_.forRange(firstRow, lastRow, [&](llvm::Value *row) {
-    llvm::Value *rowStart = b.CreateMul(row, rowLength);
-    llvm::Value *jBegin = k_.max(b.CreateSub(begin, rowStart), k_.i64(0));
-    llvm::Value *jEnd = k_.min(b.CreateSub(end, rowStart), rowLength);
-    std::vector<llvm::Value *> index =
-        outerAxes == 1 ? std::vector<llvm::Value *>{row} : k_.unflatten(row, outerExtents);
-    std::vector<llvm::Value *> bases;
-    for (size_t o = 0; o < externals_.size(); ++o)
-      bases.push_back(k_.offset(index, ArrayRef<llvm::Value *>(strides_[o]).drop_back()));
-    emitSegment(jBegin, jEnd, rowStart, bases);
-  }, 1, "row");
+  k_.forRange(
+      firstRow, lastRow,
+      [&](llvm::Value *row) {
+        llvm::Value *rowStart = b.CreateMul(row, rowLength);
+        llvm::Value *jBegin = k_.max(b.CreateSub(begin, rowStart), k_.i64(0));
+        llvm::Value *jEnd = k_.min(b.CreateSub(end, rowStart), rowLength);
+        std::vector<llvm::Value *> index =
+            outerAxes == 1 ? std::vector<llvm::Value *>{row} : k_.unflatten(row, outerExtents);
+        std::vector<llvm::Value *> bases;
+        for (size_t o = 0; o < externals_.size(); ++o)
+          bases.push_back(k_.offset(index, ArrayRef<llvm::Value *>(strides_[o]).drop_back()));
+        emitSegment(jBegin, jEnd, rowStart, bases);
+      },
+      1, "row");
   step_.finish();
 }
 
@@ -361,18 +365,28 @@ void lowerElementwise(LoweringContext &context, const Node &node) {
 } // namespace
 
 void registerElementwiseLowerings(LoweringTable &table) {
-  for (OpKind kind :
-       {OpKind::Add,     OpKind::Sub,         OpKind::Mul,     OpKind::Div,
-        OpKind::Pow,     OpKind::Mod,         OpKind::Max,     OpKind::Min,
-        OpKind::Sum,     OpKind::Mean,        OpKind::Sqrt,    OpKind::Reciprocal,
-        OpKind::Neg,     OpKind::Abs,         OpKind::Sign,    OpKind::Floor,
-        OpKind::Ceil,    OpKind::Exp,         OpKind::Log,     OpKind::Erf,
-        OpKind::Tanh,    OpKind::Sigmoid,     OpKind::Relu,    OpKind::LeakyRelu,
-        OpKind::Gelu,    OpKind::Sin,         OpKind::Cos,     OpKind::Clip,
-        OpKind::Where,   OpKind::Equal,       OpKind::Less,    OpKind::Greater,
-        OpKind::LessOrEqual, OpKind::GreaterOrEqual, OpKind::Not, OpKind::And,
-        OpKind::Or,      OpKind::Xor,         OpKind::IsNaN,   OpKind::IsInf,
-        OpKind::Cast,    OpKind::CastLike,    OpKind::Elu})
+  for (OpKind kind : {OpKind::Add,         OpKind::Sub,
+                      OpKind::Mul,         OpKind::Div,
+                      OpKind::Pow,         OpKind::Mod,
+                      OpKind::Max,         OpKind::Min,
+                      OpKind::Sum,         OpKind::Mean,
+                      OpKind::Sqrt,        OpKind::Reciprocal,
+                      OpKind::Neg,         OpKind::Abs,
+                      OpKind::Sign,        OpKind::Floor,
+                      OpKind::Ceil,        OpKind::Exp,
+                      OpKind::Log,         OpKind::Erf,
+                      OpKind::Tanh,        OpKind::Sigmoid,
+                      OpKind::Relu,        OpKind::LeakyRelu,
+                      OpKind::Gelu,        OpKind::Sin,
+                      OpKind::Cos,         OpKind::Clip,
+                      OpKind::Where,       OpKind::Equal,
+                      OpKind::Less,        OpKind::Greater,
+                      OpKind::LessOrEqual, OpKind::GreaterOrEqual,
+                      OpKind::Not,         OpKind::And,
+                      OpKind::Or,          OpKind::Xor,
+                      OpKind::IsNaN,       OpKind::IsInf,
+                      OpKind::Cast,        OpKind::CastLike,
+                      OpKind::Elu})
     table.add(kind, lowerElementwise);
 }
 

@@ -90,16 +90,49 @@ std::string checkGelu(const Node &node) {
 
 bool isElementwiseOp(OpKind kind) {
   switch (kind) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-  case OpKind::Mod: case OpKind::Max: case OpKind::Min: case OpKind::Sum: case OpKind::Mean:
-  case OpKind::Sqrt: case OpKind::Reciprocal: case OpKind::Neg: case OpKind::Abs:
-  case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Exp: case OpKind::Log:
-  case OpKind::Erf: case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Relu:
-  case OpKind::LeakyRelu: case OpKind::Elu: case OpKind::Gelu: case OpKind::Sin:
-  case OpKind::Cos: case OpKind::Clip: case OpKind::Where: case OpKind::Equal: case OpKind::Less:
-  case OpKind::Greater: case OpKind::LessOrEqual: case OpKind::GreaterOrEqual: case OpKind::Not:
-  case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::IsNaN: case OpKind::IsInf:
-  case OpKind::Cast: case OpKind::CastLike:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Mod:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::Sqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Sign:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::LeakyRelu:
+  case OpKind::Elu:
+  case OpKind::Gelu:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Clip:
+  case OpKind::Where:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::Greater:
+  case OpKind::LessOrEqual:
+  case OpKind::GreaterOrEqual:
+  case OpKind::Not:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::IsNaN:
+  case OpKind::IsInf:
+  case OpKind::Cast:
+  case OpKind::CastLike:
     return true;
   default:
     return false;
@@ -110,7 +143,11 @@ std::string elementwiseUnsupportedReason(const Node &node) {
   if (node.numResults() != 1 || node.result(0)->dtype() == DType::Unknown)
     return "the result has no inferred dtype";
   switch (node.kind()) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Max:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Max:
   case OpKind::Min:
     return checkSameDType(node, kNumericTypes);
   case OpKind::Mod:
@@ -119,18 +156,25 @@ std::string elementwiseUnsupportedReason(const Node &node) {
     if (isFloat(node.operand(0)->dtype()) && node.getInt("fmod", 0) == 0)
       return "Mod of floating-point values requires fmod = 1";
     return "";
-  case OpKind::Sum: case OpKind::Mean:
+  case OpKind::Sum:
+  case OpKind::Mean:
     return checkSameDType(node, kFloatTypes);
-  case OpKind::And: case OpKind::Or: case OpKind::Xor:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
     return checkSameDType(node, kBoolType);
   case OpKind::Equal:
     return checkSameDType(node, kAllTypes);
-  case OpKind::Less: case OpKind::Greater: case OpKind::LessOrEqual:
+  case OpKind::Less:
+  case OpKind::Greater:
+  case OpKind::LessOrEqual:
   case OpKind::GreaterOrEqual:
     return checkSameDType(node, kNumericTypes);
-  case OpKind::Neg: case OpKind::Relu:
+  case OpKind::Neg:
+  case OpKind::Relu:
     return checkOperand(node, 0, kFloatTypes | kSignedTypes);
-  case OpKind::Abs: case OpKind::Sign:
+  case OpKind::Abs:
+  case OpKind::Sign:
     return checkOperand(node, 0, kNumericTypes);
   case OpKind::Not:
     return checkOperand(node, 0, kBoolType);
@@ -162,8 +206,16 @@ bool needsScalarEmission(const Node &node) {
 
 bool isExpensiveElementwiseOp(const Node &node) {
   switch (node.kind()) {
-  case OpKind::Exp: case OpKind::Log: case OpKind::Erf: case OpKind::Tanh: case OpKind::Sigmoid:
-  case OpKind::Gelu: case OpKind::Sin: case OpKind::Cos: case OpKind::Pow: case OpKind::Mod:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Gelu:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Pow:
+  case OpKind::Mod:
   case OpKind::Elu:
     return true;
   case OpKind::Div:

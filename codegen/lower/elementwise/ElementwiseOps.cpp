@@ -42,7 +42,8 @@ llvm::Value *ElementEmitter::intrinsic(unsigned id, llvm::Value *x) {
 llvm::Value *ElementEmitter::callDouble(const char *name, ArrayRef<llvm::Value *> args) {
   llvm::Type *d = b().getDoubleTy();
   std::vector<llvm::Type *> params(args.size(), d);
-  FunctionCallee callee = f_.module().getOrInsertFunction(name, FunctionType::get(d, params, false));
+  FunctionCallee callee =
+      f_.module().getOrInsertFunction(name, FunctionType::get(d, params, false));
   if (width_ == 1)
     return b().CreateCall(callee, std::vector<llvm::Value *>(args.begin(), args.end()));
   llvm::Value *result = PoisonValue::get(FixedVectorType::get(d, width_));
@@ -145,7 +146,9 @@ llvm::Value *ElementEmitter::binary(OpKind kind, DType type, llvm::Value *a, llv
   IRBuilder<> &ir = b();
   bool fp = isFloat(type);
   switch (kind) {
-  case OpKind::Add: case OpKind::Sum: case OpKind::Mean:
+  case OpKind::Add:
+  case OpKind::Sum:
+  case OpKind::Mean:
     return fp ? ir.CreateFAdd(a, c) : ir.CreateAdd(a, c);
   case OpKind::Sub:
     return fp ? ir.CreateFSub(a, c) : ir.CreateSub(a, c);
@@ -158,7 +161,8 @@ llvm::Value *ElementEmitter::binary(OpKind kind, DType type, llvm::Value *a, llv
     if (kind == OpKind::Div)
       return divide(type, a, c);
     return modulo(type, a, c, node.getInt("fmod", 0) != 0);
-  case OpKind::Max: case OpKind::Min:
+  case OpKind::Max:
+  case OpKind::Min:
     return extremum(kind == OpKind::Max, type, a, c);
   case OpKind::And:
     return ir.CreateAnd(a, c);
@@ -278,11 +282,16 @@ llvm::Value *ElementEmitter::unary(const Node &node, DType type, llvm::Value *x)
     return intrinsic(Intrinsic::floor, x);
   case OpKind::Ceil:
     return intrinsic(Intrinsic::ceil, x);
-  case OpKind::Exp: case OpKind::Log: case OpKind::Erf: case OpKind::Tanh: case OpKind::Sigmoid:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
     return transcendental(node.kind(), type, x, false);
   case OpKind::Gelu:
     return transcendental(OpKind::Gelu, type, x, node.getString("approximate", "none") == "tanh");
-  case OpKind::Sin: case OpKind::Cos: {
+  case OpKind::Sin:
+  case OpKind::Cos: {
     Intrinsic::ID id = node.kind() == OpKind::Sin ? Intrinsic::sin : Intrinsic::cos;
     if (type != DType::F32)
       return intrinsic(id, x);
@@ -299,9 +308,9 @@ llvm::Value *ElementEmitter::unary(const Node &node, DType type, llvm::Value *x)
       return x;
     return ir.CreateBinaryIntrinsic(Intrinsic::abs, x, ir.getFalse()); // INT_MIN stays INT_MIN
   case OpKind::Sign: {
-    llvm::Value *positive = fp ? ir.CreateFCmpOGT(x, zero)
-                               : (isSignedInt(type) ? ir.CreateICmpSGT(x, zero)
-                                                    : ir.CreateICmpNE(x, zero));
+    llvm::Value *positive =
+        fp ? ir.CreateFCmpOGT(x, zero)
+           : (isSignedInt(type) ? ir.CreateICmpSGT(x, zero) : ir.CreateICmpNE(x, zero));
     llvm::Value *sign = ir.CreateSelect(positive, constant(type, 1), zero);
     if (fp || isSignedInt(type)) {
       llvm::Value *negative = fp ? ir.CreateFCmpOLT(x, zero) : ir.CreateICmpSLT(x, zero);
@@ -378,12 +387,11 @@ llvm::Value *ElementEmitter::integerPower(DType type, llvm::Value *base, llvm::V
   if (isSignedInt(type)) {
     llvm::Value *odd = ir.CreateTrunc(exponent, ir.getInt1Ty());
     llvm::Value *minusOnePower = ir.CreateSelect(odd, constant(type, -1), one);
-    reciprocal = ir.CreateSelect(ir.CreateICmpEQ(base, constant(type, -1)), minusOnePower,
-                                 reciprocal);
+    reciprocal =
+        ir.CreateSelect(ir.CreateICmpEQ(base, constant(type, -1)), minusOnePower, reciprocal);
   }
   // Squaring over the exponent's significant bits, wrapping like the evaluator.
-  llvm::Value *leadingZeros =
-      ir.CreateBinaryIntrinsic(Intrinsic::ctlz, exponent, ir.getFalse());
+  llvm::Value *leadingZeros = ir.CreateBinaryIntrinsic(Intrinsic::ctlz, exponent, ir.getFalse());
   llvm::Value *bits =
       ir.CreateSelect(isNegative, f_.i64(0), ir.CreateSub(f_.i64(64), leadingZeros));
   std::vector<llvm::Value *> final = f_.forRangeCarried(
@@ -426,12 +434,11 @@ llvm::Value *ElementEmitter::power(DType baseType, DType exponentType, llvm::Val
     return cast(ir.CreateBinaryIntrinsic(Intrinsic::pow, wideBase, wideExponent), DType::F64,
                 baseType);
   }
-  return integerPower(baseType, base, ir.CreateIntCast(exponent, ir.getInt64Ty(),
-                                                       isSignedInt(exponentType)));
+  return integerPower(baseType, base,
+                      ir.CreateIntCast(exponent, ir.getInt64Ty(), isSignedInt(exponentType)));
 }
 
-llvm::Value *ElementEmitter::clip(DType type, llvm::Value *x, llvm::Value *low,
-                                  llvm::Value *high) {
+llvm::Value *ElementEmitter::clip(DType type, llvm::Value *x, llvm::Value *low, llvm::Value *high) {
   IRBuilder<> &ir = b();
   bool fp = isFloat(type), isSigned = isSignedInt(type);
   if (low) {
@@ -460,11 +467,23 @@ llvm::Value *ElementEmitter::emit(const Node &node, ArrayRef<llvm::Value *> oper
   DType type = node.operand(0)->dtype();
   DType resultType = node.result(0)->dtype();
   switch (node.kind()) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Mod:
-  case OpKind::Max: case OpKind::Min: case OpKind::Sum: case OpKind::Mean: case OpKind::And:
-  case OpKind::Or: case OpKind::Xor:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Mod:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
     return fold(node, operands);
-  case OpKind::Equal: case OpKind::Less: case OpKind::Greater: case OpKind::LessOrEqual:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::Greater:
+  case OpKind::LessOrEqual:
   case OpKind::GreaterOrEqual:
     return compare(node.kind(), type, operands[0], operands[1]);
   case OpKind::Pow:
@@ -474,7 +493,8 @@ llvm::Value *ElementEmitter::emit(const Node &node, ArrayRef<llvm::Value *> oper
                 operands.size() > 2 ? operands[2] : nullptr);
   case OpKind::Where:
     return b().CreateSelect(operands[0], operands[1], operands[2]);
-  case OpKind::Cast: case OpKind::CastLike:
+  case OpKind::Cast:
+  case OpKind::CastLike:
     return cast(operands[0], type, resultType);
   default:
     return unary(node, type, operands[0]);

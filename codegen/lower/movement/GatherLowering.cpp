@@ -116,8 +116,8 @@ void lowerTrilu(LoweringContext &ctx, const Node &node) {
   unsigned src = step.input(data);
   unsigned kSlot = kValue && !constantK ? step.input(kValue) : 0;
   unsigned dst = step.output(node.result(0));
-  int64_t rowBytes = rowLength.constant() ? std::max<int64_t>(1, *rowLength.constant()) * int64_t(size)
-                                          : 1024;
+  int64_t rowBytes =
+      rowLength.constant() ? std::max<int64_t>(1, *rowLength.constant()) * int64_t(size) : 1024;
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); },
                                        std::max<int64_t>(1, kCopyGrainBytes / rowBytes));
   KernelBuilder &k = step.kernel();

@@ -64,7 +64,8 @@ public:
       slot_ = step.input(value_);
   }
   llvm::Value *element(KernelBuilder &k, size_t i) const {
-    return constant_ ? k.i64(values_[i]) : loadIndex(k, value_->dtype(), k.buffer(slot_), int64_t(i));
+    return constant_ ? k.i64(values_[i])
+                     : loadIndex(k, value_->dtype(), k.buffer(slot_), int64_t(i));
   }
 
 private:
@@ -95,18 +96,18 @@ std::pair<llvm::Value *, llvm::Value *> resolveBounds(FunctionBuilder &f, llvm::
     start = clamp(start, zero, dim);
     end = clamp(end, zero, dim);
     llvm::Value *span = b.CreateSub(end, start);
-    length = b.CreateSelect(b.CreateICmpSGT(span, zero),
-                            b.CreateAdd(b.CreateSDiv(b.CreateSub(span, f.i64(1)), f.i64(step)), f.i64(1)),
-                            zero);
+    length = b.CreateSelect(
+        b.CreateICmpSGT(span, zero),
+        b.CreateAdd(b.CreateSDiv(b.CreateSub(span, f.i64(1)), f.i64(step)), f.i64(1)), zero);
   } else {
     llvm::Value *last = b.CreateSub(dim, f.i64(1));
     start = clamp(start, zero, last);
     end = clamp(end, f.i64(-1), last);
     llvm::Value *span = b.CreateSub(start, end);
     llvm::Value *stride = f.i64(step == INT64_MIN ? INT64_MAX : -step);
-    length = b.CreateSelect(b.CreateICmpSGT(span, zero),
-                            b.CreateAdd(b.CreateSDiv(b.CreateSub(span, f.i64(1)), stride), f.i64(1)),
-                            zero);
+    length = b.CreateSelect(
+        b.CreateICmpSGT(span, zero),
+        b.CreateAdd(b.CreateSDiv(b.CreateSub(span, f.i64(1)), stride), f.i64(1)), zero);
   }
   length = b.CreateSelect(b.CreateICmpSGT(dim, zero), length, zero);
   return {start, length};
@@ -127,7 +128,8 @@ void lowerSlice(LoweringContext &ctx, const Node &node) {
   for (size_t i = 0; i < count; ++i)
     defaultAxes.push_back(int64_t(i));
   std::vector<int64_t> axes = constantIndices(ctx, node, 3, "axes", defaultAxes);
-  std::vector<int64_t> steps = constantIndices(ctx, node, 4, "steps", std::vector<int64_t>(count, 1));
+  std::vector<int64_t> steps =
+      constantIndices(ctx, node, 4, "steps", std::vector<int64_t>(count, 1));
   if (ends.count() != count || axes.size() != count || steps.size() != count ||
       out.rank() != in.rank())
     ctx.unsupported(node, "starts, ends, axes and steps have different lengths");

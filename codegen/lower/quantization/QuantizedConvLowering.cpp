@@ -58,8 +58,7 @@ Value *storedZero(KernelBuilder &k, const QuantizedConvPlan &plan, int zeroSlot)
   Value *zero = b.getInt32(uint32_t(plan.zero));
   if (plan.runtimeZero) {
     DType type = plan.operands.xZero->dtype();
-    zero = k.convert(k.loadElement(type, k.buffer(unsigned(zeroSlot)), k.i64(0)), type,
-                     DType::I32);
+    zero = k.convert(k.loadElement(type, k.buffer(unsigned(zeroSlot)), k.i64(0)), type, DType::I32);
   }
   return b.CreateAdd(zero, b.getInt32(uint32_t(plan.bytes.storedOffset)));
 }
@@ -81,7 +80,8 @@ public:
     Dim rows = plan_.batch * plan_.paddedH;
     std::optional<int64_t> width = plan_.paddedW.constant();
     int64_t grain = std::max<int64_t>(1, 16384 / (width.value_or(64) * plan_.channels));
-    auto [begin, end] = step_.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
+    auto [begin, end] =
+        step_.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
     element_ = plan_.bytes.source == DType::F32 ? b_.getFloatTy() : b_.getInt8Ty();
     stored_ = storedZero(k_, plan_, zeroSlot_);
     if (plan_.bytes.source == DType::F32) {
@@ -100,8 +100,8 @@ public:
           [&] {
             Value *left = k_.i64(plan_.padLeft * plan_.channels);
             b_.CreateMemSet(target, zeroByte, left, llvm::MaybeAlign(1));
-            Value *right = b_.CreateAdd(
-                left, b_.CreateMul(k_.dim(plan_.inW), k_.i64(plan_.channels)));
+            Value *right =
+                b_.CreateAdd(left, b_.CreateMul(k_.dim(plan_.inW), k_.i64(plan_.channels)));
             b_.CreateMemSet(b_.CreateInBoundsGEP(b_.getInt8Ty(), target, right), zeroByte,
                             b_.CreateSub(rowBytes, right), llvm::MaybeAlign(1));
             emitRow(n, h, b_.CreateInBoundsGEP(b_.getInt8Ty(), target, left));
@@ -162,8 +162,8 @@ private:
     }
     std::array<Value *, 8> columns = transpose8x8(b_, rows);
     for (int64_t i = 0; i < 8; ++i) {
-      Value *at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(w, k_.i64(i)), k_.i64(plan_.channels)),
-                               channel);
+      Value *at =
+          b_.CreateAdd(b_.CreateMul(b_.CreateAdd(w, k_.i64(i)), k_.i64(plan_.channels)), channel);
       Value *to = b_.CreateInBoundsGEP(b_.getInt8Ty(), target, at);
       Value *column = columns[size_t(i)];
       if (count < 8) {
@@ -199,8 +199,7 @@ private:
 class ConvGemmStep {
 public:
   ConvGemmStep(LoweringContext &ctx, const QuantizedConvPlan &plan, int32_t scratch)
-      : plan_(plan), step_(ctx.beginStep(*plan.node, "qconv")), k_(step_.kernel()),
-        b_(k_.ir()) {
+      : plan_(plan), step_(ctx.beginStep(*plan.node, "qconv")), k_(step_.kernel()), b_(k_.ir()) {
     scratchSlot_ = step_.bufferSlot(scratch);
     bSlot_ = step_.bufferSlot(plan.packed.packed);
     columnsSlot_ = step_.bufferSlot(plan.packed.columns);
@@ -226,8 +225,8 @@ public:
       return chunkRows(f, f.dim(batch), f.dim(positions), taskRows, 0);
     };
     patches_ = stackBuffer(b_.getInt8Ty(), plan_.blockRows * plan_.rowStride, "patches");
-    tile_ = stackBuffer(k_.storageType(plan_.outputType), plan_.blockRows * plan_.outChannels,
-                        "tile");
+    tile_ =
+        stackBuffer(k_.storageType(plan_.outputType), plan_.blockRows * plan_.outChannels, "tile");
     rowSums_ = plan_.spec.rowSums ? stackBuffer(b_.getInt32Ty(), plan_.blockRows, "row_sums")
                                   : llvm::ConstantPointerNull::get(b_.getPtrTy());
     stored_ = storedZero(k_, plan_, zeroSlot_);
@@ -239,22 +238,23 @@ public:
         b_.CreateMemSet(b_.CreateInBoundsGEP(b_.getInt8Ty(), patches_, tail), b_.getInt8(0),
                         k_.i64(plan_.rowStride - plan_.depth), llvm::MaybeAlign(1));
       });
-    splitItemsAndRows(step_, batch, rows, perChunk, [&](Value *item, Value *rowBegin, Value *rowEnd) {
-      k_.forRange(
-          rowBegin, rowEnd,
-          [&](Value *first) {
-            Value *count = k_.min(k_.i64(plan_.blockRows), b_.CreateSub(rowEnd, first));
-            emitBlock(item, first, count);
-          },
-          plan_.blockRows, "block");
-    });
+    splitItemsAndRows(
+        step_, batch, rows, perChunk, [&](Value *item, Value *rowBegin, Value *rowEnd) {
+          k_.forRange(
+              rowBegin, rowEnd,
+              [&](Value *first) {
+                Value *count = k_.min(k_.i64(plan_.blockRows), b_.CreateSub(rowEnd, first));
+                emitBlock(item, first, count);
+              },
+              plan_.blockRows, "block");
+        });
     step_.finish();
   }
 
 private:
   Value *stackBuffer(llvm::Type *type, int64_t count, const char *name) {
-    auto *buffer = k_.hoisted().CreateAlloca(llvm::ArrayType::get(type, uint64_t(count)), nullptr,
-                                             name);
+    auto *buffer =
+        k_.hoisted().CreateAlloca(llvm::ArrayType::get(type, uint64_t(count)), nullptr, name);
     buffer->setAlignment(llvm::Align(64));
     return buffer;
   }
@@ -272,16 +272,15 @@ private:
         b_.CreateAdd(b_.CreateMul(top, paddedW), b_.CreateMul(ow, k_.i64(plan_.strideW))),
         k_.i64(C));
     Value *source = b_.CreateInBoundsGEP(b_.getInt8Ty(), k_.buffer(scratchSlot_), origin);
-    Value *target = b_.CreateInBoundsGEP(b_.getInt8Ty(), patches_,
-                                         b_.CreateMul(row, k_.i64(plan_.rowStride)));
+    Value *target =
+        b_.CreateInBoundsGEP(b_.getInt8Ty(), patches_, b_.CreateMul(row, k_.i64(plan_.rowStride)));
     Value *tapRow = b_.CreateMul(b_.CreateMul(paddedW, k_.i64(plan_.dilationH)), k_.i64(C));
     auto copy = [&](Value *from, int64_t to, int64_t bytes) {
       b_.CreateMemCpy(b_.CreateInBoundsGEP(b_.getInt8Ty(), target, k_.i64(to)), llvm::MaybeAlign(1),
                       from, llvm::MaybeAlign(1), k_.i64(bytes));
     };
     for (int64_t kh = 0; kh < plan_.kH; ++kh) {
-      Value *from =
-          b_.CreateInBoundsGEP(b_.getInt8Ty(), source, b_.CreateMul(tapRow, k_.i64(kh)));
+      Value *from = b_.CreateInBoundsGEP(b_.getInt8Ty(), source, b_.CreateMul(tapRow, k_.i64(kh)));
       if (plan_.dilationW == 1) {
         copy(from, kh * plan_.kW * C, plan_.kW * C);
         continue;
@@ -322,8 +321,8 @@ private:
                           k_.i64(plan_.outChannels), k_.i64(0), count, rowSums_, stored_, scale,
                           k_.buffer(columnsSlot_), bias});
     Value *positions = k_.dim(plan_.outH * plan_.outW);
-    Value *offset = b_.CreateAdd(
-        b_.CreateMul(b_.CreateMul(item, k_.i64(plan_.outChannels)), positions), first);
+    Value *offset =
+        b_.CreateAdd(b_.CreateMul(b_.CreateMul(item, k_.i64(plan_.outChannels)), positions), first);
     emitTileTranspose(k_, plan_.outputType, tile_, plan_.outChannels, count,
                       k_.elementAddress(plan_.outputType, k_.buffer(ySlot_), offset), positions);
   }
@@ -364,8 +363,8 @@ void lowerQuantizedConv(LoweringContext &ctx, const Node &node) {
   plan.operands = {node.operand(0), node.operand(3), node.operand(6), node.result(0),
                    node.operand(2), node.operand(4), node.operand(5)};
   plan.bytes = ActivationBytes::of(DType::F32, node.operand(2)->dtype());
-  plan.scale = float(requireConstant(ctx, node, node.operand(1), "activation scale")
-                         .elementAsDouble(0));
+  plan.scale =
+      float(requireConstant(ctx, node, node.operand(1), "activation scale").elementAsDouble(0));
   plan.zero = int32_t(
       requireConstant(ctx, node, node.operand(2), "activation zero point").elementAsInt64(0));
   if (!(std::isfinite(plan.scale) && plan.scale > 0))

@@ -279,15 +279,15 @@ void emitGemm(LoweringContext &ctx, const QuantizedMatMulPlan &plan) {
         llvm::Value *zero = ir.getInt32(uint32_t(parameters.zero));
         if (parameters.kind == ActivationParameters::Kind::Range) {
           scale = ir.CreateAlignedLoad(ir.getFloatTy(), header, llvm::Align(4));
-          zero = ir.CreateAlignedLoad(
-              ir.getInt32Ty(), ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(4)),
-              llvm::Align(4));
+          zero = ir.CreateAlignedLoad(ir.getInt32Ty(),
+                                      ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(4)),
+                                      llvm::Align(4));
         } else if (parameters.kind == ActivationParameters::Kind::Runtime) {
           DType type = parameters.zeroValue->dtype();
-          zero = kb.convert(kb.loadElement(type, kb.buffer(zeroSlot), kb.i64(0)), type,
-                            DType::I32);
+          zero = kb.convert(kb.loadElement(type, kb.buffer(zeroSlot), kb.i64(0)), type, DType::I32);
         }
-        llvm::Value *storedZero = ir.CreateAdd(zero, ir.getInt32(uint32_t(plan.bytes.storedOffset)));
+        llvm::Value *storedZero =
+            ir.CreateAdd(zero, ir.getInt32(uint32_t(plan.bytes.storedOffset)));
         llvm::Value *quantized = ir.CreateInBoundsGEP(ir.getInt8Ty(), header, kb.i64(HeaderBytes));
         llvm::Value *rowSums = ir.CreateInBoundsGEP(
             ir.getInt8Ty(), quantized, ir.CreateMul(kb.dim(rows), kb.i64(plan.kPadded)));

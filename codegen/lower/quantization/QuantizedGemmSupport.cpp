@@ -36,10 +36,10 @@ llvm::Value *storedActivation(llvm::IRBuilder<> &ir, const ActivationBytes &a, l
   auto *ints = llvm::FixedVectorType::get(ir.getInt32Ty(), vector->getNumElements());
   llvm::Value *q;
   if (a.source == DType::F32)
-    q = ir.CreateFPToSI(
-        clampFloat(ir, ir.CreateFAdd(roundEven(ir, ir.CreateFDiv(x, scales)), zeros), a.low,
-                   a.high),
-        ints);
+    q = ir.CreateFPToSI(clampFloat(ir,
+                                   ir.CreateFAdd(roundEven(ir, ir.CreateFDiv(x, scales)), zeros),
+                                   a.low, a.high),
+                        ints);
   else
     q = a.source == DType::I8 ? ir.CreateSExt(x, ints) : ir.CreateZExt(x, ints);
   if (a.storedOffset != 0)
@@ -109,8 +109,7 @@ std::vector<float> requantizeMultipliers(float aScale, const std::vector<float> 
 
 std::optional<float> constantScale(const LoweringContext &ctx, const Value *value) {
   const Tensor *tensor = value ? ctx.constantValue(value) : nullptr;
-  if (!tensor || !tensor->hasData() || tensor->dtype() != DType::F32 ||
-      tensor->numElements() != 1)
+  if (!tensor || !tensor->hasData() || tensor->dtype() != DType::F32 || tensor->numElements() != 1)
     return std::nullopt;
   return float(tensor->elementAsDouble(0));
 }

@@ -160,8 +160,8 @@ void lowerCumSum(LoweringContext &ctx, const Node &node) {
   if (!axis) {
     axisSlot = step.input(node.operand(1));
     step.setFailure("the axis in '" + node.operand(1)->name() + "' is out of range [-" +
-                    std::to_string(rank) + ", " + std::to_string(rank) + ") for '" +
-                    x->name() + "'");
+                    std::to_string(rank) + ", " + std::to_string(rank) + ") for '" + x->name() +
+                    "'");
   }
   Value *begin, *end, *size, *inner;
   if (axis) {

@@ -73,7 +73,7 @@ typedef struct onnxc_buffer {
   int32_t kind; /* onnxc_buffer_kind */
   int32_t index;
   onnxc_dim_expr size_bytes;
-  const void *constant_data; /* ONNXC_BUFFER_CONSTANT only */
+  const void *constant_data;     /* ONNXC_BUFFER_CONSTANT only */
   int32_t first_step, last_step; /* lifetime, inclusive (intermediates) */
 } onnxc_buffer;
 
@@ -83,7 +83,7 @@ typedef struct onnxc_buffer {
  * non-zero when the input data is invalid (an index out of range): the run
  * then fails with the step's name and `failure` message. */
 typedef int32_t (*onnxc_kernel_fn)(void *const *buffers, const int64_t *symbols, int64_t task_begin,
-                                int64_t task_end);
+                                   int64_t task_end);
 /* Number of independent tasks of a step for the bound symbols (>= 0). */
 typedef int64_t (*onnxc_task_count_fn)(const int64_t *symbols);
 
@@ -141,9 +141,9 @@ typedef struct onnxc_assumption {
  * onnxc_session_set_cache_capacity, else the past's and the present's own
  * lengths (the dense layouts of an ordinary run). */
 typedef struct onnxc_cache_pair {
-  int32_t input;  /* the past: an input index */
-  int32_t output; /* the present: an output index */
-  int32_t axis;   /* the sequence axis of both */
+  int32_t input;                /* the past: an input index */
+  int32_t output;               /* the present: an output index */
+  int32_t axis;                 /* the sequence axis of both */
   int32_t capacity_symbol;      /* rows of the present's layout */
   int32_t past_capacity_symbol; /* rows of the past's layout */
 } onnxc_cache_pair;

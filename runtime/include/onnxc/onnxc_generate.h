@@ -74,11 +74,11 @@ typedef struct onnxc_generate_options {
    * prefill. Non-zero: allocated at create; a prompt or a generation that
    * needs more fails naming the capacity. */
   int64_t capacity;
-  int32_t do_sample;   /* 0 (default): greedy (argmax, the lowest id on ties) */
-  float temperature;   /* sampling only; default 1; <= 0 means greedy */
-  int32_t top_k;       /* sampling only; keep the k most likely ids; 0 (default): all */
-  float top_p;         /* sampling only; keep the smallest most-likely set with mass >= p; 1: all */
-  uint64_t seed;       /* the sampler's seed (xoshiro256**, seeded by splitmix64) */
+  int32_t do_sample; /* 0 (default): greedy (argmax, the lowest id on ties) */
+  float temperature; /* sampling only; default 1; <= 0 means greedy */
+  int32_t top_k;     /* sampling only; keep the k most likely ids; 0 (default): all */
+  float top_p;       /* sampling only; keep the smallest most-likely set with mass >= p; 1: all */
+  uint64_t seed;     /* the sampler's seed (xoshiro256**, seeded by splitmix64) */
   int64_t eos_token_id; /* stop after producing this id; -1 (default): none */
   int32_t num_threads;  /* the session's threads; 0 (default): one per core */
   /* Overrides of the guessed roles, NULL or "" for none: comma-separated
