@@ -269,6 +269,35 @@ llvm::Value *ElementEmitter::expMinusOne(DType type, llvm::Value *x) {
   return ir.CreateSelect(small, series, direct);
 }
 
+llvm::Value *ElementEmitter::sign(DType type, llvm::Value *x) {
+  IRBuilder<> &ir = b();
+  bool fp = isFloat(type);
+  llvm::Value *zero = constant(type, 0);
+  llvm::Value *positive =
+      fp ? ir.CreateFCmpOGT(x, zero)
+         : (isSignedInt(type) ? ir.CreateICmpSGT(x, zero) : ir.CreateICmpNE(x, zero));
+  llvm::Value *result = ir.CreateSelect(positive, constant(type, 1), zero);
+  if (fp || isSignedInt(type)) {
+    llvm::Value *negative = fp ? ir.CreateFCmpOLT(x, zero) : ir.CreateICmpSLT(x, zero);
+    result = ir.CreateSelect(negative, constant(type, -1), result);
+  }
+  return fp ? ir.CreateSelect(ir.CreateFCmpUNO(x, x), x, result) : result;
+}
+
+llvm::Value *ElementEmitter::isInf(const Node &node, DType type, llvm::Value *x) {
+  IRBuilder<> &ir = b();
+  bool negative = node.getInt("detect_negative", 1) != 0;
+  bool positive = node.getInt("detect_positive", 1) != 0;
+  llvm::Value *inf = constant(type, std::numeric_limits<double>::infinity());
+  if (positive && negative)
+    return ir.CreateFCmpOEQ(intrinsic(Intrinsic::fabs, x), inf);
+  if (positive)
+    return ir.CreateFCmpOEQ(x, inf);
+  if (negative)
+    return ir.CreateFCmpOEQ(x, ir.CreateFNeg(inf));
+  return constant(DType::Bool, 0);
+}
+
 llvm::Value *ElementEmitter::unary(const Node &node, DType type, llvm::Value *x) {
   IRBuilder<> &ir = b();
   bool fp = isFloat(type);
@@ -307,17 +336,8 @@ llvm::Value *ElementEmitter::unary(const Node &node, DType type, llvm::Value *x)
     if (!isSignedInt(type))
       return x;
     return ir.CreateBinaryIntrinsic(Intrinsic::abs, x, ir.getFalse()); // INT_MIN stays INT_MIN
-  case OpKind::Sign: {
-    llvm::Value *positive =
-        fp ? ir.CreateFCmpOGT(x, zero)
-           : (isSignedInt(type) ? ir.CreateICmpSGT(x, zero) : ir.CreateICmpNE(x, zero));
-    llvm::Value *sign = ir.CreateSelect(positive, constant(type, 1), zero);
-    if (fp || isSignedInt(type)) {
-      llvm::Value *negative = fp ? ir.CreateFCmpOLT(x, zero) : ir.CreateICmpSLT(x, zero);
-      sign = ir.CreateSelect(negative, constant(type, -1), sign);
-    }
-    return fp ? ir.CreateSelect(ir.CreateFCmpUNO(x, x), x, sign) : sign;
-  }
+  case OpKind::Sign:
+    return sign(type, x);
   case OpKind::Relu:
     return ir.CreateSelect(fp ? ir.CreateFCmpOLT(x, zero) : ir.CreateICmpSLT(x, zero), zero, x);
   case OpKind::LeakyRelu: {
@@ -334,18 +354,8 @@ llvm::Value *ElementEmitter::unary(const Node &node, DType type, llvm::Value *x)
     return ir.CreateNot(x);
   case OpKind::IsNaN:
     return ir.CreateFCmpUNO(x, x);
-  case OpKind::IsInf: {
-    bool negative = node.getInt("detect_negative", 1) != 0;
-    bool positive = node.getInt("detect_positive", 1) != 0;
-    llvm::Value *inf = constant(type, std::numeric_limits<double>::infinity());
-    if (positive && negative)
-      return ir.CreateFCmpOEQ(intrinsic(Intrinsic::fabs, x), inf);
-    if (positive)
-      return ir.CreateFCmpOEQ(x, inf);
-    if (negative)
-      return ir.CreateFCmpOEQ(x, ir.CreateFNeg(inf));
-    return constant(DType::Bool, 0);
-  }
+  case OpKind::IsInf:
+    return isInf(node, type, x);
   default:
     break;
   }

@@ -86,6 +86,10 @@ private:
   llvm::Value *doubleMath(OpKind kind, llvm::Value *x, bool geluTanh);
   /// e^x - 1, accurate near 0 (Elu's negative branch).
   llvm::Value *expMinusOne(DType type, llvm::Value *x);
+  /// Sign: -1, 0 or 1 (NaN stays NaN; unsigned types have no -1).
+  llvm::Value *sign(DType type, llvm::Value *x);
+  /// IsInf with its detect_negative / detect_positive attributes.
+  llvm::Value *isInf(const Node &node, DType type, llvm::Value *x);
   llvm::Value *compare(OpKind kind, DType type, llvm::Value *a, llvm::Value *c);
   llvm::Value *power(DType baseType, DType exponentType, llvm::Value *base, llvm::Value *exponent);
   llvm::Value *integerPower(DType type, llvm::Value *base, llvm::Value *exponent);
