@@ -5,10 +5,10 @@
 #include "codegen/ModelCompiler.h"
 #include "codegen/lower/Lowering.h"
 #include "driver/CompiledSession.h"
-#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
+#include "ir/text/Parser.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
