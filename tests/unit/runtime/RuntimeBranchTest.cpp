@@ -92,6 +92,8 @@ struct LoopModel {
              int32_t(steps.size()),
              steps.data(),
              0,
+             nullptr,
+             0,
              nullptr};
     return &model;
   }
