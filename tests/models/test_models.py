@@ -19,8 +19,8 @@ Environment:
 
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
 graph); a second test checks that ORT's fully optimized run agrees with it. The reference
-evaluator and the .so run at every test shape, the JIT at the first (each JIT run compiles the
-model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
+evaluator and the .so run at every test shape, the JIT at the first shape of one model per family
+(each JIT run compiles the model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
 at sequence lengths 1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry
 the model name, so `-k MODEL-` selects it with the model's other tests.
 """
@@ -196,15 +196,20 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
 
 def ort_cases() -> list:
     """(entry, dims, backend) for the comparison with onnxruntime: the reference evaluator and
-    the .so (compiled once) at every test shape, the JIT at the first. Every `onnxc run
-    --backend=jit` compiles the whole model again, which was most of these tests' time; the JIT
-    shares the .so's lowering and differs only in how the module becomes code (ORC), which one
-    run per model checks."""
+    the .so (compiled once) at every test shape, the JIT at the first shape of the first model of
+    each family. Every `onnxc run --backend=jit` compiles the whole model again, which was most of
+    these tests' time; the JIT shares the .so's lowering and differs only in how the module
+    becomes code (ORC), so one run per family (the opset-14 and opset-17 exports of a family
+    lower alike) checks it."""
     cases = []
+    families_with_jit = set()
     for entry in MANIFEST["models"]:
+        family = entry.get("family", entry["name"])
+        runs_jit = family not in families_with_jit
+        families_with_jit.add(family)
         for index, dims in enumerate(entry["test_shapes"]):
             for backend in BACKENDS:
-                if backend != "jit" or index == 0:
+                if backend != "jit" or (index == 0 and runs_jit):
                     cases.append(pytest.param(entry, dims, backend,
                                               id=f"{entry['name']}-{shape_id(dims)}-{backend}"))
     return cases
@@ -231,7 +236,7 @@ def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
 # passes. So every model also runs at the lengths of model_inputs.differential_shapes (1, 7, 129,
 # 300, 600 on every sequence dimension, batch 2 at one of them): the .so, compiled once, at every
 # shape, against `onnxc run --backend=ref` (the unoptimized graph) on the same inputs. The JIT,
-# which compiles the same lowering again at every run, is compared once per model (ort_cases);
+# which compiles the same lowering again at every run, is compared once per family (ort_cases);
 # differential_shapes' run_jit flags are not used. The ORT comparison stays at the test shapes.
 
 # Under the sanitizers (ONNXC_SANITIZE, scripts/sanitize.sh) the differential check keeps the
@@ -262,7 +267,7 @@ def differential_cases() -> list:
         if not shapes:
             cases.append(pytest.param(entry, {}, "so", id=f"{entry['name']}-lengths-skipped",
                                       marks=pytest.mark.skip(reason=f"{entry['name']}: {note}")))
-        # The .so at every length; the JIT runs once per model (ort_cases), at a test shape.
+        # The .so at every length; the JIT runs once per family (ort_cases), at a test shape.
         for dims, _ in shapes:
             if "so" in BACKENDS:
                 cases.append(pytest.param(entry, dims, "so",
