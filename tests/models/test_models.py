@@ -41,18 +41,15 @@ sys.path.insert(0, HERE)
 from model_inputs import differential_shapes, make_inputs, shape_id  # noqa: E402
 from ort_reference import output_file_name, run_ort  # noqa: E402
 import build_models  # noqa: E402
+from model_checks import PASS_LEVEL, skip_at_pass_level, verify_and_lower  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
 BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref,jit,so").split(",") if b.strip()]
-MODEL_CHECKS = os.environ.get("ONNXC_MODEL_CHECKS", "full")
-if MODEL_CHECKS not in ("full", "passes"):
-    raise ValueError(f"ONNXC_MODEL_CHECKS={MODEL_CHECKS}: use full or passes")
-PASS_LEVEL = MODEL_CHECKS == "passes"
 if PASS_LEVEL:
     BACKENDS = [b for b in BACKENDS if b == "ref"]
 # Marks the tests that execute compiled kernels or only onnxruntime: not run at the pass level.
-runs_kernels = pytest.mark.skipif(PASS_LEVEL, reason="ONNXC_MODEL_CHECKS=passes: compiled kernels "
-                                  "and onnxruntime's self-check run in the normal build")
+runs_kernels = skip_at_pass_level("ONNXC_MODEL_CHECKS=passes: compiled kernels and onnxruntime's "
+                                  "self-check run in the normal build")
 ONNXC_TIMEOUT_SECONDS = 600
 
 
@@ -470,12 +467,8 @@ def test_passes_verify_and_lower(entry, tmp_path):
     """-O3 with the IR verified and shapes re-inferred after every pass, then lowered to LLVM IR:
     every step of the compiler's own code on the model, no kernel run (ONNXC_MODEL_CHECKS=passes,
     the sanitizer builds). The normal build compiles and runs the model instead."""
-    onnxc = onnxc_binary()
-    output = str(tmp_path / f"{entry['name']}.ll")
-    run_checked([onnxc, "compile", model_path(entry), "-O3", "--verify-each", "--emit=llvm", "-o", output],
-                "onnxc compile --emit=llvm")
-    with open(output) as f:
-        assert "define" in f.read(), f"{output}: no function was emitted"
+    problem = verify_and_lower(onnxc_binary(), model_path(entry), str(tmp_path / f"{entry['name']}.ll"))
+    assert problem is None, f"onnxc compile -O3 --verify-each --emit=llvm: {problem}"
 
 
 @pytest.mark.parametrize("opt_level", ["-O0", "-O1"])
