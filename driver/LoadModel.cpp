@@ -3,9 +3,9 @@
 
 #include "frontend/OnnxImporter.h"
 #include "ir/Error.h"
-#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/infer/ShapeInference.h"
+#include "ir/text/Parser.h"
 
 #include <filesystem>
 

@@ -1,7 +1,7 @@
 //===- frontend/ValueInfo.h - ONNX value types -> TensorType ----------------===//
 #pragma once
 
-#include "ir/Shape.h"
+#include "ir/shape/Shape.h"
 
 #include <onnx/onnx_pb.h>
 

@@ -8,8 +8,8 @@
 #pragma once
 
 #include "ir/Node.h"
-#include "ir/ShapeAssumption.h"
 #include "ir/Value.h"
+#include "ir/shape/ShapeAssumption.h"
 
 #include <list>
 #include <memory>
@@ -92,7 +92,7 @@ public:
   /// Moves `node` to just before `position` (or to the end when null).
   void moveNodeBefore(Node *node, Node *position);
 
-  // --- assumptions (ir/ShapeAssumption.h) -----------------------------------
+  // --- assumptions (ir/shape/ShapeAssumption.h) -----------------------------------
   const std::vector<ShapeAssumption> &assumptions() const { return assumptions_; }
   /// Records one, unless the same condition is already recorded.
   void addAssumption(ShapeAssumption assumption);

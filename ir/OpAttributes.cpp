@@ -2,7 +2,7 @@
 #include "ir/OpAttributes.h"
 
 #include "ir/Error.h"
-#include "ir/Shape.h"
+#include "ir/shape/Shape.h"
 
 #include <cctype>
 

@@ -1,8 +1,8 @@
 //===- ir/Value.h - SSA values: graph inputs, constants and node results ----===//
 #pragma once
 
-#include "ir/Shape.h"
 #include "ir/Tensor.h"
+#include "ir/shape/Shape.h"
 
 #include <memory>
 #include <string>

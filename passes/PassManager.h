@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/Printer.h"
+#include "ir/text/Printer.h"
 #include "passes/Pass.h"
 
 #include <iosfwd>

@@ -1,7 +1,7 @@
 //===- codegen/artifact/DimEncoding.h - ir::Dim -> the ABI's dim expression words -===//
 #pragma once
 
-#include "ir/Dim.h"
+#include "ir/shape/Dim.h"
 
 #include <cstdint>
 #include <map>

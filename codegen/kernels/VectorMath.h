@@ -8,7 +8,7 @@
 //
 // Each function handles ±0, ±inf, NaN and subnormal inputs; the measured
 // accuracy of each is recorded in docs/KERNEL_ACCURACY.md and asserted by
-// tests/unit/CodegenMathTest.cpp. The helpers clear the builder's fast-math
+// tests/unit/codegen/CodegenMathTest.cpp. The helpers clear the builder's fast-math
 // flags while they emit: the range reductions rely on exact IEEE rounding.
 //
 //===----------------------------------------------------------------------===//

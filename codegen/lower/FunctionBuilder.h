@@ -15,8 +15,8 @@
 #pragma once
 
 #include "ir/DType.h"
-#include "ir/Dim.h"
-#include "ir/Shape.h"
+#include "ir/shape/Dim.h"
+#include "ir/shape/Shape.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/IR/IRBuilder.h"

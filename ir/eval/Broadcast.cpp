@@ -1,7 +1,7 @@
 //===- ir/eval/Broadcast.cpp - Broadcasting, index walking, dtype codes ---===//
 #include "ir/eval/Broadcast.h"
 
-#include "ir/Shape.h"
+#include "ir/shape/Shape.h"
 
 #include <cassert>
 

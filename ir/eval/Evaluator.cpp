@@ -120,7 +120,7 @@ void checkAgainstInferred(const Node &node, size_t index, const Tensor &result,
   }
 }
 
-/// Shape inference relied on these (ir/ShapeAssumption.h); inputs that break
+/// Shape inference relied on these (ir/shape/ShapeAssumption.h); inputs that break
 /// one would make results disagree with the inferred types, so they are
 /// refused before any node runs, naming the node that needed it.
 void checkAssumptions(const Graph &graph, const Bindings &bindings) {

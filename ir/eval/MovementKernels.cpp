@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
 #include "ir/OpAttributes.h"
-#include "ir/Shape.h"
 #include "ir/eval/Kernels.h"
 #include "ir/infer/KnownContents.h"
+#include "ir/shape/Shape.h"
 
 #include <algorithm>
 #include <cmath>

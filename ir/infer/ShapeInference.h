@@ -29,7 +29,7 @@ public:
   Dim freshSymbol(const std::string &hint);
 
   /// A fact the rule of `node` relies on but cannot prove, `expr` == 0 or
-  /// >= 0 (see ir/ShapeAssumption.h); `requirement` completes "node 'x': "
+  /// >= 0 (see ir/shape/ShapeAssumption.h); `requirement` completes "node 'x': "
   /// ("the matmul contraction dimension k must equal 4"). Throws naming the
   /// node when the fact is false for every input; records it on the graph
   /// (once the rule has succeeded) when it might fail and involves only the

@@ -2,9 +2,9 @@
 #include "passes/attention/AttentionMasks.h"
 
 #include "ir/Error.h"
-#include "ir/ShapeAssumption.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/KnownContents.h"
+#include "ir/shape/ShapeAssumption.h"
 #include "passes/attention/MaskProof.h"
 
 #include <algorithm>

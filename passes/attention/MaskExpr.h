@@ -27,8 +27,8 @@
 #pragma once
 
 #include "ir/DType.h"
-#include "ir/Dim.h"
 #include "ir/Tensor.h"
+#include "ir/shape/Dim.h"
 
 #include <cstdint>
 #include <map>

@@ -4,7 +4,7 @@
 #include "driver/ArtifactOutputs.h"
 #include "driver/Compilation.h"
 #include "driver/LoadModel.h"
-#include "ir/Printer.h"
+#include "ir/text/Printer.h"
 #include "passes/Pipelines.h"
 
 #include <filesystem>

@@ -18,6 +18,8 @@
 # that stops when its body says so must be refused by `onnxc compile` in
 # one line naming the node.
 #
+# At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py) no kernel runs:
+# the reference evaluator, and `-O3 --verify-each --emit=llvm` in place of the .so (same refusals).
 # usage: control_flow_models.py ONNXC WORKDIR
 import os
 import subprocess
@@ -26,6 +28,9 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
+from model_checks import LOWER_OPTIONS, PASS_LEVEL  # noqa: E402
 
 F = TensorProto.FLOAT
 OPSET = [helper.make_opsetid("", 17)]
@@ -449,6 +454,13 @@ def mismatch(out, outputs, expected):
     return None
 
 
+def compile_model(onnxc, path, folder):
+    """(`onnxc compile` PATH's result, its .so; at the pass level LLVM IR and None)."""
+    output = os.path.join(folder, "model.ll" if PASS_LEVEL else "model.so")
+    command = [onnxc, "compile", path, *(LOWER_OPTIONS if PASS_LEVEL else []), "-o", output]
+    return subprocess.run(command, capture_output=True, text=True), None if PASS_LEVEL else output
+
+
 def check_compiled(onnxc, workdir, failures):
     """`onnxc compile` on every model: the COMPILED ones run as a .so on all
     their cases against onnxruntime; the others are refused in one line
@@ -458,9 +470,7 @@ def check_compiled(onnxc, workdir, failures):
         name = build.__name__
         folder = os.path.join(workdir, name)
         path = os.path.join(folder, "model.onnx")
-        library = os.path.join(folder, "model.so")
-        done = subprocess.run([onnxc, "compile", path, "-o", library], capture_output=True,
-                              text=True)
+        done, library = compile_model(onnxc, path, folder)
         lines = done.stderr.strip().splitlines()
         if build not in COMPILED:
             if (done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: node ")
@@ -471,6 +481,9 @@ def check_compiled(onnxc, workdir, failures):
             continue
         if done.returncode != 0:
             failures.append(f"{name}: compile: exit {done.returncode}: {done.stderr}")
+            continue
+        if library is None:
+            print(f"ok   {name}: -O3 --verify-each --emit=llvm")
             continue
         m, cases = build()
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -494,9 +507,7 @@ def check_node_case(onnxc, label, path, inputs, outputs, expected, failures):
     """A node test at opset 17 through the reference evaluator and `onnxc
     compile` (or its one-line refusal, NODE_CASES_REFUSED)."""
     folder = os.path.dirname(path)
-    library = os.path.join(folder, "model.so")
-    compiled = subprocess.run([onnxc, "compile", path, "-o", library], capture_output=True,
-                              text=True)
+    compiled, library = compile_model(onnxc, path, folder)
     refused = label.rsplit("-", 1)[0] in NODE_CASES_REFUSED
     lines = compiled.stderr.strip().splitlines()
     runs = [("ref", path, "ref")]
@@ -509,6 +520,8 @@ def check_node_case(onnxc, label, path, inputs, outputs, expected, failures):
                             f"{compiled.stderr.strip()}")
     elif compiled.returncode != 0:
         failures.append(f"{label}: compile: exit {compiled.returncode}: {compiled.stderr.strip()}")
+    elif library is None:
+        print(f"ok   {label}: -O3 --verify-each --emit=llvm")
     else:
         runs.append(("so", library, None))
     for kind, target, backend in runs:
@@ -543,7 +556,7 @@ def main():
         outputs = [o.name for o in m.graph.output]
         for index, inputs in enumerate(cases):
             expected = session.run(None, inputs)
-            for backend in ["ref", "jit"]:
+            for backend in ["ref"] if PASS_LEVEL else ["ref", "jit"]:
                 out = os.path.join(folder, f"{backend}{index}")
                 os.makedirs(out, exist_ok=True)
                 done = run_onnxc(onnxc, path, inputs, out, backend)

@@ -30,6 +30,12 @@ max |ORT| per output, the worst output) against onnxruntime on the wheel's file;
            state input; every call's outputs, probabilities and states, are compared. The
            sequence model streams blocks of FRAMES frames with h, c carried.
 
+At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
+only the compiler's own C++ runs: the ref stage, then instead of the jit, compile and stream stages
+
+  lower    `onnxc compile X.onnx -O3 --verify-each --emit=llvm` with the 16 kHz pinned dims: every
+           pass verified, lowered to LLVM IR, nothing run (ASan cannot see into the kernels)
+
 Exits 1 when a model fails a stage (a compile error is a FAIL line naming it). When the wheel
 cannot be downloaded for lack of network it prints `SKIP: no network ...` and exits 0 (ctest
 reports it as skipped). Takes about a minute.
@@ -46,6 +52,9 @@ import sys
 import zipfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
+from model_checks import PASS_LEVEL, verify_and_lower  # noqa: E402
 
 WHEEL = "silero-vad==6.2.3"
 RATE, STEP, CONTEXT = 16000, 512, 64       # 16 kHz: 512 new samples after 64 of context
@@ -208,14 +217,20 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "(no message)"
 
 
+def shape_options(dims: dict) -> list:
+    """`--shape NAME=DIMS` for each input with dims (scalar inputs have none)."""
+    options = []
+    for name, want in dims.items():
+        if want:
+            options += ["--shape", f"{name}={'x'.join(str(d) for d in want)}"]
+    return options
+
+
 def compile_so(onnxc: str, model: str, library: str, dims: dict) -> str:
     """`onnxc compile MODEL -o LIBRARY --shape NAME=DIMS ...`: the wheel's file itself, its
     symbolic dims fixed by the command line (scalar inputs have none)."""
     os.makedirs(os.path.dirname(library), exist_ok=True)
-    command = [onnxc, "compile", model, "-o", library]
-    for name, want in dims.items():
-        if want:
-            command += ["--shape", f"{name}={'x'.join(str(d) for d in want)}"]
+    command = [onnxc, "compile", model, "-o", library] + shape_options(dims)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"`{' '.join(command[1:])}`: {last_line(done.stderr)}")
@@ -275,6 +290,100 @@ def stream(spec: Spec, session, run_onnxc, chunks: np.ndarray) -> tuple:
     return worst, min(probabilities), max(probabilities)
 
 
+def pinned_stages(onnxc: str, model: str, spec: Spec, session, feeds: dict, want: list, work: str) -> tuple:
+    """The compile stage: pinned dims, at 16 kHz and (with an sr input) at 8 kHz. (passed, the
+    16 kHz library or None)."""
+    name, stem = os.path.basename(model), os.path.basename(model)[:-len(".onnx")]
+    passed, library = True, None
+    rates = [(RATE, STEP + CONTEXT)] + ([(8000, 256 + 32)] if spec.has_sr else [])
+    for rate, width in rates:
+        tag = "" if rate == RATE else "_8k"
+        note = f" (pinned {[spec.rows, width]}, sr {rate})" if spec.has_sr else f" (pinned {[spec.rows, width]})"
+        try:
+            so = compile_so(onnxc, model, os.path.join(work, "pinned", stem + tag + ".so"), spec.pinned_dims(width))
+            if rate == RATE:
+                feeds_here, want_here = feeds, want
+                library = so
+            else:
+                rows = framed(speech_like_signal(20)[: 20 * 256], 256, 32)[8:9]
+                state = {s: (0.1 * np.random.default_rng(1).standard_normal(spec.state_shape(s))).astype(np.float32)
+                         for s in spec.states}
+                feeds_here = spec.feeds(rows, state, rate)
+                want_here = session.run(None, feeds_here)
+            got = onnxc_run(onnxc, so, feeds_here, os.path.join(work, "out", stem, "so" + tag), spec.outputs)
+            passed &= report("compile", name, rel_err(got, want_here, spec.outputs), note=note)
+        except (RuntimeError, ValueError) as error:
+            passed &= report("compile", name, error=error, note=note)
+    return passed, library
+
+
+def stream_stage(onnxc: str, model: str, spec: Spec, session, chunks: np.ndarray, library, package,
+                 work: str) -> bool:
+    """Streaming through the 16 kHz library, state carried; True when it passed."""
+    name, stem = os.path.basename(model), os.path.basename(model)[:-len(".onnx")]
+    note = f" ({len(chunks) // spec.rows} calls of {spec.rows} x 576, state carried)"
+    if library is None:
+        return report("stream", name, error="no library (the compile stage failed)", note=note)
+    try:
+        if package:
+            compiled = package.load(library, threads=1)
+
+            def run_onnxc(feeds_now, compiled=compiled):
+                return compiled.run(spec.outputs, feeds_now)
+        else:
+            def run_onnxc(feeds_now, library=library, stem=stem):
+                return onnxc_run(onnxc, library, feeds_now, os.path.join(work, "out", stem, "stream"), spec.outputs)
+        worst, low, high = stream(spec, session, run_onnxc, chunks)
+        note = note[:-1] + f", probability {low:.2f}..{high:.2f})"
+        return report("stream", name, worst, note=note)
+    except (RuntimeError, ValueError) as error:
+        return report("stream", name, error=error, note=note)
+
+
+def lower_stage(onnxc: str, model: str, spec: Spec, work: str) -> bool:
+    """The pass level's stage instead of jit, compile and stream: -O3 with every pass verified,
+    lowered to LLVM IR at the 16 kHz pinned dims, nothing run."""
+    name, stem = os.path.basename(model), os.path.basename(model)[:-len(".onnx")]
+    note = f" (pinned {[spec.rows, STEP + CONTEXT]}, -O3 --verify-each --emit=llvm)"
+    os.makedirs(os.path.join(work, "lowered"), exist_ok=True)
+    problem = verify_and_lower(onnxc, model, os.path.join(work, "lowered", stem + ".ll"),
+                               shape_options(spec.pinned_dims(STEP + CONTEXT)))
+    if problem:
+        return report("lower", name, error=problem, note=note)
+    print(f"ok   {'lower':<8} {name}{note}", flush=True)
+    return True
+
+
+def check_model(args, model: str, chunks: np.ndarray, package, work: str) -> bool:
+    """Every stage of one model; True when all passed."""
+    import onnxruntime as ort
+    name = os.path.basename(model)
+    stem = name[:-len(".onnx")]
+    options = ort.SessionOptions()
+    options.log_severity_level = 3      # not the warnings about the files' unused initializers
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    try:
+        spec = Spec(session)
+    except ValueError as error:
+        return report("inputs", name, error=error)
+    feeds = one_call(spec, session, chunks)
+    want = session.run(None, feeds)
+    passed = True
+    for backend in ("ref",) if PASS_LEVEL else ("ref", "jit"):
+        out_dir = os.path.join(work, "out", stem, backend)
+        try:
+            got = onnxc_run(args.onnxc, model, feeds, out_dir, spec.outputs,
+                            backend="ref" if backend == "ref" else None)
+            passed &= report(backend, name, rel_err(got, want, spec.outputs))
+        except (RuntimeError, ValueError) as error:
+            passed &= report(backend, name, error=error)
+    if PASS_LEVEL:
+        return lower_stage(args.onnxc, model, spec, work) and passed
+    compiled, library = pinned_stages(args.onnxc, model, spec, session, feeds, want, work)
+    streamed = stream_stage(args.onnxc, model, spec, session, chunks[: args.chunks], library, package, work)
+    return passed and compiled and streamed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("onnxc")
@@ -288,76 +397,15 @@ def main() -> int:
     package = python_package(args.build_dir)
     work = os.path.join(args.build_dir, "silero")
     chunks = framed(speech_like_signal(max(args.chunks, 20)))
-    print(f"{WHEEL}: {len(models)} models; onnxruntime {ort.__version__}; stream stage through "
-          + ("onnxc.load" if package else "`onnxc run X.so` per call (no usable onnxc Python "
-             "package in " + os.path.join(args.build_dir, "python") + ")"), flush=True)
+    if PASS_LEVEL:
+        stages = "at the pass level (ONNXC_MODEL_CHECKS=passes): ref and lower stages, no kernel run"
+    else:
+        stages = "stream stage through " + ("onnxc.load" if package else "`onnxc run X.so` per call (no usable onnxc "
+                                             "Python package in " + os.path.join(args.build_dir, "python") + ")")
+    print(f"{WHEEL}: {len(models)} models; onnxruntime {ort.__version__}; {stages}", flush=True)
     failed = False
     for model in models:
-        name = os.path.basename(model)
-        stem = name[:-len(".onnx")]
-        options = ort.SessionOptions()
-        options.log_severity_level = 3      # not the warnings about the files' unused initializers
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        try:
-            spec = Spec(session)
-        except ValueError as error:
-            failed |= not report("inputs", name, error=error)
-            continue
-        feeds = one_call(spec, session, chunks)
-        want = session.run(None, feeds)
-        for backend in ("ref", "jit"):
-            out_dir = os.path.join(work, "out", stem, backend)
-            try:
-                got = onnxc_run(args.onnxc, model, feeds, out_dir, spec.outputs,
-                                backend="ref" if backend == "ref" else None)
-                failed |= not report(backend, name, rel_err(got, want, spec.outputs))
-            except (RuntimeError, ValueError) as error:
-                failed |= not report(backend, name, error=error)
-
-        # Ahead of time: pinned dims, at 16 kHz and (with an sr input) at 8 kHz.
-        library = None
-        rates = [(RATE, STEP + CONTEXT)] + ([(8000, 256 + 32)] if spec.has_sr else [])
-        for rate, width in rates:
-            tag = "" if rate == RATE else "_8k"
-            note = f" (pinned {[spec.rows, width]}, sr {rate})" if spec.has_sr else f" (pinned {[spec.rows, width]})"
-            try:
-                so = compile_so(args.onnxc, model, os.path.join(work, "pinned", stem + tag + ".so"),
-                                spec.pinned_dims(width))
-                if rate == RATE:
-                    feeds_here, want_here = feeds, want
-                    library = so
-                else:
-                    rows = framed(speech_like_signal(20)[: 20 * 256], 256, 32)[8:9]
-                    state = {s: (0.1 * np.random.default_rng(1).standard_normal(spec.state_shape(s))).astype(np.float32)
-                             for s in spec.states}
-                    feeds_here = spec.feeds(rows, state, rate)
-                    want_here = session.run(None, feeds_here)
-                got = onnxc_run(args.onnxc, so, feeds_here, os.path.join(work, "out", stem, "so" + tag),
-                                spec.outputs)
-                failed |= not report("compile", name, rel_err(got, want_here, spec.outputs), note=note)
-            except (RuntimeError, ValueError) as error:
-                failed |= not report("compile", name, error=error, note=note)
-
-        # Streaming through the 16 kHz library, state carried.
-        note = f" ({len(chunks[: args.chunks]) // spec.rows} calls of {spec.rows} x 576, state carried)"
-        if library is None:
-            failed |= not report("stream", name, error="no library (the compile stage failed)", note=note)
-            continue
-        try:
-            if package:
-                compiled = package.load(library, threads=1)
-
-                def run_onnxc(feeds_now, compiled=compiled):
-                    return compiled.run(spec.outputs, feeds_now)
-            else:
-                def run_onnxc(feeds_now, library=library, stem=stem):
-                    return onnxc_run(args.onnxc, library, feeds_now, os.path.join(work, "out", stem, "stream"),
-                                     spec.outputs)
-            worst, low, high = stream(spec, session, run_onnxc, chunks[: args.chunks])
-            note = note[:-1] + f", probability {low:.2f}..{high:.2f})"
-            failed |= not report("stream", name, worst, note=note)
-        except (RuntimeError, ValueError) as error:
-            failed |= not report("stream", name, error=error, note=note)
+        failed |= not check_model(args, model, chunks, package, work)
     return 1 if failed else 0
 
 

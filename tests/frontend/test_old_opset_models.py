@@ -8,6 +8,10 @@ folder: opset 11 for a GPT decoder and a ViT (Conv patches), opset 9 for the ViT
 there writes Slice's attribute form and a Softmax over axis 3 of the pre-13 kind. (torch's
 opset-10 export of the GPT decoder needs NonZero, which onnxc lacks.) Each runs through the
 reference evaluator and the JIT and is compared with onnxruntime on the original file.
+
+At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
+the JIT's place is taken by -O3 --verify-each --emit=llvm (every pass verified, lowered to LLVM IR,
+nothing run: ASan cannot see into the kernels).
 """
 
 import os
@@ -21,6 +25,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "models"))
 
+from model_checks import PASS_LEVEL, verify_and_lower  # noqa: E402
 from ort_reference import output_file_name, run_ort  # noqa: E402
 
 torch = pytest.importorskip("torch")
@@ -30,6 +35,7 @@ import transformers_zoo as zoo  # noqa: E402
 
 RTOL = 1e-4
 ATOL = 1e-5
+BACKENDS = ["ref", "lower"] if PASS_LEVEL else ["ref", "jit"]
 
 
 def onnxc_binary() -> str:
@@ -81,11 +87,15 @@ def exported(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("backend", ["ref", "jit"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name, maker, opset", CASES, ids=[f"{n}_op{o}" for n, _, o in CASES])
 def test_old_opset_model_matches_ort(name, maker, opset, backend, exported, tmp_path):
     onnxc = onnxc_binary()
     path, feeds = exported(name, maker, opset)
+    if backend == "lower":
+        problem = verify_and_lower(onnxc, path, str(tmp_path / "model.ll"))
+        assert problem is None, problem
+        return
     want = run_ort(path, feeds)
     command = [onnxc, "run", path, "--output-dir", str(tmp_path / "out"), f"--backend={backend}"]
     for input_name, value in feeds.items():

@@ -3,8 +3,8 @@
 
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
-#include "ir/Parser.h"
-#include "ir/Printer.h"
+#include "ir/text/Parser.h"
+#include "ir/text/Printer.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -10,9 +10,9 @@
 #include "FuzzSupport.h"
 
 #include "ir/Error.h"
-#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/infer/ShapeInference.h"
+#include "ir/text/Parser.h"
 
 #include <string_view>
 

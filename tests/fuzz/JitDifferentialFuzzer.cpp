@@ -28,10 +28,10 @@
 #include "driver/CompiledSession.h"
 #include "driver/InputSpecialization.h"
 #include "ir/Error.h"
-#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
+#include "ir/text/Parser.h"
 #include "passes/PassManager.h"
 #include "passes/Pipelines.h"
 

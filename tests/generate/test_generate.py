@@ -13,6 +13,11 @@ ones. Each is compiled to a .so
 once; 64 greedy tokens from a 3-token prompt take the context past 64 positions, where the
 old input-specialized JIT failed. The ORT loop feeds its presents back as pasts (or re-runs the
 sequence) and takes the argmax of the last logits row, the lowest id on ties like onnxc.
+
+At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
+the per-model tests check these models' passes; here the KV-cache greedy run of hf_gpt2_past (the
+generator's own C++: the cache pairs, the loop) stays, the cache-pair proof and the flash kernels
+are read from LLVM IR with every pass verified, and the other generations are skipped.
 """
 
 import os
@@ -27,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
 
+from model_checks import PASS_LEVEL, lowered_with_output, skip_at_pass_level  # noqa: E402
 from ort_reference import make_session  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
@@ -41,6 +47,10 @@ pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is n
 # The models written with onnx.helper have no opset suffix (one opset each).
 HANDBUILT = {"attention_op23_past"}
 CACHED = ("hf_gpt2_past", "hf_llama_past", "attention_op23_past", "torch_gpt_cache")
+# At the pass level only the smallest generation runs (the kept test compiles this model only).
+compiled_kernels = skip_at_pass_level("ONNXC_MODEL_CHECKS=passes: more generations through compiled kernels "
+                                      "(uninstrumented), the generator's C++ runs in "
+                                      "test_kv_cache_greedy_matches_onnxruntime")
 
 
 def model_file(name: str) -> str:
@@ -55,7 +65,7 @@ def libraries(tmp_path_factory):
     """{model name: (onnx path, compiled .so)}, compiled once for the module."""
     folder = tmp_path_factory.mktemp("generate")
     built = {}
-    for name in ("hf_gpt2", *CACHED):
+    for name in ("hf_gpt2_past",) if PASS_LEVEL else ("hf_gpt2", *CACHED):
         onnx_path = model_file(name)
         library = str(folder / f"{name}.so")
         subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
@@ -123,6 +133,7 @@ def test_kv_cache_greedy_matches_onnxruntime(libraries):
     assert ids == want
 
 
+@compiled_kernels
 def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
     """LLaMA-style: rotary positions from position_ids (the generator counts them on from the
     cache's length) and a cache of 2 K/V heads for 4 query heads."""
@@ -135,6 +146,7 @@ def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
     assert len(set(ids)) > 8, "greedy tokens this repetitive would hide a broken cache"
 
 
+@compiled_kernels
 @pytest.mark.parametrize("name, pairs", [("attention_op23_past", "past_key_0 -> present_key_0"),
                                          ("torch_gpt_cache", "past_k_0 -> present_k_0")])
 def test_explicit_cache_greedy_matches_onnxruntime(libraries, name, pairs):
@@ -157,7 +169,14 @@ def test_cached_models_declare_in_place_pairs(name, tmp_path):
     """Every cache of these decoders is a pair the runtime updates in place (model_abi.h's
     onnxc_cache_pair): present = Concat(past, new) read only by the fused attention, or the
     Attention op's own present. A rewrite that breaks the proof turns the feature off silently
-    otherwise (the tokens would still match, through two buffers)."""
+    otherwise (the tokens would still match, through two buffers). At the pass level: -O3, every
+    pass verified, to LLVM IR."""
+    if PASS_LEVEL:
+        problem, printed = lowered_with_output(ONNXC, model_file(name), str(tmp_path / "m.ll"), ["--explain"])
+        assert problem is None, problem
+        assert "4 KV cache pairs updated in place: " in printed, printed
+        assert "keeps two buffers" not in printed, printed
+        return
     result = subprocess.run([ONNXC, "compile", model_file(name), "-o", str(tmp_path / "m.so"), "--explain"],
                             check=True, capture_output=True, text=True, timeout=TIMEOUT)
     assert "4 KV cache pairs updated in place: " in result.stdout, result.stdout
@@ -186,6 +205,7 @@ def test_op23_attention_with_3d_qkv_and_past_takes_the_flash_kernel(tmp_path):
     assert flash_kernels(model_file("attention_op23_past"), tmp_path) == 2
 
 
+@compiled_kernels
 def test_full_sequence_greedy_matches_onnxruntime(libraries):
     onnx_path, library = libraries["hf_gpt2"]
     ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
@@ -193,6 +213,7 @@ def test_full_sequence_greedy_matches_onnxruntime(libraries):
     assert ids == ort_greedy_full(onnx_path, PROMPT, NEW_TOKENS)
 
 
+@compiled_kernels
 def test_stream_bench_and_eos(libraries):
     _, library = libraries["hf_gpt2_past"]
     ids, _, _ = generate(library, "--max-new-tokens", "20")
@@ -209,6 +230,7 @@ def test_stream_bench_and_eos(libraries):
     assert stopped == ids[:ids.index(eos) + 1]
 
 
+@compiled_kernels
 def test_sampling_is_seeded(libraries):
     _, library = libraries["hf_gpt2_past"]
     options = ("--max-new-tokens", "24", "--sample", "--temperature", "1.5", "--top-k", "40", "--top-p", "0.95")
@@ -220,6 +242,7 @@ def test_sampling_is_seeded(libraries):
     assert all(0 <= token < 384 for token in first)
 
 
+@compiled_kernels
 def test_capacity_past_64_and_beyond_it(libraries):
     _, library = libraries["hf_gpt2_past"]
     full, _, _ = generate(library, "--max-new-tokens", "70")
@@ -234,6 +257,7 @@ def test_capacity_past_64_and_beyond_it(libraries):
         f"error: {library}: the prompt has 3 tokens but the capacity is 2 positions (the capacity option)")
 
 
+@compiled_kernels
 def test_onnx_is_compiled_in_process(libraries):
     onnx_path, library = libraries["hf_gpt2_past"]
     from_library, _, _ = generate(library, "--max-new-tokens", "8")

@@ -14,6 +14,10 @@ whose rows must be the new tokens' (past .. past + seq - 1) at every step. The 2
 (torch nn.Transformer with embeddings, sinusoidal positions and an LM head) comes as its encoder
 (source ids -> memory) and a decoder without a cache, which the generator re-runs on the whole
 target prefix at every step.
+
+At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
+the per-model tests check these models' passes; here BART's cached generation and the refused uses (the
+generator's encoder-decoder C++) stay, compiling only its two files; the other generations skip.
 """
 
 import os
@@ -27,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
 
+from model_checks import PASS_LEVEL, skip_at_pass_level  # noqa: E402
 from ort_reference import make_session  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
@@ -41,6 +46,11 @@ MODELS = ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past", "hf_bart_se
 T5_START = [0]  # T5's decoder_start_token_id (its pad id)
 T5_SOURCE = [45, 311, 67, 89, 123, 200, 17, 1]  # 1 is T5's end of sequence
 TRANSFORMER_START = [1]
+# At the pass level only the smallest generation runs (the kept tests compile these two only).
+SMALLEST = ("hf_bart_seq2seq_encoder", "hf_bart_seq2seq_decoder_past")
+compiled_kernels = skip_at_pass_level("ONNXC_MODEL_CHECKS=passes: more generations through compiled kernels "
+                                      "(uninstrumented), the generator's C++ runs in "
+                                      "test_kv_cache_and_cached_cross_attention_match_onnxruntime")
 
 pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is not set")
 
@@ -50,7 +60,7 @@ def libraries(tmp_path_factory):
     """{model name: (onnx path, compiled .so)}, compiled once for the module."""
     folder = tmp_path_factory.mktemp("seq2seq")
     built = {}
-    for name in MODELS:
+    for name in SMALLEST if PASS_LEVEL else MODELS:
         onnx_path = os.path.join(MODEL_DIR, f"{name}_op17.onnx")
         if not os.path.exists(onnx_path):
             pytest.skip(f"{onnx_path} is not built (ctest -R models/build)")
@@ -149,6 +159,7 @@ def test_kv_cache_and_cached_cross_attention_match_onnxruntime(libraries):
     assert ids == want
 
 
+@compiled_kernels
 def test_full_sequence_decoder_matches_onnxruntime(libraries):
     encoder_path, encoder = libraries["hf_bart_seq2seq_encoder"]
     decoder_path, decoder = libraries["hf_bart_seq2seq_decoder"]
@@ -158,6 +169,7 @@ def test_full_sequence_decoder_matches_onnxruntime(libraries):
     assert ids == ort_greedy_full(encoder_path, decoder_path, SOURCE, 24)
 
 
+@compiled_kernels
 def test_t5_cached_and_full_decoders_match_onnxruntime(libraries):
     """T5 with its cache, 64 tokens: the self-attention's relative position bias must be the new
     row's against every key at each step (position past, not 0), so the cached decoder's tokens
@@ -179,6 +191,7 @@ def test_t5_cached_and_full_decoders_match_onnxruntime(libraries):
     assert uncached == ids
 
 
+@compiled_kernels
 def test_nn_transformer_re_runs_the_prefix_and_matches_onnxruntime(libraries):
     """nn.Transformer exported without a cache: the generator re-runs the decoder on the whole
     target prefix at every step, the encoder's memory bound once."""
@@ -195,6 +208,7 @@ def test_nn_transformer_re_runs_the_prefix_and_matches_onnxruntime(libraries):
     assert other != ids[:16], "the tokens do not depend on the source"
 
 
+@compiled_kernels
 def test_another_source_and_the_onnx_encoder(libraries):
     """A second source re-encodes (the decoder's context follows it); an .onnx encoder is compiled
     in the process and gives the tokens of its .so."""
@@ -210,6 +224,7 @@ def test_another_source_and_the_onnx_encoder(libraries):
     assert "encode " in stderr and "(5 source tokens), prefill" in stderr, stderr
 
 
+@compiled_kernels
 def test_mapping_names_a_context_input(libraries):
     """The source mask named by the mapping instead of by its name gives the same tokens; a mapping
     to an encoder output that does not exist is refused naming it."""

@@ -19,8 +19,8 @@ Environment:
 
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
 graph); a second test checks that ORT's fully optimized run agrees with it. The reference
-evaluator and the .so run at every test shape, the JIT at the first (each JIT run compiles the
-model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
+evaluator and the .so run at every test shape, the JIT at the first shape of one model per family
+(each JIT run compiles the model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
 at sequence lengths 1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry
 the model name, so `-k MODEL-` selects it with the model's other tests.
 """
@@ -41,18 +41,15 @@ sys.path.insert(0, HERE)
 from model_inputs import differential_shapes, make_inputs, shape_id  # noqa: E402
 from ort_reference import output_file_name, run_ort  # noqa: E402
 import build_models  # noqa: E402
+from model_checks import PASS_LEVEL, skip_at_pass_level, verify_and_lower  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
 BACKENDS = [b.strip() for b in os.environ.get("ONNXC_BACKENDS", "ref,jit,so").split(",") if b.strip()]
-MODEL_CHECKS = os.environ.get("ONNXC_MODEL_CHECKS", "full")
-if MODEL_CHECKS not in ("full", "passes"):
-    raise ValueError(f"ONNXC_MODEL_CHECKS={MODEL_CHECKS}: use full or passes")
-PASS_LEVEL = MODEL_CHECKS == "passes"
 if PASS_LEVEL:
     BACKENDS = [b for b in BACKENDS if b == "ref"]
 # Marks the tests that execute compiled kernels or only onnxruntime: not run at the pass level.
-runs_kernels = pytest.mark.skipif(PASS_LEVEL, reason="ONNXC_MODEL_CHECKS=passes: compiled kernels "
-                                  "and onnxruntime's self-check run in the normal build")
+runs_kernels = skip_at_pass_level("ONNXC_MODEL_CHECKS=passes: compiled kernels and onnxruntime's "
+                                  "self-check run in the normal build")
 ONNXC_TIMEOUT_SECONDS = 600
 
 
@@ -196,15 +193,20 @@ def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -
 
 def ort_cases() -> list:
     """(entry, dims, backend) for the comparison with onnxruntime: the reference evaluator and
-    the .so (compiled once) at every test shape, the JIT at the first. Every `onnxc run
-    --backend=jit` compiles the whole model again, which was most of these tests' time; the JIT
-    shares the .so's lowering and differs only in how the module becomes code (ORC), which one
-    run per model checks."""
+    the .so (compiled once) at every test shape, the JIT at the first shape of the first model of
+    each family. Every `onnxc run --backend=jit` compiles the whole model again, which was most of
+    these tests' time; the JIT shares the .so's lowering and differs only in how the module
+    becomes code (ORC), so one run per family (the opset-14 and opset-17 exports of a family
+    lower alike) checks it."""
     cases = []
+    families_with_jit = set()
     for entry in MANIFEST["models"]:
+        family = entry.get("family", entry["name"])
+        runs_jit = family not in families_with_jit
+        families_with_jit.add(family)
         for index, dims in enumerate(entry["test_shapes"]):
             for backend in BACKENDS:
-                if backend != "jit" or index == 0:
+                if backend != "jit" or (index == 0 and runs_jit):
                     cases.append(pytest.param(entry, dims, backend,
                                               id=f"{entry['name']}-{shape_id(dims)}-{backend}"))
     return cases
@@ -231,7 +233,7 @@ def test_onnxc_matches_ort(entry, dims, backend, tmp_path, compiled_libraries):
 # passes. So every model also runs at the lengths of model_inputs.differential_shapes (1, 7, 129,
 # 300, 600 on every sequence dimension, batch 2 at one of them): the .so, compiled once, at every
 # shape, against `onnxc run --backend=ref` (the unoptimized graph) on the same inputs. The JIT,
-# which compiles the same lowering again at every run, is compared once per model (ort_cases);
+# which compiles the same lowering again at every run, is compared once per family (ort_cases);
 # differential_shapes' run_jit flags are not used. The ORT comparison stays at the test shapes.
 
 # Under the sanitizers (ONNXC_SANITIZE, scripts/sanitize.sh) the differential check keeps the
@@ -262,7 +264,7 @@ def differential_cases() -> list:
         if not shapes:
             cases.append(pytest.param(entry, {}, "so", id=f"{entry['name']}-lengths-skipped",
                                       marks=pytest.mark.skip(reason=f"{entry['name']}: {note}")))
-        # The .so at every length; the JIT runs once per model (ort_cases), at a test shape.
+        # The .so at every length; the JIT runs once per family (ort_cases), at a test shape.
         for dims, _ in shapes:
             if "so" in BACKENDS:
                 cases.append(pytest.param(entry, dims, "so",
@@ -465,12 +467,8 @@ def test_passes_verify_and_lower(entry, tmp_path):
     """-O3 with the IR verified and shapes re-inferred after every pass, then lowered to LLVM IR:
     every step of the compiler's own code on the model, no kernel run (ONNXC_MODEL_CHECKS=passes,
     the sanitizer builds). The normal build compiles and runs the model instead."""
-    onnxc = onnxc_binary()
-    output = str(tmp_path / f"{entry['name']}.ll")
-    run_checked([onnxc, "compile", model_path(entry), "-O3", "--verify-each", "--emit=llvm", "-o", output],
-                "onnxc compile --emit=llvm")
-    with open(output) as f:
-        assert "define" in f.read(), f"{output}: no function was emitted"
+    problem = verify_and_lower(onnxc_binary(), model_path(entry), str(tmp_path / f"{entry['name']}.ll"))
+    assert problem is None, f"onnxc compile -O3 --verify-each --emit=llvm: {problem}"
 
 
 @pytest.mark.parametrize("opt_level", ["-O0", "-O1"])

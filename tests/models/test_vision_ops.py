@@ -12,6 +12,11 @@ mode, and pooling and ConvTranspose attributes (checked against onnxruntime,
 or against onnx.reference where onnxruntime departs from it: REFERENCE_ORACLE).
 The JIT runs the dynamic-size export through specializeInputDims.
 
+At the pass level (ONNXC_MODEL_CHECKS=passes, model_checks.py: the sanitizer builds) no kernel
+runs: the reference evaluator at both sizes, and -O3 --verify-each --emit=llvm (every pass
+verified, lowered to LLVM IR) of the static-size network and of each single-node graph in place
+of the .so and the JIT.
+
     ONNXC=build/tools/onnxc .venv/bin/python -m pytest tests/models/test_vision_ops.py
 """
 
@@ -26,9 +31,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from model_checks import PASS_LEVEL, verify_and_lower  # noqa: E402
 from ort_reference import make_session, output_file_name  # noqa: E402
 
 TOLERANCE = 2e-5
+# The dynamic-size network does not lower (see the static-size test); the single nodes do.
+NETWORK_BACKENDS = ["ref"] if PASS_LEVEL else ["ref", "jit"]
+NODE_BACKENDS = ["ref", "lower"] if PASS_LEVEL else ["ref", "jit"]
 
 
 def onnxc_binary() -> str:
@@ -129,7 +138,7 @@ def network(tmp_path_factory) -> str:
 SIZES = [(1, 3, 12, 16), (2, 3, 9, 14)]
 
 
-@pytest.mark.parametrize("backend", ["ref", "jit"])
+@pytest.mark.parametrize("backend", NETWORK_BACKENDS)
 @pytest.mark.parametrize("dims", SIZES, ids=lambda d: "x".join(map(str, d)))
 def test_network_matches_ort(network, dims, backend, tmp_path):
     feeds = {"image": np.random.default_rng(sum(dims)).standard_normal(dims).astype(np.float32)}
@@ -148,6 +157,10 @@ def test_network_compiles_for_a_static_size(network, tmp_path):
         model.graph.input[0].type.tensor_type.shape.dim[axis].dim_value = value
     static = str(tmp_path / "static.onnx")
     onnx.save(model, static)
+    if PASS_LEVEL:
+        problem = verify_and_lower(onnxc_binary(), static, str(tmp_path / "vision.ll"))
+        assert problem is None, problem
+        return
     library = str(tmp_path / "vision.so")
     result = subprocess.run([onnxc_binary(), "compile", static, "-o", library],
                             capture_output=True, text=True, timeout=600)
@@ -240,11 +253,15 @@ SINGLE = {
 REFERENCE_ORACLE = {"averagepool_ceil_include_pad", "resize_linear_align_corners"}
 
 
-@pytest.mark.parametrize("backend", ["ref", "jit"])
+@pytest.mark.parametrize("backend", NODE_BACKENDS)
 @pytest.mark.parametrize("case", sorted(SINGLE))
 def test_single_node_matches_oracle(case, backend, tmp_path):
     opset, node, initializers = SINGLE[case]
     path = single_node(str(tmp_path / f"{case}.onnx"), node, {"x": X}, initializers, None, opset)
+    if backend == "lower":
+        problem = verify_and_lower(onnxc_binary(), path, str(tmp_path / f"{case}.ll"))
+        assert problem is None, problem
+        return
     if case in REFERENCE_ORACLE:
         from onnx.reference import ReferenceEvaluator
         want = ReferenceEvaluator(path).run(None, {"x": X})[0]

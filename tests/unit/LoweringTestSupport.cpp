@@ -5,10 +5,11 @@
 #include "codegen/ModelCompiler.h"
 #include "codegen/lower/Lowering.h"
 #include "driver/CompiledSession.h"
-#include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
+#include "ir/text/Parser.h"
+#include "ir/text/Printer.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -16,6 +17,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <random>
 
 namespace onnxc::lowertest {
@@ -67,9 +71,39 @@ ModelPlan lowerOnly(const Graph &graph) {
   return lowerGraph(graph, module);
 }
 
+namespace {
+
+/// The JIT model of `graph` for the current target, compiled once for a run
+/// of calls on the same graph: tests check one graph at several input shapes
+/// (often alternating targets), and LLVM's compile is nearly all of their
+/// time. The key is the graph's whole text (every constant in full) and the
+/// target, so any change to either compiles afresh. The last few models are
+/// kept, under a lock: tests may run from threads.
+std::shared_ptr<const JitModel> compiledFor(const Graph &graph) {
+  using Entry = std::pair<std::string, std::shared_ptr<const JitModel>>;
+  constexpr size_t kept = 4;
+  static std::mutex lock;
+  static auto *recent = new std::deque<Entry>(); // outlives LLVM's statics
+  PrintOptions everything;
+  everything.printAllConstants = true;
+  const TargetSelection &target = compileTarget();
+  std::string key =
+      target.cpu() + " " + target.features() + "\n" + printGraphToString(graph, everything);
+  std::lock_guard<std::mutex> guard(lock);
+  for (const Entry &entry : *recent)
+    if (entry.first == key)
+      return entry.second;
+  if (recent->size() == kept)
+    recent->pop_back();
+  recent->emplace_front(std::move(key), compileModelJit(graph, target));
+  return recent->front().second;
+}
+
+} // namespace
+
 std::vector<Tensor> runCompiled(const Graph &graph, const std::map<std::string, Tensor> &inputs,
                                 int threads) {
-  std::unique_ptr<JitModel> model = compileModelJit(graph, compileTarget());
+  std::shared_ptr<const JitModel> model = compiledFor(graph);
   CompiledSession session(model->descriptor(), threads);
   return session.run(orderedInputs(graph, inputs));
 }

@@ -10,9 +10,9 @@
 #include "tools/onnxc/Commands.h"
 
 #include "exporter/OnnxExporter.h"
-#include "ir/DotExport.h"
 #include "ir/Error.h"
-#include "ir/Printer.h"
+#include "ir/text/DotExport.h"
+#include "ir/text/Printer.h"
 #include "tools/onnxc/GraphvizRender.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"

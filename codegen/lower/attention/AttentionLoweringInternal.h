@@ -9,7 +9,7 @@
 #pragma once
 
 #include "codegen/lower/LoweringContext.h"
-#include "ir/Dim.h"
+#include "ir/shape/Dim.h"
 
 #include <array>
 #include <optional>

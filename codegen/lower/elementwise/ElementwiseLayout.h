@@ -18,8 +18,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/Dim.h"
-#include "ir/Shape.h"
+#include "ir/shape/Dim.h"
+#include "ir/shape/Shape.h"
 
 #include <optional>
 #include <vector>

@@ -54,7 +54,7 @@ MatMulProblem planMatMul(LoweringContext &ctx, const Node &node) {
   problem.m = aDims[aDims.size() - 2];
   const Dim &aK = aDims.back(), &bK = bDims[bDims.size() - 2];
   // Inference may have let a symbol meet a constant here; the runtime checks
-  // that assumption (ir/ShapeAssumption.h) before the run, so they are
+  // that assumption (ir/shape/ShapeAssumption.h) before the run, so they are
   // equal, and the constant lets the packed GEMM apply.
   problem.k = bK.isConstant() ? bK : aK;
   problem.n = bDims.back();
