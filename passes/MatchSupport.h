@@ -12,7 +12,9 @@
 
 #include <cassert>
 #include <cmath>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -21,9 +23,23 @@ namespace onnxc::match {
 
 /// Why a pass leaves a candidate alone: a fixed reason without node names
 /// (a static string), so that --stats tallies equal reasons and --explain
-/// shows each with its node (PassContext::reject).
+/// shows each with its node (PassContext::reject). A reason that names what
+/// the candidate holds (an axis, a group count) is built when it is found
+/// (Rejection::built) and owned by the rejection and its copies.
 struct Rejection {
+  explicit Rejection(const char *why) : reason(why) { assert(reason); }
+
+  static Rejection built(std::string why) {
+    auto text = std::make_shared<const std::string>(std::move(why));
+    Rejection rejection(text->c_str());
+    rejection.text_ = std::move(text);
+    return rejection;
+  }
+
   const char *reason;
+
+private:
+  std::shared_ptr<const std::string> text_; // owns `reason` when built
 };
 
 /// What a matching step returns: its result, or the Rejection saying why
@@ -32,7 +48,7 @@ struct Rejection {
 template <typename T> class [[nodiscard]] MatchResult {
 public:
   MatchResult(T value) : result_(std::move(value)) {}
-  MatchResult(Rejection rejection) : result_(rejection) {}
+  MatchResult(Rejection rejection) : result_(std::move(rejection)) {}
 
   explicit operator bool() const { return result_.index() == 0; }
   T &operator*() { return std::get<0>(result_); }
@@ -41,7 +57,7 @@ public:
   const T *operator->() const { return &std::get<0>(result_); }
 
   /// Why the candidate is left alone (only when the step did not match).
-  Rejection rejection() const { return std::get<1>(result_); }
+  const Rejection &rejection() const { return std::get<1>(result_); }
 
 private:
   std::variant<T, Rejection> result_;
@@ -52,18 +68,18 @@ private:
 class [[nodiscard]] MatchStatus {
 public:
   MatchStatus() = default;
-  MatchStatus(Rejection rejection) : reason_(rejection.reason) { assert(reason_); }
+  MatchStatus(Rejection rejection) : rejection_(std::move(rejection)) {}
 
-  explicit operator bool() const { return reason_ == nullptr; }
+  explicit operator bool() const { return !rejection_; }
 
   /// Why the candidate is left alone (only when the step did not match).
-  Rejection rejection() const {
-    assert(reason_);
-    return {reason_};
+  const Rejection &rejection() const {
+    assert(rejection_);
+    return *rejection_;
   }
 
 private:
-  const char *reason_ = nullptr;
+  std::optional<Rejection> rejection_;
 };
 
 /// The status of a step that matched.

@@ -86,6 +86,12 @@ public:
       context.count("lifted");
       changed = true;
     }
+    // The lifted core is created just before the value MatMul, but a Shape
+    // node moved onto a lifted value (DeBERTa measures its zeroed
+    // probabilities to fold them back) may come earlier, between the old
+    // value and that MatMul: the sort pulls the lifted nodes up to it.
+    if (changed)
+      graph.sortTopologically();
     return changed;
   }
 };

@@ -259,8 +259,9 @@ MatchStatus Lifter::remeasureFolded(Value *folded, Value *o4, const std::string 
 }
 
 /// Shape nodes measuring a 4-D value of the old chain measure its lifted
-/// copy (the same shape), so that the old chain is left dead. Undone by
-/// rollBack.
+/// copy (the same shape), so that the old chain is left dead. A reader may
+/// come before the copy (which is created before the value MatMul): the
+/// pass sorts the graph after lifting. Undone by rollBack.
 MatchStatus Lifter::measureInstead(Value *old, Value *lifted) {
   if (!match::provablySameShape(old->shape(), lifted->shape()))
     return Rejection{"the lifted probabilities' shape differs from the pattern's"};

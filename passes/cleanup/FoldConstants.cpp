@@ -18,6 +18,7 @@
 // nothing more folds, and inferShapes re-runs after each change.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/MatchSupport.h"
 #include "passes/Pass.h"
 
 #include "ir/Error.h"
@@ -28,6 +29,10 @@
 #include <cassert>
 
 namespace onnxc {
+
+using match::matched;
+using match::MatchStatus;
+using match::Rejection;
 
 namespace {
 
@@ -65,15 +70,15 @@ bool tooLarge(const Value *result) {
   return elements > kMaxFoldedElements;
 }
 
-/// Why `node`, whose operands are all constants, cannot be evaluated; null
-/// when it can.
-const char *whyNotEvaluable(const Node &node) {
+/// Whether `node`, whose operands are all constants, can be evaluated, or
+/// why not.
+MatchStatus evaluable(const Node &node) {
   for (const Value *operand : node.operands())
     if (operand && !operand->constantValue().hasData())
-      return "an operand is an elided constant";
+      return Rejection{"an operand is an elided constant"};
   if (!hasReferenceKernel(node.kind()))
-    return "the reference evaluator has no kernel for this op";
-  return nullptr;
+    return Rejection{"the reference evaluator has no kernel for this op"};
+  return matched();
 }
 
 bool allOperandsConstant(const Node &node) {
@@ -100,8 +105,8 @@ bool foldEvaluableNodes(Graph &graph, PassContext &context) {
       changed = true;
       continue;
     }
-    if (const char *reason = whyNotEvaluable(*node)) {
-      context.explain(*node, reason);
+    if (MatchStatus status = evaluable(*node); !status) {
+      context.explain(*node, status.rejection().reason);
       continue;
     }
     if (std::any_of(node->results().begin(), node->results().end(), tooLarge)) {

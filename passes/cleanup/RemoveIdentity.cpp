@@ -10,29 +10,34 @@
 // their names: a GraphOutput holds the name and is rebound to %x.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/MatchSupport.h"
 #include "passes/Pass.h"
 
 #include <cassert>
 
 namespace onnxc {
 
+using match::matched;
+using match::MatchStatus;
+using match::Rejection;
+
 namespace {
 
-/// Why `node` cannot be bypassed, or null when it can.
-const char *whyNotIdentity(const Graph &graph, const Node &node) {
+/// Whether `node` can be bypassed, or why not.
+MatchStatus bypassable(const Graph &graph, const Node &node) {
   if (node.kind() == OpKind::Identity)
-    return nullptr;
+    return matched();
   assert(node.kind() == OpKind::Dropout);
   if (const Value *training = node.operand(2)) {
     if (!training->isConstant() || !training->constantValue().hasData())
-      return "dropout training_mode is not a known constant";
+      return Rejection{"dropout training_mode is not a known constant"};
     const Tensor &t = training->constantValue();
     if (t.numElements() != 1 || t.elementAsInt64(0) != 0)
-      return "dropout runs in training mode";
+      return Rejection{"dropout runs in training mode"};
   }
   if (node.numResults() > 1 && (node.result(1)->hasUses() || graph.isOutput(node.result(1))))
-    return "dropout mask is used";
-  return nullptr;
+    return Rejection{"dropout mask is used"};
+  return matched();
 }
 
 class RemoveIdentity : public Pass {
@@ -48,8 +53,8 @@ public:
     for (Node *node : graph.nodeList()) {
       if (node->kind() != OpKind::Identity && node->kind() != OpKind::Dropout)
         continue;
-      if (const char *reason = whyNotIdentity(graph, *node)) {
-        context.explain(*node, reason);
+      if (MatchStatus status = bypassable(graph, *node); !status) {
+        context.explain(*node, status.rejection().reason);
         continue;
       }
       Value *input = node->operand(0);

@@ -10,21 +10,17 @@
 
 namespace onnxc {
 
-std::optional<std::vector<int64_t>> expressReshapeTarget(const Shape &input, const Shape &output,
-                                                         const char *&reason) {
-  if (!input.isRanked() || !output.isRanked()) {
-    reason = "the input or result shape has an unknown rank";
-    return std::nullopt;
-  }
+match::MatchResult<std::vector<int64_t>> expressReshapeTarget(const Shape &input,
+                                                              const Shape &output) {
+  if (!input.isRanked() || !output.isRanked())
+    return match::Rejection{"the input or result shape has an unknown rank"};
   std::vector<int64_t> target;
   bool inferredUsed = false;
   for (size_t i = 0; i < output.rank(); ++i) {
     const Dim &dim = output[i];
     if (std::optional<int64_t> c = dim.constant()) {
-      if (*c <= 0) {
-        reason = "a result dim is 0, which a target without allowzero cannot write";
-        return std::nullopt;
-      }
+      if (*c <= 0)
+        return match::Rejection{"a result dim is 0, which a target without allowzero cannot write"};
       target.push_back(*c);
     } else if (i < input.rank() && dim.provablyEqual(input[i])) {
       target.push_back(0);
@@ -32,8 +28,8 @@ std::optional<std::vector<int64_t>> expressReshapeTarget(const Shape &input, con
       inferredUsed = true;
       target.push_back(-1);
     } else {
-      reason = "two result dims are neither constant nor the input's dim at their position";
-      return std::nullopt;
+      return match::Rejection{
+          "two result dims are neither constant nor the input's dim at their position"};
     }
   }
   return target;

@@ -13,7 +13,6 @@
 #include "passes/MatchSupport.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,11 +22,11 @@ namespace onnxc {
 /// `input` into one of shape `output`, exactly: each entry the output dim when
 /// it is a constant, 0 when it is provably the input's dim at that position,
 /// and a single -1 for one remaining dim (the element counts agree, so -1
-/// resolves to it). Returns nullopt and sets `reason` when that cannot be
-/// written: an unranked shape, a constant 0 dim (0 would mean "copy"), or
-/// more than one dim that is neither constant nor the input's.
-std::optional<std::vector<int64_t>> expressReshapeTarget(const Shape &input, const Shape &output,
-                                                         const char *&reason);
+/// resolves to it). Rejected when that cannot be written: an unranked
+/// shape, a constant 0 dim (0 would mean "copy"), or more than one dim that
+/// is neither constant nor the input's.
+match::MatchResult<std::vector<int64_t>> expressReshapeTarget(const Shape &input,
+                                                              const Shape &output);
 
 /// True when both shapes are ranked and every dim is provably equal: a
 /// Reshape or Expand between them moves no data.

@@ -84,11 +84,10 @@ private:
   static bool simplifyReshape(Graph &graph, Node &reshape, PassContext &context) {
     if (hasConstantOperand(reshape, 1) || !reshape.operand(1))
       return false;
-    const char *reason = nullptr;
-    std::optional<std::vector<int64_t>> target =
-        expressReshapeTarget(reshape.operand(0)->shape(), reshape.result()->shape(), reason);
+    match::MatchResult<std::vector<int64_t>> target =
+        expressReshapeTarget(reshape.operand(0)->shape(), reshape.result()->shape());
     if (!target) {
-      context.explain(reshape, std::string("reshape: ") + reason);
+      context.explain(reshape, std::string("reshape: ") + target.rejection().reason);
       return false;
     }
     Value *constant = addIndexConstant(graph, reshape.operand(1)->name() + ".const", *target);

@@ -145,11 +145,11 @@ private:
     }
     Value *source = inner->operand(0);
     if (!targetIgnoresInput(*reshape)) {
-      const char *reason = nullptr;
-      std::optional<std::vector<int64_t>> target =
-          expressReshapeTarget(source->shape(), result->shape(), reason);
+      match::MatchResult<std::vector<int64_t>> target =
+          expressReshapeTarget(source->shape(), result->shape());
       if (!target) {
-        context.explain(*reshape, std::string("reshape: merged target: ") + reason);
+        context.explain(*reshape,
+                        std::string("reshape: merged target: ") + target.rejection().reason);
         return false;
       }
       reshape->setOperand(1, addIndexConstant(graph, result->name() + ".shape", *target));

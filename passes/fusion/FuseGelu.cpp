@@ -68,33 +68,33 @@ struct GeluMatch {
   Node *root = nullptr;
 };
 
-/// Matches x / sqrt 2 (or x * 0.7071) feeding `erf`; returns why not, or null.
-const char *matchErfArgument(const Graph &graph, const Node &erf, GeluMatch &match) {
+/// Matches x / sqrt 2 (or x * 0.7071) feeding `erf`, or says why not.
+MatchStatus matchErfArgument(const Graph &graph, const Node &erf, GeluMatch &match) {
   const Value *scaled = erf.operand(0);
   Node *scale = scaled ? scaled->definingNode() : nullptr;
   if (!scale || soleUser(graph, scaled) != &erf)
-    return "gelu: erf's operand is not a Div/Mul used only by it";
+    return Rejection{"gelu: erf's operand is not a Div/Mul used only by it"};
   if (scale->kind() == OpKind::Div && near(scalarConstant(scale->operand(1)), std::sqrt(2.0)))
     match.x = scale->operand(0);
   else
     match.x = scaledBy(*scale, std::sqrt(0.5));
   if (!match.x)
-    return "gelu: erf's operand is not x / sqrt(2) or x * 0.7071";
-  return nullptr;
+    return Rejection{"gelu: erf's operand is not x / sqrt(2) or x * 0.7071"};
+  return matched();
 }
 
 /// Matches sqrt(2/pi) * (x + 0.044715 * x^3) feeding `tanh`.
-const char *matchTanhArgument(const Graph &graph, const Node &tanh, GeluMatch &match) {
+MatchStatus matchTanhArgument(const Graph &graph, const Node &tanh, GeluMatch &match) {
   const Value *scaled = tanh.operand(0);
   Node *scale = scaled->definingNode();
   if (soleUser(graph, scaled) != &tanh)
-    return "gelu: tanh's operand is also used elsewhere";
+    return Rejection{"gelu: tanh's operand is also used elsewhere"};
   Value *inner = scaledBy(*scale, std::sqrt(2.0 / M_PI));
   if (!inner)
-    return "gelu: tanh's operand is not scaled by sqrt(2/pi) = 0.7978846";
+    return Rejection{"gelu: tanh's operand is not scaled by sqrt(2/pi) = 0.7978846"};
   Node *sum = inner->definingNode();
   if (!sum || sum->kind() != OpKind::Add || sum->numOperands() != 2)
-    return "gelu: sqrt(2/pi) does not scale a sum x + 0.044715 * x^3";
+    return Rejection{"gelu: sqrt(2/pi) does not scale a sum x + 0.044715 * x^3"};
   // The addend scaled by 0.044715 is the cubic term; the other one is x.
   Value *cube = nullptr;
   Node *cubicTerm = nullptr;
@@ -107,27 +107,27 @@ const char *matchTanhArgument(const Graph &graph, const Node &tanh, GeluMatch &m
     }
   }
   if (!cube)
-    return "gelu: the sum under tanh has no 0.044715 * x^3 term";
+    return Rejection{"gelu: the sum under tanh has no 0.044715 * x^3 term"};
   if (!isCubeOf(graph, cube, match.x))
-    return "gelu: the cubic term is not x^3 of the x it is added to";
+    return Rejection{"gelu: the cubic term is not x^3 of the x it is added to"};
   if (soleUser(graph, inner) != scale || soleUser(graph, cubicTerm->result(0)) != sum ||
       soleUser(graph, cube) != cubicTerm)
-    return "gelu: part of tanh's operand is also used elsewhere";
-  return nullptr;
+    return Rejection{"gelu: part of tanh's operand is also used elsewhere"};
+  return matched();
 }
 
 /// Matches 0.5 * x * (1 + f) after `f` (the Erf or Tanh result).
-const char *matchHalfXTimesOnePlus(const Graph &graph, const Value *f, GeluMatch &match) {
+MatchStatus matchHalfXTimesOnePlus(const Graph &graph, const Value *f, GeluMatch &match) {
   Node *add = soleUser(graph, f);
   if (!add || !near(scalarConstant(otherOperand(*add, OpKind::Add, f)), 1.0))
-    return "gelu: erf/tanh is not followed by + 1 alone";
+    return Rejection{"gelu: erf/tanh is not followed by + 1 alone"};
   const Value *onePlus = add->result(0);
   Node *product = soleUser(graph, onePlus);
   if (!product)
-    return "gelu: 1 + erf/tanh is also used elsewhere";
+    return Rejection{"gelu: 1 + erf/tanh is also used elsewhere"};
   Value *factor = otherOperand(*product, OpKind::Mul, onePlus);
   if (!factor)
-    return "gelu: 1 + erf/tanh is not multiplied next";
+    return Rejection{"gelu: 1 + erf/tanh is not multiplied next"};
   Value *x = match.x;
   if (factor == x || near(scalarConstant(factor), 0.5)) {
     // x * (1 + f) * 0.5, or (1 + f) * 0.5 * x.
@@ -135,20 +135,30 @@ const char *matchHalfXTimesOnePlus(const Graph &graph, const Value *f, GeluMatch
     Value *other = last ? otherOperand(*last, OpKind::Mul, product->result(0)) : nullptr;
     bool ok = factor == x ? near(scalarConstant(other), 0.5) : other == x;
     if (!ok)
-      return "gelu: (1 + erf/tanh) is not multiplied by both x and 0.5";
+      return Rejection{"gelu: (1 + erf/tanh) is not multiplied by both x and 0.5"};
     match.root = last;
   } else { // (x * 0.5) * (1 + f)
     Node *halfX = factor->definingNode();
     if (!halfX || scaledBy(*halfX, 0.5) != x || soleUser(graph, factor) != product)
-      return "gelu: 1 + erf/tanh is multiplied by something other than x, x * 0.5 or 0.5";
+      return Rejection{
+          "gelu: 1 + erf/tanh is multiplied by something other than x, x * 0.5 or 0.5"};
     match.root = product;
   }
   if (x->dtype() != DType::F32)
-    return "gelu: x is not f32";
+    return Rejection{"gelu: x is not f32"};
   const Value *y = match.root->result(0);
   if (y->shape() != x->shape() || y->dtype() != x->dtype())
-    return "gelu: the chain broadcasts x to another shape";
-  return nullptr;
+    return Rejection{"gelu: the chain broadcasts x to another shape"};
+  return matched();
+}
+
+/// Matches the GELU around `node` (an Erf or a Tanh), filling `match`.
+MatchStatus matchGelu(const Graph &graph, const Node &node, GeluMatch &match) {
+  MatchStatus argument = node.kind() == OpKind::Tanh ? matchTanhArgument(graph, node, match)
+                                                     : matchErfArgument(graph, node, match);
+  if (!argument)
+    return argument;
+  return matchHalfXTimesOnePlus(graph, node.result(0), match);
 }
 
 class FuseGelu : public Pass {
@@ -172,12 +182,8 @@ public:
     for (Node *node : candidates) {
       bool tanhForm = node->kind() == OpKind::Tanh;
       GeluMatch match;
-      const char *reason =
-          tanhForm ? matchTanhArgument(graph, *node, match) : matchErfArgument(graph, *node, match);
-      if (!reason)
-        reason = matchHalfXTimesOnePlus(graph, node->result(0), match);
-      if (reason) {
-        context.reject(*node, reason);
+      if (MatchStatus gelu = matchGelu(graph, *node, match); !gelu) {
+        context.reject(*node, gelu.rejection().reason);
         continue;
       }
       Node *root = match.root;

@@ -58,45 +58,56 @@ Node *squaringUser(const Value *centered) {
   return nullptr;
 }
 
-/// Returns null when `mean` starts a LayerNorm (filling `match`), else why not.
-const char *matchLayerNorm(const Graph &graph, Node &mean, LayerNormMatch &match) {
+/// The LayerNorm `mean` starts, or why it starts none.
+MatchResult<LayerNormMatch> matchLayerNorm(const Graph &graph, Node &mean) {
   Value *x = mean.operand(0);
   if (!isFloat(x->dtype()) || !x->shape().isRanked() || x->shape().rank() == 0)
-    return "the input is not a floating-point tensor of known rank";
+    return Rejection{"the input is not a floating-point tensor of known rank"};
   if (!reducesLastAxisOnly(mean))
-    return "the mean is not over the last axis alone with keepdims";
+    return Rejection{"the mean is not over the last axis alone with keepdims"};
   Node *sub = soleUser(graph, mean.result(0));
   if (!sub)
-    return "the mean is also used elsewhere";
+    return Rejection{"the mean is also used elsewhere"};
   if (sub->operand(0) != x)
-    return "the mean is subtracted from another tensor than its input";
+    return Rejection{"the mean is subtracted from another tensor than its input"};
   Value *centered = sub->result(0);
   if (graph.isOutput(centered))
-    return "the centered input is a graph output";
+    return Rejection{"the centered input is a graph output"};
   Node *square = squaringUser(centered);
   if (!square)
-    return "the centered input is not squared (Pow 2 or Mul by itself)";
+    return Rejection{"the centered input is not squared (Pow 2 or Mul by itself)"};
   if (square->kind() == OpKind::Pow) {
     std::optional<double> exponent = scalarConstant(square->operand(1));
     if (!exponent || *exponent != 2.0)
-      return "the centered input is raised to a power other than 2";
+      return Rejection{"the centered input is raised to a power other than 2"};
   }
   Node *variance = soleUser(graph, square->result(0));
   if (!variance || variance->kind() != OpKind::ReduceMean ||
       variance->operand(0) != square->result(0))
-    return "the square is not averaged alone";
+    return Rejection{"the square is not averaged alone"};
   if (!reducesLastAxisOnly(*variance))
-    return "the variance is not a mean over the last axis alone with keepdims";
-  if (const char *reason =
-          matchNormalizationTail(graph, *variance, centered, x->shape(), true, match.tail))
-    return reason;
+    return Rejection{"the variance is not a mean over the last axis alone with keepdims"};
+  LayerNormMatch match;
+  if (MatchStatus tail =
+          matchNormalizationTail(graph, *variance, centered, x->shape(), true, match.tail);
+      !tail)
+    return tail.rejection();
   size_t squareUses = square->kind() == OpKind::Mul ? 2 : 1;
   if (centered->numUses() != squareUses + 1)
-    return "the centered input is also used elsewhere";
+    return Rejection{"the centered input is also used elsewhere"};
   match.x = x;
   match.nodes = {&mean, sub, square, variance};
   match.nodes.insert(match.nodes.end(), match.tail.nodes.begin(), match.tail.nodes.end());
-  return nullptr;
+  return match;
+}
+
+/// Replaces the LayerNorm `mean` starts by one LayerNormalization.
+MatchStatus fuseLayerNorm(Graph &graph, Node &mean, std::unordered_set<const Node *> &erased) {
+  MatchResult<LayerNormMatch> match = matchLayerNorm(graph, mean);
+  if (!match)
+    return match.rejection();
+  return fuseNormalization(graph, OpKind::LayerNormalization, match->x, match->tail, match->nodes,
+                           erased);
 }
 
 class FuseLayerNorm : public Pass {
@@ -115,13 +126,8 @@ public:
       if (erased.count(mean) || mean->kind() != OpKind::ReduceMean ||
           !isSubtracted(mean->result(0)))
         continue;
-      LayerNormMatch match;
-      const char *reason = matchLayerNorm(graph, *mean, match);
-      if (!reason)
-        reason = fuseNormalization(graph, OpKind::LayerNormalization, match.x, match.tail,
-                                   match.nodes, erased);
-      if (reason) {
-        context.reject(*mean, reason);
+      if (MatchStatus fused = fuseLayerNorm(graph, *mean, erased); !fused) {
+        context.reject(*mean, fused.rejection().reason);
         continue;
       }
       context.count("fused");

@@ -57,27 +57,40 @@ struct RmsNormMatch {
   NormalizationTail tail;
 };
 
-const char *matchRmsNorm(const Graph &graph, Node &mean, Node &square, RmsNormMatch &match) {
+/// The RMSNorm `square` and `mean` start, or why they start none.
+MatchResult<RmsNormMatch> matchRmsNorm(const Graph &graph, Node &mean, Node &square) {
   Value *x = square.operand(0);
   if (!isFloat(x->dtype()) || !x->shape().isRanked() || x->shape().rank() == 0)
-    return "the input is not a floating-point tensor of known rank";
+    return Rejection{"the input is not a floating-point tensor of known rank"};
   if (square.kind() == OpKind::Pow) {
     std::optional<double> exponent = scalarConstant(square.operand(1));
     if (!exponent || *exponent != 2.0)
-      return "the input is raised to a power other than 2";
+      return Rejection{"the input is raised to a power other than 2"};
   }
   if (soleUser(graph, square.result(0)) != &mean)
-    return "the square is also used elsewhere";
+    return Rejection{"the square is also used elsewhere"};
   if (!reducesLastAxisOnly(mean))
-    return "the mean of squares is not over the last axis alone with keepdims";
+    return Rejection{"the mean of squares is not over the last axis alone with keepdims"};
   if (isCentered(x))
-    return "the squared input is centered (a LayerNorm: fuse-layernorm's pattern)";
-  if (const char *reason = matchNormalizationTail(graph, mean, x, x->shape(), false, match.tail))
-    return reason;
+    return Rejection{"the squared input is centered (a LayerNorm: fuse-layernorm's pattern)"};
+  RmsNormMatch match;
+  if (MatchStatus tail = matchNormalizationTail(graph, mean, x, x->shape(), false, match.tail);
+      !tail)
+    return tail.rejection();
   match.x = x;
   match.nodes = {&square, &mean};
   match.nodes.insert(match.nodes.end(), match.tail.nodes.begin(), match.tail.nodes.end());
-  return nullptr;
+  return match;
+}
+
+/// Replaces the RMSNorm `square` and `mean` start by one RMSNormalization.
+MatchStatus fuseRmsNorm(Graph &graph, Node &mean, Node &square,
+                        std::unordered_set<const Node *> &erased) {
+  MatchResult<RmsNormMatch> match = matchRmsNorm(graph, mean, square);
+  if (!match)
+    return match.rejection();
+  return fuseNormalization(graph, OpKind::RMSNormalization, match->x, match->tail, match->nodes,
+                           erased);
 }
 
 class FuseRmsNorm : public Pass {
@@ -98,13 +111,8 @@ public:
       Node *square = squareFeeding(*mean);
       if (!square)
         continue;
-      RmsNormMatch match;
-      const char *reason = matchRmsNorm(graph, *mean, *square, match);
-      if (!reason)
-        reason = fuseNormalization(graph, OpKind::RMSNormalization, match.x, match.tail,
-                                   match.nodes, erased);
-      if (reason) {
-        context.reject(*mean, reason);
+      if (MatchStatus fused = fuseRmsNorm(graph, *mean, *square, erased); !fused) {
+        context.reject(*mean, fused.rejection().reason);
         continue;
       }
       context.count("fused");

@@ -33,27 +33,27 @@ bool isF32PerChannel(const Value *operand, const Shape &x) {
   return !operand || (operand->dtype() == DType::F32 && isPerChannel(operand, x));
 }
 
-/// Null when `norm` (a LayerNormalization of an Add) can absorb the Add,
-/// else why not.
-const char *checkCandidate(const Graph &graph, const Node &norm, const Node &add) {
+/// Whether `norm` (a LayerNormalization of an Add) can absorb the Add, or
+/// why not.
+MatchStatus checkCandidate(const Graph &graph, const Node &norm, const Node &add) {
   const Value *sum = add.result(0);
   const Shape &shape = sum->shape();
   if (sum->dtype() != DType::F32 || !shape.isRanked() || shape.rank() == 0)
-    return "the residual sum is not an f32 tensor of known rank";
+    return Rejection{"the residual sum is not an f32 tensor of known rank"};
   int64_t axis = norm.getInt("axis", -1);
   if (axis != -1 && axis != int64_t(shape.rank()) - 1)
-    return "the LayerNorm normalizes more than the last axis";
+    return Rejection{"the LayerNorm normalizes more than the last axis"};
   if (norm.getInt("stash_type", 1) != 1)
-    return "the LayerNorm keeps its statistics in another type than f32";
+    return Rejection{"the LayerNorm keeps its statistics in another type than f32"};
   for (size_t i = 1; i < norm.numResults(); ++i)
     if (norm.result(i)->hasUses() || graph.isOutput(norm.result(i)))
-      return "the LayerNorm's Mean or InvStdDev result is read";
+      return Rejection{"the LayerNorm's Mean or InvStdDev result is read"};
   for (const Value *operand : add.operands())
     if (operand->dtype() != DType::F32 || !provablySameShape(operand->shape(), shape))
-      return "the residual Add broadcasts an operand";
+      return Rejection{"the residual Add broadcasts an operand"};
   if (!isF32PerChannel(norm.operand(1), shape) || !isF32PerChannel(norm.operand(2), shape))
-    return "the scale or bias is not an f32 vector of the last axis";
-  return nullptr;
+    return Rejection{"the scale or bias is not an f32 vector of the last axis"};
+  return matched();
 }
 
 /// Where the fused node goes: at the Add, so that the sum's other readers
@@ -93,8 +93,8 @@ public:
       Node *add = norm->operand(0)->definingNode();
       if (!add || add->kind() != OpKind::Add)
         continue;
-      if (const char *reason = checkCandidate(graph, *norm, *add)) {
-        context.reject(*norm, reason);
+      if (MatchStatus candidate = checkCandidate(graph, *norm, *add); !candidate) {
+        context.reject(*norm, candidate.rejection().reason);
         continue;
       }
       Value *sum = add->result(0);

@@ -25,22 +25,18 @@ Node *reciprocalOf(const Graph &graph, const Value *root) {
   return nullptr;
 }
 
-/// Walks from `statistic` to the node computing numerator / sqrt(v + ε);
-/// null with `reason` when the chain is something else.
-Node *matchNormalize(const Graph &graph, const Node &statistic, const Value *numerator,
-                     NormalizationTail &tail, const char *&reason) {
+/// Walks from `statistic` to the node computing numerator / sqrt(v + ε),
+/// or says why the chain is something else.
+MatchResult<Node *> matchNormalize(const Graph &graph, const Node &statistic,
+                                   const Value *numerator, NormalizationTail &tail) {
   const Value *variance = statistic.result(0);
   Node *addEpsilon = soleUser(graph, variance);
   Value *epsilon = addEpsilon ? otherOperand(*addEpsilon, OpKind::Add, variance) : nullptr;
-  if (!epsilon) {
-    reason = "the mean of squares is not followed by + epsilon alone";
-    return nullptr;
-  }
+  if (!epsilon)
+    return Rejection{"the mean of squares is not followed by + epsilon alone"};
   std::optional<double> epsilonValue = scalarConstant(epsilon);
-  if (!epsilonValue) {
-    reason = "epsilon is not a scalar constant";
-    return nullptr;
-  }
+  if (!epsilonValue)
+    return Rejection{"epsilon is not a scalar constant"};
   tail.epsilon = *epsilonValue;
   tail.nodes.push_back(addEpsilon);
   const Value *shifted = addEpsilon->result(0);
@@ -54,10 +50,8 @@ Node *matchNormalize(const Graph &graph, const Node &statistic, const Value *num
         user->operand(0) == numerator)
       return user;
     Node *reciprocal = reciprocalOf(graph, root);
-    if (!reciprocal) {
-      reason = "the standard deviation does not divide the numerator alone";
-      return nullptr;
-    }
+    if (!reciprocal)
+      return Rejection{"the standard deviation does not divide the numerator alone"};
     tail.nodes.push_back(reciprocal);
     inverse = reciprocal->result(0);
   } else if (next && next->kind() == OpKind::Pow && next->operand(0) == shifted &&
@@ -65,14 +59,11 @@ Node *matchNormalize(const Graph &graph, const Node &statistic, const Value *num
     tail.nodes.push_back(next);
     inverse = next->result(0);
   } else {
-    reason = "variance + epsilon is not followed by Sqrt or Pow -0.5 alone";
-    return nullptr;
+    return Rejection{"variance + epsilon is not followed by Sqrt or Pow -0.5 alone"};
   }
   Node *multiply = soleUser(graph, inverse);
-  if (!multiply || otherOperand(*multiply, OpKind::Mul, inverse) != numerator) {
-    reason = "the inverse standard deviation does not multiply the numerator alone";
-    return nullptr;
-  }
+  if (!multiply || otherOperand(*multiply, OpKind::Mul, inverse) != numerator)
+    return Rejection{"the inverse standard deviation does not multiply the numerator alone"};
   return multiply;
 }
 
@@ -105,14 +96,14 @@ bool isPerChannel(const Value *operand, const Shape &x) {
   return shape[shape.rank() - 1].provablyEqual(x[x.rank() - 1]);
 }
 
-const char *matchNormalizationTail(const Graph &graph, const Node &statistic,
+MatchStatus matchNormalizationTail(const Graph &graph, const Node &statistic,
                                    const Value *numerator, const Shape &x, bool allowBeta,
                                    NormalizationTail &tail) {
   tail = NormalizationTail();
-  const char *reason = nullptr;
-  Node *current = matchNormalize(graph, statistic, numerator, tail, reason);
-  if (!current)
-    return reason;
+  MatchResult<Node *> normalize = matchNormalize(graph, statistic, numerator, tail);
+  if (!normalize)
+    return normalize.rejection();
+  Node *current = *normalize;
   tail.nodes.push_back(current);
   // The optional stages end the chain wherever a value has another reader:
   // what follows is then simply not part of the normalization.
@@ -131,7 +122,7 @@ const char *matchNormalizationTail(const Graph &graph, const Node &statistic,
       current = user;
       user = soleUser(graph, current->result(0));
     } else if (gamma && gamma->isConstant()) {
-      return "the scale is not a vector over the normalized axis";
+      return Rejection{"the scale is not a vector over the normalized axis"};
     }
   }
   if (allowBeta && user && user->kind() == OpKind::Add) {
@@ -143,10 +134,10 @@ const char *matchNormalizationTail(const Graph &graph, const Node &statistic,
     }
   }
   tail.root = current;
-  return nullptr;
+  return matched();
 }
 
-Value *fusedInput(Value *x, const NormalizationTail &tail, const char *&reason) {
+MatchResult<Value *> fusedInput(Value *x, const NormalizationTail &tail) {
   const Value *result = tail.root->result(0);
   Value *input = x;
   // An f32 computation of a narrower (or identical) input type: the fused op
@@ -155,14 +146,10 @@ Value *fusedInput(Value *x, const NormalizationTail &tail, const char *&reason) 
   if (cast && cast->kind() == OpKind::Cast && cast->operand(0)->dtype() == result->dtype() &&
       x->dtype() == DType::F32)
     input = cast->operand(0);
-  if (input->dtype() != result->dtype()) {
-    reason = "the result's type differs from the input's (casts that do not round-trip)";
-    return nullptr;
-  }
-  if (!provablySameShape(input->shape(), result->shape())) {
-    reason = "the chain broadcasts the input to another shape";
-    return nullptr;
-  }
+  if (input->dtype() != result->dtype())
+    return Rejection{"the result's type differs from the input's (casts that do not round-trip)"};
+  if (!provablySameShape(input->shape(), result->shape()))
+    return Rejection{"the chain broadcasts the input to another shape"};
   return input;
 }
 
@@ -175,15 +162,12 @@ Value *channelVector(Graph &graph, Value *operand) {
                            std::make_shared<const Tensor>(t.reshaped({channels})));
 }
 
-Value *fusedScale(Graph &graph, const Value *input, const NormalizationTail &tail,
-                  const char *&reason) {
+MatchResult<Value *> fusedScale(Graph &graph, const Value *input, const NormalizationTail &tail) {
   if (tail.gamma)
     return channelVector(graph, tail.gamma);
   std::optional<int64_t> channels = input->shape()[input->shape().rank() - 1].constant();
-  if (!channels) {
-    reason = "no scale, and the normalized extent is not a constant";
-    return nullptr;
-  }
+  if (!channels)
+    return Rejection{"no scale, and the normalized extent is not a constant"};
   Tensor ones(input->dtype(), {*channels});
   for (int64_t i = 0; i < *channels; ++i)
     ones.setElementFromDouble(i, 1.0);
@@ -214,24 +198,25 @@ void replaceChain(Graph &graph, Node *fused, const std::vector<Node *> &chain, N
   }
 }
 
-const char *fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
+MatchStatus fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
                               const std::vector<Node *> &nodes,
                               std::unordered_set<const Node *> &erased) {
-  const char *reason = nullptr;
-  Value *input = fusedInput(x, tail, reason);
-  Value *scale = input ? fusedScale(graph, input, tail, reason) : nullptr;
+  MatchResult<Value *> input = fusedInput(x, tail);
+  if (!input)
+    return input.rejection();
+  MatchResult<Value *> scale = fusedScale(graph, *input, tail);
   if (!scale)
-    return reason;
-  std::vector<Value *> operands = {input, scale};
+    return scale.rejection();
+  std::vector<Value *> operands = {*input, *scale};
   if (tail.beta)
     operands.push_back(channelVector(graph, tail.beta));
   Node *root = tail.root;
   Node *fused = graph.createNode(kind, operands, 1, root->name(), {}, root);
   fused->setAttr("axis", int64_t(-1));
   fused->setAttr("epsilon", float(tail.epsilon));
-  Node *inputCast = x != input ? x->definingNode() : nullptr;
+  Node *inputCast = x != *input ? x->definingNode() : nullptr;
   replaceChain(graph, fused, nodes, inputCast, erased);
-  return nullptr;
+  return matched();
 }
 
 } // namespace onnxc::normmatch

@@ -28,8 +28,12 @@
 
 namespace onnxc::normmatch {
 
+using match::matched;
+using match::MatchResult;
+using match::MatchStatus;
 using match::otherOperand;
 using match::provablySameShape;
+using match::Rejection;
 using match::scalarConstant;
 using match::soleUser;
 
@@ -55,28 +59,25 @@ struct NormalizationTail {
 
 /// Matches the tail above from `statistic` (the ReduceMean of squares) with
 /// numerator `numerator`; `x` is the tensor being normalized (for the γ/β
-/// shapes). Returns null on success, else the reason the chain does not
-/// match (free of node names, for the statistics tally).
-const char *matchNormalizationTail(const Graph &graph, const Node &statistic,
+/// shapes). Rejected with the reason the chain does not match.
+MatchStatus matchNormalizationTail(const Graph &graph, const Node &statistic,
                                    const Value *numerator, const Shape &x, bool allowBeta,
                                    NormalizationTail &tail);
 
 /// The operand the fused op reads, given the tensor `x` whose statistics the
 /// chain computed (maybe a Cast to f32 of the real input) and the tail: the
 /// Cast's input when the tail casts back to that input's type, else `x`.
-/// Null (with `reason`) when the result's type would differ from the fused
-/// input's.
-Value *fusedInput(Value *x, const NormalizationTail &tail, const char *&reason);
+/// Rejected when the result's type would differ from the fused input's.
+MatchResult<Value *> fusedInput(Value *x, const NormalizationTail &tail);
 
 /// `operand` (a per-channel γ or β) as a vector of shape [C]: itself when
 /// it is one, else a constant sharing its data with the leading 1s dropped.
 Value *channelVector(Graph &graph, Value *operand);
 
 /// The scale of the fused op reading `input`: γ as a vector, or a ones
-/// vector of the normalized extent when the chain has no γ. Null (with
-/// `reason`) when that extent is not a constant.
-Value *fusedScale(Graph &graph, const Value *input, const NormalizationTail &tail,
-                  const char *&reason);
+/// vector of the normalized extent when the chain has no γ. Rejected when
+/// that extent is not a constant.
+MatchResult<Value *> fusedScale(Graph &graph, const Value *input, const NormalizationTail &tail);
 
 /// Replaces the chain's last node by `fused` (which takes over its result
 /// name) and erases `chain` (the matched nodes, in program order) and the
@@ -88,9 +89,8 @@ void replaceChain(Graph &graph, Node *fused, const std::vector<Node *> &chain, N
 /// Replaces the chain `nodes`, matched on `x` and ending in `tail`, by one
 /// `kind` op (LayerNormalization or RMSNormalization) over the last axis
 /// with the tail's ε, γ and (if any) β: fusedInput, fusedScale, then
-/// replaceChain. Returns null on success, else why it cannot, with the
-/// graph unchanged.
-const char *fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
+/// replaceChain. Rejected with why it cannot, the graph unchanged.
+MatchStatus fuseNormalization(Graph &graph, OpKind kind, Value *x, const NormalizationTail &tail,
                               const std::vector<Node *> &nodes,
                               std::unordered_set<const Node *> &erased);
 

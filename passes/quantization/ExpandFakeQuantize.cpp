@@ -31,22 +31,21 @@ using namespace match;
 
 namespace {
 
-const char *matchPair(const Node &dequantize, const Node *&quantize) {
-  quantize = definedBy(dequantize.operand(0), OpKind::QuantizeLinear);
-  if (!quantize)
-    return "its input is not a QuantizeLinear's result";
-  if (!isPlainQuantizeOp(*quantize) || !isPlainQuantizeOp(dequantize))
-    return "a block size or an output type";
-  const Value *scale = quantize->operand(1), *zero = quantize->operand(2);
+/// Whether `dequantize` and the `quantize` it reads are a pair this pass
+/// expands, or why not.
+MatchStatus matchPair(const Node &dequantize, const Node &quantize) {
+  if (!isPlainQuantizeOp(quantize) || !isPlainQuantizeOp(dequantize))
+    return Rejection{"a block size or an output type"};
+  const Value *scale = quantize.operand(1), *zero = quantize.operand(2);
   if (!zero || !sameScalar(scale, dequantize.operand(1)) ||
       !sameScalar(zero, dequantize.operand(2)))
-    return "not one per-tensor scale and explicit zero point shared by the pair";
+    return Rejection{"not one per-tensor scale and explicit zero point shared by the pair"};
   if (scale->dtype() != DType::F32 || (zero->dtype() != DType::U8 && zero->dtype() != DType::I8) ||
-      quantize->operand(0)->dtype() != DType::F32)
-    return "not f32 quantized to u8 or i8";
+      quantize.operand(0)->dtype() != DType::F32)
+    return Rejection{"not f32 quantized to u8 or i8"};
   if (!(*scalarConstant(scale) > 0))
-    return "the scale is not positive";
-  return nullptr;
+    return Rejection{"the scale is not positive"};
+  return matched();
 }
 
 class ExpandFakeQuantize : public Pass {
@@ -61,10 +60,11 @@ public:
     context.count("expanded", 0);
     bool changed = false;
     for (Node *dequantize : graph.nodesOfKind(OpKind::DequantizeLinear)) {
-      const Node *quantize = nullptr;
-      if (const char *reason = matchPair(*dequantize, quantize)) {
-        if (quantize)
-          context.reject(*dequantize, reason);
+      const Node *quantize = definedBy(dequantize->operand(0), OpKind::QuantizeLinear);
+      if (!quantize)
+        continue;
+      if (MatchStatus pair = matchPair(*dequantize, *quantize); !pair) {
+        context.reject(*dequantize, pair.rejection().reason);
         continue;
       }
       Value *x = quantize->operand(0);

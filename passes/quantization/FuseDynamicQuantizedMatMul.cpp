@@ -41,46 +41,49 @@ struct Chain {
   Value *weightScale = nullptr, *bias = nullptr;
 };
 
-/// Fills `chain` from the MatMulInteger `matmul`; null when it is the whole
-/// pattern, else why not.
-const char *matchChain(const Graph &graph, Node *matmul, Chain &chain) {
+/// The chain the MatMulInteger `matmul` starts, or why it is not the whole
+/// pattern.
+MatchResult<Chain> matchChain(const Graph &graph, Node *matmul) {
+  Chain chain;
   chain.matmul = matmul;
   Value *q = matmul->operand(0), *w = matmul->operand(1);
   Node *quantize = q->definingNode();
   if (!quantize || quantize->kind() != OpKind::DynamicQuantizeLinear || q != quantize->result(0))
-    return "its A operand is not a DynamicQuantizeLinear's output";
+    return Rejection{"its A operand is not a DynamicQuantizeLinear's output"};
   if (matmul->numOperands() < 3 || matmul->operand(2) != quantize->result(2))
-    return "its A zero point is not the DynamicQuantizeLinear's";
+    return Rejection{"its A zero point is not the DynamicQuantizeLinear's"};
   if (quantize->operand(0)->dtype() != DType::F32)
-    return "the quantized activation is not f32";
+    return Rejection{"the quantized activation is not f32"};
   chain.quantize = quantize;
   const Shape &ws = w->shape();
   if (!w->isConstant() || (w->dtype() != DType::I8 && w->dtype() != DType::U8) || !ws.isRanked() ||
       ws.rank() != 2 || !ws[1].constant())
-    return "its weights are not a constant i8/u8 [K, N] matrix";
+    return Rejection{"its weights are not a constant i8/u8 [K, N] matrix"};
   int64_t columns = *ws[1].constant();
   Value *weightZero = matmul->numOperands() > 3 ? matmul->operand(3) : nullptr;
   if (weightZero && (!isScaleLike(weightZero, columns) || weightZero->dtype() != w->dtype()))
-    return "its weight zero point is not a constant of the weights' type, per tensor or per column";
+    return Rejection{
+        "its weight zero point is not a constant of the weights' type, per tensor or per column"};
   chain.cast = soleUser(graph, matmul->result(0));
   if (!chain.cast || chain.cast->kind() != OpKind::Cast ||
       chain.cast->result(0)->dtype() != DType::F32)
-    return "its i32 result is not only cast to f32";
+    return Rejection{"its i32 result is not only cast to f32"};
   chain.outputMul = soleUser(graph, chain.cast->result(0));
   Value *scale = chain.outputMul
                      ? otherOperand(*chain.outputMul, OpKind::Mul, chain.cast->result(0))
                      : nullptr;
   if (!scale)
-    return "the cast result is not only multiplied by a scale";
+    return Rejection{"the cast result is not only multiplied by a scale"};
   chain.scaleMul = scale->definingNode();
   chain.weightScale =
       chain.scaleMul ? otherOperand(*chain.scaleMul, OpKind::Mul, quantize->result(1)) : nullptr;
   if (!chain.weightScale || scale->numUses() != 1 || graph.isOutput(scale))
-    return "the scale is not the activation's scale times a weight scale (and nothing else)";
+    return Rejection{
+        "the scale is not the activation's scale times a weight scale (and nothing else)"};
   if (chain.weightScale->dtype() != DType::F32 || !isScaleLike(chain.weightScale, columns))
-    return "the weight scale is not a constant f32, per tensor or per column";
+    return Rejection{"the weight scale is not a constant f32, per tensor or per column"};
   if (weightZero && !provablySameShape(weightZero->shape(), chain.weightScale->shape()))
-    return "the weight zero point is not shaped like the weight scale";
+    return Rejection{"the weight zero point is not shaped like the weight scale"};
   // A bias Add that the op can take: a constant f32 [N] on the other side.
   if (Node *add = soleUser(graph, chain.outputMul->result(0))) {
     Value *bias = otherOperand(*add, OpKind::Add, chain.outputMul->result(0));
@@ -90,7 +93,7 @@ const char *matchChain(const Graph &graph, Node *matmul, Chain &chain) {
       chain.bias = bias;
     }
   }
-  return nullptr;
+  return chain;
 }
 
 class FuseDynamicQuantizedMatMul : public Pass {
@@ -106,11 +109,12 @@ public:
     bool changed = false;
     // Candidates first: the rewrite erases nodes still ahead in the list.
     for (Node *matmul : graph.nodesOfKind(OpKind::MatMulInteger)) {
-      Chain chain;
-      if (const char *reason = matchChain(graph, matmul, chain)) {
-        context.reject(*matmul, reason);
+      MatchResult<Chain> matchedChain = matchChain(graph, matmul);
+      if (!matchedChain) {
+        context.reject(*matmul, matchedChain.rejection().reason);
         continue;
       }
+      const Chain &chain = *matchedChain;
       Node *last = chain.biasAdd ? chain.biasAdd : chain.outputMul;
       std::vector<Value *> operands = {chain.quantize->operand(0), matmul->operand(1),
                                        chain.weightScale};

@@ -37,35 +37,45 @@ using namespace match;
 
 namespace {
 
-/// The geometry the compiled kernel takes; the empty string when it does.
-std::string checkGeometry(const Node &conv) {
+/// Whether the compiled kernel takes the convolution's geometry, or why not.
+MatchStatus checkGeometry(const Node &conv) {
   const Shape &x = conv.operand(0)->shape();
   if (!x.isRanked() || (x.rank() != 3 && x.rank() != 4))
-    return "only 1-D and 2-D convolutions are fused";
+    return Rejection{"only 1-D and 2-D convolutions are fused"};
   if (int64_t group = conv.getInt("group", 1); group != 1)
-    return "a grouped convolution (group = " + std::to_string(group) + ") is left to the f32 path";
+    return Rejection::built("a grouped convolution (group = " + std::to_string(group) +
+                            ") is left to the f32 path");
   if (!x[1].constant())
-    return "the input channels are not a constant";
+    return Rejection{"the input channels are not a constant"};
   ConvPadding padding = convPadding(conv, x.rank() - 2);
   if (padding.isSame())
     for (size_t i = 2; i < x.rank(); ++i)
       if (!x[i].constant())
-        return "auto_pad " + padding.autoPad + " over symbolic spatial sizes";
+        return Rejection::built("auto_pad " + padding.autoPad + " over symbolic spatial sizes");
   const Value *bias = conv.operand(2);
   if (bias &&
       (bias->dtype() != DType::F32 || !bias->shape().isRanked() || bias->shape().rank() != 1))
-    return "its bias is not f32 [M]";
-  return {};
+    return Rejection{"its bias is not f32 [M]"};
+  return matched();
 }
 
-std::string matchConv(const Node &conv, QuantizedActivation &activation,
-                      QuantizedWeights &weights) {
-  std::string reason = matchQuantizedActivation(conv.operand(0), false, activation);
-  if (reason.empty())
-    reason = matchQuantizedWeights(conv.operand(1), 0, 0, "[M, C, kernel...] tensor", weights);
-  if (reason.empty())
-    reason = checkGeometry(conv);
-  return reason;
+/// A quantized convolution's operands, read from its dequantized ones.
+struct ConvMatch {
+  QuantizedActivation activation;
+  QuantizedWeights weights;
+};
+
+MatchResult<ConvMatch> matchConv(const Node &conv) {
+  MatchResult<QuantizedActivation> activation = matchQuantizedActivation(conv.operand(0), false);
+  if (!activation)
+    return activation.rejection();
+  MatchResult<QuantizedWeights> weights =
+      matchQuantizedWeights(conv.operand(1), 0, 0, "[M, C, kernel...] tensor");
+  if (!weights)
+    return weights.rejection();
+  if (MatchStatus geometry = checkGeometry(conv); !geometry)
+    return geometry.rejection();
+  return ConvMatch{*activation, *weights};
 }
 
 class FuseStaticQuantizedConv : public Pass {
@@ -80,15 +90,14 @@ public:
     context.count("fused", 0);
     bool changed = false;
     for (Node *conv : graph.nodesOfKind(OpKind::Conv)) {
-      QuantizedActivation activation;
-      QuantizedWeights weights;
-      std::string reason = matchConv(*conv, activation, weights);
-      if (!reason.empty()) {
+      MatchResult<ConvMatch> match = matchConv(*conv);
+      if (!match) {
         if (definedBy(conv->operand(0), OpKind::DequantizeLinear) ||
             definedBy(conv->operand(1), OpKind::DequantizeLinear))
-          context.reject(*conv, reason);
+          context.reject(*conv, match.rejection().reason);
         continue;
       }
+      const auto &[activation, weights] = *match;
       Value *bias = conv->operand(2);
       std::vector<Value *> operands = {activation.x, activation.scale, activation.zero,
                                        weights.weights, weights.scale};

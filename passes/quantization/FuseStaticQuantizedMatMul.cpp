@@ -53,37 +53,40 @@ struct Match {
   Value *c = nullptr;
 };
 
-/// Gemm's attributes and C; null when the Gemm can be fused.
-const char *matchGemm(const Node &gemm, Match &m) {
+/// Gemm's attributes and C into `m`, or why the Gemm cannot be fused.
+MatchStatus matchGemm(const Node &gemm, Match &m) {
   if (gemm.getInt("transA", 0) != 0)
-    return "transA = 1 (the activation transposed) is not fused";
+    return Rejection{"transA = 1 (the activation transposed) is not fused"};
   m.transposed = gemm.getInt("transB", 0) != 0;
   m.alpha = gemm.getFloat("alpha", 1.0f);
   m.beta = gemm.getFloat("beta", 1.0f);
   m.c = gemm.operand(2);
   if (m.c && m.c->dtype() != DType::F32)
-    return "its C is not f32";
-  return nullptr;
+    return Rejection{"its C is not f32"};
+  return matched();
 }
 
-/// Matches MatMul or Gemm `node`; the empty string when it fuses.
-std::string matchProduct(const Node &node, Match &m) {
+/// The quantized product MatMul or Gemm `node` computes, or why it is none.
+MatchResult<Match> matchProduct(const Node &node) {
+  Match m;
   if (node.kind() == OpKind::Gemm)
-    if (const char *reason = matchGemm(node, m))
-      return reason;
-  std::string reason = matchQuantizedActivation(node.operand(0), true, m.activation);
-  if (!reason.empty())
-    return reason;
-  reason = matchQuantizedWeights(node.operand(1), 2, m.transposed ? 0 : 1,
-                                 m.transposed ? "[N, K] matrix (transB = 1)" : "[K, N] matrix",
-                                 m.weights);
-  if (!reason.empty())
-    return reason;
+    if (MatchStatus gemm = matchGemm(node, m); !gemm)
+      return gemm.rejection();
+  MatchResult<QuantizedActivation> activation = matchQuantizedActivation(node.operand(0), true);
+  if (!activation)
+    return activation.rejection();
+  m.activation = *activation;
+  MatchResult<QuantizedWeights> weights =
+      matchQuantizedWeights(node.operand(1), 2, m.transposed ? 0 : 1,
+                            m.transposed ? "[N, K] matrix (transB = 1)" : "[K, N] matrix");
+  if (!weights)
+    return weights.rejection();
+  m.weights = *weights;
   const Shape &a = node.operand(0)->shape();
   if (!a.isRanked() || a.rank() < 2)
-    return "its A operand is not of rank >= 2";
+    return Rejection{"its A operand is not of rank >= 2"};
   m.columns = *m.weights.weights->shape()[m.transposed ? 0 : 1].constant();
-  return {};
+  return m;
 }
 
 /// The weight scale times alpha, as a new constant (the scale is shared).
@@ -160,16 +163,15 @@ public:
     for (Node *gemm : graph.nodesOfKind(OpKind::Gemm))
       candidates.push_back(gemm);
     for (Node *product : candidates) {
-      Match m;
-      std::string reason = matchProduct(*product, m);
-      if (!reason.empty()) {
+      MatchResult<Match> m = matchProduct(*product);
+      if (!m) {
         // Only products that read a dequantized value are candidates.
         if (definedBy(product->operand(0), OpKind::DequantizeLinear) ||
             definedBy(product->operand(1), OpKind::DequantizeLinear))
-          context.reject(*product, reason);
+          context.reject(*product, m.rejection().reason);
         continue;
       }
-      rewrite(graph, product, m);
+      rewrite(graph, product, *m);
       context.count("fused");
       changed = true;
     }

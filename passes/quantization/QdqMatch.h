@@ -7,16 +7,16 @@
 // weights, DequantizeLinear of a constant i8/u8 tensor with a scale and zero
 // point per tensor or along one axis. The fusion passes
 // (FuseStaticQuantizedMatMul.cpp, FuseStaticQuantizedConv.cpp) read both
-// through these matchers; each returns an empty string on a match, else the
-// reason `--explain` prints.
+// through these matchers; each returns what it matched, or the Rejection
+// whose reason `--explain` prints.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/MatchSupport.h"
 
 #include <cstdint>
-#include <string>
 
 namespace onnxc::match {
 
@@ -30,7 +30,7 @@ struct QuantizedActivation {
 /// `operand` = DequantizeLinear(QuantizeLinear(x, s, z), s, z) with one
 /// constant f32 scale > 0 and u8/i8 zero point, or, when `allowDynamic`,
 /// DequantizeLinear of a DynamicQuantizeLinear's three results.
-std::string matchQuantizedActivation(Value *operand, bool allowDynamic, QuantizedActivation &out);
+MatchResult<QuantizedActivation> matchQuantizedActivation(Value *operand, bool allowDynamic);
 
 /// The quantized weights: a constant i8/u8 tensor, its f32 scale and
 /// optional zero point (constants of one element or one per channel).
@@ -42,7 +42,7 @@ struct QuantizedWeights {
 /// rank `rank` (0: any rank >= 3, a Conv's), quantized per tensor or along
 /// `channelAxis` (the output channels), whose extent must be constant.
 /// `what` names the weights' layout in the reasons ("[K, N] matrix").
-std::string matchQuantizedWeights(Value *operand, size_t rank, int64_t channelAxis,
-                                  const char *what, QuantizedWeights &out);
+MatchResult<QuantizedWeights> matchQuantizedWeights(Value *operand, size_t rank,
+                                                    int64_t channelAxis, const char *what);
 
 } // namespace onnxc::match

@@ -441,24 +441,8 @@ def test_fusions(entry, tmp_path):
     assert not leftovers, f"{entry['name']}: unfused ops remain at -O2: {leftovers}"
 
 
-# Found by this test on its first run (2026-12-05), and already in the tree before it: after
-# lift-batched-heads, DeBERTa's graph has a Shape node that reads a Where defined later
-# ('Shape_25' reads 'Where_3'). Without --verify-each the later passes' re-sort hides it and the
-# compiled model matches onnxruntime (the normal build's models/hf_deberta_v2_*). Strict: the
-# test fails as soon as the pass keeps the order, so the mark must then go.
-VERIFY_EACH_KNOWN_FAILURES = {
-    "hf_deberta_v2": "lift-batched-heads leaves a use before its definition (Shape_25 reads Where_3)",
-}
-
-
 def passes_cases() -> list:
-    cases = []
-    for entry in MANIFEST["models"]:
-        marks = []
-        if entry["family"] in VERIFY_EACH_KNOWN_FAILURES:
-            marks.append(pytest.mark.xfail(reason=VERIFY_EACH_KNOWN_FAILURES[entry["family"]], strict=True))
-        cases.append(pytest.param(entry, id=f"{entry['name']}-passes", marks=marks))
-    return cases
+    return [pytest.param(entry, id=f"{entry['name']}-passes") for entry in MANIFEST["models"]]
 
 
 @pytest.mark.skipif(not PASS_LEVEL, reason="the normal build compiles and runs every model instead")
