@@ -88,10 +88,12 @@ TEST(LowerLoop, TheBodyRunsBetweenAnEntryAndABackEdge) {
   EXPECT_EQ(findStep(plan, "carry 'h'"), nullptr);
   EXPECT_NE(findStep(plan, "carry 'acc'"), nullptr);
   // The outer intermediate every iteration reads lives across the loop.
-  for (const PlanBuffer &buffer : plan.buffers)
+  for (const PlanBuffer &buffer : plan.buffers) {
     if (buffer.kind == BufferKind::Intermediate && buffer.firstStep < int32_t(entry) &&
-        buffer.lastStep > int32_t(entry))
+        buffer.lastStep > int32_t(entry)) {
       EXPECT_GE(buffer.lastStep, int32_t(backEdge));
+    }
+  }
 }
 
 TEST(LowerLoop, ACarriedTensorUpdatedByScatterNDStaysInPlace) {
