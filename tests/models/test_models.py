@@ -20,9 +20,10 @@ Environment:
 The reference is onnxruntime on the CPU provider with graph optimizations disabled (the plain
 graph); a second test checks that ORT's fully optimized run agrees with it. The reference
 evaluator and the .so run at every test shape, the JIT at the first shape of one model per family
-(each JIT run compiles the model again). A differential test (test_compiled_matches_reference_at_lengths) also runs the .so
-at sequence lengths 1, 7, 129, 300 and 600 against onnxc's reference evaluator; its test ids carry
-the model name, so `-k MODEL-` selects it with the model's other tests.
+(each JIT run compiles the model again). A differential test
+(test_compiled_matches_reference_at_lengths) also runs the .so at sequence lengths 1, 7, 129, 300
+and 600 against onnxc's reference evaluator; its test ids carry the model name, so `-k MODEL-`
+selects it with the model's other tests.
 """
 
 import functools
