@@ -49,7 +49,14 @@ build_asan() {
   # (scripts/test.sh builds that first): torch exports them once, not twice.
   local models=()
   [[ -d "$normal_build/models" ]] && models=(-DONNXC_MODEL_DIR="$normal_build/models")
-  configure "$repo/build-asan" -DONNXC_SANITIZE=address,undefined "${models[@]}"
+  # The unit tests' own files, uninstrumented in either build, are compiled by the normal build
+  # only (tests/unit/CMakeLists.txt); brought up to date there first.
+  local unit_objects=(-DONNXC_UNIT_TEST_OBJECTS=)
+  if [[ -f "$normal_build/build.ninja" ]]; then
+    ninja -C "$normal_build" -j "$jobs" onnxc_unit_test_objects
+    unit_objects=(-DONNXC_UNIT_TEST_OBJECTS="$normal_build/tests/unit/onnxc_unit_test_objects.txt")
+  fi
+  configure "$repo/build-asan" -DONNXC_SANITIZE=address,undefined "${models[@]}" "${unit_objects[@]}"
   ninja -C "$repo/build-asan" -j "$jobs"
 }
 

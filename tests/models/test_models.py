@@ -41,7 +41,8 @@ sys.path.insert(0, HERE)
 
 from model_inputs import differential_shapes, make_inputs, shape_id  # noqa: E402
 from ort_reference import output_file_name, run_ort  # noqa: E402
-import build_models  # noqa: E402
+import mask_models  # noqa: E402
+import model_sources  # noqa: E402
 from model_checks import PASS_LEVEL, skip_at_pass_level, verify_and_lower  # noqa: E402
 
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
@@ -57,7 +58,7 @@ ONNXC_TIMEOUT_SECONDS = 600
 def load_manifest() -> dict:
     import json
     path = os.path.join(MODEL_DIR, "manifest.json")
-    newest_source = max(os.path.getmtime(source) for source in build_models.SOURCES)
+    newest_source = max(os.path.getmtime(source) for source in model_sources.SOURCES)
     if not os.path.exists(path) or os.path.getmtime(path) < newest_source:
         result = subprocess.run([sys.executable, os.path.join(HERE, "build_models.py"), MODEL_DIR, "--quiet"],
                                 capture_output=True, text=True)
@@ -348,7 +349,7 @@ EXPECTED_FUSIONS = {
     "luong_attn": {"Attention": 2, "AdditiveAttention": 0},
     "alibi": {"Attention": 2, "LayerNorm": 5, "Gelu": 2},
 }
-EXPECTED_FUSIONS.update(build_models.mask_models.EXPECTED_FUSIONS)
+EXPECTED_FUSIONS.update(mask_models.EXPECTED_FUSIONS)
 # The libraries' own models (library_models.py): every attention block, norm and GELU. CLIP's
 # quick_gelu (x * sigmoid(1.702 x)) is not GELU; T5's norm is RMSNorm; LN counts include the
 # embeddings' and the stacks' final norms.

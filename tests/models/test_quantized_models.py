@@ -81,6 +81,29 @@ SHAPES = [{"batch": 1, "seq": 7}, {"batch": 2, "seq": 33}][:1 if PASS_LEVEL else
 pytestmark = pytest.mark.skipif(not ONNXC, reason="ONNXC (the onnxc binary) is not set")
 
 
+def cached_model(name: str, make, inputs=()) -> str:
+    """MODEL_DIR/quantized/NAME-HASH.onnx, written by make(path) when it is not there yet: the normal
+    build's run makes each file once and the ASan build's run (same ONNXC_MODEL_DIR) reads it
+    instead of quantizing again. HASH covers this script, onnxruntime's version and the size and
+    time of each file in `inputs`, so a change to any of them makes a new file."""
+    import hashlib
+    import onnxruntime
+    digest = hashlib.sha256(onnxruntime.__version__.encode())
+    with open(__file__, "rb") as f:
+        digest.update(f.read())
+    for source in inputs:
+        status = os.stat(source)
+        digest.update(f"{source}:{status.st_size}:{status.st_mtime_ns}".encode())
+    folder = os.path.join(MODEL_DIR, "quantized")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{name}-{digest.hexdigest()[:16]}.onnx")
+    if not os.path.exists(path):
+        partial = f"{path}.{os.getpid()}.partial.onnx"
+        make(partial)
+        os.replace(partial, path)
+    return path
+
+
 def manifest_entry(name: str) -> dict:
     with open(os.path.join(MODEL_DIR, "manifest.json")) as f:
         return next(m for m in json.load(f)["models"] if m["name"] == name)
@@ -111,11 +134,14 @@ def quantized(request, tmp_path_factory):
     entry = manifest_entry(name)
     fp32 = os.path.join(MODEL_DIR, entry["file"])
     folder = tmp_path_factory.mktemp(f"q_{name}_{mode}_{int(per_channel)}")
-    path = str(folder / f"{name}_int8.onnx")
-    if mode == "dynamic":
-        quantize_dynamic(fp32, path, weight_type=QuantType.QInt8, per_channel=per_channel)
-    else:
-        quantize_static_qdq(entry, fp32, path, per_channel)
+
+    def make(path):
+        if mode == "dynamic":
+            quantize_dynamic(fp32, path, weight_type=QuantType.QInt8, per_channel=per_channel)
+        else:
+            quantize_static_qdq(entry, fp32, path, per_channel)
+
+    path = cached_model(f"{name}_{mode}_{int(per_channel)}", make, inputs=[fp32])
     return entry, mode, fp32, path, compiled(path, str(folder / f"{name}_int8"))
 
 
@@ -291,28 +317,19 @@ SMALL_CASES = [("vit", "static", False), ("vit", "static", True), ("mlp", "stati
                ("mlp", "static", True), ("vit", "dynamic", False), ("vit", "qoperator", True)]
 
 
-@pytest.fixture(scope="module")
-def small_fp32(tmp_path_factory):
-    """The fp32 file of each small model, exported once per module."""
-    folder, paths = tmp_path_factory.mktemp("small_fp32"), {}
-
-    def path(name):
-        if name not in paths:
-            paths[name] = str(folder / f"{name}.onnx")
-            build_small_model(name, paths[name])
-        return paths[name]
-
-    return path
+def small_fp32(name: str) -> str:
+    """The fp32 file of a small model, exported once (cached_model)."""
+    return cached_model(f"small_{name}_fp32", lambda path: build_small_model(name, path))
 
 
 @pytest.fixture(scope="module", params=SMALL_CASES,
                 ids=lambda p: f"{p[0]}-{p[1]}-{'per_channel' if p[2] else 'per_tensor'}")
-def small_quantized(request, small_fp32, tmp_path_factory):
+def small_quantized(request, tmp_path_factory):
     """(name, mode, quantized path, compiled .so) for one small model and quantization."""
     name, mode, per_channel = request.param
     folder = tmp_path_factory.mktemp(f"small_{name}_{mode}_{int(per_channel)}")
-    path = str(folder / f"{name}_int8.onnx")
-    quantize_small(name, mode, small_fp32(name), path, per_channel)
+    path = cached_model(f"small_{name}_{mode}_{int(per_channel)}",
+                        lambda path: quantize_small(name, mode, small_fp32(name), path, per_channel))
     return name, mode, path, compiled(path, str(folder / f"{name}_int8"))
 
 
