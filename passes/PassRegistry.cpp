@@ -26,6 +26,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseRmsNormPass,
     createFuseSkipLayerNormPass,
     createLiftBatchedHeadsPass,
+    createSplitPackedQkvPass,
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,

@@ -15,15 +15,21 @@
 //   %q = Transpose(Reshape(%q_proj [b,S,h*d] -> [b,S,h,d])) {perm = [0,2,1,3]}
 //   %kt = Transpose(Reshape(%k_proj ...)) {perm = [0,2,3,1]}   (or Kᵀ of the 4-D k)
 //   %y = Reshape(Transpose(%o) {perm = [0,2,1,3]}) -> [b,Sq,h*dv]
-//   ViT: %q = Gather(Transpose(Reshape(%qkv [b,S,3hd] -> [b,S,3,h,d])) {perm = [2,0,3,1,4]}, 0)
 //
 // become %y = Attention(%q_proj, %k_proj, %v_proj, [%mask]) {q_num_heads = h,
 // kv_num_heads = h, scale, [is_causal], [window]}: the 3-D form, which reads
-// the projections in place and writes the merged heads (a ViT's packed qkv
-// is sliced first). When the plumbing is not recognized, the 4-D form
-// Attention(%q, %k, %v) replaces %o. K and V repeated for grouped-query
-// attention (LLaMA's repeat_kv: Unsqueeze, Expand, Reshape) are read before
-// the repeat, with kv_num_heads (3-D) or the 4-D operands' heads saying so.
+// the projections in place and writes the merged heads. When the plumbing
+// is not recognized, the 4-D form Attention(%q, %k, %v) replaces %o. K and
+// V repeated for grouped-query attention (LLaMA's repeat_kv: Unsqueeze,
+// Expand, Reshape) are read before the repeat, with kv_num_heads (3-D) or
+// the 4-D operands' heads saying so.
+//
+// Canonicalize first, match once: other exporters' spellings are rewritten
+// into this form by passes that run before this one (passes/Pipelines.cpp),
+// so the matcher reads one form: lift-batched-heads lifts heads folded into
+// the batch ([b*h, S, d], torch's nn.MultiheadAttention, BART, DeBERTa),
+// split-packed-qkv splits a ViT's packed qkv projection into three ordinary
+// head splits of its slices.
 //
 // Masks that depend only on the sequence length are proven (see
 // AttentionMasks.h): one that is a causal triangle at every length becomes
@@ -127,16 +133,6 @@ private:
     InferenceContext inference(graph);
     inferNodeShapes(*node, inference);
     return node;
-  }
-
-  static Value *materialize(Graph &graph, std::vector<Node *> &created, const Heads3d &heads,
-                            const std::string &name, Node *before) {
-    if (!heads.sliced)
-      return heads.source;
-    std::vector<Value *> operands = {
-        heads.source, constantI64(graph, name + ".start", {heads.begin}),
-        constantI64(graph, name + ".end", {heads.end}), constantI64(graph, name + ".axes", {2})};
-    return create(graph, created, OpKind::Slice, operands, name, before)->result(0);
   }
 
   /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
@@ -314,10 +310,8 @@ private:
       // A scale applied to the projection before the head split (BART's
       // q_proj(x) * scaling) joins the op's scale: the op reads the
       // unscaled projection, and the Mul is left dead.
-      if (!q3->sliced)
-        q3->source = stripScale(q3->source, form.scale);
-      if (!k3->sliced)
-        k3->source = stripScale(k3->source, form.scale);
+      q3->source = stripScale(q3->source, form.scale);
+      k3->source = stripScale(k3->source, form.scale);
     }
     form.base = core.softmax->name().empty() ? "attention" : core.softmax->name();
     return form;
@@ -328,9 +322,7 @@ private:
                                           const CoreMatch &core, const FusedForm &form) {
     const std::string &base = form.base;
     if (form.threeD)
-      return {materialize(graph, created, *form.q3, base + ".q", form.root),
-              materialize(graph, created, *form.key.k3, base + ".k", form.root),
-              materialize(graph, created, *form.v3, base + ".v", form.root)};
+      return {form.q3->source, form.key.k3->source, form.v3->source};
     // The 4-D op wants K itself: undo the exporter's transpose.
     Value *k4 = form.key.k4;
     if (!k4 && form.key.splitHeads)

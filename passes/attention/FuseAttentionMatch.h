@@ -23,13 +23,11 @@
 
 namespace onnxc::attention {
 
-/// Where a head's [b, S, h*d] tensor comes from: a value, or a slice of the
-/// last axis of one (a ViT's packed qkv projection).
+/// Where a head's [b, S, h*d] tensor comes from (a ViT's packed qkv is
+/// split into three such tensors by split-packed-qkv first).
 struct Heads3d {
   Value *source = nullptr;
   int64_t heads = 0, size = 0;
-  bool sliced = false;
-  int64_t begin = 0, end = 0;
   bool seqFirst = false; // source is [S, b, h*d] (torch's nn.MultiheadAttention)
 };
 
