@@ -27,6 +27,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseSkipLayerNormPass,
     createLiftBatchedHeadsPass,
     createSplitPackedQkvPass,
+    createExpandXSoftmaxPass,
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,

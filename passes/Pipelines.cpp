@@ -38,6 +38,10 @@ void addFusions(PassManager &pm) {
   pm.addPass("lift-batched-heads");
   pm.addPass("split-packed-qkv");
   addCleanup(pm);
+  // After the cleanup, which leaves the head merge fuse-attention reads:
+  // XSoftmax's zeroed rows go after it, so the fused op still writes the
+  // merged heads.
+  pm.addPass("expand-xsoftmax");
   for (const char *name : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
                            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);

@@ -94,10 +94,6 @@ struct CoreMatch {
   Value *q = nullptr, *kt = nullptr, *v = nullptr;
   double scale = 1.0;
   std::vector<MaskTerm> masks;
-  // Where(cond, 0, p) or Where(cond, p, 0) between Softmax and the value
-  // MatMul: probabilities zeroed where `cond` hides (XSoftmax).
-  Node *zeroing = nullptr;
-  MaskEncoding zeroingEncoding = MaskEncoding::HiddenWhereTrue;
   // Shape nodes reading an intermediate score tensor (a mask sized from
   // the scores): rewired to the Attention's operands' dims.
   std::vector<Node *> shapeReaders;
@@ -119,11 +115,6 @@ struct MaskPlan {
   // The band is around the diagonal offset by a cache (kvSeq = past +
   // qSeq): the op says so only with past_key / past_value operands.
   bool pastOffset = false;
-  // DeBERTa: the additive operand and the zeroed Where's bool mask combined
-  // into one additive operand Where(condition, fill, operand).
-  Value *combinedCondition = nullptr;
-  bool combinedHiddenWhereTrue = true;
-  double combinedFill = 0;
 };
 
 /// K and V as a KV cache concatenated with the new keys along the sequence

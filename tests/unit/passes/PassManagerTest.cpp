@@ -126,8 +126,8 @@ TEST(Pipelines, Levels) {
     if (level > 1)
       for (const char *fusion :
            {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "split-packed-qkv",
-            "fuse-attention", "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm",
-            "fuse-skip-layernorm", "fuse-gelu"})
+            "expand-xsoftmax", "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }
