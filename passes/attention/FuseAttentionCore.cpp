@@ -3,10 +3,9 @@
 // fuse-attention's matcher of the core, anchored at Softmax: the score
 // MatMul, the scales and masks between it and Softmax, and the value MatMul
 // (an XSoftmax's zeroing after Softmax is expand-xsoftmax's to rewrite
-// first). Kept apart from the head plumbing and the
-// mask plan: its rejections say whether the candidate is attention at all,
-// and they come in a fixed order (the first failing check is the reason
-// --explain prints).
+// first). Kept apart from the head plumbing and the mask plan: its
+// rejections say whether the candidate is attention at all, and they come
+// in a fixed order (the first failing check is the reason --explain prints).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MatchSupport.h"
