@@ -26,6 +26,8 @@ constexpr PassFactory kPassFactories[] = {
     createFuseRmsNormPass,
     createFuseSkipLayerNormPass,
     createLiftBatchedHeadsPass,
+    createSplitPackedQkvPass,
+    createExpandXSoftmaxPass,
     createFuseAttentionPass,
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,

@@ -31,10 +31,17 @@ void addFusions(PassManager &pm) {
   // quantize_dynamic's MatMul chains become the integer GEMM op first; the
   // f32 ops around them (attention, norms, GELU) then fuse as usual.
   pm.addPass("fuse-dynamic-quantized-matmul");
-  // Attention with the heads folded into the batch is first brought to the
-  // [b, h, S, d] form; the cleanup merges the Reshape pairs that leaves.
+  // Exporters' spellings of attention are first brought to the one form
+  // fuse-attention matches: heads folded into the batch to [b, h, S, d], a
+  // packed qkv to three head splits. The cleanup merges the Reshape pairs
+  // and Transposes that leaves.
   pm.addPass("lift-batched-heads");
+  pm.addPass("split-packed-qkv");
   addCleanup(pm);
+  // After the cleanup, which leaves the head merge fuse-attention reads:
+  // XSoftmax's zeroed rows go after it, so the fused op still writes the
+  // merged heads.
+  pm.addPass("expand-xsoftmax");
   for (const char *name : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
                            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);

@@ -15,15 +15,26 @@
 //   %q = Transpose(Reshape(%q_proj [b,S,h*d] -> [b,S,h,d])) {perm = [0,2,1,3]}
 //   %kt = Transpose(Reshape(%k_proj ...)) {perm = [0,2,3,1]}   (or Kᵀ of the 4-D k)
 //   %y = Reshape(Transpose(%o) {perm = [0,2,1,3]}) -> [b,Sq,h*dv]
-//   ViT: %q = Gather(Transpose(Reshape(%qkv [b,S,3hd] -> [b,S,3,h,d])) {perm = [2,0,3,1,4]}, 0)
 //
 // become %y = Attention(%q_proj, %k_proj, %v_proj, [%mask]) {q_num_heads = h,
 // kv_num_heads = h, scale, [is_causal], [window]}: the 3-D form, which reads
-// the projections in place and writes the merged heads (a ViT's packed qkv
-// is sliced first). When the plumbing is not recognized, the 4-D form
-// Attention(%q, %k, %v) replaces %o. K and V repeated for grouped-query
-// attention (LLaMA's repeat_kv: Unsqueeze, Expand, Reshape) are read before
-// the repeat, with kv_num_heads (3-D) or the 4-D operands' heads saying so.
+// the projections in place and writes the merged heads. When the plumbing
+// is not recognized, the 4-D form Attention(%q, %k, %v) replaces %o. K and
+// V repeated for grouped-query attention (LLaMA's repeat_kv: Unsqueeze,
+// Expand, Reshape) are read before the repeat, with kv_num_heads (3-D) or
+// the 4-D operands' heads saying so.
+//
+// Canonicalize first, match once: other exporters' spellings are rewritten
+// into this form by passes that run before this one (passes/Pipelines.cpp),
+// so the matcher reads one form: lift-batched-heads lifts heads folded into
+// the batch ([b*h, S, d], torch's nn.MultiheadAttention, BART, DeBERTa),
+// split-packed-qkv splits a ViT's packed qkv projection into three ordinary
+// head splits of its slices, and expand-xsoftmax rewrites DeBERTa's XSoftmax
+// (probabilities zeroed after Softmax where its mask hides keys) into this
+// masked core, with the position terms and the mask as one additive mask,
+// and a zeroing of the rows that see no key after the head merge. Still
+// read here: torch's sequence-first head split and merge ([S, b, h*d],
+// written as Attention's seq_first) and LLaMA's repeat_kv.
 //
 // Masks that depend only on the sequence length are proven (see
 // AttentionMasks.h): one that is a causal triangle at every length becomes
@@ -32,17 +43,7 @@
 // Where as a bool "visible" mask. A Where filling a finite value (HF's
 // torch.finfo(f32).min) sets mask_fill, so hidden keys keep that score and
 // a row hiding every key stays uniform as in the unfused graph (planMasks
-// says which mask orders that covers).
-//
-// DeBERTa's XSoftmax also zeroes the hidden probabilities after Softmax,
-// %p = Where(%hidden, 0, Softmax(Where(%hidden, finfo.min, %s + %rel))):
-// a key the Where hides has probability exactly 0 already wherever its row
-// sees some key (exp(finfo.min - max) underflows for every finite score), so
-// the zeroing changes only rows hiding every key, which it makes 0. The
-// fused op then reads the position terms and the Where as one additive
-// operand Where(%hidden, finfo.min, %rel), and its rows that see no key are
-// set to 0 by Where(any visible key in the row, %y, 0). Dead nodes are left
-// for dce.
+// says which mask orders that covers). Dead nodes are left for dce.
 //
 // The pass is split in four, one step each (FuseAttentionMatch.h lists
 // them): this file is the pass and the rewrite.
@@ -129,16 +130,6 @@ private:
     return node;
   }
 
-  static Value *materialize(Graph &graph, std::vector<Node *> &created, const Heads3d &heads,
-                            const std::string &name, Node *before) {
-    if (!heads.sliced)
-      return heads.source;
-    std::vector<Value *> operands = {
-        heads.source, constantI64(graph, name + ".start", {heads.begin}),
-        constantI64(graph, name + ".end", {heads.end}), constantI64(graph, name + ".axes", {2})};
-    return create(graph, created, OpKind::Slice, operands, name, before)->result(0);
-  }
-
   /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
   /// exists: rebuild them from values that do (the projections, or the 4-D
   /// Q and V), placed before the Shape node so every reader stays in order.
@@ -219,46 +210,6 @@ private:
     }
   }
 
-  /// Whether a row flag of the zeroing Where's condition, [.., Sq, 1],
-  /// broadcasts over the merged [b, Sq, h*dv] result once its head axis is
-  /// dropped: the condition does not vary over heads.
-  static bool rowsBroadcastOver3d(const Node &zeroing) {
-    const Shape &cond = zeroing.operand(0)->shape();
-    if (!cond.isRanked())
-      return false;
-    if (cond.rank() <= 2)
-      return true;
-    return cond.rank() <= 4 && cond[cond.rank() - 3] == Dim(1);
-  }
-
-  /// XSoftmax's zeroing of hidden probabilities, on the fused result: a row
-  /// that sees no key (by the zeroing Where's condition) becomes 0, every
-  /// other row is already what the zeroing leaves (see the file comment).
-  static Value *zeroRowsSeeingNoKey(Graph &graph, std::vector<Node *> &created,
-                                    const CoreMatch &core, Value *result, bool threeD,
-                                    const std::string &base, Node *before) {
-    const std::string name = base + ".rows";
-    Value *visible = core.zeroing->operand(0);
-    if (core.zeroingEncoding == MaskEncoding::HiddenWhereTrue)
-      visible = create(graph, created, OpKind::Not, {visible}, name, before)->result(0);
-    Value *asFloat = create(graph, created, OpKind::Cast, {visible}, name, before,
-                            {{"to", Attribute(int64_t(1))}})
-                         ->result(0);
-    Value *any = create(graph, created, OpKind::ReduceMax,
-                        {asFloat, constantI64(graph, name + ".axes", {-1})}, name, before)
-                     ->result(0); // [.., Sq, 1]
-    if (threeD && any->shape().rank() >= 3)
-      any = create(graph, created, OpKind::Squeeze,
-                   {any, constantI64(graph, name + ".heads", {int64_t(any->shape().rank()) - 3})},
-                   name, before)
-                ->result(0);
-    Value *seesKey =
-        create(graph, created, OpKind::Cast, {any}, name, before, {{"to", Attribute(int64_t(9))}})
-            ->result(0);
-    Value *zero = graph.addConstant(graph.uniqueName(name + ".zero"), Tensor::scalar<float>(0.0f));
-    return create(graph, created, OpKind::Where, {seesKey, result, zero}, name, before)->result(0);
-  }
-
   /// How the fused op reads its operands, and the node it replaces.
   struct FusedForm {
     double scale = 1;
@@ -307,17 +258,13 @@ private:
     form.threeD = !form.cache && q3 && k3 && v3 && merge.reshape && k3->heads == v3->heads &&
                   q3->heads == k3->heads * form.group && q3->seqFirst == merge.seqFirst &&
                   k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
-    if (form.threeD && core.zeroing && (merge.seqFirst || !rowsBroadcastOver3d(*core.zeroing)))
-      form.threeD = false; // the zeroed rows are per head or sequence-first: 4-D keeps them apart
     form.root = form.threeD ? merge.reshape : core.output;
     if (form.threeD) {
       // A scale applied to the projection before the head split (BART's
       // q_proj(x) * scaling) joins the op's scale: the op reads the
       // unscaled projection, and the Mul is left dead.
-      if (!q3->sliced)
-        q3->source = stripScale(q3->source, form.scale);
-      if (!k3->sliced)
-        k3->source = stripScale(k3->source, form.scale);
+      q3->source = stripScale(q3->source, form.scale);
+      k3->source = stripScale(k3->source, form.scale);
     }
     form.base = core.softmax->name().empty() ? "attention" : core.softmax->name();
     return form;
@@ -328,9 +275,7 @@ private:
                                           const CoreMatch &core, const FusedForm &form) {
     const std::string &base = form.base;
     if (form.threeD)
-      return {materialize(graph, created, *form.q3, base + ".q", form.root),
-              materialize(graph, created, *form.key.k3, base + ".k", form.root),
-              materialize(graph, created, *form.v3, base + ".v", form.root)};
+      return {form.q3->source, form.key.k3->source, form.v3->source};
     // The 4-D op wants K itself: undo the exporter's transpose.
     Value *k4 = form.key.k4;
     if (!k4 && form.key.splitHeads)
@@ -346,20 +291,12 @@ private:
     return {core.q, k4, form.v4};
   }
 
-  /// The mask operand as the op reads it: the plan's operand, combined
-  /// with the zeroed Where's condition, negated or a negated bias.
+  /// The mask operand as the op reads it: the plan's operand, negated or
+  /// a negated bias.
   static Value *maskOperand(Graph &graph, std::vector<Node *> &created, const MaskPlan &masks,
                             const FusedForm &form) {
     const std::string &base = form.base;
     Value *mask = masks.operand;
-    if (masks.combinedCondition) {
-      Value *fill = graph.addConstant(graph.uniqueName(base + ".fill"),
-                                      Tensor::scalar<float>(float(masks.combinedFill)));
-      std::vector<Value *> where = {masks.combinedCondition, fill, mask};
-      if (!masks.combinedHiddenWhereTrue)
-        std::swap(where[1], where[2]);
-      mask = create(graph, created, OpKind::Where, where, base + ".bias", form.root)->result(0);
-    }
     if (masks.negate)
       mask = create(graph, created, OpKind::Not, {mask}, base + ".visible", form.root)->result(0);
     if (masks.subtract)
@@ -400,14 +337,12 @@ private:
     return attention;
   }
 
-  /// The fused op's result (rows seeing no key zeroed, viewed as torch's
-  /// out_proj reads it) in place of the root's.
-  static MatchStatus replaceRoot(Graph &graph, std::vector<Node *> &created, const CoreMatch &core,
-                                 const FusedForm &form, Value *result) {
+  /// The fused op's result (viewed as torch's out_proj reads it) in place
+  /// of the root's.
+  static MatchStatus replaceRoot(Graph &graph, std::vector<Node *> &created, const FusedForm &form,
+                                 Value *result) {
     Node *root = form.root;
     const std::string &base = form.base;
-    if (core.zeroing)
-      result = zeroRowsSeeingNoKey(graph, created, core, result, form.threeD, base, root);
     if (form.threeD && root->result(0)->shape().rank() == 2) {
       // torch's out_proj reads the [Sq*b, h*dv] view of [Sq, b, h*dv].
       const Shape &flat = root->result(0)->shape();
@@ -426,8 +361,7 @@ private:
     return matched();
   }
 
-  static void countFusion(PassContext &context, const CoreMatch &core, const MaskPlan &masks,
-                          const FusedForm &form) {
+  static void countFusion(PassContext &context, const MaskPlan &masks, const FusedForm &form) {
     context.count("fused");
     if (!form.threeD)
       context.count("in 4-D form");
@@ -443,8 +377,6 @@ private:
       context.count("with a finite mask fill");
     if (form.cache)
       context.count("after a KV cache");
-    if (core.zeroing)
-      context.count("with hidden rows zeroed");
   }
 
   MatchStatus rewrite(Graph &graph, const CoreMatch &core, const MaskPlan &masks,
@@ -458,7 +390,7 @@ private:
     MatchStatus replaced;
     try {
       Node *attention = createAttention(graph, created, core, masks, form);
-      replaced = replaceRoot(graph, created, core, form, attention->result(0));
+      replaced = replaceRoot(graph, created, form, attention->result(0));
     } catch (const Error &) {
       replaced = Rejection{"shape inference rejects the fused op"};
     }
@@ -472,7 +404,7 @@ private:
       rewireRepeatedShapeReaders(graph, form.key.repeated, form.key.k4);
       rewireRepeatedShapeReaders(graph, core.v, form.v4);
     }
-    countFusion(context, core, masks, form);
+    countFusion(context, masks, form);
     return matched();
   }
 };

@@ -1,11 +1,11 @@
 //===- passes/attention/FuseAttentionCore.cpp - The scaled dot-product core ---===//
 //
 // fuse-attention's matcher of the core, anchored at Softmax: the score
-// MatMul, the scales and masks between it and Softmax, an XSoftmax zeroing
-// after it and the value MatMul. Kept apart from the head plumbing and the
-// mask plan: its rejections say whether the candidate is attention at all,
-// and they come in a fixed order (the first failing check is the reason
-// --explain prints).
+// MatMul, the scales and masks between it and Softmax, and the value MatMul
+// (an XSoftmax's zeroing after Softmax is expand-xsoftmax's to rewrite
+// first). Kept apart from the head plumbing and the mask plan: its
+// rejections say whether the candidate is attention at all, and they come
+// in a fixed order (the first failing check is the reason --explain prints).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MatchSupport.h"
@@ -112,26 +112,18 @@ MatchStatus checkSoftmax(const Node &softmax) {
   return matched();
 }
 
-/// From Softmax to the value MatMul: MatMul(p, V), or MatMul(Where(hidden,
-/// 0, p), V) zeroing hidden probabilities (XSoftmax). Sets m.output and
-/// m.zeroing.
+/// From Softmax to the value MatMul, MatMul(p, V): sets m.output.
 MatchStatus matchValueProduct(const Graph &graph, CoreMatch &m) {
   Value *probs = m.softmax->result(0);
   m.output = soleUser(graph, probs);
   if (m.output && m.output->kind() == OpKind::Where) {
     std::optional<double> onTrue = scalarConstant(m.output->operand(1));
     std::optional<double> onFalse = scalarConstant(m.output->operand(2));
-    if (onTrue && *onTrue == 0 && m.output->operand(2) == probs)
-      m.zeroingEncoding = MaskEncoding::HiddenWhereTrue;
-    else if (onFalse && *onFalse == 0 && m.output->operand(1) == probs)
-      m.zeroingEncoding = MaskEncoding::HiddenWhereFalse;
-    else
-      return Rejection{"a Where after Softmax does not zero hidden probabilities"};
-    if (m.output->operand(0)->dtype() != DType::Bool)
-      return Rejection{"a Where zeroing probabilities has a condition that is not bool"};
-    m.zeroing = m.output;
-    probs = m.zeroing->result(0);
-    m.output = soleUser(graph, probs);
+    bool zeroing = (onTrue && *onTrue == 0 && m.output->operand(2) == probs) ||
+                   (onFalse && *onFalse == 0 && m.output->operand(1) == probs);
+    return Rejection{zeroing ? "probabilities are zeroed after Softmax in a form expand-xsoftmax "
+                               "leaves alone (see its reason)"
+                             : "a Where after Softmax does not zero hidden probabilities"};
   }
   if (!m.output || m.output->kind() != OpKind::MatMul || m.output->operand(0) != probs)
     return Rejection{"Softmax output is not multiplied by V alone"};

@@ -1,9 +1,9 @@
 //===- passes/attention/FuseAttentionHeads.cpp - Reading the multi-head plumbing ---===//
 //
 // fuse-attention's readers of what exporters write around the attention
-// core: the head split of Q, K and V (Reshape + Transpose, sequence-first,
-// ViT's packed qkv), Kᵀ, LLaMA's repeat_kv and the head merge of the result.
-// Apart from the core matcher because they answer a different question:
+// core: the head split of Q, K and V (Reshape + Transpose, or sequence-first;
+// split-packed-qkv has brought a ViT's packed qkv to the same form), Kᵀ, LLaMA's repeat_kv and the
+// head merge of the result. Apart from the core matcher because they answer a different question:
 // not "is this attention" but "can the 3-D op read the projections in
 // place" (when they cannot, the 4-D form is used).
 //
@@ -127,23 +127,8 @@ std::optional<Heads3d> headsSource(const Value *v4) {
   // Sequence-first: Transpose(Reshape(P [S, b, h*d] -> [S, b, h, d])) {perm = [1, 2, 0, 3]}.
   if (isPerm(node, {1, 2, 0, 3})) {
     if (Value *source = splitLastAxisSource(node->operand(0), 2))
-      return Heads3d{source, *heads, *size, false, 0, 0, /*seqFirst=*/true};
+      return Heads3d{source, *heads, *size, /*seqFirst=*/true};
     return std::nullopt;
-  }
-  // ViT: Gather(Transpose(Reshape(qkv -> [b,S,k,h,d])) {perm = [2,0,3,1,4]}, i).
-  if (node && node->kind() == OpKind::Gather && node->getInt("axis", 0) == 0) {
-    std::optional<double> index = scalarConstant(node->operand(1));
-    Node *transpose = node->operand(0)->definingNode();
-    if (!index || node->operand(1)->shape().rank() != 0 || !isPerm(transpose, {2, 0, 3, 1, 4}))
-      return std::nullopt;
-    Value *source = splitLastAxisSource(transpose->operand(0), 3);
-    std::optional<int64_t> parts =
-        source ? constantDim(transpose->operand(0)->shape(), 2) : std::nullopt;
-    int64_t i = int64_t(*index);
-    if (!parts || i < 0 || i >= *parts)
-      return std::nullopt;
-    int64_t width = *heads * *size;
-    return Heads3d{source, *heads, *size, true, i * width, (i + 1) * width};
   }
   return std::nullopt;
 }
@@ -160,7 +145,7 @@ KeyForms keyForms(Value *kt, double &scale) {
     const Shape &shape = kt->shape();
     std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
     if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
-      forms.k3 = Heads3d{source, *heads, *size, false, 0, 0, seqFirst};
+      forms.k3 = Heads3d{source, *heads, *size, seqFirst};
   } else if (isPerm(node, {0, 1, 3, 2})) {
     forms.k4 = stripScale(node->operand(0), scale);
     if (Value *kv = repeatedKvSource(forms.k4, forms.group)) {

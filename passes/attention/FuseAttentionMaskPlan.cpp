@@ -38,10 +38,6 @@ std::optional<CacheSplit> splitCache(Value *k4, Value *v4, const Dim &past) {
 
 namespace {
 
-/// A fill that leaves a hidden key's probability exactly 0 whenever its row
-/// sees any key with a finite score: exp(fill - max) underflows.
-bool zeroesHiddenProbability(double fill) { return fill <= -1e30; }
-
 /// Whether the Attention op's attributes say exactly this band: none,
 /// is_causal, window, or both. (These four forms are closed under
 /// intersection, so several masks that each are one combine into one.)
@@ -84,33 +80,8 @@ struct MaskWalk {
   bool additiveBand = false, additiveOperand = false, whereAfterAdd = false;
 };
 
-/// XSoftmax: zeroing the probabilities a Where hid changes only rows that
-/// see no key (see FuseAttention.cpp), provided that Where is the last mask
-/// applied and its fill leaves the hidden probabilities exactly 0.
-MatchStatus checkZeroingRepeatsLastMask(const CoreMatch &m) {
-  if (m.masks.empty() || m.masks.front().mask != m.zeroing->operand(0) ||
-      m.masks.front().encoding != m.zeroingEncoding)
-    return Rejection{"the Where zeroing probabilities after Softmax does not repeat the mask "
-                     "applied last before it"};
-  if (!zeroesHiddenProbability(m.masks.front().fill))
-    return Rejection{"probabilities are zeroed after Softmax, but the Where before it fills a "
-                     "value under which hidden keys keep some probability"};
-  return matched();
-}
-
-/// `term`, which no attribute says, as the op's mask operand (or combined
-/// with the additive one already there, for XSoftmax).
+/// `term`, which no attribute says, as the op's mask operand.
 MatchStatus keepAsOperand(const MaskTerm &term, bool isWhere, MaskWalk &walk, MaskPlan &plan) {
-  const CoreMatch &m = walk.m;
-  if (plan.operand && walk.additiveOperand && isWhere && m.zeroing && &term == &m.masks.front() &&
-      std::isfinite(term.fill) && term.mask->dtype() == DType::Bool &&
-      plan.operand->dtype() == DType::F32) {
-    // The additive operand (applied before) and this Where as one operand.
-    plan.combinedCondition = term.mask;
-    plan.combinedHiddenWhereTrue = term.encoding == MaskEncoding::HiddenWhereTrue;
-    plan.combinedFill = term.fill;
-    return matched();
-  }
   if (plan.operand)
     return Rejection{"more than one mask stays an operand"};
   plan.operand = term.mask;
@@ -156,14 +127,6 @@ MatchStatus planMaskTerm(const MaskTerm &term, MaskWalk &walk, MaskPlan &plan) {
 
 /// The checks on the masks as a whole, once each is planned.
 MatchResult<MaskPlan> finishPlan(MaskPlan plan, const MaskWalk &walk) {
-  if (plan.combinedCondition) {
-    // The combined operand says every hidden score; nothing else may hide.
-    if (!plan.band.isEverything())
-      return Rejection{"a shape-only mask meets an additive operand and a zeroed Where mask"};
-    if (plan.subtract)
-      return Rejection{"a subtracted bias meets a zeroed Where mask"};
-    return plan;
-  }
   if (walk.whereFill && std::isfinite(*walk.whereFill)) {
     if (walk.whereAfterAdd)
       return Rejection{"a Where filling a finite value follows the additive mask (the fused op "
@@ -184,10 +147,6 @@ MatchResult<MaskPlan> planMasks(const CoreMatch &m, PassContext &context) {
   const Shape &scores = m.scores->result(0)->shape();
   const Dim &qSeq = scores[2], &kvSeq = scores[3];
   MaskWalk walk{m, context, qSeq, kvSeq, qSeq == kvSeq || cacheOf(m).has_value(), std::nullopt};
-  if (m.zeroing) {
-    if (MatchStatus status = checkZeroingRepeatsLastMask(m); !status)
-      return status.rejection();
-  }
   MaskPlan plan;
   // m.masks runs from Softmax backwards; walk them in the order applied.
   for (auto it = m.masks.rbegin(); it != m.masks.rend(); ++it) {

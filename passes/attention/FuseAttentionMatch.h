@@ -23,13 +23,11 @@
 
 namespace onnxc::attention {
 
-/// Where a head's [b, S, h*d] tensor comes from: a value, or a slice of the
-/// last axis of one (a ViT's packed qkv projection).
+/// Where a head's [b, S, h*d] tensor comes from (a ViT's packed qkv is
+/// split into three such tensors by split-packed-qkv first).
 struct Heads3d {
   Value *source = nullptr;
   int64_t heads = 0, size = 0;
-  bool sliced = false;
-  int64_t begin = 0, end = 0;
   bool seqFirst = false; // source is [S, b, h*d] (torch's nn.MultiheadAttention)
 };
 
@@ -96,10 +94,6 @@ struct CoreMatch {
   Value *q = nullptr, *kt = nullptr, *v = nullptr;
   double scale = 1.0;
   std::vector<MaskTerm> masks;
-  // Where(cond, 0, p) or Where(cond, p, 0) between Softmax and the value
-  // MatMul: probabilities zeroed where `cond` hides (XSoftmax).
-  Node *zeroing = nullptr;
-  MaskEncoding zeroingEncoding = MaskEncoding::HiddenWhereTrue;
   // Shape nodes reading an intermediate score tensor (a mask sized from
   // the scores): rewired to the Attention's operands' dims.
   std::vector<Node *> shapeReaders;
@@ -121,11 +115,6 @@ struct MaskPlan {
   // The band is around the diagonal offset by a cache (kvSeq = past +
   // qSeq): the op says so only with past_key / past_value operands.
   bool pastOffset = false;
-  // DeBERTa: the additive operand and the zeroed Where's bool mask combined
-  // into one additive operand Where(condition, fill, operand).
-  Value *combinedCondition = nullptr;
-  bool combinedHiddenWhereTrue = true;
-  double combinedFill = 0;
 };
 
 /// K and V as a KV cache concatenated with the new keys along the sequence

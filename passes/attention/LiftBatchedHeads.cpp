@@ -36,7 +36,7 @@
 //   %o3 = MatMul(Reshape(Where(%hidden, 0, %p4) -> [b*h, Sq, Sk]), %v3)
 //
 // is lifted the same way, the Where kept on the 4-D probabilities for
-// fuse-attention to read. A mask or other operand of
+// expand-xsoftmax to read. A mask or other operand of
 // rank 3 with a first dim of b*h is lifted the same way (Unsqueeze, then a
 // Reshape to [-1, h, ., .]); one of rank <= 2, or with a first dim of 1,
 // broadcasts to the same values in 4-D and is used as it is. The number of

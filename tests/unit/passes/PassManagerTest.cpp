@@ -124,9 +124,10 @@ TEST(Pipelines, Levels) {
                                        "simplify-shapes", "simplify-transposes", "cse", "dce"});
     // (Each pass is listed once, though the cleanup runs again between.)
     if (level > 1)
-      for (const char *fusion : {"fuse-dynamic-quantized-matmul", "lift-batched-heads",
-                                 "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
-                                 "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+      for (const char *fusion :
+           {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "split-packed-qkv",
+            "expand-xsoftmax", "fuse-attention", "fuse-additive-attention", "fuse-layernorm",
+            "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }

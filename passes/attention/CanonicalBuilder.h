@@ -1,0 +1,59 @@
+//===- passes/attention/CanonicalBuilder.h - Nodes of a canonicalizing rewrite ---===//
+//
+// The canonicalization passes before fuse-attention (split-packed-qkv,
+// expand-xsoftmax) create a few nodes per candidate and must leave the graph
+// as it was when they refuse halfway (a shape rule that throws, a result
+// type that differs): this keeps what they created and takes it back.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "ir/infer/ShapeInference.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace onnxc::attention {
+
+class CanonicalBuilder {
+public:
+  /// Creates nodes before `before` (appended at the end when null).
+  CanonicalBuilder(Graph &graph, Node *before)
+      : graph_(graph), before_(before), assumptionsBefore_(graph.assumptions().size()) {}
+
+  Value *constantI64(const std::string &base, std::vector<int64_t> values) {
+    int64_t n = int64_t(values.size());
+    return graph_.addConstant(graph_.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
+  }
+
+  /// A node with its result types inferred (which may throw onnxc::Error).
+  Value *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
+                const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
+    Node *node = graph_.createNode(kind, operands, 1, name, {graph_.uniqueName(name)}, before_);
+    created_.push_back(node);
+    for (const auto &[key, value] : attributes)
+      node->setAttr(key, value);
+    InferenceContext inference(graph_);
+    inferNodeShapes(*node, inference);
+    return node->result(0);
+  }
+
+  /// Erases what was created, newest first, with what its shape rules assumed.
+  void rollBack() {
+    graph_.truncateAssumptions(assumptionsBefore_);
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+      graph_.eraseNode(*it);
+    created_.clear();
+  }
+
+private:
+  Graph &graph_;
+  Node *before_;
+  size_t assumptionsBefore_;
+  std::vector<Node *> created_;
+};
+
+} // namespace onnxc::attention
