@@ -101,6 +101,9 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
   case Kind::LlvmIr:
     emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath);
     break;
+  case Kind::LlvmIrUnoptimized:
+    emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath);
+    break;
   case Kind::SharedLibrary: {
     // The object goes next to the library (same file system, so a partially
     // written library never replaces a good one mid-way) and is removed after.

@@ -49,8 +49,14 @@ struct ArtifactRequest {
   /// here), or the .o / .s / .ll file for --emit.
   std::string outputPath;
   /// --emit: Object (the default, a linked shared library), or one of the
-  /// inspection forms.
-  enum class Kind { SharedLibrary, Object, Assembly, LlvmIr } kind = Kind::SharedLibrary;
+  /// inspection forms (LlvmIrUnoptimized: before LLVM's optimizer).
+  enum class Kind {
+    SharedLibrary,
+    Object,
+    Assembly,
+    LlvmIr,
+    LlvmIrUnoptimized
+  } kind = Kind::SharedLibrary;
   /// The C header next to a shared library; empty: outputPath with ".h".
   std::string headerPath;
   /// The model's name in the artifact: the descriptor's model_name, the

@@ -65,7 +65,9 @@ EmitKind parseEmitKind(const std::string &text) {
     return EmitKind::Assembly;
   if (text == "llvm")
     return EmitKind::LlvmIr;
-  fail("unknown --emit kind '", text, "' (expected obj, asm or llvm)");
+  if (text == "llvm-unoptimized")
+    return EmitKind::LlvmIrUnoptimized;
+  fail("unknown --emit kind '", text, "' (expected obj, asm, llvm or llvm-unoptimized)");
 }
 
 void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
@@ -76,14 +78,17 @@ void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
   else if (module.getDataLayout() != machine->createDataLayout())
     fail("module '", module.getName().str(), "' was configured for another target than ",
          target.triple().str(), " cpu '", target.cpu(), "'");
-  optimizeModule(module, *machine);
+  if (kind == EmitKind::LlvmIrUnoptimized)
+    verifyOrFail(module, "as lowered");
+  else
+    optimizeModule(module, *machine);
 
   std::error_code error;
   llvm::raw_fd_ostream out(
       path, error, kind == EmitKind::Object ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
   if (error)
     fail("cannot write '", path, "': ", error.message());
-  if (kind == EmitKind::LlvmIr) {
+  if (kind == EmitKind::LlvmIr || kind == EmitKind::LlvmIrUnoptimized) {
     module.print(out, nullptr);
   } else {
     llvm::legacy::PassManager codegen;

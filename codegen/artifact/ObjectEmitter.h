@@ -20,8 +20,9 @@ namespace onnxc {
 
 class TargetSelection;
 
-/// What emitModule writes.
-enum class EmitKind { Object, Assembly, LlvmIr };
+/// What emitModule writes. LlvmIrUnoptimized: the module as lowered, verified
+/// but not optimized (what onnxc's lowering wrote, before LLVM's -O3).
+enum class EmitKind { Object, Assembly, LlvmIr, LlvmIrUnoptimized };
 
 /// Runs the -O3 module pipeline for `machine` over `module`, then verifies
 /// it. Throws onnxc::Error if the module is malformed (a codegen bug, but
@@ -34,7 +35,8 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
                 const std::string &path);
 
-/// Parses "obj" / "asm" / "llvm" (the --emit values this emitter handles).
+/// Parses "obj" / "asm" / "llvm" / "llvm-unoptimized" (the --emit values this
+/// emitter handles).
 EmitKind parseEmitKind(const std::string &text);
 
 } // namespace onnxc

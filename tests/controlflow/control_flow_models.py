@@ -19,7 +19,7 @@
 # one line naming the node.
 #
 # At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py) no kernel runs:
-# the reference evaluator, and `-O3 --verify-each --emit=llvm` in place of the .so (same refusals).
+# the reference evaluator, and `-O3 --verify-each --emit=llvm-unoptimized` in place of the .so (same refusals).
 # usage: control_flow_models.py ONNXC WORKDIR
 import os
 import subprocess
@@ -483,7 +483,7 @@ def check_compiled(onnxc, workdir, failures):
             failures.append(f"{name}: compile: exit {done.returncode}: {done.stderr}")
             continue
         if library is None:
-            print(f"ok   {name}: -O3 --verify-each --emit=llvm")
+            print(f"ok   {name}: -O3 --verify-each --emit=llvm-unoptimized")
             continue
         m, cases = build()
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -521,7 +521,7 @@ def check_node_case(onnxc, label, path, inputs, outputs, expected, failures):
     elif compiled.returncode != 0:
         failures.append(f"{label}: compile: exit {compiled.returncode}: {compiled.stderr.strip()}")
     elif library is None:
-        print(f"ok   {label}: -O3 --verify-each --emit=llvm")
+        print(f"ok   {label}: -O3 --verify-each --emit=llvm-unoptimized")
     else:
         runs.append(("so", library, None))
     for kind, target, backend in runs:

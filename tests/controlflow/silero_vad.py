@@ -33,7 +33,7 @@ max |ORT| per output, the worst output) against onnxruntime on the wheel's file;
 At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
 only the compiler's own C++ runs: the ref stage, then instead of the jit, compile and stream stages
 
-  lower    `onnxc compile X.onnx -O3 --verify-each --emit=llvm` with the 16 kHz pinned dims: every
+  lower    `onnxc compile X.onnx -O3 --verify-each --emit=llvm-unoptimized` with the 16 kHz pinned dims: every
            pass verified, lowered to LLVM IR, nothing run (ASan cannot see into the kernels)
 
 Exits 1 when a model fails a stage (a compile error is a FAIL line naming it). When the wheel
@@ -344,7 +344,7 @@ def lower_stage(onnxc: str, model: str, spec: Spec, work: str) -> bool:
     """The pass level's stage instead of jit, compile and stream: -O3 with every pass verified,
     lowered to LLVM IR at the 16 kHz pinned dims, nothing run."""
     name, stem = os.path.basename(model), os.path.basename(model)[:-len(".onnx")]
-    note = f" (pinned {[spec.rows, STEP + CONTEXT]}, -O3 --verify-each --emit=llvm)"
+    note = f" (pinned {[spec.rows, STEP + CONTEXT]}, -O3 --verify-each --emit=llvm-unoptimized)"
     os.makedirs(os.path.join(work, "lowered"), exist_ok=True)
     problem = verify_and_lower(onnxc, model, os.path.join(work, "lowered", stem + ".ll"),
                                shape_options(spec.pinned_dims(STEP + CONTEXT)))

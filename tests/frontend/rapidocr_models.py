@@ -17,7 +17,7 @@ cannot be fetched.
 
 At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
 the JIT is not run (ASan cannot see into the kernels it emits); instead each model is compiled at
-its input shape with -O3 --verify-each --emit=llvm (every pass verified, lowered to LLVM IR).
+its input shape with -O3 --verify-each --emit=llvm-unoptimized (every pass verified, lowered to LLVM IR).
 """
 
 import argparse
@@ -91,7 +91,7 @@ def first_input(path: str) -> str:
 
 
 def check_lowered(onnxc: str, path: str, shape: tuple, workdir: str) -> tuple:
-    """The pass level's check: (status, detail) of -O3 --verify-each --emit=llvm at SHAPE."""
+    """The pass level's check: (status, detail) of -O3 --verify-each --emit=llvm-unoptimized at SHAPE."""
     dims = "x".join(str(d) for d in shape)
     problem = verify_and_lower(onnxc, path, os.path.join(workdir, "model.ll"),
                                ["--shape", f"{first_input(path)}={dims}"])
@@ -145,7 +145,7 @@ def main() -> int:
                 status, detail = check(args.onnxc, models[name], SHAPES[name], backend, workdir)
             counts[status] += 1
             label = {"pass": "PASS", "expected": "XFAIL", "fail": "FAIL"}[status]
-            what = "-O3 --verify-each --emit=llvm" if backend == "lower" else f"--backend={backend}"
+            what = "-O3 --verify-each --emit=llvm-unoptimized" if backend == "lower" else f"--backend={backend}"
             print(f"{label} {name} {what}: {detail}", flush=True)
     print(f"rapidocr models: {counts['pass']} passed, {counts['expected']} expected failures, "
           f"{counts['fail']} failed")

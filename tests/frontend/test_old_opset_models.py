@@ -10,7 +10,7 @@ opset-10 export of the GPT decoder needs NonZero, which onnxc lacks.) Each runs 
 reference evaluator and the JIT and is compared with onnxruntime on the original file.
 
 At the pass level (ONNXC_MODEL_CHECKS=passes, tests/models/model_checks.py: the sanitizer builds)
-the JIT's place is taken by -O3 --verify-each --emit=llvm (every pass verified, lowered to LLVM IR,
+the JIT's place is taken by -O3 --verify-each --emit=llvm-unoptimized (every pass verified, lowered to LLVM IR,
 nothing run: ASan cannot see into the kernels).
 """
 

@@ -454,7 +454,7 @@ def test_passes_verify_and_lower(entry, tmp_path):
     every step of the compiler's own code on the model, no kernel run (ONNXC_MODEL_CHECKS=passes,
     the sanitizer builds). The normal build compiles and runs the model instead."""
     problem = verify_and_lower(onnxc_binary(), model_path(entry), str(tmp_path / f"{entry['name']}.ll"))
-    assert problem is None, f"onnxc compile -O3 --verify-each --emit=llvm: {problem}"
+    assert problem is None, f"onnxc compile -O3 --verify-each --emit=llvm-unoptimized: {problem}"
 
 
 @pytest.mark.parametrize("opt_level", ["-O0", "-O1"])

@@ -39,7 +39,7 @@ range, and the expected output is the onnx package's reference evaluator's inste
 same bounds.
 
 At the pass level (ONNXC_MODEL_CHECKS=passes, model_checks.py: the sanitizer builds) each quantized
-file is compiled with -O3 --verify-each --emit=llvm (every pass verified, lowered to LLVM IR)
+file is compiled with -O3 --verify-each --emit=llvm-unoptimized (every pass verified, lowered to LLVM IR)
 instead of to a .so, and onnxc's reference evaluator takes the .so's place against onnxruntime,
 at the first shape only: ASan cannot see into the integer kernels the .so runs.
 """

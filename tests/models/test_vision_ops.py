@@ -13,7 +13,7 @@ or against onnx.reference where onnxruntime departs from it: REFERENCE_ORACLE).
 The JIT runs the dynamic-size export through specializeInputDims.
 
 At the pass level (ONNXC_MODEL_CHECKS=passes, model_checks.py: the sanitizer builds) no kernel
-runs: the reference evaluator at both sizes, and -O3 --verify-each --emit=llvm (every pass
+runs: the reference evaluator at both sizes, and -O3 --verify-each --emit=llvm-unoptimized (every pass
 verified, lowered to LLVM IR) of the static-size network and of each single-node graph in place
 of the .so and the JIT.
 

@@ -83,7 +83,9 @@ ArtifactRequest::Kind emitKind(const std::string &text) {
     return ArtifactRequest::Kind::Assembly;
   if (text == "llvm")
     return ArtifactRequest::Kind::LlvmIr;
-  throw UsageError("unknown --emit '" + text + "' (use so, obj, asm or llvm)");
+  if (text == "llvm-unoptimized")
+    return ArtifactRequest::Kind::LlvmIrUnoptimized;
+  throw UsageError("unknown --emit '" + text + "' (use so, obj, asm, llvm or llvm-unoptimized)");
 }
 
 /// The header beside a library: model.so -> model.h.
@@ -241,8 +243,9 @@ int runCompile(const ParsedArgs &args) {
 std::vector<OptionSpec> compileOptions() {
   return joinOptions({{
                           {"o", "FILE", "output file (model.so, or the --emit form)"},
-                          {"emit", "so|obj|asm|llvm",
-                           "shared library + C header (default), object, assembly, LLVM IR"},
+                          {"emit", "so|obj|asm|llvm|llvm-unoptimized",
+                           "shared library + C header (default), object, assembly, LLVM IR, "
+                           "LLVM IR as onnxc lowered it (verified, before LLVM's -O3)"},
                           {"header", "FILE", "where to write the C header (default: FILE with .h)"},
                           {"name", "NAME",
                            "the model's C name: onnxc_model_NAME() in the library and header "
