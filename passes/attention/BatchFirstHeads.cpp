@@ -113,15 +113,9 @@ MatchStatus rewriteSplit(Graph &graph, Node &transpose, Node &reshape) {
   return matched();
 }
 
-/// What a sequence-first head merge keeps: the 4-D heads and h*dv.
-struct Merge {
-  Node *transpose = nullptr;
-  int64_t width = 0;
-};
-
-/// Reshape(Transpose(O [b, h, Sq, dv]) {[2, 0, 1, 3]}) -> [Sq, b, h*dv] or
-/// [Sq*b, h*dv], with h and dv constant; or why not.
-MatchResult<Merge> readMerge(Node &reshape, Node &transpose) {
+/// The width h*dv a sequence-first merge, Reshape(Transpose(O [b, h, Sq,
+/// dv])) -> [Sq, b, h*dv] or [Sq*b, h*dv], merges into; or why not.
+MatchResult<int64_t> readMerge(Node &reshape, Node &transpose) {
   const Shape &in = transpose.operand(0)->shape(), &out = reshape.result(0)->shape();
   if (!in.isRanked() || !out.isRanked() || in.rank() != 4)
     return Rejection{"the sequence-first head merge is not of 4-D heads"};
@@ -134,15 +128,15 @@ MatchResult<Merge> readMerge(Node &reshape, Node &transpose) {
   bool flat = out.rank() == 2 && out[0].provablyEqual(in[2] * in[0]);
   if (!(split || flat) || last != width)
     return Rejection{"the sequence-first head merge is not to [Sq, b, h*dv] or [Sq*b, h*dv]"};
-  return Merge{&transpose, width};
+  return width;
 }
 
 /// The sequence-first head merge as the batch-first one, transposed back
 /// to [Sq, b, h*dv] (and viewed flat when it was).
 MatchStatus rewriteMerge(Graph &graph, Node &reshape, Node &transpose) {
-  MatchResult<Merge> merge = readMerge(reshape, transpose);
-  if (!merge)
-    return merge.rejection();
+  MatchResult<int64_t> width = readMerge(reshape, transpose);
+  if (!width)
+    return width.rejection();
   CanonicalBuilder builder(graph, &reshape);
   std::string base = reshape.name().empty() ? "merge" : reshape.name();
   Value *merged = nullptr;
@@ -150,13 +144,13 @@ MatchStatus rewriteMerge(Graph &graph, Node &reshape, Node &transpose) {
     Value *heads = builder.create(OpKind::Transpose, {transpose.operand(0)}, base + ".heads",
                                   {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}});
     Value *batchFirst = builder.create(
-        OpKind::Reshape, {heads, builder.constantI64(base + ".merge", {0, 0, merge->width})},
+        OpKind::Reshape, {heads, builder.constantI64(base + ".merge", {0, 0, *width})},
         base + ".merge");
     merged = builder.create(OpKind::Transpose, {batchFirst}, base + ".seq_first",
                             {{"perm", Attribute(kSwapOuter)}});
     if (reshape.result(0)->shape().rank() == 2)
       merged = builder.create(OpKind::Reshape,
-                              {merged, builder.constantI64(base + ".flat", {-1, merge->width})},
+                              {merged, builder.constantI64(base + ".flat", {-1, *width})},
                               base + ".flat");
   } catch (const Error &) {
     builder.rollBack();
