@@ -106,8 +106,10 @@ std::unique_ptr<Pass> createSinkDequantizePass();
 std::unique_ptr<Pass> createExpandFakeQuantizePass();
 std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createSplitPackedQkvPass();
+std::unique_ptr<Pass> createBatchFirstHeadsPass();
 std::unique_ptr<Pass> createExpandXSoftmaxPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
+std::unique_ptr<Pass> createFoldSeqFirstAttentionPass();
 std::unique_ptr<Pass> createFuseAdditiveAttentionPass();
 
 } // namespace onnxc

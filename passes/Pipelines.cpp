@@ -39,11 +39,19 @@ void addFusions(PassManager &pm) {
   pm.addPass("split-packed-qkv");
   addCleanup(pm);
   // After the cleanup, which leaves the head merge fuse-attention reads:
-  // XSoftmax's zeroed rows go after it, so the fused op still writes the
-  // merged heads.
+  // torch's sequence-first head splits and merges (which the cleanup has
+  // merged into one Reshape and one Transpose each) become batch-first
+  // ones between Transposes, and XSoftmax's zeroed rows go after the
+  // merge, so the fused op still writes the merged heads.
+  pm.addPass("batch-first-heads");
   pm.addPass("expand-xsoftmax");
-  for (const char *name : {"fuse-attention", "fuse-additive-attention", "fuse-layernorm",
-                           "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
+  // The Transposes batch-first-heads put around a fused op fold into its
+  // seq_first before the cleanup, which could merge them with their
+  // neighbours.
+  pm.addPass("fuse-attention");
+  pm.addPass("fold-seq-first-attention");
+  for (const char *name : {"fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm",
+                           "fuse-skip-layernorm", "fuse-gelu"})
     pm.addPass(name);
   addCleanup(pm);
 }

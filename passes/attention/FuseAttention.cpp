@@ -29,12 +29,14 @@
 // so the matcher reads one form: lift-batched-heads lifts heads folded into
 // the batch ([b*h, S, d], torch's nn.MultiheadAttention, BART, DeBERTa),
 // split-packed-qkv splits a ViT's packed qkv projection into three ordinary
-// head splits of its slices, and expand-xsoftmax rewrites DeBERTa's XSoftmax
-// (probabilities zeroed after Softmax where its mask hides keys) into this
-// masked core, with the position terms and the mask as one additive mask,
-// and a zeroing of the rows that see no key after the head merge. Still
-// read here: torch's sequence-first head split and merge ([S, b, h*d],
-// written as Attention's seq_first) and LLaMA's repeat_kv.
+// head splits of its slices, batch-first-heads rewrites torch's
+// sequence-first head splits and merge ([S, b, h*d]) into these between
+// Transposes [1, 0, 2] (which fold-seq-first-attention folds into the fused
+// op's seq_first after this pass), and expand-xsoftmax rewrites DeBERTa's
+// XSoftmax (probabilities zeroed after Softmax where its mask hides keys)
+// into this masked core, with the position terms and the mask as one
+// additive mask, and a zeroing of the rows that see no key after the head
+// merge. Still read here: LLaMA's repeat_kv.
 //
 // Masks that depend only on the sequence length are proven (see
 // AttentionMasks.h): one that is a causal triangle at every length becomes
@@ -144,10 +146,8 @@ private:
       };
       std::vector<Value *> dims; // one 1-element tensor per axis of the scores
       if (q3) {
-        int64_t batchAxis = q3->seqFirst ? 1 : 0, seqAxis = q3->seqFirst ? 0 : 1;
-        dims = {dimsOf(q3->source, batchAxis, batchAxis + 1),
-                constantI64(graph, "attention.heads", {q3->heads}),
-                dimsOf(q3->source, seqAxis, seqAxis + 1), dimsOf(v3->source, seqAxis, seqAxis + 1)};
+        dims = {dimsOf(q3->source, 0, 1), constantI64(graph, "attention.heads", {q3->heads}),
+                dimsOf(q3->source, 1, 2), dimsOf(v3->source, 1, 2)};
       } else {
         Value *bhs = dimsOf(core.q, 0, 3);
         dims = {bhs, dimsOf(v4, 2, 3)};
@@ -218,8 +218,8 @@ private:
     int64_t group = 1;
     std::optional<CacheSplit> cache;
     std::optional<Heads3d> q3, v3;
-    MergeRoot merge;
-    bool threeD = false; // the 3-D form, reading the projections in place
+    Node *merge = nullptr; // the head merge the 3-D form replaces
+    bool threeD = false;   // the 3-D form, reading the projections in place
     Node *root = nullptr;
     std::string base;
   };
@@ -254,11 +254,9 @@ private:
     form.v3 = headsSource(form.v4);
     form.merge = mergeHeadsRoot(graph, core.output->result(0));
     std::optional<Heads3d> &q3 = form.q3, &k3 = form.key.k3, &v3 = form.v3;
-    const MergeRoot &merge = form.merge;
-    form.threeD = !form.cache && q3 && k3 && v3 && merge.reshape && k3->heads == v3->heads &&
-                  q3->heads == k3->heads * form.group && q3->seqFirst == merge.seqFirst &&
-                  k3->seqFirst == merge.seqFirst && v3->seqFirst == merge.seqFirst;
-    form.root = form.threeD ? merge.reshape : core.output;
+    form.threeD = !form.cache && q3 && k3 && v3 && form.merge && k3->heads == v3->heads &&
+                  q3->heads == k3->heads * form.group;
+    form.root = form.threeD ? form.merge : core.output;
     if (form.threeD) {
       // A scale applied to the projection before the head split (BART's
       // q_proj(x) * scaling) joins the op's scale: the op reads the
@@ -280,7 +278,7 @@ private:
     Value *k4 = form.key.k4;
     if (!k4 && form.key.splitHeads)
       k4 = create(graph, created, OpKind::Transpose, {form.key.splitHeads}, base + ".k", form.root,
-                  {{"perm", Attribute(form.key.splitToK4)}})
+                  {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
                ->result(0);
     else if (!k4)
       k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", form.root,
@@ -322,8 +320,6 @@ private:
     if (form.threeD) {
       attention->setAttr("q_num_heads", Attribute(form.q3->heads));
       attention->setAttr("kv_num_heads", Attribute(form.key.k3->heads));
-      if (form.merge.seqFirst)
-        attention->setAttr("seq_first", Attribute(int64_t(1)));
     }
     const KeyBand &band = masks.band;
     if (band.above == 0 && !band.isEverything())
@@ -337,21 +333,9 @@ private:
     return attention;
   }
 
-  /// The fused op's result (viewed as torch's out_proj reads it) in place
-  /// of the root's.
-  static MatchStatus replaceRoot(Graph &graph, std::vector<Node *> &created, const FusedForm &form,
-                                 Value *result) {
+  /// The fused op's result in place of the root's.
+  static MatchStatus replaceRoot(Graph &graph, const FusedForm &form, Value *result) {
     Node *root = form.root;
-    const std::string &base = form.base;
-    if (form.threeD && root->result(0)->shape().rank() == 2) {
-      // torch's out_proj reads the [Sq*b, h*dv] view of [Sq, b, h*dv].
-      const Shape &flat = root->result(0)->shape();
-      std::optional<int64_t> width = flat[1].constant();
-      result =
-          create(graph, created, OpKind::Reshape,
-                 {result, constantI64(graph, base + ".flat", {-1, *width})}, base + ".flat", root)
-              ->result(0);
-    }
     if (result->type() != root->result(0)->type())
       return Rejection{"the fused op's result type differs from the pattern's"};
     std::string resultName = root->result(0)->name();
@@ -390,7 +374,7 @@ private:
     MatchStatus replaced;
     try {
       Node *attention = createAttention(graph, created, core, masks, form);
-      replaced = replaceRoot(graph, created, form, attention->result(0));
+      replaced = replaceRoot(graph, form, attention->result(0));
     } catch (const Error &) {
       replaced = Rejection{"shape inference rejects the fused op"};
     }

@@ -1,9 +1,10 @@
 //===- passes/attention/FuseAttentionHeads.cpp - Reading the multi-head plumbing ---===//
 //
 // fuse-attention's readers of what exporters write around the attention
-// core: the head split of Q, K and V (Reshape + Transpose, or sequence-first;
-// split-packed-qkv has brought a ViT's packed qkv to the same form), Kᵀ, LLaMA's repeat_kv and the
-// head merge of the result. Apart from the core matcher because they answer a different question:
+// core: the head split of Q, K and V (Reshape + Transpose; split-packed-qkv
+// has brought a ViT's packed qkv, batch-first-heads torch's sequence-first
+// heads to the same form), Kᵀ, LLaMA's repeat_kv and the head merge of the
+// result. Apart from the core matcher because they answer a different question:
 // not "is this attention" but "can the 3-D op read the projections in
 // place" (when they cannot, the 4-D form is used).
 //
@@ -119,33 +120,23 @@ std::optional<Heads3d> headsSource(const Value *v4) {
   if (!heads || !size)
     return std::nullopt;
   Node *node = v4->definingNode();
-  if (isPerm(node, {0, 2, 1, 3})) {
-    if (Value *source = splitLastAxisSource(node->operand(0), 2))
-      return Heads3d{source, *heads, *size};
+  if (!isPerm(node, {0, 2, 1, 3}))
     return std::nullopt;
-  }
-  // Sequence-first: Transpose(Reshape(P [S, b, h*d] -> [S, b, h, d])) {perm = [1, 2, 0, 3]}.
-  if (isPerm(node, {1, 2, 0, 3})) {
-    if (Value *source = splitLastAxisSource(node->operand(0), 2))
-      return Heads3d{source, *heads, *size, /*seqFirst=*/true};
-    return std::nullopt;
-  }
+  if (Value *source = splitLastAxisSource(node->operand(0), 2))
+    return Heads3d{source, *heads, *size};
   return std::nullopt;
 }
 
 KeyForms keyForms(Value *kt, double &scale) {
   KeyForms forms;
   Node *node = kt->definingNode();
-  if (isPerm(node, {0, 2, 3, 1}) || isPerm(node, {1, 2, 3, 0})) {
-    // [b, Skv, h, d] (or sequence-first [Skv, b, h, d]) straight to Kᵀ.
-    bool seqFirst = isPerm(node, {1, 2, 3, 0});
+  if (isPerm(node, {0, 2, 3, 1})) {
+    // [b, Skv, h, d] straight to Kᵀ.
     forms.splitHeads = node->operand(0);
-    forms.splitToK4 =
-        seqFirst ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
     const Shape &shape = kt->shape();
     std::optional<int64_t> heads = constantDim(shape, 1), size = constantDim(shape, 2);
     if (Value *source = splitLastAxisSource(forms.splitHeads, 2); source && heads && size)
-      forms.k3 = Heads3d{source, *heads, *size, seqFirst};
+      forms.k3 = Heads3d{source, *heads, *size};
   } else if (isPerm(node, {0, 1, 3, 2})) {
     forms.k4 = stripScale(node->operand(0), scale);
     if (Value *kv = repeatedKvSource(forms.k4, forms.group)) {
@@ -157,31 +148,21 @@ KeyForms keyForms(Value *kt, double &scale) {
   return forms;
 }
 
-/// The Reshape merging heads after the transposed output: its node, or null.
-/// [b, h, Sq, dv] -> Transpose [0, 2, 1, 3] -> Reshape [b, Sq, h*dv], or the
-/// sequence-first Transpose [2, 0, 1, 3] -> Reshape [Sq, b, h*dv] or the
-/// [Sq*b, h*dv] that torch's out_proj reads.
-MergeRoot mergeHeadsRoot(const Graph &graph, const Value *o4) {
+Node *mergeHeadsRoot(const Graph &graph, const Value *o4) {
   Node *transpose = soleUser(graph, o4);
-  bool seqFirst = isPerm(transpose, {2, 0, 1, 3});
-  if (!isPerm(transpose, {0, 2, 1, 3}) && !seqFirst)
-    return {};
+  if (!isPerm(transpose, {0, 2, 1, 3}))
+    return nullptr;
   Node *reshape = soleUser(graph, transpose->result(0));
   if (!reshape || reshape->kind() != OpKind::Reshape || reshape->operand(0) != transpose->result(0))
-    return {};
+    return nullptr;
   const Shape &in = o4->shape(), &out = reshape->result(0)->shape();
   std::optional<int64_t> heads = constantDim(in, 1), size = constantDim(in, 3);
-  if (!out.isRanked() || !heads || !size)
-    return {};
-  std::optional<int64_t> merged = constantDim(out, out.rank() - 1);
-  if (!merged || *merged != *heads * *size)
-    return {};
-  const Dim &outer = seqFirst ? in[2] : in[0], &inner = seqFirst ? in[0] : in[2];
-  bool split = out.rank() == 3 && out[0] == outer && out[1] == inner;
-  bool flat = seqFirst && out.rank() == 2 && out[0] == outer * inner;
-  if (!split && !flat)
-    return {};
-  return {reshape, seqFirst};
+  if (!out.isRanked() || out.rank() != 3 || !heads || !size)
+    return nullptr;
+  std::optional<int64_t> merged = out[2].constant();
+  if (!merged || *merged != *heads * *size || !(out[0] == in[0]) || !(out[1] == in[2]))
+    return nullptr;
+  return reshape;
 }
 
 } // namespace onnxc::attention

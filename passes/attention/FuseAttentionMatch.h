@@ -24,11 +24,11 @@
 namespace onnxc::attention {
 
 /// Where a head's [b, S, h*d] tensor comes from (a ViT's packed qkv is
-/// split into three such tensors by split-packed-qkv first).
+/// split into three such tensors by split-packed-qkv first, torch's
+/// sequence-first [S, b, h*d] projections transposed by batch-first-heads).
 struct Heads3d {
   Value *source = nullptr;
   int64_t heads = 0, size = 0;
-  bool seqFirst = false; // source is [S, b, h*d] (torch's nn.MultiheadAttention)
 };
 
 /// A mask term between the scale and Softmax.
@@ -65,28 +65,19 @@ std::optional<Heads3d> headsSource(const Value *v4);
 
 /// What Kᵀ [b, h, d, Skv] was made from.
 struct KeyForms {
-  Value *k4 = nullptr;            // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
-  int64_t group = 1;              // query heads per K head, when repeat_kv was peeled
-  Value *splitHeads = nullptr;    // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
-  std::vector<int64_t> splitToK4; // the perm from splitHeads to the 4-D K
-  Value *repeated = nullptr;      // the repeated K, when repeat_kv was peeled
+  Value *k4 = nullptr;         // [b, h, Skv, d] (or [b, g, Skv, d]), when the graph has it
+  int64_t group = 1;           // query heads per K head, when repeat_kv was peeled
+  Value *splitHeads = nullptr; // Reshape result [b, Skv, h, d] of perm (0,2,3,1)
+  Value *repeated = nullptr;   // the repeated K, when repeat_kv was peeled
   std::optional<Heads3d> k3;
 };
 
 /// What Kᵀ was made from; a scale on the 4-D K is folded into `scale`.
 KeyForms keyForms(Value *kt, double &scale);
 
-/// The Reshape merging heads after the transposed output.
-struct MergeRoot {
-  Node *reshape = nullptr;
-  bool seqFirst = false; // [Sq, b, h*dv] (or its [Sq*b, h*dv] view)
-};
-
 /// The Reshape merging heads after the transposed output: its node, or null.
-/// [b, h, Sq, dv] -> Transpose [0, 2, 1, 3] -> Reshape [b, Sq, h*dv], or the
-/// sequence-first Transpose [2, 0, 1, 3] -> Reshape [Sq, b, h*dv] or the
-/// [Sq*b, h*dv] that torch's out_proj reads.
-MergeRoot mergeHeadsRoot(const Graph &graph, const Value *o4);
+/// [b, h, Sq, dv] -> Transpose [0, 2, 1, 3] -> Reshape [b, Sq, h*dv].
+Node *mergeHeadsRoot(const Graph &graph, const Value *o4);
 
 /// Everything found between the score MatMul and the value MatMul.
 struct CoreMatch {

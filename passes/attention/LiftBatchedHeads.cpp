@@ -25,8 +25,9 @@
 //
 // torch's head merge of the result, Transpose {[1, 0, 2]} to [Sq, b*h, dv],
 // is rebuilt from the 4-D result as Transpose {[2, 0, 1, 3]} and a Reshape:
-// the sequence-first form fuse-attention reads and writes in place
-// (Attention's seq_first).
+// the sequence-first merge, which batch-first-heads rewrites into the one
+// fuse-attention reads (and fold-seq-first-attention folds back into the
+// fused op's seq_first).
 //
 // and scalar scales on them are carried over. DeBERTa's XSoftmax takes its
 // Softmax on the [b, h, Sq, Sk] view and zeroes the hidden probabilities

@@ -46,7 +46,7 @@ Value *Lifter::lift(const FoldedOperand &op, const std::string &name) {
   Value *value = op.source;
   if (op.form == FoldedOperand::SeqFirstProjection) {
     // [S, b, h*d] -> [S, b, h, d] -> [b, h, S, d]: the sequence-first
-    // head split fuse-attention reads in place (seq_first).
+    // head split, which batch-first-heads rewrites into the batch-first one.
     Value *split =
         create(OpKind::Reshape, {value, constantI64(name + ".split", {0, 0, op.heads, op.size})},
                name + ".split")
@@ -279,8 +279,8 @@ MatchStatus Lifter::measureInstead(Value *old, Value *lifted) {
 /// torch merges the heads of the folded result with Transpose {[1, 0, 2]}
 /// to [Sq, b*h, dv] (then a Reshape to [Sq*b, h*dv]): that Transpose is
 /// rebuilt from the 4-D result as Transpose {[2, 0, 1, 3]} to [Sq, b, h, dv]
-/// and a Reshape, which the cleanup merges with the Reshape after it, so
-/// that fuse-attention finds the sequence-first head merge it reads in place.
+/// and a Reshape, which the cleanup merges with the Reshape after it: the
+/// sequence-first head merge batch-first-heads rewrites into the batch-first one.
 void Lifter::mergeSequenceFirst(Value *o4, Value *o3, const std::string &base) {
   Node *merge = soleUser(graph_, o3);
   if (!isPerm(merge, {1, 0, 2}))
