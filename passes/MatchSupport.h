@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/Pass.h"
 
 #include <cassert>
 #include <cmath>
@@ -173,6 +174,19 @@ inline std::vector<int64_t> transposePerm(const Node &transpose) {
   for (size_t i = shape.rank(); i-- > 0;)
     perm.push_back(int64_t(i));
   return perm;
+}
+
+/// A candidate's outcome: counted under `counter` when `status` matched,
+/// else rejected at `node` with its reason (for --explain and --stats).
+/// Whether it matched.
+inline bool tally(PassContext &context, const Node &node, const MatchStatus &status,
+                  std::string_view counter) {
+  if (!status) {
+    context.reject(node, status.rejection().reason);
+    return false;
+  }
+  context.count(counter);
+  return true;
 }
 
 } // namespace onnxc::match

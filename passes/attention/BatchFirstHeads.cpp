@@ -42,6 +42,7 @@ using match::matched;
 using match::MatchResult;
 using match::MatchStatus;
 using match::Rejection;
+using match::tally;
 using match::transposePerm;
 
 const std::vector<int64_t> kSwapOuter = {1, 0, 2};
@@ -183,26 +184,15 @@ public:
       Node *reshape = definedBy(transpose->operand(0), OpKind::Reshape);
       if (!reshape || !(isPerm(transpose, {1, 2, 0, 3}) || isPerm(transpose, {1, 2, 3, 0})))
         continue;
-      changed |= note(context, *transpose, rewriteSplit(graph, *transpose, *reshape), "splits");
+      changed |= tally(context, *transpose, rewriteSplit(graph, *transpose, *reshape), "splits");
     }
     for (Node *reshape : graph.nodesOfKind(OpKind::Reshape)) {
       Node *transpose = definedBy(reshape->operand(0), OpKind::Transpose);
       if (!isPerm(transpose, {2, 0, 1, 3}))
         continue;
-      changed |= note(context, *reshape, rewriteMerge(graph, *reshape, *transpose), "merges");
+      changed |= tally(context, *reshape, rewriteMerge(graph, *reshape, *transpose), "merges");
     }
     return changed;
-  }
-
-private:
-  static bool note(PassContext &context, const Node &node, const MatchStatus &status,
-                   std::string_view counter) {
-    if (!status) {
-      context.reject(node, status.rejection().reason);
-      return false;
-    }
-    context.count(counter);
-    return true;
   }
 };
 

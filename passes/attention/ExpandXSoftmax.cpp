@@ -50,6 +50,7 @@ using match::provablySameShape;
 using match::Rejection;
 using match::scalarConstant;
 using match::soleUser;
+using match::tally;
 
 /// A fill whose exp underflows against any ordinary finite score.
 constexpr double kUnderflowingFill = -1e30;
@@ -296,12 +297,7 @@ public:
         status = matchBeforeSoftmax(x);
       if (status)
         status = Expander(graph, x).run();
-      if (!status) {
-        context.reject(*softmax, status.rejection().reason);
-        continue;
-      }
-      context.count("expanded");
-      changed = true;
+      changed |= tally(context, *softmax, status, "expanded");
     }
     if (changed)
       graph.sortTopologically();

@@ -36,6 +36,7 @@ using match::MatchResult;
 using match::MatchStatus;
 using match::Rejection;
 using match::soleUser;
+using match::tally;
 using match::transposePerm;
 
 /// The Transpose {[1, 0, 2]} defining `value`, or null.
@@ -125,12 +126,7 @@ public:
         continue;
       MatchResult<Swaps> swaps = matchSwaps(graph, *attention);
       MatchStatus status = swaps ? fold(graph, *attention, *swaps) : swaps.rejection();
-      if (!status) {
-        context.reject(*attention, status.rejection().reason);
-        continue;
-      }
-      context.count("folded");
-      changed = true;
+      changed |= tally(context, *attention, status, "folded");
     }
     return changed;
   }

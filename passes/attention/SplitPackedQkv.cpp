@@ -38,6 +38,7 @@ using match::MatchResult;
 using match::MatchStatus;
 using match::Rejection;
 using match::scalarConstant;
+using match::tally;
 using match::transposePerm;
 
 /// One head split taken out of a packed projection.
@@ -141,12 +142,7 @@ public:
         continue;
       MatchResult<PackedPart> part = matchPackedPart(*gather);
       MatchStatus status = part ? rewritePart(graph, *gather, *part) : part.rejection();
-      if (!status) {
-        context.reject(*gather, status.rejection().reason);
-        continue;
-      }
-      context.count("split");
-      changed = true;
+      changed |= tally(context, *gather, status, "split");
     }
     return changed;
   }
