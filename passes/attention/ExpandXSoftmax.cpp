@@ -36,8 +36,8 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/AttentionMasks.h"
 #include "passes/attention/CanonicalBuilder.h"
+#include "passes/attention/masks/AttentionMasks.h"
 
 namespace onnxc::attention {
 

@@ -13,7 +13,7 @@
 #include "ir/Graph.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/AttentionMasks.h"
+#include "passes/attention/masks/AttentionMasks.h"
 
 #include <cstdint>
 #include <initializer_list>

@@ -1,5 +1,5 @@
 """Small self-attention models whose masks are computed from the sequence length alone, for the
-proof of shape-only masks in fuse-attention (passes/attention/AttentionMasks.h): a mask becomes
+proof of shape-only masks in fuse-attention (passes/attention/masks/AttentionMasks.h): a mask becomes
 `is_causal` / `window = r` only when that holds at every length, anything else stays a mask
 operand computed at run time. Each model is tested at lengths below, at and above its width.
 

@@ -1,6 +1,6 @@
 //===- tests/unit/passes/PassMaskProofTest.cpp - Proving what shape-only masks hide ===//
 //
-// The symbolic mask evaluator (passes/attention/MaskExpr.h, MaskSymbolic.h) and the
+// The symbolic mask evaluator (passes/attention/masks/MaskExpr.h, MaskSymbolic.h) and the
 // proof of the band a mask hides at every length (MaskProof.h), through
 // proveBandMask on small graphs: bands and windows far wider than any short
 // length, stored tables, and the masks that must stay operands, each with
@@ -13,9 +13,9 @@
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/ShapeInference.h"
 #include "ir/text/Parser.h"
-#include "passes/attention/AttentionMasks.h"
-#include "passes/attention/MaskExpr.h"
-#include "passes/attention/MaskSymbolic.h"
+#include "passes/attention/masks/AttentionMasks.h"
+#include "passes/attention/masks/MaskExpr.h"
+#include "passes/attention/masks/MaskSymbolic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-//===- passes/attention/MaskExpr.h - Element expressions of shape-only tensors ---===//
+//===- passes/attention/masks/MaskExpr.h - Element expressions of shape-only tensors ---===//
 //
 // A tensor computed from shapes alone (a causal triangle, a band, a block
 // pattern, a Shape vector) is described by its dims and by its element at

@@ -1,5 +1,5 @@
-//===- passes/attention/MaskExpr.cpp - Element expressions: constructors and folding ---===//
-#include "passes/attention/MaskExpr.h"
+//===- passes/attention/masks/MaskExpr.cpp - Element expressions: constructors and folding ---===//
+#include "passes/attention/masks/MaskExpr.h"
 
 #include <cassert>
 #include <cmath>

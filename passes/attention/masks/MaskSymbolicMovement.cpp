@@ -1,11 +1,11 @@
-//===- passes/attention/MaskSymbolicMovement.cpp - Symbolic evaluation: movement ops ==//
+//===- passes/attention/masks/MaskSymbolicMovement.cpp - Symbolic evaluation: movement ops ==//
 //
 // Ops that move elements: each result element reads the operand at an index
 // that is an affine form of the result's indices, so the rule is a
 // substitution of the operand's variables (plus new dims).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/attention/MaskSymbolic.h"
+#include "passes/attention/masks/MaskSymbolic.h"
 
 #include "ir/infer/KnownContents.h"
 

@@ -1,4 +1,4 @@
-//===- passes/attention/MaskSymbolic.h - Symbolic evaluation of shape-only subgraphs ---===//
+//===- passes/attention/masks/MaskSymbolic.h - Symbolic evaluation of shape-only subgraphs ---===//
 //
 // Evaluates the values of a subgraph computed from constants and shapes
 // alone (no input contents) without binding any symbol: each value becomes
@@ -29,7 +29,7 @@
 #pragma once
 
 #include "ir/Graph.h"
-#include "passes/attention/MaskExpr.h"
+#include "passes/attention/masks/MaskExpr.h"
 
 #include <unordered_map>
 #include <vector>

@@ -1,8 +1,8 @@
-//===- passes/attention/MaskSymbolic.cpp - Symbolic evaluation: driver, elementwise ---===//
-#include "passes/attention/MaskSymbolic.h"
+//===- passes/attention/masks/MaskSymbolic.cpp - Symbolic evaluation: driver, elementwise ---===//
+#include "passes/attention/masks/MaskSymbolic.h"
 
 #include "ir/infer/KnownContents.h"
-#include "passes/attention/AttentionMasks.h"
+#include "passes/attention/masks/AttentionMasks.h"
 
 #include <cassert>
 

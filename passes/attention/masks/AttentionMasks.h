@@ -1,4 +1,4 @@
-//===- passes/attention/AttentionMasks.h - What an attention mask hides ---===//
+//===- passes/attention/masks/AttentionMasks.h - What an attention mask hides ---===//
 //
 // fuse-attention keeps a data-dependent mask (padding from an integer input)
 // as the Attention op's attn_mask operand, but turns masks that only depend

@@ -1,5 +1,5 @@
-//===- passes/attention/MaskDistance.cpp - A mask element as a function of i - j ---===//
-#include "passes/attention/MaskDistance.h"
+//===- passes/attention/masks/MaskDistance.cpp - A mask element as a function of i - j ---===//
+#include "passes/attention/masks/MaskDistance.h"
 
 #include <algorithm>
 #include <cassert>

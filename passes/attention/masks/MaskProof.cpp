@@ -1,7 +1,7 @@
-//===- passes/attention/MaskProof.cpp - The band a symbolic mask hides, at every length ---===//
-#include "passes/attention/MaskProof.h"
+//===- passes/attention/masks/MaskProof.cpp - The band a symbolic mask hides ---===//
+#include "passes/attention/masks/MaskProof.h"
 
-#include "passes/attention/MaskDistance.h"
+#include "passes/attention/masks/MaskDistance.h"
 
 #include <cmath>
 #include <functional>

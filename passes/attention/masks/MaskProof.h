@@ -1,4 +1,4 @@
-//===- passes/attention/MaskProof.h - The band a symbolic mask hides, at every length ==//
+//===- passes/attention/masks/MaskProof.h - The band a symbolic mask hides, at every length ==//
 //
 // Decides, for a mask computed from shapes (MaskSymbolic.h) and applied to
 // scores [.., seq, seq], which keys it hides for every value of seq at once:
@@ -28,8 +28,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/attention/AttentionMasks.h"
-#include "passes/attention/MaskSymbolic.h"
+#include "passes/attention/masks/AttentionMasks.h"
+#include "passes/attention/masks/MaskSymbolic.h"
 
 namespace onnxc::mask {
 

@@ -1,11 +1,11 @@
-//===- passes/attention/AttentionMasks.cpp - Proving what shape-only masks hide ---===//
-#include "passes/attention/AttentionMasks.h"
+//===- passes/attention/masks/AttentionMasks.cpp - Proving what shape-only masks hide ---===//
+#include "passes/attention/masks/AttentionMasks.h"
 
 #include "ir/Error.h"
 #include "ir/eval/Evaluator.h"
 #include "ir/infer/KnownContents.h"
 #include "ir/shape/ShapeAssumption.h"
-#include "passes/attention/MaskProof.h"
+#include "passes/attention/masks/MaskProof.h"
 
 #include <algorithm>
 #include <map>

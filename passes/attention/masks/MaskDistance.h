@@ -1,4 +1,4 @@
-//===- passes/attention/MaskDistance.h - A mask element as a function of i - j ---===//
+//===- passes/attention/masks/MaskDistance.h - A mask element as a function of i - j ---===//
 //
 // Steps 3 to 5 of MaskProof.h: an element expression whose integer leaves
 // are c*(i - j) + k (variable 0 is i, variable 1 is j) and whose tables are
@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/attention/MaskExpr.h"
+#include "passes/attention/masks/MaskExpr.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
-//===- passes/attention/MaskAffine.cpp - Affine forms, checked Dims, mask dtypes ---===//
-#include "passes/attention/MaskExpr.h"
+//===- passes/attention/masks/MaskAffine.cpp - Affine forms, checked Dims, mask dtypes ---===//
+#include "passes/attention/masks/MaskExpr.h"
 
 #include <cassert>
 #include <cmath>
