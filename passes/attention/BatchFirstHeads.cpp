@@ -31,7 +31,7 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/CanonicalBuilder.h"
+#include "passes/attention/RewriteBuilder.h"
 
 namespace onnxc::attention {
 
@@ -63,7 +63,7 @@ MatchResult<std::vector<int64_t>> readHeadSplit(const Node &reshape) {
 }
 
 /// Replaces `old`'s result by `value` and erases it, when their types agree.
-MatchStatus replaceNode(Graph &graph, CanonicalBuilder &builder, Node &old, Value *value) {
+MatchStatus replaceNode(Graph &graph, RewriteBuilder &builder, Node &old, Value *value) {
   Value *result = old.result(0);
   if (value->type() != result->type()) {
     builder.rollBack();
@@ -92,7 +92,7 @@ MatchStatus rewriteSplit(Graph &graph, Node &transpose, Node &reshape) {
   std::vector<int64_t> perm = transposePerm(transpose);
   for (int64_t &axis : perm)
     axis = axis == 0 ? 1 : axis == 1 ? 0 : axis;
-  CanonicalBuilder builder(graph, &transpose);
+  RewriteBuilder builder(graph, &transpose);
   std::string base = transpose.name().empty() ? "heads" : transpose.name();
   Value *heads = nullptr;
   try {
@@ -138,7 +138,7 @@ MatchStatus rewriteMerge(Graph &graph, Node &reshape, Node &transpose) {
   MatchResult<int64_t> width = readMerge(reshape, transpose);
   if (!width)
     return width.rejection();
-  CanonicalBuilder builder(graph, &reshape);
+  RewriteBuilder builder(graph, &reshape);
   std::string base = reshape.name().empty() ? "merge" : reshape.name();
   Value *merged = nullptr;
   try {

@@ -36,7 +36,7 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/CanonicalBuilder.h"
+#include "passes/attention/RewriteBuilder.h"
 #include "passes/attention/masks/AttentionMasks.h"
 
 namespace onnxc::attention {
@@ -181,7 +181,7 @@ Node *mergedHeads(const Graph &graph, const Node &product) {
 
 /// Whether each row of `hidden` shows some key, as a bool [.., Sq, 1]
 /// (without the head axis when `dropHeads`).
-Value *rowSeesKey(CanonicalBuilder &builder, const XSoftmax &x, bool dropHeads,
+Value *rowSeesKey(RewriteBuilder &builder, const XSoftmax &x, bool dropHeads,
                   const std::string &name) {
   Value *visible = x.hidden;
   if (x.hiddenWhereTrue)
@@ -204,9 +204,9 @@ public:
 
   MatchStatus run() {
     base_ = x_.softmax->name().empty() ? "xsoftmax" : x_.softmax->name();
-    CanonicalBuilder before(graph_, x_.product);
+    RewriteBuilder before(graph_, x_.product);
     // Appended: the sort at the end of the pass puts it after `target`.
-    CanonicalBuilder after(graph_, nullptr);
+    RewriteBuilder after(graph_, nullptr);
     Node *merge = rowsBroadcastOverMerged(x_.hidden) ? mergedHeads(graph_, *x_.product) : nullptr;
     Value *target = merge ? merge->result(0) : x_.product->result(0);
     Value *scores = nullptr, *zeroed = nullptr;
@@ -235,7 +235,7 @@ public:
 
 private:
   /// Add(%s, Where(%hidden, %fill, %rel)), the Where's operands in its order.
-  Value *combinedScores(CanonicalBuilder &builder) {
+  Value *combinedScores(RewriteBuilder &builder) {
     Node &masked = *x_.masked;
     std::vector<Value *> where = {masked.operand(0), masked.operand(1), masked.operand(2)};
     where[x_.hiddenWhereTrue ? 2 : 1] = x_.bias;

@@ -24,7 +24,7 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/CanonicalBuilder.h"
+#include "passes/attention/RewriteBuilder.h"
 
 namespace onnxc::attention {
 
@@ -82,7 +82,7 @@ MatchStatus fold(Graph &graph, Node &attention, const Swaps &swaps) {
   std::vector<std::pair<std::string, Attribute>> attributes(attention.attributes().begin(),
                                                             attention.attributes().end());
   attributes.emplace_back("seq_first", Attribute(int64_t(1)));
-  CanonicalBuilder builder(graph, &attention);
+  RewriteBuilder builder(graph, &attention);
   std::string base = attention.name().empty() ? "attention" : attention.name();
   Value *folded = nullptr;
   try {

@@ -55,6 +55,7 @@
 #include "ir/infer/ShapeInference.h"
 #include "passes/Pass.h"
 #include "passes/attention/FuseAttentionMatch.h"
+#include "passes/attention/RewriteBuilder.h"
 
 #include <algorithm>
 
@@ -107,58 +108,32 @@ private:
     return true;
   }
 
-  static Value *constantI64(Graph &graph, const std::string &base, std::vector<int64_t> values) {
-    int64_t n = int64_t(values.size());
-    return graph.addConstant(graph.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
-  }
-
-  static void rollBack(Graph &graph, std::vector<Node *> &created, size_t assumptionsBefore) {
-    // What the tried nodes' shape rules assumed goes with them.
-    graph.truncateAssumptions(assumptionsBefore);
-    for (auto it = created.rbegin(); it != created.rend(); ++it)
-      graph.eraseNode(*it);
-  }
-
-  /// Creates a node before `before` and infers its result types.
-  static Node *create(Graph &graph, std::vector<Node *> &created, OpKind kind,
-                      const std::vector<Value *> &operands, const std::string &name, Node *before,
-                      const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
-    Node *node = graph.createNode(kind, operands, 1, name, {graph.uniqueName(name)}, before);
-    created.push_back(node);
-    for (const auto &[key, value] : attributes)
-      node->setAttr(key, value);
-    InferenceContext inference(graph);
-    inferNodeShapes(*node, inference);
-    return node;
-  }
-
   /// Shape(scores) read the [b, h, Sq, Skv] dims of a tensor that no longer
   /// exists: rebuild them from values that do (the projections, or the 4-D
   /// Q and V), placed before the Shape node so every reader stays in order.
   static void rewireShapeReaders(Graph &graph, const CoreMatch &core, Value *v4, const Heads3d *q3,
                                  const Heads3d *v3) {
     for (Node *reader : core.shapeReaders) {
-      std::vector<Node *> created;
+      RewriteBuilder builder(graph, reader);
       auto dimsOf = [&](Value *value, int64_t start, int64_t end) {
-        return create(graph, created, OpKind::Shape, {value}, "attention.dims", reader,
-                      {{"start", Attribute(start)}, {"end", Attribute(end)}})
-            ->result(0);
+        return builder.create(OpKind::Shape, {value}, "attention.dims",
+                              {{"start", Attribute(start)}, {"end", Attribute(end)}});
       };
       std::vector<Value *> dims; // one 1-element tensor per axis of the scores
       if (q3) {
-        dims = {dimsOf(q3->source, 0, 1), constantI64(graph, "attention.heads", {q3->heads}),
+        dims = {dimsOf(q3->source, 0, 1), builder.constantI64("attention.heads", {q3->heads}),
                 dimsOf(q3->source, 1, 2), dimsOf(v3->source, 1, 2)};
       } else {
         Value *bhs = dimsOf(core.q, 0, 3);
         dims = {bhs, dimsOf(v4, 2, 3)};
       }
-      replaceShapeReader(graph, created, reader, dims);
+      replaceShapeReader(graph, builder, reader, dims);
     }
   }
 
   /// Replaces `reader` = Shape(t) {start, end} of a 4-D t by the matching
   /// slice of `dims` (one 1-element tensor per axis of t, concatenated).
-  static void replaceShapeReader(Graph &graph, std::vector<Node *> &created, Node *reader,
+  static void replaceShapeReader(Graph &graph, RewriteBuilder &builder, Node *reader,
                                  const std::vector<Value *> &dims) {
     int64_t rank = 4;
     auto clampAxis = [rank](int64_t axis) {
@@ -166,15 +141,14 @@ private:
     };
     int64_t start = clampAxis(reader->getInt("start", 0)),
             end = clampAxis(reader->getInt("end", rank));
-    Value *full = create(graph, created, OpKind::Concat, dims, "attention.dims", reader,
-                         {{"axis", Attribute(int64_t(0))}})
-                      ->result(0);
+    Value *full =
+        builder.create(OpKind::Concat, dims, "attention.dims", {{"axis", Attribute(int64_t(0))}});
     Value *picked = full;
     if (start != 0 || end != rank) {
       std::vector<Value *> operands = {
-          full, constantI64(graph, "attention.dims.start", {start}),
-          constantI64(graph, "attention.dims.end", {std::max(start, end)})};
-      picked = create(graph, created, OpKind::Slice, operands, "attention.dims", reader)->result(0);
+          full, builder.constantI64("attention.dims.start", {start}),
+          builder.constantI64("attention.dims.end", {std::max(start, end)})};
+      picked = builder.create(OpKind::Slice, operands, "attention.dims");
     }
     std::string name = reader->result(0)->name();
     graph.replaceAllUsesWith(reader->result(0), picked);
@@ -198,15 +172,14 @@ private:
     if (!heads)
       return;
     for (Node *reader : readers) {
-      std::vector<Node *> created;
+      RewriteBuilder builder(graph, reader);
       auto dimsOf = [&](int64_t start, int64_t end) {
-        return create(graph, created, OpKind::Shape, {source}, "attention.dims", reader,
-                      {{"start", Attribute(start)}, {"end", Attribute(end)}})
-            ->result(0);
+        return builder.create(OpKind::Shape, {source}, "attention.dims",
+                              {{"start", Attribute(start)}, {"end", Attribute(end)}});
       };
       replaceShapeReader(
-          graph, created, reader,
-          {dimsOf(0, 1), constantI64(graph, "attention.heads", {*heads}), dimsOf(2, 4)});
+          graph, builder, reader,
+          {dimsOf(0, 1), builder.constantI64("attention.heads", {*heads}), dimsOf(2, 4)});
     }
   }
 
@@ -269,21 +242,19 @@ private:
   }
 
   /// Q, K and V as the fused op reads them.
-  static std::vector<Value *> qkvOperands(Graph &graph, std::vector<Node *> &created,
-                                          const CoreMatch &core, const FusedForm &form) {
+  static std::vector<Value *> qkvOperands(RewriteBuilder &builder, const CoreMatch &core,
+                                          const FusedForm &form) {
     const std::string &base = form.base;
     if (form.threeD)
       return {form.q3->source, form.key.k3->source, form.v3->source};
     // The 4-D op wants K itself: undo the exporter's transpose.
     Value *k4 = form.key.k4;
     if (!k4 && form.key.splitHeads)
-      k4 = create(graph, created, OpKind::Transpose, {form.key.splitHeads}, base + ".k", form.root,
-                  {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}})
-               ->result(0);
+      k4 = builder.create(OpKind::Transpose, {form.key.splitHeads}, base + ".k",
+                          {{"perm", Attribute(std::vector<int64_t>{0, 2, 1, 3})}});
     else if (!k4)
-      k4 = create(graph, created, OpKind::Transpose, {core.kt}, base + ".k", form.root,
-                  {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}})
-               ->result(0);
+      k4 = builder.create(OpKind::Transpose, {core.kt}, base + ".k",
+                          {{"perm", Attribute(std::vector<int64_t>{0, 1, 3, 2})}});
     if (form.cache)
       return {core.q, form.cache->newKey, form.cache->newValue};
     return {core.q, k4, form.v4};
@@ -291,23 +262,22 @@ private:
 
   /// The mask operand as the op reads it: the plan's operand, negated or
   /// a negated bias.
-  static Value *maskOperand(Graph &graph, std::vector<Node *> &created, const MaskPlan &masks,
-                            const FusedForm &form) {
+  static Value *maskOperand(RewriteBuilder &builder, const MaskPlan &masks, const FusedForm &form) {
     const std::string &base = form.base;
     Value *mask = masks.operand;
     if (masks.negate)
-      mask = create(graph, created, OpKind::Not, {mask}, base + ".visible", form.root)->result(0);
+      mask = builder.create(OpKind::Not, {mask}, base + ".visible");
     if (masks.subtract)
-      mask = create(graph, created, OpKind::Neg, {mask}, base + ".bias", form.root)->result(0);
+      mask = builder.create(OpKind::Neg, {mask}, base + ".bias");
     return mask;
   }
 
   /// The Attention node, with its attributes and inferred result.
-  static Node *createAttention(Graph &graph, std::vector<Node *> &created, const CoreMatch &core,
+  static Node *createAttention(Graph &graph, RewriteBuilder &builder, const CoreMatch &core,
                                const MaskPlan &masks, const FusedForm &form) {
-    std::vector<Value *> operands = qkvOperands(graph, created, core, form);
+    std::vector<Value *> operands = qkvOperands(builder, core, form);
     if (masks.operand)
-      operands.push_back(maskOperand(graph, created, masks, form));
+      operands.push_back(maskOperand(builder, masks, form));
     if (form.cache) {
       if (!masks.operand)
         operands.push_back(nullptr);
@@ -315,7 +285,7 @@ private:
       operands.push_back(form.cache->pastValue);
     }
     Node *attention = graph.createNode(OpKind::Attention, operands, 1, form.base, {}, form.root);
-    created.push_back(attention);
+    builder.adopt(attention);
     attention->setAttr("scale", Attribute(float(form.scale)));
     if (form.threeD) {
       attention->setAttr("q_num_heads", Attribute(form.q3->heads));
@@ -369,17 +339,16 @@ private:
     if (!chosen)
       return chosen.rejection();
     FusedForm &form = *chosen;
-    std::vector<Node *> created;
-    size_t assumptionsBefore = graph.assumptions().size();
+    RewriteBuilder builder(graph, form.root);
     MatchStatus replaced;
     try {
-      Node *attention = createAttention(graph, created, core, masks, form);
+      Node *attention = createAttention(graph, builder, core, masks, form);
       replaced = replaceRoot(graph, form, attention->result(0));
     } catch (const Error &) {
       replaced = Rejection{"shape inference rejects the fused op"};
     }
     if (!replaced) {
-      rollBack(graph, created, assumptionsBefore);
+      builder.rollBack();
       return replaced;
     }
     const Heads3d *q3 = form.threeD ? &*form.q3 : nullptr, *v3 = form.threeD ? &*form.v3 : nullptr;

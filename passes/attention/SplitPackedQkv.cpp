@@ -26,7 +26,7 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
-#include "passes/attention/CanonicalBuilder.h"
+#include "passes/attention/RewriteBuilder.h"
 
 namespace onnxc::attention {
 
@@ -85,7 +85,7 @@ MatchResult<PackedPart> matchPackedPart(Node &gather) {
 }
 
 /// The part as the ordinary head split of its slice of the packed axis.
-Value *splitPart(CanonicalBuilder &builder, const PackedPart &part, const std::string &base) {
+Value *splitPart(RewriteBuilder &builder, const PackedPart &part, const std::string &base) {
   int64_t width = part.heads * part.size;
   Value *sliced =
       builder.create(OpKind::Slice,
@@ -103,7 +103,7 @@ Value *splitPart(CanonicalBuilder &builder, const PackedPart &part, const std::s
 
 /// Replaces `gather` by the head split of its part of the packed axis.
 MatchStatus rewritePart(Graph &graph, Node &gather, const PackedPart &part) {
-  CanonicalBuilder builder(graph, &gather);
+  RewriteBuilder builder(graph, &gather);
   std::string base = gather.name().empty() ? "qkv" : gather.name();
   Value *heads = nullptr;
   try {

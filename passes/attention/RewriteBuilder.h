@@ -1,9 +1,9 @@
-//===- passes/attention/CanonicalBuilder.h - Nodes of a canonicalizing rewrite ---===//
+//===- passes/attention/RewriteBuilder.h - Nodes of an attention rewrite ---===//
 //
-// The canonicalization passes before fuse-attention (split-packed-qkv,
-// expand-xsoftmax) create a few nodes per candidate and must leave the graph
-// as it was when they refuse halfway (a shape rule that throws, a result
-// type that differs): this keeps what they created and takes it back.
+// The attention rewrites (fuse-attention and the canonicalizations before
+// it) create a few nodes per candidate and must leave the graph as it was
+// when they refuse halfway (a shape rule that throws, a result type that
+// differs): this keeps what they created and takes it back.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -18,10 +18,10 @@
 
 namespace onnxc::attention {
 
-class CanonicalBuilder {
+class RewriteBuilder {
 public:
   /// Creates nodes before `before` (appended at the end when null).
-  CanonicalBuilder(Graph &graph, Node *before)
+  RewriteBuilder(Graph &graph, Node *before)
       : graph_(graph), before_(before), assumptionsBefore_(graph.assumptions().size()) {}
 
   Value *constantI64(const std::string &base, std::vector<int64_t> values) {
@@ -40,6 +40,9 @@ public:
     inferNodeShapes(*node, inference);
     return node->result(0);
   }
+
+  /// Takes `node`, made by the caller before `before`, back with the rest.
+  void adopt(Node *node) { created_.push_back(node); }
 
   /// Erases what was created, newest first, with what its shape rules assumed.
   void rollBack() {
