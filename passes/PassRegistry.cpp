@@ -28,6 +28,7 @@ constexpr PassFactory kPassFactories[] = {
     createLiftBatchedHeadsPass,
     createSplitPackedQkvPass,
     createBatchFirstHeadsPass,
+    createGroupRepeatedKvPass,
     createExpandXSoftmaxPass,
     createFuseAttentionPass,
     createFoldSeqFirstAttentionPass,

@@ -41,9 +41,11 @@ void addFusions(PassManager &pm) {
   // After the cleanup, which leaves the head merge fuse-attention reads:
   // torch's sequence-first head splits and merges (which the cleanup has
   // merged into one Reshape and one Transpose each) become batch-first
-  // ones between Transposes, and XSoftmax's zeroed rows go after the
-  // merge, so the fused op still writes the merged heads.
+  // ones between Transposes, KV heads repeated for grouped-query attention
+  // take repeat_kv's form, and XSoftmax's zeroed rows go after the merge,
+  // so the fused op still writes the merged heads.
   pm.addPass("batch-first-heads");
+  pm.addPass("group-repeated-kv");
   pm.addPass("expand-xsoftmax");
   // The Transposes batch-first-heads put around a fused op fold into its
   // seq_first before the cleanup, which could merge them with their

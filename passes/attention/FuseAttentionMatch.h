@@ -54,7 +54,8 @@ std::optional<int64_t> constantDim(const Shape &shape, size_t i);
 
 /// LLaMA's repeat_kv, x [b, g, S, d] -> Reshape(Expand(Unsqueeze(x) ->
 /// [b, g, n, S, d])) -> [b, g*n, S, d]: each of x's g heads serves n
-/// consecutive heads, which is the Attention op's grouping. Returns x and
+/// consecutive heads, which is the Attention op's grouping (group-repeated-kv
+/// has brought the other spellings of the repeat to this form). Returns x and
 /// sets `group` to n, or returns null. Checked on the inferred shapes alone:
 /// a unit dim inserted next to another unit dim lays the data out the same.
 Value *repeatedKvSource(Value *repeated, int64_t &group);

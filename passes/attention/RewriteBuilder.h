@@ -12,6 +12,7 @@
 #include "ir/infer/ShapeInference.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,15 +30,18 @@ public:
     return graph_.addConstant(graph_.uniqueName(base), Tensor::fromVector<int64_t>({n}, values));
   }
 
-  /// A node with its result types inferred (which may throw onnxc::Error).
+  /// A node with its result types inferred (which may throw onnxc::Error),
+  /// seeing the contents inferred for the builder's earlier nodes (a
+  /// Reshape's target made of Shape slices).
   Value *create(OpKind kind, const std::vector<Value *> &operands, const std::string &name,
                 const std::vector<std::pair<std::string, Attribute>> &attributes = {}) {
     Node *node = graph_.createNode(kind, operands, 1, name, {graph_.uniqueName(name)}, before_);
     created_.push_back(node);
     for (const auto &[key, value] : attributes)
       node->setAttr(key, value);
-    InferenceContext inference(graph_);
-    inferNodeShapes(*node, inference);
+    if (!inference_)
+      inference_.emplace(graph_);
+    inferNodeShapes(*node, *inference_);
     return node->result(0);
   }
 
@@ -50,6 +54,7 @@ public:
     for (auto it = created_.rbegin(); it != created_.rend(); ++it)
       graph_.eraseNode(*it);
     created_.clear();
+    inference_.reset();
   }
 
 private:
@@ -57,6 +62,7 @@ private:
   Node *before_;
   size_t assumptionsBefore_;
   std::vector<Node *> created_;
+  std::optional<InferenceContext> inference_;
 };
 
 } // namespace onnxc::attention

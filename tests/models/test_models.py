@@ -427,9 +427,9 @@ def test_fusions(entry, tmp_path):
     }
     assert {k: found[k] for k in expected} == expected, f"{entry['name']}: fused ops {found}"
     if entry["family"] in REPEATED_KV:
-        # repeat_kv expands K and V to [b, kv_heads, group, S, d]; a mask's Expand may stay.
+        # repeat_kv expands (or tiles) K and V to [b, kv_heads, group, S, d]; a mask's Expand may stay.
         repeats = [line for line in text.splitlines()
-                   if "= Expand(" in line and line.rsplit(":", 1)[-1].count(",") == 4]
+                   if ("= Expand(" in line or "= Tile(" in line) and line.rsplit(":", 1)[-1].count(",") == 4]
         assert not repeats, f"{entry['name']}: repeat_kv's Expand remains: {repeats[0].strip()[:200]}"
     if entry["family"] in ("lstm_attn", "gru_bahdanau", "luong_attn"):  # tanh outside attention
         return

@@ -427,11 +427,15 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """[b, kv_heads, s, d] -> [b, kv_heads * n_rep, s, d], each KV head repeated for its group."""
+    """[b, kv_heads, s, d] -> [b, kv_heads * n_rep, s, d], each KV head repeated for its group.
+
+    Spelled `unsqueeze(2).repeat(...)` (a Tile in ONNX), as some ports write it; the hf_llama
+    models cover HF's own spelling, `x[:, :, None].expand(...)`. Both must fuse alike.
+    """
     batch, kv_heads, seq, dim = x.shape
     if n_rep == 1:
         return x
-    x = x[:, :, None, :, :].expand(batch, kv_heads, n_rep, seq, dim)
+    x = x.unsqueeze(2).repeat(1, 1, n_rep, 1, 1)
     return x.reshape(batch, kv_heads * n_rep, seq, dim)
 
 

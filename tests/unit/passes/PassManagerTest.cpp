@@ -126,9 +126,9 @@ TEST(Pipelines, Levels) {
     if (level > 1)
       for (const char *fusion :
            {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "split-packed-qkv",
-            "batch-first-heads", "expand-xsoftmax", "fuse-attention", "fold-seq-first-attention",
-            "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm",
-            "fuse-gelu"})
+            "batch-first-heads", "group-repeated-kv", "expand-xsoftmax", "fuse-attention",
+            "fold-seq-first-attention", "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm",
+            "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }
