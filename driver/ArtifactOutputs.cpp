@@ -47,4 +47,15 @@ void checkArtifactSparesExternalData(const std::vector<std::string> &externalFil
   }
 }
 
+void checkWriteSparesModel(const std::string &written, const std::string &what,
+                           const std::string &model, const std::vector<std::string> &externalFiles,
+                           const std::string &remedy) {
+  FileIdentity target = fileIdentity(written);
+  if (target == fileIdentity(model))
+    fail(what, " would overwrite the model '", model, "'; ", remedy);
+  for (const std::string &data : externalFiles)
+    if (target == fileIdentity(data))
+      fail(what, " would overwrite '", data, "', the external data of the model; ", remedy);
+}
+
 } // namespace onnxc

@@ -35,4 +35,12 @@ void checkArtifactSparesExternalData(const std::vector<std::string> &externalFil
                                      const ArtifactRequest &request,
                                      const ArtifactOptionNames &names);
 
+/// Refuses to write `written` when it is the model or one of the external
+/// data files it was loaded from (any spelling of them). `what` says who
+/// writes ("-o 'm.onnx'", "output 'y' in --output-dir"), `remedy` what to
+/// change ("choose another -o").
+void checkWriteSparesModel(const std::string &written, const std::string &what,
+                           const std::string &model, const std::vector<std::string> &externalFiles,
+                           const std::string &remedy);
+
 } // namespace onnxc

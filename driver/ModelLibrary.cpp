@@ -3,6 +3,7 @@
 
 #include "codegen/artifact/DescriptorEmitter.h"
 #include "driver/LibraryFileCheck.h"
+#include "driver/LibraryLoad.h"
 #include "ir/Error.h"
 #include "onnxc/model_info.h"
 
@@ -34,23 +35,13 @@ ModelLibrary::ModelLibrary(const std::string &path) {
       fail(path, ": no such file");
     fail(path, ": cannot open the model library (", std::strerror(errno), ")");
   }
-  checkModelLibraryFile(file.fd, path, GenericDescriptorAccessor);
-  // dlopen by path, not /proc/self/fd/N, so profilers and debuggers see the
-  // library's real name. The check guards against accidents (a cut copy, a
-  // wrong file); whoever can swap the file in between can as well write a
-  // library that passes it, and loading a library runs its code anyway.
-  // dlopen searches the library path for names without a slash.
-  std::string loadPath = path.find('/') == std::string::npos ? "./" + path : path;
-  handle_ = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) {
-    const char *why = dlerror();
-    fail(path, ": cannot load the model library (", why ? why : "unknown reason", ")");
-  }
+  library_ = loadLibrary(
+      file.fd, path, [&](int fd) { checkModelLibraryFile(fd, path, GenericDescriptorAccessor); });
   // From here on a failure must unload the library: the destructor does not
   // run for a constructor that throws.
   try {
     auto accessor = reinterpret_cast<const onnxc_model_descriptor *(*)()>(
-        dlsym(handle_, GenericDescriptorAccessor));
+        dlsym(library_.handle, GenericDescriptorAccessor));
     if (!accessor)
       fail(path, ": not an onnxc model library (no '", GenericDescriptorAccessor, "' symbol)");
     descriptor_ = accessor();
@@ -61,15 +52,12 @@ ModelLibrary::ModelLibrary(const std::string &path) {
     if (const char *problem = onnxc_model_check(descriptor_))
       fail(path, ": the model library's descriptor is invalid: ", problem);
   } catch (...) {
-    dlclose(handle_);
+    unloadLibrary(library_);
     throw;
   }
 }
 
-ModelLibrary::~ModelLibrary() {
-  if (handle_)
-    dlclose(handle_);
-}
+ModelLibrary::~ModelLibrary() { unloadLibrary(library_); }
 
 namespace {
 

@@ -5,13 +5,15 @@
 // loader maps it (driver/LibraryFileCheck.h), then dlopen'ed, its generic
 // descriptor accessor looked up and the descriptor checked by the runtime
 // (onnxc_model_check), so a cut or foreign file is one error line, never a
-// SIGBUS or a wild read. The model's signature (input names, dtypes,
-// symbolic shapes) can be rebuilt from the descriptor as a graph, so the
-// same input preparation as for an .onnx model applies.
+// SIGBUS or a wild read; a path this process loaded before and that now
+// holds another file is loaded afresh (driver/LibraryLoad.h). The model's signature (input names,
+// dtypes, symbolic shapes) can be rebuilt from the descriptor as a graph, so the same input
+// preparation as for an .onnx model applies.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "driver/LibraryLoad.h"
 #include "ir/Graph.h"
 #include "onnxc/model_abi.h"
 
@@ -32,7 +34,7 @@ public:
   const onnxc_model_descriptor *descriptor() const { return descriptor_; }
 
 private:
-  void *handle_ = nullptr;
+  LoadedLibrary library_;
   const onnxc_model_descriptor *descriptor_ = nullptr;
 };
 

@@ -94,6 +94,12 @@ ProducerMap checkDefinitions(const onnx::GraphProto &proto, const ImportContext 
         continue;
       if (external.count(output) || !producers.emplace(output, i).second)
         fail(describeNodeProto(proto.node(i)), ": output '", output, "' is already defined");
+      // ONNX names are unique across nested graphs (onnxruntime refuses
+      // the model otherwise): a body value named like an outer one would
+      // hide it from the rest of the body.
+      if (outer && outer->canResolve(output))
+        fail(describeNodeProto(proto.node(i)), ": output '", output,
+             "' is already defined in an enclosing graph");
     }
   auto defined = [&](const std::string &name) {
     return external.count(name) || producers.count(name) || (outer && outer->canResolve(name));

@@ -73,6 +73,32 @@ void summarizeWeights(const onnx::GraphProto &graph, ModelSummary &summary) {
   }
 }
 
+/// Refuses a graph output declared with an element type other than the
+/// one its producer makes, as onnxruntime does at load: tools would
+/// disagree about it otherwise (inspect printing the declaration, run and
+/// the header the inferred type).
+void checkDeclaredOutputTypes(const onnx::GraphProto &proto, const Graph &graph) {
+  for (int i = 0; i < proto.output_size() && size_t(i) < graph.outputs().size(); ++i) {
+    const onnx::ValueInfoProto &declared = proto.output(i);
+    if (!declared.has_type() || !declared.type().has_tensor_type() ||
+        declared.type().tensor_type().elem_type() == 0)
+      continue;
+    DType expected = DType::Unknown;
+    try {
+      expected = dtypeFromOnnx(declared.type().tensor_type().elem_type(), "");
+    } catch (const Error &) {
+      continue; // an unsupported declared dtype: the producer's check names it
+    }
+    const Value *value = graph.outputs()[size_t(i)].value;
+    if (value->dtype() == DType::Unknown || value->dtype() == expected)
+      continue;
+    const Node *producer = value->definingNode();
+    fail("graph output '", declared.name(), "' is declared ", dtypeName(expected), ", but ",
+         producer ? producer->describe() + " makes" : std::string("its value is"), " ",
+         dtypeName(value->dtype()));
+  }
+}
+
 } // namespace
 
 std::unique_ptr<Graph> importOnnxFile(const std::string &path,
@@ -86,6 +112,7 @@ std::unique_ptr<Graph> importOnnxFile(const std::string &path,
     std::unique_ptr<Graph> graph =
         importGraph(model.graph(), opsets, ModelFolder(modelFolder(path), externalFiles));
     inferShapes(*graph);
+    checkDeclaredOutputTypes(model.graph(), *graph);
     if (converted)
       simplifyConvertedSoftmax(*graph);
     return graph;

@@ -2,6 +2,7 @@
 #include "ir/MemoryBudget.h"
 
 #include "ir/Error.h"
+#include "ir/PrintableText.h"
 
 #include <atomic>
 #include <cctype>
@@ -23,14 +24,23 @@ int64_t physicalMemory() {
   return int64_t(pages) * int64_t(pageSize);
 }
 
+/// $ONNXC_MEMORY_LIMIT, else physical memory. A value that does not parse
+/// is an error each time the limit is needed: ignoring it would run without
+/// the only bound its user set.
 int64_t defaultLimit() {
-  static const int64_t limit = [] {
-    if (const char *text = std::getenv("ONNXC_MEMORY_LIMIT"))
-      if (std::optional<int64_t> bytes = parseByteSize(text); bytes && *bytes > 0)
-        return *bytes;
-    return physicalMemory();
+  static const std::optional<int64_t> limit = []() -> std::optional<int64_t> {
+    const char *text = std::getenv("ONNXC_MEMORY_LIMIT");
+    if (!text)
+      return physicalMemory();
+    std::optional<int64_t> bytes = parseByteSize(text);
+    if (bytes && *bytes > 0)
+      return bytes;
+    return std::nullopt;
   }();
-  return limit;
+  if (!limit)
+    throw Error("ONNXC_MEMORY_LIMIT is '" + printableText(std::getenv("ONNXC_MEMORY_LIMIT")) +
+                "': set it to a positive size such as 512M or 8G, or unset it");
+  return *limit;
 }
 
 [[noreturn]] void overBudget(int64_t bytes, int64_t inUse, int64_t limit);

@@ -189,13 +189,28 @@ int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_id
 }
 
 int onnxc_generator_next(onnxc_generator *generator, int64_t *token) {
-  if (!generator || !token)
+  if (!generator)
     return -1;
+  if (!token) {
+    generator->impl->refuseCall("the token pointer is NULL");
+    return -1;
+  }
   return generator->impl->next(*token);
 }
 
 int64_t onnxc_generate(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count,
                        int64_t *out, int64_t out_capacity) {
+  if (!generator)
+    return -1;
+  if (out_capacity < 0) {
+    generator->impl->refuseCall("out_capacity is " + std::to_string(out_capacity) +
+                                "; it must be at least 0");
+    return -1;
+  }
+  if (!out && out_capacity > 0) {
+    generator->impl->refuseCall("out is NULL but out_capacity is " + std::to_string(out_capacity));
+    return -1;
+  }
   if (onnxc_generator_prefill(generator, prompt_ids, count) != 0)
     return -1;
   int64_t produced = 0, token = 0;

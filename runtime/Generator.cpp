@@ -1,11 +1,14 @@
 //===- runtime/Generator.cpp - The token loop over a compiled decoder ------===//
 #include "Generator.h"
 
+#include "GeneratorLength.h"
+
 #include "DimExpr.h"
 #include "DimExprQueries.h"
 #include "Dtype.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -63,6 +66,20 @@ bool isFillableMaskDtype(int32_t dtype) {
 /// Capacities beyond this are a mistake (a negative number cast), not a cache.
 constexpr int64_t kMaxCapacity = int64_t(1) << 31;
 
+/// The name of a model output called logits (any case, any prefix), or
+/// null: an encoder has none, so one given as the encoder is a decoder,
+/// most likely the two models swapped.
+const char *logitsOutputName(const onnxc_model_descriptor &model) {
+  for (int32_t o = 0; o < model.num_outputs; ++o) {
+    std::string name = model.outputs[o].name ? model.outputs[o].name : "";
+    for (char &c : name)
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (name.find("logits") != std::string::npos)
+      return model.outputs[o].name;
+  }
+  return nullptr;
+}
+
 std::string checkOptions(const onnxc_generate_options &options) {
   if (options.max_new_tokens < 0)
     return "max_new_tokens is " + std::to_string(options.max_new_tokens) + "; it must be >= 0";
@@ -76,6 +93,19 @@ std::string checkOptions(const onnxc_generate_options &options) {
     return "top_p is " + std::to_string(options.top_p) + "; it must be in (0, 1]";
   if (std::isnan(options.temperature))
     return "temperature is NaN";
+  if (options.eos_token_id < -1)
+    return "eos_token_id is " + std::to_string(options.eos_token_id) +
+           "; use a token id, or -1 for none";
+  return "";
+}
+
+/// Why `ids` cannot be token ids (a negative one would index the embedding
+/// table from its end, silently), or empty.
+std::string checkTokenIds(const int64_t *ids, int64_t count, const char *what) {
+  for (int64_t i = 0; i < count; ++i)
+    if (ids[i] < 0)
+      return std::string(what) + " id " + std::to_string(ids[i]) + " at position " +
+             std::to_string(i) + " is negative; token ids are 0 or more";
   return "";
 }
 
@@ -109,6 +139,11 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
     return nullptr;
   auto encoder = encoderModel ? std::make_unique<Encoder>() : nullptr;
   if (encoder) {
+    if (const char *logits = logitsOutputName(*encoderModel)) {
+      error = std::string("the encoder has a logits output ('") + logits +
+              "'): it is a decoder; are the encoder and the decoder given the right way round?";
+      return nullptr;
+    }
     encoder->model = encoderModel;
     if (!(encoder->session = Session::create(encoderModel, options.num_threads, error)))
       return nullptr;
@@ -123,6 +158,7 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
   error = findRoles(*model, options.mapping ? options.mapping : "", roles, encoderModel);
   if (!error.empty())
     return nullptr;
+
   if (roles.mask >= 0 &&
       !(error = checkMaskDtype(model->inputs[roles.mask], "attention mask")).empty())
     return nullptr;
@@ -285,6 +321,8 @@ bool Generator::encode(const int64_t *sourceIds, int64_t count) {
   encoder_->encoded = false;
   if (count <= 0 || !sourceIds)
     return fail("the source is empty; encoding needs at least one token");
+  if (std::string problem = checkTokenIds(sourceIds, count, "source"); !problem.empty())
+    return fail(problem);
   if (count > kMaxCapacity)
     return fail("a source of " + std::to_string(count) + " tokens is more than 2^31");
   try {
@@ -427,8 +465,16 @@ bool Generator::prefill(const int64_t *promptIds, int64_t count) {
   started_ = false;
   if (count <= 0 || !promptIds)
     return fail("the prompt is empty; generation needs at least one token");
+  if (std::string problem = checkTokenIds(promptIds, count, "prompt"); !problem.empty())
+    return fail(problem);
   if (encoder_ && !encoder_->encoded)
     return fail("no source is encoded: call encode with the source ids before prefill");
+  int64_t wanted = options_.capacity > 0 ? options_.capacity
+                                         : count + std::max<int64_t>(options_.max_new_tokens, 1);
+  if (std::string problem = checkSequenceLength(
+          model_, roles_, count, options_.capacity > 0 ? -1 : options_.max_new_tokens, wanted);
+      !problem.empty())
+    return fail(problem);
   if (options_.capacity == 0 && !allocate(count + std::max<int64_t>(options_.max_new_tokens, 1)))
     return false;
   if (count > capacity_)

@@ -54,6 +54,9 @@ public:
   }
   const std::string &description() const { return description_; }
   const std::string &error() const { return error_; }
+  /// Sets error() for a call the C API refuses before it gets here (a NULL
+  /// pointer, a negative count); returns false.
+  bool refuseCall(std::string message) { return fail(std::move(message)); }
   int64_t capacity() const { return capacity_; }
   /// Cache pairs updated in place (one buffer each); the others swap two.
   int32_t pairsInPlace() const;

@@ -22,7 +22,9 @@ const char *onnxc_model_check(const onnxc_model_descriptor *model) {
   return lastCheckProblem.empty() ? nullptr : lastCheckProblem.c_str();
 }
 
-int32_t onnxc_dim_num_terms(onnxc_dim_expr expr) { return static_cast<int32_t>(expr[0]); }
+int32_t onnxc_dim_num_terms(onnxc_dim_expr expr) {
+  return expr ? static_cast<int32_t>(expr[0]) : 0;
+}
 
 onnxc_dim_term onnxc_dim_get_term(onnxc_dim_expr expr, int32_t index) {
   if (index < 0 || index >= onnxc_dim_num_terms(expr))
@@ -34,7 +36,7 @@ onnxc_dim_term onnxc_dim_get_term(onnxc_dim_expr expr, int32_t index) {
 }
 
 int onnxc_dim_is_constant(onnxc_dim_expr expr, int64_t *value) {
-  if (!isConstantDimExpr(expr))
+  if (!expr || !isConstantDimExpr(expr))
     return 0;
   if (value)
     *value = evaluateDimExpr(expr, nullptr, 0).value_or(0);
@@ -43,8 +45,8 @@ int onnxc_dim_is_constant(onnxc_dim_expr expr, int64_t *value) {
 
 size_t onnxc_dim_format(const onnxc_model_descriptor *model, onnxc_dim_expr expr, char *buffer,
                         size_t size) {
-  std::string text = formatDimExpr(expr, model->symbol_names);
-  if (size > 0) {
+  std::string text = model && expr ? formatDimExpr(expr, model->symbol_names) : std::string();
+  if (size > 0 && buffer) {
     size_t copied = text.size() < size - 1 ? text.size() : size - 1;
     std::memcpy(buffer, text.data(), copied);
     buffer[copied] = '\0';

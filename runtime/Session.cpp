@@ -28,6 +28,10 @@ std::unique_ptr<Session> Session::create(const onnxc_model_descriptor *model, in
     error = "num_threads is " + std::to_string(numThreads) + "; use 0 for one per core";
     return nullptr;
   }
+  if (!memoryLimitError().empty()) {
+    error = memoryLimitError();
+    return nullptr;
+  }
   return std::unique_ptr<Session>(new Session(*model, numThreads));
 }
 

@@ -75,10 +75,14 @@ void bindSymbols(const Graph &graph, ModelPlan &plan) {
                " has symbol '", symbol, "' only inside ", d.str(), ", and no input axis is '",
                symbol, "' alone to bind it from");
         else if (!bound.count(symbol))
+          // Values are checked in order, so this is the first to carry the
+          // symbol: its node is the one inference made it up for.
           fail("cannot compile: the shape of value '", value->name(), "' (", value->shape().str(),
-               ") depends on symbol '", symbol,
-               "', which is not a dimension of any graph input (it follows from input contents); "
-               "`onnxc run` compiles such a graph for given input values");
+               ") depends on symbol '", symbol, "', which ",
+               value->definingNode() ? value->definingNode()->describe() : "shape inference",
+               " introduced for a dim it cannot state in the graph inputs' dims (one that "
+               "follows from input contents, or a bound clamped to a symbolic dim); `onnxc run` "
+               "compiles such a graph for given input values");
     }
   };
   for (const Value *input : graph.inputs())

@@ -10,6 +10,7 @@
 
 #include "ir/Error.h"
 #include "ir/Graph.h"
+#include "ir/MemoryBudget.h"
 #include "ir/Subgraph.h"
 #include "ir/eval/Evaluator.h"
 
@@ -129,6 +130,30 @@ Tensor emptyScanOutput(const Node &node, size_t result, size_t axis) {
 
 // --- Loop ------------------------------------------------------------------------
 
+/// When nothing but the trip count ends the loop (the body passes its
+/// condition through or returns a true constant), its scan outputs will
+/// hold `maxTrips` rows like the first: refuses at once a total above the
+/// memory limit, as the compiled code does, instead of iterating until it
+/// is reached (M = 2^62 rows of one byte would take years).
+void checkScanOutputBudget(const Node &node, const Graph &body, int64_t maxTrips,
+                           const std::vector<Tensor> &firstOutputs, size_t firstScan) {
+  const Value *condition = body.outputs()[0].value;
+  bool staysTrue = condition == body.inputs()[1] ||
+                   (condition->isConstant() && condition->constantValue().hasData() &&
+                    condition->constantValue().numElements() == 1 &&
+                    condition->constantValue().elementAsDouble(0) != 0);
+  if (!staysTrue)
+    return;
+  int64_t rowBytes = 0;
+  for (size_t i = firstScan; i < firstOutputs.size(); ++i)
+    if (__builtin_add_overflow(rowBytes, int64_t(firstOutputs[i].byteSize()), &rowBytes))
+      rowBytes = INT64_MAX;
+  int64_t total = 0;
+  if (__builtin_mul_overflow(rowBytes, maxTrips, &total))
+    total = INT64_MAX;
+  withSizeContext(node.describe(), [&] { checkTensorBytesAvailable(total); });
+}
+
 void loopKernel(const Node &node, const std::vector<const Tensor *> &operands,
                 std::vector<Tensor> &results) {
   const Graph &body = *node.subgraph("body");
@@ -158,6 +183,8 @@ void loopKernel(const Node &node, const std::vector<const Tensor *> &operands,
     for (size_t c = 0; c < captures; ++c)
       inputs.push_back(operands[2 + carried + c]);
     std::vector<Tensor> outputs = runBody(node, body, inputs);
+    if (iteration == 0 && scans > 0 && maxTrips)
+      checkScanOutputBudget(node, body, *maxTrips, outputs, 1 + carried);
     keepGoing = conditionOf(node, outputs[0], "body's condition output");
     for (size_t i = 0; i < carried; ++i)
       state[i] = std::move(outputs[1 + i]);

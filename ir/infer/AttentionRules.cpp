@@ -60,6 +60,28 @@ AttentionDims attentionDims(InferenceContext &context, const Node &node, const S
   return d;
 }
 
+/// The mask broadcasts to the scores [batch, qHeads, qSeq, total], except
+/// that its last dim may be shorter than total (the keys past it are
+/// masked, as the ONNX reference does); the compiled kernels read it so.
+void checkMaskShape(InferenceContext &context, const Node &node, const std::vector<Dim> &scores) {
+  const Value *mask = node.operand(3);
+  if (!mask || !mask->shape().isRanked())
+    return;
+  const Shape &shape = mask->shape();
+  if (shape.rank() == 0 || shape.rank() > 4)
+    fail(node.describe(), ": attention mask must have rank 1 to 4, got ", shape.str());
+  size_t offset = 4 - shape.rank();
+  static const char *names[] = {"batch", "head", "query", "key"};
+  for (size_t i = 0; i < shape.rank(); ++i) {
+    const Dim &dim = shape[i], &expected = scores[offset + i];
+    std::string what = std::string("attention mask ") + names[offset + i] + " dim";
+    if (offset + i == 3)
+      context.assumeAtMost(node, dim, expected, what);
+    else
+      context.assumeBroadcastsTo(node, dim, expected, what);
+  }
+}
+
 void inferAttention(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 3);
   DType dtype = commonOperandDType(node, {0, 1, 2, 4, 5});
@@ -98,6 +120,7 @@ void inferAttention(Node &node, InferenceContext &context) {
       fail(node.describe(), ": past_key must be 4-D, got ", past.str());
     total = past.isRanked() ? past[2] + d.kvSeq : Dim::unknown();
   }
+  checkMaskShape(context, node, {d.batch, d.qHeads, d.qSeq, total});
   Shape y = q.rank() == 4 ? Shape({d.batch, d.qHeads, d.qSeq, d.vHeadSize})
             : seqFirst    ? Shape({d.qSeq, d.batch, d.vHeadSize * d.qHeads})
                           : Shape({d.batch, d.qSeq, d.vHeadSize * d.qHeads});

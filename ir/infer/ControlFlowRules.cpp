@@ -99,6 +99,20 @@ void requireBoolCondition(const Node &node, const Value *cond, const char *what)
     fail(node.describe(), ": the ", what, " must be bool, got ", dtypeName(cond->dtype()));
 }
 
+/// A condition or trip count holds one element (a scalar or [1]), which is
+/// all the compiled code reads: a count that may differ is checked when the
+/// inputs are bound, one that must differ is an error now.
+void requireOneElement(const Node &node, const Value *value, const char *what,
+                       InferenceContext &context) {
+  if (!value || !value->shape().isRanked())
+    return;
+  Dim count = value->shape().numElements();
+  if (std::optional<int64_t> known = count.constant(); known && *known != 1)
+    fail(node.describe(), ": the ", what, " must hold one element, but its shape ",
+         value->shape().str(), " holds ", *known);
+  context.assumeEqual(node, count, Dim(1), std::string("the ") + what + "'s element count");
+}
+
 // --- If ------------------------------------------------------------------------
 
 /// The condition's value when shape inference knows it (Equal(Size(x), 4)).
@@ -116,6 +130,7 @@ std::optional<bool> knownCondition(const Node &node, const InferenceContext &con
 // evaluator still reports it, naming its node, should it run after all).
 void inferIf(Node &node, InferenceContext &context) {
   requireBoolCondition(node, node.operand(0), "condition");
+  requireOneElement(node, node.operand(0), "condition", context);
   std::vector<TensorType> captured;
   for (size_t i = 1; i < node.numOperands(); ++i)
     captured.push_back(node.operand(i)->type());
@@ -213,11 +228,11 @@ TensorType stacked(const TensorType &slice, const Dim &length, int64_t axis, con
   if (!slice.shape.isRanked())
     return slice;
   std::vector<Dim> dims = slice.shape.dims();
-  int64_t rank = int64_t(dims.size()) + 1;
+  int64_t rank = int64_t(dims.size()) + 1, given = axis;
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis >= rank)
-    fail(node.describe(), ": scan output axis ", axis, " is out of range for rank ", rank);
+    fail(node.describe(), ": scan output axis ", given, " is out of range for rank ", rank);
   dims.insert(dims.begin() + axis, length);
   return {slice.dtype, Shape(std::move(dims))};
 }
@@ -227,6 +242,8 @@ void inferLoop(Node &node, InferenceContext &context) {
       m && m->dtype() != DType::Unknown && m->dtype() != DType::I64)
     fail(node.describe(), ": the trip count must be i64, got ", dtypeName(m->dtype()));
   requireBoolCondition(node, node.operand(1), "condition");
+  requireOneElement(node, node.operand(0), "trip count", context);
+  requireOneElement(node, node.operand(1), "condition", context);
   Graph &body = *node.subgraph("body");
   size_t carried = loopCarriedCount(node);
   std::vector<TensorType> inputTypes{{DType::I64, Shape::scalar()}, {DType::Bool, Shape::scalar()}};
@@ -235,6 +252,7 @@ void inferLoop(Node &node, InferenceContext &context) {
   std::vector<TensorType> carriedTypes =
       inferToFixedPoint(node, body, inputTypes, 2, 1, carried, context, "loop_dim");
   requireBoolCondition(node, body.outputs()[0].value, "body's condition output");
+  requireOneElement(node, body.outputs()[0].value, "body's condition output", context);
   for (size_t i = 0; i < carried; ++i)
     node.result(i)->setType(carriedTypes[i]);
   std::unordered_set<std::string> known = inputSymbols(body);
@@ -255,19 +273,46 @@ int64_t attributeEntry(const Node &node, const char *name, size_t i) {
   return values[i];
 }
 
+/// A Scan's per-input and per-output attribute lists: absent, or one entry
+/// per scan input (output), directions 0 or 1.
+void checkScanAttributes(const Node &node, size_t inputs, size_t outputs) {
+  struct List {
+    const char *name;
+    size_t count;
+    bool direction;
+  };
+  for (List list :
+       {List{"scan_input_axes", inputs, false}, List{"scan_input_directions", inputs, true},
+        List{"scan_output_axes", outputs, false}, List{"scan_output_directions", outputs, true}}) {
+    if (!node.hasAttr(list.name))
+      continue;
+    std::vector<int64_t> values = node.getInts(list.name);
+    if (values.size() != list.count)
+      fail(node.describe(), ": attribute '", list.name, "' has ", values.size(), " entries for ",
+           list.count, " scan ", list.name[5] == 'i' ? "inputs" : "outputs");
+    if (list.direction)
+      for (int64_t value : values)
+        if (value != 0 && value != 1)
+          fail(node.describe(), ": attribute '", list.name, "' has entry ", value,
+               "; a direction is 0 (forward) or 1 (reverse)");
+  }
+}
+
 void inferScan(Node &node, InferenceContext &context) {
   Graph &body = *node.subgraph("body");
   size_t states = scanStateCount(node), inputs = scanInputCount(node);
+  checkScanAttributes(node, inputs, node.numResults() - states);
   std::vector<TensorType> inputTypes;
   Dim length = Dim::unknown();
   for (size_t i = 0; i < node.numOperands(); ++i) {
     TensorType type = node.operand(i)->type();
     if (i >= states && i < states + inputs && type.shape.isRanked()) {
       int64_t rank = int64_t(type.shape.rank());
-      int64_t axis = attributeEntry(node, "scan_input_axes", i - states);
-      axis = axis < 0 ? axis + rank : axis;
+      int64_t given = attributeEntry(node, "scan_input_axes", i - states);
+      int64_t axis = given < 0 ? given + rank : given;
       if (axis < 0 || axis >= rank)
-        fail(node.describe(), ": scan input axis ", axis, " is out of range for rank ", rank);
+        fail(node.describe(), ": scan_input_axes entry ", given, " is out of range for rank ",
+             rank);
       std::vector<Dim> dims = type.shape.dims();
       if (length.isUnknown())
         length = dims[size_t(axis)];

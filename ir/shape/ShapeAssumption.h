@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace onnxc {
 
@@ -46,5 +47,12 @@ struct ShapeAssumption {
   bool refuted() const;
   bool operator==(const ShapeAssumption &o) const { return expr == o.expr && kind == o.kind; }
 };
+
+/// Throws onnxc::Error when `assumptions` can never all hold: one that no
+/// binding satisfies, two equalities that fix a symbol to different values,
+/// or one that breaks at the value an equality fixes. (A model written with
+/// such assumptions would compile into a library that refuses every input.)
+/// Only these cases are found; assumptions it cannot relate pass.
+void checkAssumptionsCanHold(const std::vector<ShapeAssumption> &assumptions);
 
 } // namespace onnxc

@@ -117,8 +117,17 @@ std::unique_ptr<Graph> IRParser::parseGraphDefinition() {
   parseHeader();
   while (atKeyword("const"))
     parseConstant();
+  IRToken firstAssumption = tok_;
+  bool anyAssumption = atKeyword("assume");
   while (atKeyword("assume"))
     parseAssumption();
+  if (anyAssumption) {
+    try {
+      checkAssumptionsCanHold(graph_->assumptions());
+    } catch (const Error &error) {
+      errorAt(firstAssumption, error.what());
+    }
+  }
   while (!atKeyword("return")) {
     if (atKeyword("const"))
       errorAt(tok_, "constants must come before the first node");

@@ -36,7 +36,6 @@ namespace onnxc::attention {
 
 namespace {
 
-using match::definedBy;
 using match::matched;
 using match::MatchResult;
 using match::MatchStatus;

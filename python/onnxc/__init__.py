@@ -23,9 +23,15 @@ Error.__module__ = "onnxc"
 
 def _path(path, what):
     try:
-        return os.fspath(path)
+        text = os.fspath(path)
     except TypeError:
         raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}") from None
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if "\0" in text:
+        # The C++ side would see the path cut at the NUL: name it whole instead.
+        raise ValueError(f"{what} path contains a NUL byte: {text.encode('unicode_escape').decode()}")
+    return text
 
 
 def _passes(passes):

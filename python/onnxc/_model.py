@@ -153,14 +153,22 @@ class Model:
         if isinstance(mapping, dict):
             mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
         tokens, mode, description = _onnxc.generate(
-            self._runner, [int(t) for t in prompt], int(max_new_tokens), bool(do_sample),
-            float(temperature), int(top_k), float(top_p), int(seed),
-            -1 if eos_token_id is None else int(eos_token_id), int(capacity), mapping or "",
+            self._runner, [int(t) for t in prompt], _whole("max_new_tokens", max_new_tokens),
+            bool(do_sample), float(temperature), _whole("top_k", top_k), float(top_p),
+            _whole("seed", seed), -1 if eos_token_id is None else _whole("eos_token_id", eos_token_id),
+            _whole("capacity", capacity), mapping or "",
             self._runner.threads, on_token, None if encoder is None else encoder._runner,
             [int(t) for t in source])
         self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
                                 "roles": description}
         return list(tokens)
+
+
+def _whole(what, value):
+    """An integer option as an int; 2.7 or True is refused rather than truncated."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise Error(f"{what} must be an integer, got {value!r}")
+    return int(value)
 
 
 def _token_ids(what, value):

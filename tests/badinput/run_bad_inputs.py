@@ -22,6 +22,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 import cli_cases
+import promise_cases
 import size_cases
 
 TIMEOUT_SECONDS = 30
@@ -630,7 +631,8 @@ def main() -> int:
              + library_file_cases(onnxc, out, scratch) + compile_limit_cases(onnxc, out, scratch)
              + inspect_count_cases(onnxc, out, scratch)
              + size_cases.cases(onnxc, out, scratch, Case)
-             + cli_cases.cases(onnxc, out, scratch, Case, error_line_problem))
+             + cli_cases.cases(onnxc, out, scratch, Case, error_line_problem)
+             + promise_cases.cases(onnxc, out, scratch, Case, error_line_problem))
     for case in cases:
         problem = judge(case, run(case.argv))
         if problem:

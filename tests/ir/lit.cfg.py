@@ -17,6 +17,19 @@ if not hasattr(config, "onnxc_tools_dir"):
 
 config.test_source_root = config.onnxc_test_source_dir
 config.test_exec_root = config.onnxc_test_build_dir
+
+# Each ctest entry runs a lit of its own, and each lit rewrites the whole
+# .lit_test_times.txt when it ends: two ending at once can leave a cut line,
+# which every later lit then fails to read (a traceback, not a test result).
+# The file only orders tests, so a damaged one is dropped before lit reads it.
+_times = os.path.join(config.test_exec_root, ".lit_test_times.txt")
+try:
+    with open(_times) as _file:
+        _damaged = any(len(_line.split(maxsplit=1)) != 2 for _line in _file if _line.strip())
+    if _damaged:
+        os.remove(_times)
+except OSError:
+    pass
 config.environment["PATH"] = os.pathsep.join(
     [config.onnxc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 )

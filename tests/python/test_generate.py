@@ -72,6 +72,21 @@ def test_sampling_and_errors(gpt2_past):
         model.generate(PROMPT, max_new_tokens=12, capacity=8)
     with pytest.raises(onnxc.Error, match=r"^mapping: logits=nope names no output of the model$"):
         model.generate(PROMPT, mapping={"logits": "nope"})
+    # What the CLI refuses, refused here too (issue 33): a negative id would index the embedding
+    # table from its end, a fractional count would be truncated.
+    with pytest.raises(onnxc.Error, match=r"^prompt id -1 at position 1 is negative"):
+        model.generate([PROMPT[0], -1], max_new_tokens=2)
+    with pytest.raises(onnxc.Error, match=r"^eos_token_id is -5; use a token id, or -1 for none"):
+        model.generate(PROMPT, max_new_tokens=2, eos_token_id=-5)
+    # GPT-2's 1,024-row position table bounds the sequence: refused before the first step, saying
+    # how many new tokens fit, rather than failing at the step that crosses it.
+    with pytest.raises(onnxc.Error, match=r"^the prompt's 3 tokens and max_new_tokens 1100 need 1103 "
+                                          r"positions, but the model holds 1024 positions \(.*\); at "
+                                          r"most 1021 new tokens fit$"):
+        model.generate(PROMPT, max_new_tokens=1100)
+    for name, value in (("max_new_tokens", 2.7), ("top_k", True), ("capacity", "8")):
+        with pytest.raises(onnxc.Error, match=rf"^{name} must be an integer, got {value!r}"):
+            model.generate(PROMPT, **{"max_new_tokens": 2, name: value})
 
 
 @compiled_kernels

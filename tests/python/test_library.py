@@ -108,3 +108,42 @@ def test_compile_never_overwrites_the_model_or_its_weights(tiny_bert, tmp_path):
         onnxc.compile(path, output=tmp_path / "c.so", header=tmp_path / "weights.bin")
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
     assert not (tmp_path / "b.so").exists() and not (tmp_path / "c.so").exists()
+
+
+def _unary_model(path, op):
+    """y = op(x) over f32[n], written with onnx.helper."""
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], op.lower(), [x], [y])
+    helper_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    import onnx
+    onnx.save(helper_model, path)
+    return str(path)
+
+
+def test_a_recompiled_path_is_a_new_model(onnxc_tool, tmp_path):
+    """The loader keeps one copy per path name: a library compiled again to the same path while
+    the first is alive must still run the new model (issue 33, item 2), from Python and after the
+    tool rewrote it."""
+    import numpy as np
+    x = np.array([-2.0, 3.0], np.float32)
+    relu = _unary_model(tmp_path / "relu.onnx", "Relu")
+    neg = _unary_model(tmp_path / "neg.onnx", "Neg")
+    library = tmp_path / "m.so"
+    a = onnxc.compile(relu, output=library)
+    b = onnxc.compile(neg, output=library)
+    np.testing.assert_array_equal(a.run(None, {"x": x})[0], [0.0, 3.0])
+    np.testing.assert_array_equal(b.run(None, {"x": x})[0], [2.0, -3.0])
+    subprocess.run([onnxc_tool, "compile", relu, "-o", str(library)], check=True,
+                   stdout=subprocess.DEVNULL)
+    c = onnxc.load(library)
+    np.testing.assert_array_equal(c.run(None, {"x": x})[0], [0.0, 3.0])
+    # The first two still run their own code.
+    np.testing.assert_array_equal(b.run(None, {"x": x})[0], [2.0, -3.0])
+    np.testing.assert_array_equal(a.run(None, {"x": x})[0], [0.0, 3.0])
+
+
+def test_a_path_with_a_nul_is_refused_whole(tmp_path):
+    with pytest.raises((onnxc.Error, ValueError), match=r"\\x00tail"):
+        onnxc.load(str(tmp_path / "m") + "\0tail.so")

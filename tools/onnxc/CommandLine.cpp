@@ -1,6 +1,8 @@
 //===- tools/onnxc/CommandLine.cpp - Subcommand option parsing --------------===//
 #include "tools/onnxc/CommandLine.h"
 
+#include "tools/onnxc/ResponseFiles.h"
+
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
@@ -179,7 +181,9 @@ ParsedArgs parseArguments(const std::vector<std::string> &args,
   // that names the mistake instead.
   static const std::string missingValue = "\x01onnxc: no value\x01";
   std::vector<const char *> argv = {"onnxc", command.c_str()};
-  for (const std::string &arg : args)
+  // Expanded here, within bounds: what cl sees has no @FILE left to open.
+  std::vector<std::string> expanded = expandResponseFiles(args);
+  for (const std::string &arg : expanded)
     argv.push_back(arg.c_str());
   argv.push_back(missingValue.c_str());
   std::string diagnostics;
@@ -202,8 +206,9 @@ ParsedArgs parseArguments(const std::vector<std::string> &args,
       if (!spec->takesValue() && !value.empty())
         usage(command, "option '" + spec->spelling() + "' takes no value");
     }
+    const std::string &first = given.empty() ? missingValue : given[0];
     bool differ = std::any_of(given.begin(), given.end(),
-                              [&](const std::string &v) { return v != given[0]; });
+                              [&first](const std::string &v) { return v != first; });
     if (!spec->repeatable && (differ || (!spec->takesValue() && given.size() > 1)))
       usage(command, "option '" + spec->spelling() + "' given more than once");
     parsed.values_[spec->name] = std::move(given);

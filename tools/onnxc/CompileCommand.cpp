@@ -63,9 +63,14 @@ bool printTargetHelp(const ParsedArgs &args) {
 }
 
 int threadCount(const ParsedArgs &args) {
+  // More threads than this is a typo, not a machine: the pool would try to
+  // start them all.
+  constexpr int kMaxThreads = 1024;
   std::string text = args.get("threads", "0");
-  if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos)
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError("--threads needs a number of threads (0 = one per core), got '" + text + "'");
+  if (text.size() > 4 || std::stoi(text) > kMaxThreads)
+    throw UsageError("--threads " + text + " is above the limit of " + std::to_string(kMaxThreads));
   return std::stoi(text);
 }
 

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
+#include "driver/ArtifactOutputs.h"
+#include "driver/LoadModel.h"
 #include "exporter/OnnxExporter.h"
 #include "ir/Error.h"
 #include "ir/text/DotExport.h"
@@ -82,7 +84,11 @@ int runDump(const ParsedArgs &args) {
   checkModelFile(path, "dump", ModelKinds::Graphs);
   if (toFile)
     checkOutputFile("-o", args.get("o"));
-  std::unique_ptr<Graph> graph = loadModel(path);
+  std::vector<std::string> externalFiles;
+  std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
+  if (toFile)
+    checkWriteSparesModel(args.get("o"), "-o '" + args.get("o") + "'", path, externalFiles,
+                          "choose another -o");
   runPipeline(*pm, *graph, args);
 
   llvm::json::Object document{{"model", jsonText(path)}, {"format", format}};

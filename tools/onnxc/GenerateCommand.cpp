@@ -38,9 +38,10 @@ double millisecondsSince(Clock::time_point start) {
 int64_t integerArgument(const std::string &text, const std::string &option, int64_t minimum) {
   bool negative = !text.empty() && text[0] == '-';
   std::string digits = negative ? text.substr(1) : text;
-  if (digits.empty() || digits.size() > 18 ||
-      digits.find_first_not_of("0123456789") != std::string::npos)
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError("--" + option + " needs an integer, got '" + text + "'");
+  if (digits.size() > 18)
+    throw UsageError("--" + option + " " + text + " is beyond the limit of 10^18 in magnitude");
   int64_t value = std::stoll(digits) * (negative ? -1 : 1);
   if (value < minimum)
     throw UsageError("--" + option + " must be at least " + std::to_string(minimum) + ", got " +

@@ -2,6 +2,8 @@
 #include "tools/onnxc/Npy.h"
 
 #include "ir/Error.h"
+#include "ir/MemoryBudget.h"
+#include "ir/PrintableText.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +12,11 @@
 #include <optional>
 #include <sstream>
 #include <vector>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace onnxc {
 
@@ -45,16 +52,17 @@ DType dtypeFromDescr(const std::string &descr, const std::string &name) {
     code = descr;
   }
   if (code.find('O') != std::string::npos)
-    fail(name, ": npy object arrays (dtype '", descr, "') are not supported");
+    fail(name, ": npy object arrays (dtype '", printableText(descr), "') are not supported");
   for (const DescrEntry &entry : kDescrs) {
     if (entry.code != code)
       continue;
     bool oneByte = dtypeSize(entry.dtype) == 1;
     if (order == '>' && !oneByte)
-      fail(name, ": npy dtype '", descr, "' is big-endian; save it little-endian ('<')");
+      fail(name, ": npy dtype '", printableText(descr),
+           "' is big-endian; save it little-endian ('<')");
     return entry.dtype;
   }
-  fail(name, ": npy dtype '", descr, "' is not supported");
+  fail(name, ": npy dtype '", printableText(descr), "' is not supported");
 }
 
 /// Reads the Python dict literal of an .npy header: string keys mapped to
@@ -102,7 +110,8 @@ public:
 
 private:
   [[noreturn]] void bad(const std::string &what) const {
-    fail(name_, ": malformed npy header: ", what);
+    // `what` may quote the header, which the file's author wrote.
+    fail(name_, ": malformed npy header: ", printableText(what));
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void skipSpace() {
@@ -239,14 +248,41 @@ Tensor decodeNpy(std::string_view bytes, const std::string &name) {
 }
 
 Tensor readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path, ": cannot open file");
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad())
-    fail(path, ": read error");
-  return decodeNpy(contents.str(), path);
+  // Checked on the open descriptor before reading: a pipe would block for
+  // ever and a device (/dev/zero) read until memory runs out.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    fail(path, ": cannot open file (", std::strerror(errno), ")");
+  struct stat info {};
+  std::string problem;
+  if (::fstat(fd, &info) != 0)
+    problem = std::strerror(errno);
+  else if (!S_ISREG(info.st_mode))
+    problem = "not a regular file; an input must be an .npy file";
+  std::string contents;
+  try {
+    if (problem.empty()) {
+      checkTensorBytesAvailable(int64_t(info.st_size));
+      contents.resize(size_t(info.st_size));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  for (size_t done = 0; problem.empty() && done < contents.size();) {
+    ssize_t got = ::read(fd, contents.data() + done, contents.size() - done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      problem = got < 0 ? std::strerror(errno) : "the file shrank while it was read";
+      break;
+    }
+    done += size_t(got);
+  }
+  ::close(fd);
+  if (!problem.empty())
+    fail(path, ": ", problem);
+  return decodeNpy(contents, path);
 }
 
 std::string encodeNpy(const Tensor &tensor, const std::string &name) {

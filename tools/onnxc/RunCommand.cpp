@@ -3,6 +3,7 @@
 
 #include "codegen/CompilableShapes.h"
 #include "codegen/ModelCompiler.h"
+#include "driver/ArtifactOutputs.h"
 #include "driver/CompiledSession.h"
 #include "driver/FileIdentity.h"
 #include "driver/InputSpecialization.h"
@@ -109,10 +110,10 @@ std::string fileNameFor(const std::string &outputName) {
 /// errors naming the files (checked before anything runs or is written).
 std::vector<std::string> outputPaths(const std::string &outputDir,
                                      const std::vector<std::string> &outputNames,
-                                     const InputRequest &request, const std::string &model) {
+                                     const InputRequest &request, const std::string &model,
+                                     const std::vector<std::string> &externalFiles = {}) {
   std::vector<std::string> paths;
   std::map<std::string, size_t> owner;
-  FileIdentity modelFile = fileIdentity(model);
   std::vector<std::pair<std::string, FileIdentity>> inputFiles;
   for (const auto &[input, npy] : request.files)
     inputFiles.emplace_back(input, fileIdentity(npy));
@@ -124,10 +125,10 @@ std::vector<std::string> outputPaths(const std::string &outputDir,
            "' would both be written to '", file,
            "' in --output-dir; rename one of them in the model");
     paths.push_back((std::filesystem::path(outputDir) / file).string());
+    checkWriteSparesModel(paths.back(),
+                          "output '" + outputNames[i] + "', written to '" + paths.back() + "',",
+                          model, externalFiles, "choose another --output-dir");
     FileIdentity written = fileIdentity(paths.back());
-    if (written == modelFile)
-      fail("output '", outputNames[i], "' would be written to '", paths.back(),
-           "', which is the model; choose another --output-dir");
     for (const auto &[input, identity] : inputFiles)
       if (written == identity)
         fail("output '", outputNames[i], "' would be written to '", paths.back(),
@@ -197,12 +198,13 @@ RunResult runGraph(const ParsedArgs &args, const std::string &path, const std::s
                    const std::optional<TargetSelection> &target) {
   RunResult result;
   result.pm = buildPipeline(args, "run", PrintOptions(), backend == "jit" ? 3 : 0);
-  std::unique_ptr<Graph> graph = loadModel(path);
+  std::vector<std::string> externalFiles;
+  std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   runPipeline(*result.pm, *graph, args);
   for (const GraphOutput &output : graph->outputs())
     result.outputNames.push_back(output.name);
   if (!outputDir.empty())
-    result.outputFiles = outputPaths(outputDir, result.outputNames, request, path);
+    result.outputFiles = outputPaths(outputDir, result.outputNames, request, path, externalFiles);
   // A model the JIT can never run is reported as such, before its inputs.
   if (backend == "jit")
     checkCompilableShapes(*graph);

@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/controlflow/LoopLowering.h"
+#include "codegen/lower/controlflow/LoopSteps.h"
 #include "codegen/lower/controlflow/SubgraphLowering.h"
 
 #include "ir/Error.h"
@@ -186,6 +187,7 @@ void lowerIf(LoweringContext &ctx, const Node &node) {
   int32_t condition = ctx.bufferOf(node.operand(0));
   if (node.operand(0)->dtype() != DType::Bool)
     ctx.unsupported(node, "the condition is not bool");
+  addOneElementCheck(ctx, node, node.operand(0), "condition");
   std::vector<int32_t> results;
   for (const Value *result : node.results())
     results.push_back(ctx.bufferOf(result));

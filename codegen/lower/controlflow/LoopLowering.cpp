@@ -235,10 +235,14 @@ void lowerLoop(LoweringContext &ctx, const Node &node) {
   LoopControl &control = plan.control;
   control.iteration = addScalarBuffer(ctx, DType::I64);
   control.condition = addScalarBuffer(ctx, DType::Bool);
-  if (const Value *m = node.operand(0))
+  if (const Value *m = node.operand(0)) {
+    addOneElementCheck(ctx, node, m, "trip count");
     control.tripCountOperand = ctx.bufferOf(m);
-  if (const Value *cond = node.operand(1))
+  }
+  if (const Value *cond = node.operand(1)) {
+    addOneElementCheck(ctx, node, cond, "condition");
     control.conditionOperand = ctx.bufferOf(cond);
+  }
   if (node.numResults() > carried)
     control.length = node.result(carried)->shape()[0];
   plan.inputBuffers[0] = control.iteration;

@@ -49,6 +49,24 @@ void markBranch(LoweringContext &ctx, size_t step, int32_t target) {
 
 } // namespace
 
+void addOneElementCheck(LoweringContext &ctx, const Node &node, const Value *value,
+                        const char *what) {
+  if (!value->shape().isRanked())
+    ctx.unsupported(node, std::string("the rank of its ") + what + " is unknown");
+  Dim count = value->shape().numElements();
+  if (count == Dim(1))
+    return;
+  if (count.isUnknown())
+    ctx.unsupported(node, std::string("the element count of its ") + what + " is unknown");
+  StepBuilder step = ctx.beginStep(node, "check_one_element");
+  step.setName(stepName(node, "check"));
+  step.setFailure(node.describe() + ": the " + what + " must hold one element, but its shape " +
+                  value->shape().str() + " holds another number");
+  KernelBuilder &k = step.kernel();
+  k.failIf(k.ir().CreateICmpNE(k.dim(count), k.i64(1)));
+  step.finish();
+}
+
 size_t addLoopEntry(LoweringContext &ctx, const Node &node, const LoopControl &control) {
   StepBuilder step = ctx.beginStep(node, "loop_enter");
   step.setName(stepName(node, "enter"));

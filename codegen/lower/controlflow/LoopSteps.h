@@ -45,6 +45,13 @@ struct LoopControl {
 /// target (the step after the back-edge) is set by addLoopBackEdge.
 size_t addLoopEntry(LoweringContext &ctx, const Node &node, const LoopControl &control);
 
+/// A step failing the run unless `value` (an If or Loop condition, a trip
+/// count) holds one element, which is all the compiled code reads; none
+/// when its shape proves it. Inputs were checked at binding already: this
+/// covers counts computed inside the model.
+void addOneElementCheck(LoweringContext &ctx, const Node &node, const Value *value,
+                        const char *what);
+
 /// Appends the back-edge to step `entry + 1` and points the entry past it.
 void addLoopBackEdge(LoweringContext &ctx, const Node &node, const LoopControl &control,
                      size_t entry);

@@ -74,12 +74,16 @@ void lowerDropout(LoweringContext &ctx, const Node &node) {
   step.finish();
 }
 
-void lowerConcat(LoweringContext &ctx, const Node &node) {
-  if (node.numOperands() == 0)
-    ctx.unsupported(node, "concat needs at least one operand");
+/// Operands per concat step: LLVM's optimizer takes time quadratic in the
+/// copy loops of one function, so a Concat of thousands of inputs is cut
+/// into steps of this many (each one kernel), linear in the input count.
+constexpr size_t kConcatOperandsPerStep = 64;
+
+/// One step copying operands [first, last) of `node` to their place in the
+/// result, the first starting at `offset` along `axis`.
+void lowerConcatPart(LoweringContext &ctx, const Node &node, size_t first, size_t last, size_t axis,
+                     const Dim &offset) {
   const Value *result = node.result(0);
-  const Shape &shape = result->shape();
-  size_t axis = size_t(normalizeAxisOrFail(node, node.requireInt("axis"), int64_t(shape.rank())));
   size_t size = dtypeSize(result->dtype());
   // A KV cache updated in place (CachePairs.h) is laid out for its capacity.
   std::vector<Dim> outStrides = contiguousStrides(ctx.layoutOf(result));
@@ -87,19 +91,23 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
 
   StepBuilder step = ctx.beginStep(node, inPlaceCache ? "concat_cache" : "concat");
   std::vector<unsigned> inputs;
-  for (const Value *operand : node.operands()) {
-    if (!operand || operand->shape().rank() != shape.rank())
-      ctx.unsupported(node, "operands must all be present and of the result's rank");
-    inputs.push_back(step.input(operand));
+  Dim elements(0);
+  for (size_t i = first; i < last; ++i) {
+    inputs.push_back(step.input(node.operand(i)));
+    elements = elements + node.operand(i)->shape().numElements();
   }
   unsigned out = step.output(result);
-  llvm::Value *tasks = setCopyTaskCount(step, shape.numElements(), size);
+  llvm::Value *tasks = setCopyTaskCount(
+      step, last - first == node.numOperands() ? result->shape().numElements() : elements, size);
   KernelBuilder &k = step.kernel();
   // A graph output is not read again by this run: a large one (a KV cache's
   // present, rewritten whole every decode step) bypasses the cache.
   bool streaming = ctx.graph().isOutput(result) && ctx.hasAvx2Fma();
-  Dim offset(0);
-  for (size_t i = 0; i < node.numOperands(); ++i) {
+  // Summed in the kernel, part by part: the offsets as Dims would grow by a
+  // term per part, their code with them.
+  IRBuilder<> &b = k.ir();
+  llvm::Value *position = k.dim(offset), *stride = k.dim(outStrides[axis]);
+  for (size_t i = first; i < last; ++i) {
     const Shape &part = node.operand(i)->shape();
     std::vector<Dim> partStrides = contiguousStrides(ctx.layoutOf(node.operand(i)));
     StridedCopy copy(size);
@@ -107,19 +115,35 @@ void lowerConcat(LoweringContext &ctx, const Node &node) {
       copy.addAxis({part[d], partStrides[d], outStrides[d]});
     copy.simplify();
     copy.setStreaming(streaming);
-    llvm::Value *dst = elementPointer(k, k.buffer(out), k.dim(offset * outStrides[axis]), size);
+    llvm::Value *dst = elementPointer(k, k.buffer(out), b.CreateMul(position, stride), size);
+    llvm::Value *source = k.buffer(inputs[i - first]);
     if (inPlaceCache && i == 0) {
       // Bound to one buffer, the past's rows are already where the
       // present's go; only two buffers need them copied.
-      IRBuilder<> &b = k.ir();
-      k.ifThen(b.CreateICmpNE(k.buffer(inputs[i]), k.buffer(out)),
-               [&] { copy.emit(k, k.buffer(inputs[i]), dst, tasks); });
+      k.ifThen(b.CreateICmpNE(source, k.buffer(out)), [&] { copy.emit(k, source, dst, tasks); });
     } else {
-      copy.emit(k, k.buffer(inputs[i]), dst, tasks);
+      copy.emit(k, source, dst, tasks);
     }
-    offset = offset + part[axis];
+    position = b.CreateAdd(position, k.dim(part[axis]));
   }
   step.finish();
+}
+
+void lowerConcat(LoweringContext &ctx, const Node &node) {
+  if (node.numOperands() == 0)
+    ctx.unsupported(node, "concat needs at least one operand");
+  const Shape &shape = node.result(0)->shape();
+  size_t axis = size_t(normalizeAxisOrFail(node, node.requireInt("axis"), int64_t(shape.rank())));
+  for (const Value *operand : node.operands())
+    if (!operand || operand->shape().rank() != shape.rank())
+      ctx.unsupported(node, "operands must all be present and of the result's rank");
+  Dim offset(0);
+  for (size_t first = 0; first < node.numOperands(); first += kConcatOperandsPerStep) {
+    size_t last = std::min(node.numOperands(), first + kConcatOperandsPerStep);
+    lowerConcatPart(ctx, node, first, last, axis, offset);
+    for (size_t i = first; i < last; ++i)
+      offset = offset + node.operand(i)->shape()[axis];
+  }
 }
 
 void lowerSplit(LoweringContext &ctx, const Node &node) {

@@ -44,7 +44,8 @@ typedef struct onnxc_dim_term {
 } onnxc_dim_term;
 
 /* The readers below take an expression of a descriptor that passed
- * onnxc_model_check. */
+ * onnxc_model_check. A NULL expression (or model) reads as no terms, not
+ * constant and the empty text. */
 
 /* Number of terms of `expr` (0 for the dim 0). */
 int32_t onnxc_dim_num_terms(onnxc_dim_expr expr);
@@ -55,8 +56,8 @@ onnxc_dim_term onnxc_dim_get_term(onnxc_dim_expr expr, int32_t index);
  * its value there (0 when it does not fit in int64). */
 int onnxc_dim_is_constant(onnxc_dim_expr expr, int64_t *value);
 /* Writes `expr` as text with the model's symbol names ("batch*seq + 1")
- * into `buffer` (NUL-terminated, truncated to `size` bytes; `buffer` may be
- * NULL when `size` is 0). Returns the length of the whole text. */
+ * into `buffer` (NUL-terminated, truncated to `size` bytes; nothing is
+ * written when `buffer` is NULL). Returns the length of the whole text. */
 size_t onnxc_dim_format(const onnxc_model_descriptor *model, onnxc_dim_expr expr, char *buffer,
                         size_t size);
 

@@ -187,6 +187,28 @@ graph @c(%a: i32[n, 3, 5], %b: i32[n, 3, 5], %c: i32[n, 3, 5]) -> (%y: unknown[*
   }
 }
 
+TEST(LowerMovement, ConcatOfManyInputsSpansSeveralSteps) {
+  // 150 inputs, of symbolic and constant lengths along the axis: the
+  // lowering cuts them into steps of 64 (LLVM's time grows with the square
+  // of the copy loops in one kernel), each starting where the last ended.
+  const int count = 150;
+  std::string inputs, operands;
+  for (int i = 0; i < count; ++i) {
+    std::string length = i % 3 == 0 ? "s" + std::to_string(i % 7) : std::to_string(i % 5 + 1);
+    inputs += std::string(i ? ", " : "") + "%x" + std::to_string(i) + ": f32[2, " + length + "]";
+    operands += std::string(i ? ", " : "") + "%x" + std::to_string(i);
+  }
+  auto graph = parseGraph("graph @many(" + inputs + ") -> (%y: unknown[*]) {\n  %y = Concat(" +
+                          operands + ") {axis = 1}\n  return %y\n}\n");
+  Inputs feeds;
+  for (int i = 0; i < count; ++i) {
+    int64_t length = i % 3 == 0 ? i % 7 : i % 5 + 1; // symbol s_k bound to k (0 included)
+    feeds["x" + std::to_string(i)] = randomOf(DType::F32, {2, length}, uint32_t(i + 1));
+  }
+  expectIdentical(*graph, feeds);
+  expectIdentical(*graph, feeds, 2);
+}
+
 TEST(LowerMovement, LargeConcatOutputsAreStreamedExactly) {
   // A Concat that is a graph output writes rows of 16 KiB or more with
   // non-temporal stores (StridedCopy's streamElements): lines up to the

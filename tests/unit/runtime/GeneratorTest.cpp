@@ -273,8 +273,14 @@ TEST(Generator, EncoderDecoderPlumbingAndErrors) {
   EXPECT_FALSE(onnxc_generator_create_seq2seq(encoder.descriptor(), decoder.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),
             "mapping: past_key_0=encoder:nothing names no output of the encoder");
+  // The two models swapped: the decoder's logits output says which is which.
+  EXPECT_FALSE(onnxc_generator_create_seq2seq(decoder.descriptor(), encoder.descriptor(), &opts));
+  EXPECT_NE(std::string(onnxc_last_error()).find("the encoder has a logits output ('logits')"),
+            std::string::npos)
+      << onnxc_last_error();
   // An encoder input the generator cannot fill is refused naming it.
   ToyDecoder cached(true);
+  cached.outputNames[0] = "last_hidden_state";
   opts.mapping = nullptr;
   EXPECT_FALSE(onnxc_generator_create_seq2seq(cached.descriptor(), decoder.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),

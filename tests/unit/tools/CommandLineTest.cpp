@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/CommandLine.h"
+#include "tools/onnxc/ResponseFiles.h"
 
 #include <gtest/gtest.h>
 
@@ -136,12 +137,37 @@ TEST(CommandLine, ResponseFilesAddArguments) {
   std::ofstream(file) << "--seed=5 \"model with spaces.onnx\"\n--passes dce\n";
   ParsedArgs parsed = parse({"@" + file.string(), "--passes=cse"});
   std::filesystem::remove(file);
-  // A missing file is an ordinary argument (which the command then names).
-  EXPECT_EQ(parse({"@" + file.string()}).positionals,
-            std::vector<std::string>{"@" + file.string()});
+  // A missing file is an error naming it, not a model named "@...".
+  EXPECT_THROW(parse({"@" + file.string()}), UsageError);
   EXPECT_EQ(parsed.get("seed"), "5");
   EXPECT_EQ(parsed.positionals, std::vector<std::string>{"model with spaces.onnx"});
   EXPECT_EQ(parsed.getAll("passes"), (std::vector<std::string>{"dce", "cse"}));
+}
+
+TEST(CommandLine, ResponseFilesAreBounded) {
+  std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("onnxc-rsp-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  auto messageOf = [](const std::vector<std::string> &args) -> std::string {
+    try {
+      parse(args);
+    } catch (const UsageError &error) {
+      return error.what();
+    }
+    return "";
+  };
+  // A device or a folder is not read at all; a pipe would block forever.
+  EXPECT_NE(messageOf({"@/dev/zero"}).find("not a regular file"), std::string::npos);
+  EXPECT_NE(messageOf({"@" + folder.string()}).find("not a regular file"), std::string::npos);
+  EXPECT_NE(messageOf({"@/nonexistent"}).find("no such file"), std::string::npos);
+  // A file naming itself nests without end.
+  std::filesystem::path self = folder / "self.rsp";
+  std::ofstream(self) << "@" << self.string() << " @" << self.string() << "\n";
+  EXPECT_NE(messageOf({"@" + self.string()}).find("nest deeper"), std::string::npos);
+  std::filesystem::path big = folder / "big.rsp";
+  std::ofstream(big) << std::string(size_t(kMaxResponseFileBytes) + 1, 'x');
+  EXPECT_NE(messageOf({"@" + big.string()}).find("larger than"), std::string::npos);
+  std::filesystem::remove_all(folder);
 }
 
 } // namespace
