@@ -4,7 +4,7 @@
 // it, and every failure becomes a message the caller can fetch.
 //
 //===----------------------------------------------------------------------===//
-#include "Generator.h"
+#include "generate/Generator.h"
 #include "Session.h"
 #include "onnxc/onnxc.h"
 #include "onnxc/onnxc_generate.h"

@@ -1,5 +1,5 @@
 //===- tests/unit/runtime/GenerateSamplerTest.cpp - Greedy, top-k, top-p, the RNG --===//
-#include "runtime/Sampler.h"
+#include "runtime/generate/Sampler.h"
 
 #include <gtest/gtest.h>
 

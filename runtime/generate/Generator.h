@@ -1,4 +1,4 @@
-//===- runtime/Generator.h - The token loop over a compiled decoder --------===//
+//===- runtime/generate/Generator.h - The token loop over a compiled decoder -===//
 //
 // Prefill on the prompt, then one step per token (onnxc_generate.h). With a
 // cache the generator owns the cache buffers, preallocated to the capacity.

@@ -1,4 +1,4 @@
-//===- runtime/GeneratorRoles.h - Which inputs and outputs a decoder has ---===//
+//===- runtime/generate/GeneratorRoles.h - Which inputs and outputs a decoder has -===//
 //
 // A generator feeds a model it knows only by its descriptor, so it reads the
 // roles from names and shapes (onnxc_generate.h lists the rules): the token

@@ -1,4 +1,4 @@
-//===- runtime/Generator.cpp - The token loop over a compiled decoder ------===//
+//===- runtime/generate/Generator.cpp - The token loop over a compiled decoder -===//
 #include "Generator.h"
 
 #include "GeneratorLength.h"

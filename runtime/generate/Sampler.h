@@ -1,4 +1,4 @@
-//===- runtime/Sampler.h - Choosing the next token from logits -------------===//
+//===- runtime/generate/Sampler.h - Choosing the next token from logits ---===//
 //
 // Greedy, temperature, top-k and top-p sampling with an RNG of our own
 // (xoshiro256** seeded by splitmix64), so a seed gives the same tokens with

@@ -1,4 +1,4 @@
-//===- runtime/GeneratorLength.cpp - How long a sequence the model holds ---===//
+//===- runtime/generate/GeneratorLength.cpp - How long a sequence the model holds -===//
 #include "GeneratorLength.h"
 
 #include "DimExpr.h"

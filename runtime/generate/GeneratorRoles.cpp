@@ -1,4 +1,4 @@
-//===- runtime/GeneratorRoles.cpp - Which inputs and outputs a decoder has -===//
+//===- runtime/generate/GeneratorRoles.cpp - Which inputs and outputs a decoder has -===//
 #include "GeneratorRoles.h"
 
 #include "DimExprQueries.h"

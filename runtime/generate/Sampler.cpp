@@ -1,4 +1,4 @@
-//===- runtime/Sampler.cpp - Choosing the next token from logits -----------===//
+//===- runtime/generate/Sampler.cpp - Choosing the next token from logits -===//
 #include "Sampler.h"
 
 #include <algorithm>

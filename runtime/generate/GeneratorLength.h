@@ -1,4 +1,4 @@
-//===- runtime/GeneratorLength.h - How long a sequence the model holds -----===//
+//===- runtime/generate/GeneratorLength.h - How long a sequence the model holds -===//
 //
 // A decoder's graph often bounds the sequence it can run: GPT-2 slices its
 // 1,024-row position table at past + seq, and shape inference recorded that
