@@ -4,8 +4,8 @@
 // it, and every failure becomes a message the caller can fetch.
 //
 //===----------------------------------------------------------------------===//
-#include "generate/Generator.h"
 #include "Session.h"
+#include "generate/Generator.h"
 #include "onnxc/onnxc.h"
 #include "onnxc/onnxc_generate.h"
 
