@@ -218,8 +218,12 @@ Dim tripCount(const Node &node, const Graph &body, InferenceContext &context) {
   const std::vector<Dim> *cond = node.operand(1) ? context.knownContents(node.operand(1)) : nullptr;
   bool conditionTrue = !node.operand(1) || (cond && cond->size() == 1 && (*cond)[0] == Dim(1));
   bool passThrough = conditionStaysTrue(body);
-  if (m && m->size() == 1 && conditionTrue && passThrough)
+  if (m && m->size() == 1 && conditionTrue && passThrough) {
+    // A trip count of 0 or less runs no iteration (ONNX): no rows.
+    if (std::optional<int64_t> trips = (*m)[0].constant(); trips && *trips < 0)
+      return Dim(0);
     return (*m)[0];
+  }
   return context.freshSymbol("loop_trips");
 }
 

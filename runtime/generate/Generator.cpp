@@ -66,18 +66,34 @@ bool isFillableMaskDtype(int32_t dtype) {
 /// Capacities beyond this are a mistake (a negative number cast), not a cache.
 constexpr int64_t kMaxCapacity = int64_t(1) << 31;
 
+bool nameContains(const char *name, const char *part) {
+  std::string lowered = name ? name : "";
+  for (char &c : lowered)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lowered.find(part) != std::string::npos;
+}
+
 /// The name of a model output called logits (any case, any prefix), or
 /// null: an encoder has none, so one given as the encoder is a decoder,
 /// most likely the two models swapped.
 const char *logitsOutputName(const onnxc_model_descriptor &model) {
-  for (int32_t o = 0; o < model.num_outputs; ++o) {
-    std::string name = model.outputs[o].name ? model.outputs[o].name : "";
-    for (char &c : name)
-      c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (name.find("logits") != std::string::npos)
+  for (int32_t o = 0; o < model.num_outputs; ++o)
+    if (nameContains(model.outputs[o].name, "logits"))
       return model.outputs[o].name;
-  }
   return nullptr;
+}
+
+/// Why the decoder of an encoder-decoder pair looks like an encoder: the
+/// output taken as its logits (by elimination, not by the mapping) is named
+/// as hidden states are. Empty otherwise.
+std::string decoderLooksLikeEncoder(const onnxc_model_descriptor &model,
+                                    const GeneratorRoles &roles, const char *mapping) {
+  const char *name = model.outputs[roles.logits].name;
+  if (nameContains(mapping, "logits") || !nameContains(name, "hidden_state"))
+    return "";
+  return std::string("the decoder's output '") + name +
+         "' holds hidden states, not logits: it is an encoder; are the encoder and the decoder "
+         "given the right way round? (name the logits with logits=NAME if they are)";
 }
 
 std::string checkOptions(const onnxc_generate_options &options) {
@@ -156,6 +172,8 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
   }
   GeneratorRoles roles;
   error = findRoles(*model, options.mapping ? options.mapping : "", roles, encoderModel);
+  if (error.empty() && encoderModel)
+    error = decoderLooksLikeEncoder(*model, roles, options.mapping);
   if (!error.empty())
     return nullptr;
 

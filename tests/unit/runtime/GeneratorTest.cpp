@@ -278,10 +278,20 @@ TEST(Generator, EncoderDecoderPlumbingAndErrors) {
   EXPECT_NE(std::string(onnxc_last_error()).find("the encoder has a logits output ('logits')"),
             std::string::npos)
       << onnxc_last_error();
+  // The encoder in the decoder's place: its hidden states are not logits.
+  opts.mapping = nullptr;
+  ToyDecoder plainEncoder(false);
+  plainEncoder.outputNames = {"last_hidden_state"};
+  EXPECT_FALSE(
+      onnxc_generator_create_seq2seq(encoder.descriptor(), plainEncoder.descriptor(), &opts));
+  EXPECT_NE(std::string(onnxc_last_error())
+                .find("the decoder's output 'last_hidden_state' holds "
+                      "hidden states, not logits: it is an encoder"),
+            std::string::npos)
+      << onnxc_last_error();
   // An encoder input the generator cannot fill is refused naming it.
   ToyDecoder cached(true);
   cached.outputNames[0] = "last_hidden_state";
-  opts.mapping = nullptr;
   EXPECT_FALSE(onnxc_generator_create_seq2seq(cached.descriptor(), decoder.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),
             "encoder: input 'past_key_0' is none of token ids, attention mask, position ids or a "
