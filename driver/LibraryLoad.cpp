@@ -3,7 +3,9 @@
 
 #include "ir/Error.h"
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
@@ -75,6 +77,36 @@ int copyToMemory(int fd, const std::string &path) {
   }
 }
 
+/// dlopens the copy open as `copyFd` under a name never used before in
+/// this process: the loader matches names before files, and a library
+/// dlclose cannot unload (one with thread-local destructors pending) keeps
+/// its name, so a reused /proc/self/fd/N could hand back an old copy. The
+/// name is a symlink to the copy, in a fresh folder, removed once loaded.
+void *openCopy(int copyFd, const std::string &path) {
+  static std::atomic<uint64_t> loads{0};
+  const char *tmp = std::getenv("TMPDIR");
+  std::string folder = std::string(tmp && *tmp ? tmp : "/tmp") + "/onnxc-load-XXXXXX";
+  if (!::mkdtemp(folder.data()))
+    fail(path, ": cannot make a folder for a private copy of the model library (",
+         std::strerror(errno), ")");
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  std::string link = folder + "/" + std::to_string(loads++) + "-" + base;
+  void *handle = nullptr;
+  std::string error;
+  if (::symlink(("/proc/self/fd/" + std::to_string(copyFd)).c_str(), link.c_str()) != 0) {
+    error = std::strerror(errno);
+  } else {
+    handle = dlopen(link.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *why = handle ? nullptr : dlerror();
+    error = why ? why : "unknown reason";
+    ::unlink(link.c_str());
+  }
+  ::rmdir(folder.c_str());
+  if (!handle)
+    fail(path, ": cannot load the model library (", error, ")");
+  return handle;
+}
+
 void *openOrFail(const std::string &name, const std::string &path) {
   void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -106,7 +138,7 @@ LoadedLibrary loadLibrary(int fd, const std::string &path,
   library.copyFd = copyToMemory(fd, path);
   try {
     check(library.copyFd);
-    library.handle = openOrFail("/proc/self/fd/" + std::to_string(library.copyFd), path);
+    library.handle = openCopy(library.copyFd, path);
   } catch (...) {
     ::close(library.copyFd);
     throw;

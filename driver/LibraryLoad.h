@@ -17,8 +17,7 @@
 namespace onnxc {
 
 /// A loaded library: the dlopen handle and, for a private copy, the memfd
-/// holding it (kept open while the handle lives so that its
-/// /proc/self/fd/N name cannot be reused by another load).
+/// holding it (closed with the handle).
 struct LoadedLibrary {
   void *handle = nullptr;
   int copyFd = -1;
