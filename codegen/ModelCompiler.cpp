@@ -2,6 +2,7 @@
 
 #include "codegen/ModelCompiler.h"
 
+#include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/GemmPacking.h"
 
 #include "codegen/CompilableShapes.h"
@@ -71,6 +72,8 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   options.gemmLanes =
       options.avx2Fma && target.hasFeature("avx512f") ? GemmLanesAvx512 : GemmLanesAvx2;
   options.integerGemm = chooseIntegerGemmIsa(target);
+  if (target.precision() == Precision::Bf16)
+    options.bf16Gemm = chooseBf16GemmIsa(target);
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
   model.accessor = emitDescriptor(*model.module, model.plan);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,11 @@ struct ModelPlan {
   std::vector<PlanCachePair> cachePairs;
   /// Why a candidate cache pair keeps two buffers (`onnxc compile --explain`).
   std::vector<std::string> cacheNotes;
+  /// The arithmetic of the matrix products ("f32" or "bf16"), and the CPU
+  /// features beyond x86-64's that kernels chose to use and the runtime
+  /// checks before a session runs them (model_abi.h's cpu_features).
+  std::string precision = "f32";
+  std::set<std::string> cpuFeatures;
 
   /// Symbol name -> position in `symbols`, as encodeDim wants it.
   std::map<std::string, int32_t> symbolIndex() const {

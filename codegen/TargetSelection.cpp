@@ -123,7 +123,27 @@ TargetSelection TargetSelection::select(const TargetRequest &request) {
   selection.features_ = baseFeatures;
   if (!extra.empty())
     selection.features_ += (selection.features_.empty() ? "" : ",") + extra;
+  selection.resolvePrecision(request.precision);
   return selection;
+}
+
+const char *precisionName(Precision precision) {
+  return precision == Precision::Bf16 ? "bf16" : "f32";
+}
+
+void TargetSelection::resolvePrecision(const std::string &requested) {
+  if (requested == "f32" || requested.empty()) {
+    precision_ = Precision::F32;
+  } else if (requested == "bf16") {
+    precision_ = Precision::Bf16;
+  } else if (requested == "auto") {
+    const bool amx = hasFeature("amx-bf16") && hasFeature("amx-tile") && hasFeature("avx512bf16");
+    precision_ = amx ? Precision::Bf16 : Precision::F32;
+    precisionReason_ =
+        amx ? "auto: bf16, as the CPU has AMX-BF16" : "auto: f32, as the CPU has no AMX-BF16";
+  } else {
+    fail("unknown --precision '", requested, "' (f32, bf16 or auto)");
+  }
 }
 
 bool TargetSelection::hasFeature(const std::string &feature) const {

@@ -7,6 +7,11 @@
 // fallback to a baseline CPU. The JIT and the object emitter build their
 // TargetMachines from the same selection, so both compile the same code.
 //
+// The selection also carries the arithmetic the matrix products run in
+// (--precision): f32 (the default, what the reference computes), bf16
+// (operands rounded to bfloat16, sums in f32: docs/KERNEL_ACCURACY.md), or
+// auto, which resolves against the CPU's features.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -32,7 +37,13 @@ struct TargetRequest {
   /// Comma-separated "+feature" / "-feature" list, applied after the CPU's
   /// own features ("native" includes the host's features).
   std::string attributes;
+  /// "f32", "bf16" or "auto" (--precision).
+  std::string precision = "f32";
 };
+
+/// The arithmetic of the matrix products.
+enum class Precision { F32, Bf16 };
+const char *precisionName(Precision precision);
 
 /// A validated CPU + feature choice for the host's target triple.
 class TargetSelection {
@@ -54,6 +65,14 @@ public:
   /// applies them (-avx512f also turns off avx512bw and the rest).
   bool hasFeature(const std::string &feature) const;
 
+  /// The precision asked for, with "auto" resolved: bf16 where the target
+  /// has AMX-BF16, f32 elsewhere (the AVX512-BF16 kernel is not yet faster
+  /// than the f32 one; docs/KERNEL_ACCURACY.md).
+  Precision precision() const { return precision_; }
+  /// Why precision() is what it is, for "auto" ("auto: bf16, the CPU has
+  /// AMX-BF16"); empty when the user named it.
+  const std::string &precisionReason() const { return precisionReason_; }
+
   /// A TargetMachine for ahead-of-time code: position independent (it goes
   /// into a shared library) and optimized at -O3.
   std::unique_ptr<llvm::TargetMachine> createTargetMachine() const;
@@ -69,9 +88,13 @@ public:
   static std::vector<std::string> availableFeatures();
 
 private:
+  void resolvePrecision(const std::string &requested);
+
   llvm::Triple triple_;
   std::string cpu_;
   std::string features_;
+  Precision precision_ = Precision::F32;
+  std::string precisionReason_;
 };
 
 /// Registers the host target with LLVM once; safe to call from anywhere.

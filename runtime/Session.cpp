@@ -1,6 +1,7 @@
 //===- runtime/Session.cpp - One model's runs on one thread pool -----------===//
 #include "Session.h"
 
+#include "CpuFeatures.h"
 #include "DescriptorCheck.h"
 #include "InputBinding.h"
 #include "MemoryLimit.h"
@@ -24,6 +25,13 @@ std::unique_ptr<Session> Session::create(const onnxc_model_descriptor *model, in
   error = checkDescriptor(model);
   if (!error.empty())
     return nullptr;
+  std::string missing = checkCpuFeatures(model->cpu_features);
+  if (!missing.empty()) {
+    error = "model '" + std::string(model->model_name ? model->model_name : "?") +
+            "' was compiled to use " + model->cpu_features + ", but " + missing +
+            " (compile it for this CPU, e.g. with --mcpu=native or --precision=f32)";
+    return nullptr;
+  }
   if (numThreads < 0) {
     error = "num_threads is " + std::to_string(numThreads) + "; use 0 for one per core";
     return nullptr;

@@ -39,6 +39,14 @@ std::string descriptorAccessorName(std::string_view modelName) {
 
 namespace {
 
+/// "a,b,c": the comma-separated form of cpu_features.
+std::string cpuFeatureList(const std::set<std::string> &features) {
+  std::string list;
+  for (const std::string &feature : features)
+    list += (list.empty() ? "" : ",") + feature;
+  return list;
+}
+
 /// The model_abi.h structs as LLVM types. Natural (non-packed) struct layout
 /// gives C's offsets; checkDescriptorLayout verifies that per field.
 struct AbiTypes {
@@ -51,9 +59,9 @@ struct AbiTypes {
     step = named(context, "onnxc_step", {ptr, ptr, ptr, i32, ptr, ptr, i32, i32});
     assumption = named(context, "onnxc_assumption", {ptr, i32, ptr});
     cachePair = named(context, "onnxc_cache_pair", {i32, i32, i32, i32, i32});
-    descriptor = named(
-        context, "onnxc_model_descriptor",
-        {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
+    descriptor = named(context, "onnxc_model_descriptor",
+                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr,
+                        i32, ptr, ptr, ptr});
   }
 
   static llvm::StructType *named(llvm::LLVMContext &context, const char *name,
@@ -405,7 +413,8 @@ llvm::GlobalVariable *DescriptorBuilder::build() {
        tensorInfos(plan_.inputs, "input"), i32(int64_t(plan_.outputs.size())),
        tensorInfos(plan_.outputs, "output"), i32(int64_t(plan_.buffers.size())), buffers(),
        i32(int64_t(plan_.steps.size())), steps(), i32(int64_t(plan_.assumptions.size())),
-       assumptions(), i32(int64_t(plan_.cachePairs.size())), cachePairs()});
+       assumptions(), i32(int64_t(plan_.cachePairs.size())), cachePairs(), string(plan_.precision),
+       string(cpuFeatureList(plan_.cpuFeatures))});
   return llvm::cast<llvm::GlobalVariable>(global(init, "descriptor", 8));
 }
 
@@ -455,7 +464,8 @@ void checkDescriptorLayout(const llvm::Module &module) {
                offsetof(D, inputs), offsetof(D, num_outputs), offsetof(D, outputs),
                offsetof(D, num_buffers), offsetof(D, buffers), offsetof(D, num_steps),
                offsetof(D, steps), offsetof(D, num_assumptions), offsetof(D, assumptions),
-               offsetof(D, num_cache_pairs), offsetof(D, cache_pairs)});
+               offsetof(D, num_cache_pairs), offsetof(D, cache_pairs), offsetof(D, precision),
+               offsetof(D, cpu_features)});
 }
 
 std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan) {

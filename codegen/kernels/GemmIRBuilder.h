@@ -37,6 +37,12 @@ struct GemmOperands {
   llvm::Value *colBegin = nullptr, *colEnd = nullptr;
 };
 
+/// `activation` applied lane-wise to the float vector `x`: the GEMM
+/// epilogue's (the GELU forms are VectorMath.h's, NaN at -inf as the
+/// evaluator's).
+llvm::Value *emitGemmActivation(llvm::IRBuilder<> &builder, llvm::Value *x,
+                                GemmActivation activation);
+
 class GemmIRBuilder {
 public:
   /// Positions at the end of a new entry block of `function` and allocates

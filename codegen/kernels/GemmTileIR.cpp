@@ -25,8 +25,10 @@ bool isConstantFalse(llvm::Value *value) {
   return constant && constant->isNullValue();
 }
 
-/// `activation` applied lane-wise to the float vector `x`.
-llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x, GemmActivation activation) {
+} // namespace
+
+llvm::Value *emitGemmActivation(llvm::IRBuilder<> &builder, llvm::Value *x,
+                                GemmActivation activation) {
   switch (activation) {
   case GemmActivation::None:
     return x;
@@ -47,8 +49,6 @@ llvm::Value *emitActivation(llvm::IRBuilder<> &builder, llvm::Value *x, GemmActi
   }
   return x;
 }
-
-} // namespace
 
 GemmIRBuilder::Accumulators GemmIRBuilder::emitMicroKernel(const ATile &aTile, llvm::Value *bPanel,
                                                            llvm::Value *depth, int64_t unroll,
@@ -144,7 +144,7 @@ void GemmIRBuilder::emitStoreHalf(const GemmOperands &operands, const GemmEpilog
   if (applyEpilogue) {
     if (bias)
       value = builder_.CreateFAdd(value, bias);
-    value = emitActivation(builder_, value, epilogue.activation);
+    value = emitGemmActivation(builder_, value, epilogue.activation);
     if (epilogue.residual) {
       llvm::Value *residualOffset =
           builder_.CreateAdd(builder_.CreateMul(outRow, operands.ldResidual),

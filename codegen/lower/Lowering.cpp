@@ -151,6 +151,8 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   context.setAvx2Fma(options.avx2Fma);
   context.setGemmLanes(options.gemmLanes);
   context.setIntegerGemmIsa(options.integerGemm);
+  context.setBf16GemmIsa(options.bf16Gemm);
+  plan.precision = options.bf16Gemm ? "bf16" : "f32";
   for (const Node *node : order) {
     if (context.isClaimed(*node))
       continue;

@@ -11,8 +11,11 @@
 #pragma once
 
 #include "codegen/ModelPlan.h"
+#include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/IntegerGemm.h"
 #include "ir/Graph.h"
+
+#include <optional>
 
 namespace llvm {
 class Module;
@@ -28,6 +31,8 @@ struct LoweringOptions {
   int64_t gemmLanes = 8;
   /// The integer GEMM kernel of DynamicQuantizedMatMul (chooseIntegerGemmIsa).
   IntegerGemmIsa integerGemm = IntegerGemmIsa::Generic;
+  /// The bf16 GEMM kernel at --precision=bf16; none: f32 products.
+  std::optional<Bf16GemmIsa> bf16Gemm;
 };
 
 /// Lowers `graph` into `module` (which must have its target data layout).

@@ -206,6 +206,18 @@ void LoweringContext::unsupported(const Node &node, const std::string &reason) c
   fail("cannot compile ", node.describe(), " (", node.opName(), "): ", reason);
 }
 
+void LoweringContext::requireCpuFeatures(const std::string &features) {
+  size_t start = 0;
+  while (start < features.size()) {
+    size_t comma = features.find(',', start);
+    if (comma == std::string::npos)
+      comma = features.size();
+    if (comma > start)
+      plan_.cpuFeatures.insert(features.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
 std::string LoweringContext::uniqueName(const std::string &base) {
   int &count = names_[base];
   std::string name = count == 0 ? base : base + "." + std::to_string(count);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "codegen/ModelPlan.h"
+#include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/IntegerGemm.h"
 #include "codegen/lower/FunctionBuilder.h"
 #include "ir/Graph.h"
@@ -35,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -140,6 +142,13 @@ public:
   /// The integer GEMM kernel the target can run (IntegerGemm.h).
   IntegerGemmIsa integerGemmIsa() const { return integerGemmIsa_; }
   void setIntegerGemmIsa(IntegerGemmIsa isa) { integerGemmIsa_ = isa; }
+  /// The bf16 GEMM kernel when the model compiles at --precision=bf16
+  /// (Bf16Gemm.h), else none: the matrix products stay f32.
+  std::optional<Bf16GemmIsa> bf16GemmIsa() const { return bf16GemmIsa_; }
+  void setBf16GemmIsa(std::optional<Bf16GemmIsa> isa) { bf16GemmIsa_ = isa; }
+  /// Records that a kernel uses `features` (comma-separated LLVM names), for
+  /// the runtime to check before running the model.
+  void requireCpuFeatures(const std::string &features);
 
   /// The shape whose row-major strides address `value` in its buffer: its
   /// own, except for a KV cache the runtime may update in place
@@ -216,6 +225,7 @@ private:
   bool avx2Fma_ = true;
   int64_t gemmLanes_ = 8;
   IntegerGemmIsa integerGemmIsa_ = IntegerGemmIsa::Generic;
+  std::optional<Bf16GemmIsa> bf16GemmIsa_;
   std::unordered_map<const Value *, int32_t> buffers_;
   std::unordered_map<const Value *, Shape> layouts_;
   std::map<std::string, int32_t> sharedConstants_;

@@ -50,7 +50,7 @@ def _threads(threads):
 
 
 def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
-            passes=None):
+            passes=None, precision="f32"):
     """Compiles MODEL (.onnx or .ir) and returns a runnable Model.
 
     Without `output` the code is JIT-compiled into this process (nothing is written, no C++
@@ -58,7 +58,10 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     model.h) are written as by `onnxc compile`, and the returned Model runs that library.
     `threads` is the runtime's thread count per run (0: one per core). `opt_level` 0-3 and
     `passes` (a list or "a,b" of registered pass names, run after the level's pipeline) choose the
-    passes; `mcpu` / `mattr` the target, as on the command line.
+    passes; `mcpu` / `mattr` the target, as on the command line. `precision` is the arithmetic of
+    the matrix products: "f32" (the default), "bf16" (operands rounded to bfloat16, sums in f32;
+    its error bound is in docs/KERNEL_ACCURACY.md) or "auto" (bf16 where the CPU has AMX-BF16);
+    `Model.precision` says which it compiled.
     """
     path = _path(model, "model")
     opt_level = int(opt_level)
@@ -66,11 +69,13 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     if output is None:
         if header is not None:
             raise ValueError("header= applies only with output= (a compiled library)")
-        runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr, threads)
+        runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr, str(precision),
+                                    threads)
         return Model(runner, source=path)
     output = _path(output, "output")
     header = "" if header is None else _path(header, "header")
-    _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, output, header)
+    _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision), output,
+                           header)
     return Model(_onnxc.load(output, threads), source=path)
 
 

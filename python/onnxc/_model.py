@@ -67,6 +67,17 @@ class Model:
         return self._runner.name
 
     @property
+    def precision(self):
+        """The arithmetic of the matrix products: "f32", or "bf16" (compile(precision=...))."""
+        return self._runner.precision
+
+    @property
+    def cpu_features(self):
+        """The CPU features the compiled code uses beyond x86-64's and checks when it loads, as a
+        list of LLVM names (["amx-bf16", "amx-tile", ...]; empty for most models)."""
+        return [name for name in self._runner.cpu_features.split(",") if name]
+
+    @property
     def library_path(self):
         """The absolute path of the .so this model runs, or None for a JIT-compiled model."""
         return self._runner.library_path or None

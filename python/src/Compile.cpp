@@ -23,6 +23,7 @@ CompileOptions compileOptions(const PipelineRequest &request, const TargetOption
   if (target) {
     options.target.cpu = target->cpu;
     options.target.attributes = target->attributes;
+    options.target.precision = target->precision;
   }
   return options;
 }

@@ -28,6 +28,8 @@ struct PipelineRequest {
 struct TargetOptions {
   std::string cpu = "native";
   std::string attributes;
+  /// "f32", "bf16" or "auto" (TargetRequest::precision).
+  std::string precision = "f32";
 };
 
 /// The IR text after the pipeline (`onnxc dump -On --passes=...`).

@@ -164,6 +164,16 @@ void bindModelRunner(nb::module_ &m) {
   nb::class_<ModelRunner>(m, "ModelRunner")
       .def_prop_ro("name",
                    [](const ModelRunner &r) { return std::string(r.descriptor().model_name); })
+      .def_prop_ro("precision",
+                   [](const ModelRunner &r) {
+                     const char *precision = r.descriptor().precision;
+                     return std::string(precision ? precision : "f32");
+                   })
+      .def_prop_ro("cpu_features",
+                   [](const ModelRunner &r) {
+                     const char *features = r.descriptor().cpu_features;
+                     return std::string(features ? features : "");
+                   })
       .def_prop_ro("library_path", &ModelRunner::libraryPath)
       .def_prop_ro("threads", &ModelRunner::numThreads)
       .def_prop_ro("inputs",
@@ -182,25 +192,28 @@ void bindCompilers(nb::module_ &m) {
   m.def(
       "compile_jit",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
-         const std::string &cpu, const std::string &attributes, int threads) {
+         const std::string &cpu, const std::string &attributes, const std::string &precision,
+         int threads) {
         std::unique_ptr<onnxc::JitModel> jit;
         {
           nb::gil_scoped_release release;
-          jit = compileJit(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes});
+          jit = compileJit(pipeline(path, optLevel, passes),
+                           TargetOptions{cpu, attributes, precision});
         }
         return std::make_unique<ModelRunner>(std::move(jit), threads);
       },
-      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "threads"_a);
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a);
   m.def(
       "compile_library",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
-         const std::string &cpu, const std::string &attributes, const std::string &output,
-         const std::string &header) {
+         const std::string &cpu, const std::string &attributes, const std::string &precision,
+         const std::string &output, const std::string &header) {
         nb::gil_scoped_release release;
-        compileLibrary(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes}, output,
-                       header);
+        compileLibrary(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes, precision},
+                       output, header);
       },
-      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "output"_a, "header"_a);
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "output"_a,
+      "header"_a);
   m.def(
       "load",
       [](const std::string &path, int threads) {

@@ -27,6 +27,9 @@ std::vector<OptionSpec> targetOptions() {
   return {
       {"mcpu", "CPU", "generate code for CPU (default native; 'help' lists them)"},
       {"mattr", "+f,-g", "add or remove CPU features (e.g. -avx2; 'help' lists them)"},
+      {"precision", "P",
+       "matrix products in f32 (default), bf16 (bf16 operands, f32 sums), or auto (bf16 where "
+       "the CPU has AMX-BF16)"},
   };
 }
 
@@ -34,6 +37,7 @@ TargetRequest targetRequest(const ParsedArgs &args) {
   TargetRequest request;
   request.cpu = args.get("mcpu", "native");
   request.attributes = args.get("mattr", "");
+  request.precision = args.get("precision", "f32");
   return request;
 }
 
@@ -75,6 +79,13 @@ int threadCount(const ParsedArgs &args) {
 }
 
 namespace {
+
+std::string cpuFeatureList(const ModelPlan &plan) {
+  std::string list;
+  for (const std::string &feature : plan.cpuFeatures)
+    list += (list.empty() ? "" : ",") + feature;
+  return list;
+}
 
 /// How the messages of driver/ArtifactOutputs.h name this command's options.
 const ArtifactOptionNames kToolOptionNames{"-o", "--header"};
@@ -224,6 +235,8 @@ int runCompile(const ParsedArgs &args) {
     llvm::json::Object document{{"model", jsonText(path)},
                                 {"name", jsonText(plan.name)},
                                 {"cpu", target.cpu()},
+                                {"precision", plan.precision},
+                                {"cpu_features", cpuFeatureList(plan)},
                                 {"steps", int64_t(plan.steps.size())},
                                 {"constant_bytes", int64_t(constantBytes)},
                                 {"output", jsonText(output)},
@@ -234,8 +247,12 @@ int runCompile(const ParsedArgs &args) {
     printJson(std::move(document));
     return 0;
   }
-  std::cout << "compiled '" << plan.name << "' for " << target.cpu() << ": " << plan.steps.size()
-            << " steps, " << formatBytes(int64_t(constantBytes)) << " of constants -> " << output;
+  std::cout << "compiled '" << plan.name << "' for " << target.cpu();
+  if (plan.precision != "f32" || !target.precisionReason().empty())
+    std::cout << " at " << plan.precision
+              << (target.precisionReason().empty() ? "" : " (" + target.precisionReason() + ")");
+  std::cout << ": " << plan.steps.size() << " steps, " << formatBytes(int64_t(constantBytes))
+            << " of constants -> " << output;
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
     std::cout << ", " << request.headerPath;
   char timing[32];

@@ -29,6 +29,7 @@ void inheritTarget(LoweringContext &inner, const LoweringContext &parent) {
   inner.setAvx2Fma(parent.hasAvx2Fma());
   inner.setGemmLanes(parent.gemmLanes());
   inner.setIntegerGemmIsa(parent.integerGemmIsa());
+  inner.setBf16GemmIsa(parent.bf16GemmIsa());
 }
 
 void lowerSubgraphNodes(LoweringContext &ctx, const Graph &graph) {

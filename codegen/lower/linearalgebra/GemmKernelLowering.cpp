@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/linearalgebra/LinearAlgebraLowering.h"
 
+#include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/GemmEmitter.h"
 #include "codegen/kernels/GemmPacking.h"
 
@@ -149,6 +150,18 @@ PackedBias planPackedBias(LoweringContext &ctx, StepBuilder &step, const MatMulP
   return plan;
 }
 
+/// B's values with alpha folded in (`weights` itself when alpha is 1).
+const float *scaledWeights(const MatMulProblem &problem, const Tensor &weights,
+                           std::vector<float> &scaled) {
+  const float *source = weights.data<float>();
+  if (problem.alpha == 1)
+    return source;
+  scaled.assign(source, source + weights.numElements());
+  for (float &v : scaled)
+    v = float(problem.alpha * v);
+  return scaled.data();
+}
+
 /// B (every batch item, alpha folded in) in the packed layout.
 std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
                                                   const Tensor &weights, int64_t k, int64_t n,
@@ -156,17 +169,26 @@ std::shared_ptr<std::vector<uint8_t>> packWeights(const MatMulProblem &problem,
   const int64_t itemFloats = packedGemmWeightsSize(k, n, blocking.nr());
   const int64_t items = weights.numElements() / (k * n);
   std::vector<float> scaled;
-  const float *source = weights.data<float>();
-  if (problem.alpha != 1) {
-    scaled.assign(source, source + weights.numElements());
-    for (float &v : scaled)
-      v = float(problem.alpha * v);
-    source = scaled.data();
-  }
+  const float *source = scaledWeights(problem, weights, scaled);
   auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(items * itemFloats) * sizeof(float));
   auto *packed = reinterpret_cast<float *>(bytes->data());
   for (int64_t i = 0; i < items; ++i)
     packGemmWeights(source + i * k * n, k, n, problem.transB, blocking, packed + i * itemFloats);
+  return bytes;
+}
+
+/// The same in bf16 (Bf16Gemm.h's layout), every value rounded to nearest even.
+std::shared_ptr<std::vector<uint8_t>> packBf16Weights(const MatMulProblem &problem,
+                                                      const Tensor &weights, int64_t k, int64_t n) {
+  const int64_t itemValues = bf16GemmPackedSize(k, n);
+  const int64_t items = weights.numElements() / (k * n);
+  std::vector<float> scaled;
+  const float *source = scaledWeights(problem, weights, scaled);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(items * itemValues) * 2);
+  for (int64_t i = 0; i < items; ++i) {
+    std::vector<uint16_t> item = packBf16GemmWeights(source + i * k * n, k, n, problem.transB);
+    std::memcpy(bytes->data() + i * itemValues * 2, item.data(), item.size() * 2);
+  }
   return bytes;
 }
 
@@ -242,58 +264,103 @@ llvm::Value *runtimeBlockColumns(KernelBuilder &kb, llvm::Value *depth, llvm::Va
 
 } // namespace
 
+namespace {
+
+/// The kernel of a packed MatMul and what its tasks and offsets depend on:
+/// the f32 GEMM, or at --precision=bf16 the bf16 one.
+struct PackedKernel {
+  llvm::Function *function = nullptr;
+  unsigned weightsSlot = 0;
+  DType packedType = DType::F32;
+  /// Columns per packed panel, rows per task unit, the most rows per task,
+  /// and the packed elements of one [k, n] item.
+  int64_t nr = 0, tileRows = 0, maxTaskRows = 0, itemElements = 0;
+};
+
+PackedKernel emitPackedKernel(LoweringContext &ctx, StepBuilder &step, const MatMulProblem &problem,
+                              const Tensor &weights, const GemmEpilogue &epilogue) {
+  const int64_t k = *problem.k.constant(), n = *problem.n.constant();
+  PackedKernel kernel;
+  if (std::optional<Bf16GemmIsa> isa = ctx.bf16GemmIsa()) {
+    std::string key = packedWeightsKey(problem, k, n, GemmBlocking{}) + ":bf16";
+    kernel.weightsSlot = step.bufferSlot(ctx.sharedConstant(
+        key, [&] { return ConstantBytes(packBf16Weights(problem, weights, k, n)); }));
+    Bf16GemmSpec spec{ctx.uniqueName("gemm_bf16_kernel"), k, n, epilogue, *isa};
+    kernel.function = emitBf16Gemm(ctx.module(), spec);
+    kernel.packedType = DType::BF16;
+    kernel.nr = Bf16GemmPanelColumns;
+    // Whole AMX tiles (32 rows) where the kernel has them.
+    kernel.tileRows = *isa == Bf16GemmIsa::Amx ? 32 : 12;
+    kernel.maxTaskRows = bf16GemmBlockRows(k);
+    kernel.itemElements = bf16GemmPackedSize(k, n);
+    if (*isa == Bf16GemmIsa::Amx)
+      ctx.requireCpuFeatures("avx512bf16,avx512bw,amx-tile,amx-bf16");
+    else if (*isa == Bf16GemmIsa::Avx512Bf16)
+      ctx.requireCpuFeatures("avx512bf16,avx512bw");
+  } else {
+    const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
+    kernel.weightsSlot =
+        step.bufferSlot(ctx.sharedConstant(packedWeightsKey(problem, k, n, blocking), [&] {
+          return ConstantBytes(packWeights(problem, weights, k, n, blocking));
+        }));
+    PackedGemmSpec spec{ctx.uniqueName("gemm_packed_kernel"), k, n, epilogue, blocking};
+    kernel.function = emitPackedGemm(ctx.module(), spec);
+    kernel.nr = blocking.nr();
+    kernel.tileRows = blocking.mr();
+    kernel.maxTaskRows = blocking.mc;
+    kernel.itemElements = packedGemmWeightsSize(k, n, blocking.nr());
+  }
+  kernel.function->setLinkage(llvm::GlobalValue::InternalLinkage);
+  return kernel;
+}
+
+} // namespace
+
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
   const int64_t k = *problem.k.constant(), n = *problem.n.constant();
-  const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
   StepBuilder step = ctx.beginStep(*problem.node, "gemm_packed");
   MatMulSlots slots;
   slots.a = step.input(problem.a);
-  slots.b = step.bufferSlot(ctx.sharedConstant(packedWeightsKey(problem, k, n, blocking), [&] {
-    return ConstantBytes(packWeights(problem, weights, k, n, blocking));
-  }));
   slots.result = step.output(problem.result);
   PackedBias bias = planPackedBias(ctx, step, problem);
   if (bias.postPass)
     slots.c = bias.slot;
   unsigned residualSlot = declareFusedEpilogue(step, problem, bias);
-
-  PackedGemmSpec spec{ctx.uniqueName("gemm_packed_kernel"), k, n, bias.epilogue, blocking};
-  llvm::Function *gemm = emitPackedGemm(ctx.module(), spec);
-  gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+  PackedKernel kernel = emitPackedKernel(ctx, step, problem, weights, bias.epilogue);
+  slots.b = kernel.weightsSlot;
 
   // Tasks of the fewest rows (whole tiles) such that a pass over the packed
   // B still does >= 64K multiply-adds. A thread's consecutive tasks merge
   // into one row range (one pass over B per mc rows), so small tasks cost
   // nothing and balance the threads: with M=128 on 2 threads, 24-row tasks
   // split 72/56 rows, 6-row tasks 66/62 (-7% MiniLM latency; -8% at M=512).
-  const int64_t mr = blocking.mr();
+  const int64_t mr = kernel.tileRows;
   const int64_t taskRows =
-      std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, blocking.mc);
+      std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, kernel.maxTaskRows);
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
   // A post pass over C's rows would run once per column chunk: no columns.
-  const ColumnChunks columns = bias.postPass
-                                   ? ColumnChunks{1, (n + blocking.nr() - 1) / blocking.nr()}
-                                   : columnChunksOf(n, blocking.nr());
+  const ColumnChunks columns = bias.postPass ? ColumnChunks{1, (n + kernel.nr - 1) / kernel.nr}
+                                             : columnChunksOf(n, kernel.nr);
   splitItemsRowsOrColumns(
-      step, problem, chunkRowsOf(problem, taskRows, taskRows, mr), columns, n, blocking.nr(),
+      step, problem, chunkRowsOf(problem, taskRows, taskRows, mr), columns, n, kernel.nr,
       [&](llvm::Value *item, llvm::Value *rowBegin, llvm::Value *rowEnd, llvm::Value *colBegin,
           llvm::Value *colEnd) {
         ItemOffsets offsets = itemOffsets(kb, problem, item);
         // B's item offset counts raw [k, n] items; the packed ones are padded.
         llvm::Value *packedOffset =
-            ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)),
-                         kb.i64(packedGemmWeightsSize(k, n, blocking.nr())));
+            ir.CreateMul(ir.CreateSDiv(offsets.b, kb.i64(k * n)), kb.i64(kernel.itemElements));
         llvm::Value *biasPointer = nullPointer(kb), *residualPointer = nullPointer(kb);
         if (bias.epilogue.bias)
           biasPointer = kb.buffer(bias.slot);
         if (bias.epilogue.residual)
           residualPointer = floatAddress(kb, kb.buffer(residualSlot), offsets.result);
-        ir.CreateCall(gemm, {floatAddress(kb, kb.buffer(slots.a), offsets.a), kb.i64(k),
-                             floatAddress(kb, kb.buffer(slots.b), packedOffset),
-                             floatAddress(kb, kb.buffer(slots.result), offsets.result), kb.i64(n),
-                             rowBegin, rowEnd, biasPointer, residualPointer, kb.i64(n), colBegin,
-                             colEnd});
+        ir.CreateCall(kernel.function,
+                      {floatAddress(kb, kb.buffer(slots.a), offsets.a), kb.i64(k),
+                       kb.elementAddress(kernel.packedType, kb.buffer(slots.b), packedOffset),
+                       floatAddress(kb, kb.buffer(slots.result), offsets.result), kb.i64(n),
+                       rowBegin, rowEnd, biasPointer, residualPointer, kb.i64(n), colBegin,
+                       colEnd});
         if (bias.postPass)
           emitGemmScaleAndBias(kb, problem, slots, 1.0, rowBegin, rowEnd);
       });

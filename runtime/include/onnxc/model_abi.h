@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 5
+#define ONNXC_ABI_VERSION 6
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -166,6 +166,12 @@ typedef struct onnxc_model_descriptor {
   const onnxc_assumption *assumptions;
   int32_t num_cache_pairs; /* v5 */
   const onnxc_cache_pair *cache_pairs;
+  /* v6: the arithmetic of the matrix products, "f32" or "bf16" (operands
+   * rounded to bfloat16, sums in f32), and the CPU features beyond x86-64's
+   * the code uses, comma-separated LLVM names ("amx-bf16,amx-tile,avx512bf16")
+   * or "": a session refuses to open on a CPU (or an OS) without them. */
+  const char *precision;
+  const char *cpu_features;
 } onnxc_model_descriptor;
 
 #ifdef __cplusplus
