@@ -26,16 +26,16 @@ struct FeatureBit {
   uint64_t osState;
 };
 
-constexpr uint64_t kAvxState = 0x6;            // XMM, YMM
-constexpr uint64_t kAvx512State = 0xe6;        // + opmask, ZMM_Hi256, Hi16_ZMM
+constexpr uint64_t kAvxState = 0x6;                         // XMM, YMM
+constexpr uint64_t kAvx512State = 0xe6;                     // + opmask, ZMM_Hi256, Hi16_ZMM
 constexpr uint64_t kAmxState = (1ull << 17) | (1ull << 18); // XTILECFG, XTILEDATA
 
 constexpr FeatureBit kFeatures[] = {
-    {"fma", 1, 0, Ecx, 12, kAvxState},          {"avx2", 7, 0, Ebx, 5, kAvxState},
-    {"avx512f", 7, 0, Ebx, 16, kAvx512State},   {"avx512bw", 7, 0, Ebx, 30, kAvx512State},
-    {"avx512vl", 7, 0, Ebx, 31, kAvx512State},  {"avx512vnni", 7, 0, Ecx, 11, kAvx512State},
-    {"avxvnni", 7, 1, Eax, 4, kAvxState},       {"avx512bf16", 7, 1, Eax, 5, kAvx512State},
-    {"amx-tile", 7, 0, Edx, 24, kAmxState},     {"amx-bf16", 7, 0, Edx, 22, kAmxState},
+    {"fma", 1, 0, Ecx, 12, kAvxState},         {"avx2", 7, 0, Ebx, 5, kAvxState},
+    {"avx512f", 7, 0, Ebx, 16, kAvx512State},  {"avx512bw", 7, 0, Ebx, 30, kAvx512State},
+    {"avx512vl", 7, 0, Ebx, 31, kAvx512State}, {"avx512vnni", 7, 0, Ecx, 11, kAvx512State},
+    {"avxvnni", 7, 1, Eax, 4, kAvxState},      {"avx512bf16", 7, 1, Eax, 5, kAvx512State},
+    {"amx-tile", 7, 0, Edx, 24, kAmxState},    {"amx-bf16", 7, 0, Edx, 22, kAmxState},
     {"amx-int8", 7, 0, Edx, 25, kAmxState},
 };
 

@@ -2,6 +2,7 @@
 
     bash benchmarks/e2e/setup_peers.sh          # newest onnxruntime and OpenVINO in build/peers-venv
     .venv/bin/python benchmarks/e2e/run.py [--peer-python build/peers-venv/bin/python --openvino]
+                                          [--precision f32|bf16|auto] [--openvino-precision f32|default]
                                           [--onnxc build/tools/onnxc] [--models minilm,bert_op17]
                                           [--seqs 128,512] [--threads 1,2] [--iters 30] [--rounds 1]
 
@@ -300,6 +301,8 @@ def main() -> int:
                         help="the Python whose onnxruntime (and OpenVINO) are timed; "
                              "benchmarks/e2e/setup_peers.sh makes build/peers-venv with the newest of both")
     parser.add_argument("--openvino", action="store_true", help="also time OpenVINO (needs it in --peer-python)")
+    parser.add_argument("--precision", default="f32",
+                        help="onnxc's --precision: f32 (the default), bf16 or auto (docs/KERNEL_ACCURACY.md)")
     parser.add_argument("--openvino-precision", default="f32",
                         help="OpenVINO's inference precision: f32 (as onnxc computes), or 'default' (bf16 on "
                              "CPUs that have it)")
@@ -326,7 +329,7 @@ def main() -> int:
         versions += ", OpenVINO " + run([args.peer_python, "-c",
                                          "import openvino; print(openvino.__version__.split('-')[0])"]).strip()
         versions += f" (inference precision {args.openvino_precision})"
-    print(f"peers: onnxruntime {versions}")
+    print(f"peers: onnxruntime {versions}; onnxc at precision {args.precision}")
     print(f"{'model':<12} {'seq':>7} {'thr':>3} | {'onnxc min':>9} {'median':>8} | {'ORT min':>8} {'median':>8} |"
           f" {'ratio':>5} | {'onnxc MiB':>9} {'ORT MiB':>8} | max |diff|"
           + (f" | {'OV min':>8} {'median':>8} | {'ratio':>5} | {'OV MiB':>7}" if args.openvino else ""))
@@ -335,7 +338,7 @@ def main() -> int:
         entry = entries[name]
         library = os.path.join(args.workdir, f"{name}.so")
         start = time.perf_counter()
-        run([args.onnxc, "compile", entry["file"], "-o", library])
+        run([args.onnxc, "compile", entry["file"], "-o", library, "--precision", args.precision])
         compile_s = time.perf_counter() - start
         fixed = entry.get("dims")
         for seq in [0] if fixed else [int(s) for s in args.seqs.split(",")]:

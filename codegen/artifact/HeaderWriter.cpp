@@ -112,12 +112,21 @@ std::string renderModelHeader(const ModelPlan &plan, const std::string &fileName
   describeTensors(os, plan.outputs);
   os << " *\n";
   describeSymbols(os, plan);
+  os << " * Matrix products in " << commentSafe(plan.precision)
+     << (plan.precision == "f32" ? "" : " (operands rounded to bfloat16, sums in f32)") << ".\n";
+  if (!plan.cpuFeatures.empty()) {
+    os << " * Needs the CPU features";
+    for (const std::string &feature : plan.cpuFeatures)
+      os << " " << commentSafe(feature);
+    os << " (checked when a session is created).\n";
+  }
   os << " *===----------------------------------------------------------------------===*/\n"
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include \"onnxc/onnxc.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
      << "#define " << macro << "_NUM_INPUTS " << plan.inputs.size() << "\n"
-     << "#define " << macro << "_NUM_OUTPUTS " << plan.outputs.size() << "\n";
+     << "#define " << macro << "_NUM_OUTPUTS " << plan.outputs.size() << "\n"
+     << "#define " << macro << "_PRECISION \"" << plan.precision << "\"\n";
   defineIndices(os, macro + "_INPUT", plan.inputs);
   defineIndices(os, macro + "_OUTPUT", plan.outputs);
   os << "\n/* The model's descriptor (constant, shared by all sessions). */\n"

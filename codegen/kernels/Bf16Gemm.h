@@ -94,10 +94,9 @@ int64_t bf16GemmBlockRows(int64_t k);
 /// C signature: rows [rowBegin, rowEnd) and columns [colBegin, colEnd) of
 /// C[M, N] = epilogue(A[M, K] * B), as PackedGemmFn (colBegin a multiple of
 /// 32, colEnd one too or N) with the bf16 packed B.
-using Bf16GemmFn = void(const float *a, int64_t lda, const uint16_t *packedB, float *c,
-                        int64_t ldc, int64_t rowBegin, int64_t rowEnd, const float *bias,
-                        const float *residual, int64_t ldResidual, int64_t colBegin,
-                        int64_t colEnd);
+using Bf16GemmFn = void(const float *a, int64_t lda, const uint16_t *packedB, float *c, int64_t ldc,
+                        int64_t rowBegin, int64_t rowEnd, const float *bias, const float *residual,
+                        int64_t ldResidual, int64_t colBegin, int64_t colEnd);
 
 /// Emits `spec.name` into `module` (external linkage); throws onnxc::Error
 /// for non-positive K or N. An Amx or Avx512Bf16 kernel needs a module whose

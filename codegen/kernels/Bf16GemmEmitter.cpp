@@ -26,17 +26,18 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
 namespace onnxc {
 namespace {
 
-constexpr int64_t kLanes = 16;              // f32 lanes of a zmm; columns per tile half
-constexpr int64_t kPanel = 2 * kLanes;      // columns per packed panel
-constexpr int64_t kAmxRows = 32;            // rows of C per AMX tile group (2 x 16)
-constexpr int64_t kVectorRows = 12;         // rows of a vector tile (24 accumulators)
-constexpr int64_t kRowPadding = 4;          // zero rows after a block (the tail tile's overrun)
+constexpr int64_t kLanes = 16;         // f32 lanes of a zmm; columns per tile half
+constexpr int64_t kPanel = 2 * kLanes; // columns per packed panel
+constexpr int64_t kAmxRows = 32;       // rows of C per AMX tile group (2 x 16)
+constexpr int64_t kVectorRows = 12;    // rows of a vector tile (24 accumulators)
+constexpr int64_t kRowPadding = 4;     // zero rows after a block (the tail tile's overrun)
 constexpr std::array<int64_t, 5> kTileVariants = {1, 2, 4, 8, kVectorRows};
 
 /// The kernel's arguments, in Bf16GemmFn's order.
@@ -75,8 +76,16 @@ private:
                  int half, llvm::Value *mask);
 
   void configureTiles();
-  /// 32 rows at block row `tileRow`, columns of `panel`, into the scratch.
-  void amxTile(llvm::Value *tileRow, llvm::Value *panel);
+  /// 32 rows at block row `tileRow`, columns of `panel`, into the scratch,
+  /// prefetching into L2 `perStep` lines per k step of `nextPanel` from
+  /// line `firstLine` on.
+  void amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *nextPanel,
+               llvm::Value *firstLine, llvm::Value *perStep, const Arguments &args,
+               llvm::Value *row, llvm::Value *col);
+  /// Prefetches line `line` (of 64: 32 rows x 2) of the C tile at (row,
+  /// col) for writing, and of the residual's for reading.
+  void prefetchOutputLine(const Arguments &args, llvm::Value *row, llvm::Value *col,
+                          llvm::Value *line);
   /// Rows of the scratch through the epilogue: `rows` rows from `row`.
   void storeScratch(const Arguments &args, llvm::Value *row, llvm::Value *rows, llvm::Value *col,
                     std::array<llvm::Value *, 2> masks);
@@ -164,8 +173,7 @@ void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value 
   const int64_t k = spec_.k, fullVectors = k / kLanes, tail = k % kLanes;
   llvm::Type *halfs = llvm::FixedVectorType::get(i16_, kLanes);
   loop(i64(0), rows, 1, [&](llvm::Value *r) {
-    llvm::Value *source =
-        at(f32_, args.a, ir_.CreateMul(ir_.CreateAdd(row, r), args.lda));
+    llvm::Value *source = at(f32_, args.a, ir_.CreateMul(ir_.CreateAdd(row, r), args.lda));
     llvm::Value *target = at(i16_, aBlock_, ir_.CreateMul(r, i64(kPadded_)));
     loop(i64(0), i64(fullVectors * kLanes), kLanes, [&](llvm::Value *col) {
       llvm::Value *values = ir_.CreateAlignedLoad(floats_, at(f32_, source, col), llvm::Align(4));
@@ -176,9 +184,9 @@ void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value 
       std::vector<llvm::Constant *> lanes;
       for (int64_t lane = 0; lane < kLanes; ++lane)
         lanes.push_back(ir_.getInt1(lane < tail));
-      llvm::Value *values =
-          ir_.CreateMaskedLoad(floats_, at(f32_, source, i64(written)), llvm::Align(4),
-                               llvm::ConstantVector::get(lanes), llvm::Constant::getNullValue(floats_));
+      llvm::Value *values = ir_.CreateMaskedLoad(floats_, at(f32_, source, i64(written)),
+                                                 llvm::Align(4), llvm::ConstantVector::get(lanes),
+                                                 llvm::Constant::getNullValue(floats_));
       ir_.CreateAlignedStore(roundToBf16(values), at(i16_, target, i64(written)), llvm::Align(2));
       written += kLanes;
     }
@@ -196,7 +204,8 @@ llvm::Value *Bf16GemmIR::laneMask(llvm::Value *width, int half) {
   for (int64_t lane = 0; lane < kLanes; ++lane)
     lanes.push_back(ir_.getInt32(uint32_t(half * kLanes + lane)));
   llvm::Value *clamped = ir_.CreateTrunc(min(width, i64(kPanel)), i32_);
-  return ir_.CreateICmpSLT(llvm::ConstantVector::get(lanes), ir_.CreateVectorSplat(kLanes, clamped));
+  return ir_.CreateICmpSLT(llvm::ConstantVector::get(lanes),
+                           ir_.CreateVectorSplat(kLanes, clamped));
 }
 
 void Bf16GemmIR::storeHalf(const Arguments &args, llvm::Value *sums, llvm::Value *row,
@@ -212,7 +221,8 @@ void Bf16GemmIR::storeHalf(const Arguments &args, llvm::Value *sums, llvm::Value
   sums = emitGemmActivation(ir_, sums, epilogue.activation);
   if (epilogue.residual)
     sums = ir_.CreateFAdd(
-        sums, load(at(f32_, args.residual, ir_.CreateAdd(ir_.CreateMul(row, args.ldResidual), column))));
+        sums,
+        load(at(f32_, args.residual, ir_.CreateAdd(ir_.CreateMul(row, args.ldResidual), column))));
   ir_.CreateMaskedStore(sums, at(f32_, args.c, ir_.CreateAdd(ir_.CreateMul(row, args.ldc), column)),
                         llvm::Align(4), mask);
 }
@@ -229,12 +239,36 @@ void Bf16GemmIR::configureTiles() {
   callX86(llvm::Intrinsic::x86_ldtilecfg, {tileConfig_});
 }
 
-void Bf16GemmIR::amxTile(llvm::Value *tileRow, llvm::Value *panel) {
+void Bf16GemmIR::prefetchOutputLine(const Arguments &args, llvm::Value *row, llvm::Value *col,
+                                    llvm::Value *line) {
+  llvm::Function *prefetch =
+      llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ir_.getPtrTy()});
+  llvm::Value *outRow = ir_.CreateAdd(row, ir_.CreateLShr(line, i64(1)));
+  llvm::Value *column = ir_.CreateAdd(col, ir_.CreateMul(ir_.CreateAnd(line, i64(1)), i64(kLanes)));
+  ir_.CreateCall(prefetch,
+                 {at(f32_, args.c, ir_.CreateAdd(ir_.CreateMul(outRow, args.ldc), column)),
+                  ir_.getInt32(1), ir_.getInt32(3), ir_.getInt32(1)});
+  if (spec_.epilogue.residual)
+    ir_.CreateCall(prefetch, {at(f32_, args.residual,
+                                 ir_.CreateAdd(ir_.CreateMul(outRow, args.ldResidual), column)),
+                              ir_.getInt32(0), ir_.getInt32(3), ir_.getInt32(1)});
+}
+
+void Bf16GemmIR::amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *nextPanel,
+                         llvm::Value *firstLine, llvm::Value *perStep, const Arguments &args,
+                         llvm::Value *row, llvm::Value *col) {
   auto tile = [&](int number) { return ir_.getInt8(uint8_t(number)); };
+  llvm::Function *prefetch =
+      llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ir_.getPtrTy()});
   for (int c = 0; c < 4; ++c)
     callX86(llvm::Intrinsic::x86_tilezero, {tile(c)});
   llvm::Value *aRows = at(i16_, aBlock_, ir_.CreateMul(tileRow, i64(kPadded_)));
   llvm::Value *aStride = i64(kPadded_ * 2);
+  // The tile's 64 lines of C (and of the residual) are written after the
+  // k loop: a store that misses waits for its line, so the loop prefetches
+  // them, a few per step (64 prefetches at once would fill the line buffers).
+  const int64_t steps = kPadded_ / Bf16GemmDepthStep;
+  const int64_t linesPerStep = (2 * kAmxRows + steps - 1) / steps;
   loop(i64(0), i64(kPadded_), Bf16GemmDepthStep, [&](llvm::Value *k) {
     llvm::Value *a0 = at(i16_, aRows, k);
     llvm::Value *a1 = at(i16_, a0, i64(16 * kPadded_));
@@ -252,6 +286,20 @@ void Bf16GemmIR::amxTile(llvm::Value *tileRow, llvm::Value *panel) {
     callX86(llvm::Intrinsic::x86_tileloadd64, {tile(5), a1, aStride});
     callX86(llvm::Intrinsic::x86_tdpbf16ps, {tile(2), tile(5), tile(6)});
     callX86(llvm::Intrinsic::x86_tdpbf16ps, {tile(3), tile(5), tile(7)});
+    llvm::Value *firstOutputLine =
+        ir_.CreateMul(ir_.CreateSDiv(k, i64(Bf16GemmDepthStep)), i64(linesPerStep));
+    loop(firstOutputLine, min(i64(2 * kAmxRows), ir_.CreateAdd(firstOutputLine, i64(linesPerStep))),
+         1, [&](llvm::Value *outputLine) { prefetchOutputLine(args, row, col, outputLine); });
+    // The tile unit waits for every line a tile load misses, and B comes
+    // from L3 or DRAM when the weights outgrow L2: the row block's tiles
+    // share the prefetch of the next panel.
+    llvm::Value *step = ir_.CreateSDiv(k, i64(Bf16GemmDepthStep));
+    llvm::Value *line = ir_.CreateAdd(firstLine, ir_.CreateMul(step, perStep));
+    loop(i64(0), perStep, 1, [&](llvm::Value *j) {
+      llvm::Value *address =
+          at(ir_.getInt8Ty(), nextPanel, ir_.CreateMul(ir_.CreateAdd(line, j), i64(64)));
+      ir_.CreateCall(prefetch, {address, ir_.getInt32(0), ir_.getInt32(2), ir_.getInt32(1)});
+    });
   });
   for (int c = 0; c < 4; ++c) {
     int64_t offset = (c / 2) * 16 * kPanel + (c % 2) * kLanes;
@@ -265,7 +313,8 @@ void Bf16GemmIR::storeScratch(const Arguments &args, llvm::Value *row, llvm::Val
   loop(i64(0), rows, 1, [&](llvm::Value *r) {
     for (int half = 0; half < 2; ++half) {
       llvm::Value *offset = ir_.CreateAdd(ir_.CreateMul(r, i64(kPanel)), i64(half * kLanes));
-      llvm::Value *sums = ir_.CreateAlignedLoad(floats_, at(f32_, scratch_, offset), llvm::Align(64));
+      llvm::Value *sums =
+          ir_.CreateAlignedLoad(floats_, at(f32_, scratch_, offset), llvm::Align(64));
       storeHalf(args, sums, ir_.CreateAdd(row, r), col, half, masks[size_t(half)]);
     }
   });
@@ -306,15 +355,16 @@ void Bf16GemmIR::vectorTile(const Arguments &args, int64_t tileRows, llvm::Value
         llvm::Value *bRow = at(i16_, panel, ir_.CreateMul(pair, i64(2 * kPanel)));
         std::array<llvm::Value *, 2> b;
         for (int half = 0; half < 2; ++half)
-          b[size_t(half)] = ir_.CreateAlignedLoad(ints_, at(i16_, bRow, i64(half * 2 * kLanes)),
-                                                  llvm::Align(4));
+          b[size_t(half)] =
+              ir_.CreateAlignedLoad(ints_, at(i16_, bRow, i64(half * 2 * kLanes)), llvm::Align(4));
         std::vector<llvm::Value *> next(carried.begin(), carried.end());
         for (int64_t r = 0; r < tileRows; ++r) {
           llvm::Value *aPair = ir_.CreateAlignedLoad(
               i32_, at(i16_, aRows, ir_.CreateAdd(i64(r * kPadded_), ir_.CreateMul(pair, i64(2)))),
               llvm::Align(4));
           for (int half = 0; half < 2; ++half)
-            next[size_t(2 * r + half)] = dotPair(next[size_t(2 * r + half)], aPair, b[size_t(half)]);
+            next[size_t(2 * r + half)] =
+                dotPair(next[size_t(2 * r + half)], aPair, b[size_t(half)]);
         }
         return next;
       });
@@ -335,8 +385,8 @@ void Bf16GemmIR::vectorRows(const Arguments &args, llvm::Value *first, llvm::Val
                             llvm::Value *blockRow, llvm::Value *panel, llvm::Value *col,
                             std::array<llvm::Value *, 2> masks) {
   llvm::Value *count = ir_.CreateSub(rows, first);
-  llvm::Value *fullEnd =
-      ir_.CreateAdd(first, ir_.CreateMul(ir_.CreateSDiv(count, i64(kVectorRows)), i64(kVectorRows)));
+  llvm::Value *fullEnd = ir_.CreateAdd(
+      first, ir_.CreateMul(ir_.CreateSDiv(count, i64(kVectorRows)), i64(kVectorRows)));
   loop(first, fullEnd, kVectorRows, [&](llvm::Value *tileRow) {
     vectorTile(args, kVectorRows, tileRow, blockRow, panel, col, masks, nullptr);
   });
@@ -350,8 +400,8 @@ void Bf16GemmIR::vectorRows(const Arguments &args, llvm::Value *first, llvm::Val
       continue; // a whole tile never remains
     auto *body = llvm::BasicBlock::Create(function->getContext(), "tail.tile", function);
     auto *next = llvm::BasicBlock::Create(function->getContext(), "tail.next", function);
-    llvm::Value *fits = ir_.CreateAnd(ir_.CreateICmpSGT(tail, i64(covered)),
-                                      ir_.CreateICmpSLE(tail, i64(variant)));
+    llvm::Value *fits =
+        ir_.CreateAnd(ir_.CreateICmpSGT(tail, i64(covered)), ir_.CreateICmpSLE(tail, i64(variant)));
     ir_.CreateCondBr(fits, body, next);
     ir_.SetInsertPoint(body);
     vectorTile(args, variant, fullEnd, blockRow, panel, col, masks, tail);
@@ -384,11 +434,24 @@ void Bf16GemmIR::emit(const Arguments &args) {
       llvm::Value *panel =
           at(i16_, args.packedB,
              ir_.CreateMul(ir_.CreateSDiv(col, i64(kPanel)), i64(kPadded_ * kPanel)));
-      if (amx)
+      if (amx) {
+        // The next panel is kPadded lines; each of the block's T tiles
+        // prefetches ceil(32 / T) of them per k step (of kPadded / 32).
+        llvm::Value *tiles =
+            ir_.CreateSDiv(ir_.CreateAdd(amxRows, i64(kAmxRows - 1)), i64(kAmxRows));
+        tiles = ir_.CreateSelect(ir_.CreateICmpSGT(tiles, i64(0)), tiles, i64(1));
+        llvm::Value *perStep = ir_.CreateSDiv(
+            ir_.CreateAdd(i64(Bf16GemmDepthStep), ir_.CreateSub(tiles, i64(1))), tiles);
+        llvm::Value *nextPanel = at(i16_, panel, i64(kPadded_ * kPanel));
         loop(i64(0), amxRows, kAmxRows, [&](llvm::Value *tileRow) {
-          amxTile(tileRow, panel);
+          llvm::Value *firstLine =
+              ir_.CreateMul(ir_.CreateSDiv(tileRow, i64(kAmxRows)),
+                            ir_.CreateMul(perStep, i64(kPadded_ / Bf16GemmDepthStep)));
+          amxTile(tileRow, panel, nextPanel, firstLine, perStep, args,
+                  ir_.CreateAdd(blockRow, tileRow), col);
           storeScratch(args, ir_.CreateAdd(blockRow, tileRow), i64(kAmxRows), col, masks);
         });
+      }
       vectorRows(args, amxRows, rows, blockRow, panel, col, masks);
     });
   });
@@ -415,7 +478,7 @@ llvm::Function *emitBf16Gemm(llvm::Module &module, const Bf16GemmSpec &spec) {
   std::vector<llvm::Value *> values;
   for (llvm::Argument &argument : function->args())
     values.push_back(&argument);
-  Arguments args{values[0], values[1], values[2],  values[3], values[4],  values[5],
+  Arguments args{values[0], values[1], values[2], values[3], values[4],  values[5],
                  values[6], values[7], values[8], values[9], values[10], values[11]};
   Bf16GemmIR(*function, spec).emit(args);
   return function;

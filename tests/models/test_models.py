@@ -158,9 +158,10 @@ def compiled_libraries(tmp_path_factory):
     return get
 
 
-def try_onnxc_run(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> tuple:
-    """Runs `onnxc run` on .npy files of the inputs; returns (output directory, None) or, when
-    it fails, (None, what went wrong). For the `so` backend, `model` is the compiled library."""
+def try_onnxc_run(onnxc: str, model: str, feeds: dict, workdir: str, backend: str, extra=()) -> tuple:
+    """Runs `onnxc run` on .npy files of the inputs (and the options `extra`); returns (output
+    directory, None) or, when it fails, (None, what went wrong). For the `so` backend, `model` is
+    the compiled library."""
     input_dir = os.path.join(workdir, "inputs")
     output_dir = os.path.join(workdir, "outputs")
     os.makedirs(input_dir)
@@ -172,6 +173,7 @@ def try_onnxc_run(onnxc: str, model: str, feeds: dict, workdir: str, backend: st
     command += ["--output-dir", output_dir]
     if backend != "so":
         command.append(f"--backend={backend}")
+    command += list(extra)
     start = time.time()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=ONNXC_TIMEOUT_SECONDS)
@@ -185,9 +187,9 @@ def try_onnxc_run(onnxc: str, model: str, feeds: dict, workdir: str, backend: st
     return output_dir, None
 
 
-def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str) -> str:
+def run_onnxc(onnxc: str, model: str, feeds: dict, workdir: str, backend: str, extra=()) -> str:
     """try_onnxc_run that fails the test when onnxc does."""
-    output_dir, error = try_onnxc_run(onnxc, model, feeds, workdir, backend)
+    output_dir, error = try_onnxc_run(onnxc, model, feeds, workdir, backend, extra)
     if error:
         pytest.fail(error)
     return output_dir

@@ -111,8 +111,8 @@ void expectWithinBounds(const Problem &p, const Ranges &range, const std::vector
   for (int64_t r = 0; r < p.m; ++r)
     for (int64_t j = 0; j < p.ldc; ++j) {
       const float got = c[size_t(r * p.ldc + j)];
-      const bool inside = r >= range.rowBegin && r < range.rowEnd && j >= range.colBegin &&
-                          j < range.colEnd;
+      const bool inside =
+          r >= range.rowBegin && r < range.rowEnd && j >= range.colBegin && j < range.colEnd;
       if (!inside) {
         ASSERT_EQ(got, Sentinel) << what << ": store outside the range at " << r << "," << j;
         continue;
@@ -136,8 +136,8 @@ void expectWithinBounds(const Problem &p, const Ranges &range, const std::vector
       const double epilogueSlack =
           std::ldexp(1.0, -23) * (std::abs(finish(exact)) + 2 + std::abs(exact));
       const double sumBound = g * absRounded + epilogueSlack;
-      const double userBound = (2 * ub + ub * ub + g * (1 + ub) * (1 + ub)) * absExact +
-                               epilogueSlack;
+      const double userBound =
+          (2 * ub + ub * ub + g * (1 + ub) * (1 + ub)) * absExact + epilogueSlack;
       const double errorRounded = std::abs(got - finish(exactRounded));
       const double errorExact = std::abs(got - finish(exact));
       if ((errorRounded > sumBound || errorExact > userBound) && reported++ < 5)
@@ -167,8 +167,8 @@ TEST_P(Bf16GemmTest, EveryTailWithinTheBound) {
   for (Shape s : {Shape{1, 7, 5}, Shape{3, 32, 32}, Shape{13, 100, 70}, Shape{32, 64, 33},
                   Shape{45, 33, 64}, Shape{77, 200, 96}, Shape{70, 2000, 40}}) {
     Problem p(s.m, s.k, s.n, unsigned(s.m * 131 + s.k));
-    std::string what = std::string(bf16GemmIsaName(GetParam())) + " " + std::to_string(s.m) +
-                       "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+    std::string what = std::string(bf16GemmIsaName(GetParam())) + " " + std::to_string(s.m) + "x" +
+                       std::to_string(s.k) + "x" + std::to_string(s.n);
     Ranges all{0, s.m, 0, s.n};
     expectWithinBounds(p, all, run(jit, GetParam(), p, all), what);
   }
