@@ -381,9 +381,7 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
 
 void lowerAttention(LoweringContext &ctx, const Node &node) {
   AttentionShape shape = attentionShape(ctx, node);
-  if (canUseAmxAttention(ctx, node, shape)) {
-    emitAmxAttention(ctx, node, shape);
-  } else if (canUseFlashAttention(ctx, node, shape)) {
+  if (canUseFlashAttention(ctx, node, shape)) {
     emitFlashAttention(ctx, node, shape);
   } else {
     AttentionKernel kernel(ctx, node, shape);
