@@ -70,42 +70,64 @@ bool cpuHas(const FeatureBit &) { return false; }
 bool amxPermitted() { return false; }
 #endif
 
+bool isAmx(const std::string &name) { return name.rfind("amx-", 0) == 0; }
+
+const FeatureBit *findFeature(const std::string &name) {
+  for (const FeatureBit &feature : kFeatures)
+    if (name == feature.name)
+      return &feature;
+  return nullptr;
+}
+
+/// The names of a comma-separated list, empty ones dropped.
+std::vector<std::string> featureNames(const char *list) {
+  std::vector<std::string> names;
+  std::string name;
+  for (const char *c = list;; ++c) {
+    if (*c == ',' || *c == 0) {
+      if (!name.empty())
+        names.push_back(name);
+      name.clear();
+      if (*c == 0)
+        return names;
+    } else {
+      name += *c;
+    }
+  }
+}
+
+std::string missingMessage(const std::vector<std::string> &missing) {
+  std::string message = "this CPU lacks ";
+  bool amx = false;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    message += (i ? ", " : "") + missing[i];
+    amx = amx || isAmx(missing[i]);
+  }
+  if (amx)
+    message += " (or its operating system has not enabled it)";
+  return message;
+}
+
 } // namespace
 
 std::string checkCpuFeatures(const char *features) {
   if (!features || !*features)
     return "";
   std::vector<std::string> missing;
-  bool amx = false, amxMissing = false;
-  const char *cursor = features;
-  while (*cursor) {
-    const char *comma = std::strchr(cursor, ',');
-    std::string name(cursor, comma ? size_t(comma - cursor) : std::strlen(cursor));
-    cursor = comma ? comma + 1 : cursor + name.size();
-    if (name.empty())
-      continue;
-    const FeatureBit *known = nullptr;
-    for (const FeatureBit &feature : kFeatures)
-      if (name == feature.name)
-        known = &feature;
-    if (!known || !cpuHas(*known)) {
+  bool amx = false;
+  for (const std::string &name : featureNames(features)) {
+    const FeatureBit *known = findFeature(name);
+    if (!known || !cpuHas(*known))
       missing.push_back(name);
-      amxMissing = amxMissing || name.rfind("amx-", 0) == 0;
-      continue;
-    }
-    amx = amx || name.rfind("amx-", 0) == 0;
+    else
+      amx = amx || isAmx(name);
   }
-  if (missing.empty() && amx && !amxPermitted())
+  if (!missing.empty())
+    return missingMessage(missing);
+  if (amx && !amxPermitted())
     return "the operating system does not grant this process the AMX tile state "
            "(arch_prctl ARCH_REQ_XCOMP_PERM failed; Linux 5.16 or newer is needed)";
-  if (missing.empty())
-    return "";
-  std::string message = "this CPU lacks ";
-  for (size_t i = 0; i < missing.size(); ++i)
-    message += (i ? ", " : "") + missing[i];
-  if (amxMissing)
-    message += " (or its operating system has not enabled it)";
-  return message;
+  return "";
 }
 
 } // namespace onnxc::runtime

@@ -147,11 +147,15 @@ struct TestModel {
              static_cast<int32_t>(assumptions.size()),
              assumptions.data(),
              static_cast<int32_t>(cachePairs.size()),
-             cachePairs.empty() ? nullptr : cachePairs.data()};
+             cachePairs.empty() ? nullptr : cachePairs.data(),
+             precision,
+             cpuFeatures};
     return &model;
   }
 
   uint32_t abiVersion = ONNXC_ABI_VERSION;
+  const char *precision = "f32";
+  const char *cpuFeatures = "";
   std::vector<const char *> symbolNames = {"batch", "seq"};
   std::vector<onnxc_symbol_source> symbolSources = {{0, 0}, {0, 1}};
   std::vector<onnxc_tensor_info> inputs, outputs;

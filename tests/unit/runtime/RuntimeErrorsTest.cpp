@@ -196,6 +196,23 @@ TEST(RuntimeCreateErrors, AbiMismatch) {
                                     std::to_string(ONNXC_ABI_VERSION));
 }
 
+TEST(RuntimeCreateErrors, CpuFeaturesTheCpuLacks) {
+  // A feature no CPU reports: a .so built for a feature this runtime cannot
+  // check is refused the same way.
+  TestModel model;
+  model.cpuFeatures = "no-such-feature";
+  EXPECT_EQ(createError(model),
+            "model 'relu_scale' was compiled to use no-such-feature, but this CPU lacks "
+            "no-such-feature (compile it for this CPU, e.g. with --mcpu=native or "
+            "--precision=f32)");
+  model.cpuFeatures = "amx-fp16,no-such-feature";
+  EXPECT_NE(createError(model).find("lacks amx-fp16, no-such-feature (or its operating system "
+                                    "has not enabled it)"),
+            std::string::npos);
+  model.cpuFeatures = "";
+  EXPECT_EQ(createError(model), "");
+}
+
 TEST(RuntimeCreateErrors, NullDescriptorAndNegativeThreads) {
   EXPECT_EQ(onnxc_session_create(nullptr, 1), nullptr);
   EXPECT_STREQ(onnxc_last_error(), "the model descriptor is NULL");
