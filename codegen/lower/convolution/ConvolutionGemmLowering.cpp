@@ -21,6 +21,7 @@
 // (or groups too wide) for six rows of them to fit the stack budget.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/GemmEmitter.h"
 #include "codegen/kernels/GemmPacking.h"
 #include "codegen/kernels/VectorTranspose.h"
@@ -31,6 +32,7 @@
 #include "llvm/IR/Module.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -60,6 +62,14 @@ struct ConvGemmPlan {
   /// windows of the input block transposed to [position, channel] (K in
   /// (tap, channel) order), read by the GEMM in place with lda = stride * Ci.
   bool channelsLast = false;
+  /// At --precision=bf16: the bf16 kernel (Bf16Gemm.h) and its weight layout.
+  std::optional<Bf16GemmIsa> bf16;
+
+  /// Packed weight elements per group (floats, or bf16 values).
+  int64_t groupElements() const {
+    return bf16 ? bf16GemmPackedSize(depth, groupOut)
+                : packedGemmWeightsSize(depth, groupOut, blocking.nr());
+  }
 };
 
 /// The Relu or Gelu that alone reads the Conv's result, as a GEMM epilogue.
@@ -103,7 +113,9 @@ std::optional<ConvGemmPlan> planConvGemm(const LoweringContext &ctx, const Node 
   plan.depth = plan.groupIn * plan.taps;
   // A block of one tile's rows must fit the stack budgets.
   plan.blocking = chooseGemmBlocking(plan.depth, ctx.gemmLanes());
-  const int64_t mr = plan.blocking.mr();
+  plan.bf16 = ctx.bf16GemmIsa();
+  // Blocks of whole AMX tiles (32 rows) on the AMX kernel.
+  const int64_t mr = plan.bf16 == Bf16GemmIsa::Amx ? 32 : plan.blocking.mr();
   if (plan.groupOut < kMinGroupColumns || plan.depth * mr > kMaxPatchFloats ||
       plan.groupOut * mr > kMaxTileFloats)
     return std::nullopt;
@@ -119,9 +131,10 @@ std::optional<ConvGemmPlan> planConvGemm(const LoweringContext &ctx, const Node 
 
 /// Each group's [Co/g, K] rows of W packed as a [K, Co/g] B operand.
 ConstantBytes packConvWeights(const Tensor &weights, const ConvGemmPlan &plan, int64_t groups) {
-  const int64_t groupFloats = packedGemmWeightsSize(plan.depth, plan.groupOut, plan.blocking.nr());
-  auto bytes = std::make_shared<std::vector<uint8_t>>(size_t(groups * groupFloats) * sizeof(float));
-  auto *packed = reinterpret_cast<float *>(bytes->data());
+  const int64_t groupElements = plan.groupElements();
+  const size_t elementBytes = plan.bf16 ? 2 : sizeof(float);
+  auto bytes =
+      std::make_shared<std::vector<uint8_t>>(size_t(groups * groupElements) * elementBytes);
   const float *source = weights.data<float>();
   // The channels-last form reads K in (tap, channel) order.
   std::vector<float> permuted;
@@ -134,9 +147,18 @@ ConstantBytes packConvWeights(const Tensor &weights, const ConvGemmPlan &plan, i
               source[row * plan.depth + channel * plan.taps + tap];
     source = permuted.data();
   }
-  for (int64_t g = 0; g < groups; ++g)
-    packGemmWeights(source + g * plan.groupOut * plan.depth, plan.depth, plan.groupOut,
-                    /*transposed=*/true, plan.blocking, packed + g * groupFloats);
+  for (int64_t g = 0; g < groups; ++g) {
+    const float *group = source + g * plan.groupOut * plan.depth;
+    uint8_t *target = bytes->data() + size_t(g * groupElements) * elementBytes;
+    if (plan.bf16) {
+      std::vector<uint16_t> packed =
+          packBf16GemmWeights(group, plan.depth, plan.groupOut, /*transposed=*/true);
+      std::memcpy(target, packed.data(), packed.size() * 2);
+    } else {
+      packGemmWeights(group, plan.depth, plan.groupOut, /*transposed=*/true, plan.blocking,
+                      reinterpret_cast<float *>(target));
+    }
+  }
   return ConstantBytes(bytes);
 }
 
@@ -396,7 +418,8 @@ ConvGemmSlots declareConvGemm(LoweringContext &ctx, StepBuilder &step, const Nod
   slots.x = step.input(node.operand(0));
   std::ostringstream key;
   key << "conv-gemm-weights:" << node.operand(1)->name() << ":g" << groups << ":kc"
-      << plan.blocking.kc << ":nr" << plan.blocking.nr() << (plan.channelsLast ? ":tap-major" : "");
+      << plan.blocking.kc << ":nr" << plan.blocking.nr() << (plan.channelsLast ? ":tap-major" : "")
+      << (plan.bf16 ? ":bf16" : "");
   slots.w = step.bufferSlot(
       ctx.sharedConstant(key.str(), [&] { return packConvWeights(weights, plan, groups); }));
   slots.bias = node.operand(2) ? int(step.input(node.operand(2))) : -1;
@@ -408,9 +431,16 @@ ConvGemmSlots declareConvGemm(LoweringContext &ctx, StepBuilder &step, const Nod
                  (node.name().empty() ? "" : " " + node.name()));
   }
   slots.y = step.output(result);
-  PackedGemmSpec spec{ctx.uniqueName("conv_gemm_kernel"), plan.depth, plan.groupOut, plan.epilogue,
-                      plan.blocking};
-  slots.gemm = emitPackedGemm(ctx.module(), spec);
+  if (plan.bf16) {
+    Bf16GemmSpec spec{ctx.uniqueName("conv_gemm_bf16_kernel"), plan.depth, plan.groupOut,
+                      plan.epilogue, *plan.bf16};
+    slots.gemm = emitBf16Gemm(ctx.module(), spec);
+    requireBf16GemmFeatures(ctx, *plan.bf16);
+  } else {
+    PackedGemmSpec spec{ctx.uniqueName("conv_gemm_kernel"), plan.depth, plan.groupOut,
+                        plan.epilogue, plan.blocking};
+    slots.gemm = emitPackedGemm(ctx.module(), spec);
+  }
   slots.gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
   return slots;
 }
@@ -452,10 +482,8 @@ public:
     } else {
       gather_.emit(k_.buffer(slots_.x), xBatch, group, first, count, patches_);
     }
-    const int64_t groupFloats =
-        packedGemmWeightsSize(plan_.depth, plan_.groupOut, plan_.blocking.nr());
-    Value *packed =
-        k_.elementAddress(DType::F32, k_.buffer(slots_.w), b.CreateMul(group, k_.i64(groupFloats)));
+    Value *packed = k_.elementAddress(plan_.bf16 ? DType::BF16 : DType::F32, k_.buffer(slots_.w),
+                                      b.CreateMul(group, k_.i64(plan_.groupElements())));
     Value *firstColumn = b.CreateMul(group, k_.i64(plan_.groupOut));
     Value *bias = slots_.bias >= 0
                       ? k_.elementAddress(DType::F32, k_.buffer(unsigned(slots_.bias)), firstColumn)

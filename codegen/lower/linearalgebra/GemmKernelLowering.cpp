@@ -293,10 +293,7 @@ PackedKernel emitPackedKernel(LoweringContext &ctx, StepBuilder &step, const Mat
     kernel.tileRows = *isa == Bf16GemmIsa::Amx ? 32 : 12;
     kernel.maxTaskRows = bf16GemmBlockRows(k);
     kernel.itemElements = bf16GemmPackedSize(k, n);
-    if (*isa == Bf16GemmIsa::Amx)
-      ctx.requireCpuFeatures("avx512bf16,avx512bw,amx-tile,amx-bf16");
-    else if (*isa == Bf16GemmIsa::Avx512Bf16)
-      ctx.requireCpuFeatures("avx512bf16,avx512bw");
+    requireBf16GemmFeatures(ctx, *isa);
   } else {
     const GemmBlocking blocking = chooseGemmBlocking(k, ctx.gemmLanes());
     kernel.weightsSlot =
@@ -315,6 +312,13 @@ PackedKernel emitPackedKernel(LoweringContext &ctx, StepBuilder &step, const Mat
 }
 
 } // namespace
+
+void requireBf16GemmFeatures(LoweringContext &ctx, Bf16GemmIsa isa) {
+  if (isa == Bf16GemmIsa::Amx)
+    ctx.requireCpuFeatures("avx512bf16,avx512bw,amx-tile,amx-bf16");
+  else if (isa == Bf16GemmIsa::Avx512Bf16)
+    ctx.requireCpuFeatures("avx512bf16,avx512bw");
+}
 
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights) {
   const int64_t k = *problem.k.constant(), n = *problem.n.constant();

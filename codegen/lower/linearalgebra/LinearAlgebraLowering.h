@@ -142,6 +142,8 @@ llvm::Value *narrowSum(FunctionBuilder &f, DType dtype, llvm::Value *sum);
 void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem);
 /// Requires f32, !transA, constant K and N > 0, `weights` with data.
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights);
+/// Records the CPU features the bf16 GEMM kernel `isa` uses (LoweringContext::requireCpuFeatures).
+void requireBf16GemmFeatures(LoweringContext &ctx, Bf16GemmIsa isa);
 /// Requires f32, !transA.
 void lowerRuntimeMatMul(LoweringContext &ctx, const MatMulProblem &problem);
 

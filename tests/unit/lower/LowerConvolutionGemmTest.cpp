@@ -18,6 +18,7 @@
 #include "codegen/kernels/GemmPacking.h"
 #include "codegen/lower/Lowering.h"
 #include "driver/CompiledSession.h"
+#include "runtime/CpuFeatures.h"
 
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
@@ -25,8 +26,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace onnxc {
 namespace {
@@ -91,15 +94,18 @@ std::unique_ptr<Graph> convGraph(const ConvCase &c, const std::string &xType, un
   return parseGraph(header + "(%y: " + y->type().str() + ") {\n" + body + "  return %y\n}\n");
 }
 
-/// Lowers at a GEMM width and checks which kernels the Conv became.
+/// Lowers at a GEMM width (and with the bf16 kernel `bf16`, if given) and
+/// checks which kernels the Conv became.
 std::unique_ptr<JitModel> compileAtWidth(const Graph &graph, int64_t lanes, bool expectGemm,
-                                         size_t expectSteps) {
+                                         size_t expectSteps,
+                                         std::optional<Bf16GemmIsa> bf16 = std::nullopt) {
   const TargetSelection &target = TargetSelection::select({});
   auto context = std::make_unique<llvm::LLVMContext>();
   auto module = std::make_unique<llvm::Module>("conv", *context);
   target.configureModule(*module);
   LoweringOptions options;
   options.gemmLanes = lanes;
+  options.bf16Gemm = bf16;
   ModelPlan plan = lowerGraph(graph, *module, options);
   plan.name = "conv";
   bool gemm = false;
@@ -215,6 +221,41 @@ TEST_P(LowerConvGemm, DeepPatchesAndWideOutput) {
 TEST_P(LowerConvGemm, ThreeDimensional) {
   check({"f32[2, 3, 5, 6, 7]", {8, 3, 2, 3, 2}, "pads = [0, 1, 1, 1, 0, 0], strides = [2, 1, 2]"},
         {{2, 3, 5, 6, 7}});
+}
+
+TEST(LowerConvGemmBf16, EveryKernelTheHostRunsWithinTheBound) {
+  // --precision=bf16 (codegen/kernels/Bf16Gemm.h): Whisper's and ViT's forms
+  // with a fused Gelu, within docs/KERNEL_ACCURACY.md's bound for |x|, |w|
+  // <= 1: (2u + u^2 + gamma) * depth <= 0.0079 * depth, plus the bias.
+  const TargetSelection &host = TargetSelection::select({});
+  std::vector<Bf16GemmIsa> isas = {Bf16GemmIsa::Portable};
+  if (host.hasFeature("avx512bf16") && runtime::checkCpuFeatures("avx512bf16,avx512bw").empty())
+    isas.push_back(Bf16GemmIsa::Avx512Bf16);
+  if (runtime::checkCpuFeatures("avx512bf16,avx512bw,amx-tile,amx-bf16").empty())
+    isas.push_back(Bf16GemmIsa::Amx);
+  for (Bf16GemmIsa isa : isas) {
+    SCOPED_TRACE(bf16GemmIsaName(isa));
+    for (const ConvCase &c :
+         {ConvCase{"f32[1, 20, 300]", {24, 20, 3}, "pads = [1, 1]", true, "Gelu"},
+          ConvCase{"f32[1, 3, 112, 112]", {40, 3, 8, 8}, "strides = [8, 8]"}}) {
+      auto graph = convGraph(c, c.xType, 5);
+      auto model = compileAtWidth(*graph, GemmLanesAvx512, true, 1, isa);
+      Tensor x = randomOf(DType::F32, *graph->inputs()[0]->shape().staticDims(), 3);
+      std::vector<Tensor> expected = runReference(*graph, {{"x", x}});
+      CompiledSession session(model->descriptor(), 2);
+      std::vector<Tensor> actual = session.run({&x});
+      const double depth = double(c.weightDims[1] * c.weightDims[2] *
+                                  (c.weightDims.size() > 3 ? c.weightDims[3] : 1));
+      const double bound = 0.0079 * depth + 1e-5;
+      double worst = 0;
+      for (int64_t i = 0; i < expected[0].numElements(); ++i)
+        worst = std::max(worst,
+                         std::fabs(actual[0].elementAsDouble(i) - expected[0].elementAsDouble(i)));
+      EXPECT_LE(worst, bound) << c.xType;
+      // bf16 really ran: f32 would agree to ~1e-6.
+      EXPECT_GT(worst, 1e-5) << c.xType;
+    }
+  }
 }
 
 TEST_P(LowerConvGemm, ActivationFusesIntoTheStore) {
