@@ -8,7 +8,10 @@
 //
 //   Amx         TDPBF16PS on 16 x 16 f32 tiles: C in 2 x 2 tiles (32 rows x
 //               32 columns), per 32 k two A tiles, two B tiles, four
-//               products; rows short of a whole 32-row tile take Avx512Bf16
+//               products; a last group of 3-31 rows takes a whole tile over
+//               zero rows, 1-2 rows (a decoder's step) take Avx512Bf16; a
+//               tile whose epilogue is at most a bias starts from it and is
+//               stored straight into C
 //   Avx512Bf16  VDPBF16PS zmm: 16 columns x one k pair per instruction, a
 //               tile of up to 12 rows x 32 columns in 24 accumulators
 //   Portable    the same tile with the bf16 values widened to f32 and
@@ -86,9 +89,10 @@ struct Bf16GemmSpec {
   Bf16GemmIsa isa = Bf16GemmIsa::Portable;
 };
 
-/// Rows of A converted per block (a multiple of 32): the block (rows *
-/// kPadded * 2 bytes, on the kernel's stack) stays within 192 KiB of L2 while
-/// B's panels stream past it.
+/// Rows of A converted per block (a multiple of 32, at most 256): the block
+/// (rows * kPadded * 2 bytes, on the kernel's stack) stays within 384 KiB of
+/// L2 while B's panels stream past it; each panel is then read once per
+/// block (at K = 3072, 64 rows rather than 32 read it half as often: +25%).
 int64_t bf16GemmBlockRows(int64_t k);
 
 /// C signature: rows [rowBegin, rowEnd) and columns [colBegin, colEnd) of

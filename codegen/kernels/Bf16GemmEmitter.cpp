@@ -38,6 +38,10 @@ constexpr int64_t kPanel = 2 * kLanes; // columns per packed panel
 constexpr int64_t kAmxRows = 32;       // rows of C per AMX tile group (2 x 16)
 constexpr int64_t kVectorRows = 12;    // rows of a vector tile (24 accumulators)
 constexpr int64_t kRowPadding = 4;     // zero rows after a block (the tail tile's overrun)
+// Rows from which a short last group takes a whole AMX tile over zero rows:
+// a 32-row tile costs about what 3 rows cost on VDPBF16PS (Sapphire Rapids:
+// ~1,100 against ~95 GFLOP/s). Fewer rows, a decoder's step, stay on vectors.
+constexpr int64_t kAmxMinRows = 3;
 constexpr std::array<int64_t, 5> kTileVariants = {1, 2, 4, 8, kVectorRows};
 
 /// The kernel's arguments, in Bf16GemmFn's order.
@@ -62,12 +66,19 @@ private:
   void loop(llvm::Value *begin, llvm::Value *end, int64_t step,
             llvm::function_ref<void(llvm::Value *)> body);
   void ifThen(llvm::Value *condition, llvm::function_ref<void()> then);
+  void ifThenElse(llvm::Value *condition, llvm::function_ref<void()> then,
+                  llvm::function_ref<void()> otherwise);
   void callX86(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value *> operands);
 
   /// Rounds 16 floats to bf16 (nearest even, NaN kept quiet): <16 x i16>.
   llvm::Value *roundToBf16(llvm::Value *floats);
-  /// Rows [row, row + rows) of A into the bf16 block, zero padded.
-  void packBlock(const Arguments &args, llvm::Value *row, llvm::Value *rows);
+  /// Rows [row, row + rows) of A into the bf16 block, zero padded to
+  /// `padded` rows (and kRowPadding more).
+  void packBlock(const Arguments &args, llvm::Value *row, llvm::Value *rows, llvm::Value *padded);
+  /// Rounds 16 floats to bf16: VCVTNEPS2BF16 where the kernel has it (its
+  /// flushing of denormal inputs is what the products do to them anyway),
+  /// else roundToBf16.
+  llvm::Value *convert(llvm::Value *floats);
 
   /// Lanes of half `half` of a panel that are < width.
   llvm::Value *laneMask(llvm::Value *width, int half);
@@ -79,9 +90,15 @@ private:
   /// 32 rows at block row `tileRow`, columns of `panel`, into the scratch,
   /// prefetching into L2 `perStep` lines per k step of `nextPanel` from
   /// line `firstLine` on.
+  /// With `direct`, the tile starts from the bias (or zero) and is stored
+  /// straight into C: for a whole 32 x 32 tile when the epilogue is at most
+  /// a bias (directTiles()).
   void amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *nextPanel,
                llvm::Value *firstLine, llvm::Value *perStep, const Arguments &args,
-               llvm::Value *row, llvm::Value *col);
+               llvm::Value *row, llvm::Value *col, bool direct);
+  bool directTiles() const {
+    return spec_.epilogue.activation == GemmActivation::None && !spec_.epilogue.residual;
+  }
   /// Prefetches line `line` (of 64: 32 rows x 2) of the C tile at (row,
   /// col) for writing, and of the residual's for reading.
   void prefetchOutputLine(const Arguments &args, llvm::Value *row, llvm::Value *col,
@@ -124,7 +141,7 @@ Bf16GemmIR::Bf16GemmIR(llvm::Function &function, const Bf16GemmSpec &spec)
     alloca->setAlignment(llvm::Align(64));
     return alloca;
   };
-  aBlock_ = buffer(i16_, (blockRows_ + kRowPadding) * kPadded_, "aBlock");
+  aBlock_ = buffer(i16_, (blockRows_ + kRowPadding) * kPadded_, "aBlock"); // see packBlock
   scratch_ = buffer(f32_, kAmxRows * kPanel, "tile");
   if (spec_.isa == Bf16GemmIsa::Amx)
     tileConfig_ = buffer(ir_.getInt8Ty(), 64, "tileConfig");
@@ -139,6 +156,22 @@ void Bf16GemmIR::loop(llvm::Value *begin, llvm::Value *end, int64_t step,
                     body(iv);
                     return std::vector<llvm::Value *>{};
                   });
+}
+
+void Bf16GemmIR::ifThenElse(llvm::Value *condition, llvm::function_ref<void()> then,
+                            llvm::function_ref<void()> otherwise) {
+  llvm::Function *function = ir_.GetInsertBlock()->getParent();
+  auto *thenBlock = llvm::BasicBlock::Create(function->getContext(), "then", function);
+  auto *elseBlock = llvm::BasicBlock::Create(function->getContext(), "else", function);
+  auto *done = llvm::BasicBlock::Create(function->getContext(), "endif", function);
+  ir_.CreateCondBr(condition, thenBlock, elseBlock);
+  ir_.SetInsertPoint(thenBlock);
+  then();
+  ir_.CreateBr(done);
+  ir_.SetInsertPoint(elseBlock);
+  otherwise();
+  ir_.CreateBr(done);
+  ir_.SetInsertPoint(done);
 }
 
 void Bf16GemmIR::ifThen(llvm::Value *condition, llvm::function_ref<void()> then) {
@@ -169,7 +202,17 @@ llvm::Value *Bf16GemmIR::roundToBf16(llvm::Value *floats) {
   return ir_.CreateTrunc(result, llvm::FixedVectorType::get(i16_, kLanes));
 }
 
-void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value *rows) {
+llvm::Value *Bf16GemmIR::convert(llvm::Value *floats) {
+  if (spec_.isa == Bf16GemmIsa::Portable)
+    return roundToBf16(floats);
+  llvm::Value *halves = ir_.CreateCall(
+      llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_512),
+      {floats});
+  return ir_.CreateBitCast(halves, llvm::FixedVectorType::get(i16_, kLanes));
+}
+
+void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value *rows,
+                           llvm::Value *padded) {
   const int64_t k = spec_.k, fullVectors = k / kLanes, tail = k % kLanes;
   llvm::Type *halfs = llvm::FixedVectorType::get(i16_, kLanes);
   loop(i64(0), rows, 1, [&](llvm::Value *r) {
@@ -177,7 +220,7 @@ void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value 
     llvm::Value *target = at(i16_, aBlock_, ir_.CreateMul(r, i64(kPadded_)));
     loop(i64(0), i64(fullVectors * kLanes), kLanes, [&](llvm::Value *col) {
       llvm::Value *values = ir_.CreateAlignedLoad(floats_, at(f32_, source, col), llvm::Align(4));
-      ir_.CreateAlignedStore(roundToBf16(values), at(i16_, target, col), llvm::Align(2));
+      ir_.CreateAlignedStore(convert(values), at(i16_, target, col), llvm::Align(2));
     });
     int64_t written = fullVectors * kLanes;
     if (tail) {
@@ -187,16 +230,18 @@ void Bf16GemmIR::packBlock(const Arguments &args, llvm::Value *row, llvm::Value 
       llvm::Value *values = ir_.CreateMaskedLoad(floats_, at(f32_, source, i64(written)),
                                                  llvm::Align(4), llvm::ConstantVector::get(lanes),
                                                  llvm::Constant::getNullValue(floats_));
-      ir_.CreateAlignedStore(roundToBf16(values), at(i16_, target, i64(written)), llvm::Align(2));
+      ir_.CreateAlignedStore(convert(values), at(i16_, target, i64(written)), llvm::Align(2));
       written += kLanes;
     }
     for (; written < kPadded_; written += kLanes)
       ir_.CreateAlignedStore(llvm::Constant::getNullValue(halfs), at(i16_, target, i64(written)),
                              llvm::Align(2));
   });
-  // The tail tile reads up to kRowPadding rows past the block's last.
+  // A short AMX tile reads zero rows up to `padded`, the vector tail tile up
+  // to kRowPadding rows past the block's last.
+  llvm::Value *zeroRows = ir_.CreateAdd(ir_.CreateSub(padded, rows), i64(kRowPadding));
   ir_.CreateMemSet(at(i16_, aBlock_, ir_.CreateMul(rows, i64(kPadded_))), ir_.getInt8(0),
-                   i64(kRowPadding * kPadded_ * 2), llvm::Align(2));
+                   ir_.CreateMul(zeroRows, i64(kPadded_ * 2)), llvm::Align(2));
 }
 
 llvm::Value *Bf16GemmIR::laneMask(llvm::Value *width, int half) {
@@ -256,12 +301,17 @@ void Bf16GemmIR::prefetchOutputLine(const Arguments &args, llvm::Value *row, llv
 
 void Bf16GemmIR::amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *nextPanel,
                          llvm::Value *firstLine, llvm::Value *perStep, const Arguments &args,
-                         llvm::Value *row, llvm::Value *col) {
+                         llvm::Value *row, llvm::Value *col, bool direct) {
   auto tile = [&](int number) { return ir_.getInt8(uint8_t(number)); };
   llvm::Function *prefetch =
       llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ir_.getPtrTy()});
-  for (int c = 0; c < 4; ++c)
-    callX86(llvm::Intrinsic::x86_tilezero, {tile(c)});
+  for (int c = 0; c < 4; ++c) {
+    if (direct && spec_.epilogue.bias) // every row of the tile is the bias (stride 0)
+      callX86(llvm::Intrinsic::x86_tileloadd64,
+              {tile(c), at(f32_, args.bias, ir_.CreateAdd(col, i64((c % 2) * kLanes))), i64(0)});
+    else
+      callX86(llvm::Intrinsic::x86_tilezero, {tile(c)});
+  }
   llvm::Value *aRows = at(i16_, aBlock_, ir_.CreateMul(tileRow, i64(kPadded_)));
   llvm::Value *aStride = i64(kPadded_ * 2);
   // The tile's 64 lines of C (and of the residual) are written after the
@@ -302,6 +352,14 @@ void Bf16GemmIR::amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *
     });
   });
   for (int c = 0; c < 4; ++c) {
+    if (direct) {
+      llvm::Value *outRow = ir_.CreateAdd(row, i64((c / 2) * 16));
+      llvm::Value *offset =
+          ir_.CreateAdd(ir_.CreateMul(outRow, args.ldc), ir_.CreateAdd(col, i64((c % 2) * kLanes)));
+      callX86(llvm::Intrinsic::x86_tilestored64,
+              {tile(c), at(f32_, args.c, offset), ir_.CreateMul(args.ldc, i64(4))});
+      continue;
+    }
     int64_t offset = (c / 2) * 16 * kPanel + (c % 2) * kLanes;
     callX86(llvm::Intrinsic::x86_tilestored64,
             {tile(c), at(f32_, scratch_, i64(offset)), i64(kPanel * 4)});
@@ -420,14 +478,23 @@ void Bf16GemmIR::vectorRows(const Arguments &args, llvm::Value *first, llvm::Val
 void Bf16GemmIR::emit(const Arguments &args) {
   const bool amx = spec_.isa == Bf16GemmIsa::Amx;
   llvm::Value *useTiles =
-      amx ? ir_.CreateICmpSGE(ir_.CreateSub(args.rowEnd, args.rowBegin), i64(kAmxRows)) : nullptr;
+      amx ? ir_.CreateICmpSGE(ir_.CreateSub(args.rowEnd, args.rowBegin), i64(kAmxMinRows))
+          : nullptr;
   if (amx)
     ifThen(useTiles, [&] { configureTiles(); });
   loop(args.rowBegin, args.rowEnd, blockRows_, [&](llvm::Value *blockRow) {
     llvm::Value *rows = min(i64(blockRows_), ir_.CreateSub(args.rowEnd, blockRow));
-    packBlock(args, blockRow, rows);
-    llvm::Value *amxRows =
-        amx ? ir_.CreateMul(ir_.CreateSDiv(rows, i64(kAmxRows)), i64(kAmxRows)) : i64(0);
+    // Whole tiles, and a last one over zero rows when at least kAmxMinRows
+    // remain (rows <= blockRows_, a multiple of 32: it fits the block).
+    llvm::Value *amxRows = i64(0);
+    if (amx) {
+      llvm::Value *whole = ir_.CreateMul(ir_.CreateSDiv(rows, i64(kAmxRows)), i64(kAmxRows));
+      llvm::Value *rounded = ir_.CreateAdd(whole, i64(kAmxRows));
+      amxRows = ir_.CreateSelect(ir_.CreateICmpSGE(ir_.CreateSub(rows, whole), i64(kAmxMinRows)),
+                                 rounded, whole);
+    }
+    packBlock(args, blockRow, rows,
+              ir_.CreateSelect(ir_.CreateICmpSGT(amxRows, rows), amxRows, rows));
     loop(args.colBegin, args.colEnd, kPanel, [&](llvm::Value *col) {
       llvm::Value *width = ir_.CreateSub(args.colEnd, col);
       std::array<llvm::Value *, 2> masks = {laneMask(width, 0), laneMask(width, 1)};
@@ -447,12 +514,28 @@ void Bf16GemmIR::emit(const Arguments &args) {
           llvm::Value *firstLine =
               ir_.CreateMul(ir_.CreateSDiv(tileRow, i64(kAmxRows)),
                             ir_.CreateMul(perStep, i64(kPadded_ / Bf16GemmDepthStep)));
-          amxTile(tileRow, panel, nextPanel, firstLine, perStep, args,
-                  ir_.CreateAdd(blockRow, tileRow), col);
-          storeScratch(args, ir_.CreateAdd(blockRow, tileRow), i64(kAmxRows), col, masks);
+          llvm::Value *outRow = ir_.CreateAdd(blockRow, tileRow);
+          auto throughScratch = [&] {
+            amxTile(tileRow, panel, nextPanel, firstLine, perStep, args, outRow, col, false);
+            storeScratch(args, outRow, min(i64(kAmxRows), ir_.CreateSub(rows, tileRow)), col,
+                         masks);
+          };
+          if (!directTiles()) {
+            throughScratch();
+            return;
+          }
+          llvm::Value *whole =
+              ir_.CreateAnd(ir_.CreateICmpSGE(width, i64(kPanel)),
+                            ir_.CreateICmpSGE(ir_.CreateSub(rows, tileRow), i64(kAmxRows)));
+          ifThenElse(
+              whole,
+              [&] {
+                amxTile(tileRow, panel, nextPanel, firstLine, perStep, args, outRow, col, true);
+              },
+              throughScratch);
         });
       }
-      vectorRows(args, amxRows, rows, blockRow, panel, col, masks);
+      vectorRows(args, min(amxRows, rows), rows, blockRow, panel, col, masks);
     });
   });
   if (amx)

@@ -30,7 +30,7 @@ const char *bf16GemmIsaName(Bf16GemmIsa isa) {
 }
 
 int64_t bf16GemmBlockRows(int64_t k) {
-  constexpr int64_t kBlockBytes = 192 * 1024, kTile = 32, kMaxRows = 256;
+  constexpr int64_t kBlockBytes = 384 * 1024, kTile = 32, kMaxRows = 256;
   const int64_t rows = kBlockBytes / (bf16GemmPaddedDepth(k) * 2) / kTile * kTile;
   return std::clamp<int64_t>(rows, kTile, kMaxRows);
 }

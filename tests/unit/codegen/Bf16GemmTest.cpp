@@ -176,11 +176,16 @@ TEST_P(Bf16GemmTest, EveryTailWithinTheBound) {
 
 TEST_P(Bf16GemmTest, EpilogueAndSubRanges) {
   KernelJit jit = KernelJit::forHost();
-  Problem p(83, 96, 100, 7);
-  p.epilogue = {true, GemmActivation::Relu, true};
-  // Rows from the middle (a thread's share), columns from panel 1 to N.
-  Ranges range{17, 81, 32, 100};
-  expectWithinBounds(p, range, run(jit, GetParam(), p, range), "epilogue, sub-range");
+  // Bias + ReLU + residual goes through the tile scratch; a bias alone starts
+  // whole AMX tiles from it and stores them straight into C.
+  for (GemmEpilogue epilogue : {GemmEpilogue{true, GemmActivation::Relu, true},
+                                GemmEpilogue{true, GemmActivation::None, false}}) {
+    Problem p(83, 96, 100, 7);
+    p.epilogue = epilogue;
+    // Rows from the middle (a thread's share), columns from panel 1 to N.
+    Ranges range{17, 81, 32, 100};
+    expectWithinBounds(p, range, run(jit, GetParam(), p, range), "epilogue, sub-range");
+  }
 }
 
 TEST_P(Bf16GemmTest, LargeDynamicRangeAndCancellation) {
