@@ -99,16 +99,21 @@ def main() -> int:
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill run (0: none)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--precision", default="f32",
+                        help="onnxc's --precision (f32, bf16, auto); bf16 greedy tokens may differ from ORT's f32 ones")
     args = parser.parse_args()
 
     model = build_model(args.models)
-    library = os.path.join(args.models, "gpt2_small_past_op17.so")
+    suffix = "" if args.precision == "f32" else f"_{args.precision}"
+    library = os.path.join(args.models, f"gpt2_small_past_op17{suffix}.so")
     if not os.path.exists(library) or os.path.getmtime(library) < os.path.getmtime(args.onnxc):
         start = time.time()
-        subprocess.run([args.onnxc, "compile", model, "-o", library], check=True, capture_output=True)
+        subprocess.run([args.onnxc, "compile", model, "-o", library, "--precision", args.precision],
+                       check=True, capture_output=True)
         print(f"compiled {library} in {time.time() - start:.0f} s", flush=True)
 
-    print(f"GPT-2 small with a KV cache, batch 1, {args.threads} thread(s), {args.new_tokens} greedy tokens")
+    print(f"GPT-2 small with a KV cache, batch 1, {args.threads} thread(s), {args.new_tokens} greedy tokens, "
+          f"onnxc at {args.precision}")
     print(f"{'context':>8} {'onnxc ms/token':>15} {'ORT ms/token':>13} {'ratio':>6}  tokens")
     for context in (int(c) for c in args.contexts.split(",")):
         if context + args.new_tokens > GPT2_SMALL["positions"]:
