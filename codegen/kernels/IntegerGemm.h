@@ -68,15 +68,19 @@ namespace onnxc {
 
 class TargetSelection;
 
-enum class IntegerGemmIsa { Generic, Avx2, AvxVnni, Avx512Vnni };
+enum class IntegerGemmIsa { Generic, Avx2, AvxVnni, Avx512Vnni, Amx };
 
-/// The best kernel for the target: AVX512-VNNI (with AVX-512F/BW) -> 512-bit
-/// VNNI; AVX-VNNI or AVX512-VNNI+VL -> 256-bit VNNI; AVX2 -> the
-/// vpmaddubsw kernel; anything else -> Generic.
+/// The best kernel for the target: AMX-INT8 (with AVX512-VNNI/BW) -> Amx,
+/// whose 32-row tiles are TDPBUSD on 16 x 16 s32 tiles (the same packed B:
+/// a group row of a panel half is one tile row) and whose other rows run the
+/// 512-bit VNNI kernel; AVX512-VNNI (with AVX-512F/BW) -> 512-bit VNNI;
+/// AVX-VNNI or AVX512-VNNI+VL -> 256-bit VNNI; AVX2 -> the vpmaddubsw
+/// kernel; anything else -> Generic. Every choice computes the same exact
+/// integers.
 IntegerGemmIsa chooseIntegerGemmIsa(const TargetSelection &target);
 const char *integerGemmIsaName(IntegerGemmIsa isa);
 
-/// i32 lanes per vector: 16 for Avx512Vnni, else 8.
+/// i32 lanes per vector: 16 for Avx512Vnni and Amx, else 8.
 int64_t integerGemmLanes(IntegerGemmIsa isa);
 /// Rows of the register tile: 6, or 4 where only 16 vector registers may
 /// exist (Avx2 and Generic).
@@ -93,6 +97,11 @@ bool integerGemmAvx2IsExact(const void *weights, bool unsignedWeights, int64_t k
                             bool transposed = false);
 
 inline int64_t integerGemmPaddedDepth(int64_t k) { return (k + 3) / 4 * 4; }
+/// The depth A rows and packed B are padded to for `isa`: whole groups of 4,
+/// or whole AMX steps of 64 (a tile row is 64 bytes).
+inline int64_t integerGemmPaddedDepth(int64_t k, IntegerGemmIsa isa) {
+  return isa == IntegerGemmIsa::Amx ? (k + 63) / 64 * 64 : integerGemmPaddedDepth(k);
+}
 inline int64_t integerGemmPaddedColumns(int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr; }
 
 /// B and the per-column terms of the store, ready to embed as constants.

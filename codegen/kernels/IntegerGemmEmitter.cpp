@@ -37,24 +37,57 @@ public:
   TileEmitter(GemmIRBuilder &loops, llvm::Function &function, const IntegerGemmSpec &spec)
       : loops_(loops), ir_(loops.ir()), function_(function), spec_(spec),
         lanes_(integerGemmLanes(spec.isa)), nr_(2 * lanes_), mr_(integerGemmRows(spec.isa)),
-        kPadded_(integerGemmPaddedDepth(spec.k)), nPadded_(integerGemmPaddedColumns(spec.n, nr_)) {
+        kPadded_(integerGemmPaddedDepth(spec.k, spec.isa)),
+        nPadded_(integerGemmPaddedColumns(spec.n, nr_)) {
     i32_ = ir_.getInt32Ty();
     intVector_ = llvm::FixedVectorType::get(i32_, unsigned(lanes_));
     floatVector_ = llvm::FixedVectorType::get(ir_.getFloatTy(), unsigned(lanes_));
   }
 
   void emit() {
+    llvm::Value *useTiles = nullptr;
+    if (spec_.isa == IntegerGemmIsa::Amx) {
+      auto buffer = [&](llvm::Type *type, int64_t count, const char *name) {
+        auto *alloca = ir_.CreateAlloca(llvm::ArrayType::get(type, uint64_t(count)), nullptr, name);
+        alloca->setAlignment(llvm::Align(64));
+        return alloca;
+      };
+      tileConfig_ = buffer(ir_.getInt8Ty(), 64, "tileConfig");
+      tileScratch_ = buffer(i32_, kAmxRows * nr_, "tileScratch");
+      useTiles = ir_.CreateICmpSGE(ir_.CreateSub(arg(6), arg(5)), index(kAmxRows));
+      loops_.emitIf(useTiles, [&] { configureTiles(); });
+    }
     const int64_t fullPanels = spec_.n / nr_;
     loops_.emitLoop(index(0), index(fullPanels), 1,
                     [&](llvm::Value *panel) { emitPanel(ir_.CreateMul(panel, index(nr_)), nr_); });
     if (fullPanels * nr_ != spec_.n)
       emitPanel(index(fullPanels * nr_), spec_.n - fullPanels * nr_);
+    if (useTiles)
+      loops_.emitIf(useTiles, [&] { callX86(llvm::Intrinsic::x86_tilerelease, {}); });
   }
 
 private:
   using Accumulators = std::array<llvm::Value *, MaxRows * 2>;
 
+  static constexpr int64_t kAmxRows = 32;
+
   llvm::Value *arg(unsigned i) { return function_.getArg(i); }
+  void callX86(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value *> operands) {
+    ir_.CreateCall(llvm::Intrinsic::getDeclaration(function_.getParent(), id), operands);
+  }
+  llvm::Value *tile(int number) { return ir_.getInt8(uint8_t(number)); }
+
+  /// Palette 1; tiles 0-3 hold C (s32), 4-5 A, 6-7 B: 16 rows of 64 bytes.
+  void configureTiles() {
+    ir_.CreateMemSet(tileConfig_, ir_.getInt8(0), 64, llvm::Align(64));
+    ir_.CreateStore(ir_.getInt8(1), tileConfig_);
+    for (int t = 0; t < 8; ++t) {
+      ir_.CreateStore(ir_.getInt16(64), byteAt(tileConfig_, index(16 + 2 * t)));
+      ir_.CreateStore(ir_.getInt8(16), byteAt(tileConfig_, index(48 + t)));
+    }
+    callX86(llvm::Intrinsic::x86_ldtilecfg, {tileConfig_});
+  }
+
   llvm::Value *index(int64_t value) { return ir_.getInt64(value); }
   llvm::Value *byteAt(llvm::Value *base, llvm::Value *offset) {
     return ir_.CreateInBoundsGEP(ir_.getInt8Ty(), base, offset);
@@ -99,10 +132,11 @@ private:
   llvm::Value *dot4(llvm::Value *sum, llvm::Value *a, llvm::Value *b) {
     llvm::Module &module = *function_.getParent();
     switch (spec_.isa) {
+    case IntegerGemmIsa::Amx: // rows short of a tile: the 512-bit VNNI kernel
     case IntegerGemmIsa::Avx512Vnni:
     case IntegerGemmIsa::AvxVnni: {
-      auto id = spec_.isa == IntegerGemmIsa::Avx512Vnni ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
-                                                        : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+      auto id = spec_.isa == IntegerGemmIsa::AvxVnni ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                                     : llvm::Intrinsic::x86_avx512_vpdpbusd_512;
       llvm::Function *vnni = llvm::Intrinsic::getDeclaration(&module, id);
       // LLVM 19 types the operands as i32 vectors; later versions as bytes.
       llvm::FunctionType *type = vnni->getFunctionType();
@@ -275,10 +309,54 @@ private:
     }
   }
 
+  /// Rows [row, row + 32) x the panel at `bPanel` on TDPBUSD tiles: per 64
+  /// k, two A tiles (rows of A in place, lda apart) and two B tiles (the
+  /// panel's group rows, 128 bytes apart: columns 0-15, then 16-31); the
+  /// sums go to the tile scratch, then through the vector kernels' store.
+  void emitAmxTile(const ColumnTerms &terms, llvm::Value *row, llvm::Value *col,
+                   llvm::Value *bPanel) {
+    for (int c = 0; c < 4; ++c)
+      callX86(llvm::Intrinsic::x86_tilezero, {tile(c)});
+    llvm::Value *a0 = byteAt(arg(0), ir_.CreateMul(row, arg(1)));
+    llvm::Value *a1 = byteAt(a0, ir_.CreateMul(index(16), arg(1)));
+    loops_.emitLoop(index(0), index(kPadded_), 64, [&](llvm::Value *k) {
+      llvm::Value *b0 = byteAt(bPanel, ir_.CreateMul(k, index(nr_)));
+      callX86(llvm::Intrinsic::x86_tileloadd64, {tile(4), byteAt(a0, k), arg(1)});
+      callX86(llvm::Intrinsic::x86_tileloadd64, {tile(6), b0, index(nr_ * 4)});
+      callX86(llvm::Intrinsic::x86_tdpbusd, {tile(0), tile(4), tile(6)});
+      callX86(llvm::Intrinsic::x86_tileloadd64, {tile(7), byteAt(b0, index(64)), index(nr_ * 4)});
+      callX86(llvm::Intrinsic::x86_tdpbusd, {tile(1), tile(4), tile(7)});
+      callX86(llvm::Intrinsic::x86_tileloadd64, {tile(5), byteAt(a1, k), arg(1)});
+      callX86(llvm::Intrinsic::x86_tdpbusd, {tile(2), tile(5), tile(6)});
+      callX86(llvm::Intrinsic::x86_tdpbusd, {tile(3), tile(5), tile(7)});
+    });
+    for (int c = 0; c < 4; ++c)
+      callX86(llvm::Intrinsic::x86_tilestored64,
+              {tile(c), wordAt(tileScratch_, index((c / 2) * 16 * nr_ + (c % 2) * lanes_)),
+               index(nr_ * 4)});
+    loops_.emitLoop(index(0), index(kAmxRows), 1, [&](llvm::Value *r) {
+      Accumulators acc{};
+      for (int half = 0; half < 2; ++half)
+        acc[size_t(half)] = ir_.CreateAlignedLoad(
+            intVector_,
+            wordAt(tileScratch_, ir_.CreateAdd(ir_.CreateMul(r, index(nr_)), index(half * lanes_))),
+            llvm::Align(64));
+      emitStoreRow(terms, acc, 0, ir_.CreateAdd(row, r), col);
+    });
+  }
+
   void emitPanel(llvm::Value *col, int64_t width) {
     ColumnTerms terms = loadColumnTerms(col, width);
     llvm::Value *bPanel = byteAt(arg(2), ir_.CreateMul(col, index(kPadded_)));
     llvm::Value *rowBegin = arg(5), *rowEnd = arg(6);
+    if (spec_.isa == IntegerGemmIsa::Amx) {
+      // Whole 32-row tiles on TDPBUSD; the rows after them on vectors.
+      llvm::Value *tiles = ir_.CreateSDiv(ir_.CreateSub(rowEnd, rowBegin), index(kAmxRows));
+      llvm::Value *tileEnd = ir_.CreateAdd(rowBegin, ir_.CreateMul(tiles, index(kAmxRows)));
+      loops_.emitLoop(rowBegin, tileEnd, kAmxRows,
+                      [&](llvm::Value *row) { emitAmxTile(terms, row, col, bPanel); });
+      rowBegin = tileEnd;
+    }
     loops_.emitLoop(rowBegin, rowEnd, mr_, [&](llvm::Value *row) {
       llvm::Value *tileRows = min(index(mr_), ir_.CreateSub(rowEnd, row));
       std::array<llvm::Value *, MaxRows> rows{};
@@ -310,6 +388,7 @@ private:
   const int64_t lanes_, nr_, mr_, kPadded_, nPadded_;
   llvm::Type *i32_;
   llvm::VectorType *intVector_, *floatVector_;
+  llvm::Value *tileConfig_ = nullptr, *tileScratch_ = nullptr;
 };
 
 } // namespace
@@ -340,7 +419,7 @@ llvm::Function *emitIntegerGemm(llvm::Module &module, const IntegerGemmSpec &spe
   function->addFnAttr(llvm::Attribute::NoFree);
   // As the fp32 kernel: keep <16 x i32> whole zmm registers on CPUs tuned
   // for 256-bit vectors.
-  if (spec.isa == IntegerGemmIsa::Avx512Vnni)
+  if (spec.isa == IntegerGemmIsa::Avx512Vnni || spec.isa == IntegerGemmIsa::Amx)
     function->addFnAttr("min-legal-vector-width", "512");
 
   // GemmIRBuilder serves only as the loop and branch emitter here (its

@@ -12,7 +12,9 @@ namespace onnxc {
 
 IntegerGemmIsa chooseIntegerGemmIsa(const TargetSelection &target) {
   if (target.hasFeature("avx512vnni") && target.hasFeature("avx512bw"))
-    return IntegerGemmIsa::Avx512Vnni;
+    return target.hasFeature("amx-int8") && target.hasFeature("amx-tile")
+               ? IntegerGemmIsa::Amx
+               : IntegerGemmIsa::Avx512Vnni;
   if (target.hasFeature("avxvnni") ||
       (target.hasFeature("avx512vnni") && target.hasFeature("avx512vl")))
     return IntegerGemmIsa::AvxVnni;
@@ -31,11 +33,15 @@ const char *integerGemmIsaName(IntegerGemmIsa isa) {
     return "avx-vnni";
   case IntegerGemmIsa::Avx512Vnni:
     return "avx512-vnni";
+  case IntegerGemmIsa::Amx:
+    return "amx-int8";
   }
   return "?";
 }
 
-int64_t integerGemmLanes(IntegerGemmIsa isa) { return isa == IntegerGemmIsa::Avx512Vnni ? 16 : 8; }
+int64_t integerGemmLanes(IntegerGemmIsa isa) {
+  return isa == IntegerGemmIsa::Avx512Vnni || isa == IntegerGemmIsa::Amx ? 16 : 8;
+}
 
 int64_t integerGemmRows(IntegerGemmIsa isa) {
   return isa == IntegerGemmIsa::Avx2 || isa == IntegerGemmIsa::Generic ? 4 : 6;
@@ -76,7 +82,7 @@ PackedIntegerWeights packIntegerGemmWeights(const void *weights, bool unsignedWe
   const bool scalePerColumn = perColumn(scales.size(), "the scale");
   const bool zeroPerColumn = perColumn(zeroPoints.size(), "the zero point");
   const int64_t nr = 2 * integerGemmLanes(isa);
-  const int64_t kPadded = integerGemmPaddedDepth(k), nPadded = integerGemmPaddedColumns(n, nr);
+  const int64_t kPadded = integerGemmPaddedDepth(k, isa), nPadded = integerGemmPaddedColumns(n, nr);
   // u8 weights become s8 by subtracting 128 from weights and zero points
   // alike, which leaves every (w - zero) unchanged.
   const int32_t shift = unsignedWeights ? 128 : 0;

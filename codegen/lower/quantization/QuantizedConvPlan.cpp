@@ -116,6 +116,10 @@ void packQuantizedConvWeights(LoweringContext &ctx, QuantizedConvPlan &plan,
         permuted[size_t(m * p.depth + tap * p.channels + c)] =
             source[(m * p.channels + c) * taps + tap];
   plan.spec.isa = ctx.integerGemmIsa();
+  // The patch rows are padded to groups of 4 (planQuantizedConvGeometry sizes
+  // the blocks by them), not to AMX's 64: Conv stays on 512-bit VNNI.
+  if (plan.spec.isa == IntegerGemmIsa::Amx)
+    plan.spec.isa = IntegerGemmIsa::Avx512Vnni;
   // vpmaddubsw clamps pair sums to s16: weights that can reach the clamp
   // take the exact generic kernel instead (IntegerGemm.h).
   if (plan.spec.isa == IntegerGemmIsa::Avx2 &&

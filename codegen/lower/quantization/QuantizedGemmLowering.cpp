@@ -219,7 +219,6 @@ void planShape(LoweringContext &ctx, QuantizedMatMulPlan &plan) {
     ctx.unsupported(*plan.node, "the weights need positive constant dims, got " + w.str());
   plan.k = *k;
   plan.n = *n;
-  plan.kPadded = integerGemmPaddedDepth(plan.k);
   for (size_t i = 0; i + 1 < a.rank(); ++i)
     plan.rows = plan.rows * a[i];
   plan.isa = ctx.integerGemmIsa();
@@ -231,7 +230,8 @@ void planShape(LoweringContext &ctx, QuantizedMatMulPlan &plan) {
                                 plan.transposed))
       plan.isa = IntegerGemmIsa::Generic;
   }
-  plan.lanes = plan.isa == IntegerGemmIsa::Avx512Vnni ? 16 : 8;
+  plan.kPadded = integerGemmPaddedDepth(plan.k, plan.isa);
+  plan.lanes = integerGemmLanes(plan.isa);
   plan.spec.k = plan.k;
   plan.spec.n = plan.n;
   plan.spec.isa = plan.isa;
@@ -260,6 +260,8 @@ void emitGemm(LoweringContext &ctx, const QuantizedMatMulPlan &plan) {
   spec.name = ctx.uniqueName("qgemm_kernel");
   spec.bias = plan.bias != nullptr;
   llvm::Function *gemm = emitIntegerGemm(ctx.module(), spec);
+  if (spec.isa == IntegerGemmIsa::Amx)
+    ctx.requireCpuFeatures("amx-tile,amx-int8,avx512vnni,avx512bw");
   gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
 
   // Tasks of whole tiles (12 rows: both tile heights) and >= 256K

@@ -1,6 +1,6 @@
 //===- tests/unit/codegen/IntegerGemmTest.cpp - u8 x s8 GEMM kernels vs a reference ===//
 //
-// Every kernel variant (512-bit VNNI, AVX-VNNI, AVX2, generic) is emitted,
+// Every kernel variant (AMX-INT8, 512-bit VNNI, AVX-VNNI, AVX2, generic) is emitted,
 // JIT-compiled for the host (which must have the instructions; the tests of
 // a variant the host lacks are skipped) and compared bit for bit with an
 // integer reference of IntegerGemm.h's formula. C sits in a larger buffer
@@ -14,6 +14,7 @@
 #include "codegen/KernelJit.h"
 #include "codegen/TargetSelection.h"
 #include "ir/Error.h"
+#include "runtime/CpuFeatures.h"
 
 #include <gtest/gtest.h>
 
@@ -30,7 +31,8 @@ namespace {
 
 constexpr float Sentinel = -12345.0f;
 const IntegerGemmIsa AllIsas[] = {IntegerGemmIsa::Generic, IntegerGemmIsa::Avx2,
-                                  IntegerGemmIsa::AvxVnni, IntegerGemmIsa::Avx512Vnni};
+                                  IntegerGemmIsa::AvxVnni, IntegerGemmIsa::Avx512Vnni,
+                                  IntegerGemmIsa::Amx};
 
 bool hostRuns(IntegerGemmIsa isa) {
   static const TargetSelection host = TargetSelection::select();
@@ -44,6 +46,9 @@ bool hostRuns(IntegerGemmIsa isa) {
            (host.hasFeature("avx512vnni") && host.hasFeature("avx512vl"));
   case IntegerGemmIsa::Avx512Vnni:
     return host.hasFeature("avx512vnni") && host.hasFeature("avx512bw");
+  case IntegerGemmIsa::Amx:
+    // The CPU, and the operating system's grant of the tile state.
+    return runtime::checkCpuFeatures("amx-tile,amx-int8,avx512vnni,avx512bw").empty();
   }
   return false;
 }
@@ -62,7 +67,8 @@ struct Problem {
 
   /// Weights uniform in [lo, hi] (as s8, or u8 when lo >= 0 and `u8`).
   Problem(int64_t m, int64_t k, int64_t n, int lo, int hi, bool u8, bool perColumn, unsigned seed)
-      : m(m), k(k), n(n), lda(integerGemmPaddedDepth(k) + 4), ldc(n + 3), unsignedWeights(u8) {
+      : m(m), k(k), n(n), lda(integerGemmPaddedDepth(k, IntegerGemmIsa::Amx) + 4), ldc(n + 3),
+        unsignedWeights(u8) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> byte(0, 255), weight(lo, hi), zero(lo / 2, hi / 2);
     a.assign(size_t(m * lda), 0);
@@ -156,8 +162,10 @@ struct Shape {
   int64_t m, k, n;
 };
 // Tiles and panels whole and partial at both widths; K = 1 (one padded
-// group), K not a multiple of 4; M = 1.
-const Shape Shapes[] = {{1, 1, 1}, {1, 37, 45}, {6, 64, 32}, {13, 130, 70}, {25, 21, 17}};
+// group), K not a multiple of 4; M = 1; 32-row AMX tiles with and without
+// vector rows after them, K a multiple of AMX's 64 and not.
+const Shape Shapes[] = {{1, 1, 1},    {1, 37, 45},   {6, 64, 32},   {13, 130, 70},
+                        {25, 21, 17}, {45, 130, 70}, {64, 128, 33}, {70, 7, 40}};
 
 TEST(IntegerGemmTest, EveryKernelIsExactOnSafeWeights) {
   for (IntegerGemmIsa isa : AllIsas) {
@@ -207,7 +215,8 @@ TEST(IntegerGemmTest, VnniAndGenericAreExactOverTheWholeRange) {
 /// weights given transposed ([n, k], as a Conv's) and, when their zero points
 /// are all 0, without row sums (the kernel gets a null rowSums pointer).
 void checkIntegerStores(IntegerGemmIsa isa, bool zeroPoints) {
-  Problem p(13, 70, 45, -64, 64, false, true, 17);
+  // 37 rows: one AMX tile and 5 vector rows on the Amx kernel.
+  Problem p(37, 70, 45, -64, 64, false, true, 17);
   if (!zeroPoints)
     std::fill(p.zeros.begin(), p.zeros.end(), 0);
   std::vector<uint8_t> transposed(p.weights.size());
