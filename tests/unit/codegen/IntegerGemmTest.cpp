@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -153,7 +154,8 @@ Outcome run(IntegerGemmIsa isa, const Problem &p, int64_t rowBegin, bool withBia
         continue;
       }
       float want = p.expected(r, j, withBias, saturatingModel);
-      outcome.mismatches += std::memcmp(&got, &want, sizeof got) != 0;
+      // Bit for bit (a NaN or -0 pattern counts).
+      outcome.mismatches += std::bit_cast<uint32_t>(got) != std::bit_cast<uint32_t>(want);
     }
   return outcome;
 }
