@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Bf16Gemm.h"
 
+#include "codegen/kernels/AmxTiles.h"
 #include "codegen/kernels/CountedLoop.h"
 #include "codegen/kernels/GemmIRBuilder.h"
 #include "ir/Error.h"
@@ -276,17 +277,7 @@ void Bf16GemmIR::storeHalf(const Arguments &args, llvm::Value *sums, llvm::Value
                         llvm::Align(4), mask);
 }
 
-void Bf16GemmIR::configureTiles() {
-  // Palette 1; tiles 0-3 hold C, 4-5 A, 6-7 B: each 16 rows of 64 bytes.
-  ir_.CreateMemSet(tileConfig_, ir_.getInt8(0), 64, llvm::Align(64));
-  llvm::Type *i8 = ir_.getInt8Ty();
-  ir_.CreateStore(ir_.getInt8(1), tileConfig_);
-  for (int tile = 0; tile < 8; ++tile) {
-    ir_.CreateStore(ir_.getInt16(64), at(i8, tileConfig_, i64(16 + 2 * tile)));
-    ir_.CreateStore(ir_.getInt8(16), at(i8, tileConfig_, i64(48 + tile)));
-  }
-  callX86(llvm::Intrinsic::x86_ldtilecfg, {tileConfig_});
-}
+void Bf16GemmIR::configureTiles() { emitAmxTileConfig(ir_, tileConfig_); }
 
 void Bf16GemmIR::prefetchOutputLine(const Arguments &args, llvm::Value *row, llvm::Value *col,
                                     llvm::Value *line) {

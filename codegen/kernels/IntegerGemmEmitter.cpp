@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/IntegerGemm.h"
 
+#include "codegen/kernels/AmxTiles.h"
 #include "codegen/kernels/GemmIRBuilder.h"
 #include "ir/Error.h"
 
@@ -77,16 +78,8 @@ private:
   }
   llvm::Value *tile(int number) { return ir_.getInt8(uint8_t(number)); }
 
-  /// Palette 1; tiles 0-3 hold C (s32), 4-5 A, 6-7 B: 16 rows of 64 bytes.
-  void configureTiles() {
-    ir_.CreateMemSet(tileConfig_, ir_.getInt8(0), 64, llvm::Align(64));
-    ir_.CreateStore(ir_.getInt8(1), tileConfig_);
-    for (int t = 0; t < 8; ++t) {
-      ir_.CreateStore(ir_.getInt16(64), byteAt(tileConfig_, index(16 + 2 * t)));
-      ir_.CreateStore(ir_.getInt8(16), byteAt(tileConfig_, index(48 + t)));
-    }
-    callX86(llvm::Intrinsic::x86_ldtilecfg, {tileConfig_});
-  }
+  /// AmxTiles.h's layout: tiles 0-3 hold C (s32), 4-5 A, 6-7 B.
+  void configureTiles() { emitAmxTileConfig(ir_, tileConfig_); }
 
   llvm::Value *index(int64_t value) { return ir_.getInt64(value); }
   llvm::Value *byteAt(llvm::Value *base, llvm::Value *offset) {
