@@ -131,6 +131,8 @@ llvm::json::Object profileJson(const Profile &profile) {
 /// What one bench run measured.
 struct Measurements {
   std::string modelName;
+  /// The descriptor's precision ("f32" or "bf16").
+  std::string precision = "f32";
   bool library = false;
   int threads = 0;
   double prepareMs = 0, sessionMs = 0, firstRunMs = 0;
@@ -142,9 +144,9 @@ struct Measurements {
 
 void printMeasurements(const Measurements &m) {
   char line[256];
-  std::snprintf(line, sizeof line, "%s: %s %.1f ms, session %.2f ms, first run %.2f ms\n",
-                m.modelName.c_str(), m.library ? "load" : "compile", m.prepareMs, m.sessionMs,
-                m.firstRunMs);
+  std::snprintf(line, sizeof line, "%s%s: %s %.1f ms, session %.2f ms, first run %.2f ms\n",
+                m.modelName.c_str(), m.precision == "f32" ? "" : (" (" + m.precision + ")").c_str(),
+                m.library ? "load" : "compile", m.prepareMs, m.sessionMs, m.firstRunMs);
   std::cout << line;
   std::snprintf(line, sizeof line,
                 "latency over %d runs: min %.3f ms  median %.3f ms  mean %.3f ms  max %.3f ms\n",
@@ -183,6 +185,7 @@ llvm::json::Object measurementsJson(const Measurements &m) {
   return llvm::json::Object{
       {"model", jsonText(m.modelName)},
       {"source", m.library ? "library" : "jit"},
+      {"precision", m.precision},
       {m.library ? "load_ms" : "compile_ms", m.prepareMs},
       {"session_ms", m.sessionMs},
       {"first_run_ms", m.firstRunMs},
@@ -238,6 +241,7 @@ int runBench(const ParsedArgs &args) {
   Measurements m = measureRuns(session, ordered, warmup, iterations);
   m.sessionMs = sessionMs;
   m.modelName = model->model_name ? model->model_name : "";
+  m.precision = model->precision ? model->precision : "f32";
   m.library = library;
   m.threads = threads;
   m.prepareMs = prepareMs;
