@@ -196,3 +196,24 @@ def test_bad_arguments(tiny_bert):
         onnxc.compile(_onnxc.__file__)
     with pytest.raises(TypeError):
         onnxc.compile(tiny_bert).run(None, [np.zeros((1, 1), np.int64)])
+
+
+def test_precision_bf16_is_compiled_recorded_and_close(tiny_bert, tmp_path):
+    """compile(precision=...): the JIT and a written library both record it; bf16 stays within the
+    model-level tolerance of docs/KERNEL_ACCURACY.md and really differs from f32."""
+    feeds = bert_feeds(2, 16, seed=3)
+    (want,) = onnxruntime_outputs(tiny_bert, feeds)
+    f32 = onnxc.compile(tiny_bert, threads=1)
+    assert f32.precision == "f32"
+    for model in (onnxc.compile(tiny_bert, threads=1, precision="bf16"),
+                  onnxc.compile(tiny_bert, threads=1, precision="bf16", output=str(tmp_path / "bf.so"))):
+        assert model.precision == "bf16"
+        assert isinstance(model.cpu_features, list)
+        (got,) = model.run(None, feeds)
+        a, b = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+        assert a @ b / np.sqrt((a @ a) * (b @ b)) >= 0.9999
+        assert np.abs(got - want).max() <= 0.02 * np.abs(want).max()
+        assert not np.array_equal(got, f32.run(None, feeds)[0])
+    assert onnxc.compile(tiny_bert, precision="auto").precision in ("f32", "bf16")
+    with pytest.raises(onnxc.Error, match=r"unknown --precision 'bf8' \(f32, bf16 or auto\)"):
+        onnxc.compile(tiny_bert, precision="bf8")
