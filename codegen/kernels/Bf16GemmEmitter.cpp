@@ -2,15 +2,19 @@
 //
 // The loop nest of every Bf16GemmIsa (Bf16Gemm.h):
 //
-//   [Amx] configure the tiles when the range has a whole 32-row tile
+//   [Amx] configure the tiles when the range has kAmxMinRows rows or more
 //   for each block of blockRows rows of A
 //     convert the block to bf16 rows of kPadded values (stack, zero padded)
 //     for each 32-column panel of B in [colBegin, colEnd)
-//       [Amx] each whole 32-row tile: C in tiles 0-3 over K, stored to a
-//             32 x 32 scratch, then through the epilogue into C
+//       [Amx] each 32-row tile (the last one over zero rows when 3-31 rows
+//             remain): C in tiles 0-3 over K (the next panel and the tile's
+//             C lines prefetched), then either stored straight into C (a
+//             whole tile whose epilogue is at most a bias, which the tiles
+//             start from) or stored to a 32 x 32 scratch and through the
+//             epilogue into C
 //       the remaining rows in 12-row vector tiles, then one tile of 1, 2, 4,
 //       8 or 12 rows for the last of them (its extra rows read the block's
-//       zero padding and are not stored)
+//       zero padding and are not stored); a 1-2-row step prefetches B ahead
 //   [Amx] release the tiles
 //
 //===----------------------------------------------------------------------===//
@@ -92,12 +96,11 @@ private:
                  int half, llvm::Value *mask);
 
   void configureTiles();
-  /// 32 rows at block row `tileRow`, columns of `panel`, into the scratch,
-  /// prefetching into L2 `perStep` lines per k step of `nextPanel` from
-  /// line `firstLine` on.
-  /// With `direct`, the tile starts from the bias (or zero) and is stored
-  /// straight into C: for a whole 32 x 32 tile when the epilogue is at most
-  /// a bias (directTiles()).
+  /// 32 rows at block row `tileRow` (C rows from `row`), columns of `panel`,
+  /// prefetching into L2 `perStep` lines per k step of `nextPanel` from line
+  /// `firstLine` on. Into the scratch; or, with `direct` (a whole 32 x 32
+  /// tile when the epilogue is at most a bias: directTiles()), starting from
+  /// the bias (or zero) and stored straight into C.
   void amxTile(llvm::Value *tileRow, llvm::Value *panel, llvm::Value *nextPanel,
                llvm::Value *firstLine, llvm::Value *perStep, const Arguments &args,
                llvm::Value *row, llvm::Value *col, bool direct);
