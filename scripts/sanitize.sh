@@ -5,7 +5,8 @@
 #
 # asan: the whole project built with AddressSanitizer + UndefinedBehaviorSanitizer
 #       into build-asan/, then its full ctest suite.
-# tsan: the concurrency tests built with ThreadSanitizer into build-tsan/, then run.
+# tsan: the concurrency tests built with ThreadSanitizer into build-tsan/ (with the normal build's
+#       uninstrumented IR and codegen archives), then run.
 # Both builds are incremental; neither rebuilds LLVM (Debian's shared libLLVM is
 # linked as it is, uninstrumented). Needs scripts/setup.sh to have run. Every
 # sanitizer report aborts the process, so it fails the test that ran it, whatever
@@ -61,7 +62,14 @@ build_asan() {
 }
 
 build_tsan() {
-  configure "$repo/build-tsan" -DONNXC_SANITIZE=thread
+  # The IR and codegen archives come from the normal build when it has one (ONNXC_UNINSTRUMENTED_BUILD
+  # in CMakeLists.txt: the races looked for are the runtime's), brought up to date there first.
+  local compiler=(-DONNXC_UNINSTRUMENTED_BUILD=)
+  if [[ -f "$normal_build/build.ninja" ]]; then
+    ninja -C "$normal_build" -j "$jobs" onnxc_ir onnxc_codegen
+    compiler=(-DONNXC_UNINSTRUMENTED_BUILD="$normal_build")
+  fi
+  configure "$repo/build-tsan" -DONNXC_SANITIZE=thread "${compiler[@]}"
   ninja -C "$repo/build-tsan" -j "$jobs" onnxc_concurrency_tests
 }
 
