@@ -15,7 +15,7 @@ using OpsetMap = std::map<std::string, int64_t>;
 
 /// The oldest and newest default-domain opsets the importers cover.
 constexpr int64_t kMinOnnxOpset = 13;
-constexpr int64_t kMaxOnnxOpset = 23;
+constexpr int64_t kMaxOnnxOpset = 28;
 /// The oldest default-domain opset onnxc reads: models from it up to
 /// kMinOnnxOpset are converted to kMinOnnxOpset first (OpsetConversion.h).
 constexpr int64_t kOldestOnnxOpset = 7;

@@ -61,5 +61,6 @@ void registerQuantizationImporters(OpImporterRegistry &registry);
 void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
+void registerAttentionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -1,8 +1,10 @@
 //===- frontend/ops/ElementwiseOps.cpp - Arithmetic, unary, logic, Cast -----===//
 //
-// Between opsets 13 and 23 these ops only widened their type lists, so each
-// maps 1:1 onto the IR op of the same name. Ops older than opset 13 are
-// registered at 13, the oldest opset onnxc accepts.
+// Between opsets 13 and 28 these ops only widened their type lists, so each
+// maps 1:1 onto the IR op of the same name, except Mod, whose opset-28 form
+// defines fmod = 0 on floats (the IR op has that meaning at every opset), and
+// Cast/CastLike's opset-24 round_mode. Ops older than opset 13 are registered
+// at 13, the oldest opset onnxc accepts.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"
@@ -14,6 +16,19 @@ namespace onnxc {
 
 namespace {
 
+/// Opset 24's `round_mode` (up, down, nearest) only concerns casts to float8e8m0, a type
+/// onnxc refuses wherever it appears; its value is checked and the attribute dropped.
+void dropRoundMode(OnnxNode &node, AttributeMap &attributes) {
+  auto it = attributes.find("round_mode");
+  if (it == attributes.end())
+    return;
+  if (it->second.kind() != Attribute::Kind::String ||
+      (it->second.asString() != "up" && it->second.asString() != "down" &&
+       it->second.asString() != "nearest"))
+    fail(node.describe(), ": attribute 'round_mode' must be \"up\", \"down\" or \"nearest\"");
+  attributes.erase(it);
+}
+
 /// Cast keeps `to` as the ONNX data type code (the IR keeps ONNX semantics);
 /// checking it here turns a cast to string or float8 into a clear error.
 void importCast(OnnxNode &node) {
@@ -22,7 +37,14 @@ void importCast(OnnxNode &node) {
   if (it == attributes.end() || !it->second.isInt())
     fail(node.describe(), ": Cast needs an int attribute 'to'");
   dtypeFromOnnx(int32_t(it->second.asInt()), node.describe() + ": attribute 'to'");
+  dropRoundMode(node, attributes);
   node.emit(OpKind::Cast, node.operands(), attributes);
+}
+
+void importCastLike(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  dropRoundMode(node, attributes);
+  node.emit(OpKind::CastLike, node.operands(), attributes);
 }
 
 } // namespace
@@ -43,6 +65,7 @@ void registerElementwiseImporters(OpImporterRegistry &registry) {
     registry.addOneToOne(kind, 13);
   registry.add({"", "Cast", 13, OpKind::Cast, importCast});
   registry.addOneToOne(OpKind::CastLike, 15);
+  registry.add({"", "CastLike", 24, OpKind::CastLike, importCastLike});
 }
 
 } // namespace onnxc

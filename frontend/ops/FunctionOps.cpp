@@ -17,6 +17,8 @@
 //                     (over every axis but 1), and the running statistics
 //                     input * momentum + batch * (1 - momentum) are outputs
 //   GlobalAveragePool(x) = ReduceMean(x) over axes 2.. (keepdims)
+//   Swish(x)        = x * Sigmoid(alpha * x)                    (opset 24)
+//   SwiGLU(a, b)    = Swish(a) * b                              (opset 28)
 //
 // Scalar parameters are f32 constants cast to x's type with CastLike, which
 // constant folding removes once the type is known. A rank the expansion
@@ -124,6 +126,36 @@ void importPRelu(OnnxNode &node) {
   Value *negative = node.emitStep(OpKind::Less, {x, scalarLike(node, x, 0.0f, "zero")}, "negative");
   Value *sloped = node.emitStep(OpKind::Mul, {x, slope}, "sloped");
   node.emit(OpKind::Where, {negative, sloped, x}, {});
+}
+
+/// x * Sigmoid(alpha * x); alpha = 1 multiplies nothing.
+Value *swishOf(OnnxNode &node, Value *x, float alpha, const std::string &name) {
+  Value *gate = x;
+  if (alpha != 1.0f)
+    gate = node.emitStep(OpKind::Mul, {x, scalarLike(node, x, alpha, name + "_alpha")},
+                         name + "_scaled");
+  return node.emitStep(OpKind::Mul, {x, node.emitStep(OpKind::Sigmoid, {gate}, name + "_sigmoid")},
+                       name);
+}
+
+void importSwish(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  requireKnownAttributes(node, attributes, {"alpha"});
+  Value *x = soleInput(node);
+  node.emit(OpKind::Identity,
+            {swishOf(node, x, floatAttribute(node, attributes, "alpha", 1.0f), "swish")}, {});
+}
+
+/// Swish(A) * B. The specification gives A and B one shape; a model whose shapes differ but
+/// broadcast is invalid, and computes the broadcast product here (docs/ops.md).
+void importSwiGLU(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  requireKnownAttributes(node, attributes, {"alpha"});
+  std::vector<Value *> operands = node.operands();
+  if (operands.size() != 2 || !operands[0] || !operands[1])
+    fail(node.describe(), ": SwiGLU takes 2 inputs (A, B), got ", operands.size());
+  Value *gate = swishOf(node, operands[0], floatAttribute(node, attributes, "alpha", 1.0f), "gate");
+  node.emit(OpKind::Mul, {gate, operands[1]}, {});
 }
 
 /// Shape(Shape(x)) - `minus`: x's rank less the leading axes, as i64[1].
@@ -258,6 +290,8 @@ void registerFunctionImporters(OpImporterRegistry &registry) {
   registry.add({"", "BatchNormalization", 9, OpKind::Add, importBatchNormalization});
   registry.add({"", "GlobalAveragePool", 1, OpKind::ReduceMean, importGlobalPool});
   registry.add({"", "GlobalMaxPool", 1, OpKind::ReduceMax, importGlobalPool});
+  registry.add({"", "Swish", 24, OpKind::Mul, importSwish});
+  registry.add({"", "SwiGLU", 28, OpKind::Mul, importSwiGLU});
 }
 
 } // namespace onnxc

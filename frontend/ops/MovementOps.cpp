@@ -109,6 +109,20 @@ void importConstant(OnnxNode &node) {
   node.bindOutput(0, constant);
 }
 
+/// Opset 27's `stash_type` says in which type float16 and bfloat16 ranges are computed (1,
+/// the default: float32). The IR's Range computes start + i * delta in double and rounds once
+/// to the output type, as accurate as either choice can be (docs/ops.md); the value is checked
+/// and the attribute dropped.
+void importRange27(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  if (auto it = attributes.find("stash_type"); it != attributes.end()) {
+    if (!it->second.isInt() || (it->second.asInt() != 0 && it->second.asInt() != 1))
+      fail(node.describe(), ": attribute 'stash_type' must be 0 or 1");
+    attributes.erase(it);
+  }
+  node.emit(OpKind::Range, node.operands(), attributes);
+}
+
 } // namespace
 
 void registerMovementImporters(OpImporterRegistry &registry) {
@@ -123,6 +137,7 @@ void registerMovementImporters(OpImporterRegistry &registry) {
   registry.add({"", "Split", 13, OpKind::Split, importSplitBefore18});
   registry.addOneToOne(OpKind::Split, 18);
   registry.add({"", "Constant", 13, OpKind::Constant, importConstant});
+  registry.add({"", "Range", 27, OpKind::Range, importRange27});
 }
 
 } // namespace onnxc

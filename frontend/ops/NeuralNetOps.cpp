@@ -2,7 +2,8 @@
 //
 // All 1:1: between opsets 13 and 23 these ops gained attributes whose
 // defaults keep the old behaviour (LSTM/GRU/RNN `layout` at 14), or only
-// new types. LayerNormalization appeared at 17, the opset-23 ops at 23.
+// new types. LayerNormalization appeared at 17, the opset-23 ops at 23;
+// Attention's opset-24/25 forms are AttentionOps.cpp's.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"

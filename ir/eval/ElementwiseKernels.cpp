@@ -222,12 +222,16 @@ struct ModOp {
   explicit ModOp(const Node &n) : node(n), fmod(n.getInt("fmod", 0) != 0) {}
   template <typename C> C finish(C acc, size_t) const { return acc; }
   // fmod = 1: sign of the dividend (C fmod); fmod = 0: sign of the divisor
-  // (Python). ONNX requires fmod = 1 for floating types.
+  // (Python's %, which opset 28 defines for floating types too: A - floor(A / B) * B
+  // from the exact fmod remainder, a zero taking the divisor's sign).
   template <typename C> C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) {
-      if (!fmod)
-        fail(node.describe(), ": Mod of floating-point values requires fmod = 1");
-      return std::fmod(a, b);
+      C r = std::fmod(a, b);
+      if (fmod)
+        return r;
+      if (r == 0)
+        return std::copysign(C(0), b);
+      return std::signbit(r) != std::signbit(b) ? r + b : r;
     } else {
       checkDivisor(node, b);
       if constexpr (std::is_signed_v<C>) {

@@ -151,11 +151,7 @@ std::string elementwiseUnsupportedReason(const Node &node) {
   case OpKind::Min:
     return checkSameDType(node, kNumericTypes);
   case OpKind::Mod:
-    if (std::string error = checkSameDType(node, kNumericTypes); !error.empty())
-      return error;
-    if (isFloat(node.operand(0)->dtype()) && node.getInt("fmod", 0) == 0)
-      return "Mod of floating-point values requires fmod = 1";
-    return "";
+    return checkSameDType(node, kNumericTypes);
   case OpKind::Sum:
   case OpKind::Mean:
     return checkSameDType(node, kFloatTypes);

@@ -108,8 +108,20 @@ llvm::Value *ElementEmitter::divide(DType type, llvm::Value *a, llvm::Value *c) 
 
 llvm::Value *ElementEmitter::modulo(DType type, llvm::Value *a, llvm::Value *c, bool fmod) {
   IRBuilder<> &ir = b();
-  if (isFloat(type))
-    return ir.CreateFRem(a, c); // C fmod: the sign of the dividend
+  if (isFloat(type)) {
+    llvm::Value *remainder = ir.CreateFRem(a, c); // C fmod: the sign of the dividend
+    if (fmod)
+      return remainder;
+    // Opset 28's fmod = 0 on floats, Python's %: the divisor's sign, and a zero
+    // remainder is a zero of the divisor's sign. A NaN stays NaN either way.
+    llvm::Value *zero = llvm::ConstantFP::get(remainder->getType(), 0.0);
+    llvm::Value *signsDiffer =
+        ir.CreateICmpNE(ir.CreateFCmpOLT(remainder, zero), ir.CreateFCmpOLT(c, zero));
+    llvm::Value *adjust = ir.CreateAnd(ir.CreateFCmpUNE(remainder, zero), signsDiffer);
+    llvm::Value *adjusted = ir.CreateSelect(adjust, ir.CreateFAdd(remainder, c), remainder);
+    llvm::Value *signedZero = ir.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, c);
+    return ir.CreateSelect(ir.CreateFCmpOEQ(remainder, zero), signedZero, adjusted);
+  }
   llvm::Value *zero = constant(type, 0), *one = constant(type, 1);
   llvm::Value *isZero = ir.CreateICmpEQ(c, zero);
   if (!isSignedInt(type))

@@ -297,7 +297,7 @@ TEST_F(OpsetConversion, ErrorsNameTheNodeAndVersion) {
   addInput(tooOld, "x", {1});
   addNode(tooOld, "Relu", {"x"}, {"y"});
   tooOld.mutable_graph()->add_output()->set_name("y");
-  EXPECT_EQ(importError(tooOld), "opset 6 of ai.onnx is not supported (supported: 7 to 23)");
+  EXPECT_EQ(importError(tooOld), "opset 6 of ai.onnx is not supported (supported: 7 to 28)");
 
   // What onnxc lacks is reported before any conversion, by the file's names.
   onnx::ModelProto missing = makeModel(9);

@@ -12,9 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ using lowertest::lowerOnly;
 using lowertest::parseGraph;
 using lowertest::randomOf;
 using lowertest::runCompiled;
+using lowertest::runReference;
 
 /// Random floats with NaN, +-inf and +-0 in the first elements.
 Tensor withSpecials(DType type, std::vector<int64_t> dims, unsigned seed, double lo, double hi) {
@@ -476,18 +479,40 @@ TEST(LowerElementwise, NaryOpsPropagateNaN) {
                                           {"c", randomOf(DType::F32, {3, 1}, 82)}});
 }
 
-TEST(LowerElementwise, FloatModWithoutFmodIsRefused) {
-  auto graph = parseGraph(GraphText()
-                              .input("a", "f32[4]")
-                              .input("b", "f32[4]")
-                              .output("m", "f32[4]", "Mod(%a, %b)")
-                              .str());
-  try {
-    lowerOnly(*graph);
-    FAIL() << "lowering succeeded";
-  } catch (const Error &error) {
-    EXPECT_NE(std::string(error.what()).find("fmod = 1"), std::string::npos) << error.what();
+TEST(LowerElementwise, FloatModWithoutFmodIsFloorModulo) {
+  // Opset 28 defines fmod = 0 on floats as A - floor(A / B) * B with the divisor's sign; the
+  // pairs and their results are the special cases its specification lists.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<std::array<float, 3>> cases = {
+      {-5, 3, 1},        {5, -3, -1},      {5.5f, 2, 1.5f}, {-5.5f, 2, 0.5f},
+      {0.0f, -2, -0.0f}, {-0.0f, 2, 0.0f}, {inf, 2, nan},   {-inf, -2, nan},
+      {2, 0.0f, nan},    {2, -0.0f, nan},  {3, inf, 3},     {-3, inf, inf},
+      {3, -inf, -inf},   {-3, -inf, -3},   {nan, 2, nan},   {2, nan, nan}};
+  const int64_t n = int64_t(cases.size());
+  std::vector<float> a, b;
+  for (const auto &c : cases) {
+    a.push_back(c[0]);
+    b.push_back(c[1]);
   }
+  auto graph = parseGraph(GraphText()
+                              .input("a", "f32[n]")
+                              .input("b", "f32[n]")
+                              .output("m", "f32[n]", "Mod(%a, %b)")
+                              .str());
+  std::map<std::string, Tensor> inputs = {{"a", Tensor::fromVector<float>({n}, a)},
+                                          {"b", Tensor::fromVector<float>({n}, b)}};
+  for (const std::vector<Tensor> &results :
+       std::vector<std::vector<Tensor>>{runCompiled(*graph, inputs), runReference(*graph, inputs)})
+    for (int64_t i = 0; i < n; ++i) {
+      float got = results[0].data<float>()[i], want = cases[size_t(i)][2];
+      SCOPED_TRACE(std::to_string(a[size_t(i)]) + " mod " + std::to_string(b[size_t(i)]));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << got;
+      } else {
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(std::signbit(got), std::signbit(want));
+      }
+    }
 }
 
 // ---- fusion ----------------------------------------------------------------------
