@@ -18,6 +18,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerVisionImporters(r);
     registerNormalizationFunctionImporters(r);
     registerControlFlowImporters(r);
+    registerMicrosoftQuantizationImporters(r);
     return r;
   }();
   return registry;

@@ -61,5 +61,7 @@ void registerQuantizationImporters(OpImporterRegistry &registry);
 void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
+/// com.microsoft MatMulNBits, GatherBlockQuantized, MatMulBnb4.
+void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc
