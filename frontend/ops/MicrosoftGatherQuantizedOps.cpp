@@ -71,8 +71,7 @@ GatherQuantizedShape readGatherShape(OnnxNode &node, const Tensor &data) {
            " data needs bits = 4, got ", s.bits);
   } else if (data.dtype() == DType::U8) {
     if (s.bits != 2 && s.bits != 4 && s.bits != 8)
-      fail(node.describe(), ": GatherBlockQuantized of u8 data needs bits 2, 4 or 8, got ",
-           s.bits);
+      fail(node.describe(), ": GatherBlockQuantized of u8 data needs bits 2, 4 or 8, got ", s.bits);
     if (s.gatherAxis != 0 || s.quantizeAxis != rank - 1)
       fail(node.describe(), ": GatherBlockQuantized of u8 data needs gather_axis 0 and the last "
                             "axis as quantize_axis");
@@ -149,26 +148,25 @@ void importGatherBlockQuantized(OnnxNode &node) {
 
 // bitsandbytes' code values (onnxruntime's blockwise_quant_block_bnb4.h).
 constexpr std::array<float, 16> kFp4Codes = {
-    0.00000000f,  5.208333333e-03f,  0.66666667f,  1.00000000f, 0.33333333f,  0.50000000f,
-    0.16666667f,  0.25000000f,       -0.00000000f, -5.208333333e-03f, -0.66666667f, -1.00000000f,
-    -0.33333333f, -0.50000000f,      -0.16666667f, -0.25000000f};
-constexpr std::array<float, 16> kNf4Codes = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020141124725f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f};
+    0.00000000f,  5.208333333e-03f, 0.66666667f,  1.00000000f,       0.33333333f,  0.50000000f,
+    0.16666667f,  0.25000000f,      -0.00000000f, -5.208333333e-03f, -0.66666667f, -1.00000000f,
+    -0.33333333f, -0.50000000f,     -0.16666667f, -0.25000000f};
+constexpr std::array<float, 16> kNf4Codes = {-1.0f,
+                                             -0.6961928009986877f,
+                                             -0.5250730514526367f,
+                                             -0.39491748809814453f,
+                                             -0.28444138169288635f,
+                                             -0.18477343022823334f,
+                                             -0.09105003625154495f,
+                                             0.0f,
+                                             0.07958029955625534f,
+                                             0.16093020141124725f,
+                                             0.24611230194568634f,
+                                             0.33791524171829224f,
+                                             0.44070982933044434f,
+                                             0.5626170039176941f,
+                                             0.7229568362236023f,
+                                             1.0f};
 
 void importMatMulBnb4(OnnxNode &node) {
   requireKnownAttributes(node, {"K", "N", "block_size", "quant_type", "transB", "training_mode"});

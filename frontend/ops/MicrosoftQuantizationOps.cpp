@@ -178,8 +178,9 @@ void checkGroupIndex(OnnxNode &node, const std::vector<Value *> &operands, const
          " elements");
   for (int64_t k = 0; k < s.k; ++k)
     if (g.elementAsInt64(k) != k / s.block)
-      fail(node.describe(), ": MatMulNBits g_idx (act-order) other than k / block_size is not "
-                            "supported (g_idx[",
+      fail(node.describe(),
+           ": MatMulNBits g_idx (act-order) other than k / block_size is not "
+           "supported (g_idx[",
            k, "] = ", g.elementAsInt64(k), ")");
 }
 
@@ -192,37 +193,34 @@ void checkGroupIndex(OnnxNode &node, const std::vector<Value *> &operands, const
 /// DequantizeLinear blocked along the last axis.
 Value *quantizedActivation(OnnxNode &node, Value *a, const NBitsShape &s) {
   int64_t padded = s.blocks() * s.block;
-  Value *rows = node.emitStep(OpKind::Reshape, {a, i64Vector(node, "rows_shape", {-1, s.k})},
-                              "a_rows");
+  Value *rows =
+      node.emitStep(OpKind::Reshape, {a, i64Vector(node, "rows_shape", {-1, s.k})}, "a_rows");
   Value *full = rows;
   if (padded != s.k)
     full = node.emitStep(OpKind::Pad,
                          {rows, i64Vector(node, "a_pads", {0, padded - s.k}), nullptr,
                           i64Vector(node, "a_pad_axes", {1})},
                          "a_padded");
-  Value *blocks = node.emitStep(
-      OpKind::Reshape, {full, i64Vector(node, "blocks_shape", {-1, s.blocks(), s.block})},
-      "a_blocks");
-  Value *absMax = node.emitStep(OpKind::ReduceMax,
-                                {node.emitStep(OpKind::Abs, {blocks}, "a_abs"),
-                                 i64Vector(node, "block_axis", {2})},
-                                "a_absmax", {{"keepdims", int64_t(1)}});
+  Value *blocks =
+      node.emitStep(OpKind::Reshape,
+                    {full, i64Vector(node, "blocks_shape", {-1, s.blocks(), s.block})}, "a_blocks");
+  Value *absMax = node.emitStep(
+      OpKind::ReduceMax,
+      {node.emitStep(OpKind::Abs, {blocks}, "a_abs"), i64Vector(node, "block_axis", {2})},
+      "a_absmax", {{"keepdims", int64_t(1)}});
   Value *zero = node.addConstant("zero", Tensor::scalar<float>(0.0f));
   Value *limit = node.addConstant("int8_limit", Tensor::scalar<float>(127.0f));
-  Value *inverse = node.emitStep(
-      OpKind::Where,
-      {node.emitStep(OpKind::Equal, {absMax, zero}, "a_all_zero"), zero,
-       node.emitStep(OpKind::Div, {limit, absMax}, "a_inverse_scale")},
-      "a_inverse");
+  Value *inverse = node.emitStep(OpKind::Where,
+                                 {node.emitStep(OpKind::Equal, {absMax, zero}, "a_all_zero"), zero,
+                                  node.emitStep(OpKind::Div, {limit, absMax}, "a_inverse_scale")},
+                                 "a_inverse");
   Value *scale = node.emitStep(OpKind::Div, {absMax, limit}, "a_scale");
-  Value *codes = node.emitStep(
-      OpKind::QuantizeLinear,
-      {node.emitStep(OpKind::Mul, {blocks, inverse}, "a_scaled"),
-       node.addConstant("unit_scale", Tensor::scalar<float>(1.0f))},
-      "a_codes", {{"output_dtype", int64_t(3)}}); // INT8
-  Value *dequantized =
-      node.emitStep(OpKind::DequantizeLinear, {codes, scale}, "a_dequantized",
-                    {{"axis", int64_t(2)}, {"block_size", s.block}});
+  Value *codes = node.emitStep(OpKind::QuantizeLinear,
+                               {node.emitStep(OpKind::Mul, {blocks, inverse}, "a_scaled"),
+                                node.addConstant("unit_scale", Tensor::scalar<float>(1.0f))},
+                               "a_codes", {{"output_dtype", int64_t(3)}}); // INT8
+  Value *dequantized = node.emitStep(OpKind::DequantizeLinear, {codes, scale}, "a_dequantized",
+                                     {{"axis", int64_t(2)}, {"block_size", s.block}});
   Value *flat = node.emitStep(
       OpKind::Reshape, {dequantized, i64Vector(node, "padded_shape", {-1, padded})}, "a_flat");
   if (padded != s.k)

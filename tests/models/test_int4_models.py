@@ -198,7 +198,9 @@ def test_accuracy_level_4_is_not_the_f32_product(nbits_model):
         if case[7] == 4 and case[5] != "float" and not case[9]:
             y = f"y_{case[0]}"
             scale = np.abs(want[y]).max()
-            assert np.abs(f32[y] - want[y]).max() > 1e-3 * scale, case[0]
+            distance = np.abs(f32[y] - want[y]).max() / scale
+            print(f"{case[0]}: level 4 is {distance:.2e} of the range from level 0")
+            assert distance > 1e-3, case[0]
 
 
 def gather_model(scratch, rng):

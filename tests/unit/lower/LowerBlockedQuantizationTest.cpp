@@ -32,14 +32,13 @@ graph @dq(%x: u8[n, 5], %sx: f32[n, 3], %zx: u8[n, 3], %t: i8[3, 7, 2], %st: f32
 }
 )");
   for (int64_t rows : {1, 3000}) {
-    std::map<std::string, Tensor> inputs = {
-        {"x", randomOf(DType::U8, {rows, 5}, 1, 0, 256)},
-        {"sx", randomOf(DType::F32, {rows, 3}, 2, 0.01, 1.0)},
-        {"zx", randomOf(DType::U8, {rows, 3}, 3, 0, 256)},
-        {"t", randomOf(DType::I8, {3, 7, 2}, 4, -128, 128)},
-        {"st", randomOf(DType::F32, {3, 2, 2}, 5, 0.01, 1.0)},
-        {"w", randomOf(DType::I8, {5, 3}, 6, -128, 128)},
-        {"sw", randomOf(DType::F32, {2, 3}, 7, 0.01, 1.0)}};
+    std::map<std::string, Tensor> inputs = {{"x", randomOf(DType::U8, {rows, 5}, 1, 0, 256)},
+                                            {"sx", randomOf(DType::F32, {rows, 3}, 2, 0.01, 1.0)},
+                                            {"zx", randomOf(DType::U8, {rows, 3}, 3, 0, 256)},
+                                            {"t", randomOf(DType::I8, {3, 7, 2}, 4, -128, 128)},
+                                            {"st", randomOf(DType::F32, {3, 2, 2}, 5, 0.01, 1.0)},
+                                            {"w", randomOf(DType::I8, {5, 3}, 6, -128, 128)},
+                                            {"sw", randomOf(DType::F32, {2, 3}, 7, 0.01, 1.0)}};
     expectCompiledMatchesReference(*graph, inputs, 0, 0, rows > 1 ? 2 : 1);
   }
 }
@@ -79,8 +78,9 @@ graph @out(%x: f32[3]) -> (%q: unknown[*]) {
   return %q
 }
 )");
-  std::string error = test::errorOf(
-      [&] { runCompiled(*graph, {{"x", randomOf(DType::F32, {3}, 1)}}); });
+  std::string error = test::errorOf([&] {
+    runCompiled(*graph, {{"x", randomOf(DType::F32, {3}, 1)}});
+  });
   EXPECT_NE(error.find("output 'q' is i4: compiled models take no 4-bit inputs or outputs"),
             std::string::npos)
       << error;
