@@ -33,6 +33,10 @@ int32_t onnxDataType(DType dtype) {
     return onnx::TensorProto::UINT64;
   case DType::Bool:
     return onnx::TensorProto::BOOL;
+  case DType::I4:
+    return 22; // INT4, newer than the onnx headers onnxc builds against
+  case DType::U4:
+    return 21; // UINT4
   case DType::Unknown:
     return onnx::TensorProto::UNDEFINED;
   }
@@ -48,6 +52,16 @@ void tensorToProto(const Tensor &tensor, onnx::TensorProto &proto, const std::st
   proto.set_data_type(onnxDataType(tensor.dtype()));
   for (int64_t dim : tensor.dims())
     proto.add_dims(dim);
+  if (isFourBit(tensor.dtype())) {
+    // ONNX packs i4/u4 two to a byte, the first element in the low nibble.
+    const auto *data = static_cast<const uint8_t *>(tensor.rawData());
+    std::string packed(size_t((tensor.numElements() + 1) / 2), '\0');
+    for (int64_t i = 0; i < tensor.numElements(); ++i)
+      packed[size_t(i / 2)] =
+          char(uint8_t(packed[size_t(i / 2)]) | (data[i] & 0xf) << (4 * (i % 2)));
+    proto.set_raw_data(std::move(packed));
+    return;
+  }
   // raw_data is little-endian, as the host is (frontend/TensorProto.cpp).
   proto.set_raw_data(tensor.rawData(), tensor.byteSize());
 }

@@ -19,6 +19,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerNormalizationFunctionImporters(r);
     registerControlFlowImporters(r);
     registerAttentionImporters(r);
+    registerMicrosoftQuantizationImporters(r);
     return r;
   }();
   return registry;

@@ -62,5 +62,7 @@ void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
 void registerAttentionImporters(OpImporterRegistry &registry);
+/// com.microsoft MatMulNBits, GatherBlockQuantized, MatMulBnb4.
+void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -84,8 +84,33 @@ void copyField(Tensor &out, const Field &field, Convert convert) {
     data[i] = convert(field.Get(i));
 }
 
+/// i4/u4 elements packed two to a byte, the first in the low nibble (an odd
+/// count leaves the last high nibble unused), one element per byte in the
+/// IR tensor; i4 is sign-extended.
+Tensor unpackFourBit(DType dtype, std::vector<int64_t> dims, int64_t numElements,
+                     const uint8_t *packed, size_t packedBytes, const char *source,
+                     const std::string &context) {
+  size_t expected = size_t((numElements + 1) / 2);
+  if (packedBytes != expected)
+    fail(context, ": ", source, " has ", packedBytes, " bytes but ", dtypeName(dtype), "[",
+         numElements, " elements] needs ", expected, " (two elements a byte)");
+  Tensor out(dtype, std::move(dims));
+  auto *data = static_cast<uint8_t *>(out.rawData());
+  for (int64_t i = 0; i < numElements; ++i) {
+    uint8_t nibble = (packed[i / 2] >> (4 * (i % 2))) & 0xf;
+    data[i] = dtype == DType::I4 ? uint8_t(int8_t((nibble ^ 0x8) - 0x8)) : nibble;
+  }
+  return out;
+}
+
 Tensor fromTypedField(const onnx::TensorProto &proto, DType dtype, std::vector<int64_t> dims,
                       int64_t numElements, const std::string &context) {
+  if (isFourBit(dtype)) {
+    // int32_data holds one packed byte (two elements) per entry.
+    std::vector<uint8_t> packed(proto.int32_data().begin(), proto.int32_data().end());
+    return unpackFourBit(dtype, std::move(dims), numElements, packed.data(), packed.size(),
+                         "int32_data", context);
+  }
   // Pick the field the ONNX spec assigns to this dtype, check its length,
   // then allocate and convert.
   auto checkCount = [&](const char *fieldName, int size) {
@@ -152,6 +177,10 @@ Tensor fromTypedField(const onnx::TensorProto &proto, DType dtype, std::vector<i
 
 Tensor fromBytes(DType dtype, std::vector<int64_t> dims, int64_t numElements,
                  const std::string &bytes, const char *source, const std::string &context) {
+  if (isFourBit(dtype))
+    return unpackFourBit(dtype, std::move(dims), numElements,
+                         reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), source,
+                         context);
   size_t expected = size_t(numElements) * dtypeSize(dtype);
   if (bytes.size() != expected)
     fail(context, ": ", source, " has ", bytes.size(), " bytes but ", dtypeName(dtype), "[",
@@ -196,6 +225,12 @@ DType dtypeFromOnnx(int32_t onnxDataType, const std::string &context) {
     return DType::U64;
   case onnx::TensorProto::BFLOAT16:
     return DType::BF16;
+  // INT4 and UINT4 (ONNX 1.16), by number: the onnx headers onnxc builds
+  // against predate them.
+  case 22:
+    return DType::I4;
+  case 21:
+    return DType::U4;
   default:
     break;
   }
@@ -216,8 +251,10 @@ Tensor tensorFromProtoUnchecked(const onnx::TensorProto &proto, const ModelFolde
   std::vector<int64_t> dims = checkedDims(proto, context, numElements);
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    int64_t byteCount = numElements * int64_t(dtypeSize(dtype)); // <= 2^43: no overflow
-    checkTensorBytesAvailable(byteCount);                        // before reading a file that large
+    // <= 2^43: no overflow; i4/u4 are stored two elements a byte.
+    int64_t byteCount =
+        isFourBit(dtype) ? (numElements + 1) / 2 : numElements * int64_t(dtypeSize(dtype));
+    checkTensorBytesAvailable(byteCount); // before reading a file that large
     std::string bytes = readExternalData(proto, modelDir, size_t(byteCount), context);
     return fromBytes(dtype, std::move(dims), numElements, bytes, "external data", context);
   }

@@ -12,7 +12,7 @@ struct DTypeInfo {
   std::string_view name;
   size_t size;
 };
-constexpr std::array<DTypeInfo, 14> kDTypes = {{
+constexpr std::array<DTypeInfo, 16> kDTypes = {{
     {DType::Unknown, "unknown", 0},
     {DType::F32, "f32", 4},
     {DType::F64, "f64", 8},
@@ -27,6 +27,8 @@ constexpr std::array<DTypeInfo, 14> kDTypes = {{
     {DType::I64, "i64", 8},
     {DType::U64, "u64", 8},
     {DType::Bool, "bool", 1},
+    {DType::I4, "i4", 1},
+    {DType::U4, "u4", 1},
 }};
 } // namespace
 
@@ -40,6 +42,8 @@ std::optional<DType> parseDType(std::string_view name) {
 }
 
 size_t dtypeSize(DType type) { return kDTypes[size_t(type)].size; }
+
+int dtypeBits(DType type) { return isFourBit(type) ? 4 : int(dtypeSize(type)) * 8; }
 
 float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
@@ -125,6 +129,10 @@ int64_t narrowInteger(int64_t value, DType type) {
     return int32_t(value);
   case DType::U32:
     return uint32_t(value);
+  case DType::I4:
+    return int64_t((uint64_t(value) & 0xf) ^ 0x8) - 8;
+  case DType::U4:
+    return value & 0xf;
   case DType::Bool:
     return value != 0;
   default:
@@ -153,7 +161,7 @@ int significandBits(DType t) {
 
 /// Magnitude bits of an integer type (without the sign).
 int magnitudeBits(DType t) {
-  int bits = int(dtypeSize(t)) * 8;
+  int bits = dtypeBits(t);
   return isSignedInt(t) ? bits - 1 : bits;
 }
 
@@ -185,6 +193,10 @@ bool castRoundTripsExactly(DType from, DType to) {
 
 std::optional<std::pair<double, double>> quantizedRange(DType type) {
   switch (type) {
+  case DType::I4:
+    return std::pair{-8.0, 7.0};
+  case DType::U4:
+    return std::pair{0.0, 15.0};
   case DType::I8:
     return std::pair{-128.0, 127.0};
   case DType::U8:

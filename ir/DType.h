@@ -28,34 +28,46 @@ enum class DType : uint8_t {
   I64,
   U64,
   Bool,
+  // 4-bit integers (ONNX INT4 / UINT4), stored one element per byte in IR
+  // tensors and compiled buffers: the type keeps the range ([-8, 7],
+  // [0, 15]) that QuantizeLinear saturates to and Cast wraps to. Only data
+  // movement and the quantization ops take them (ir/infer's int4 guard).
+  I4,
+  U4,
 };
 
 /// Short name used by the text IR: "f32", "i64", "bool", ... ("unknown").
 std::string_view dtypeName(DType type);
 /// Inverse of dtypeName; nullopt for an unknown name.
 std::optional<DType> parseDType(std::string_view name);
-/// Size in bytes of one element (bool is one byte; Unknown is 0).
+/// Size in bytes of one element (bool is one byte; Unknown is 0). i4/u4
+/// take one byte each in memory.
 size_t dtypeSize(DType type);
+/// Bits of an integer type's range: 4 for i4/u4, else 8 * dtypeSize.
+int dtypeBits(DType type);
+/// Whether `type` is i4 or u4.
+inline bool isFourBit(DType type) { return type == DType::I4 || type == DType::U4; }
 
 inline bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
 }
 inline bool isSignedInt(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::I4;
 }
 inline bool isUnsignedInt(DType t) {
-  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64 || t == DType::U4;
 }
 inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
 
-/// [lowest, highest] of an integer type quantized values are stored in: i8,
-/// u8, i16, u16 (QuantizeLinear's results) and i32 (DequantizeLinear's x, the
-/// integer products' sums); nullopt for any other type.
+/// [lowest, highest] of an integer type quantized values are stored in: i4,
+/// u4, i8, u8, i16, u16 (QuantizeLinear's results) and i32 (DequantizeLinear's
+/// x, the integer products' sums); nullopt for any other type.
 std::optional<std::pair<double, double>> quantizedRange(DType type);
 
 /// IEEE half and bfloat16 conversions (round to nearest even).
 /// An int64 stored into an integer (or bool) element the way a C cast
-/// would: wrapped to the narrower type, bool as value != 0.
+/// would: wrapped to the narrower type (i4/u4 to their 4 bits, as ONNX's
+/// Cast does), bool as value != 0.
 int64_t narrowInteger(int64_t value, DType type);
 
 /// Whether every value of `from` converts to `to` and back unchanged

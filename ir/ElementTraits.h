@@ -49,6 +49,21 @@ template <> struct ElementTraits<DType::BF16> {
   static Compute load(Storage v) { return bfloat16ToFloat(v); }
   static Storage store(Compute v) { return floatToBfloat16(v); }
 };
+/// 4-bit integers: one per byte, computed as 8-bit; a store wraps to the
+/// 4 bits (ONNX's Cast to int4 keeps the low bits: 9 becomes -7; Cast
+/// converts floats through i32 first, ir/eval/ElementwiseKernels.cpp).
+template <> struct ElementTraits<DType::I4> {
+  using Storage = int8_t;
+  using Compute = int8_t;
+  static Compute load(Storage v) { return v; }
+  static Storage store(Compute v) { return Storage(((uint8_t(v) & 0xf) ^ 0x8) - 0x8); }
+};
+template <> struct ElementTraits<DType::U4> {
+  using Storage = uint8_t;
+  using Compute = uint8_t;
+  static Compute load(Storage v) { return v; }
+  static Storage store(Compute v) { return Storage(v & 0xf); }
+};
 template <> struct ElementTraits<DType::Bool> {
   using Storage = uint8_t;
   using Compute = bool;
@@ -86,6 +101,10 @@ template <typename Body> decltype(auto) dispatchDType(DType type, Body &&body) {
     return body.template operator()<DType::U64>();
   case DType::Bool:
     return body.template operator()<DType::Bool>();
+  case DType::I4:
+    return body.template operator()<DType::I4>();
+  case DType::U4:
+    return body.template operator()<DType::U4>();
   case DType::Unknown:
     break;
   }

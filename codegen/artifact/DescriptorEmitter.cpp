@@ -218,6 +218,10 @@ llvm::Constant *DescriptorBuilder::tensorInfos(const std::vector<PlanTensor> &te
     std::string where = std::string(role) + " '" + tensor.name + "'";
     if (!tensor.shape.isRanked())
       fail("model '", plan_.name, "': ", where, " has no known rank");
+    if (isFourBit(tensor.dtype))
+      fail("model '", plan_.name, "': ", where, " is ", dtypeName(tensor.dtype),
+           ": compiled models take no 4-bit inputs or outputs (only constants and values "
+           "inside the model may be 4-bit)");
     if (abiDType(tensor.dtype) == 0)
       fail("model '", plan_.name, "': ", where, " has no known element type");
     std::vector<llvm::Constant *> dims;

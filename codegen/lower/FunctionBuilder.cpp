@@ -157,6 +157,8 @@ Type *FunctionBuilder::storageType(DType type) {
     return Type::getInt16Ty(ctx);
   case DType::I8:
   case DType::U8:
+  case DType::I4:
+  case DType::U4:
   case DType::Bool:
     return Type::getInt8Ty(ctx);
   case DType::I32:
@@ -282,7 +284,17 @@ void FunctionBuilder::storeElement(DType type, llvm::Value *value, llvm::Value *
   builder_.CreateStore(raw, elementAddress(type, base, index));
 }
 
+llvm::Value *wrapToFourBits(IRBuilderBase &b, llvm::Value *value, DType type) {
+  llvm::Constant *four = ConstantInt::get(value->getType(), 4);
+  if (type == DType::I4)
+    return b.CreateAShr(b.CreateShl(value, four), four);
+  return b.CreateAnd(value, ConstantInt::get(value->getType(), 0xf));
+}
+
 llvm::Value *FunctionBuilder::convert(llvm::Value *value, DType from, DType to) {
+  if (from != to && isFourBit(to)) // through i32, then the low 4 bits (ONNX's Cast)
+    return wrapToFourBits(
+        builder_, builder_.CreateTrunc(convert(value, from, DType::I32), builder_.getInt8Ty()), to);
   IRBuilder<> &b = builder_;
   Type *target = computeType(to);
   // Same dtype, or the same register type with the same meaning (f16 and

@@ -86,7 +86,8 @@ public:
   llvm::Value *elementAddress(DType type, llvm::Value *base, llvm::Value *index);
   /// Converts a computeType(from) value to computeType(to) with ONNX Cast
   /// semantics (float -> int truncates toward zero, -> bool is != 0,
-  /// bool -> number is 0/1, int widths sign- or zero-extend by signedness).
+  /// bool -> number is 0/1, int widths sign- or zero-extend by signedness;
+  /// i4/u4 results wrap to their 4 bits).
   llvm::Value *convert(llvm::Value *value, DType from, DType to);
   /// A computeType(type) constant.
   llvm::Value *constant(DType type, double value);
@@ -124,5 +125,9 @@ protected:
   llvm::IRBuilder<> entryBuilder_;
   std::map<std::string, llvm::Value *> dimCache_;
 };
+
+/// An i8 (scalar or vector) reduced to the low 4 bits of an i4 (sign
+/// extended) or u4 (zero extended) `type`: ONNX's Cast to int4 wraps.
+llvm::Value *wrapToFourBits(llvm::IRBuilderBase &b, llvm::Value *value, DType type);
 
 } // namespace onnxc::lower

@@ -1,10 +1,10 @@
 //===- frontend/ops/QuantizationOps.cpp - QuantizeLinear ... QLinearConv ---===//
 //
-// The IR quantization ops keep the ONNX forms, so most import 1:1. What the
-// importer decides is what onnxc refuses: blocked quantization (opset 21's
-// `block_size` > 0), float8/int4 element types (onnxc has no such dtypes;
-// `saturate` only matters for float8, so it is dropped), and a QuantizeLinear
-// `precision` other than the scale's float32.
+// The IR quantization ops keep the ONNX forms, blocked quantization (opset
+// 21's `block_size`) and the i4/u4 types included, so most import 1:1. What
+// the importer decides is what onnxc refuses: float8/float4 element types
+// (onnxc has no such dtypes; `saturate` only matters for float8, so it is
+// dropped), and a QuantizeLinear `precision` other than the scale's float32.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"
@@ -16,17 +16,16 @@ namespace onnxc {
 
 namespace {
 
-/// Refuses `block_size` > 0 (blocked quantization) naming the node.
-void refuseBlockedQuantization(OnnxNode &node, AttributeMap &attributes) {
+/// `block_size` (opset 21): 0 is per tensor or per axis, > 0 blocked along
+/// `axis`; the shape rule checks the scale against it.
+void checkBlockSize(OnnxNode &node, const AttributeMap &attributes) {
   auto it = attributes.find("block_size");
   if (it == attributes.end())
     return;
   if (!it->second.isInt())
     fail(node.describe(), ": attribute 'block_size' must be an int");
-  if (it->second.asInt() != 0)
-    fail(node.describe(), ": blocked quantization (block_size ", it->second.asInt(),
-         ") is not supported; quantize per tensor or per axis");
-  attributes.erase(it);
+  if (it->second.asInt() < 0)
+    fail(node.describe(), ": block_size ", it->second.asInt(), " is negative");
 }
 
 /// The `output_dtype` attribute, when given: a float type (DequantizeLinear)
@@ -42,15 +41,15 @@ void checkOutputDType(OnnxNode &node, const AttributeMap &attributes, bool wantF
   DType type = dtypeFromOnnx(int32_t(it->second.asInt()), node.describe() + ": output_dtype");
   bool ok = wantFloat ? isFloat(type)
                       : (type == DType::I8 || type == DType::U8 || type == DType::I16 ||
-                         type == DType::U16);
+                         type == DType::U16 || isFourBit(type));
   if (!ok)
     fail(node.describe(), ": output_dtype ", dtypeName(type), " is not supported (",
-         wantFloat ? "a float type" : "i8, u8, i16 or u16", ")");
+         wantFloat ? "a float type" : "i4, u4, i8, u8, i16 or u16", ")");
 }
 
 void importQuantizeLinear(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
-  refuseBlockedQuantization(node, attributes);
+  checkBlockSize(node, attributes);
   checkOutputDType(node, attributes, /*wantFloat=*/false);
   attributes.erase("saturate");
   if (auto it = attributes.find("precision"); it != attributes.end()) {
@@ -64,7 +63,7 @@ void importQuantizeLinear(OnnxNode &node) {
 
 void importDequantizeLinear(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
-  refuseBlockedQuantization(node, attributes);
+  checkBlockSize(node, attributes);
   checkOutputDType(node, attributes, /*wantFloat=*/true);
   node.emit(OpKind::DequantizeLinear, node.operands(), attributes);
 }

@@ -149,6 +149,10 @@ std::optional<DType> dtypeFromOnnxCode(int64_t code) {
     return DType::U64;
   case 16:
     return DType::BF16;
+  case 21:
+    return DType::U4;
+  case 22:
+    return DType::I4;
   default:
     return std::nullopt;
   }

@@ -113,6 +113,9 @@ inline constexpr unsigned kFloatTypes = 1, kSignedTypes = 2, kUnsignedTypes = 4,
 inline constexpr unsigned kIntTypes = kSignedTypes | kUnsignedTypes;
 inline constexpr unsigned kNumericTypes = kFloatTypes | kIntTypes;
 inline constexpr unsigned kAllTypes = kNumericTypes | kBoolType;
+/// i4/u4: in no class above, so only kernels that ask for them (data
+/// movement, Cast, the quantization ops) take them.
+inline constexpr unsigned kFourBitTypes = 16;
 
 constexpr unsigned dtypeClass(DType d) {
   switch (d) {
@@ -133,6 +136,9 @@ constexpr unsigned dtypeClass(DType d) {
     return kUnsignedTypes;
   case DType::Bool:
     return kBoolType;
+  case DType::I4:
+  case DType::U4:
+    return kFourBitTypes;
   case DType::Unknown:
     return 0;
   }

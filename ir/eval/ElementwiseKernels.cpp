@@ -514,8 +514,14 @@ Tensor castTensor(const Tensor &x, DType target) {
       Tensor out(D, x.dims());
       const StorageOf<S> *src = x.data<StorageOf<S>>();
       StorageOf<D> *dst = out.data<StorageOf<D>>();
-      for (int64_t i = 0, n = x.numElements(); i < n; ++i)
-        dst[i] = TD::store(convertNumber<typename TD::Compute>(TS::load(src[i])));
+      for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+        if constexpr (D == DType::I4 || D == DType::U4)
+          // ONNX keeps the low 4 bits of the integer (-9 is 7 as u4), so
+          // convert through i32 and let the store wrap.
+          dst[i] = TD::store(typename TD::Compute(convertNumber<int32_t>(TS::load(src[i]))));
+        else
+          dst[i] = TD::store(convertNumber<typename TD::Compute>(TS::load(src[i])));
+      }
       return out;
     });
   });

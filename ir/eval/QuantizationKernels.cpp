@@ -62,30 +62,59 @@ float roundToFloatType(DType type, float value) {
   return value;
 }
 
-/// For each element of a tensor of `dims`, which element of a per-axis
-/// parameter (scale or zero point) applies: 0 for a per-tensor one.
+/// For each element of a tensor of `dims`, which element of a per-axis or
+/// blocked parameter (scale or zero point) applies: 0 for a per-tensor one.
+/// Element i sits at (outer, a, inner) around `axis`; a per-axis parameter
+/// is indexed by a, a blocked one (x's rank, `blocks` along the axis) by
+/// (outer, a / block_size, inner).
 class ParameterIndex {
 public:
   ParameterIndex(const Node &node, const std::vector<int64_t> &dims, const Tensor &scale) {
-    if (scale.rank() > 1)
+    block_ = node.getInt("block_size", 0);
+    if (block_ < 0)
+      fail(node.describe(), ": block_size ", block_, " is negative");
+    if (block_ == 0 && scale.rank() > 1)
       fail(node.describe(), ": scale ", scale.typeString(),
-           " must be a scalar or 1-D (blocked quantization is not supported)");
-    if (scale.numElements() == 1)
+           " must be a scalar or 1-D (or blocked, with block_size > 0)");
+    if (block_ == 0 && scale.numElements() == 1)
       return;
     if (dims.empty())
-      fail(node.describe(), ": a per-axis scale needs x of rank at least 1");
+      fail(node.describe(), ": a per-axis or blocked scale needs x of rank at least 1");
     size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 1), int64_t(dims.size())));
-    if (scale.numElements() != dims[axis])
-      fail(node.describe(), ": per-axis scale has ", scale.numElements(),
-           " elements but x dimension ", axis, " is ", dims[axis]);
     axisSize_ = dims[axis];
     for (size_t i = axis + 1; i < dims.size(); ++i)
       inner_ *= dims[i];
+    if (block_ > 0) {
+      checkBlocked(node, dims, scale, axis);
+      return;
+    }
+    if (scale.numElements() != dims[axis])
+      fail(node.describe(), ": per-axis scale has ", scale.numElements(),
+           " elements but x dimension ", axis, " is ", dims[axis]);
   }
-  int64_t operator()(int64_t element) const { return (element / inner_) % axisSize_; }
+  int64_t operator()(int64_t element) const {
+    int64_t a = (element / inner_) % axisSize_;
+    if (block_ == 0)
+      return a;
+    int64_t outer = element / (inner_ * axisSize_);
+    return (outer * blocks_ + a / block_) * inner_ + element % inner_;
+  }
 
 private:
-  int64_t inner_ = 1, axisSize_ = 1;
+  void checkBlocked(const Node &node, const std::vector<int64_t> &dims, const Tensor &scale,
+                    size_t axis) {
+    bool ok = scale.rank() == dims.size();
+    for (size_t i = 0; ok && i < dims.size(); ++i)
+      ok = i == axis ? scale.dims()[i] == (dims[i] + block_ - 1) / block_
+                     : scale.dims()[i] == dims[i];
+    if (!ok)
+      fail(node.describe(), ": blocked scale ", scale.typeString(), " does not match x ",
+           Tensor::elided(DType::F32, dims).typeString().substr(3), " in blocks of ", block_,
+           " along axis ", axis);
+    blocks_ = scale.dims()[axis];
+  }
+
+  int64_t inner_ = 1, axisSize_ = 1, block_ = 0, blocks_ = 1;
 };
 
 void requireZeroPointLike(const Node &node, const Tensor *zeroPoint, const Tensor &scale) {

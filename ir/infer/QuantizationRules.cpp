@@ -2,7 +2,8 @@
 //
 // Quantized values are integer tensors with a float scale and an integer
 // zero point beside them. The rules check what pairs them: a scale that is a
-// scalar (per tensor) or 1-D along `axis` (per axis), a zero point of the
+// scalar (per tensor), 1-D along `axis` (per axis) or of x's rank with one
+// entry per block of `block_size` along `axis` (blocked), a zero point of the
 // scale's shape and of the quantized dtype, and for the integer products a
 // per-row (A) or per-column (B) / per-output-channel (W) parameter of the
 // right length. The result shapes of the products are MatMul's and Conv's.
@@ -20,7 +21,7 @@ namespace onnxc {
 namespace {
 
 bool isQuantizedType(DType t) {
-  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16;
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16 || isFourBit(t);
 }
 
 bool isEightBit(DType t) { return t == DType::I8 || t == DType::U8; }
@@ -63,17 +64,46 @@ void requireZeroPointShape(InferenceContext &context, const Node &node, const Va
       requireSameDim(context, node, z[i], s[i], "zero point dimension", z, s);
 }
 
-/// QuantizeLinear / DequantizeLinear: the scale is a scalar (or [1]) or a
-/// 1-D tensor as long as x's `axis`.
+/// Blocked quantization (`block_size` > 0): the scale has x's rank, x's dims
+/// but along `axis`, where it has one entry per block (the last may be
+/// short), so that dim must be known.
+void checkBlockedScale(InferenceContext &context, const Node &node, const Shape &x, const Shape &s,
+                       int64_t blockSize) {
+  if (!x.isRanked())
+    return;
+  if (s.rank() != x.rank())
+    fail(node.describe(), ": a blocked scale ", s.str(), " must have x's rank (x is ", x.str(),
+         ")");
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 1), int64_t(x.rank())));
+  std::optional<int64_t> length = x[axis].constant(), blocks = s[axis].constant();
+  if (!length || !blocks)
+    fail(node.describe(), ": blocked quantization needs known sizes along axis ", axis, " (x ",
+         x.str(), ", scale ", s.str(), ")");
+  if (*blocks != (*length + blockSize - 1) / blockSize)
+    fail(node.describe(), ": a scale of ", *blocks, " blocks along axis ", axis,
+         " does not cover x's ", *length, " in blocks of ", blockSize);
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (i != axis)
+      requireSameDim(context, node, s[i], x[i],
+                     "blocked scale dimension " + std::to_string(i) + " (against x)", s, x);
+}
+
+/// QuantizeLinear / DequantizeLinear: the scale is a scalar (or [1]), a
+/// 1-D tensor as long as x's `axis`, or blocked along `axis`.
 void checkScaleAlongAxis(InferenceContext &context, const Node &node, const Shape &x,
                          const Value *scale, const Value *zeroPoint) {
   requireZeroPointShape(context, node, scale, zeroPoint);
   const Shape &s = scale->shape();
+  int64_t blockSize = node.getInt("block_size", 0);
+  if (blockSize < 0)
+    fail(node.describe(), ": block_size ", blockSize, " is negative");
   if (!s.isRanked())
     return;
+  if (blockSize > 0)
+    return checkBlockedScale(context, node, x, s, blockSize);
   if (s.rank() > 1)
     fail(node.describe(), ": scale ", s.str(),
-         " must be a scalar or 1-D (blocked quantization is not supported)");
+         " must be a scalar or 1-D (or blocked, with block_size > 0)");
   if (s.rank() == 0 || s[0].constant() == 1 || !x.isRanked())
     return;
   if (x.rank() == 0)
@@ -95,12 +125,12 @@ void inferQuantizeLinear(Node &node, InferenceContext &context) {
   if (code != 0) {
     std::optional<DType> requested = dtypeFromOnnxCode(code);
     if (!requested || !isQuantizedType(*requested))
-      fail(node.describe(), ": output_dtype ", code, " is not i8, u8, i16 or u16");
+      fail(node.describe(), ": output_dtype ", code, " is not i4, u4, i8, u8, i16 or u16");
     result = *requested;
   }
   if (zeroPoint && zeroPoint->dtype() != DType::Unknown) {
     if (!isQuantizedType(zeroPoint->dtype()))
-      fail(node.describe(), ": y_zero_point must be i8, u8, i16 or u16, not ",
+      fail(node.describe(), ": y_zero_point must be i4, u4, i8, u8, i16 or u16, not ",
            dtypeName(zeroPoint->dtype()));
     if (code != 0 && zeroPoint->dtype() != result)
       fail(node.describe(), ": output_dtype ", dtypeName(result),
@@ -116,7 +146,7 @@ void inferDequantizeLinear(Node &node, InferenceContext &context) {
   const Value *scale = requireNamedOperand(node, 1, "x_scale");
   const Value *zeroPoint = node.numOperands() > 2 ? node.operand(2) : nullptr;
   requireDType(node, x, "x", isQuantizedType(x->dtype()) || x->dtype() == DType::I32,
-               "i8, u8, i16, u16 or i32");
+               "i4, u4, i8, u8, i16, u16 or i32");
   requireFloatScale(node, scale, "x_scale");
   requireZeroPointDType(node, zeroPoint, x->dtype(), "x_zero_point");
   checkScaleAlongAxis(context, node, x->shape(), scale, zeroPoint);

@@ -250,10 +250,52 @@ void checkResultSizes(const Node &node) {
                                 : std::string("more bytes than int64 can count")));
   }
 }
+/// i4/u4 values are computed as 8-bit integers, which only data movement,
+/// Cast and the quantization ops (whose rules know the 4-bit range) get
+/// right; ONNX allows them no other op either. Anything else is refused
+/// here rather than computed in 8 bits.
+bool takesFourBitOperands(OpKind kind) {
+  switch (kind) {
+  case OpKind::Identity:
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::Transpose:
+  case OpKind::Gather:
+  case OpKind::Slice:
+  case OpKind::Concat:
+  case OpKind::Split:
+  case OpKind::Expand:
+  case OpKind::Shape:
+  case OpKind::Size:
+  case OpKind::Cast:
+  case OpKind::CastLike:
+  case OpKind::QuantizeLinear:
+  case OpKind::DequantizeLinear:
+  case OpKind::If:
+  case OpKind::Loop:
+  case OpKind::Scan:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void checkFourBitOperands(const Node &node) {
+  if (takesFourBitOperands(node.kind()))
+    return;
+  for (const Value *operand : node.operands())
+    if (operand && isFourBit(operand->dtype()))
+      fail(node.describe(), ": op ", node.opName(), " does not take ", dtypeName(operand->dtype()),
+           " values ('%", operand->name(),
+           "'); 4-bit integers only go through data movement, Cast and the quantization ops");
+}
 } // namespace
 
 void inferNodeShapes(Node &node, InferenceContext &context) {
   checkCounts(node);
+  checkFourBitOperands(node);
   ShapeRule rule = shapeRules().rules[unsigned(node.kind())];
   if (!rule)
     fail(node.describe(), ": op ", node.opName(), " has no shape rule");

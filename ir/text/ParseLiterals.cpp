@@ -20,6 +20,13 @@ using Kind = IRToken::Kind;
 /// Stores `value` into element `index` of an integer tensor when its dtype
 /// can hold it; false when it cannot.
 bool storeIfInRange(Tensor &tensor, int64_t index, int64_t value) {
+  if (std::optional<std::pair<double, double>> range = quantizedRange(tensor.dtype());
+      range && isFourBit(tensor.dtype())) {
+    if (double(value) < range->first || double(value) > range->second)
+      return false;
+    tensor.setElementFromDouble(index, double(value));
+    return true;
+  }
   return dispatchDType(tensor.dtype(), [&]<DType D>() {
     using T = typename ElementTraits<D>::Storage;
     if constexpr (std::is_integral_v<T>) {

@@ -14,7 +14,9 @@
 // are. Each constant takes the name of the value it replaces (an Identity of
 // a constant is forwarded to it instead of copied). Results over
 // kMaxFoldedElements are left alone (counted as "skipped (too large)") so
-// that folding never blows up the model size. The two steps alternate until
+// that folding never blows up the model size, except where it cannot
+// (foldsAtAnySize: weights' DequantizeLinear, a Transpose or Reshape of a
+// constant read once). The two steps alternate until
 // nothing more folds, and inferShapes re-runs after each change.
 //
 //===----------------------------------------------------------------------===//
@@ -81,6 +83,31 @@ MatchStatus evaluable(const Node &node) {
   return matched();
 }
 
+/// Whether every reader of `value` takes it as a matrix product's weights
+/// (directly or through a Transpose).
+bool onlyWeights(const Value *value) {
+  return value->hasUses() && std::all_of(value->uses().begin(), value->uses().end(), [](Use use) {
+           OpKind kind = use.user->kind();
+           return (use.operandIndex == 1 && (kind == OpKind::MatMul || kind == OpKind::Gemm)) ||
+                  kind == OpKind::Transpose;
+         });
+}
+
+/// Nodes folded whatever their size, because folding does not grow the
+/// model the way the limit guards against: a DequantizeLinear of constant
+/// weights read only by matrix products (the f32 weights a float model
+/// would hold; an int4 MatMulNBits weight becomes one), and a Transpose or
+/// Reshape of a constant nothing else reads (the same bytes, the operand
+/// dies).
+bool foldsAtAnySize(const Graph &graph, const Node &node) {
+  if (node.kind() == OpKind::DequantizeLinear)
+    return onlyWeights(node.result(0));
+  if (node.kind() != OpKind::Transpose && node.kind() != OpKind::Reshape)
+    return false;
+  const Value *data = node.operand(0);
+  return data && data->numUses() == 1 && !graph.isOutput(data);
+}
+
 bool allOperandsConstant(const Node &node) {
   return std::all_of(node.operands().begin(), node.operands().end(),
                      [](const Value *v) { return !v || v->isConstant(); });
@@ -109,7 +136,8 @@ bool foldEvaluableNodes(Graph &graph, PassContext &context) {
       context.explain(*node, status.rejection().reason);
       continue;
     }
-    if (std::any_of(node->results().begin(), node->results().end(), tooLarge)) {
+    bool anySize = foldsAtAnySize(graph, *node);
+    if (!anySize && std::any_of(node->results().begin(), node->results().end(), tooLarge)) {
       context.count("skipped (too large)");
       context.explain(*node, "result has more than 1M elements");
       continue;
@@ -127,8 +155,9 @@ bool foldEvaluableNodes(Graph &graph, PassContext &context) {
       continue;
     }
     assert(results.size() == node->numResults() && "evaluator returned the wrong result count");
-    if (std::any_of(results.begin(), results.end(),
-                    [](const Tensor &t) { return t.numElements() > kMaxFoldedElements; })) {
+    if (!anySize && std::any_of(results.begin(), results.end(), [](const Tensor &t) {
+          return t.numElements() > kMaxFoldedElements;
+        })) {
       context.count("skipped (too large)");
       context.explain(*node, "result has more than 1M elements");
       continue;

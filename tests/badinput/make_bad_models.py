@@ -129,12 +129,12 @@ def write_graph_defects(out: Path) -> None:
 
 
 def write_quantization_defects(out: Path) -> None:
-    """Blocked quantization (opset 21 block_size), which onnxc refuses, and
+    """A blocked scale (opset 21 block_size) with one block too many for x, and
     a per-axis scale whose zero point has another length."""
     x = tensor_info("x", [2, 4])
     q = helper.make_tensor_value_info("q", TensorProto.INT8, [2, 4])
-    blocked = [numpy_helper.from_array(np.full([2, 2], 0.5, np.float32), "block_scale"),
-               numpy_helper.from_array(np.zeros([2, 2], np.int8), "block_zero")]
+    blocked = [numpy_helper.from_array(np.full([2, 3], 0.5, np.float32), "block_scale"),
+               numpy_helper.from_array(np.zeros([2, 3], np.int8), "block_zero")]
     node = [helper.make_node("QuantizeLinear", ["x", "block_scale", "block_zero"], ["q"],
                              name="quant_blocked", axis=1, block_size=2)]
     save(model_of(node, [x], [q], blocked, opset=21), out / "quantize_blocked.onnx")

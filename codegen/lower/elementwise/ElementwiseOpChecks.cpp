@@ -185,9 +185,9 @@ std::string elementwiseUnsupportedReason(const Node &node) {
   case OpKind::Where:
     return checkWhere(node);
   case OpKind::Cast:
-    return checkOperand(node, 0, kAllTypes);
+    return checkOperand(node, 0, kAllTypes | kFourBitTypes);
   case OpKind::CastLike:
-    if (std::string error = checkOperand(node, 0, kAllTypes); !error.empty())
+    if (std::string error = checkOperand(node, 0, kAllTypes | kFourBitTypes); !error.empty())
       return error;
     return node.operand(1) ? "" : "operand 1 is absent";
   default: // the unary float functions and IsNaN / IsInf

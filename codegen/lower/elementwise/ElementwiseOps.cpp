@@ -57,6 +57,16 @@ llvm::Value *ElementEmitter::callDouble(const char *name, ArrayRef<llvm::Value *
 }
 
 llvm::Value *ElementEmitter::cast(llvm::Value *v, DType from, DType to) {
+  if (from == to || !isFourBit(to))
+    return castToWide(v, from, to);
+  // i4/u4: converted to i32 (floats truncate and saturate there, as the
+  // evaluator's convertNumber does), then the low 4 bits, as ONNX's Cast.
+  llvm::Value *wide = castToWide(v, from, DType::I32);
+  llvm::Type *byte = computeType(DType::I8);
+  return wrapToFourBits(b(), b().CreateTrunc(wide, byte), to);
+}
+
+llvm::Value *ElementEmitter::castToWide(llvm::Value *v, DType from, DType to) {
   if (from == to)
     return v;
   IRBuilder<> &ir = b();

@@ -76,6 +76,8 @@ public:
 
 private:
   llvm::IRBuilder<> &b() { return f_.ir(); }
+  /// cast() for any target but i4/u4.
+  llvm::Value *castToWide(llvm::Value *value, DType from, DType to);
   llvm::Value *fold(const Node &node, llvm::ArrayRef<llvm::Value *> operands);
   llvm::Value *binary(OpKind kind, DType type, llvm::Value *a, llvm::Value *c, const Node &node);
   llvm::Value *divide(DType type, llvm::Value *a, llvm::Value *c);

@@ -91,25 +91,36 @@ namespace {
 
 // --- QuantizeLinear / DequantizeLinear ---------------------------------------
 
-/// Element layout of a per-axis (or per-tensor) parameter over x: rows of
-/// `inner` elements, row r using parameter r % axisSize.
+/// Element layout of a per-tensor, per-axis or blocked parameter over x:
+/// rows of `inner` elements, one row per index of x's dims up to `axis`.
+/// Row r uses parameter r % axisSize (per axis); blocked, element j of row
+/// r uses ((r / axisSize) * blocks + (r % axisSize) / blockSize) * inner + j.
 struct AxisLayout {
   bool perTensor = true;
+  int64_t blockSize = 0, blocks = 1;
   Dim rows = 1, inner = 1, axisSize = 1;
 };
 
 AxisLayout axisLayout(LoweringContext &ctx, const Node &node, const Shape &x,
                       const onnxc::Value *scale) {
   AxisLayout layout;
-  if (scale->shape().numElements().constant() == 1) {
+  layout.blockSize = node.getInt("block_size", 0);
+  if (layout.blockSize == 0 && scale->shape().numElements().constant() == 1) {
     layout.inner = x.numElements();
     return layout;
   }
-  if (scale->shape().rank() != 1 || x.rank() == 0)
-    ctx.unsupported(node, "the scale must be a scalar or 1-D along an axis of x");
+  bool blocked = layout.blockSize > 0;
+  if (x.rank() == 0 || (blocked ? scale->shape().rank() != x.rank() : scale->shape().rank() != 1))
+    ctx.unsupported(node, "the scale must be a scalar, 1-D along an axis of x, or blocked");
   size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", 1), int64_t(x.rank())));
   layout.perTensor = false;
   layout.axisSize = x[axis];
+  if (blocked) {
+    std::optional<int64_t> blocks = scale->shape()[axis].constant();
+    if (!blocks)
+      ctx.unsupported(node, "a blocked scale needs a known block count");
+    layout.blocks = *blocks;
+  }
   for (size_t i = 0; i <= axis; ++i)
     layout.rows = layout.rows * x[i];
   for (size_t i = axis + 1; i < x.rank(); ++i)
@@ -135,13 +146,25 @@ void forEachQuantizedElement(StepBuilder &step, const AxisLayout &layout,
     grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, *inner));
   auto [begin, end] = step.splitEvenly([rows](FunctionBuilder &f) { return f.dim(rows); }, grain);
   Value *inner = k.dim(layout.inner), *axisSize = k.dim(layout.axisSize);
+  bool blocked = layout.blockSize > 0;
   k.forRange(
       begin, end,
       [&](Value *row) {
         Value *parameter = b.CreateSRem(row, axisSize);
+        if (blocked) {
+          // The row's block, then the first parameter of its row of blocks.
+          Value *outer = b.CreateSDiv(row, axisSize);
+          Value *block = b.CreateSDiv(parameter, k.i64(layout.blockSize));
+          parameter =
+              b.CreateMul(b.CreateAdd(b.CreateMul(outer, k.i64(layout.blocks)), block), inner);
+        }
         Value *start = b.CreateMul(row, inner);
         k.forRange(
-            k.i64(0), inner, [&](Value *j) { body(b.CreateAdd(start, j), parameter); }, 1, "j");
+            k.i64(0), inner,
+            [&](Value *j) {
+              body(b.CreateAdd(start, j), blocked ? b.CreateAdd(parameter, j) : parameter);
+            },
+            1, "j");
       },
       1, "row");
 }

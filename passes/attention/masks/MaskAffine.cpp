@@ -172,7 +172,9 @@ std::optional<int> signOf(const Dim &dim, bool orZero) {
 
 // --- dtypes -----------------------------------------------------------------
 
-bool isMaskInteger(DType dtype) { return isInteger(dtype) && dtype != DType::U64; }
+bool isMaskInteger(DType dtype) {
+  return isInteger(dtype) && dtype != DType::U64 && !isFourBit(dtype);
+}
 
 int64_t minOf(DType dtype) {
   switch (dtype) {
@@ -191,6 +193,10 @@ int64_t minOf(DType dtype) {
 
 int64_t maxOf(DType dtype) {
   switch (dtype) {
+  case DType::I4:
+    return 7;
+  case DType::U4:
+    return 15;
   case DType::I8:
     return INT8_MAX;
   case DType::U8:

@@ -189,6 +189,30 @@ TEST_F(FrontendTensor, UnsupportedDTypes) {
             "initializer 'u': no data type given");
 }
 
+// ONNX's INT4 and UINT4 codes, newer than the onnx headers onnxc builds against.
+constexpr int kInt4 = 22, kUint4 = 21;
+
+TEST_F(FrontendTensor, FourBitTypesArePackedTwoAByte) {
+  // Five int4 values in three bytes, low nibble first, the last high nibble unused.
+  onnx::TensorProto i4 = makeProto(kInt4, {5});
+  i4.set_raw_data(std::string("\x70\x8f\x01", 3)); // 0, 7, -1, -8, 1
+  Tensor t = tensorFromProto(i4, modelDir(), "initializer 'w'");
+  EXPECT_EQ(t.typeString(), "i4[5]");
+  EXPECT_EQ(t.toInt64Vector(), (std::vector<int64_t>{0, 7, -1, -8, 1}));
+  // int32_data holds one packed byte per entry.
+  onnx::TensorProto u4 = makeProto(kUint4, {2, 2});
+  u4.add_int32_data(0xf1);
+  u4.add_int32_data(0x29);
+  t = tensorFromProto(u4, modelDir(), "initializer 'u'");
+  EXPECT_EQ(t.typeString(), "u4[2, 2]");
+  EXPECT_EQ(t.toInt64Vector(), (std::vector<int64_t>{1, 15, 9, 2}));
+  onnx::TensorProto shortData = makeProto(kInt4, {5});
+  shortData.set_raw_data(std::string("\x70\x8f", 2));
+  EXPECT_EQ(errorOf([&] { tensorFromProto(shortData, modelDir(), "initializer 's'"); }),
+            "initializer 's': raw_data has 2 bytes but i4[5 elements] needs 3 (two elements a "
+            "byte)");
+}
+
 TEST_F(FrontendTensor, ExternalDataInsideFolder) {
   fs::create_directories(root_ / "model" / "weights");
   writeFile(root_ / "model" / "weights" / "w.bin",

@@ -87,6 +87,37 @@ TEST(OnnxExporter, WritesOpset23WithSymbolicDimsAndRawInitializers) {
             (std::vector<std::string>{"MatMul", "Add", "Gelu", "Identity", "Identity"}));
 }
 
+TEST(OnnxExporter, FourBitConstantsArePackedAndReadBack) {
+  std::unique_ptr<Graph> graph = parsed(R"(
+graph @w(%a: f32[1, 3]) -> (%y: f32[1, 2]) {
+  const %w: i4[3, 2] = dense<[-8, 7, 0, 1, -1, 3]>
+  const %s: f32[2, 2] = dense<[0.5, 1.0, 2.0, 4.0]>
+  %d = DequantizeLinear(%w, %s) {axis = 0, block_size = 2}
+  %y = MatMul(%a, %d)
+  return %y
+}
+)");
+  onnx::ModelProto model = exportOnnxModel(*graph);
+  const onnx::TensorProto *w = nullptr;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    if (t.name() == "w")
+      w = &t;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data_type(), 22); // INT4
+  // Two a byte, low nibble first: (-8, 7), (0, 1), (-1, 3).
+  EXPECT_EQ(w->raw_data(), std::string("\x78\x10\x3f", 3));
+  fs::path file =
+      fs::temp_directory_path() / ("onnxc-export-i4-" + std::to_string(getpid()) + ".onnx");
+  writeOnnxFile(*graph, file.string());
+  std::unique_ptr<Graph> back = importOnnxFile(file.string());
+  fs::remove(file);
+  Tensor a = Tensor::fromVector<float>({1, 3}, {1, 2, 3});
+  std::vector<Tensor> want = evaluateGraph(*graph, {{"a", a}});
+  std::vector<Tensor> got = evaluateGraph(*back, {{"a", a}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].identicalTo(want[0]));
+}
+
 TEST(OnnxExporter, SkipLayerNormBecomesAddAndLayerNorm) {
   std::unique_ptr<Graph> graph =
       parsed("graph @skip(%x: f32[2, 8], %h: f32[2, 8]) -> (%y: f32[2, 8], %sum: f32[2, 8]) {\n"

@@ -81,6 +81,37 @@ TEST(PassFoldConstants, SkipsHugeResults) {
   }
 }
 
+// Weights: a DequantizeLinear of a 2M-element u4 constant read by a MatMul, through a
+// Transpose, folds whatever its size (the f32 weights a float model holds); a Transpose of a
+// large constant something else reads too does not.
+TEST(PassFoldConstants, FoldsLargeWeightsDequantizeAndTheirTranspose) {
+  Graph g;
+  const int64_t n = 2048, k = 1024;
+  Value *a = g.addInput("a", {DType::F32, Shape::fromConstants({1, k})});
+  Value *q = g.addConstant("q", Tensor(DType::U4, {n, k}));
+  Value *scale = g.addConstant("s", Tensor::scalar<float>(0.5f));
+  Node *dequantize = g.createNode(OpKind::DequantizeLinear, {q, scale}, 1, "dq", {"w"});
+  Node *transpose = g.createNode(OpKind::Transpose, {dequantize->result()}, 1, "t", {"wt"});
+  transpose->setAttr("perm", std::vector<int64_t>{1, 0});
+  Node *product = g.createNode(OpKind::MatMul, {a, transpose->result()}, 1, "mm", {"y"});
+  g.addOutput("y", product->result());
+  Value *big = g.addConstant("big", Tensor(DType::F32, {n, k}));
+  Node *shared = g.createNode(OpKind::Transpose, {big}, 1, "shared", {"bt"});
+  shared->setAttr("perm", std::vector<int64_t>{1, 0});
+  g.addOutput("bt", shared->result());
+  g.addOutput("big", big);
+  inferShapes(g);
+  PassContext context("fold-constants");
+  EXPECT_TRUE(createFoldConstantsPass()->run(g, context));
+  EXPECT_EQ(countKind(g, OpKind::DequantizeLinear), 0u);
+  EXPECT_EQ(countKind(g, OpKind::Transpose), 1u); // the shared one
+  Value *w = g.findValue("wt");
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(w->isConstant());
+  EXPECT_EQ(w->constantValue().typeString(), "f32[1024, 2048]");
+  EXPECT_GE(context.counter("skipped (too large)"), 1); // once per sweep
+}
+
 // x: f32[batch, 16]; s = Shape(x); d = Gather(s, 1) -> 16 while the batch
 // piece stays symbolic.
 TEST(PassFoldConstants, FoldsStaticPiecesOfShapeChains) {
