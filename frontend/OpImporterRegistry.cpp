@@ -18,6 +18,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerVisionImporters(r);
     registerNormalizationFunctionImporters(r);
     registerControlFlowImporters(r);
+    registerMicrosoftNormalizationImporters(r);
     return r;
   }();
   return registry;

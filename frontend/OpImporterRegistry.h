@@ -61,5 +61,7 @@ void registerQuantizationImporters(OpImporterRegistry &registry);
 void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
+// com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).
+void registerMicrosoftNormalizationImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc
