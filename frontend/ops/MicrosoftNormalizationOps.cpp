@@ -8,6 +8,7 @@
 //
 //   SimplifiedLayerNormalization(X, scale)  RMSNormalization(CastLike(X, scale), scale)
 //                                           [inv_std_var: 1 / sqrt(mean(X^2) + eps)]
+//   LayerNormalization below opset 17       LayerNormalization (onnxruntime's ai.onnx 1)
 //   SkipLayerNormalization(in, skip, g, [b], [bias])
 //                                           LayerNormalization(in + (skip + bias), g, b)
 //   SkipSimplifiedLayerNormalization(in, skip, g, [bias])
@@ -319,9 +320,12 @@ void importBiasAdd(OnnxNode &node) {
 
 void registerMicrosoftNormalizationImporters(OpImporterRegistry &registry) {
   // onnxruntime registers SimplifiedLayerNormalization in the ONNX domain at
-  // version 1, so any ai.onnx opset imports it.
+  // version 1, so any ai.onnx opset imports it; likewise its LayerNormalization,
+  // which its optimizer writes into models of opsets below 17 (where ONNX has
+  // none), with the attributes and outputs LayerNormalization-17 took over.
   registry.add({"", "SimplifiedLayerNormalization", 1, OpKind::RMSNormalization,
                 importSimplifiedLayerNormalization});
+  registry.add({"", "LayerNormalization", 1, OpKind::LayerNormalization, importOneToOne});
   const std::pair<const char *, OpImportFn> contribOps[] = {
       {"SkipLayerNormalization", importSkipLayerNormalization},
       {"SkipSimplifiedLayerNormalization", importSkipSimplifiedLayerNormalization},

@@ -294,3 +294,26 @@ TEST_F(ContribImport, UnimplementedContribOpIsNamed) {
   addNode("Inverse", {"x"}, {"y"}, "inv");
   EXPECT_EQ(importError(), "unsupported ops: com.microsoft.Inverse (node 'inv')");
 }
+
+TEST_F(ContribImport, OldOpsetModelKeepsContribOps) {
+  // ONNX's version converter stops at contrib ops and at onnxruntime's own
+  // ONNX-domain norms (LayerNormalization below 17, SimplifiedLayerNormalization),
+  // which onnxruntime's optimizer leaves in models of the opset they came at:
+  // they are kept out of it and put back.
+  model_.mutable_opset_import(0)->set_version(11);
+  addNormInputs();
+  addNode("SkipLayerNormalization", {"x", "skip", "gamma"}, {"s"}, "sln");
+  addNode("Relu", {"s"}, {"r"}, "relu", "");
+  addNode("LayerNormalization", {"r", "gamma", "beta"}, {"ln"}, "ln", "");
+  addNode("SimplifiedLayerNormalization", {"ln", "gamma"}, {"y"}, "rms", "");
+  graph()->clear_output();
+  graph()->add_output()->set_name("y");
+  auto g = import();
+  EXPECT_EQ(producer(*g, "y").kind(), OpKind::RMSNormalization);
+  EXPECT_EQ(producer(*g, "ln").kind(), OpKind::LayerNormalization);
+  EXPECT_EQ(producer(*g, "r").kind(), OpKind::Relu);
+  EXPECT_EQ(producer(*g, "s").kind(), OpKind::LayerNormalization);
+  ASSERT_EQ(g->inputs().size(), 5u);
+  ASSERT_EQ(g->outputs().size(), 1u);
+  EXPECT_EQ(g->findValue("y")->type().str(), "f32[2, 3, 37]");
+}
