@@ -241,6 +241,36 @@ def test_bias_add_matches_numpy(backend, tmp_path):
     check_backend(path, feeds, {"y": feeds["x"] + bias + feeds["skip"]}, str(tmp_path), backend)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_simplified_norm_types_match_ort(backend, tmp_path):
+    """SimplifiedLayerNormalization with f16 and f32 inputs: Y has the scale's type, as onnxruntime
+    types it (the importer brings X to it), within f16's rounding (one unit in the last place)."""
+    rng = np.random.default_rng(16)
+    f16, f32 = TensorProto.FLOAT16, TensorProto.FLOAT
+    weights = {"scale_f32": rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32)}
+    weights["scale_f16"] = weights["scale_f32"].astype(np.float16)
+    nodes = [helper.make_node("SimplifiedLayerNormalization", [x, scale], [y], epsilon=1e-5, name=y)
+             for x, scale, y in [("x_f16", "scale_f32", "y_f16_f32"), ("x_f32", "scale_f16", "y_f32_f16"),
+                                 ("x_f16", "scale_f16", "y_f16_f16")]]
+    path = save_model(str(tmp_path / "simplified_types.onnx"), nodes,
+                      [helper.make_tensor_value_info("x_f16", f16, ["batch", "seq", HIDDEN]),
+                       helper.make_tensor_value_info("x_f32", f32, ["batch", "seq", HIDDEN])],
+                      [helper.make_tensor_value_info(n.output[0], f16 if n.output[0].endswith("f16") else f32, None)
+                       for n in nodes], weights)
+    x = rng.standard_normal((BATCH, SEQ, HIDDEN)).astype(np.float32)
+    feeds = {"x_f16": x.astype(np.float16), "x_f32": x}
+    want = run_ort(path, feeds)
+    assert want["y_f16_f32"].dtype == np.float32 and want["y_f32_f16"].dtype == np.float16
+    if backend == "lower":
+        check_backend(path, feeds, want, str(tmp_path), backend)
+        return
+    got = run_onnxc(path, feeds, str(tmp_path), backend, list(want))
+    for name, expected in want.items():
+        assert got[name].dtype == expected.dtype, f"{name} ({backend}): {got[name].dtype}"
+        np.testing.assert_allclose(got[name].astype(np.float32), expected.astype(np.float32), rtol=1e-3,
+                                   atol=2e-3 if expected.dtype == np.float16 else ATOL, err_msg=f"{name} ({backend})")
+
+
 def test_contrib_graph_fuses(contrib_model, tmp_path):
     """-O2 brings the imported ops to the fused kernels' ops: every skip norm whose skip has the
     input's shape becomes one SkipLayerNormalization (a broadcast skip stays Add + LayerNorm),
