@@ -20,6 +20,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerControlFlowImporters(r);
     registerAttentionImporters(r);
     registerMicrosoftQuantizationImporters(r);
+    registerMicrosoftNormalizationImporters(r);
     return r;
   }();
   return registry;

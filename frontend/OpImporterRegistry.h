@@ -64,5 +64,7 @@ void registerControlFlowImporters(OpImporterRegistry &registry);
 void registerAttentionImporters(OpImporterRegistry &registry);
 /// com.microsoft MatMulNBits, GatherBlockQuantized, MatMulBnb4.
 void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
+// com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).
+void registerMicrosoftNormalizationImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -17,6 +17,10 @@
 //    own first (OldOpsetRules.cpp).
 //  - It turns Resize-10 (and Upsample, via Resize-10) into Resize-11 without
 //    the asymmetric coordinates Resize-10 used: set afterwards.
+//  - It stops at an op of another domain (com.microsoft) and at onnxruntime's
+//    own ONNX-domain ops (LayerNormalization and SimplifiedLayerNormalization
+//    below opset 17): the main graph's such nodes are taken out before it
+//    runs, their values made graph inputs and outputs, and put back after.
 //  - An op it has no adapter for, or an op it does not know, stops it with a
 //    message that names no node: both are checked first, so errors name the
 //    node and its op version. Anything else it refuses is pinned on a node by
@@ -267,6 +271,73 @@ void restoreWeights(onnx::GraphProto &graph, SetAsideWeights &aside) {
   graph.mutable_sparse_initializer()->Swap(&aside.sparse);
 }
 
+// --- Nodes kept out of the converter ---------------------------------------------
+
+/// Whether the converter must not see `node`: an op of another domain (the
+/// converter looks every node's op up among ONNX's schemas, and stops at a
+/// com.microsoft one), or one of the ops onnxruntime registers in the ONNX
+/// domain itself, which its transformer optimizer writes into old-opset models
+/// and the converter has no schema of at those opsets.
+bool keptFromConverter(const onnx::NodeProto &node) {
+  const std::string &op = node.op_type();
+  return !isDefaultDomain(node) || op == "LayerNormalization" ||
+         op == "SimplifiedLayerNormalization";
+}
+
+/// The main graph's nodes kept from the converter, taken out with the values
+/// they read made graph outputs and the values they write graph inputs, so
+/// that the nodes around them convert as usual; put back afterwards. (Such a
+/// node inside a subgraph still stops the converter.)
+struct SetAsideNodes {
+  std::vector<onnx::NodeProto> nodes;
+  NameSet addedInputs, addedOutputs;
+};
+
+SetAsideNodes setAsideNodes(onnx::GraphProto &graph) {
+  SetAsideNodes aside;
+  NameSet known;
+  for (const auto *list : {&graph.input(), &graph.output()})
+    for (const onnx::ValueInfoProto &value : *list)
+      known.insert(value.name());
+  for (const onnx::TensorProto &init : graph.initializer())
+    known.insert(init.name());
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> converted;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if (!keptFromConverter(node)) {
+      converted.Add()->Swap(&node);
+      continue;
+    }
+    for (const std::string &input : node.input())
+      if (!input.empty() && !known.count(input) && !aside.addedInputs.count(input) &&
+          aside.addedOutputs.insert(input).second)
+        graph.add_output()->set_name(input);
+    for (const std::string &output : node.output())
+      if (!output.empty() && aside.addedInputs.insert(output).second)
+        graph.add_input()->set_name(output);
+    aside.nodes.push_back(std::move(node));
+  }
+  graph.mutable_node()->Swap(&converted);
+  return aside;
+}
+
+void restoreNodes(onnx::GraphProto &graph, SetAsideNodes &aside) {
+  if (aside.nodes.empty())
+    return;
+  auto dropAdded = [](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &values,
+                      const NameSet &added) {
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+    for (onnx::ValueInfoProto &value : values)
+      if (!added.count(value.name()))
+        kept.Add()->Swap(&value);
+    values.Swap(&kept);
+  };
+  dropAdded(*graph.mutable_input(), aside.addedInputs);
+  dropAdded(*graph.mutable_output(), aside.addedOutputs);
+  for (onnx::NodeProto &node : aside.nodes)
+    graph.add_node()->Swap(&node);
+  reorderTopologically(graph);
+}
+
 // --- Running the converter -------------------------------------------------------
 
 /// The converter's assertion text without its source location.
@@ -400,6 +471,7 @@ bool convertOldOpset(onnx::ModelProto &model) {
   int64_t opset = entry->version();
   onnx::GraphProto &graph = *model.mutable_graph();
   reorderTopologically(graph);
+  SetAsideNodes foreign = setAsideNodes(graph);
   checkConvertible(graph, opset);
 
   NameSet names = valueNames(graph);
@@ -440,6 +512,7 @@ bool convertOldOpset(onnx::ModelProto &model) {
     return it->second;
   });
 
+  restoreNodes(result, foreign);
   graph.Swap(&result);
   entry->set_version(kMinOnnxOpset);
   return true;
