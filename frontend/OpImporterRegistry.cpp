@@ -18,6 +18,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerVisionImporters(r);
     registerNormalizationFunctionImporters(r);
     registerControlFlowImporters(r);
+    registerContribRotaryGqaImporters(r);
+    registerContribBertAttentionImporters(r);
     return r;
   }();
   return registry;

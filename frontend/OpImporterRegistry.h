@@ -61,5 +61,8 @@ void registerQuantizationImporters(OpImporterRegistry &registry);
 void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
+// com.microsoft attention ops (frontend/ops/Contrib*AttentionOps.cpp, ContribRotaryGqaOps.cpp).
+void registerContribRotaryGqaImporters(OpImporterRegistry &registry);
+void registerContribBertAttentionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -1,0 +1,317 @@
+"""onnxruntime's attention contrib ops against onnxruntime itself.
+
+Single-node graphs (onnx.helper) of com.microsoft RotaryEmbedding, GroupQueryAttention,
+MultiHeadAttention and Attention, run by onnxc (the reference evaluator and the JIT at -O3,
+both through `onnxc run`) and by onnxruntime on the same random inputs. GroupQueryAttention
+is fed as onnxruntime-genai feeds it: seqlens_k = valid length - 1 per batch row and
+total_sequence_length, on a first prompt (batch 2, one row right-padded: only its valid query
+rows are compared, onnxruntime leaves the others unspecified) and on cached steps. The forms
+onnxc refuses are checked to fail with one line naming the node, at import or (for the
+shared past/present buffer) at run time.
+
+    ONNXC=build/tools/onnxc .venv/bin/python -m pytest tests/genai/test_contrib_attention.py
+"""
+
+import os
+import re
+import subprocess
+import tempfile
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 3e-5
+# A sanitizer build (ONNXC_MODEL_CHECKS=passes) checks the importers through the reference
+# evaluator only: the kernels the JIT emits are not instrumented.
+BACKENDS = ["ref"] if os.environ.get("ONNXC_MODEL_CHECKS") == "passes" else ["ref", "jit"]
+F32, I32, I64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
+
+
+def onnxc_binary() -> str:
+    path = os.environ.get("ONNXC", os.path.join(HERE, "..", "..", "build", "tools", "onnxc"))
+    if not os.path.exists(path):
+        pytest.skip(f"no onnxc binary at {path}")
+    return path
+
+
+def file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
+
+
+def model_of(node, inputs, outputs, initializers=()):
+    """A one-node model importing com.microsoft 1; inputs/outputs: (name, type, shape)."""
+    graph = helper.make_graph(
+        [node], "contrib",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model
+
+
+def run_onnxc(path, feeds, backend, outputs):
+    """(returncode, {output: array}, stderr) of `onnxc run`."""
+    work = tempfile.mkdtemp(dir=os.path.dirname(path))
+    command = [onnxc_binary(), "run", path, f"--backend={backend}", "--output-dir", work]
+    for name, value in feeds.items():
+        np.save(os.path.join(work, "in_" + file_name(name)), value)
+        command += ["--input", f"{name}={os.path.join(work, 'in_' + file_name(name))}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        return result.returncode, {}, result.stderr
+    return 0, {n: np.load(os.path.join(work, file_name(n))) for n in outputs}, result.stderr
+
+
+def ort_run(path, feeds, outputs):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+    return dict(zip(outputs, session.run(outputs, feeds)))
+
+
+def compare(what, got, want, rows=None):
+    """rows: a function (array) -> the part onnxruntime specifies."""
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, onnxruntime {want.shape}"
+    if rows is not None:
+        got, want = rows(got), rows(want)
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    error = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    assert error <= TOLERANCE * scale, f"{what}: max abs error {error:.3g} (scale {scale:.3g})"
+
+
+def check_against_ort(tmp_path, name, model, feeds, outputs, rows=None):
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(model, path)
+    want = ort_run(path, feeds, outputs)
+    for backend in BACKENDS:
+        code, got, stderr = run_onnxc(path, feeds, backend, outputs)
+        assert code == 0, f"{name} ({backend}): {stderr[-2000:]}"
+        for output in outputs:
+            compare(f"{name} {output} ({backend})", got[output], want[output],
+                    rows.get(output) if rows else None)
+
+
+def check_refused(tmp_path, name, model, feeds, pattern, backend="ref"):
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(model, path)
+    code, _, stderr = run_onnxc(path, feeds, backend, [])
+    assert code != 0, f"{name}: onnxc accepted it"
+    lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and re.search(pattern, lines[0]), f"{name}: {stderr[-2000:]}"
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def rotary_caches(max_pos, half, base=10000.0):
+    inv = 1.0 / (base ** (np.arange(half, dtype=np.float64) / half))
+    angles = np.outer(np.arange(max_pos, dtype=np.float64), inv)
+    return (numpy_helper.from_array(np.cos(angles).astype(np.float32), "cos_cache"),
+            numpy_helper.from_array(np.sin(angles).astype(np.float32), "sin_cache"))
+
+
+# --- RotaryEmbedding ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["3d_heads", "3d_interleaved_offset", "3d_no_heads", "4d",
+                                  "3d_partial"])
+def test_rotary_embedding(tmp_path, case):
+    r = rng(1)
+    batch, seq, heads, head = 2, 5, 3, 16
+    rotary = 8 if case == "3d_partial" else head
+    cos, sin = rotary_caches(32, rotary // 2)
+    attrs = {"interleaved": 1 if "interleaved" in case else 0}
+    if case in ("3d_heads", "3d_interleaved_offset", "3d_partial"):
+        attrs["num_heads"] = heads
+    if case == "3d_partial":
+        attrs["rotary_embedding_dim"] = rotary
+    shape = [batch, heads, seq, head] if case == "4d" else [batch, seq, heads * head]
+    x = r.standard_normal(shape).astype(np.float32)
+    if "offset" in case:
+        positions = np.array([7], dtype=np.int64)
+    else:
+        positions = r.integers(0, 32, size=(batch, seq)).astype(np.int64)
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos_cache", "sin_cache"], ["y"],
+                            domain="com.microsoft", **attrs)
+    model = model_of(node, [("x", F32, shape), ("pos", I64, list(positions.shape))],
+                     [("y", F32, shape)], [cos, sin])
+    check_against_ort(tmp_path, f"rotary_{case}", model, {"x": x, "pos": positions}, ["y"])
+
+
+# --- GroupQueryAttention -------------------------------------------------------------------------
+
+HEADS, KV_HEADS, HEAD = 4, 2, 16
+
+
+def gqa_model(packed=False, past=True, rotary=True, **attrs):
+    inputs = [("query", F32, ["b", "s", (HEADS + 2 * KV_HEADS) * HEAD if packed else HEADS * HEAD])]
+    names = ["query"]
+    if not packed:
+        inputs += [("key", F32, ["b", "s", KV_HEADS * HEAD]), ("value", F32, ["b", "s", KV_HEADS * HEAD])]
+        names += ["key", "value"]
+    else:
+        names += ["", ""]
+    if past:
+        inputs += [("past_key", F32, ["b", KV_HEADS, "p", HEAD]), ("past_value", F32, ["b", KV_HEADS, "p", HEAD])]
+        names += ["past_key", "past_value"]
+    else:
+        names += ["", ""]
+    inputs += [("seqlens_k", I32, ["b"]), ("total_sequence_length", I32, [])]
+    names += ["seqlens_k", "total_sequence_length"]
+    initializers = []
+    if rotary:
+        initializers = list(rotary_caches(64, HEAD // 2))
+        names += ["cos_cache", "sin_cache"]
+    node = helper.make_node("GroupQueryAttention", names, ["output", "present_key", "present_value"],
+                            domain="com.microsoft", num_heads=HEADS, kv_num_heads=KV_HEADS,
+                            do_rotary=int(rotary), **attrs)
+    outputs = [("output", F32, ["b", "s", HEADS * HEAD]),
+               ("present_key", F32, ["b", KV_HEADS, "t", HEAD]),
+               ("present_value", F32, ["b", KV_HEADS, "t", HEAD])]
+    return model_of(node, inputs, outputs, initializers)
+
+
+def gqa_feeds(r, batch, seq, past_len, lengths=None, packed=False, past=True):
+    """Feeds as onnxruntime-genai gives them; `lengths`: valid tokens per row (default all)."""
+    total = past_len + seq
+    lengths = [total] * batch if lengths is None else lengths
+    width = (HEADS + 2 * KV_HEADS) * HEAD if packed else HEADS * HEAD
+    feeds = {"query": r.standard_normal((batch, seq, width)).astype(np.float32)}
+    if not packed:
+        feeds["key"] = r.standard_normal((batch, seq, KV_HEADS * HEAD)).astype(np.float32)
+        feeds["value"] = r.standard_normal((batch, seq, KV_HEADS * HEAD)).astype(np.float32)
+    if past:
+        feeds["past_key"] = r.standard_normal((batch, KV_HEADS, past_len, HEAD)).astype(np.float32)
+        feeds["past_value"] = r.standard_normal((batch, KV_HEADS, past_len, HEAD)).astype(np.float32)
+    feeds["seqlens_k"] = np.array([n - 1 for n in lengths], dtype=np.int32)
+    feeds["total_sequence_length"] = np.array(total, dtype=np.int32)
+    return feeds
+
+
+GQA_OUTPUTS = ["output", "present_key", "present_value"]
+
+
+@pytest.mark.parametrize("case", ["prompt_padded", "prompt_packed", "step", "step_batch2",
+                                  "continuation", "window", "no_rotary_scale", "interleaved",
+                                  "no_past"])
+def test_group_query_attention(tmp_path, case):
+    r = rng(2)
+    packed = case == "prompt_packed"
+    attrs = {}
+    if case == "window":
+        attrs["local_window_size"] = 3
+    if case == "no_rotary_scale":
+        attrs["scale"] = 0.3
+    if case == "interleaved":
+        attrs["rotary_interleaved"] = 1
+    rows = None
+    if case in ("prompt_padded", "prompt_packed"):
+        # A first prompt, row 1 right-padded to 7 of 9 tokens; the past is empty.
+        feeds = gqa_feeds(r, 2, 9, 0, lengths=[9, 7], packed=packed)
+        valid = lambda y: np.concatenate([y[0].ravel(), y[1, :7].ravel()])
+        rows = {"output": valid}
+    elif case == "no_past":
+        feeds = gqa_feeds(r, 1, 6, 0, past=False)
+    elif case == "step_batch2":
+        feeds = gqa_feeds(r, 2, 1, 12)
+    elif case == "continuation":
+        feeds = gqa_feeds(r, 1, 4, 11)
+    else:
+        feeds = gqa_feeds(r, 1, 1 if case != "window" else 5, 10)
+    model = gqa_model(packed=packed, past=case != "no_past", rotary=case != "no_rotary_scale",
+                      **attrs)
+    check_against_ort(tmp_path, f"gqa_{case}", model, feeds, GQA_OUTPUTS, rows)
+
+
+def test_group_query_attention_refusals(tmp_path):
+    r = rng(3)
+    feeds = gqa_feeds(r, 1, 1, 4)
+    for attr, value, pattern in [("softcap", 30.0, r"softcap"),
+                                 ("smooth_softmax", 1, r"smooth_softmax = 1 is not supported"),
+                                 ("qk_output", 1, r"qk_output = 1 is not supported")]:
+        model = gqa_model(**{attr: value})
+        check_refused(tmp_path, f"gqa_refuse_{attr}", model, feeds,
+                      r"node GroupQueryAttention .output.: .*" + pattern)
+    # onnxruntime's shared buffer: a max-length past whose rows past seqlens_k are unused.
+    shared = gqa_feeds(r, 1, 1, 8)
+    shared["seqlens_k"] = np.array([4], dtype=np.int32)
+    shared["total_sequence_length"] = np.array(5, dtype=np.int32)
+    for backend in BACKENDS:
+        check_refused(tmp_path, f"gqa_shared_{backend}", gqa_model(), shared,
+                      r"total_sequence_length must be the past's length", backend=backend)
+    # Rows of different lengths in a cached step.
+    ragged = gqa_feeds(r, 2, 1, 6, lengths=[7, 5])
+    check_refused(tmp_path, "gqa_ragged_step", gqa_model(), ragged,
+                  r"seqlens_k \+ 1 that total in every batch row")
+
+
+# --- MultiHeadAttention and Attention --------------------------------------------------------------
+
+def test_multi_head_attention(tmp_path):
+    r = rng(4)
+    heads, head, batch, seq, past = 2, 8, 2, 3, 4
+    hidden = heads * head
+    node = helper.make_node(
+        "MultiHeadAttention",
+        ["q", "k", "v", "bias", "mask", "attn_bias", "past_key", "past_value"],
+        ["y", "present_key", "present_value"], domain="com.microsoft", num_heads=heads,
+        unidirectional=1)
+    total = past + seq
+    inputs = [("q", F32, ["b", "s", hidden]), ("k", F32, ["b", "s", hidden]),
+              ("v", F32, ["b", "s", hidden]), ("mask", I32, ["b", "t"]),
+              ("attn_bias", F32, [1, heads, "s", "t"]),
+              ("past_key", F32, ["b", heads, "p", head]), ("past_value", F32, ["b", heads, "p", head])]
+    outputs = [("y", F32, ["b", "s", hidden]), ("present_key", F32, ["b", heads, "t", head]),
+               ("present_value", F32, ["b", heads, "t", head])]
+    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), "bias")
+    mask = np.ones((batch, total), dtype=np.int32)
+    mask[1, :2] = 0
+    feeds = {"q": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             "k": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             "v": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             "mask": mask,
+             "attn_bias": r.standard_normal((1, heads, seq, total)).astype(np.float32),
+             "past_key": r.standard_normal((batch, heads, past, head)).astype(np.float32),
+             "past_value": r.standard_normal((batch, heads, past, head)).astype(np.float32)}
+    check_against_ort(tmp_path, "mha", model_of(node, inputs, outputs, [bias]), feeds,
+                      ["y", "present_key", "present_value"])
+
+
+@pytest.mark.parametrize("case", ["bert_mask_1d", "bert_mask_2d", "gpt2_past"])
+def test_bert_attention(tmp_path, case):
+    r = rng(5)
+    heads, head, batch, seq, past = 2, 8, 2, 5, 3
+    hidden = heads * head
+    weights = numpy_helper.from_array(
+        (r.standard_normal((hidden, 3 * hidden)) * 0.3).astype(np.float32), "w")
+    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), "bias")
+    x = r.standard_normal((batch, seq, hidden)).astype(np.float32)
+    inputs = [("x", F32, ["b", "s", hidden])]
+    outputs = [("y", F32, ["b", "s", hidden])]
+    feeds = {"x": x}
+    if case == "gpt2_past":
+        node = helper.make_node("Attention", ["x", "w", "bias", "mask", "past"], ["y", "present"],
+                                domain="com.microsoft", num_heads=heads, unidirectional=1)
+        inputs += [("mask", I32, ["b", "t"]), ("past", F32, [2, "b", heads, "p", head])]
+        outputs.append(("present", F32, [2, "b", heads, "t", head]))
+        feeds["mask"] = np.ones((batch, past + seq), dtype=np.int32)
+        feeds["mask"][0, 0] = 0
+        feeds["past"] = r.standard_normal((2, batch, heads, past, head)).astype(np.float32)
+    else:
+        node = helper.make_node("Attention", ["x", "w", "bias", "mask"], ["y"],
+                                domain="com.microsoft", num_heads=heads)
+        if case == "bert_mask_1d":
+            inputs.append(("mask", I32, ["b"]))
+            feeds["mask"] = np.array([5, 3], dtype=np.int32)
+        else:
+            inputs.append(("mask", I32, ["b", "s"]))
+            feeds["mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=np.int32)
+    check_against_ort(tmp_path, f"attention_{case}", model_of(node, inputs, outputs, [weights, bias]),
+                      feeds, [name for name, _, _ in outputs])
