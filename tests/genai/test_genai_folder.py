@@ -137,3 +137,38 @@ def test_fp32_folder_logits(folders):
 
 def test_int4_folder_logits(folders):
     check_folder(folders["int4"])
+
+
+def ort_greedy(path, prompt, max_new, eos):
+    """A plain greedy loop over onnxruntime: the prompt, then one token per step with the cache."""
+    session = ort_session(path)
+    past = {name: np.zeros((1, KV_HEADS, 0, HEAD), np.float32) for name in PASTS}
+    ids, tokens = np.array([prompt], dtype=np.int64), []
+    while len(tokens) < max_new:
+        results = dict(zip(["logits"] + PRESENTS,
+                           session.run(["logits"] + PRESENTS, feeds_for(ids, past))))
+        token = int(np.argmax(results["logits"][0, -1]))
+        tokens.append(token)
+        if token == eos:
+            break
+        past = {p: results[q] for p, q in zip(PASTS, PRESENTS)}
+        ids = np.array([[token]], dtype=np.int64)
+    return tokens
+
+
+def test_generate_folder(folders):
+    """`onnxc generate FOLDER` reads genai_config.json (the decoder file, its input, output and
+    cache names, the end token, the search defaults): no --map."""
+    folder = folders["fp32"]
+    compile_or_skip(os.path.join(folder, "model.onnx"))
+    config = json.load(open(os.path.join(folder, "genai_config.json")))
+    prompt = [5, 17, 300, 42, 9]
+    want = ort_greedy(os.path.join(folder, "model.onnx"), prompt, 24, config["model"]["eos_token_id"])
+    onnxc_binary = os.environ.get("ONNXC", os.path.join(BUILD, "tools", "onnxc"))
+    result = subprocess.run([onnxc_binary, "generate", folder, "--prompt-ids",
+                             ",".join(map(str, prompt)), "--max-new-tokens", "24", "--threads", "1"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = [int(t) for t in result.stdout.strip().split(",") if t]
+    assert got == want, f"onnxc {got}\nonnxruntime {want}\n{result.stderr}"
+    assert "in place" in result.stderr, result.stderr
