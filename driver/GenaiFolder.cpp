@@ -243,8 +243,7 @@ std::string GenaiFolder::mapping() const {
 bool isGenaiFolder(const std::string &path) {
   std::error_code error;
   return std::filesystem::is_directory(path, error) &&
-         std::filesystem::is_regular_file(std::filesystem::path(path) / "genai_config.json",
-                                          error);
+         std::filesystem::is_regular_file(std::filesystem::path(path) / "genai_config.json", error);
 }
 
 GenaiFolder readGenaiFolder(const std::string &folder) {
@@ -278,8 +277,7 @@ GenaiFolder readGenaiFolder(const std::string &folder) {
   std::string pastKey = read.string(inputs, "past_key_names", "model.decoder.inputs.");
   std::string pastValue = read.string(inputs, "past_value_names", "model.decoder.inputs.");
   std::string presentKey = read.string(outputs, "present_key_names", "model.decoder.outputs.");
-  std::string presentValue =
-      read.string(outputs, "present_value_names", "model.decoder.outputs.");
+  std::string presentValue = read.string(outputs, "present_value_names", "model.decoder.outputs.");
   if (!pastKey.empty() || !presentKey.empty()) {
     if (!layers || *layers <= 0 || *layers > 4096)
       fail(file, ": 'model.decoder.num_hidden_layers' must be a positive layer count");

@@ -14,8 +14,8 @@ void ContribAttributes::requireKnown(std::initializer_list<const char *> known) 
     for (const char *k : known)
       ok = ok || name == k;
     if (!ok)
-      fail(node_.describe(), ": attribute '", name, "' of com.microsoft.",
-           node_.proto().op_type(), " is not supported");
+      fail(node_.describe(), ": attribute '", name, "' of com.microsoft.", node_.proto().op_type(),
+           " is not supported");
   }
 }
 
@@ -43,8 +43,7 @@ float ContribAttributes::getFloat(const char *name, float fallback) const {
   return it->second.asFloat();
 }
 
-void ContribAttributes::requireIntValue(const char *name, int64_t expected,
-                                        const char *why) const {
+void ContribAttributes::requireIntValue(const char *name, int64_t expected, const char *why) const {
   int64_t value = getInt(name, expected);
   if (value != expected)
     fail(node_.describe(), ": ", node_.proto().op_type(), " with ", name, " = ", value,
@@ -60,17 +59,21 @@ std::vector<Value *> contribInputs(OnnxNode &node, size_t count) {
   return inputs;
 }
 
+std::vector<Value *> trimmed(std::vector<Value *> operands) {
+  while (!operands.empty() && !operands.back())
+    operands.pop_back();
+  return operands;
+}
+
 void refuseInput(OnnxNode &node, const std::vector<Value *> &inputs, size_t index,
                  const char *name) {
   if (index < inputs.size() && inputs[index])
-    fail(node.describe(), ": ", node.proto().op_type(), " input '", name,
-         "' is not supported");
+    fail(node.describe(), ": ", node.proto().op_type(), " input '", name, "' is not supported");
 }
 
 void refuseOutput(OnnxNode &node, int index, const char *name) {
   if (index < node.proto().output_size() && !node.proto().output(index).empty())
-    fail(node.describe(), ": ", node.proto().op_type(), " output '", name,
-         "' is not supported");
+    fail(node.describe(), ": ", node.proto().op_type(), " output '", name, "' is not supported");
 }
 
 Value *i64Constant(OnnxNode &node, const std::string &name, std::vector<int64_t> values) {
@@ -138,8 +141,8 @@ Value *additiveMaskFrom(OnnxNode &node, Value *keep, float fill, Value *like,
   };
   Value *visible = keep;
   if (keep->dtype() != DType::Bool)
-    visible = node.emitStep(OpKind::Greater, {keep, scalarLike("_izero", 0.0f, keep)},
-                            name + "_visible");
+    visible =
+        node.emitStep(OpKind::Greater, {keep, scalarLike("_izero", 0.0f, keep)}, name + "_visible");
   return node.emitStep(OpKind::Where,
                        {visible, scalarLike("_zero", 0.0f, like), scalarLike("_fill", fill, like)},
                        name);

@@ -42,6 +42,9 @@ private:
 /// to `count`.
 std::vector<Value *> contribInputs(OnnxNode &node, size_t count);
 
+/// `operands` without its trailing absent (null) ones, as OnnxNode::operands gives them.
+std::vector<Value *> trimmed(std::vector<Value *> operands);
+
 /// Fails when input `index` is given: `what` says which form it would need.
 void refuseInput(OnnxNode &node, const std::vector<Value *> &inputs, size_t index,
                  const char *name);

@@ -95,8 +95,17 @@ int64_t maskRank(OnnxNode &node, Value *mask, std::initializer_list<int64_t> all
 }
 
 enum MhaInput {
-  MhaQuery, MhaKey, MhaValue, MhaBias, MhaKeyPadding, MhaAttentionBias, MhaPastKey, MhaPastValue,
-  MhaPastSeqLen, MhaCacheIndirection, NumMhaInputs
+  MhaQuery,
+  MhaKey,
+  MhaValue,
+  MhaBias,
+  MhaKeyPadding,
+  MhaAttentionBias,
+  MhaPastKey,
+  MhaPastValue,
+  MhaPastSeqLen,
+  MhaCacheIndirection,
+  NumMhaInputs
 };
 
 void importMultiHeadAttention(OnnxNode &node) {
@@ -143,12 +152,18 @@ void importMultiHeadAttention(OnnxNode &node) {
                         keyMask(node, padding, false, dimOf(node, q, 0, "batch"), total,
                                 attrs.getFloat("mask_filter_value", -10000.0f), q));
   }
-  node.emit(OpKind::Attention, {q, k, v, mask, in[MhaPastKey], in[MhaPastValue]},
+  node.emit(OpKind::Attention, trimmed({q, k, v, mask, in[MhaPastKey], in[MhaPastValue]}),
             attentionAttributes(attrs, heads));
 }
 
 enum BertInput {
-  BertInputX, BertWeights, BertBias, BertMaskIndex, BertPast, BertAttentionBias, BertPastSeqLen,
+  BertInputX,
+  BertWeights,
+  BertBias,
+  BertMaskIndex,
+  BertPast,
+  BertAttentionBias,
+  BertPastSeqLen,
   NumBertInputs
 };
 
@@ -192,8 +207,8 @@ void importBertAttention(OnnxNode &node) {
   Value *qkv = node.emitStep(OpKind::MatMul, {x, in[BertWeights]}, "qkv");
   if (in[BertBias])
     qkv = node.emitStep(OpKind::Add, {qkv, in[BertBias]}, "qkv_biased");
-  std::vector<Value *> parts = splitConstant(node, qkv, 2, qkvWidths(node, attrs, in[BertWeights]),
-                                             "qkv_part");
+  std::vector<Value *> parts =
+      splitConstant(node, qkv, 2, qkvWidths(node, attrs, in[BertWeights]), "qkv_part");
   Value *pastKey = nullptr, *pastValue = nullptr;
   if (Value *past = in[BertPast]) {
     requireRank(node, past, 5, "past");
@@ -224,9 +239,9 @@ void importBertAttention(OnnxNode &node) {
     names.push_back(node.context().freshName(node.proto().output(1) + "_key"));
     names.push_back(node.context().freshName(node.proto().output(1) + "_value"));
   }
-  Node *attention =
-      graph.createNode(OpKind::Attention, {parts[0], parts[1], parts[2], mask, pastKey, pastValue},
-                       unsigned(names.size()), node.proto().name(), names);
+  Node *attention = graph.createNode(
+      OpKind::Attention, trimmed({parts[0], parts[1], parts[2], mask, pastKey, pastValue}),
+      unsigned(names.size()), node.proto().name(), names);
   for (const auto &[name, value] : attentionAttributes(attrs, heads))
     attention->setAttr(name, value);
   node.bindOutput(0, attention->result(0));
@@ -241,10 +256,9 @@ void importBertAttention(OnnxNode &node) {
 } // namespace
 
 void registerContribBertAttentionImporters(OpImporterRegistry &registry) {
-  registry.add({"com.microsoft", "MultiHeadAttention", 1, OpKind::Attention,
-                importMultiHeadAttention});
   registry.add(
-      {"com.microsoft", "Attention", 1, OpKind::Attention, importBertAttention});
+      {"com.microsoft", "MultiHeadAttention", 1, OpKind::Attention, importMultiHeadAttention});
+  registry.add({"com.microsoft", "Attention", 1, OpKind::Attention, importBertAttention});
 }
 
 } // namespace onnxc

@@ -1,4 +1,5 @@
-//===- frontend/ops/ContribRotaryGqaOps.cpp - com.microsoft RotaryEmbedding, GroupQueryAttention -===//
+//===- frontend/ops/ContribRotaryGqaOps.cpp - com.microsoft RotaryEmbedding, GroupQueryAttention
+//-===//
 //
 // onnxruntime's RotaryEmbedding and GroupQueryAttention (the op of
 // onnxruntime-genai's model builder) as onnxc's own RotaryEmbedding and
@@ -60,19 +61,20 @@ Value *positionsFromOffset(OnnxNode &node, Value *offset, Value *batch, Value *s
   Value *zero = node.addConstant("pos_zero", Tensor::scalar<int64_t>(0));
   Value *one = node.addConstant("pos_one", Tensor::scalar<int64_t>(1));
   Value *steps = node.emitStep(OpKind::Range, {zero, toScalar(node, seq, "pos_len"), one}, "steps");
-  Value *start = node.emitStep(OpKind::Reshape,
-                               {castTo(node, offset, kOnnxInt64, "pos_offset"),
-                                i64Constant(node, "pos_one_shape", {1})},
-                               "pos_start");
+  Value *start = node.emitStep(
+      OpKind::Reshape,
+      {castTo(node, offset, kOnnxInt64, "pos_offset"), i64Constant(node, "pos_one_shape", {1})},
+      "pos_start");
   Value *row = node.emitStep(OpKind::Add, {start, steps}, "pos_row");
-  Value *shape = node.emitStep(OpKind::Concat, {batch, seq}, "pos_shape", {{"axis", Attribute(int64_t(0))}});
+  Value *shape =
+      node.emitStep(OpKind::Concat, {batch, seq}, "pos_shape", {{"axis", Attribute(int64_t(0))}});
   return node.emitStep(OpKind::Expand, {row, shape}, "positions");
 }
 
 void importContribRotaryEmbedding(OnnxNode &node) {
   ContribAttributes attrs(node);
-  attrs.requireKnown({"interleaved", "rotary_embedding_dim", "num_heads", "scale",
-                      "is_packed_batching"});
+  attrs.requireKnown(
+      {"interleaved", "rotary_embedding_dim", "num_heads", "scale", "is_packed_batching"});
   attrs.requireIntValue("is_packed_batching", 0, "ragged batches");
   std::vector<Value *> in = contribInputs(node, 4);
   for (size_t i = 0; i < 4; ++i)
@@ -91,8 +93,9 @@ void importContribRotaryEmbedding(OnnxNode &node) {
   bool perToken = positions->shape().isRanked() && positions->shape().rank() == 2;
   bool offsetForm = positions->shape().isRanked() && positions->shape().numElements() == Dim(1);
   if (!perToken && !offsetForm)
-    fail(node.describe(), ": RotaryEmbedding position_ids must be [batch, seq] or one element, "
-                          "got a declared shape ",
+    fail(node.describe(),
+         ": RotaryEmbedding position_ids must be [batch, seq] or one element, "
+         "got a declared shape ",
          positions->shape().str());
   Value *ids = positions;
   if (offsetForm)
@@ -114,8 +117,8 @@ void importContribRotaryEmbedding(OnnxNode &node) {
     fail(node.describe(), ": RotaryEmbedding without num_heads needs a cos_cache of known width");
   // [B, S, N*H] -> [B*S, 1, N, H]: rows of heads, each at its token's position.
   int64_t headSize = 2 * cacheWidth;
-  Value *rows = node.emitStep(OpKind::Mul, {dimOf(node, x, 0, "batch"), dimOf(node, x, 1, "seq")},
-                              "rows");
+  Value *rows =
+      node.emitStep(OpKind::Mul, {dimOf(node, x, 0, "batch"), dimOf(node, x, 1, "seq")}, "rows");
   Value *viewShape =
       node.emitStep(OpKind::Concat, {rows, i64Constant(node, "view_tail", {1, -1, headSize})},
                     "view_shape", {{"axis", Attribute(int64_t(0))}});
@@ -133,8 +136,19 @@ void importContribRotaryEmbedding(OnnxNode &node) {
 
 /// The GroupQueryAttention inputs by position.
 enum GqaInput {
-  Query, Key, ValueIn, PastKey, PastValue, SeqlensK, TotalSeqlen, CosCache, SinCache,
-  PositionIds, AttentionBias, HeadSink, NumGqaInputs
+  Query,
+  Key,
+  ValueIn,
+  PastKey,
+  PastValue,
+  SeqlensK,
+  TotalSeqlen,
+  CosCache,
+  SinCache,
+  PositionIds,
+  AttentionBias,
+  HeadSink,
+  NumGqaInputs
 };
 
 /// Whether the cache layout onnxc imports is onnxruntime's for this run (see
@@ -147,12 +161,13 @@ Value *concatCacheHolds(OnnxNode &node, Value *seqlens, Value *total, Value *pas
   Value *lengths = node.emitStep(OpKind::Add, {seqlens, one}, "lengths");
   Value *rowsOk = castTo(node, node.emitStep(OpKind::Equal, {lengths, sum}, "rows_equal"),
                          kOnnxInt64, "rows_equal_i64");
-  Value *allRows = node.emitStep(OpKind::ReduceMin, {rowsOk}, "rows_ok", {{"keepdims", Attribute(int64_t(1))}});
-  Value *noPast = castTo(node, node.emitStep(OpKind::Equal, {past, i64Constant(node, "zero", {0})}, "no_past"),
-                         kOnnxInt64, "no_past_i64");
+  Value *allRows =
+      node.emitStep(OpKind::ReduceMin, {rowsOk}, "rows_ok", {{"keepdims", Attribute(int64_t(1))}});
+  Value *noPast =
+      castTo(node, node.emitStep(OpKind::Equal, {past, i64Constant(node, "zero", {0})}, "no_past"),
+             kOnnxInt64, "no_past_i64");
   Value *cacheOk = node.emitStep(OpKind::Max, {allRows, noPast}, "cache_ok");
-  return node.emitStep(OpKind::And,
-                       {totalOk, castTo(node, cacheOk, 9 /* bool */, "cache_ok_bool")},
+  return node.emitStep(OpKind::And, {totalOk, castTo(node, cacheOk, 9 /* bool */, "cache_ok_bool")},
                        "layout_ok");
 }
 
@@ -162,13 +177,17 @@ Value *concatCacheHolds(OnnxNode &node, Value *seqlens, Value *total, Value *pas
 Value *gqaPositions(OnnxNode &node, Value *seqlens, Value *total, Value *seq) {
   Value *first = node.emitStep(OpKind::Equal, {seq, total}, "first_prompt");
   Value *past = node.emitStep(
-      OpKind::Sub, {node.emitStep(OpKind::Add, {seqlens, i64Constant(node, "one_b", {1})}, "valid"), seq},
+      OpKind::Sub,
+      {node.emitStep(OpKind::Add, {seqlens, i64Constant(node, "one_b", {1})}, "valid"), seq},
       "row_past");
-  Value *base = node.emitStep(OpKind::Where, {first, i64Constant(node, "zero_b", {0}), past}, "row_base");
+  Value *base =
+      node.emitStep(OpKind::Where, {first, i64Constant(node, "zero_b", {0}), past}, "row_base");
   Value *zero = node.addConstant("step_zero", Tensor::scalar<int64_t>(0));
   Value *one = node.addConstant("step_one", Tensor::scalar<int64_t>(1));
-  Value *steps = node.emitStep(OpKind::Range, {zero, toScalar(node, seq, "seq_scalar"), one}, "steps");
-  Value *column = node.emitStep(OpKind::Unsqueeze, {base, i64Constant(node, "axis1", {1})}, "base_column");
+  Value *steps =
+      node.emitStep(OpKind::Range, {zero, toScalar(node, seq, "seq_scalar"), one}, "steps");
+  Value *column =
+      node.emitStep(OpKind::Unsqueeze, {base, i64Constant(node, "axis1", {1})}, "base_column");
   return node.emitStep(OpKind::Add, {column, steps}, "gqa_positions");
 }
 
@@ -206,32 +225,35 @@ void importGroupQueryAttention(OnnxNode &node) {
     q = parts[0], k = parts[1], v = parts[2];
   }
   Value *seq = dimOf(node, in[Query], 1, "new_len");
-  Value *past = in[PastKey] ? dimOf(node, in[PastKey], 2, "past_len") : i64Constant(node, "no_past_len", {0});
-  Value *total = node.emitStep(OpKind::Reshape,
-                               {castTo(node, in[TotalSeqlen], kOnnxInt64, "total_i64"),
-                                i64Constant(node, "one_shape", {1})},
-                               "total_len");
+  Value *past =
+      in[PastKey] ? dimOf(node, in[PastKey], 2, "past_len") : i64Constant(node, "no_past_len", {0});
+  Value *total = node.emitStep(
+      OpKind::Reshape,
+      {castTo(node, in[TotalSeqlen], kOnnxInt64, "total_i64"), i64Constant(node, "one_shape", {1})},
+      "total_len");
   Value *seqlens = castTo(node, in[SeqlensK], kOnnxInt64, "seqlens_i64");
   Value *ok = concatCacheHolds(node, seqlens, total, past, seq);
-  std::string message = node.describe() +
-                        ": onnxc runs this GroupQueryAttention with the present = past + new keys, "
-                        "so total_sequence_length must be the past's length + the new length and "
-                        "seqlens_k + 1 that total in every batch row (or the first prompt has no past)";
+  std::string message =
+      node.describe() +
+      ": onnxc runs this GroupQueryAttention with the present = past + new keys, "
+      "so total_sequence_length must be the past's length + the new length and "
+      "seqlens_k + 1 that total in every batch row (or the first prompt has no past)";
   if (rotary) {
     Value *positions = guarded(node, gqaPositions(node, seqlens, total, seq), ok, message);
     AttributeMap rotaryAttrs = {{"interleaved", Attribute(attrs.getInt("rotary_interleaved", 0))}};
     if (int64_t width = declaredDim(in[CosCache], 1); width > 0)
       rotaryAttrs.insert_or_assign("rotary_embedding_dim", Attribute(2 * width));
     rotaryAttrs.insert_or_assign("num_heads", Attribute(heads));
-    q = node.emitStep(OpKind::RotaryEmbedding, {q, in[CosCache], in[SinCache], positions}, "q_rotary",
-                      rotaryAttrs);
+    q = node.emitStep(OpKind::RotaryEmbedding, {q, in[CosCache], in[SinCache], positions},
+                      "q_rotary", rotaryAttrs);
     rotaryAttrs.insert_or_assign("num_heads", Attribute(kvHeads));
-    k = node.emitStep(OpKind::RotaryEmbedding, {k, in[CosCache], in[SinCache], positions}, "k_rotary",
-                      rotaryAttrs);
+    k = node.emitStep(OpKind::RotaryEmbedding, {k, in[CosCache], in[SinCache], positions},
+                      "k_rotary", rotaryAttrs);
   } else {
     // No positions to carry the guard: K + 0, where the 0 is the guarded one.
     Value *zero = guarded(node, i64Constant(node, "guard_zero", {0}), ok, message);
-    k = node.emitStep(OpKind::Add, {k, node.emitStep(OpKind::CastLike, {zero, k}, "guard_zero_like")},
+    k = node.emitStep(OpKind::Add,
+                      {k, node.emitStep(OpKind::CastLike, {zero, k}, "guard_zero_like")},
                       "k_checked");
   }
 
@@ -243,7 +265,8 @@ void importGroupQueryAttention(OnnxNode &node) {
   // onnxruntime's window W: query at position p sees keys p - W ... p.
   if (int64_t window = attrs.getInt("local_window_size", -1); window > 0)
     attentionAttrs.insert_or_assign("window", Attribute(window));
-  node.emit(OpKind::Attention, {q, k, v, nullptr, in[PastKey], in[PastValue]}, attentionAttrs);
+  node.emit(OpKind::Attention, trimmed({q, k, v, nullptr, in[PastKey], in[PastValue]}),
+            attentionAttrs);
 }
 
 } // namespace
@@ -251,8 +274,8 @@ void importGroupQueryAttention(OnnxNode &node) {
 void registerContribRotaryGqaImporters(OpImporterRegistry &registry) {
   registry.add({"com.microsoft", "RotaryEmbedding", 1, OpKind::RotaryEmbedding,
                 importContribRotaryEmbedding});
-  registry.add({"com.microsoft", "GroupQueryAttention", 1, OpKind::Attention,
-                importGroupQueryAttention});
+  registry.add(
+      {"com.microsoft", "GroupQueryAttention", 1, OpKind::Attention, importGroupQueryAttention});
 }
 
 } // namespace onnxc

@@ -101,8 +101,7 @@ onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder
   // genai's max_length counts the prompt: what is left of it is generated.
   if (genai && genai->maxLength)
     maxNew = std::to_string(std::max<int64_t>(0, *genai->maxLength - int64_t(promptLength)));
-  options.max_new_tokens =
-      integerArgument(args.get("max-new-tokens", maxNew), "max-new-tokens", 0);
+  options.max_new_tokens = integerArgument(args.get("max-new-tokens", maxNew), "max-new-tokens", 0);
   options.capacity = integerArgument(args.get("capacity", "0"), "capacity", 0);
   bool sampling = args.has("sample") || (genai && genai->doSample.value_or(false));
   for (const char *option : {"temperature", "top-k", "top-p"})
@@ -117,8 +116,8 @@ onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
     throw UsageError("--top-p must be in (0, 1], got " + std::to_string(options.top_p));
   options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
-  std::string eos = genai && !genai->eosTokenIds.empty() ? std::to_string(genai->eosTokenIds[0])
-                                                         : "-1";
+  std::string eos =
+      genai && !genai->eosTokenIds.empty() ? std::to_string(genai->eosTokenIds[0]) : "-1";
   options.eos_token_id = integerArgument(args.get("eos-id", eos), "eos-id", -1);
   options.num_threads = threadCount(args);
   if (genai)
@@ -322,7 +321,8 @@ std::vector<OptionSpec> generateOptionSpecs() {
 
 Command generateCommand() {
   return {"generate", "generate token ids with a decoder (KV cache when the model has one)",
-          "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 [--max-new-tokens 32] "
+          "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 "
+          "[--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
           "[--bench] [--encoder ENCODER.so --source-ids IDS]",
           generateOptionSpecs(), runGenerate};
