@@ -133,14 +133,14 @@ Value *guarded(OnnxNode &node, Value *value, Value *ok, const std::string &messa
   return node.emitStep(OpKind::Div, {value, divisor}, "checked");
 }
 
-Value *additiveMaskFrom(OnnxNode &node, Value *keep, float fill, Value *like,
+Value *additiveMaskFrom(OnnxNode &node, Value *keep, bool keepIsBool, float fill, Value *like,
                         const std::string &name) {
   auto scalarLike = [&](const char *suffix, float value, Value *target) {
     Value *constant = node.addConstant(name + suffix, Tensor::scalar<float>(value));
     return node.emitStep(OpKind::CastLike, {constant, target}, name + suffix + "_like");
   };
   Value *visible = keep;
-  if (keep->dtype() != DType::Bool)
+  if (!keepIsBool)
     visible =
         node.emitStep(OpKind::Greater, {keep, scalarLike("_izero", 0.0f, keep)}, name + "_visible");
   return node.emitStep(OpKind::Where,

@@ -77,7 +77,7 @@ Value *guarded(OnnxNode &node, Value *value, Value *ok, const std::string &messa
 
 /// An additive float mask from a key mask: 0 where `keep` is positive (or
 /// true), `fill` elsewhere (onnxruntime's mask_filter_value), cast like `like`.
-Value *additiveMaskFrom(OnnxNode &node, Value *keep, float fill, Value *like,
+Value *additiveMaskFrom(OnnxNode &node, Value *keep, bool keepIsBool, float fill, Value *like,
                         const std::string &name);
 
 /// The rank of a value's declared type (graph inputs, initializers), or -1.

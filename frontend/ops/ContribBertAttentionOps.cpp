@@ -55,7 +55,7 @@ Value *keyMask(OnnxNode &node, Value *mask, bool counts, Value *batch, Value *to
     keep = node.emitStep(OpKind::Less, {keys, ends}, "key_visible");
   }
   Value *shape = concat0(node, {batch, i64Constant(node, "mask_mid", {1, 1}), total}, "mask_shape");
-  Value *additive = additiveMaskFrom(node, keep, fill, like, "key_mask");
+  Value *additive = additiveMaskFrom(node, keep, counts, fill, like, "key_mask");
   return node.emitStep(OpKind::Reshape, {additive, shape}, "key_mask_4d");
 }
 

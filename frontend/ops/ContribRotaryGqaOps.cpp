@@ -231,7 +231,12 @@ void importGroupQueryAttention(OnnxNode &node) {
       OpKind::Reshape,
       {castTo(node, in[TotalSeqlen], kOnnxInt64, "total_i64"), i64Constant(node, "one_shape", {1})},
       "total_len");
-  Value *seqlens = castTo(node, in[SeqlensK], kOnnxInt64, "seqlens_i64");
+  // onnxruntime takes seqlens_k of any shape whose first dim is the batch (the
+  // builder's is [B, 1]): one value per row.
+  Value *seqlens = node.emitStep(
+      OpKind::Reshape,
+      {castTo(node, in[SeqlensK], kOnnxInt64, "seqlens_i64"), i64Constant(node, "flat", {-1})},
+      "seqlens_rows");
   Value *ok = concatCacheHolds(node, seqlens, total, past, seq);
   std::string message =
       node.describe() +
