@@ -238,11 +238,11 @@ void importGroupQueryAttention(OnnxNode &node) {
       {castTo(node, in[SeqlensK], kOnnxInt64, "seqlens_i64"), i64Constant(node, "flat", {-1})},
       "seqlens_rows");
   Value *ok = concatCacheHolds(node, seqlens, total, past, seq);
+  // The guard's divisor is named "<output>_check: ...": the run-time error quotes it.
   std::string message =
-      node.describe() +
-      ": onnxc runs this GroupQueryAttention with the present = past + new keys, "
-      "so total_sequence_length must be the past's length + the new length and "
-      "seqlens_k + 1 that total in every batch row (or the first prompt has no past)";
+      "check: onnxc runs GroupQueryAttention with present = past + new keys, so "
+      "total_sequence_length must be the past's length + the new length and seqlens_k + 1 that "
+      "total in every batch row (or the first prompt has no past)";
   if (rotary) {
     Value *positions = guarded(node, gqaPositions(node, seqlens, total, seq), ok, message);
     AttributeMap rotaryAttrs = {{"interleaved", Attribute(attrs.getInt("rotary_interleaved", 0))}};
