@@ -41,10 +41,10 @@ def file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
 
 
-def model_of(node, inputs, outputs, initializers=()):
-    """A one-node model importing com.microsoft 1; inputs/outputs: (name, type, shape)."""
+def model_of(nodes, inputs, outputs, initializers=()):
+    """A model importing com.microsoft 1; inputs/outputs: (name, type, shape)."""
     graph = helper.make_graph(
-        [node], "contrib",
+        list(nodes), "contrib",
         [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=list(initializers))
@@ -52,6 +52,29 @@ def model_of(node, inputs, outputs, initializers=()):
                                                     helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 8
     return model
+
+
+class Cases:
+    """Independent single-node cases gathered into one model, so that onnxc compiles once for
+    all of them: each case's names carry its prefix."""
+
+    def __init__(self):
+        self.nodes, self.inputs, self.outputs, self.initializers = [], [], [], []
+        self.feeds, self.rows = {}, {}
+
+    def add(self, nodes, inputs, outputs, initializers, feeds, rows=None):
+        self.nodes += nodes
+        self.inputs += inputs
+        self.outputs += outputs
+        self.initializers += initializers
+        self.feeds.update(feeds)
+        self.rows.update(rows or {})
+
+    def model(self):
+        return model_of(self.nodes, self.inputs, self.outputs, self.initializers)
+
+    def output_names(self):
+        return [name for name, _, _ in self.outputs]
 
 
 def run_onnxc(path, feeds, backend, outputs):
@@ -111,22 +134,23 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-def rotary_caches(max_pos, half, base=10000.0):
+def rotary_caches(max_pos, half, prefix="", base=10000.0):
     inv = 1.0 / (base ** (np.arange(half, dtype=np.float64) / half))
     angles = np.outer(np.arange(max_pos, dtype=np.float64), inv)
-    return (numpy_helper.from_array(np.cos(angles).astype(np.float32), "cos_cache"),
-            numpy_helper.from_array(np.sin(angles).astype(np.float32), "sin_cache"))
+    return (numpy_helper.from_array(np.cos(angles).astype(np.float32), prefix + "cos_cache"),
+            numpy_helper.from_array(np.sin(angles).astype(np.float32), prefix + "sin_cache"))
 
 
 # --- RotaryEmbedding ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["3d_heads", "3d_interleaved_offset", "3d_no_heads", "4d",
-                                  "3d_partial"])
-def test_rotary_embedding(tmp_path, case):
-    r = rng(1)
+ROTARY_CASES = ["3d_heads", "3d_interleaved_offset", "3d_no_heads", "4d", "3d_partial"]
+
+
+def add_rotary_case(cases, r, case):
+    p = f"rope_{case}_"
     batch, seq, heads, head = 2, 5, 3, 16
     rotary = 8 if case == "3d_partial" else head
-    cos, sin = rotary_caches(32, rotary // 2)
+    cos, sin = rotary_caches(32, rotary // 2, p)
     attrs = {"interleaved": 1 if "interleaved" in case else 0}
     if case in ("3d_heads", "3d_interleaved_offset", "3d_partial"):
         attrs["num_heads"] = heads
@@ -138,47 +162,59 @@ def test_rotary_embedding(tmp_path, case):
         positions = np.array([7], dtype=np.int64)
     else:
         positions = r.integers(0, 32, size=(batch, seq)).astype(np.int64)
-    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos_cache", "sin_cache"], ["y"],
-                            domain="com.microsoft", **attrs)
-    model = model_of(node, [("x", F32, shape), ("pos", I64, list(positions.shape))],
-                     [("y", F32, shape)], [cos, sin])
-    check_against_ort(tmp_path, f"rotary_{case}", model, {"x": x, "pos": positions}, ["y"])
+    node = helper.make_node("RotaryEmbedding", [p + "x", p + "pos", p + "cos_cache", p + "sin_cache"],
+                            [p + "y"], name=p + "node", domain="com.microsoft", **attrs)
+    cases.add([node], [(p + "x", F32, shape), (p + "pos", I64, list(positions.shape))],
+              [(p + "y", F32, shape)], [cos, sin], {p + "x": x, p + "pos": positions})
+
+
+def test_rotary_embedding(tmp_path):
+    """Every RotaryEmbedding form in one model: 3-D with num_heads, interleaved with a
+    one-element position offset, 3-D without num_heads, 4-D, and a partial rotary dim."""
+    cases, r = Cases(), rng(1)
+    for case in ROTARY_CASES:
+        add_rotary_case(cases, r, case)
+    check_against_ort(tmp_path, "rotary", cases.model(), cases.feeds, cases.output_names())
 
 
 # --- GroupQueryAttention -------------------------------------------------------------------------
 
 HEADS, KV_HEADS, HEAD = 4, 2, 16
+GQA_OUTPUTS = ["output", "present_key", "present_value"]
 
 
-def gqa_model(packed=False, past=True, rotary=True, **attrs):
-    inputs = [("query", F32, ["b", "s", (HEADS + 2 * KV_HEADS) * HEAD if packed else HEADS * HEAD])]
-    names = ["query"]
+def gqa_case(p="", packed=False, past=True, rotary=True, **attrs):
+    """(nodes, inputs, outputs, initializers) of one GroupQueryAttention, its names prefixed."""
+    b, s = p + "b", p + "s"
+    inputs = [(p + "query", F32, [b, s, (HEADS + 2 * KV_HEADS) * HEAD if packed else HEADS * HEAD])]
+    names = [p + "query"]
     if not packed:
-        inputs += [("key", F32, ["b", "s", KV_HEADS * HEAD]), ("value", F32, ["b", "s", KV_HEADS * HEAD])]
-        names += ["key", "value"]
+        inputs += [(p + "key", F32, [b, s, KV_HEADS * HEAD]), (p + "value", F32, [b, s, KV_HEADS * HEAD])]
+        names += [p + "key", p + "value"]
     else:
         names += ["", ""]
     if past:
-        inputs += [("past_key", F32, ["b", KV_HEADS, "p", HEAD]), ("past_value", F32, ["b", KV_HEADS, "p", HEAD])]
-        names += ["past_key", "past_value"]
+        inputs += [(p + "past_key", F32, [b, KV_HEADS, p + "p", HEAD]),
+                   (p + "past_value", F32, [b, KV_HEADS, p + "p", HEAD])]
+        names += [p + "past_key", p + "past_value"]
     else:
         names += ["", ""]
-    inputs += [("seqlens_k", I32, ["b"]), ("total_sequence_length", I32, [])]
-    names += ["seqlens_k", "total_sequence_length"]
+    inputs += [(p + "seqlens_k", I32, [b]), (p + "total_sequence_length", I32, [])]
+    names += [p + "seqlens_k", p + "total_sequence_length"]
     initializers = []
     if rotary:
-        initializers = list(rotary_caches(64, HEAD // 2))
-        names += ["cos_cache", "sin_cache"]
-    node = helper.make_node("GroupQueryAttention", names, ["output", "present_key", "present_value"],
-                            domain="com.microsoft", num_heads=HEADS, kv_num_heads=KV_HEADS,
-                            do_rotary=int(rotary), **attrs)
-    outputs = [("output", F32, ["b", "s", HEADS * HEAD]),
-               ("present_key", F32, ["b", KV_HEADS, "t", HEAD]),
-               ("present_value", F32, ["b", KV_HEADS, "t", HEAD])]
-    return model_of(node, inputs, outputs, initializers)
+        initializers = list(rotary_caches(64, HEAD // 2, p))
+        names += [p + "cos_cache", p + "sin_cache"]
+    node = helper.make_node("GroupQueryAttention", names, [p + o for o in GQA_OUTPUTS],
+                            name=p + "GroupQueryAttention", domain="com.microsoft",
+                            num_heads=HEADS, kv_num_heads=KV_HEADS, do_rotary=int(rotary), **attrs)
+    outputs = [(p + "output", F32, [b, s, HEADS * HEAD]),
+               (p + "present_key", F32, [b, KV_HEADS, p + "t", HEAD]),
+               (p + "present_value", F32, [b, KV_HEADS, p + "t", HEAD])]
+    return [node], inputs, outputs, initializers
 
 
-def gqa_feeds(r, batch, seq, past_len, lengths=None, packed=False, past=True):
+def gqa_feeds(r, batch, seq, past_len, lengths=None, packed=False, past=True, p=""):
     """Feeds as onnxruntime-genai gives them; `lengths`: valid tokens per row (default all)."""
     total = past_len + seq
     lengths = [total] * batch if lengths is None else lengths
@@ -192,17 +228,15 @@ def gqa_feeds(r, batch, seq, past_len, lengths=None, packed=False, past=True):
         feeds["past_value"] = r.standard_normal((batch, KV_HEADS, past_len, HEAD)).astype(np.float32)
     feeds["seqlens_k"] = np.array([n - 1 for n in lengths], dtype=np.int32)
     feeds["total_sequence_length"] = np.array(total, dtype=np.int32)
-    return feeds
+    return {p + name: value for name, value in feeds.items()}
 
 
-GQA_OUTPUTS = ["output", "present_key", "present_value"]
+GQA_CASES = ["prompt_padded", "prompt_packed", "step", "step_batch2", "continuation", "window",
+             "no_rotary_scale", "interleaved", "no_past"]
 
 
-@pytest.mark.parametrize("case", ["prompt_padded", "prompt_packed", "step", "step_batch2",
-                                  "continuation", "window", "no_rotary_scale", "interleaved",
-                                  "no_past"])
-def test_group_query_attention(tmp_path, case):
-    r = rng(2)
+def add_gqa_case(cases, r, case):
+    p = f"gqa_{case}_"
     packed = case == "prompt_packed"
     attrs = {}
     if case == "window":
@@ -213,32 +247,46 @@ def test_group_query_attention(tmp_path, case):
         attrs["rotary_interleaved"] = 1
     rows = None
     if case in ("prompt_padded", "prompt_packed"):
-        # A first prompt, row 1 right-padded to 7 of 9 tokens; the past is empty.
-        feeds = gqa_feeds(r, 2, 9, 0, lengths=[9, 7], packed=packed)
-        valid = lambda y: np.concatenate([y[0].ravel(), y[1, :7].ravel()])
-        rows = {"output": valid}
+        # A first prompt, row 1 right-padded to 7 of 9 tokens; the past is empty. onnxruntime
+        # leaves the padded query rows unspecified: only the valid ones are compared.
+        feeds = gqa_feeds(r, 2, 9, 0, lengths=[9, 7], packed=packed, p=p)
+        rows = {p + "output": lambda y: np.concatenate([y[0].ravel(), y[1, :7].ravel()])}
     elif case == "no_past":
-        feeds = gqa_feeds(r, 1, 6, 0, past=False)
+        feeds = gqa_feeds(r, 1, 6, 0, past=False, p=p)
     elif case == "step_batch2":
-        feeds = gqa_feeds(r, 2, 1, 12)
+        feeds = gqa_feeds(r, 2, 1, 12, p=p)
     elif case == "continuation":
-        feeds = gqa_feeds(r, 1, 4, 11)
+        feeds = gqa_feeds(r, 1, 4, 11, p=p)
     else:
-        feeds = gqa_feeds(r, 1, 1 if case != "window" else 5, 10)
-    model = gqa_model(packed=packed, past=case != "no_past", rotary=case != "no_rotary_scale",
-                      **attrs)
-    check_against_ort(tmp_path, f"gqa_{case}", model, feeds, GQA_OUTPUTS, rows)
+        feeds = gqa_feeds(r, 1, 5 if case == "window" else 1, 10, p=p)
+    nodes, inputs, outputs, initializers = gqa_case(
+        p, packed=packed, past=case != "no_past", rotary=case != "no_rotary_scale", **attrs)
+    cases.add(nodes, inputs, outputs, initializers, feeds, rows)
+
+
+def test_group_query_attention(tmp_path):
+    """First prompts (right-padded, packed QKV), cached steps (batch 1 and 2), a multi-token
+    continuation, a local window, no rotary with a scale, interleaved rotary, no past."""
+    cases, r = Cases(), rng(2)
+    for case in GQA_CASES:
+        add_gqa_case(cases, r, case)
+    check_against_ort(tmp_path, "gqa", cases.model(), cases.feeds, cases.output_names(),
+                      cases.rows)
+
+
+def gqa_model(**attrs):
+    nodes, inputs, outputs, initializers = gqa_case(**attrs)
+    return model_of(nodes, inputs, outputs, initializers)
 
 
 def test_group_query_attention_refusals(tmp_path):
     r = rng(3)
     feeds = gqa_feeds(r, 1, 1, 4)
-    for attr, value, pattern in [("softcap", 30.0, r"softcap"),
+    for attr, value, pattern in [("softcap", 30.0, r"softcap = 30 is not supported"),
                                  ("smooth_softmax", 1, r"smooth_softmax = 1 is not supported"),
                                  ("qk_output", 1, r"qk_output = 1 is not supported")]:
-        model = gqa_model(**{attr: value})
-        check_refused(tmp_path, f"gqa_refuse_{attr}", model, feeds,
-                      r"node GroupQueryAttention .output.: .*" + pattern)
+        check_refused(tmp_path, f"gqa_refuse_{attr}", gqa_model(**{attr: value}), feeds,
+                      r"node 'GroupQueryAttention': .*" + pattern)
     # onnxruntime's shared buffer: a max-length past whose rows past seqlens_k are unused.
     shared = gqa_feeds(r, 1, 1, 8)
     shared["seqlens_k"] = np.array([4], dtype=np.int32)
@@ -254,64 +302,73 @@ def test_group_query_attention_refusals(tmp_path):
 
 # --- MultiHeadAttention and Attention --------------------------------------------------------------
 
-def test_multi_head_attention(tmp_path):
-    r = rng(4)
+def add_multi_head_attention(cases, r):
+    p = "mha_"
     heads, head, batch, seq, past = 2, 8, 2, 3, 4
-    hidden = heads * head
+    hidden, total = heads * head, past + seq
     node = helper.make_node(
         "MultiHeadAttention",
-        ["q", "k", "v", "bias", "mask", "attn_bias", "past_key", "past_value"],
-        ["y", "present_key", "present_value"], domain="com.microsoft", num_heads=heads,
-        unidirectional=1)
-    total = past + seq
-    inputs = [("q", F32, ["b", "s", hidden]), ("k", F32, ["b", "s", hidden]),
-              ("v", F32, ["b", "s", hidden]), ("mask", I32, ["b", "t"]),
-              ("attn_bias", F32, [1, heads, "s", "t"]),
-              ("past_key", F32, ["b", heads, "p", head]), ("past_value", F32, ["b", heads, "p", head])]
-    outputs = [("y", F32, ["b", "s", hidden]), ("present_key", F32, ["b", heads, "t", head]),
-               ("present_value", F32, ["b", heads, "t", head])]
-    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), "bias")
+        [p + n for n in ("q", "k", "v", "bias", "mask", "attn_bias", "past_key", "past_value")],
+        [p + n for n in ("y", "present_key", "present_value")], name=p + "node",
+        domain="com.microsoft", num_heads=heads, unidirectional=1)
+    b, s, t, pl = p + "b", p + "s", p + "t", p + "p"
+    inputs = [(p + "q", F32, [b, s, hidden]), (p + "k", F32, [b, s, hidden]),
+              (p + "v", F32, [b, s, hidden]), (p + "mask", I32, [b, t]),
+              (p + "attn_bias", F32, [1, heads, s, t]),
+              (p + "past_key", F32, [b, heads, pl, head]), (p + "past_value", F32, [b, heads, pl, head])]
+    outputs = [(p + "y", F32, [b, s, hidden]), (p + "present_key", F32, [b, heads, t, head]),
+               (p + "present_value", F32, [b, heads, t, head])]
+    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), p + "bias")
     mask = np.ones((batch, total), dtype=np.int32)
     mask[1, :2] = 0
-    feeds = {"q": r.standard_normal((batch, seq, hidden)).astype(np.float32),
-             "k": r.standard_normal((batch, seq, hidden)).astype(np.float32),
-             "v": r.standard_normal((batch, seq, hidden)).astype(np.float32),
-             "mask": mask,
-             "attn_bias": r.standard_normal((1, heads, seq, total)).astype(np.float32),
-             "past_key": r.standard_normal((batch, heads, past, head)).astype(np.float32),
-             "past_value": r.standard_normal((batch, heads, past, head)).astype(np.float32)}
-    check_against_ort(tmp_path, "mha", model_of(node, inputs, outputs, [bias]), feeds,
-                      ["y", "present_key", "present_value"])
+    feeds = {p + "q": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             p + "k": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             p + "v": r.standard_normal((batch, seq, hidden)).astype(np.float32),
+             p + "mask": mask,
+             p + "attn_bias": r.standard_normal((1, heads, seq, total)).astype(np.float32),
+             p + "past_key": r.standard_normal((batch, heads, past, head)).astype(np.float32),
+             p + "past_value": r.standard_normal((batch, heads, past, head)).astype(np.float32)}
+    cases.add([node], inputs, outputs, [bias], feeds)
 
 
-@pytest.mark.parametrize("case", ["bert_mask_1d", "bert_mask_2d", "gpt2_past"])
-def test_bert_attention(tmp_path, case):
-    r = rng(5)
+def add_bert_attention(cases, r, case):
+    p = f"attn_{case}_"
     heads, head, batch, seq, past = 2, 8, 2, 5, 3
     hidden = heads * head
     weights = numpy_helper.from_array(
-        (r.standard_normal((hidden, 3 * hidden)) * 0.3).astype(np.float32), "w")
-    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), "bias")
-    x = r.standard_normal((batch, seq, hidden)).astype(np.float32)
-    inputs = [("x", F32, ["b", "s", hidden])]
-    outputs = [("y", F32, ["b", "s", hidden])]
-    feeds = {"x": x}
+        (r.standard_normal((hidden, 3 * hidden)) * 0.3).astype(np.float32), p + "w")
+    bias = numpy_helper.from_array(r.standard_normal(3 * hidden).astype(np.float32), p + "bias")
+    b, s = p + "b", p + "s"
+    inputs = [(p + "x", F32, [b, s, hidden])]
+    outputs = [(p + "y", F32, [b, s, hidden])]
+    feeds = {p + "x": r.standard_normal((batch, seq, hidden)).astype(np.float32)}
+    names = [p + n for n in ("x", "w", "bias", "mask")]
     if case == "gpt2_past":
-        node = helper.make_node("Attention", ["x", "w", "bias", "mask", "past"], ["y", "present"],
-                                domain="com.microsoft", num_heads=heads, unidirectional=1)
-        inputs += [("mask", I32, ["b", "t"]), ("past", F32, [2, "b", heads, "p", head])]
-        outputs.append(("present", F32, [2, "b", heads, "t", head]))
-        feeds["mask"] = np.ones((batch, past + seq), dtype=np.int32)
-        feeds["mask"][0, 0] = 0
-        feeds["past"] = r.standard_normal((2, batch, heads, past, head)).astype(np.float32)
+        node = helper.make_node("Attention", names + [p + "past"], [p + "y", p + "present"],
+                                name=p + "node", domain="com.microsoft", num_heads=heads,
+                                unidirectional=1)
+        inputs += [(p + "mask", I32, [b, p + "t"]), (p + "past", F32, [2, b, heads, p + "p", head])]
+        outputs.append((p + "present", F32, [2, b, heads, p + "t", head]))
+        feeds[p + "mask"] = np.ones((batch, past + seq), dtype=np.int32)
+        feeds[p + "mask"][0, 0] = 0
+        feeds[p + "past"] = r.standard_normal((2, batch, heads, past, head)).astype(np.float32)
     else:
-        node = helper.make_node("Attention", ["x", "w", "bias", "mask"], ["y"],
+        node = helper.make_node("Attention", names, [p + "y"], name=p + "node",
                                 domain="com.microsoft", num_heads=heads)
         if case == "bert_mask_1d":
-            inputs.append(("mask", I32, ["b"]))
-            feeds["mask"] = np.array([5, 3], dtype=np.int32)
+            inputs.append((p + "mask", I32, [b]))
+            feeds[p + "mask"] = np.array([5, 3], dtype=np.int32)
         else:
-            inputs.append(("mask", I32, ["b", "s"]))
-            feeds["mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=np.int32)
-    check_against_ort(tmp_path, f"attention_{case}", model_of(node, inputs, outputs, [weights, bias]),
-                      feeds, [name for name, _, _ in outputs])
+            inputs.append((p + "mask", I32, [b, s]))
+            feeds[p + "mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=np.int32)
+    cases.add([node], inputs, outputs, [weights, bias], feeds)
+
+
+def test_bert_attention_ops(tmp_path):
+    """MultiHeadAttention (bias, [B, T] key padding mask, attention_bias, past, unidirectional)
+    and Attention (BERT with a [B] and a [B, S] mask_index, GPT-2 with a past)."""
+    cases, r = Cases(), rng(4)
+    add_multi_head_attention(cases, r)
+    for case in ["bert_mask_1d", "bert_mask_2d", "gpt2_past"]:
+        add_bert_attention(cases, r, case)
+    check_against_ort(tmp_path, "bert_ops", cases.model(), cases.feeds, cases.output_names())
