@@ -51,6 +51,7 @@ def folders():
 
 
 def compile_or_skip(path):
+    """onnxc.compile of a model file or a genai folder."""
     import onnxc
     try:
         return onnxc.compile(path, threads=1)
@@ -157,13 +158,16 @@ def ort_greedy(path, prompt, max_new, eos):
 
 
 def test_generate_folder(folders):
-    """`onnxc generate FOLDER` reads genai_config.json (the decoder file, its input, output and
-    cache names, the end token, the search defaults): no --map."""
+    """`onnxc generate FOLDER` and onnxc.compile(FOLDER).generate read genai_config.json (the
+    decoder file, its input, output and cache names, the end token, the search defaults): no
+    mapping is given."""
     folder = folders["fp32"]
-    compile_or_skip(os.path.join(folder, "model.onnx"))
+    model = compile_or_skip(folder)
     config = json.load(open(os.path.join(folder, "genai_config.json")))
     prompt = [5, 17, 300, 42, 9]
     want = ort_greedy(os.path.join(folder, "model.onnx"), prompt, 24, config["model"]["eos_token_id"])
+    assert model.generate(prompt, max_new_tokens=24) == want
+    assert model.last_generation["mode"] == "kv-cache", model.last_generation
     onnxc_binary = os.environ.get("ONNXC", os.path.join(BUILD, "tools", "onnxc"))
     result = subprocess.run([onnxc_binary, "generate", folder, "--prompt-ids",
                              ",".join(map(str, prompt)), "--max-new-tokens", "24", "--threads", "1"],
