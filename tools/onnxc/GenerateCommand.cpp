@@ -114,7 +114,8 @@ onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder
   options.top_k = int32_t(integerArgument(args.get("top-k", topK), "top-k", 0));
   options.top_p = floatArgument(args, "top-p", genai && genai->topP ? float(*genai->topP) : 1.0f);
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
-    throw UsageError("--top-p must be in (0, 1], got " + std::to_string(options.top_p));
+    throw UsageError("--top-p must be in (0, 1], got " +
+                     (args.has("top-p") ? args.get("top-p") : std::to_string(options.top_p)));
   options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
   std::string eos =
       genai && !genai->eosTokenIds.empty() ? std::to_string(genai->eosTokenIds[0]) : "-1";
