@@ -88,15 +88,13 @@ void importContribRotaryEmbedding(OnnxNode &node) {
   int64_t rank = x->shape().isRanked() ? int64_t(x->shape().rank()) : -1;
   int64_t cacheWidth = declaredDim(cosCache, 1);
 
-  // position_ids: [B, S] as it is; one element is the first token's position.
+  // position_ids: one element (declared so) is the first token's position;
+  // anything else is taken as [B, S], which the IR op checks (a one-element
+  // tensor of undeclared shape then fails there, never misread). Which axis of
+  // x is the sequence follows its declared rank (3-D unless declared 4-D).
   int64_t seqAxis = rank == 4 ? 2 : 1;
-  bool perToken = positions->shape().isRanked() && positions->shape().rank() == 2;
-  bool offsetForm = positions->shape().isRanked() && positions->shape().numElements() == Dim(1);
-  if (!perToken && !offsetForm)
-    fail(node.describe(),
-         ": RotaryEmbedding position_ids must be [batch, seq] or one element, "
-         "got a declared shape ",
-         positions->shape().str());
+  bool offsetForm = positions->shape().isRanked() && positions->shape().rank() <= 1 &&
+                    positions->shape().numElements() == Dim(1);
   Value *ids = positions;
   if (offsetForm)
     ids = positionsFromOffset(node, positions, dimOf(node, x, 0, "batch"),
