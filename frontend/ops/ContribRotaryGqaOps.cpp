@@ -189,8 +189,9 @@ Value *gqaPositions(OnnxNode &node, Value *seqlens, Value *total, Value *seq) {
   return node.emitStep(OpKind::Add, {column, steps}, "gqa_positions");
 }
 
-void importGroupQueryAttention(OnnxNode &node) {
-  ContribAttributes attrs(node);
+/// Refuses the attributes, inputs and outputs onnxc does not implement and
+/// checks the rest; returns the inputs by position.
+std::vector<Value *> checkedGqaInputs(OnnxNode &node, const ContribAttributes &attrs) {
   attrs.requireKnown({"num_heads", "kv_num_heads", "scale", "softcap", "local_window_size",
                       "do_rotary", "rotary_interleaved", "smooth_softmax", "qk_output"});
   attrs.requireIntValue("smooth_softmax", 0, "onnxc's softmax has no extra zero logit");
@@ -213,10 +214,16 @@ void importGroupQueryAttention(OnnxNode &node) {
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
     fail(node.describe(), ": num_heads ", heads, " must be a positive multiple of kv_num_heads ",
          kvHeads);
-  bool rotary = attrs.getInt("do_rotary", 0) != 0;
-  if (rotary && !in[CosCache])
+  if (attrs.getInt("do_rotary", 0) != 0 && !in[CosCache])
     fail(node.describe(), ": GroupQueryAttention with do_rotary needs cos_cache and sin_cache");
+  return in;
+}
 
+void importGroupQueryAttention(OnnxNode &node) {
+  ContribAttributes attrs(node);
+  std::vector<Value *> in = checkedGqaInputs(node, attrs);
+  int64_t heads = attrs.requireInt("num_heads"), kvHeads = attrs.requireInt("kv_num_heads");
+  bool rotary = attrs.getInt("do_rotary", 0) != 0;
   Value *q = in[Query], *k = in[Key], *v = in[ValueIn];
   if (!k) {
     std::vector<Value *> parts = splitPackedHeads(node, q, {heads, kvHeads, kvHeads}, "qkv");
