@@ -38,24 +38,57 @@ Value *concat0(OnnxNode &node, const std::vector<Value *> &parts, const std::str
   return node.emitStep(OpKind::Concat, parts, name, {{"axis", Attribute(int64_t(0))}});
 }
 
-/// A key mask as the additive [B, 1, 1, T] attn_mask: a [B, T] mask as it
-/// is, a [B] count of valid keys (`counts`) as keys j < count.
-Value *keyMask(OnnxNode &node, Value *mask, bool counts, Value *batch, Value *total, float fill,
+/// How a key mask reads: 0/1 per key ([B, T]), a count of valid keys per row
+/// ([B]: keys j < count), or, when the mask's rank is not declared at import
+/// (a computed mask_index), whichever its rank says once shapes are known.
+enum class MaskForm { Raw, Counts, ByRank };
+
+/// keys j < count[b], as bool [B, T]; `counts` is [B, 1].
+Value *keysBelow(OnnxNode &node, Value *counts, Value *total) {
+  Value *zero = node.addConstant("key_zero", Tensor::scalar<int64_t>(0));
+  Value *one = node.addConstant("key_one", Tensor::scalar<int64_t>(1));
+  Value *keys =
+      node.emitStep(OpKind::Range, {zero, toScalar(node, total, "keys_len"), one}, "key_positions");
+  return node.emitStep(OpKind::Less, {keys, castTo(node, counts, kOnnxInt64, "key_counts")},
+                       "keys_below");
+}
+
+Value *positive(OnnxNode &node, Value *mask) {
+  Value *zero = node.emitStep(OpKind::CastLike,
+                              {node.addConstant("key_izero", Tensor::scalar<float>(0.0f)), mask},
+                              "key_izero_like");
+  return node.emitStep(OpKind::Greater, {mask, zero}, "key_set");
+}
+
+/// A key mask as the additive [B, 1, 1, T] attn_mask. The final Reshape to
+/// [B, 1, 1, T] refuses (one line) any other form that slipped through: a
+/// [2B] index, a [B, S, T] mask with S > 1.
+Value *keyMask(OnnxNode &node, Value *mask, MaskForm form, Value *batch, Value *total, float fill,
                Value *like) {
-  Value *keep = mask;
-  if (counts) {
-    Value *zero = node.addConstant("key_zero", Tensor::scalar<int64_t>(0));
-    Value *one = node.addConstant("key_one", Tensor::scalar<int64_t>(1));
-    Value *keys = node.emitStep(OpKind::Range, {zero, toScalar(node, total, "keys_len"), one},
-                                "key_positions");
-    Value *ends = node.emitStep(
-        OpKind::Unsqueeze,
-        {castTo(node, mask, kOnnxInt64, "key_counts"), i64Constant(node, "counts_axis", {1})},
-        "key_ends");
-    keep = node.emitStep(OpKind::Less, {keys, ends}, "key_visible");
+  Value *visible = nullptr;
+  if (form == MaskForm::Raw) {
+    visible = positive(node, mask);
+  } else if (form == MaskForm::Counts) {
+    visible = keysBelow(
+        node,
+        node.emitStep(OpKind::Unsqueeze, {mask, i64Constant(node, "counts_axis", {1})}, "counts"),
+        total);
+  } else {
+    // [B] -> [B, 1] (counts), [B, T] stays; the rank picks the reading (a
+    // constant once shapes are inferred). For T = 1 both readings agree.
+    Value *flat =
+        node.emitStep(OpKind::Flatten, {mask}, "mask_rows", {{"axis", Attribute(int64_t(1))}});
+    Value *rank = node.emitStep(OpKind::Size, {node.emitStep(OpKind::Shape, {mask}, "mask_dims")},
+                                "mask_rank");
+    Value *isCounts = node.emitStep(
+        OpKind::Equal, {rank, node.addConstant("rank_one", Tensor::scalar<int64_t>(1))},
+        "is_counts");
+    visible =
+        node.emitStep(OpKind::Where, {isCounts, keysBelow(node, flat, total), positive(node, flat)},
+                      "key_visible");
   }
   Value *shape = concat0(node, {batch, i64Constant(node, "mask_mid", {1, 1}), total}, "mask_shape");
-  Value *additive = additiveMaskFrom(node, keep, counts, fill, like, "key_mask");
+  Value *additive = additiveMaskFrom(node, visible, true, fill, like, "key_mask");
   return node.emitStep(OpKind::Reshape, {additive, shape}, "key_mask_4d");
 }
 
@@ -82,16 +115,17 @@ void requireRank(OnnxNode &node, Value *value, int64_t rank, const char *what) {
          " is not supported (only ", rank, "-D)");
 }
 
-/// The mask's declared rank, refusing forms other than `allowed`.
+/// The mask's declared rank (-1: not declared), refusing declared forms other than `allowed`.
 int64_t maskRank(OnnxNode &node, Value *mask, std::initializer_list<int64_t> allowed,
                  const char *what) {
   int64_t rank = declaredRank(mask);
+  if (rank < 0)
+    return rank;
   for (int64_t r : allowed)
     if (r == rank)
       return rank;
-  fail(node.describe(), ": ", node.proto().op_type(), " ", what, " of ",
-       rank < 0 ? std::string("undeclared rank") : std::to_string(rank) + "-D form",
-       " is not supported");
+  fail(node.describe(), ": ", node.proto().op_type(), " ", what, " of ", rank,
+       "-D form is not supported");
 }
 
 enum MhaInput {
@@ -143,13 +177,17 @@ void importMultiHeadAttention(OnnxNode &node) {
   }
   Value *mask = in[MhaAttentionBias];
   if (Value *padding = in[MhaKeyPadding]) {
-    maskRank(node, padding, {2}, "key_padding_mask");
+    int64_t rank = maskRank(node, padding, {2}, "key_padding_mask");
     Value *total = dimOf(node, k, 1, "kv_len");
     if (in[MhaPastKey])
       total = node.emitStep(OpKind::Add, {dimOf(node, in[MhaPastKey], 2, "past_len"), total},
                             "total_len");
     mask = combineMasks(node, mask,
-                        keyMask(node, padding, false, dimOf(node, q, 0, "batch"), total,
+                        keyMask(node,
+                                rank < 0 ? node.emitStep(OpKind::Flatten, {padding}, "padding_rows",
+                                                         {{"axis", Attribute(int64_t(1))}})
+                                         : padding,
+                                MaskForm::Raw, dimOf(node, q, 0, "batch"), total,
                                 attrs.getFloat("mask_filter_value", -10000.0f), q));
   }
   node.emit(OpKind::Attention, trimmed({q, k, v, mask, in[MhaPastKey], in[MhaPastValue]}),
@@ -227,7 +265,11 @@ void importBertAttention(OnnxNode &node) {
       total = node.emitStep(OpKind::Add, {dimOf(node, in[BertPast], 3, "past_len"), total},
                             "total_len");
     mask = combineMasks(node, mask,
-                        keyMask(node, index, rank == 1, dimOf(node, x, 0, "batch"), total,
+                        keyMask(node, index,
+                                rank < 0    ? MaskForm::ByRank
+                                : rank == 1 ? MaskForm::Counts
+                                            : MaskForm::Raw,
+                                dimOf(node, x, 0, "batch"), total,
                                 attrs.getFloat("mask_filter_value", -10000.0f), x));
   }
 

@@ -355,20 +355,28 @@ def add_bert_attention(cases, r, case):
     else:
         node = helper.make_node("Attention", names, [p + "y"], name=p + "node",
                                 domain="com.microsoft", num_heads=heads)
-        if case == "bert_mask_1d":
-            inputs.append((p + "mask", I32, [b]))
-            feeds[p + "mask"] = np.array([5, 3], dtype=np.int32)
+        if case.endswith("computed"):
+            # A mask_index that another node computes (as EmbedLayerNormalization's is): its rank
+            # is not declared when the Attention is imported.
+            extra = helper.make_node("Identity", [p + "mask_in"], [p + "mask"], name=p + "copy")
+            node = [extra, node]
+        if case.startswith("bert_mask_1d"):
+            mask, shape = np.array([5, 3], dtype=np.int32), [b]
         else:
-            inputs.append((p + "mask", I32, [b, s]))
-            feeds[p + "mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=np.int32)
-    cases.add([node], inputs, outputs, [weights, bias], feeds)
+            mask, shape = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=np.int32), [b, s]
+        name = p + ("mask_in" if case.endswith("computed") else "mask")
+        inputs.append((name, I32, shape))
+        feeds[name] = mask
+    cases.add(node if isinstance(node, list) else [node], inputs, outputs, [weights, bias], feeds)
 
 
 def test_bert_attention_ops(tmp_path):
     """MultiHeadAttention (bias, [B, T] key padding mask, attention_bias, past, unidirectional)
-    and Attention (BERT with a [B] and a [B, S] mask_index, GPT-2 with a past)."""
+    and Attention (BERT with a [B] and a [B, S] mask_index, declared or computed, GPT-2 with a
+    past)."""
     cases, r = Cases(), rng(4)
     add_multi_head_attention(cases, r)
-    for case in ["bert_mask_1d", "bert_mask_2d", "gpt2_past"]:
+    for case in ["bert_mask_1d", "bert_mask_2d", "bert_mask_1d_computed", "bert_mask_2d_computed",
+                 "gpt2_past"]:
         add_bert_attention(cases, r, case)
     check_against_ort(tmp_path, "bert_ops", cases.model(), cases.feeds, cases.output_names())
