@@ -32,8 +32,9 @@
 // a guard (ContribAttentionSupport.h) fails such a run with one line
 // instead of computing something else.
 //
-// Refused at import, naming the node: smooth_softmax, softcap (onnxc's
-// Attention caps masked scores too), qk_output and the output_qk output,
+// softcap becomes Attention's softcap with onnxc's softcap_first = 1 (the
+// score capped before the masks; ONNX's Attention caps the masked score).
+// Refused at import, naming the node: smooth_softmax, qk_output and the output_qk output,
 // position_ids, attention_bias and head_sink inputs, packed batching.
 //
 //===----------------------------------------------------------------------===//
@@ -196,9 +197,8 @@ std::vector<Value *> checkedGqaInputs(OnnxNode &node, const ContribAttributes &a
                       "do_rotary", "rotary_interleaved", "smooth_softmax", "qk_output"});
   attrs.requireIntValue("smooth_softmax", 0, "onnxc's softmax has no extra zero logit");
   attrs.requireIntValue("qk_output", 0, "the scores are never materialized");
-  if (float cap = attrs.getFloat("softcap", 0.0f); cap != 0.0f)
-    fail(node.describe(), ": GroupQueryAttention with softcap = ", cap,
-         " is not supported (onnxc's Attention caps the masked scores as well)");
+  if (float cap = attrs.getFloat("softcap", 0.0f); cap < 0.0f)
+    fail(node.describe(), ": GroupQueryAttention softcap ", cap, " must not be negative");
   refuseOutput(node, 3, "output_qk");
   std::vector<Value *> in = contribInputs(node, NumGqaInputs);
   refuseInput(node, in, PositionIds, "position_ids");
@@ -272,6 +272,11 @@ void importGroupQueryAttention(OnnxNode &node) {
                                  {"is_causal", Attribute(int64_t(1))}};
   if (float scale = attrs.getFloat("scale", 0.0f); scale != 0.0f)
     attentionAttrs.insert_or_assign("scale", Attribute(scale));
+  // onnxruntime caps the scores before the causal mask (onnxc's softcap_first).
+  if (float cap = attrs.getFloat("softcap", 0.0f); cap > 0.0f) {
+    attentionAttrs.insert_or_assign("softcap", Attribute(cap));
+    attentionAttrs.insert_or_assign("softcap_first", Attribute(int64_t(1)));
+  }
   // onnxruntime's window W: query at position p sees keys p - W ... p.
   if (int64_t window = attrs.getInt("local_window_size", -1); window > 0)
     attentionAttrs.insert_or_assign("window", Attribute(window));

@@ -232,7 +232,7 @@ def gqa_feeds(r, batch, seq, past_len, lengths=None, packed=False, past=True, p=
 
 
 GQA_CASES = ["prompt_padded", "prompt_packed", "step", "step_batch2", "continuation", "window",
-             "no_rotary_scale", "interleaved", "no_past"]
+             "no_rotary_scale", "interleaved", "no_past", "softcap_prompt", "softcap_step"]
 
 
 def add_gqa_case(cases, r, case):
@@ -245,13 +245,16 @@ def add_gqa_case(cases, r, case):
         attrs["scale"] = 0.3
     if case == "interleaved":
         attrs["rotary_interleaved"] = 1
+    if case.startswith("softcap"):
+        # Small enough to bend the scores (random Q, K give |scores| of a few units).
+        attrs["softcap"] = 1.5
     rows = None
     if case in ("prompt_padded", "prompt_packed"):
         # A first prompt, row 1 right-padded to 7 of 9 tokens; the past is empty. onnxruntime
         # leaves the padded query rows unspecified: only the valid ones are compared.
         feeds = gqa_feeds(r, 2, 9, 0, lengths=[9, 7], packed=packed, p=p)
         rows = {p + "output": lambda y: np.concatenate([y[0].ravel(), y[1, :7].ravel()])}
-    elif case == "no_past":
+    elif case in ("no_past", "softcap_prompt"):
         feeds = gqa_feeds(r, 1, 6, 0, past=False, p=p)
     elif case == "step_batch2":
         feeds = gqa_feeds(r, 2, 1, 12, p=p)
@@ -260,13 +263,15 @@ def add_gqa_case(cases, r, case):
     else:
         feeds = gqa_feeds(r, 1, 5 if case == "window" else 1, 10, p=p)
     nodes, inputs, outputs, initializers = gqa_case(
-        p, packed=packed, past=case != "no_past", rotary=case != "no_rotary_scale", **attrs)
+        p, packed=packed, past=case not in ("no_past", "softcap_prompt"),
+        rotary=case != "no_rotary_scale", **attrs)
     cases.add(nodes, inputs, outputs, initializers, feeds, rows)
 
 
 def test_group_query_attention(tmp_path):
     """First prompts (right-padded, packed QKV), cached steps (batch 1 and 2), a multi-token
-    continuation, a local window, no rotary with a scale, interleaved rotary, no past."""
+    continuation, a local window, no rotary with a scale, interleaved rotary, no past, softcap on
+    a prompt and a cached step (capped before the causal mask, as onnxruntime does)."""
     cases, r = Cases(), rng(2)
     for case in GQA_CASES:
         add_gqa_case(cases, r, case)
@@ -282,8 +287,7 @@ def gqa_model(**attrs):
 def test_group_query_attention_refusals(tmp_path):
     r = rng(3)
     feeds = gqa_feeds(r, 1, 1, 4)
-    for attr, value, pattern in [("softcap", 30.0, r"softcap = 30 is not supported"),
-                                 ("smooth_softmax", 1, r"smooth_softmax = 1 is not supported"),
+    for attr, value, pattern in [("smooth_softmax", 1, r"smooth_softmax = 1 is not supported"),
                                  ("qk_output", 1, r"qk_output = 1 is not supported")]:
         check_refused(tmp_path, f"gqa_refuse_{attr}", gqa_model(**{attr: value}), feeds,
                       r"node 'GroupQueryAttention': .*" + pattern)

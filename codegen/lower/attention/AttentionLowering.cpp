@@ -198,24 +198,27 @@ Score AttentionKernel::score(const QueryRow &row, Value *key) {
       1, "d")[0];
   Score s;
   s.scaled = b.CreateFMul(dot, scale_);
+  double cap = node_.getFloat("softcap", 0.0f);
+  auto softcapped = [&](Value *x) {
+    Value *capValue = k_.constant(real_, cap);
+    return b.CreateFMul(capValue,
+                        emitRealMath(k_, vmath::MathFunction::Tanh, b.CreateFDiv(x, capValue)));
+  };
+  // softcap_first (onnxc's): cap before the masks, so hidden keys stay hidden.
+  bool capFirst = cap > 0 && node_.getInt("softcap_first", 0) != 0;
+  Value *score = capFirst ? softcapped(s.scaled) : s.scaled;
   Masking masks = masking(row, key);
   if (fill_) {
     // The exported Where replaces a hidden score, then a float mask adds.
-    Value *replaced = b.CreateSelect(masks.hidden, k_.constant(real_, double(*fill_)), s.scaled);
+    Value *replaced = b.CreateSelect(masks.hidden, k_.constant(real_, double(*fill_)), score);
     s.biased = b.CreateFAdd(replaced, masks.added);
   } else {
     // As the reference: scaled + (mask + -inf for hidden keys).
     Value *bias = b.CreateSelect(
         masks.hidden, b.CreateFAdd(masks.added, minusInfinity(masks.added)), masks.added);
-    s.biased = b.CreateFAdd(s.scaled, bias);
+    s.biased = b.CreateFAdd(score, bias);
   }
-  s.capped = s.biased;
-  double cap = node_.getFloat("softcap", 0.0f);
-  if (cap > 0) {
-    Value *capValue = k_.constant(real_, cap);
-    Value *t = emitRealMath(k_, vmath::MathFunction::Tanh, b.CreateFDiv(s.biased, capValue));
-    s.capped = b.CreateFMul(capValue, t);
-  }
+  s.capped = cap > 0 && !capFirst ? softcapped(s.biased) : s.biased;
   return s;
 }
 
