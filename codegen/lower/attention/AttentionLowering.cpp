@@ -185,7 +185,10 @@ std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *
 
 Score AttentionKernel::score(const QueryRow &row, Value *key) {
   IRBuilder<> &b = k_.ir();
-  auto [keyBuffer, keyOffset] = keyRow(row, key, /*isValue=*/false);
+  // Plain variables, not a structured binding: clang-tidy's clang 14 refuses
+  // the lambda below capturing one.
+  std::pair<Value *, Value *> keyAt = keyRow(row, key, /*isValue=*/false);
+  Value *keyBuffer = keyAt.first, *keyOffset = keyAt.second;
   Value *q = k_.buffer(q_);
   DType dtype = shape_.dtype;
   Value *dot = k_.forRangeCarried(
@@ -283,7 +286,8 @@ void AttentionKernel::emitValuePass(const QueryRow &row, Value *rowMax) {
             [&](Value *key, ArrayRef<Value *> carried) -> std::vector<Value *> {
               Value *p = emitRealMath(k_, vmath::MathFunction::Exp,
                                       b.CreateFSub(score(row, key).capped, rowMax));
-              auto [valueBuffer, valueOffset] = keyRow(row, key, /*isValue=*/true);
+              std::pair<Value *, Value *> valueAt = keyRow(row, key, /*isValue=*/true);
+              Value *valueBuffer = valueAt.first, *valueOffset = valueAt.second;
               Value *first = b.CreateAdd(valueOffset, chunkBegin);
               k_.forRange(k_.i64(0), chunk, [&](Value *d) {
                 Value *v = loadReal(k_, s.dtype, valueBuffer, b.CreateAdd(first, d));
