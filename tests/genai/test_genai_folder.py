@@ -188,3 +188,8 @@ def test_generate_folder(folders, tmp_path):
     got = [int(t) for t in result.stdout.strip().split(",") if t]
     assert got == want, f"onnxc {got}\nonnxruntime {want}\n{result.stderr}"
     assert "in place" in result.stderr, result.stderr
+    # Every command takes the folder for its decoder.
+    inspect = subprocess.run([onnxc_binary, "inspect", folders["fp32"]], capture_output=True,
+                             text=True, timeout=120)
+    assert inspect.returncode == 0, inspect.stderr
+    assert os.path.join(folders["fp32"], "model.onnx") in inspect.stdout, inspect.stdout

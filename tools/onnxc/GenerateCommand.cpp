@@ -220,12 +220,11 @@ int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
   std::string path = modelArgument(args, "generate");
-  // An onnxruntime-genai folder: its genai_config.json names the decoder and its roles.
+  // An onnxruntime-genai folder: its genai_config.json names the decoder (the
+  // path modelArgument gives) and its roles.
   std::optional<GenaiFolder> genai;
-  if (isGenaiFolder(path)) {
-    genai = readGenaiFolder(path);
-    path = genai->modelPath;
-  }
+  if (isGenaiFolder(args.positionals[0]))
+    genai = readGenaiFolder(args.positionals[0]);
   std::string encoderPath = args.get("encoder", "");
   if (args.has("encoder") != args.has("source-ids"))
     throw UsageError(args.has("encoder")
