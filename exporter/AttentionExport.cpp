@@ -138,6 +138,11 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
   std::optional<double> fill;
   if (node.hasAttr("mask_fill") && !std::isinf(node.getFloat("mask_fill", 0.0f)))
     fill = node.getFloat("mask_fill", 0.0f);
+  // onnxc's softcap_first (the score capped before the masks) has no standard form.
+  if (node.getFloat("softcap", 0.0f) != 0.0f && node.getInt("softcap_first", 0) != 0) {
+    writer.exportCustom(node);
+    return;
+  }
   std::optional<AttentionDecomposition> decomposed;
   if (fill && *fill > kAbsorbingFill) {
     decomposed = planAttentionDecomposition(node);

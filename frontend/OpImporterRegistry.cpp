@@ -21,6 +21,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerAttentionImporters(r);
     registerMicrosoftQuantizationImporters(r);
     registerMicrosoftNormalizationImporters(r);
+    registerContribRotaryGqaImporters(r);
+    registerContribBertAttentionImporters(r);
     return r;
   }();
   return registry;

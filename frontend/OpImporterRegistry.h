@@ -66,5 +66,8 @@ void registerAttentionImporters(OpImporterRegistry &registry);
 void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 // com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).
 void registerMicrosoftNormalizationImporters(OpImporterRegistry &registry);
+// com.microsoft attention ops (frontend/ops/Contrib*AttentionOps.cpp, ContribRotaryGqaOps.cpp).
+void registerContribRotaryGqaImporters(OpImporterRegistry &registry);
+void registerContribBertAttentionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

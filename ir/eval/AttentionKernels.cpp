@@ -2,6 +2,10 @@
 //
 // The ONNX opset-23 Attention and RotaryEmbedding ops, computed the plain way
 // in double: scores = scale * Q Kᵀ, (+ mask, + causal), softcap, softmax, · V.
+// onnxc's softcap_first = 1 caps the scaled score before the masks are applied
+// (onnxruntime's GroupQueryAttention: a hidden key stays hidden), where ONNX
+// caps the masked score (a hidden key then scores -softcap).
+//
 // Where the spec leaves a corner open, these follow the ONNX reference
 // implementation (onnx.reference), which generates the node tests: a mask
 // shorter than the total key length is padded with "masked", the causal
@@ -269,6 +273,7 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
   double scale = node.hasAttr("scale") ? double(node.getFloat("scale", 1.0f))
                                        : 1.0 / std::sqrt(double(q.size));
   double cap = node.getFloat("softcap", 0.0f);
+  bool capFirst = node.getInt("softcap_first", 0) != 0;
   int64_t mode = node.getInt("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
     fail(node.describe(), ": qk_matmul_output_mode must be 0 to 3, got ", mode);
@@ -287,9 +292,12 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
           for (int64_t d = 0; d < q.size; ++d)
             dot += q.at(b, h, i, d) * in.key.at(b, kvHead, j, d);
           double scaled = dot * scale;
-          double kept = fill && masking.hidden[index + size_t(j)] ? *fill : scaled;
+          // onnxc's softcap_first caps the score before the masks (onnxruntime's
+          // GroupQueryAttention), where ONNX caps the masked score.
+          double score = capFirst ? softcapped(scaled, cap) : scaled;
+          double kept = fill && masking.hidden[index + size_t(j)] ? *fill : score;
           double withBias = roundedLike(dtype, kept + bias[index + size_t(j)]);
-          double capped = softcapped(withBias, cap);
+          double capped = capFirst ? withBias : softcapped(withBias, cap);
           qkOut[index + size_t(j)] = mode == 0 ? scaled : mode == 1 ? withBias : capped;
           row[size_t(j)] = capped;
           maxScore = std::max(maxScore, capped);

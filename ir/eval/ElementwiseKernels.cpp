@@ -43,9 +43,16 @@ template <typename T> T wrapAdd(T a, T b) { return wrapping<std::plus<>>(a, b); 
 template <typename T> T wrapSub(T a, T b) { return wrapping<std::minus<>>(a, b); }
 template <typename T> T wrapMul(T a, T b) { return wrapping<std::multiplies<>>(a, b); }
 
+/// Names the divisor as the compiled kernels do (a guard of an importer
+/// names its divisor after the condition it checks).
 template <typename T> void checkDivisor(const Node &node, T b) {
-  if (b == T(0))
-    fail(node.describe(), ": integer division by zero");
+  if (b != T(0))
+    return;
+  const Value *divisor = node.numOperands() > 1 ? node.operand(1) : nullptr;
+  if (divisor && !divisor->name().empty())
+    fail(node.describe(), ": integer division by zero: an element of the divisor '",
+         divisor->name(), "' is 0");
+  fail(node.describe(), ": integer division by zero");
 }
 
 /// Integer power by squaring; negative exponents give the truncated

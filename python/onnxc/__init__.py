@@ -49,9 +49,40 @@ def _threads(threads):
     return threads
 
 
+def _genai_folder(path):
+    """(model file, generate defaults, config) of an onnxruntime-genai folder (genai_config.json:
+    docs/GENERATE.md), or None for anything else."""
+    config_path = os.path.join(path, "genai_config.json")
+    if not (os.path.isdir(path) and os.path.isfile(config_path)):
+        return None
+    import json
+    with open(config_path) as f:
+        config = json.load(f)
+    decoder = config.get("model", {}).get("decoder", {})
+    if "filename" not in decoder:
+        raise Error(f"{config_path}: 'model.decoder.filename' is missing")
+    inputs, outputs = decoder.get("inputs", {}), decoder.get("outputs", {})
+    roles = [(role, inputs.get(role)) for role in ("input_ids", "attention_mask", "position_ids")]
+    roles.append(("logits", outputs.get("logits")))
+    for kind in ("key", "value"):
+        past, present = inputs.get(f"past_{kind}_names"), outputs.get(f"present_{kind}_names")
+        if past and present:
+            for layer in range(int(decoder.get("num_hidden_layers", 0))):
+                roles.append((past % layer, present % layer))
+    defaults = {"mapping": ",".join(f"{role}={name}" for role, name in roles if name)}
+    eos = config.get("model", {}).get("eos_token_id")
+    if isinstance(eos, list):
+        eos = eos[0] if eos else None
+    if eos is not None:
+        defaults["eos_token_id"] = int(eos)
+    return os.path.join(path, decoder["filename"]), defaults, config
+
+
 def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
             passes=None, precision="f32"):
-    """Compiles MODEL (.onnx or .ir) and returns a runnable Model.
+    """Compiles MODEL (.onnx or .ir, or an onnxruntime-genai folder: its genai_config.json names
+    the decoder, and its roles and end token become generate()'s defaults) and returns a runnable
+    Model.
 
     Without `output` the code is JIT-compiled into this process (nothing is written, no C++
     compiler needed). With `output="model.so"` a shared library and its C header (`header`, default
@@ -64,6 +95,15 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     `Model.precision` says which it compiled.
     """
     path = _path(model, "model")
+    genai = _genai_folder(path)
+    if genai is not None:
+        # An onnxruntime-genai folder: its decoder, and its roles as generate()'s defaults.
+        model_path, defaults, config = genai
+        compiled = compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
+                           precision)
+        compiled.genai_config = config
+        compiled._generate_defaults = defaults
+        return compiled
     opt_level = int(opt_level)
     threads = _threads(threads)
     if output is None:

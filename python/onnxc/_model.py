@@ -60,6 +60,9 @@ class Model:
         self._output_index = {info.name: i for i, info in enumerate(self.outputs)}
         self.source = source
         self.last_generation = None
+        # An onnxruntime-genai folder's config and the generate() defaults it gives (compile).
+        self.genai_config = None
+        self._generate_defaults = {}
 
     @property
     def name(self):
@@ -161,6 +164,10 @@ class Model:
         if encoder is not None and not isinstance(encoder, Model):
             raise Error(f"encoder must be an onnxc Model, got {type(encoder).__name__}")
         source = [] if source_ids is None else _token_ids("source_ids", source_ids)
+        if mapping is None:
+            mapping = self._generate_defaults.get("mapping")
+        if eos_token_id is None:
+            eos_token_id = self._generate_defaults.get("eos_token_id")
         if isinstance(mapping, dict):
             mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
         tokens, mode, description = _onnxc.generate(

@@ -36,7 +36,8 @@ Command compileCommand();
 Command benchCommand();
 Command generateCommand();
 
-/// The single MODEL positional of a command (UsageError otherwise).
+/// The single MODEL positional of a command (UsageError otherwise); an
+/// onnxruntime-genai folder gives its decoder file (driver/GenaiFolder.h).
 std::string modelArgument(const ParsedArgs &args, const std::string &command);
 
 /// Options that choose and debug the pass pipeline (dump and run share them).

@@ -10,6 +10,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/GenaiFolder.h"
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,24 +91,38 @@ std::vector<int64_t> promptIds(const ParsedArgs &args) {
   return idList(args, "prompt-ids");
 }
 
-onnxc_generate_options generateOptions(const ParsedArgs &args, std::string &mapping) {
+/// The options of the command line; a genai folder's config (`genai`, may be
+/// null) supplies the roles and the defaults the command line leaves open.
+onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder *genai,
+                                       size_t promptLength, std::string &mapping) {
   onnxc_generate_options options;
   onnxc_generate_options_init(&options);
-  options.max_new_tokens = integerArgument(args.get("max-new-tokens", "32"), "max-new-tokens", 0);
+  std::string maxNew = "32";
+  // genai's max_length counts the prompt: what is left of it is generated.
+  if (genai && genai->maxLength)
+    maxNew = std::to_string(std::max<int64_t>(0, *genai->maxLength - int64_t(promptLength)));
+  options.max_new_tokens = integerArgument(args.get("max-new-tokens", maxNew), "max-new-tokens", 0);
   options.capacity = integerArgument(args.get("capacity", "0"), "capacity", 0);
-  bool sampling = args.has("sample");
+  bool sampling = args.has("sample") || (genai && genai->doSample.value_or(false));
   for (const char *option : {"temperature", "top-k", "top-p"})
     if (args.has(option) && !sampling)
       throw UsageError(std::string("--") + option + " applies to sampling; add --sample");
   options.do_sample = sampling ? 1 : 0;
-  options.temperature = floatArgument(args, "temperature", 1.0f);
-  options.top_k = int32_t(integerArgument(args.get("top-k", "0"), "top-k", 0));
-  options.top_p = floatArgument(args, "top-p", 1.0f);
+  float temperature = genai && genai->temperature ? float(*genai->temperature) : 1.0f;
+  options.temperature = floatArgument(args, "temperature", temperature);
+  std::string topK = genai && genai->topK ? std::to_string(*genai->topK) : "0";
+  options.top_k = int32_t(integerArgument(args.get("top-k", topK), "top-k", 0));
+  options.top_p = floatArgument(args, "top-p", genai && genai->topP ? float(*genai->topP) : 1.0f);
   if (!(options.top_p > 0.0f && options.top_p <= 1.0f))
-    throw UsageError("--top-p must be in (0, 1], got " + args.get("top-p"));
+    throw UsageError("--top-p must be in (0, 1], got " +
+                     (args.has("top-p") ? args.get("top-p") : std::to_string(options.top_p)));
   options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
-  options.eos_token_id = integerArgument(args.get("eos-id", "-1"), "eos-id", -1);
+  std::string eos =
+      genai && !genai->eosTokenIds.empty() ? std::to_string(genai->eosTokenIds[0]) : "-1";
+  options.eos_token_id = integerArgument(args.get("eos-id", eos), "eos-id", -1);
   options.num_threads = threadCount(args);
+  if (genai)
+    mapping = genai->mapping();
   for (const std::string &entry : args.getAll("map"))
     mapping += (mapping.empty() ? "" : ",") + entry;
   options.mapping = mapping.c_str();
@@ -204,6 +220,11 @@ int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
   std::string path = modelArgument(args, "generate");
+  // An onnxruntime-genai folder: its genai_config.json names the decoder (the
+  // path modelArgument gives) and its roles.
+  std::optional<GenaiFolder> genai;
+  if (isGenaiFolder(args.positionals[0]))
+    genai = readGenaiFolder(args.positionals[0]);
   std::string encoderPath = args.get("encoder", "");
   if (args.has("encoder") != args.has("source-ids"))
     throw UsageError(args.has("encoder")
@@ -217,7 +238,8 @@ int runGenerate(const ParsedArgs &args) {
   std::vector<int64_t> source =
       args.has("source-ids") ? idList(args, "source-ids") : std::vector<int64_t>();
   std::string mapping;
-  onnxc_generate_options options = generateOptions(args, mapping);
+  onnxc_generate_options options =
+      generateOptions(args, genai ? &*genai : nullptr, prompt.size(), mapping);
   bool stream = args.has("stream");
 
   RunnableModel encoder;
@@ -299,7 +321,8 @@ std::vector<OptionSpec> generateOptionSpecs() {
 
 Command generateCommand() {
   return {"generate", "generate token ids with a decoder (KV cache when the model has one)",
-          "generate MODEL.so|MODEL.onnx|MODEL.ir --prompt-ids 464,3290,318 [--max-new-tokens 32] "
+          "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 "
+          "[--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
           "[--bench] [--encoder ENCODER.so --source-ids IDS]",
           generateOptionSpecs(), runGenerate};

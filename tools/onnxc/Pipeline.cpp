@@ -2,6 +2,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "driver/Compilation.h"
+#include "driver/GenaiFolder.h"
 #include "ir/Error.h"
 #include "passes/PassRegistry.h"
 #include "passes/Pipelines.h"
@@ -15,6 +16,9 @@ std::string modelArgument(const ParsedArgs &args, const std::string &command) {
     throw UsageError(std::string(args.positionals.empty() ? "missing MODEL argument"
                                                           : "expected one MODEL argument") +
                      " (see 'onnxc " + command + " --help')");
+  // An onnxruntime-genai folder stands for its decoder (genai_config.json).
+  if (isGenaiFolder(args.positionals[0]))
+    return readGenaiFolder(args.positionals[0]).modelPath;
   return args.positionals[0];
 }
 

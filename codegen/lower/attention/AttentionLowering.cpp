@@ -185,7 +185,10 @@ std::pair<Value *, Value *> AttentionKernel::keyRow(const QueryRow &row, Value *
 
 Score AttentionKernel::score(const QueryRow &row, Value *key) {
   IRBuilder<> &b = k_.ir();
-  auto [keyBuffer, keyOffset] = keyRow(row, key, /*isValue=*/false);
+  // Plain variables, not a structured binding: clang-tidy's clang 14 refuses
+  // the lambda below capturing one.
+  std::pair<Value *, Value *> keyAt = keyRow(row, key, /*isValue=*/false);
+  Value *keyBuffer = keyAt.first, *keyOffset = keyAt.second;
   Value *q = k_.buffer(q_);
   DType dtype = shape_.dtype;
   Value *dot = k_.forRangeCarried(
@@ -198,24 +201,27 @@ Score AttentionKernel::score(const QueryRow &row, Value *key) {
       1, "d")[0];
   Score s;
   s.scaled = b.CreateFMul(dot, scale_);
+  double cap = node_.getFloat("softcap", 0.0f);
+  auto softcapped = [&](Value *x) {
+    Value *capValue = k_.constant(real_, cap);
+    return b.CreateFMul(capValue,
+                        emitRealMath(k_, vmath::MathFunction::Tanh, b.CreateFDiv(x, capValue)));
+  };
+  // softcap_first (onnxc's): cap before the masks, so hidden keys stay hidden.
+  bool capFirst = cap > 0 && node_.getInt("softcap_first", 0) != 0;
+  Value *score = capFirst ? softcapped(s.scaled) : s.scaled;
   Masking masks = masking(row, key);
   if (fill_) {
     // The exported Where replaces a hidden score, then a float mask adds.
-    Value *replaced = b.CreateSelect(masks.hidden, k_.constant(real_, double(*fill_)), s.scaled);
+    Value *replaced = b.CreateSelect(masks.hidden, k_.constant(real_, double(*fill_)), score);
     s.biased = b.CreateFAdd(replaced, masks.added);
   } else {
     // As the reference: scaled + (mask + -inf for hidden keys).
     Value *bias = b.CreateSelect(
         masks.hidden, b.CreateFAdd(masks.added, minusInfinity(masks.added)), masks.added);
-    s.biased = b.CreateFAdd(s.scaled, bias);
+    s.biased = b.CreateFAdd(score, bias);
   }
-  s.capped = s.biased;
-  double cap = node_.getFloat("softcap", 0.0f);
-  if (cap > 0) {
-    Value *capValue = k_.constant(real_, cap);
-    Value *t = emitRealMath(k_, vmath::MathFunction::Tanh, b.CreateFDiv(s.biased, capValue));
-    s.capped = b.CreateFMul(capValue, t);
-  }
+  s.capped = cap > 0 && !capFirst ? softcapped(s.biased) : s.biased;
   return s;
 }
 
@@ -280,7 +286,8 @@ void AttentionKernel::emitValuePass(const QueryRow &row, Value *rowMax) {
             [&](Value *key, ArrayRef<Value *> carried) -> std::vector<Value *> {
               Value *p = emitRealMath(k_, vmath::MathFunction::Exp,
                                       b.CreateFSub(score(row, key).capped, rowMax));
-              auto [valueBuffer, valueOffset] = keyRow(row, key, /*isValue=*/true);
+              std::pair<Value *, Value *> valueAt = keyRow(row, key, /*isValue=*/true);
+              Value *valueBuffer = valueAt.first, *valueOffset = valueAt.second;
               Value *first = b.CreateAdd(valueOffset, chunkBegin);
               k_.forRange(k_.i64(0), chunk, [&](Value *d) {
                 Value *v = loadReal(k_, s.dtype, valueBuffer, b.CreateAdd(first, d));

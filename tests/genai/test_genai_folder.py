@@ -1,0 +1,195 @@
+"""An onnxruntime-genai model folder as people download them, compiled by onnxc.
+
+The folders come from the real builder (`python -m onnxruntime_genai.models.builder`, 0.5.2, in a
+venv of its own: setup_genai_venv.sh, cached under the build folder) run on a random-weight
+Hugging Face LLaMA with grouped-query attention (build_genai_models.py). Their model.onnx holds
+com.microsoft GroupQueryAttention (packed QKV, rotary inside, seqlens_k and total_sequence_length
+computed from attention_mask), SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization,
+and at -p int4 MatMulNBits.
+
+The fp32 folder's model is JIT-compiled once (onnxc.compile) and run on a prompt and then on
+cached steps, feeding the presents back as the pasts, as a generation loop does; its logits and
+presents are compared with onnxruntime (the test venv's) on the same inputs. onnxruntime is also
+run as onnxruntime-genai runs it on the CPU (past_present_share_buffer: one max-length buffer per
+cache, attention_mask as long as the tokens so far), and its logits must be the same. The int4
+folder is checked the same way when onnxc imports MatMulNBits, and skipped with the reason
+otherwise. Until onnxc imports the RMS norms of the folder, onnxc compiles a copy with them as
+plain ops (plain_norms.py), and onnxruntime runs the folder as it is.
+
+    ONNXC_BUILD_DIR=build PYTHONPATH=build/python .venv/bin/python -m pytest tests/genai/test_genai_folder.py
+"""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from plain_norms import PLAIN_OPS, plain_norm_folder
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("ONNXC_BUILD_DIR", os.path.join(REPO, "build"))
+# The ops of a genai folder that other parts of onnxc import; a folder whose import fails on one of
+# them is skipped with the reason, not failed, until they land (the GQA ops here are this test's).
+OTHER_OPS = ("SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "MatMulNBits",
+             "GatherBlockQuantized")
+LAYERS, KV_HEADS, HEAD, VOCAB = 2, 2, 16, 512
+TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def folders():
+    setup = subprocess.run(["bash", os.path.join(HERE, "setup_genai_venv.sh"), BUILD],
+                           capture_output=True, text=True)
+    if setup.returncode != 0:
+        pytest.fail(f"genai venv: {setup.stderr[-3000:]}")
+    python = setup.stdout.strip().splitlines()[-1]
+    built = subprocess.run([python, os.path.join(HERE, "build_genai_models.py"),
+                            os.path.join(BUILD, "genai_models")], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.fail(f"build_genai_models.py: {built.stdout[-2000:]}{built.stderr[-3000:]}")
+    return json.loads(built.stdout.strip().splitlines()[-1])
+
+
+def compile_or_skip(path, workdir=None):
+    """(onnxc.compile of a model file or genai folder, the path compiled). A model whose only
+    unsupported ops are the RMS norms of plain_norms.py is compiled from a copy with them
+    decomposed (given `workdir`); other ops of OTHER_OPS skip the test with the reason."""
+    import onnxc
+    try:
+        return onnxc.compile(path, threads=1), path
+    except onnxc.Error as error:
+        message = str(error)
+        if "unsupported" not in message or "GroupQueryAttention" in message:
+            raise
+        missing = [op for op in OTHER_OPS if op in message]
+        if workdir and missing and all(op in PLAIN_OPS for op in missing):
+            folder = path if os.path.isdir(path) else os.path.dirname(path)
+            plain = plain_norm_folder(folder, os.path.join(workdir, os.path.basename(folder)))
+            target = plain if os.path.isdir(path) else os.path.join(plain, "model.onnx")
+            return onnxc.compile(target, threads=1), target
+        if missing:
+            pytest.skip(f"onnxc does not import this folder's other ops yet: {message}")
+        raise
+
+
+def ort_session(path):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def cache_names(kind):
+    return [f"{kind}.{i}.{part}" for i in range(LAYERS) for part in ("key", "value")]
+
+
+PASTS, PRESENTS = cache_names("past_key_values"), cache_names("present")
+
+
+def feeds_for(ids, past):
+    """Inputs of one step: the new ids, a mask of ones over past + new, the pasts."""
+    total = next(iter(past.values())).shape[2] + ids.shape[1]
+    feeds = {"input_ids": ids, "attention_mask": np.ones((ids.shape[0], total), dtype=np.int64)}
+    feeds.update(past)
+    return feeds
+
+
+def compare(what, got, want):
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, onnxruntime {want.shape}"
+    scale = max(1.0, float(np.max(np.abs(want))))
+    error = float(np.max(np.abs(got.astype(np.float64) - want)))
+    assert error <= TOLERANCE * scale, f"{what}: max abs error {error:.3g} (scale {scale:.3g})"
+
+
+def shared_buffer_logits(session, prompt, steps, capacity):
+    """onnxruntime as onnxruntime-genai drives it on the CPU: each past is one [1, kv, capacity,
+    head] buffer that the present overwrites (past_present_share_buffer), the mask as long as the
+    tokens so far. Returns the logits of the last position of every step."""
+    buffers = {name: np.zeros((1, KV_HEADS, capacity, HEAD), np.float32) for name in PASTS}
+    out, ids, length = [], prompt, 0
+    for step in range(steps + 1):
+        length += ids.shape[1]
+        feeds = {"input_ids": ids, "attention_mask": np.ones((1, length), np.int64), **buffers}
+        results = dict(zip(["logits"] + PRESENTS, session.run(["logits"] + PRESENTS, feeds)))
+        buffers = {past: results[present] for past, present in zip(PASTS, PRESENTS)}
+        out.append(results["logits"][:, -1])
+        ids = np.argmax(results["logits"][:, -1], axis=-1).reshape(1, 1).astype(np.int64)
+    return out
+
+
+def check_folder(folder, workdir, steps=3):
+    path = os.path.join(folder, "model.onnx")
+    model, _ = compile_or_skip(path, workdir)
+    session = ort_session(path)
+    prompt = np.random.default_rng(0).integers(3, VOCAB, size=(1, 6)).astype(np.int64)
+    pasts = {"onnxc": None, "ort": None}
+    empty = {name: np.zeros((1, KV_HEADS, 0, HEAD), np.float32) for name in PASTS}
+    ids, last = prompt, []
+    for step in range(steps + 1):
+        outs = {}
+        for side, run in (("onnxc", model.run), ("ort", session.run)):
+            feeds = feeds_for(ids, pasts[side] or empty)
+            outs[side] = dict(zip(["logits"] + PRESENTS, run(["logits"] + PRESENTS, feeds)))
+            pasts[side] = {p: outs[side][q] for p, q in zip(PASTS, PRESENTS)}
+        for name in ["logits"] + PRESENTS:
+            compare(f"step {step} {name}", outs["onnxc"][name], outs["ort"][name])
+        last.append(outs["onnxc"]["logits"][:, -1])
+        # The next token as a greedy loop picks it (onnxruntime's, so both sides see one sequence).
+        ids = np.argmax(outs["ort"]["logits"][:, -1], axis=-1).reshape(1, 1).astype(np.int64)
+    for step, logits in enumerate(shared_buffer_logits(session, prompt, steps, capacity=32)):
+        compare(f"step {step} logits against the shared-buffer run", last[step], logits)
+
+
+def test_fp32_folder_logits(folders, tmp_path):
+    check_folder(folders["fp32"], str(tmp_path))
+
+
+def test_int4_folder_logits(folders, tmp_path):
+    check_folder(folders["int4"], str(tmp_path))
+
+
+def ort_greedy(path, prompt, max_new, eos):
+    """A plain greedy loop over onnxruntime: the prompt, then one token per step with the cache."""
+    session = ort_session(path)
+    past = {name: np.zeros((1, KV_HEADS, 0, HEAD), np.float32) for name in PASTS}
+    ids, tokens = np.array([prompt], dtype=np.int64), []
+    while len(tokens) < max_new:
+        results = dict(zip(["logits"] + PRESENTS,
+                           session.run(["logits"] + PRESENTS, feeds_for(ids, past))))
+        token = int(np.argmax(results["logits"][0, -1]))
+        tokens.append(token)
+        if token == eos:
+            break
+        past = {p: results[q] for p, q in zip(PASTS, PRESENTS)}
+        ids = np.array([[token]], dtype=np.int64)
+    return tokens
+
+
+def test_generate_folder(folders, tmp_path):
+    """`onnxc generate FOLDER` and onnxc.compile(FOLDER).generate read genai_config.json (the
+    decoder file, its input, output and cache names, the end token, the search defaults): no
+    mapping is given."""
+    model, folder = compile_or_skip(folders["fp32"], str(tmp_path))
+    config = json.load(open(os.path.join(folder, "genai_config.json")))
+    prompt = [5, 17, 300, 42, 9]
+    want = ort_greedy(os.path.join(folders["fp32"], "model.onnx"), prompt, 24,
+                      config["model"]["eos_token_id"])
+    assert model.generate(prompt, max_new_tokens=24) == want
+    assert model.last_generation["mode"] == "kv-cache", model.last_generation
+    onnxc_binary = os.environ.get("ONNXC", os.path.join(BUILD, "tools", "onnxc"))
+    result = subprocess.run([onnxc_binary, "generate", folder, "--prompt-ids",
+                             ",".join(map(str, prompt)), "--max-new-tokens", "24", "--threads", "1"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = [int(t) for t in result.stdout.strip().split(",") if t]
+    assert got == want, f"onnxc {got}\nonnxruntime {want}\n{result.stderr}"
+    assert "in place" in result.stderr, result.stderr
+    # Every command takes the folder for its decoder.
+    inspect = subprocess.run([onnxc_binary, "inspect", folders["fp32"]], capture_output=True,
+                             text=True, timeout=120)
+    assert inspect.returncode == 0, inspect.stderr
+    assert os.path.join(folders["fp32"], "model.onnx") in inspect.stdout, inspect.stdout
