@@ -12,9 +12,7 @@ cached steps, feeding the presents back as the pasts, as a generation loop does;
 presents are compared with onnxruntime (the test venv's) on the same inputs. onnxruntime is also
 run as onnxruntime-genai runs it on the CPU (past_present_share_buffer: one max-length buffer per
 cache, attention_mask as long as the tokens so far), and its logits must be the same. The int4
-folder is checked the same way when onnxc imports MatMulNBits, and skipped with the reason
-otherwise. Until onnxc imports the RMS norms of the folder, onnxc compiles a copy with them as
-plain ops (plain_norms.py), and onnxruntime runs the folder as it is.
+folder is checked the same way. Both folders are compiled as the builder wrote them.
 
     ONNXC_BUILD_DIR=build PYTHONPATH=build/python .venv/bin/python -m pytest tests/genai/test_genai_folder.py
 """
@@ -26,15 +24,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from plain_norms import PLAIN_OPS, plain_norm_folder
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 BUILD = os.environ.get("ONNXC_BUILD_DIR", os.path.join(REPO, "build"))
-# The ops of a genai folder that other parts of onnxc import; a folder whose import fails on one of
-# them is skipped with the reason, not failed, until they land (the GQA ops here are this test's).
-OTHER_OPS = ("SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "MatMulNBits",
-             "GatherBlockQuantized")
 LAYERS, KV_HEADS, HEAD, VOCAB = 2, 2, 16, 512
 TOLERANCE = 1e-4
 
@@ -53,26 +45,10 @@ def folders():
     return json.loads(built.stdout.strip().splitlines()[-1])
 
 
-def compile_or_skip(path, workdir=None):
-    """(onnxc.compile of a model file or genai folder, the path compiled). A model whose only
-    unsupported ops are the RMS norms of plain_norms.py is compiled from a copy with them
-    decomposed (given `workdir`); other ops of OTHER_OPS skip the test with the reason."""
+def compile_folder(path):
+    """onnxc.compile of a model file or genai folder, one thread."""
     import onnxc
-    try:
-        return onnxc.compile(path, threads=1), path
-    except onnxc.Error as error:
-        message = str(error)
-        if "unsupported" not in message or "GroupQueryAttention" in message:
-            raise
-        missing = [op for op in OTHER_OPS if op in message]
-        if workdir and missing and all(op in PLAIN_OPS for op in missing):
-            folder = path if os.path.isdir(path) else os.path.dirname(path)
-            plain = plain_norm_folder(folder, os.path.join(workdir, os.path.basename(folder)))
-            target = plain if os.path.isdir(path) else os.path.join(plain, "model.onnx")
-            return onnxc.compile(target, threads=1), target
-        if missing:
-            pytest.skip(f"onnxc does not import this folder's other ops yet: {message}")
-        raise
+    return onnxc.compile(path, threads=1)
 
 
 def ort_session(path):
@@ -121,9 +97,9 @@ def shared_buffer_logits(session, prompt, steps, capacity):
     return out
 
 
-def check_folder(folder, workdir, steps=3):
+def check_folder(folder, steps=3):
     path = os.path.join(folder, "model.onnx")
-    model, _ = compile_or_skip(path, workdir)
+    model = compile_folder(path)
     session = ort_session(path)
     prompt = np.random.default_rng(0).integers(3, VOCAB, size=(1, 6)).astype(np.int64)
     pasts = {"onnxc": None, "ort": None}
@@ -144,12 +120,12 @@ def check_folder(folder, workdir, steps=3):
         compare(f"step {step} logits against the shared-buffer run", last[step], logits)
 
 
-def test_fp32_folder_logits(folders, tmp_path):
-    check_folder(folders["fp32"], str(tmp_path))
+def test_fp32_folder_logits(folders):
+    check_folder(folders["fp32"])
 
 
-def test_int4_folder_logits(folders, tmp_path):
-    check_folder(folders["int4"], str(tmp_path))
+def test_int4_folder_logits(folders):
+    check_folder(folders["int4"])
 
 
 def ort_greedy(path, prompt, max_new, eos):
@@ -169,11 +145,12 @@ def ort_greedy(path, prompt, max_new, eos):
     return tokens
 
 
-def test_generate_folder(folders, tmp_path):
+def test_generate_folder(folders):
     """`onnxc generate FOLDER` and onnxc.compile(FOLDER).generate read genai_config.json (the
     decoder file, its input, output and cache names, the end token, the search defaults): no
     mapping is given."""
-    model, folder = compile_or_skip(folders["fp32"], str(tmp_path))
+    folder = folders["fp32"]
+    model = compile_folder(folder)
     config = json.load(open(os.path.join(folder, "genai_config.json")))
     prompt = [5, 17, 300, 42, 9]
     want = ort_greedy(os.path.join(folders["fp32"], "model.onnx"), prompt, 24,
