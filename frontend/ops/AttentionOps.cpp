@@ -73,20 +73,20 @@ Value *visibilityMask(OnnxNode &node, const std::vector<Value *> &operands, bool
   Value *rows = node.emitStep(OpKind::Unsqueeze,
                               {node.emitStep(OpKind::Range, {zero, queries, one}, "row_index"),
                                indexConstant(node, "row_axes", {1})},
-                              "rows"); // [S, 1]
+                              "rows");                                         // [S, 1]
   Value *keys = node.emitStep(OpKind::Range, {zero, total, one}, "key_index"); // [T]
   // The count of valid keys before the query block, per batch ([B, 1, 1]) or shared.
   Value *offset = zero, *valid = nullptr;
   if (nonpad) {
-    Value *lengths =
-        node.emitStep(OpKind::Unsqueeze, {nonpad, indexConstant(node, "batch_axes", {1, 2})},
-                      "valid_lengths");
+    Value *lengths = node.emitStep(
+        OpKind::Unsqueeze, {nonpad, indexConstant(node, "batch_axes", {1, 2})}, "valid_lengths");
     valid = node.emitStep(OpKind::Less, {keys, lengths}, "valid"); // [B, 1, T]
     offset = node.emitStep(OpKind::Sub, {lengths, queries}, "offset");
   } else if (pastKey) {
     offset = sequenceLength(node, pastKey, "offset");
   }
-  Value *position = node.emitStep(OpKind::Add, {rows, offset}, "position"); // p: [S, 1] or [B, S, 1]
+  Value *position =
+      node.emitStep(OpKind::Add, {rows, offset}, "position"); // p: [S, 1] or [B, S, 1]
   Value *mask = valid;
   auto require = [&](Value *condition) {
     mask = mask ? node.emitStep(OpKind::And, {mask, condition}, "visible") : condition;
@@ -94,8 +94,8 @@ Value *visibilityMask(OnnxNode &node, const std::vector<Value *> &operands, bool
   if (causal)
     require(node.emitStep(OpKind::LessOrEqual, {keys, position}, "causal"));
   if (left >= 0) {
-    Value *first = node.emitStep(OpKind::Sub, {position, scalarConstant(node, "left", left)},
-                                 "first_visible");
+    Value *first =
+        node.emitStep(OpKind::Sub, {position, scalarConstant(node, "left", left)}, "first_visible");
     require(node.emitStep(OpKind::GreaterOrEqual, {keys, first}, "left_window"));
   }
   if (right >= 0) {
@@ -122,11 +122,11 @@ Value *composeMasks(OnnxNode &node, Value *visible, Value *modelMask) {
                           "nonpad_kv_seqlen or a one-sided window here; give the mask as a graph "
                           "input or initializer");
   Value *maskShape = node.emitStep(OpKind::Shape, {modelMask}, "mask_shape");
-  Value *maskKeys = node.emitStep(
-      OpKind::Slice,
-      {maskShape, indexConstant(node, "mask_keys_begin", {-1}),
-       indexConstant(node, "mask_keys_end", {std::numeric_limits<int64_t>::max()})},
-      "mask_keys");
+  Value *maskKeys =
+      node.emitStep(OpKind::Slice,
+                    {maskShape, indexConstant(node, "mask_keys_begin", {-1}),
+                     indexConstant(node, "mask_keys_end", {std::numeric_limits<int64_t>::max()})},
+                    "mask_keys");
   Value *cut = node.emitStep(OpKind::Slice,
                              {visible, indexConstant(node, "cut_begin", {0}), maskKeys,
                               indexConstant(node, "cut_axes", {-1})},
@@ -157,13 +157,14 @@ void importAttention(OnnxNode &node) {
   const onnx::NodeProto &proto = node.proto();
   bool presents = (proto.output_size() > 1 && !proto.output(1).empty()) ||
                   (proto.output_size() > 2 && !proto.output(2).empty());
-  if (nonpad && ((operands.size() > 4 && operands[4]) || (operands.size() > 5 && operands[5]) ||
-                 presents))
+  if (nonpad &&
+      ((operands.size() > 4 && operands[4]) || (operands.size() > 5 && operands[5]) || presents))
     fail(node.describe(), ": nonpad_kv_seqlen describes an external cache and cannot be used "
                           "with past_key/past_value or present outputs");
   if (causal)
     right = -1; // the causal frontier already bounds the right side at p
-  std::vector<Value *> core(operands.begin(), operands.begin() + std::min<size_t>(6, operands.size()));
+  std::vector<Value *> core(operands.begin(),
+                            operands.begin() + std::min<size_t>(6, operands.size()));
   while (!core.empty() && !core.back())
     core.pop_back();
   if (!nonpad && left < 0 && right < 0) {
