@@ -306,7 +306,9 @@ JIT_MODELS = {"hf_bert_op17", "hf_gpt2_op17"}
 DEFAULT_OPTION_MODELS = ["hf_bert_op17", "hf_gpt2_op17"]
 OPTIMIZED_DIR = tempfile.TemporaryDirectory(prefix="onnxc-contrib-")
 IMPORTED_OPS = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "EmbedLayerNormalization",
-                "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd"}
+                "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd",
+                # the attention contrib ops (frontend/ops/ContribBertAttentionOps.cpp)
+                "Attention", "MultiHeadAttention"}
 
 
 def manifest_entry(name: str) -> dict:
@@ -341,13 +343,12 @@ def contrib_ops(path: str) -> collections.Counter:
 
 @pytest.mark.parametrize("name", DEFAULT_OPTION_MODELS)
 def test_optimizer_default_fusions(name, tmp_path):
-    """The optimizer's default output, attention fusion included: imported when every contrib op
-    in it is one of this importer's, else skipped naming the others."""
+    """The optimizer's default output, attention fusion included (EmbedLayerNormalization's
+    mask_index feeding com.microsoft Attention for BERT): every contrib op in it is imported, and
+    the model matches onnxruntime."""
     path = optimized(name, True)
     others = sorted(set(contrib_ops(path)) - IMPORTED_OPS - {"SimplifiedLayerNormalization"})
-    if others:
-        pytest.skip(f"{name}: the optimizer wrote com.microsoft {', '.join(others)} (attention contrib ops "
-                    "are imported elsewhere)")
+    assert not others, f"{name}: the optimizer wrote com.microsoft {', '.join(others)}, which onnxc does not import"
     entry = manifest_entry(name)
     feeds = make_inputs(entry, entry["test_shapes"][-1])
     check_backend(path, feeds, run_ort(path, feeds), str(tmp_path), "ref")
