@@ -21,8 +21,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerAttentionImporters(r);
     registerMicrosoftQuantizationImporters(r);
     registerMicrosoftNormalizationImporters(r);
-    registerContribRotaryGqaImporters(r);
-    registerContribBertAttentionImporters(r);
+    registerMicrosoftRotaryGqaImporters(r);
+    registerMicrosoftBertAttentionImporters(r);
     return r;
   }();
   return registry;

@@ -66,8 +66,8 @@ void registerAttentionImporters(OpImporterRegistry &registry);
 void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 // com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).
 void registerMicrosoftNormalizationImporters(OpImporterRegistry &registry);
-// com.microsoft attention ops (frontend/ops/Contrib*AttentionOps.cpp, ContribRotaryGqaOps.cpp).
-void registerContribRotaryGqaImporters(OpImporterRegistry &registry);
-void registerContribBertAttentionImporters(OpImporterRegistry &registry);
+// com.microsoft attention ops (frontend/ops/Contrib*AttentionOps.cpp, MicrosoftRotaryGqaOps.cpp).
+void registerMicrosoftRotaryGqaImporters(OpImporterRegistry &registry);
+void registerMicrosoftBertAttentionImporters(OpImporterRegistry &registry);
 
 } // namespace onnxc

@@ -307,7 +307,7 @@ DEFAULT_OPTION_MODELS = ["hf_bert_op17", "hf_gpt2_op17"]
 OPTIMIZED_DIR = tempfile.TemporaryDirectory(prefix="onnxc-contrib-")
 IMPORTED_OPS = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "EmbedLayerNormalization",
                 "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd",
-                # the attention contrib ops (frontend/ops/ContribBertAttentionOps.cpp)
+                # the attention contrib ops (frontend/ops/MicrosoftBertAttentionOps.cpp)
                 "Attention", "MultiHeadAttention"}
 
 

@@ -1,4 +1,4 @@
-//===- frontend/ops/ContribAttentionSupport.h - Helpers of the contrib attention importers -===//
+//===- frontend/ops/MicrosoftAttentionSupport.h - Helpers of the contrib attention importers -===//
 //
 // The com.microsoft attention ops (RotaryEmbedding, GroupQueryAttention,
 // MultiHeadAttention, Attention) are imported as onnxc's own Attention and

@@ -1,5 +1,6 @@
-//===- frontend/ops/ContribAttentionSupport.cpp - Helpers of the contrib attention importers -===//
-#include "frontend/ops/ContribAttentionSupport.h"
+//===- frontend/ops/MicrosoftAttentionSupport.cpp - Helpers of the contrib attention importers
+//-===//
+#include "frontend/ops/MicrosoftAttentionSupport.h"
 
 #include "ir/Error.h"
 

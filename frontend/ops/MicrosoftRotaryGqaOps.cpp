@@ -1,4 +1,4 @@
-//===- frontend/ops/ContribRotaryGqaOps.cpp - com.microsoft RotaryEmbedding, GroupQueryAttention
+//===- frontend/ops/MicrosoftRotaryGqaOps.cpp - com.microsoft RotaryEmbedding, GroupQueryAttention
 //-===//
 //
 // onnxruntime's RotaryEmbedding and GroupQueryAttention (the op of
@@ -29,7 +29,7 @@
 // padding of a first prompt. Other inputs - a past buffer longer than its
 // content (onnxruntime's past_present_share_buffer form) or batch rows of
 // different lengths in a cached step - would put the new keys elsewhere, so
-// a guard (ContribAttentionSupport.h) fails such a run with one line
+// a guard (MicrosoftAttentionSupport.h) fails such a run with one line
 // instead of computing something else.
 //
 // softcap becomes Attention's softcap with onnxc's softcap_first = 1 (the
@@ -39,7 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"
-#include "frontend/ops/ContribAttentionSupport.h"
+#include "frontend/ops/MicrosoftAttentionSupport.h"
 
 #include "ir/Error.h"
 
@@ -286,7 +286,7 @@ void importGroupQueryAttention(OnnxNode &node) {
 
 } // namespace
 
-void registerContribRotaryGqaImporters(OpImporterRegistry &registry) {
+void registerMicrosoftRotaryGqaImporters(OpImporterRegistry &registry) {
   registry.add({"com.microsoft", "RotaryEmbedding", 1, OpKind::RotaryEmbedding,
                 importContribRotaryEmbedding});
   registry.add(

@@ -1,4 +1,5 @@
-//===- frontend/ops/ContribBertAttentionOps.cpp - com.microsoft MultiHeadAttention, Attention -===//
+//===- frontend/ops/MicrosoftBertAttentionOps.cpp - com.microsoft MultiHeadAttention, Attention
+//-===//
 //
 // The fused attention ops of onnxruntime's transformer optimizer, imported as
 // their projections (MatMul, Add, Split) and onnxc's own Attention:
@@ -25,7 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"
-#include "frontend/ops/ContribAttentionSupport.h"
+#include "frontend/ops/MicrosoftAttentionSupport.h"
 
 #include "ir/Error.h"
 
@@ -297,7 +298,7 @@ void importBertAttention(OnnxNode &node) {
 
 } // namespace
 
-void registerContribBertAttentionImporters(OpImporterRegistry &registry) {
+void registerMicrosoftBertAttentionImporters(OpImporterRegistry &registry) {
   registry.add(
       {"com.microsoft", "MultiHeadAttention", 1, OpKind::Attention, importMultiHeadAttention});
   registry.add({"com.microsoft", "Attention", 1, OpKind::Attention, importBertAttention});
