@@ -228,9 +228,8 @@ struct ModOp {
   bool fmod;
   explicit ModOp(const Node &n) : node(n), fmod(n.getInt("fmod", 0) != 0) {}
   template <typename C> C finish(C acc, size_t) const { return acc; }
-  // fmod = 1: sign of the dividend (C fmod); fmod = 0: sign of the divisor
-  // (Python's %, which opset 28 defines for floating types too: A - floor(A / B) * B
-  // from the exact fmod remainder, a zero taking the divisor's sign).
+  // fmod = 1: the dividend's sign (C fmod); fmod = 0: the divisor's (Python's %, defined on
+  // floats since opset 28: the exact fmod remainder moved by B, a zero signed like B).
   template <typename C> C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) {
       C r = std::fmod(a, b);
