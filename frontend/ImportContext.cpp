@@ -61,6 +61,36 @@ std::string describeNodeProto(const onnx::NodeProto &proto) {
 
 std::string OnnxNode::describe() const { return describeNodeProto(proto_); }
 
+int64_t OnnxNode::intAttribute(const char *name, int64_t fallback) const {
+  AttributeMap all = attributes();
+  auto it = all.find(name);
+  if (it == all.end())
+    return fallback;
+  if (!it->second.isInt())
+    fail(describe(), ": attribute '", name, "' must be an int");
+  return it->second.asInt();
+}
+
+float OnnxNode::floatAttribute(const char *name, float fallback) const {
+  AttributeMap all = attributes();
+  auto it = all.find(name);
+  if (it == all.end())
+    return fallback;
+  if (!it->second.isFloat())
+    fail(describe(), ": attribute '", name, "' must be a float");
+  return it->second.asFloat();
+}
+
+void OnnxNode::requireAttributesAmong(std::initializer_list<const char *> known) const {
+  for (const auto &[name, value] : attributes()) {
+    bool ok = false;
+    for (const char *k : known)
+      ok = ok || name == k;
+    if (!ok)
+      fail(describe(), ": attribute '", name, "' of ", proto_.op_type(), " is not supported");
+  }
+}
+
 std::vector<Value *> OnnxNode::operands() const {
   std::vector<Value *> out;
   for (const std::string &name : proto_.input()) {

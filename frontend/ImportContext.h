@@ -82,6 +82,12 @@ public:
   std::vector<Value *> operands() const;
   /// Every attribute, converted.
   AttributeMap attributes() const;
+  /// Attribute `name` as an int or a float, `fallback` when absent; another kind fails
+  /// naming the node.
+  int64_t intAttribute(const char *name, int64_t fallback) const;
+  float floatAttribute(const char *name, float fallback) const;
+  /// Fails on any attribute outside `known`, naming the node and the attribute.
+  void requireAttributesAmong(std::initializer_list<const char *> known) const;
 
   /// Adds a constant to the graph, named after this node's first output.
   Value *addConstant(const std::string &suffix, Tensor value);

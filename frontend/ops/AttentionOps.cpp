@@ -33,16 +33,6 @@ namespace onnxc {
 
 namespace {
 
-int64_t intAttribute(OnnxNode &node, const AttributeMap &attributes, const char *name,
-                     int64_t fallback) {
-  auto it = attributes.find(name);
-  if (it == attributes.end())
-    return fallback;
-  if (!it->second.isInt())
-    fail(node.describe(), ": attribute '", name, "' must be an int");
-  return it->second.asInt();
-}
-
 Value *indexConstant(OnnxNode &node, const std::string &name, std::vector<int64_t> values) {
   int64_t n = int64_t(values.size());
   return node.addConstant(name, Tensor::fromVector<int64_t>({n}, values));
@@ -146,9 +136,9 @@ void importAttention(OnnxNode &node) {
   std::vector<Value *> operands = node.operands();
   if (operands.size() < 3 || !operands[0] || !operands[1] || !operands[2])
     fail(node.describe(), ": Attention needs Q, K and V");
-  bool causal = intAttribute(node, attributes, "is_causal", 0) != 0;
-  int64_t left = intAttribute(node, attributes, "left_window_size", -1);
-  int64_t right = intAttribute(node, attributes, "right_window_size", -1);
+  bool causal = node.intAttribute("is_causal", 0) != 0;
+  int64_t left = node.intAttribute("left_window_size", -1);
+  int64_t right = node.intAttribute("right_window_size", -1);
   if (left < -1 || right < -1)
     fail(node.describe(), ": window sizes must be -1 (unbounded) or >= 0");
   attributes.erase("left_window_size");

@@ -36,30 +36,6 @@ namespace onnxc {
 
 namespace {
 
-/// A float attribute, `fallback` when absent; any other kind is an error.
-float floatAttribute(OnnxNode &node, const AttributeMap &attributes, const char *name,
-                     float fallback) {
-  auto it = attributes.find(name);
-  if (it == attributes.end())
-    return fallback;
-  if (!it->second.isFloat())
-    fail(node.describe(), ": attribute '", name, "' must be a float");
-  return it->second.asFloat();
-}
-
-/// Fails on any attribute outside `known`.
-void requireKnownAttributes(OnnxNode &node, const AttributeMap &attributes,
-                            std::initializer_list<const char *> known) {
-  for (const auto &[name, value] : attributes) {
-    bool ok = false;
-    for (const char *k : known)
-      ok = ok || name == k;
-    if (!ok)
-      fail(node.describe(), ": attribute '", name, "' of ", node.proto().op_type(),
-           " is not supported");
-  }
-}
-
 /// `value` as a scalar of x's element type.
 Value *scalarLike(OnnxNode &node, Value *x, float value, const std::string &name) {
   Value *constant = node.addConstant(name, Tensor::scalar<float>(value));
@@ -93,32 +69,30 @@ Value *hardSigmoidOf(OnnxNode &node, Value *x, float alpha, float beta) {
 }
 
 void importHardSigmoid(OnnxNode &node) {
-  AttributeMap attributes = node.attributes();
-  requireKnownAttributes(node, attributes, {"alpha", "beta"});
+  node.requireAttributesAmong({"alpha", "beta"});
   Value *x = soleInput(node);
-  Value *y = hardSigmoidOf(node, x, floatAttribute(node, attributes, "alpha", 0.2f),
-                           floatAttribute(node, attributes, "beta", 0.5f));
+  Value *y =
+      hardSigmoidOf(node, x, node.floatAttribute("alpha", 0.2f), node.floatAttribute("beta", 0.5f));
   node.emit(OpKind::Identity, {y}, {});
 }
 
 void importHardSwish(OnnxNode &node) {
-  requireKnownAttributes(node, node.attributes(), {});
+  node.requireAttributesAmong({});
   Value *x = soleInput(node);
   node.emit(OpKind::Mul, {x, hardSigmoidOf(node, x, 1.0f / 6.0f, 0.5f)}, {});
 }
 
 void importSelu(OnnxNode &node) {
-  AttributeMap attributes = node.attributes();
-  requireKnownAttributes(node, attributes, {"alpha", "gamma"});
+  node.requireAttributesAmong({"alpha", "gamma"});
   Value *x = soleInput(node);
-  float alpha = floatAttribute(node, attributes, "alpha", 1.67326319217681884765625f);
-  float gamma = floatAttribute(node, attributes, "gamma", 1.05070102214813232421875f);
+  float alpha = node.floatAttribute("alpha", 1.67326319217681884765625f);
+  float gamma = node.floatAttribute("gamma", 1.05070102214813232421875f);
   Value *elu = node.emitStep(OpKind::Elu, {x}, "elu", {{"alpha", Attribute(alpha)}});
   node.emit(OpKind::Mul, {elu, scalarLike(node, x, gamma, "gamma")}, {});
 }
 
 void importPRelu(OnnxNode &node) {
-  requireKnownAttributes(node, node.attributes(), {});
+  node.requireAttributesAmong({});
   std::vector<Value *> operands = node.operands();
   if (operands.size() != 2 || !operands[0] || !operands[1])
     fail(node.describe(), ": PRelu takes 2 inputs (X, slope), got ", operands.size());
@@ -139,22 +113,19 @@ Value *swishOf(OnnxNode &node, Value *x, float alpha, const std::string &name) {
 }
 
 void importSwish(OnnxNode &node) {
-  AttributeMap attributes = node.attributes();
-  requireKnownAttributes(node, attributes, {"alpha"});
+  node.requireAttributesAmong({"alpha"});
   Value *x = soleInput(node);
-  node.emit(OpKind::Identity,
-            {swishOf(node, x, floatAttribute(node, attributes, "alpha", 1.0f), "swish")}, {});
+  node.emit(OpKind::Identity, {swishOf(node, x, node.floatAttribute("alpha", 1.0f), "swish")}, {});
 }
 
 /// Swish(A) * B. The specification gives A and B one shape; a model whose shapes differ but
 /// broadcast is invalid, and computes the broadcast product here (docs/ops.md).
 void importSwiGLU(OnnxNode &node) {
-  AttributeMap attributes = node.attributes();
-  requireKnownAttributes(node, attributes, {"alpha"});
+  node.requireAttributesAmong({"alpha"});
   std::vector<Value *> operands = node.operands();
   if (operands.size() != 2 || !operands[0] || !operands[1])
     fail(node.describe(), ": SwiGLU takes 2 inputs (A, B), got ", operands.size());
-  Value *gate = swishOf(node, operands[0], floatAttribute(node, attributes, "alpha", 1.0f), "gate");
+  Value *gate = swishOf(node, operands[0], node.floatAttribute("alpha", 1.0f), "gate");
   node.emit(OpKind::Mul, {gate, operands[1]}, {});
 }
 
@@ -205,7 +176,7 @@ Value *runningStatistic(OnnxNode &node, Value *input, Value *batch, float moment
 
 void importBatchNormalization(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
-  requireKnownAttributes(node, attributes, {"epsilon", "momentum", "training_mode", "spatial"});
+  node.requireAttributesAmong({"epsilon", "momentum", "training_mode", "spatial"});
   bool training = false;
   if (auto it = attributes.find("training_mode"); it != attributes.end()) {
     if (!it->second.isInt() || (it->second.asInt() != 0 && it->second.asInt() != 1))
@@ -230,8 +201,8 @@ void importBatchNormalization(OnnxNode &node) {
          node.proto().output_size());
   Value *x = operands[0], *scale = operands[1], *bias = operands[2], *mean = operands[3],
         *var = operands[4];
-  float epsilon = floatAttribute(node, attributes, "epsilon", 1e-5f);
-  float momentum = floatAttribute(node, attributes, "momentum", 0.9f);
+  float epsilon = node.floatAttribute("epsilon", 1e-5f);
+  float momentum = node.floatAttribute("momentum", 0.9f);
   Value *inputMean = mean, *inputVar = var;
   if (training)
     std::tie(mean, var) = batchStatistics(node, x, inputMean);
@@ -268,7 +239,7 @@ void importBatchNormalization(OnnxNode &node) {
 
 /// ReduceMean / ReduceMax over axes 2.. of x, keeping them.
 void importGlobalPool(OnnxNode &node) {
-  requireKnownAttributes(node, node.attributes(), {});
+  node.requireAttributesAmong({});
   Value *x = soleInput(node);
   Value *rank = node.emitStep(OpKind::Squeeze, {rankLess(node, x, 0)}, "rank");
   Value *axes = node.emitStep(OpKind::Range,

@@ -43,15 +43,15 @@ struct GatherQuantizedShape {
 };
 
 GatherQuantizedShape readGatherShape(OnnxNode &node, const Tensor &data) {
-  requireKnownAttributes(node, {"bits", "block_size", "gather_axis", "quantize_axis"});
+  node.requireAttributesAmong({"bits", "block_size", "gather_axis", "quantize_axis"});
   GatherQuantizedShape s;
-  s.bits = intAttribute(node, "bits", 4);
-  s.block = intAttribute(node, "block_size", 128);
+  s.bits = node.intAttribute("bits", 4);
+  s.block = node.intAttribute("block_size", 128);
   int64_t rank = int64_t(data.rank());
   if (rank < 1)
     fail(node.describe(), ": GatherBlockQuantized data must have rank at least 1");
   auto axis = [&](const char *name, int64_t fallback) {
-    int64_t a = intAttribute(node, name, fallback);
+    int64_t a = node.intAttribute(name, fallback);
     if (a < -rank || a >= rank)
       fail(node.describe(), ": GatherBlockQuantized ", name, " ", a, " is out of range for rank ",
            rank);
@@ -169,11 +169,11 @@ constexpr std::array<float, 16> kNf4Codes = {-1.0f,
                                              1.0f};
 
 void importMatMulBnb4(OnnxNode &node) {
-  requireKnownAttributes(node, {"K", "N", "block_size", "quant_type", "transB", "training_mode"});
-  int64_t k = intAttribute(node, "K", 0), n = intAttribute(node, "N", 0);
-  int64_t block = intAttribute(node, "block_size", 0);
-  int64_t quantType = intAttribute(node, "quant_type", -1);
-  bool transB = intAttribute(node, "transB", 1) != 0;
+  node.requireAttributesAmong({"K", "N", "block_size", "quant_type", "transB", "training_mode"});
+  int64_t k = node.intAttribute("K", 0), n = node.intAttribute("N", 0);
+  int64_t block = node.intAttribute("block_size", 0);
+  int64_t quantType = node.intAttribute("quant_type", -1);
+  bool transB = node.intAttribute("transB", 1) != 0;
   if (k <= 0 || n <= 0)
     fail(node.describe(), ": MatMulBnb4 needs positive K and N, got K=", k, " N=", n);
   if (block < 16 || !std::has_single_bit(uint64_t(block)))

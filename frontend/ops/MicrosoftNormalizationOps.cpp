@@ -81,41 +81,9 @@ Value *emitMaybeOutput(OnnxNode &node, int index, OpKind kind, const std::vector
   return node.context().lookup(node.proto().output(index));
 }
 
-/// Fails on any attribute outside `known`.
-void requireAttributesIn(OnnxNode &node, std::initializer_list<const char *> known) {
-  for (const auto &[name, value] : node.attributes()) {
-    bool ok = false;
-    for (const char *k : known)
-      ok = ok || name == k;
-    if (!ok)
-      fail(node.describe(), ": attribute '", name, "' of ", node.proto().op_type(),
-           " is not supported");
-  }
-}
-
-float floatAttribute(OnnxNode &node, const char *name, float fallback) {
-  AttributeMap attributes = node.attributes();
-  auto it = attributes.find(name);
-  if (it == attributes.end())
-    return fallback;
-  if (!it->second.isFloat())
-    fail(node.describe(), ": attribute '", name, "' must be a float");
-  return it->second.asFloat();
-}
-
-int64_t intAttribute(OnnxNode &node, const char *name, int64_t fallback) {
-  AttributeMap attributes = node.attributes();
-  auto it = attributes.find(name);
-  if (it == attributes.end())
-    return fallback;
-  if (!it->second.isInt())
-    fail(node.describe(), ": attribute '", name, "' must be an int");
-  return it->second.asInt();
-}
-
 /// An epsilon attribute: onnxruntime's kernels refuse a negative one.
 float epsilonAttribute(OnnxNode &node, float fallback) {
-  float epsilon = floatAttribute(node, "epsilon", fallback);
+  float epsilon = node.floatAttribute("epsilon", fallback);
   if (!(epsilon >= 0))
     fail(node.describe(), ": epsilon ", epsilon, " must be at least 0");
   return epsilon;
@@ -152,11 +120,11 @@ Value *trailingAxes(OnnxNode &node, Value *x, int64_t axis) {
 /// CastLike bringing X to it is removed by simplify-casts when the types
 /// agree, which leaves the RMSNormalization fuse and lower as usual.
 void importSimplifiedLayerNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"axis", "epsilon", "stash_type"});
+  node.requireAttributesAmong({"axis", "epsilon", "stash_type"});
   std::vector<Value *> in = contribInputs(node, {"X, scale", 2, 2, 2});
-  int64_t axis = intAttribute(node, "axis", -1);
+  int64_t axis = node.intAttribute("axis", -1);
   float epsilon = epsilonAttribute(node, 1e-5f);
-  int64_t stash = intAttribute(node, "stash_type", 1);
+  int64_t stash = node.intAttribute("stash_type", 1);
   // onnxruntime keeps the statistics in float or double.
   if (stash != 1 && stash != 11)
     fail(node.describe(), ": stash_type ", stash, " is not supported (1: float, 11: double)");
@@ -189,7 +157,7 @@ Value *skipSum(OnnxNode &node, Value *input, Value *skip, Value *bias) {
 }
 
 void importSkipLayerNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"epsilon"});
+  node.requireAttributesAmong({"epsilon"});
   std::vector<Value *> in = contribInputs(node, {"input, skip, gamma, [beta], [bias]", 3, 5, 4});
   float epsilon = epsilonAttribute(node, 1e-12f);
   Value *sum = skipSum(node, in[0], in[1], in[4]);
@@ -201,7 +169,7 @@ void importSkipLayerNormalization(OnnxNode &node) {
 }
 
 void importSkipSimplifiedLayerNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"epsilon"});
+  node.requireAttributesAmong({"epsilon"});
   std::vector<Value *> in = contribInputs(node, {"input, skip, gamma, [bias]", 3, 4, 4});
   float epsilon = epsilonAttribute(node, 1e-12f);
   Value *sum = skipSum(node, in[0], in[1], in[3]);
@@ -214,7 +182,7 @@ void importSkipSimplifiedLayerNormalization(OnnxNode &node) {
 /// (mask_index, i32 [batch]) counts the mask's entries equal to 1 (zeros
 /// without a mask), output 2 is the sum before the norm.
 void importEmbedLayerNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"epsilon", "mask_index_type"});
+  node.requireAttributesAmong({"epsilon", "mask_index_type"});
   std::vector<Value *> in =
       contribInputs(node, {"input_ids, [segment_ids], word_embedding, position_embedding, "
                            "[segment_embedding], gamma, beta, [mask], [position_ids]",
@@ -225,7 +193,7 @@ void importEmbedLayerNormalization(OnnxNode &node) {
   if (bool(in[1]) != bool(in[4]))
     fail(node.describe(), ": EmbedLayerNormalization takes segment_ids and segment_embedding "
                           "together or neither");
-  if (int64_t type = intAttribute(node, "mask_index_type", 1); type != 0 && type != 1)
+  if (int64_t type = node.intAttribute("mask_index_type", 1); type != 0 && type != 1)
     fail(node.describe(), ": mask_index_type ", type, " is not supported (0 or 1)");
   float epsilon = epsilonAttribute(node, 1e-12f);
   Value *ids = in[0];
@@ -281,28 +249,28 @@ Value *withBias(OnnxNode &node, Value *x, Value *bias) {
 }
 
 void importFastGelu(OnnxNode &node) {
-  requireAttributesIn(node, {});
+  node.requireAttributesAmong({});
   std::vector<Value *> in = contribInputs(node, {"X, [bias]", 1, 2, 1});
   node.emitOutput(0, OpKind::Gelu, {withBias(node, in[0], in[1])},
                   {{"approximate", Attribute("tanh")}});
 }
 
 void importBiasGelu(OnnxNode &node) {
-  requireAttributesIn(node, {});
+  node.requireAttributesAmong({});
   std::vector<Value *> in = contribInputs(node, {"A, B", 2, 2, 1});
   node.emitOutput(0, OpKind::Gelu, {withBias(node, in[0], in[1])});
 }
 
 void importGelu(OnnxNode &node) {
-  requireAttributesIn(node, {});
+  node.requireAttributesAmong({});
   std::vector<Value *> in = contribInputs(node, {"X", 1, 1, 1});
   node.emitOutput(0, OpKind::Gelu, {in[0]});
 }
 
 void importQuickGelu(OnnxNode &node) {
-  requireAttributesIn(node, {"alpha"});
+  node.requireAttributesAmong({"alpha"});
   std::vector<Value *> in = contribInputs(node, {"X", 1, 1, 1});
-  float alpha = floatAttribute(node, "alpha", 1.702f);
+  float alpha = node.floatAttribute("alpha", 1.702f);
   Value *x = in[0];
   Value *scaled = alpha == 1.0f ? x
                                 : node.emitStep(OpKind::Mul,
@@ -311,7 +279,7 @@ void importQuickGelu(OnnxNode &node) {
 }
 
 void importBiasAdd(OnnxNode &node) {
-  requireAttributesIn(node, {});
+  node.requireAttributesAmong({});
   std::vector<Value *> in = contribInputs(node, {"X, bias, skip", 3, 3, 1});
   node.emitOutput(0, OpKind::Add, {withBias(node, in[0], in[1]), in[2]});
 }

@@ -45,27 +45,6 @@ const Tensor &requireConstantOperand(OnnxNode &node, const std::vector<Value *> 
   return value->constantValue();
 }
 
-int64_t intAttribute(OnnxNode &node, const char *name, int64_t fallback) {
-  AttributeMap attributes = node.attributes();
-  auto it = attributes.find(name);
-  if (it == attributes.end())
-    return fallback;
-  if (!it->second.isInt())
-    fail(node.describe(), ": attribute '", name, "' must be an int");
-  return it->second.asInt();
-}
-
-void requireKnownAttributes(OnnxNode &node, std::initializer_list<const char *> known) {
-  for (const auto &[name, value] : node.attributes()) {
-    bool ok = false;
-    for (const char *k : known)
-      ok = ok || name == k;
-    if (!ok)
-      fail(node.describe(), ": attribute '", name, "' of ", node.proto().op_type(),
-           " is not supported");
-  }
-}
-
 namespace {
 
 Value *i64Vector(OnnxNode &node, const std::string &name, std::vector<int64_t> values) {
@@ -81,13 +60,13 @@ struct NBitsShape {
 };
 
 NBitsShape readNBitsShape(OnnxNode &node) {
-  requireKnownAttributes(node, {"K", "N", "bits", "block_size", "accuracy_level"});
+  node.requireAttributesAmong({"K", "N", "bits", "block_size", "accuracy_level"});
   NBitsShape s;
-  s.k = intAttribute(node, "K", 0);
-  s.n = intAttribute(node, "N", 0);
-  s.bits = intAttribute(node, "bits", 4);
-  s.block = intAttribute(node, "block_size", 0);
-  s.accuracyLevel = intAttribute(node, "accuracy_level", 0);
+  s.k = node.intAttribute("K", 0);
+  s.n = node.intAttribute("N", 0);
+  s.bits = node.intAttribute("bits", 4);
+  s.block = node.intAttribute("block_size", 0);
+  s.accuracyLevel = node.intAttribute("accuracy_level", 0);
   if (s.k <= 0 || s.n <= 0)
     fail(node.describe(), ": MatMulNBits needs positive K and N, got K=", s.k, " N=", s.n);
   // onnxruntime's CPU kernel takes 4 and 8 bits only.

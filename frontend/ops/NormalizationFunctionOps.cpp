@@ -43,17 +43,6 @@ float epsilonOf(OnnxNode &node) {
   return it->second.asFloat();
 }
 
-void requireAttributesIn(OnnxNode &node, std::initializer_list<const char *> known) {
-  for (const auto &[name, value] : node.attributes()) {
-    bool ok = false;
-    for (const char *k : known)
-      ok = ok || name == k;
-    if (!ok)
-      fail(node.describe(), ": attribute '", name, "' of ", node.proto().op_type(),
-           " is not supported");
-  }
-}
-
 /// The three inputs (X, scale, B), all present.
 std::vector<Value *> threeInputs(OnnxNode &node) {
   std::vector<Value *> operands = node.operands();
@@ -108,14 +97,14 @@ void emitChannelAffine(OnnxNode &node, Value *x, Value *y, Value *scale, Value *
 }
 
 void importInstanceNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"epsilon"});
+  node.requireAttributesAmong({"epsilon"});
   std::vector<Value *> in = threeInputs(node);
   Value *y = normalized(node, in[0], spatialAxes(node, in[0]), epsilonOf(node));
   emitChannelAffine(node, in[0], y, in[1], in[2]);
 }
 
 void importGroupNormalization(OnnxNode &node) {
-  requireAttributesIn(node, {"epsilon", "num_groups", "stash_type"});
+  node.requireAttributesAmong({"epsilon", "num_groups", "stash_type"});
   std::vector<Value *> in = threeInputs(node);
   AttributeMap attributes = node.attributes();
   auto groupsIt = attributes.find("num_groups");

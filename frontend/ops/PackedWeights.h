@@ -29,13 +29,6 @@ inline uint8_t packedElement(const uint8_t *bytes, int64_t index, int bits) {
 const Tensor &requireConstantOperand(OnnxNode &node, const std::vector<Value *> &operands,
                                      size_t index, const char *what);
 
-/// An int attribute of `node`, or `fallback` when absent; an error when it
-/// is not an int.
-int64_t intAttribute(OnnxNode &node, const char *name, int64_t fallback);
-
-/// Refuses attributes other than `known`, naming the node.
-void requireKnownAttributes(OnnxNode &node, std::initializer_list<const char *> known);
-
 class OpImporterRegistry;
 /// GatherBlockQuantized and MatMulBnb4 (MicrosoftGatherQuantizedOps.cpp).
 void registerMicrosoftBlockQuantizedImporters(OpImporterRegistry &registry);

@@ -19,18 +19,6 @@ namespace onnxc {
 
 namespace {
 
-/// Fails on any attribute outside `known`.
-void requireAttributesAmong(OnnxNode &node, std::initializer_list<const char *> known) {
-  for (const auto &[name, value] : node.attributes()) {
-    bool ok = false;
-    for (const char *k : known)
-      ok = ok || name == k;
-    if (!ok)
-      fail(node.describe(), ": attribute '", name, "' of ", node.proto().op_type(),
-           " is not supported");
-  }
-}
-
 /// The node's inputs without trailing empty ones.
 std::vector<Value *> trimmedOperands(OnnxNode &node) {
   std::vector<Value *> operands = node.operands();
@@ -50,7 +38,7 @@ std::string stringAttribute(OnnxNode &node, const AttributeMap &attributes, cons
 }
 
 void importPad(OnnxNode &node) {
-  requireAttributesAmong(node, {"mode"});
+  node.requireAttributesAmong({"mode"});
   AttributeMap attributes = node.attributes();
   std::string mode = stringAttribute(node, attributes, "mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
@@ -68,13 +56,13 @@ void importPad(OnnxNode &node) {
 
 void importPool(OnnxNode &node) {
   if (node.kind() == OpKind::MaxPool) {
-    requireAttributesAmong(node, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
-                                  "storage_order", "strides"});
+    node.requireAttributesAmong(
+        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     if (node.proto().output_size() > 1 && !node.proto().output(1).empty())
       fail(node.describe(), ": MaxPool's Indices output is not supported");
   } else {
-    requireAttributesAmong(node, {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
-                                  "kernel_shape", "pads", "strides"});
+    node.requireAttributesAmong({"auto_pad", "ceil_mode", "count_include_pad", "dilations",
+                                 "kernel_shape", "pads", "strides"});
   }
   AttributeMap attributes = node.attributes();
   // storage_order only orders the Indices output, which is refused above.
@@ -83,15 +71,15 @@ void importPool(OnnxNode &node) {
 }
 
 void importConvTranspose(OnnxNode &node) {
-  requireAttributesAmong(node, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
-                                "output_shape", "pads", "strides"});
+  node.requireAttributesAmong({"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                               "output_shape", "pads", "strides"});
   node.emit(OpKind::ConvTranspose, trimmedOperands(node), node.attributes());
 }
 
 void importResize(OnnxNode &node) {
-  requireAttributesAmong(node, {"antialias", "axes", "coordinate_transformation_mode",
-                                "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                                "keep_aspect_ratio_policy", "mode", "nearest_mode"});
+  node.requireAttributesAmong({"antialias", "axes", "coordinate_transformation_mode",
+                               "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                               "keep_aspect_ratio_policy", "mode", "nearest_mode"});
   AttributeMap attributes = node.attributes();
   for (const char *since18 : {"antialias", "axes", "keep_aspect_ratio_policy"})
     if (attributes.count(since18) && node.opset() < 18)
