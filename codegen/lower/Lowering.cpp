@@ -30,6 +30,7 @@ const LoweringTable &opLowerings() {
     registerScatterGatherLowerings(t);
     registerQuantizationLowerings(t);
     registerQuantizedGemmLowerings(t);
+    registerBlockQuantizedMatMulLowerings(t);
     registerQuantizedConvLowerings(t);
     registerPadLowerings(t);
     registerPoolingLowerings(t);
