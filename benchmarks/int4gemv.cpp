@@ -156,9 +156,9 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
   for (int64_t c = 0; c < floatCopies; ++c)
     packGemmWeights(dense.data(), s.k, s.n, false, gemvBlocking(s.k, lanes),
                     packedF32.data() + size_t(c) * floats);
-  auto *f32 = jit.lookup<PackedGemvFn>("f32_gemv_" + std::to_string(s.k) + "x" +
-                                       std::to_string(s.n));
-  std::vector<float> yPadded(size_t(padded));
+  auto *f32 =
+      jit.lookup<PackedGemvFn>("f32_gemv_" + std::to_string(s.k) + "x" + std::to_string(s.n));
+  std::vector<float> yPadded(static_cast<size_t>(padded));
   next = 0;
   Stats dense32 = measure(
       [&] {
@@ -167,11 +167,12 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
       },
       double(floats) * 4, runs);
   // Per step: milliseconds for the weights of this shape.
-  std::printf("%5ldx%-6ld %8.2f %6ld | %8.1f %7.1f %6.3f | %8.1f %7.1f | %5.2f | %8.1f %7.3f | %5.2f\n",
-              long(s.k), long(s.n), bytes / (1 << 20), long(copies), ours.best, ours.median,
-              bytes / ours.median * 1e-6, read.best, read.median, ours.median / read.median,
-              dense32.median, double(floats) * 4 / dense32.median * 1e-6,
-              (double(floats) * 4 / dense32.median) / (bytes / ours.median));
+  std::printf(
+      "%5ldx%-6ld %8.2f %6ld | %8.1f %7.1f %6.3f | %8.1f %7.1f | %5.2f | %8.1f %7.3f | %5.2f\n",
+      long(s.k), long(s.n), bytes / (1 << 20), long(copies), ours.best, ours.median,
+      bytes / ours.median * 1e-6, read.best, read.median, ours.median / read.median, dense32.median,
+      double(floats) * 4 / dense32.median * 1e-6,
+      (double(floats) * 4 / dense32.median) / (bytes / ours.median));
 }
 
 } // namespace
@@ -210,9 +211,9 @@ int main(int argc, char **argv) {
     Int4GemvSpec spec{"", s.k, s.n, kBlock, lanes, 1};
     spec.name = int4GemvKernelName(spec);
     emitInt4Gemv(module, spec);
-    emitPackedGemv(module, PackedGemvSpec{"f32_gemv_" + std::to_string(s.k) + "x" +
-                                              std::to_string(s.n),
-                                          s.k, s.n, lanes, false});
+    emitPackedGemv(module,
+                   PackedGemvSpec{"f32_gemv_" + std::to_string(s.k) + "x" + std::to_string(s.n),
+                                  s.k, s.n, lanes, false});
   }
   jit.compile();
   std::printf("one row x int4 weights (blocks of %ld, zero points; %ld lanes), one thread, %d runs,"

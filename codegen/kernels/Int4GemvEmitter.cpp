@@ -32,8 +32,7 @@ class Int4GemvBody {
 public:
   Int4GemvBody(llvm::Function &function, const Int4GemvSpec &spec)
       : b_(llvm::BasicBlock::Create(function.getContext(), "entry", &function)), spec_(spec),
-        lanes_(unsigned(spec.lanes)),
-        floats_(llvm::FixedVectorType::get(b_.getFloatTy(), lanes_)),
+        lanes_(unsigned(spec.lanes)), floats_(llvm::FixedVectorType::get(b_.getFloatTy(), lanes_)),
         ints_(llvm::FixedVectorType::get(b_.getInt32Ty(), lanes_)), x_(function.getArg(0)),
         ldx_(function.getArg(1)), packed_(function.getArg(2)), y_(function.getArg(3)),
         ldy_(function.getArg(4)) {
@@ -47,9 +46,8 @@ public:
     // Whole groups, then single panels.
     llvm::Value *groups = b_.CreateSDiv(b_.CreateSub(panelEnd, panelBegin), i64(groupPanels_));
     llvm::Value *groupedEnd = b_.CreateAdd(panelBegin, b_.CreateMul(groups, i64(groupPanels_)));
-    loop(panelBegin, groupedEnd, groupPanels_, [&](llvm::Value *panel) {
-      emitGroup(panel, groupPanels_);
-    });
+    loop(panelBegin, groupedEnd, groupPanels_,
+         [&](llvm::Value *panel) { emitGroup(panel, groupPanels_); });
     if (groupPanels_ > 1)
       loop(groupedEnd, panelEnd, 1, [&](llvm::Value *panel) { emitGroup(panel, 1); });
     b_.CreateRetVoid();
@@ -98,18 +96,18 @@ private:
     const int64_t rows = spec_.rows, perSet = count * rows;
     std::vector<llvm::Value *> panelRecords;
     for (int64_t p = 0; p < count; ++p)
-      panelRecords.push_back(byteAt(
-          packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
+      panelRecords.push_back(
+          byteAt(packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
     // total[p * rows + r]
     std::vector<llvm::Value *> zeroTotals(size_t(perSet), llvm::Constant::getNullValue(floats_));
     const int64_t fullBlocks = spec_.k / spec_.block, tail = spec_.k % spec_.block;
     CountedLoopShape shape;
     shape.disableUnroll = true;
-    std::vector<llvm::Value *> totals = emitCountedLoop(
-        b_, shape, i64(0), i64(fullBlocks), 1, zeroTotals,
-        [&](llvm::Value *block, llvm::ArrayRef<llvm::Value *> carried) {
-          return emitBlock(panelRecords, block, spec_.block, count, carried);
-        });
+    std::vector<llvm::Value *> totals =
+        emitCountedLoop(b_, shape, i64(0), i64(fullBlocks), 1, zeroTotals,
+                        [&](llvm::Value *block, llvm::ArrayRef<llvm::Value *> carried) {
+                          return emitBlock(panelRecords, block, spec_.block, count, carried);
+                        });
     if (tail > 0)
       totals = emitBlock(panelRecords, i64(fullBlocks), tail, count, totals);
     for (int64_t p = 0; p < count; ++p)
@@ -171,7 +169,8 @@ private:
         llvm::Value *sum = acc[index];
         for (int64_t set = 1; set < splits_; ++set)
           sum = b_.CreateFAdd(sum, acc[size_t(set * perSet) + index]);
-        next[index] = b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {scale, sum, next[index]});
+        next[index] =
+            b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {scale, sum, next[index]});
       }
     }
     return next;
@@ -184,8 +183,8 @@ private:
     std::vector<llvm::Constant *> laneIndex;
     for (unsigned lane = 0; lane < lanes_; ++lane)
       laneIndex.push_back(b_.getInt32(lane));
-    llvm::Value *mask = b_.CreateICmpSLT(llvm::ConstantVector::get(laneIndex),
-                                         b_.CreateVectorSplat(lanes_, valid));
+    llvm::Value *mask =
+        b_.CreateICmpSLT(llvm::ConstantVector::get(laneIndex), b_.CreateVectorSplat(lanes_, valid));
     for (int64_t r = 0; r < spec_.rows; ++r) {
       llvm::Value *address = floatAt(y_, b_.CreateAdd(column, b_.CreateMul(i64(r), ldy_)));
       b_.CreateMaskedStore(totals[size_t(p * spec_.rows + r)], address, llvm::Align(4), mask);
@@ -216,8 +215,7 @@ llvm::Function *emitInt4Gemv(llvm::Module &module, const Int4GemvSpec &spec) {
   if (spec.lanes != 8 && spec.lanes != 16)
     fail("int4 gemv kernel '", spec.name, "': ", spec.lanes, " lanes is not a kernel width");
   if (spec.rows < 1 || spec.rows > kMaxInt4GemvRows)
-    fail("int4 gemv kernel '", spec.name, "': ", spec.rows, " rows (1 to ", kMaxInt4GemvRows,
-         ")");
+    fail("int4 gemv kernel '", spec.name, "': ", spec.rows, " rows (1 to ", kMaxInt4GemvRows, ")");
   if (llvm::Function *existing = module.getFunction(spec.name))
     return existing;
   llvm::LLVMContext &context = module.getContext();
@@ -225,8 +223,7 @@ llvm::Function *emitInt4Gemv(llvm::Module &module, const Int4GemvSpec &spec) {
   llvm::Type *i64 = llvm::Type::getInt64Ty(context);
   auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context),
                                        {ptr, i64, ptr, ptr, i64, i64, i64}, /*isVarArg=*/false);
-  auto *function =
-      llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec.name, module);
+  auto *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec.name, module);
   const char *names[] = {"x", "ldx", "packed", "y", "ldy", "panelBegin", "panelEnd"};
   for (unsigned i = 0; i < 7; ++i)
     function->getArg(i)->setName(names[i]);

@@ -20,8 +20,8 @@ std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const 
                                          const int8_t *zeros, int64_t k, int64_t n, int64_t block,
                                          int64_t lanes) {
   if (!isFourBit(type) || k <= 0 || n <= 0 || block < 2 || (lanes != 8 && lanes != 16))
-    fail("int4 gemv packing: K=", k, " N=", n, " block ", block, " lanes ", lanes,
-         " of type ", dtypeName(type), " cannot be packed");
+    fail("int4 gemv packing: K=", k, " N=", n, " block ", block, " lanes ", lanes, " of type ",
+         dtypeName(type), " cannot be packed");
   // Unsigned codes: i4 values move up by 8, on the weights and the zero points alike.
   const int offset = type == DType::I4 ? 8 : 0;
   const int64_t panels = (n + lanes - 1) / lanes, blocks = (k + block - 1) / block;

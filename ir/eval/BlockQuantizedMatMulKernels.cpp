@@ -9,9 +9,19 @@
 // each computed by the same reference kernel the unfused graph runs, so the
 // fused op and the graph it replaced evaluate to the same bits.
 //
+// With `activation_int8 = 1` (MatMulNBits at accuracy_level 4) A is first
+// read as onnxruntime's CPU kernel quantizes it: each row in blocks of
+// `block_size` along K, per block m = max|a| (f32), inverse = 127 / m (0
+// when m is 0), code = saturate(round_half_even(a * inverse)) in int8, and
+// a' = f32(code * (m / 127)): the steps the importer wrote as IR ops before
+// this op existed, and the ops' kernels' arithmetic.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
 #include "ir/eval/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace onnxc {
 namespace {
@@ -27,8 +37,8 @@ const Tensor &present(const Node &node, const std::vector<const Tensor *> &opera
 }
 
 /// DequantizeLinear of [K, N] weights in blocks of `block` rows.
-Tensor dequantizeWeights(const Node &node, const Tensor &w, const Tensor &scale,
-                         const Tensor *zero, int64_t block) {
+Tensor dequantizeWeights(const Node &node, const Tensor &w, const Tensor &scale, const Tensor *zero,
+                         int64_t block) {
   if (w.rank() != 2)
     fail(node.describe(), ": block-quantized matmul weights must be 2-D, got ", w.typeString());
   const int64_t k = w.dims()[0], n = w.dims()[1], blocks = (k + block - 1) / block;
@@ -51,6 +61,32 @@ Tensor dequantizeWeights(const Node &node, const Tensor &w, const Tensor &scale,
   return result;
 }
 
+/// A with each row's blocks quantized to int8 and read back (see above).
+Tensor int8Activations(const Tensor &a, int64_t block) {
+  if (a.dtype() != DType::F32 || a.rank() < 1)
+    fail("block-quantized matmul: int8 activations need f32 A, got ", a.typeString());
+  const int64_t k = a.dims().back(), rows = k == 0 ? 0 : a.numElements() / k;
+  Tensor result(DType::F32, a.dims());
+  const float *in = a.data<float>();
+  float *out = result.data<float>();
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t begin = 0; begin < k; begin += block) {
+      const int64_t end = std::min(k, begin + block);
+      float absMax = 0;
+      for (int64_t i = begin; i < end; ++i)
+        absMax = std::max(absMax, std::fabs(in[row * k + i]));
+      const float inverse = absMax == 0.0f ? 0.0f : 127.0f / absMax;
+      const float scale = absMax / 127.0f;
+      for (int64_t i = begin; i < end; ++i) {
+        const float scaled = in[row * k + i] * inverse;
+        const float code =
+            std::isnan(scaled) ? 0.0f : std::clamp(std::nearbyint(scaled), -128.0f, 127.0f);
+        out[row * k + i] = float(double(code) * double(scale));
+      }
+    }
+  return result;
+}
+
 void evalBlockQuantizedMatMul(const Node &node, const std::vector<const Tensor *> &operands,
                               std::vector<Tensor> &results) {
   const int64_t block = node.getInt("block_size", 0);
@@ -67,6 +103,11 @@ void evalBlockQuantizedMatMul(const Node &node, const std::vector<const Tensor *
          w.typeString());
   Tensor dequantized = dequantizeWeights(node, w, scale, zero, block);
   Kernel matMul = referenceKernels().kernels[unsigned(OpKind::MatMul)];
+  if (node.getInt("activation_int8", 0) != 0) {
+    Tensor quantized = int8Activations(a, block);
+    matMul(node, {&quantized, &dequantized}, results);
+    return;
+  }
   matMul(node, {&a, &dequantized}, results);
 }
 

@@ -28,8 +28,8 @@ void checkTypes(const Node &node) {
          dtypeName(scaleType));
   if (const Value *zero = node.operand(3))
     if (zero->dtype() != DType::Unknown && wType != DType::Unknown && zero->dtype() != wType)
-      fail(node.describe(), ": block-quantized matmul weight zero point must be ",
-           dtypeName(wType), " like the weights, got ", dtypeName(zero->dtype()));
+      fail(node.describe(), ": block-quantized matmul weight zero point must be ", dtypeName(wType),
+           " like the weights, got ", dtypeName(zero->dtype()));
 }
 
 /// The scale (and zero point) must be [ceil(K / block), N].
@@ -59,8 +59,7 @@ void inferBlockQuantizedMatMul(Node &node, InferenceContext &context) {
     fail(node.describe(), ": block-quantized matmul block_size must be at least 2, got ", block);
   const Shape &a = node.operand(0)->shape(), &w = node.operand(1)->shape();
   if (a.isRanked() && a.rank() < 2)
-    fail(node.describe(), ": block-quantized matmul activation must have rank >= 2, got ",
-         a.str());
+    fail(node.describe(), ": block-quantized matmul activation must have rank >= 2, got ", a.str());
   if (w.isRanked() && w.rank() != 2)
     fail(node.describe(), ": block-quantized matmul weights must be 2-D [K, N], got ", w.str());
   checkBlockParameter(context, node, 2, "weight scale", w, block);

@@ -83,8 +83,8 @@ public:
       std::vector<Value *> operands = {matmul->operand(0), dq->operand(0), dq->operand(1)};
       if (dq->numOperands() > 2 && dq->operand(2))
         operands.push_back(dq->operand(2));
-      Node *fused = graph.createNode(OpKind::BlockQuantizedMatMul, operands, 1, matmul->name(),
-                                     {}, matmul);
+      Node *fused =
+          graph.createNode(OpKind::BlockQuantizedMatMul, operands, 1, matmul->name(), {}, matmul);
       fused->setAttr("block_size", Attribute(dq->getInt("block_size", 0)));
       Value *y = matmul->result(0);
       std::string yName = y->name();

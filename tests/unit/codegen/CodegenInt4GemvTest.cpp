@@ -52,7 +52,7 @@ std::vector<Case> cases() {
       for (bool zeros : {false, true})
         out.push_back({100, 77, 20, rows, type, zeros});
   out.push_back({2048, 96, 32, 1, DType::U4, true, 3, 9}); // a chunk of panels
-  out.push_back({64, 40, 32, 2, DType::I4, false, 2, 3});   // the last, partial panel alone
+  out.push_back({64, 40, 32, 2, DType::I4, false, 2, 3});  // the last, partial panel alone
   return out;
 }
 
@@ -104,8 +104,8 @@ TEST_P(CodegenInt4Gemv, MatchesDequantizeThenSum) {
     int failures = 0;
     for (int64_t index = 0; index < int64_t(y.size()) && failures < 5; ++index) {
       const int64_t row = index / ldy, col = index % ldy;
-      const bool written = row < c.rows && col < c.n && col >= c.panelBegin * lanes &&
-                           col < panelEnd * lanes;
+      const bool written =
+          row < c.rows && col < c.n && col >= c.panelBegin * lanes && col < panelEnd * lanes;
       const float got = y[size_t(index)];
       if (!written) {
         if (got != Sentinel && ++failures)
