@@ -20,10 +20,9 @@ bool isBatchSymbol(const std::string &symbol, size_t axis) {
   std::string name = lowercase(symbol);
   if (name.find("batch") != std::string::npos || name == "n" || name == "b")
     return true;
-  bool sequenceNamed = name.find("seq") != std::string::npos ||
-                       name.find("len") != std::string::npos ||
-                       name.find("past") != std::string::npos ||
-                       name.find("token") != std::string::npos;
+  bool sequenceNamed =
+      name.find("seq") != std::string::npos || name.find("len") != std::string::npos ||
+      name.find("past") != std::string::npos || name.find("token") != std::string::npos;
   return axis == 0 && !sequenceNamed;
 }
 

@@ -139,8 +139,8 @@ int inspectLibrary(const std::string &path, bool json) {
   std::cout << "built by: onnxc " << (model.onnxc_version ? model.onnxc_version : "(unknown)")
             << ", ABI v" << model.abi_version << "\n";
   std::cout << "precision: " << (model.precision ? model.precision : "f32") << "\n";
-  std::cout << "cpu features: " << (features.empty() ? "none beyond x86-64" : text(model.cpu_features))
-            << "\n";
+  std::cout << "cpu features: "
+            << (features.empty() ? "none beyond x86-64" : text(model.cpu_features)) << "\n";
   std::cout << "runs on this CPU: " << (runsHere.empty() ? "yes" : "no, " + runsHere) << "\n";
   printTensors("inputs", model, model.num_inputs, model.inputs, true);
   printTensors("outputs", model, model.num_outputs, model.outputs, false);
