@@ -11,7 +11,10 @@
 #include "codegen/artifact/SharedLibraryLinker.h"
 #include "codegen/lower/Lowering.h"
 #include "ir/Error.h"
+#include "onnxc/model_info.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
@@ -19,6 +22,10 @@
 #include <cctype>
 #include <filesystem>
 #include <unistd.h>
+
+#ifndef ONNXC_VERSION
+#error "codegen/CMakeLists.txt defines ONNXC_VERSION (recorded in every descriptor)"
+#endif
 
 namespace onnxc {
 
@@ -33,6 +40,19 @@ struct TemporaryFile {
       std::filesystem::remove(path);
   }
 };
+
+/// Every feature of the target the runtime can check goes into the
+/// descriptor, not only those a kernel asked for: LLVM uses whatever the
+/// target enables (AVX-512 in any vectorized loop of a --mcpu=native build
+/// on an AVX-512 machine), and the same .so on a CPU without it would die of
+/// SIGILL instead of being refused.
+void recordTargetFeatures(const TargetSelection &target, ModelPlan &plan) {
+  llvm::SmallVector<llvm::StringRef, 48> names;
+  llvm::StringRef(onnxc_cpu_features_checked()).split(names, ',', -1, false);
+  std::vector<std::string> checkable(names.begin(), names.end());
+  for (std::string &feature : target.enabledFeatures(checkable))
+    plan.cpuFeatures.insert(std::move(feature));
+}
 
 } // namespace
 
@@ -76,6 +96,8 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
     options.bf16Gemm = chooseBf16GemmIsa(target);
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
+  model.plan.onnxcVersion = ONNXC_VERSION;
+  recordTargetFeatures(target, model.plan);
   model.accessor = emitDescriptor(*model.module, model.plan);
   return model;
 }

@@ -6,6 +6,7 @@
 #include "codegen/lower/LoweringContext.h"
 #include "codegen/lower/OpLowerings.h"
 #include "ir/Error.h"
+#include "ir/IndexTables.h"
 
 #include "llvm/IR/Module.h"
 
@@ -109,7 +110,8 @@ void collectAssumptions(const Graph &graph, ModelPlan &plan) {
 
 void describeTensors(const Graph &graph, ModelPlan &plan) {
   for (const Value *input : graph.inputs())
-    plan.inputs.push_back({input->name(), input->dtype(), input->shape()});
+    plan.inputs.push_back(
+        {input->name(), input->dtype(), input->shape(), constantIndexBound(*input)});
   for (const GraphOutput &output : graph.outputs())
     plan.outputs.push_back({output.name, output.value->dtype(), output.value->shape()});
 }

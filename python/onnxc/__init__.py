@@ -116,11 +116,15 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     header = "" if header is None else _path(header, "header")
     _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision), output,
                            header)
-    return Model(_onnxc.load(output, threads), source=path)
+    # Not checked against this CPU here: the library may be for another machine (its
+    # first run refuses a CPU without its features, as load() does).
+    return Model(_onnxc.load(output, threads, check_cpu=False), source=path)
 
 
 def load(library, threads=0):
-    """Loads a model library written by `onnxc compile` (or compile(output=...))."""
+    """Loads a model library written by `onnxc compile` (or compile(output=...)). Raises
+    onnxc.Error naming the missing features when this CPU lacks one the library's code uses
+    (`Model.cpu_features`)."""
     path = _path(library, "library")
     return Model(_onnxc.load(path, _threads(threads)), source=path)
 

@@ -14,6 +14,7 @@
 
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
+#include "onnxc/model_info.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -216,11 +217,16 @@ void bindCompilers(nb::module_ &m) {
       "header"_a);
   m.def(
       "load",
-      [](const std::string &path, int threads) {
+      [](const std::string &path, int threads, bool checkCpu) {
         nb::gil_scoped_release release;
-        return std::make_unique<ModelRunner>(path, threads);
+        auto runner = std::make_unique<ModelRunner>(path, threads);
+        // onnxc.load refuses a CPU the library was not compiled for at once
+        // (onnxc.compile(output=...) may write one for another machine).
+        if (const char *problem = checkCpu ? onnxc_model_check_cpu(&runner->descriptor()) : nullptr)
+          fail(path, ": ", problem);
+        return runner;
       },
-      "path"_a, "threads"_a);
+      "path"_a, "threads"_a, "check_cpu"_a = true);
 }
 
 /// dump and explain: the IR and the passes' report, as text.
