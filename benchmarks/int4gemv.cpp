@@ -9,8 +9,11 @@
 // until the copies pass --mib (default 512 MiB, past any L3), and the calls
 // walk the copies in turn, so every byte comes from DRAM as in a real step;
 // --mib 0 keeps one copy (cache-resident rates). It prints GB/s of packed
-// int4 bytes, the kernel's fraction of the read, and the same for the f32
+// int4 bytes, the kernel's fraction of the read, the int8-activation kernel
+// (Int4Int8Gemv.h: MatMulNBits at accuracy_level 4) likewise, and the f32
 // GEMV (GemvEmitter.h) on f32 weights of the shape, whose bytes are 6x more.
+// The plain read walks four streams (a quarter of the buffer each), as the
+// kernels' panel groups do; one stream reads less on some cores.
 // Thread CPU time, best and median of the runs (the machine is shared).
 //
 //   onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] [--lanes 8|16]
@@ -21,6 +24,8 @@
 #include "codegen/KernelJit.h"
 #include "codegen/kernels/GemvEmitter.h"
 #include "codegen/kernels/Int4Gemv.h"
+#include "codegen/kernels/Int4Int8Gemv.h"
+#include "codegen/TargetSelection.h"
 
 #include <immintrin.h>
 
@@ -45,19 +50,20 @@ double threadCpuSeconds() {
   return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
 }
 
-/// Sum of `bytes` bytes (a multiple of 256) with eight independent chains.
-__attribute__((target("avx2"), noinline)) float readAll(const uint8_t *p, size_t bytes) {
-  const float *f = reinterpret_cast<const float *>(p);
+/// Four streams of `quarter` bytes each (a multiple of 64), summed side by side.
+__attribute__((target("avx2"), noinline)) float readAll4(const uint8_t *p, size_t quarter) {
+  const float *f0 = reinterpret_cast<const float *>(p), *f1 = f0 + quarter / 4,
+              *f2 = f1 + quarter / 4, *f3 = f2 + quarter / 4;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  for (size_t i = 0; i < bytes / 4; i += 64) {
-    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(f + i));
-    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(f + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(f + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(f + i + 24));
-    a4 = _mm256_add_ps(a4, _mm256_loadu_ps(f + i + 32));
-    a5 = _mm256_add_ps(a5, _mm256_loadu_ps(f + i + 40));
-    a6 = _mm256_add_ps(a6, _mm256_loadu_ps(f + i + 48));
-    a7 = _mm256_add_ps(a7, _mm256_loadu_ps(f + i + 56));
+  for (size_t i = 0; i < quarter / 4; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(f0 + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(f0 + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(f1 + i));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(f1 + i + 8));
+    a4 = _mm256_add_ps(a4, _mm256_loadu_ps(f2 + i));
+    a5 = _mm256_add_ps(a5, _mm256_loadu_ps(f2 + i + 8));
+    a6 = _mm256_add_ps(a6, _mm256_loadu_ps(f3 + i));
+    a7 = _mm256_add_ps(a7, _mm256_loadu_ps(f3 + i + 8));
   }
   __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
                              _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
@@ -65,6 +71,9 @@ __attribute__((target("avx2"), noinline)) float readAll(const uint8_t *p, size_t
   _mm256_storeu_ps(lanes, sum);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
 }
+
+/// The integer kernel the host's best instructions give (as the compiler picks).
+IntegerGemmIsa integerIsa() { return chooseIntegerGemmIsa(TargetSelection::select()); }
 
 struct Stats {
   double best, median;
@@ -136,14 +145,34 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
       },
       bytes, runs);
   volatile float sink = 0;
-  const size_t readable = one.size() / 256 * 256;
+  const size_t quarter = one.size() / 4 / 64 * 64;
   next = 0;
   Stats read = measure(
       [&] {
-        sink = sink + readAll(all.data() + size_t(next) * one.size(), readable);
+        sink = sink + readAll4(all.data() + size_t(next) * one.size(), quarter);
         next = (next + 1) % copies;
       },
-      double(readable), runs);
+      double(quarter * 4), runs);
+
+  // The int8-activation kernel on its own packing of the same weights.
+  const std::vector<uint8_t> oneInt8 = packInt4Int8GemvWeights(
+      w.data(), DType::U4, scales.data(), zeros.data(), s.k, s.n, kBlock);
+  const double int8Bytes = double(oneInt8.size());
+  const int64_t int8Copies = std::max<int64_t>(1, int64_t(mib * (1 << 20) / int8Bytes));
+  const std::vector<uint8_t> allInt8 = replicate(oneInt8, int8Copies);
+  std::vector<uint8_t> xq(size_t(int4Int8RowBytes(s.k, kBlock)));
+  jit.lookup<Int4RowQuantizeFn>("quantize_" + std::to_string(s.k) + "x" + std::to_string(s.n))(x.data(), s.k, xq.data(), 0,
+                                                                     1);
+  Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
+  auto *int8 = jit.lookup<Int4Int8GemvFn>(int4Int8GemvKernelName(int8Spec));
+  next = 0;
+  Stats ours8 = measure(
+      [&] {
+        int8(xq.data(), allInt8.data() + size_t(next) * oneInt8.size(), y.data(), s.n, 0,
+             (s.n + 7) / 8);
+        next = (next + 1) % int8Copies;
+      },
+      int8Bytes, runs);
 
   // The f32 GEMV on the same shape: f32 weights, the same number of copies' bytes.
   const int64_t padded = gemmPaddedColumns(s.n, 2 * lanes);
@@ -167,12 +196,12 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
       },
       double(floats) * 4, runs);
   // Per step: milliseconds for the weights of this shape.
-  std::printf(
-      "%5ldx%-6ld %8.2f %6ld | %8.1f %7.1f %6.3f | %8.1f %7.1f | %5.2f | %8.1f %7.3f | %5.2f\n",
-      long(s.k), long(s.n), bytes / (1 << 20), long(copies), ours.best, ours.median,
-      bytes / ours.median * 1e-6, read.best, read.median, ours.median / read.median, dense32.median,
-      double(floats) * 4 / dense32.median * 1e-6,
-      (double(floats) * 4 / dense32.median) / (bytes / ours.median));
+  std::printf("%5ldx%-6ld %8.2f %6ld | %8.1f %7.1f | %8.1f %6.3f %5.2f | %8.1f %6.3f %5.2f | %8.1f "
+              "%7.3f\n",
+              long(s.k), long(s.n), bytes / (1 << 20), long(copies), read.best, read.median,
+              ours.median, bytes / ours.median * 1e-6, ours.median / read.median, ours8.median,
+              int8Bytes / ours8.median * 1e-6, ours8.median / read.median, dense32.median,
+              double(floats) * 4 / dense32.median * 1e-6);
 }
 
 } // namespace
@@ -211,6 +240,10 @@ int main(int argc, char **argv) {
     Int4GemvSpec spec{"", s.k, s.n, kBlock, lanes, 1};
     spec.name = int4GemvKernelName(spec);
     emitInt4Gemv(module, spec);
+    Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
+    int8Spec.name = int4Int8GemvKernelName(int8Spec);
+    emitInt4Int8Gemv(module, int8Spec);
+    emitInt4RowQuantizer(module, "quantize_" + std::to_string(s.k) + "x" + std::to_string(s.n), s.k, kBlock);
     emitPackedGemv(module,
                    PackedGemvSpec{"f32_gemv_" + std::to_string(s.k) + "x" + std::to_string(s.n),
                                   s.k, s.n, lanes, false});
@@ -219,9 +252,10 @@ int main(int argc, char **argv) {
   std::printf("one row x int4 weights (blocks of %ld, zero points; %ld lanes), one thread, %d runs,"
               " weights copied past %.0f MiB; GB/s of packed bytes\n",
               long(kBlock), long(lanes), runs, mib);
-  std::printf("%-12s %8s %6s | %8s %7s %6s | %8s %7s | %5s | %8s %7s | %5s\n", "K x N", "int4 MiB",
-              "copies", "int4 GB/s", "median", "ms", "read GB/s", "median", "/read", "f32 GB/s",
-              "ms", "speedup");
+  std::printf("%-12s %8s %6s | %8s %7s | %8s %6s %5s | %8s %6s %5s | %8s %7s\n", "K x N",
+              "int4 MiB", "copies", "read GB/s", "median", "f32-act", "ms", "/read", "int8-act",
+              "ms", "/read", "f32 GB/s", "ms");
+  std::printf("(GB/s medians; f32-act: Int4Gemv.h, int8-act: Int4Int8Gemv.h, f32: f32 weights)\n");
   for (const Shape &s : shapes)
     runShape(jit, s, lanes, mib, runs);
   return 0;

@@ -48,7 +48,9 @@ public:
     blocks_ = (spec.k + spec.block - 1) / spec.block;
     record_ = kPanel * 5 + paddedBlock(spec.block) * 4;
     rowBytes_ = int4Int8RowBytes(spec.k, spec.block);
-    groupPanels_ = spec.rows <= 2 ? 2 : 1;
+    // Side-by-side panels are also side-by-side memory streams, which one
+    // core needs several of to reach its bandwidth.
+    groupPanels_ = spec.rows == 1 ? 4 : spec.rows == 2 ? 2 : 1;
   }
 
   void emit(llvm::Value *panelBegin, llvm::Value *panelEnd) {
@@ -115,6 +117,37 @@ private:
     return sum;
   }
 
+  /// vpdpbusd's accumulator is an operand: the low and high nibbles take
+  /// sets of their own. Where they meet in 16 bits before one vpmaddwd, one
+  /// set per (panel, row) is enough once there are 4 of those chains; fewer
+  /// take 2 sets (even and odd groups).
+  bool splitsNibbles() const {
+    return spec_.isa != IntegerGemmIsa::Avx2 && spec_.isa != IntegerGemmIsa::Generic;
+  }
+  int64_t accumulatorSets(int64_t count) const {
+    const int64_t parities = count * spec_.rows >= 4 ? 1 : 2;
+    return parities * (splitsNibbles() ? 2 : 1);
+  }
+
+  /// sum + the dot products of both nibble halves: with vpmaddubsw the two
+  /// pair sums (each at most 2 · 15 · 128) add in 16 bits exactly, so one
+  /// vpmaddwd serves both.
+  llvm::Value *dot8(llvm::Value *sum, llvm::Value *lo, llvm::Value *loCodes, llvm::Value *hi,
+                    llvm::Value *hiCodes) {
+    if (spec_.isa != IntegerGemmIsa::Avx2)
+      return dot4(dot4(sum, lo, loCodes), hi, hiCodes);
+    auto *halves = llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
+    llvm::Function *maddubs =
+        llvm::Intrinsic::getDeclaration(&module(), llvm::Intrinsic::x86_avx2_pmadd_ub_sw);
+    llvm::Value *pairs =
+        b_.CreateAdd(b_.CreateCall(maddubs, {lo, b_.CreateBitCast(loCodes, bytes_)}),
+                     b_.CreateCall(maddubs, {hi, b_.CreateBitCast(hiCodes, bytes_)}));
+    llvm::Value *quads = b_.CreateCall(
+        llvm::Intrinsic::getDeclaration(&module(), llvm::Intrinsic::x86_avx2_pmadd_wd),
+        {pairs, llvm::ConstantInt::get(halves, 1)});
+    return b_.CreateAdd(sum, quads);
+  }
+
   void emitGroup(llvm::Value *firstPanel, int64_t count) {
     std::vector<llvm::Value *> panelRecords;
     for (int64_t p = 0; p < count; ++p)
@@ -139,35 +172,54 @@ private:
       records.push_back(byteAt(panelRecords[size_t(p)], b_.CreateMul(block, i64(record_))));
     llvm::Value *codesBase = b_.CreateAdd(i64(blocks_ * 8), b_.CreateMul(block, i64(padded)));
     llvm::Constant *lowNibbles = llvm::ConstantInt::get(bytes_, 15);
-    std::vector<llvm::Value *> acc(size_t(count * rows), llvm::Constant::getNullValue(ints_));
-    acc = countedLoop(
-        b_, i64(0), i64(padded / 8), 1, acc,
-        [&](llvm::Value *group, llvm::ArrayRef<llvm::Value *> carried) {
-          std::vector<llvm::Value *> next(carried.begin(), carried.end());
-          llvm::Value *offset = b_.CreateAdd(codesBase, b_.CreateMul(group, i64(8)));
-          std::vector<llvm::Value *> low, high;
-          for (int64_t r = 0; r < rows; ++r) {
-            llvm::Value *row = byteAt(xq_, b_.CreateAdd(offset, i64(r * rowBytes_)));
-            low.push_back(b_.CreateVectorSplat(kPanel, load(b_.getInt32Ty(), row)));
-            high.push_back(
-                b_.CreateVectorSplat(kPanel, load(b_.getInt32Ty(), byteAt(row, i64(4)))));
+    // acc[(set * count + p) * rows + r]: sets of accumulators that groups
+    // take in turn (and, with vpdpbusd, that the low and high nibbles
+    // split), so no chain of adds waits on the one before.
+    const int64_t sets = accumulatorSets(count), perSet = count * rows, groups = padded / 8;
+    const int64_t parities = splitsNibbles() ? sets / 2 : sets;
+    std::vector<llvm::Value *> acc(size_t(sets * perSet), llvm::Constant::getNullValue(ints_));
+    auto stepGroup = [&](llvm::Value *group, int64_t parity, std::vector<llvm::Value *> &next) {
+      llvm::Value *offset = b_.CreateAdd(codesBase, b_.CreateMul(group, i64(8)));
+      std::vector<llvm::Value *> low, high;
+      for (int64_t r = 0; r < rows; ++r) {
+        llvm::Value *row = byteAt(xq_, b_.CreateAdd(offset, i64(r * rowBytes_)));
+        low.push_back(b_.CreateVectorSplat(kPanel, load(b_.getInt32Ty(), row)));
+        high.push_back(b_.CreateVectorSplat(kPanel, load(b_.getInt32Ty(), byteAt(row, i64(4)))));
+      }
+      for (int64_t p = 0; p < count; ++p) {
+        llvm::Value *v = load(
+            bytes_, byteAt(records[size_t(p)],
+                           b_.CreateAdd(i64(kPanel * 5), b_.CreateMul(group, i64(32)))));
+        llvm::Value *lo = b_.CreateAnd(v, lowNibbles);
+        auto *halves = llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
+        llvm::Value *hi = b_.CreateAnd(
+            b_.CreateBitCast(b_.CreateLShr(b_.CreateBitCast(v, halves), 4), bytes_), lowNibbles);
+        for (int64_t r = 0; r < rows; ++r) {
+          auto slot = [&](int64_t set) -> llvm::Value *& {
+            return next[size_t((set * count + p) * rows + r)];
+          };
+          const int64_t set = parity % parities;
+          if (splitsNibbles()) { // vpdpbusd: low and high nibbles into their own sets
+            slot(2 * set) = dot4(slot(2 * set), lo, low[size_t(r)]);
+            slot(2 * set + 1) = dot4(slot(2 * set + 1), hi, high[size_t(r)]);
+          } else {
+            slot(set) = dot8(slot(set), lo, low[size_t(r)], hi, high[size_t(r)]);
           }
-          for (int64_t p = 0; p < count; ++p) {
-            llvm::Value *v = load(bytes_, byteAt(records[size_t(p)],
-                                                 b_.CreateAdd(i64(kPanel * 5),
-                                                              b_.CreateMul(group, i64(32)))));
-            llvm::Value *lo = b_.CreateAnd(v, lowNibbles);
-            auto *halves = llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
-            llvm::Value *hi = b_.CreateAnd(
-                b_.CreateBitCast(b_.CreateLShr(b_.CreateBitCast(v, halves), 4), bytes_),
-                lowNibbles);
-            for (int64_t r = 0; r < rows; ++r) {
-              llvm::Value *&sum = next[size_t(p * rows + r)];
-              sum = dot4(dot4(sum, lo, low[size_t(r)]), hi, high[size_t(r)]);
-            }
-          }
-          return next;
-        });
+        }
+      }
+    };
+    acc = countedLoop(b_, i64(0), i64(groups / 2 * 2), 2, acc,
+                      [&](llvm::Value *group, llvm::ArrayRef<llvm::Value *> carried) {
+                        std::vector<llvm::Value *> next(carried.begin(), carried.end());
+                        stepGroup(group, 0, next);
+                        stepGroup(b_.CreateAdd(group, i64(1)), 1, next);
+                        return next;
+                      });
+    if (groups % 2)
+      stepGroup(i64(groups - 1), 0, acc);
+    for (int64_t set = 1; set < sets; ++set)
+      for (int64_t i = 0; i < perSet; ++i)
+        acc[size_t(i)] = b_.CreateAdd(acc[size_t(i)], acc[size_t(set * perSet + i)]);
     std::vector<llvm::Value *> next(totals.begin(), totals.end());
     for (int64_t p = 0; p < count; ++p) {
       llvm::Value *scale = load(floats_, records[size_t(p)]);
