@@ -15,6 +15,7 @@
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
+#include "tools/onnxc/ProgressLine.h"
 
 #include <chrono>
 #include <cstdio>
@@ -174,9 +175,11 @@ void pinInputDims(Graph &graph, const std::map<std::string, std::vector<int64_t>
 }
 
 /// The KV caches the runtime may update in place (model_abi.h's
-/// onnxc_cache_pair), and with --explain why the other candidates may not.
-void printCachePairs(const ModelPlan &plan, bool explain) {
-  if (!plan.cachePairs.empty()) {
+/// onnxc_cache_pair), one by one: a line of 24 pairs is 2,000 characters,
+/// so the summary counts them and --verbose or --explain lists them; with
+/// --explain also why the other candidates may not.
+void printCachePairs(const ModelPlan &plan, bool list, bool explain) {
+  if (list && !plan.cachePairs.empty()) {
     std::cout << plan.cachePairs.size() << " KV cache pair"
               << (plan.cachePairs.size() == 1 ? "" : "s") << " updated in place:";
     for (size_t p = 0; p < plan.cachePairs.size(); ++p) {
@@ -190,6 +193,17 @@ void printCachePairs(const ModelPlan &plan, bool explain) {
   if (explain)
     for (const std::string &note : plan.cacheNotes)
       std::cerr << "codegen: " << note << "\n";
+}
+
+llvm::json::Array cachePairsJson(const ModelPlan &plan) {
+  llvm::json::Array pairs;
+  for (const PlanCachePair &pair : plan.cachePairs)
+    pairs.push_back(
+        llvm::json::Object{{"input", jsonText(plan.inputs[pair.input].name)},
+                           {"output", jsonText(plan.outputs[pair.output].name)},
+                           {"axis", int64_t(pair.axis)},
+                           {"capacity", jsonText(plan.symbols[pair.capacitySymbol].name)}});
+  return pairs;
 }
 
 int runCompile(const ParsedArgs &args) {
@@ -219,13 +233,17 @@ int runCompile(const ParsedArgs &args) {
   checkArtifactSparesInputs(path, request, headerIsDefault, kToolOptionNames);
 
   auto start = std::chrono::steady_clock::now();
+  ProgressCallback progress = ProgressLine::instance().callback();
+  reportProgress(progress, {CompileStage::Load, path, 0, 0});
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   checkArtifactSparesExternalData(externalFiles, request, kToolOptionNames);
   pinInputDims(*graph, shapes);
   runPipeline(*pm, *graph, args);
-  ModelPlan plan = compileArtifact(*graph, target, request);
+  ModelPlan plan = compileArtifact(*graph, target, request, progress);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::error_code sizeError;
+  int64_t outputBytes = int64_t(std::filesystem::file_size(output, sizeError));
 
   double constantBytes = 0;
   for (const PlanBuffer &buffer : plan.buffers)
@@ -240,9 +258,11 @@ int runCompile(const ParsedArgs &args) {
                                 {"steps", int64_t(plan.steps.size())},
                                 {"constant_bytes", int64_t(constantBytes)},
                                 {"output", jsonText(output)},
+                                {"output_bytes", sizeError ? 0 : outputBytes},
                                 {"compile_ms", seconds * 1000}};
     if (request.kind == ArtifactRequest::Kind::SharedLibrary)
       document["header"] = jsonText(request.headerPath);
+    document["cache_pairs"] = cachePairsJson(plan);
     addPipelineReport(document, *pm, args);
     printJson(std::move(document));
     return 0;
@@ -252,13 +272,22 @@ int runCompile(const ParsedArgs &args) {
     std::cout << " at " << plan.precision
               << (target.precisionReason().empty() ? "" : " (" + target.precisionReason() + ")");
   std::cout << ": " << plan.steps.size() << " steps, " << formatBytes(int64_t(constantBytes))
-            << " of constants -> " << output;
+            << " of constants";
+  if (!plan.cachePairs.empty())
+    std::cout << ", " << plan.cachePairs.size() << " KV cache pair"
+              << (plan.cachePairs.size() == 1 ? "" : "s") << " in place";
+  std::cout << " -> " << output;
+  if (!sizeError)
+    std::cout << " (" << formatBytes(outputBytes) << ")";
   if (request.kind == ArtifactRequest::Kind::SharedLibrary)
     std::cout << ", " << request.headerPath;
   char timing[32];
-  std::snprintf(timing, sizeof timing, " (%.2f s)\n", seconds);
+  std::snprintf(timing, sizeof timing, " in %.2f s\n", seconds);
   std::cout << timing;
-  printCachePairs(plan, args.has("explain"));
+  bool verbose = args.has("verbose");
+  if (verbose && !plan.cpuFeatures.empty())
+    std::cout << "CPU features the code needs: " << cpuFeatureList(plan) << "\n";
+  printCachePairs(plan, verbose || args.has("explain"), args.has("explain"));
   return 0;
 }
 
