@@ -126,7 +126,8 @@ std::string table() {
       << "- **opsets**: the opsets of the domain a model may declare for this op. ai.onnx models "
          "of opsets "
       << kOldestOnnxOpset << " to " << kMinOnnxOpset - 1 << " are converted to opset "
-      << kMinOnnxOpset << " on import (`frontend/OpsetConversion.cpp`) and are supported "
+      << kMinOnnxOpset
+      << " on import (`frontend/OpsetConversion.cpp`) and are supported "
          "wherever the op is at "
       << kMinOnnxOpset << ".\n"
       << "- **versions**: the op versions whose forms the importer tells apart (a node uses "
