@@ -136,6 +136,17 @@ def test_interrupt_leaves_no_file(mlp, tmp_path, stage, occurrence):
     assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("stage,occurrence", [("optimize", 2), ("codegen", 2)])
+def test_interrupt_stops_the_jit_inside_llvm(mlp, stage, occurrence):
+    """The JIT makes its machine code inside ORC's lookup: stopping there throws no model out."""
+    progress, seen = _stop_at(stage, occurrence, "raise")
+    with pytest.raises(KeyboardInterrupt):
+        onnxc.compile(mlp, progress=progress)
+    assert len(seen) == occurrence
+    model = onnxc.compile(mlp, progress=False)  # the process's LLVM state is still sound
+    assert model(np.ones((1, 32), np.float32)).shape == (1, 16)
+
+
 @pytest.mark.parametrize("output", [False, True])
 def test_ctrl_c_stops_the_compile(mlp, tmp_path, output):
     """SIGINT while the compiler runs without the GIL: the driver sees it at its next step."""
