@@ -76,7 +76,7 @@ std::string modelNameForOutput(const std::string &outputPath) {
 }
 
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
-                        const std::string &modelName) {
+                        const std::string &modelName, const ProgressCallback &progress) {
   checkCompilableShapes(graph);
   LoweredModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
@@ -94,6 +94,7 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   options.integerGemm = chooseIntegerGemmIsa(target);
   if (target.precision() == Precision::Bf16)
     options.bf16Gemm = chooseBf16GemmIsa(target);
+  options.progress = progress;
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
   model.plan.onnxcVersion = ONNXC_VERSION;
@@ -102,43 +103,50 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   return model;
 }
 
-std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target) {
-  LoweredModel model = lowerModel(graph, target);
-  return compileModelJit(std::move(model.module), std::move(model.context), target, model.accessor);
+std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target,
+                                          const ProgressCallback &progress) {
+  LoweredModel model = lowerModel(graph, target, "", progress);
+  std::unique_ptr<JitModel> jit = compileModelJit(std::move(model.module), std::move(model.context),
+                                                  target, model.accessor, progress);
+  notifyProgress(progress, {CompileStage::Done, "", 1, 1});
+  return jit;
 }
 
 ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
-                               const ArtifactRequest &request) {
+                               const ArtifactRequest &request, const ProgressCallback &progress) {
   std::string name =
       request.modelName.empty() ? modelNameForOutput(request.outputPath) : request.modelName;
   if (!isValidModelName(name))
     fail("model name '", name, "' is not a C identifier (letters, digits and '_', not starting ",
          "with a digit)");
-  LoweredModel model = lowerModel(graph, target, name);
+  LoweredModel model = lowerModel(graph, target, name, progress);
   using Kind = ArtifactRequest::Kind;
   switch (request.kind) {
   case Kind::Object:
-    emitModule(*model.module, target, EmitKind::Object, request.outputPath);
+    emitModule(*model.module, target, EmitKind::Object, request.outputPath, progress);
     break;
   case Kind::Assembly:
-    emitModule(*model.module, target, EmitKind::Assembly, request.outputPath);
+    emitModule(*model.module, target, EmitKind::Assembly, request.outputPath, progress);
     break;
   case Kind::LlvmIr:
-    emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath);
+    emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath, progress);
     break;
   case Kind::LlvmIrUnoptimized:
-    emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath);
+    emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath, progress);
     break;
   case Kind::SharedLibrary: {
     // The object goes next to the library (same file system, so a partially
     // written library never replaces a good one mid-way) and is removed after.
     TemporaryFile object{request.outputPath + ".tmp" + std::to_string(getpid()) + ".o"};
     try {
-      emitModule(*model.module, target, EmitKind::Object, object.path);
+      emitModule(*model.module, target, EmitKind::Object, object.path, progress);
     } catch (const Error &error) {
       // The temporary object is ours, not the user's: name the library.
       fail("cannot write '", request.outputPath, "' (its intermediate object: ", error.what(), ")");
     }
+    // The last point to stop: lld writes the library whole or not at all,
+    // and the header follows at once.
+    reportProgress(progress, {CompileStage::Link, request.outputPath, 0, 1});
     linkSharedLibrary(
         {object.path, request.outputPath, {model.accessor, GenericDescriptorAccessor}, "", ""});
     std::string header = request.headerPath;
@@ -150,6 +158,10 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     break;
   }
   }
+  std::error_code error;
+  uintmax_t bytes = std::filesystem::file_size(request.outputPath, error);
+  notifyProgress(progress,
+                 {CompileStage::Done, request.outputPath, 1, 1, error ? 0 : int64_t(bytes)});
   return std::move(model.plan);
 }
 

@@ -86,8 +86,8 @@ private:
     case IntegerGemmIsa::AvxVnni:
     case IntegerGemmIsa::Avx512Vnni:
     case IntegerGemmIsa::Amx: {
-      llvm::Function *vnni = llvm::Intrinsic::getDeclaration(
-          &module(), llvm::Intrinsic::x86_avx512_vpdpbusd_256);
+      llvm::Function *vnni =
+          llvm::Intrinsic::getDeclaration(&module(), llvm::Intrinsic::x86_avx512_vpdpbusd_256);
       llvm::FunctionType *type = vnni->getFunctionType();
       return b_.CreateCall(vnni, {sum, b_.CreateBitCast(weights, type->getParamType(1)),
                                   b_.CreateBitCast(codes, type->getParamType(2))});
@@ -151,8 +151,8 @@ private:
   void emitGroup(llvm::Value *firstPanel, int64_t count) {
     std::vector<llvm::Value *> panelRecords;
     for (int64_t p = 0; p < count; ++p)
-      panelRecords.push_back(byteAt(
-          packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
+      panelRecords.push_back(
+          byteAt(packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
     std::vector<llvm::Value *> totals(size_t(count * spec_.rows),
                                       llvm::Constant::getNullValue(floats_));
     totals = countedLoop(b_, i64(0), i64(blocks_), 1, totals,
@@ -187,9 +187,9 @@ private:
         high.push_back(b_.CreateVectorSplat(kPanel, load(b_.getInt32Ty(), byteAt(row, i64(4)))));
       }
       for (int64_t p = 0; p < count; ++p) {
-        llvm::Value *v = load(
-            bytes_, byteAt(records[size_t(p)],
-                           b_.CreateAdd(i64(kPanel * 5), b_.CreateMul(group, i64(32)))));
+        llvm::Value *v =
+            load(bytes_, byteAt(records[size_t(p)],
+                                b_.CreateAdd(i64(kPanel * 5), b_.CreateMul(group, i64(32)))));
         llvm::Value *lo = b_.CreateAnd(v, lowNibbles);
         auto *halves = llvm::FixedVectorType::get(b_.getInt16Ty(), 16);
         llvm::Value *hi = b_.CreateAnd(
@@ -227,15 +227,15 @@ private:
       llvm::Value *zero =
           b_.CreateUIToFP(load(zeroType, byteAt(records[size_t(p)], i64(kPanel * 4))), floats_);
       for (int64_t r = 0; r < rows; ++r) {
-        llvm::Value *header = byteAt(
-            xq_, b_.CreateAdd(b_.CreateMul(block, i64(8)), i64(r * rowBytes_)));
+        llvm::Value *header =
+            byteAt(xq_, b_.CreateAdd(b_.CreateMul(block, i64(8)), i64(r * rowBytes_)));
         llvm::Value *rowScale = load(b_.getFloatTy(), header);
         llvm::Value *codeSum = load(b_.getFloatTy(), byteAt(header, i64(4)));
         // dot − zp · Σ codes: both exact integers below 2^24.
-        llvm::Value *exact = b_.CreateIntrinsic(
-            llvm::Intrinsic::fma, {floats_},
-            {b_.CreateFNeg(zero), b_.CreateVectorSplat(kPanel, codeSum),
-             b_.CreateSIToFP(acc[size_t(p * rows + r)], floats_)});
+        llvm::Value *exact =
+            b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_},
+                               {b_.CreateFNeg(zero), b_.CreateVectorSplat(kPanel, codeSum),
+                                b_.CreateSIToFP(acc[size_t(p * rows + r)], floats_)});
         llvm::Value *both = b_.CreateFMul(scale, b_.CreateVectorSplat(kPanel, rowScale));
         llvm::Value *&total = next[size_t(p * rows + r)];
         total = b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {both, exact, total});
@@ -250,11 +250,11 @@ private:
     std::vector<llvm::Constant *> laneIndex;
     for (int lane = 0; lane < kPanel; ++lane)
       laneIndex.push_back(b_.getInt32(lane));
-    llvm::Value *mask = b_.CreateICmpSLT(llvm::ConstantVector::get(laneIndex),
-                                         b_.CreateVectorSplat(kPanel, valid));
+    llvm::Value *mask =
+        b_.CreateICmpSLT(llvm::ConstantVector::get(laneIndex), b_.CreateVectorSplat(kPanel, valid));
     for (int64_t r = 0; r < spec_.rows; ++r) {
-      llvm::Value *address = b_.CreateInBoundsGEP(
-          b_.getFloatTy(), y_, b_.CreateAdd(column, b_.CreateMul(i64(r), ldy_)));
+      llvm::Value *address = b_.CreateInBoundsGEP(b_.getFloatTy(), y_,
+                                                  b_.CreateAdd(column, b_.CreateMul(i64(r), ldy_)));
       b_.CreateMaskedStore(totals[size_t(p * spec_.rows + r)], address, llvm::Align(4), mask);
     }
   }
@@ -283,8 +283,8 @@ llvm::Function *declare(llvm::Module &module, const std::string &name,
 
 std::string int4Int8GemvKernelName(const Int4Int8GemvSpec &spec) {
   std::ostringstream name;
-  name << "int4_int8_gemv_k" << spec.k << "_n" << spec.n << "_b" << spec.block << "_r"
-       << spec.rows << "_" << integerGemmIsaName(spec.isa);
+  name << "int4_int8_gemv_k" << spec.k << "_n" << spec.n << "_b" << spec.block << "_r" << spec.rows
+       << "_" << integerGemmIsaName(spec.isa);
   return name.str();
 }
 
@@ -299,9 +299,8 @@ llvm::Function *emitInt4Int8Gemv(llvm::Module &module, const Int4Int8GemvSpec &s
     return existing;
   llvm::Type *ptr = llvm::PointerType::getUnqual(module.getContext());
   llvm::Type *i64 = llvm::Type::getInt64Ty(module.getContext());
-  llvm::Function *function =
-      declare(module, spec.name, {ptr, ptr, ptr, i64, i64, i64},
-              {"xq", "packed", "y", "ldy", "panelBegin", "panelEnd"});
+  llvm::Function *function = declare(module, spec.name, {ptr, ptr, ptr, i64, i64, i64},
+                                     {"xq", "packed", "y", "ldy", "panelBegin", "panelEnd"});
   Int4Int8Body(*function, spec).emit(function->getArg(4), function->getArg(5));
   return function;
 }

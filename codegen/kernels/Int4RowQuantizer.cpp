@@ -27,40 +27,38 @@ std::vector<llvm::Value *> loop(llvm::IRBuilder<> &b, int64_t begin, llvm::Value
 }
 
 /// One block [begin, end) of a row: writes its codes and header.
-void quantizeBlock(llvm::IRBuilder<> &b, llvm::Value *row, llvm::Value *codes,
-                   llvm::Value *header, int64_t count, int64_t padded) {
+void quantizeBlock(llvm::IRBuilder<> &b, llvm::Value *row, llvm::Value *codes, llvm::Value *header,
+                   int64_t count, int64_t padded) {
   llvm::Type *f32 = b.getFloatTy();
   auto at = [&](llvm::Value *i) { return b.CreateInBoundsGEP(f32, row, i); };
   llvm::Value *zero = llvm::ConstantFP::get(f32, 0.0);
-  llvm::Value *absMax = loop(b, 0, b.getInt64(count), {zero},
-                             [&](llvm::Value *i, llvm::ArrayRef<llvm::Value *> carried) {
-                               llvm::Value *magnitude = b.CreateUnaryIntrinsic(
-                                   llvm::Intrinsic::fabs, b.CreateLoad(f32, at(i)));
-                               // max as the evaluator's std::max (a NaN is skipped).
-                               llvm::Value *larger = b.CreateFCmpOGT(magnitude, carried[0]);
-                               return std::vector<llvm::Value *>{
-                                   b.CreateSelect(larger, magnitude, carried[0])};
-                             })[0];
+  llvm::Value *absMax = loop(
+      b, 0, b.getInt64(count), {zero}, [&](llvm::Value *i, llvm::ArrayRef<llvm::Value *> carried) {
+        llvm::Value *magnitude =
+            b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b.CreateLoad(f32, at(i)));
+        // max as the evaluator's std::max (a NaN is skipped).
+        llvm::Value *larger = b.CreateFCmpOGT(magnitude, carried[0]);
+        return std::vector<llvm::Value *>{b.CreateSelect(larger, magnitude, carried[0])};
+      })[0];
   llvm::Value *limit = llvm::ConstantFP::get(f32, 127.0);
-  llvm::Value *inverse = b.CreateSelect(b.CreateFCmpOEQ(absMax, zero), zero,
-                                        b.CreateFDiv(limit, absMax));
-  llvm::Value *sum = loop(b, 0, b.getInt64(count), {b.getInt32(0)},
-                          [&](llvm::Value *i, llvm::ArrayRef<llvm::Value *> carried) {
-                            llvm::Value *scaled = b.CreateFMul(b.CreateLoad(f32, at(i)), inverse);
-                            llvm::Value *rounded =
-                                b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, scaled);
-                            llvm::Value *clamped = b.CreateBinaryIntrinsic(
-                                llvm::Intrinsic::minnum,
-                                b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, rounded,
-                                                        llvm::ConstantFP::get(f32, -128.0)),
-                                limit);
-                            llvm::Value *code = b.CreateSelect(
-                                b.CreateFCmpUNO(scaled, scaled), b.getInt32(0),
-                                b.CreateFPToSI(clamped, b.getInt32Ty()));
-                            b.CreateStore(b.CreateTrunc(code, b.getInt8Ty()),
-                                          b.CreateInBoundsGEP(b.getInt8Ty(), codes, i));
-                            return std::vector<llvm::Value *>{b.CreateAdd(carried[0], code)};
-                          })[0];
+  llvm::Value *inverse =
+      b.CreateSelect(b.CreateFCmpOEQ(absMax, zero), zero, b.CreateFDiv(limit, absMax));
+  llvm::Value *sum =
+      loop(b, 0, b.getInt64(count), {b.getInt32(0)},
+           [&](llvm::Value *i, llvm::ArrayRef<llvm::Value *> carried) {
+             llvm::Value *scaled = b.CreateFMul(b.CreateLoad(f32, at(i)), inverse);
+             llvm::Value *rounded = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, scaled);
+             llvm::Value *clamped = b.CreateBinaryIntrinsic(
+                 llvm::Intrinsic::minnum,
+                 b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, rounded,
+                                         llvm::ConstantFP::get(f32, -128.0)),
+                 limit);
+             llvm::Value *code = b.CreateSelect(b.CreateFCmpUNO(scaled, scaled), b.getInt32(0),
+                                                b.CreateFPToSI(clamped, b.getInt32Ty()));
+             b.CreateStore(b.CreateTrunc(code, b.getInt8Ty()),
+                           b.CreateInBoundsGEP(b.getInt8Ty(), codes, i));
+             return std::vector<llvm::Value *>{b.CreateAdd(carried[0], code)};
+           })[0];
   for (int64_t i = count; i < padded; ++i)
     b.CreateStore(b.getInt8(0), b.CreateInBoundsGEP(b.getInt8Ty(), codes, b.getInt64(i)));
   b.CreateStore(b.CreateFDiv(absMax, limit), header);
@@ -91,14 +89,15 @@ llvm::Function *emitInt4RowQuantizer(llvm::Module &module, const std::string &na
       b, CountedLoopShape{}, function->getArg(3), function->getArg(4), 1, {},
       [&](llvm::Value *r, llvm::ArrayRef<llvm::Value *>) {
         llvm::Value *row = b.CreateInBoundsGEP(b.getFloatTy(), x, b.CreateMul(r, ldx));
-        llvm::Value *out = b.CreateInBoundsGEP(b.getInt8Ty(), xq, b.CreateMul(r, b.getInt64(rowBytes)));
+        llvm::Value *out =
+            b.CreateInBoundsGEP(b.getInt8Ty(), xq, b.CreateMul(r, b.getInt64(rowBytes)));
         // Whole blocks in a loop, then the partial last one.
         auto block_ = [&](llvm::Value *blk, int64_t count) {
           quantizeBlock(
               b, b.CreateInBoundsGEP(b.getFloatTy(), row, b.CreateMul(blk, b.getInt64(block))),
-              b.CreateInBoundsGEP(b.getInt8Ty(), out,
-                                  b.CreateAdd(b.getInt64(blocks * 8),
-                                              b.CreateMul(blk, b.getInt64(padded)))),
+              b.CreateInBoundsGEP(
+                  b.getInt8Ty(), out,
+                  b.CreateAdd(b.getInt64(blocks * 8), b.CreateMul(blk, b.getInt64(padded)))),
               b.CreateInBoundsGEP(b.getInt8Ty(), out, b.CreateMul(blk, b.getInt64(8))), count,
               padded);
         };

@@ -156,7 +156,9 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   context.setIntegerGemmIsa(options.integerGemm);
   context.setBf16GemmIsa(options.bf16Gemm);
   plan.precision = options.bf16Gemm ? "bf16" : "f32";
+  int64_t position = 0;
   for (const Node *node : order) {
+    ++position;
     if (context.isClaimed(*node))
       continue;
     bool used = graph.isOutput(node->result(0));
@@ -164,6 +166,8 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
       used = used || result->hasUses() || graph.isOutput(result);
     if (!used)
       continue; // dead code the pipeline did not remove (e.g. at -O0)
+    reportProgress(options.progress, {CompileStage::Lower, std::string(opName(node->kind())),
+                                      position - 1, int64_t(order.size())});
     withSizeContext(node->describe(), [&] {
       lower::opLowerings().lowerings[unsigned(node->kind())](context, *node);
     });

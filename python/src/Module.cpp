@@ -11,6 +11,7 @@
 #include "python/src/Compile.h"
 #include "python/src/Generate.h"
 #include "python/src/ModelRunner.h"
+#include "python/src/Progress.h"
 
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
@@ -194,27 +195,39 @@ void bindCompilers(nb::module_ &m) {
       "compile_jit",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         int threads) {
+         int threads, nb::object progress) {
+        PythonProgress watcher(std::move(progress));
         std::unique_ptr<onnxc::JitModel> jit;
-        {
+        try {
           nb::gil_scoped_release release;
           jit = compileJit(pipeline(path, optLevel, passes),
-                           TargetOptions{cpu, attributes, precision});
+                           TargetOptions{cpu, attributes, precision}, watcher.callback());
+        } catch (const Interrupted &) {
+          watcher.raiseInterrupted();
         }
+        watcher.raisePending();
         return std::make_unique<ModelRunner>(std::move(jit), threads);
       },
-      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a);
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a,
+      "progress"_a = nb::none());
   m.def(
       "compile_library",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         const std::string &output, const std::string &header) {
-        nb::gil_scoped_release release;
-        compileLibrary(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes, precision},
-                       output, header);
+         const std::string &output, const std::string &header, nb::object progress) {
+        PythonProgress watcher(std::move(progress));
+        try {
+          nb::gil_scoped_release release;
+          compileLibrary(pipeline(path, optLevel, passes),
+                         TargetOptions{cpu, attributes, precision}, output, header,
+                         watcher.callback());
+        } catch (const Interrupted &) {
+          watcher.raiseInterrupted();
+        }
+        watcher.raisePending();
       },
       "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "output"_a,
-      "header"_a);
+      "header"_a, "progress"_a = nb::none());
   m.def(
       "load",
       [](const std::string &path, int threads, bool checkCpu) {

@@ -19,6 +19,7 @@
 #include "tools/onnxc/BenchProfile.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
+#include "tools/onnxc/ProgressLine.h"
 
 #include <algorithm>
 #include <atomic>
@@ -312,7 +313,8 @@ int runBench(const ParsedArgs &args) {
     pm = buildPipeline(args, "bench", PrintOptions(), 3);
     std::unique_ptr<Graph> optimized = loadModel(path);
     runPipeline(*pm, *optimized, args);
-    runnable = compileModelInProcess(std::move(optimized), target);
+    runnable =
+        compileModelInProcess(std::move(optimized), target, ProgressLine::instance().callback());
   }
   const onnxc_model_descriptor *model = runnable.descriptor;
   const Graph &graph = *runnable.graph;

@@ -40,9 +40,8 @@ void quantizeRow(const float *x, int64_t k, int64_t block, std::vector<int8_t> &
     scales.push_back(absMax / 127.0f);
     for (int64_t i = begin; i < end; ++i) {
       const float scaled = x[i] * inverse;
-      codes.push_back(int8_t(std::isnan(scaled)
-                                 ? 0.0f
-                                 : std::clamp(std::nearbyint(scaled), -128.0f, 127.0f)));
+      codes.push_back(
+          int8_t(std::isnan(scaled) ? 0.0f : std::clamp(std::nearbyint(scaled), -128.0f, 127.0f)));
     }
   }
 }
@@ -104,8 +103,8 @@ TEST(CodegenInt4Int8Gemv, MatchesExactIntegerDotProducts) {
   std::vector<Case> cases;
   for (int64_t block : {16, 32, 128})
     for (int64_t k : {block, 2 * block + 8})
-      cases.push_back({k, block == 32 ? 21 : 40, block, 1 + k % 4, k % 3 ? DType::U4 : DType::I4,
-                       block != 16});
+      cases.push_back(
+          {k, block == 32 ? 21 : 40, block, 1 + k % 4, k % 3 ? DType::U4 : DType::I4, block != 16});
   for (int64_t rows = 1; rows <= kMaxInt4Int8GemvRows; ++rows)
     cases.push_back({96, 27, 32, rows, rows % 2 ? DType::I4 : DType::U4, rows > 2});
   cases.push_back({256, 64, 64, 1, DType::U4, true, 3, 6});
@@ -117,8 +116,9 @@ TEST(CodegenInt4Int8Gemv, MatchesExactIntegerDotProducts) {
       Int4Int8GemvSpec spec{"", c.k, c.n, c.block, c.rows, isa};
       spec.name = int4Int8GemvKernelName(spec);
       emitInt4Int8Gemv(module, spec);
-      emitInt4RowQuantizer(module, "quantize_k" + std::to_string(c.k) + "_b" + std::to_string(c.block),
-                           c.k, c.block);
+      emitInt4RowQuantizer(module,
+                           "quantize_k" + std::to_string(c.k) + "_b" + std::to_string(c.block), c.k,
+                           c.block);
     }
   jit.compile();
 
