@@ -22,10 +22,10 @@
 #include "PeakFlops.h"
 
 #include "codegen/KernelJit.h"
+#include "codegen/TargetSelection.h"
 #include "codegen/kernels/GemvEmitter.h"
 #include "codegen/kernels/Int4Gemv.h"
 #include "codegen/kernels/Int4Int8Gemv.h"
-#include "codegen/TargetSelection.h"
 
 #include <immintrin.h>
 
@@ -155,14 +155,14 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
       double(quarter * 4), runs);
 
   // The int8-activation kernel on its own packing of the same weights.
-  const std::vector<uint8_t> oneInt8 = packInt4Int8GemvWeights(
-      w.data(), DType::U4, scales.data(), zeros.data(), s.k, s.n, kBlock);
+  const std::vector<uint8_t> oneInt8 =
+      packInt4Int8GemvWeights(w.data(), DType::U4, scales.data(), zeros.data(), s.k, s.n, kBlock);
   const double int8Bytes = double(oneInt8.size());
   const int64_t int8Copies = std::max<int64_t>(1, int64_t(mib * (1 << 20) / int8Bytes));
   const std::vector<uint8_t> allInt8 = replicate(oneInt8, int8Copies);
   std::vector<uint8_t> xq(size_t(int4Int8RowBytes(s.k, kBlock)));
-  jit.lookup<Int4RowQuantizeFn>("quantize_" + std::to_string(s.k) + "x" + std::to_string(s.n))(x.data(), s.k, xq.data(), 0,
-                                                                     1);
+  jit.lookup<Int4RowQuantizeFn>("quantize_" + std::to_string(s.k) + "x" +
+                                std::to_string(s.n))(x.data(), s.k, xq.data(), 0, 1);
   Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
   auto *int8 = jit.lookup<Int4Int8GemvFn>(int4Int8GemvKernelName(int8Spec));
   next = 0;
@@ -243,7 +243,8 @@ int main(int argc, char **argv) {
     Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
     int8Spec.name = int4Int8GemvKernelName(int8Spec);
     emitInt4Int8Gemv(module, int8Spec);
-    emitInt4RowQuantizer(module, "quantize_" + std::to_string(s.k) + "x" + std::to_string(s.n), s.k, kBlock);
+    emitInt4RowQuantizer(module, "quantize_" + std::to_string(s.k) + "x" + std::to_string(s.n), s.k,
+                         kBlock);
     emitPackedGemv(module,
                    PackedGemvSpec{"f32_gemv_" + std::to_string(s.k) + "x" + std::to_string(s.n),
                                   s.k, s.n, lanes, false});

@@ -151,10 +151,10 @@ TEST(Pipelines, Levels) {
     addOptimizationPipeline(pm, level);
     std::vector<std::string> expected;
     // QDQ graphs' rewrites come before any folding (fold-constants would
-    // fold the quantized weights' DequantizeLinear).
+    // fold the quantized weights' DequantizeLinear), int4 weights first.
     if (level > 1)
-      expected = {"fuse-static-quantized-matmul", "fuse-static-quantized-conv", "sink-dequantize",
-                  "expand-fake-quantize"};
+      expected = {"fuse-block-quantized-matmul", "fuse-static-quantized-matmul",
+                  "fuse-static-quantized-conv", "sink-dequantize", "expand-fake-quantize"};
     if (level > 0)
       expected.insert(expected.end(), {"fold-constants", "inline-constant-if",
                                        "fold-channel-affine", "remove-identity", "simplify-casts",
