@@ -69,8 +69,8 @@ void AddedTokenMatcher::split(Piece piece, std::vector<Piece> &out) const {
   size_t pos = 0;
   auto emitText = [&](size_t begin, size_t end) {
     if (begin < end)
-      out.push_back({std::string(text.substr(begin, end - begin)), -1,
-                     piece.atStart && begin == 0});
+      out.push_back(
+          {std::string(text.substr(begin, end - begin)), -1, piece.atStart && begin == 0});
   };
   while (pos < text.size()) {
     size_t length = 0;

@@ -258,7 +258,8 @@ std::unique_ptr<Model> makeBpeModel(const JsonObject &object, const std::string 
     fail(where, ": unk_token '", *options.unkToken, "' is not in the vocabulary");
 
   const JsonArray &list = expectArray(requireField(object, "merges", where), where + ".merges");
-  size_t prefixLength = options.continuingSubwordPrefix ? options.continuingSubwordPrefix->size() : 0;
+  size_t prefixLength =
+      options.continuingSubwordPrefix ? options.continuingSubwordPrefix->size() : 0;
   std::unordered_map<uint64_t, MergeTarget> merges;
   merges.reserve(list.size());
   for (size_t rank = 0; rank < list.size(); ++rank) {

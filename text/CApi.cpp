@@ -65,8 +65,8 @@ onnxc_tokenizer *onnxc_tokenizer_create_from_json(const char *json, size_t lengt
   return guarded<onnxc_tokenizer *>(nullptr, [&] {
     if (length > 0)
       requirePointer(json, "json", "onnxc_tokenizer_create_from_json");
-    return new onnxc_tokenizer{
-        onnxc::text::tokenizerFromJson(std::string_view(json ? json : "", length), "tokenizer.json")};
+    return new onnxc_tokenizer{onnxc::text::tokenizerFromJson(
+        std::string_view(json ? json : "", length), "tokenizer.json")};
   });
 }
 

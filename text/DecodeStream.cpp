@@ -23,8 +23,8 @@ size_t commonPrefix(const std::string &a, const std::string &b) {
 std::string DecodeStream::push(uint32_t id) {
   ids_.push_back(id);
   std::span<const uint32_t> all(ids_);
-  std::string before =
-      tokenizer_.decode(all.subspan(prefixOffset_, readOffset_ - prefixOffset_), skipSpecialTokens_);
+  std::string before = tokenizer_.decode(all.subspan(prefixOffset_, readOffset_ - prefixOffset_),
+                                         skipSpecialTokens_);
   std::string after = tokenizer_.decode(all.subspan(prefixOffset_), skipSpecialTokens_);
   if (after.size() <= before.size() || endsWithReplacement(after))
     return {};
@@ -38,8 +38,8 @@ std::string DecodeStream::finish() {
   if (readOffset_ == ids_.size())
     return {};
   std::span<const uint32_t> all(ids_);
-  std::string before =
-      tokenizer_.decode(all.subspan(prefixOffset_, readOffset_ - prefixOffset_), skipSpecialTokens_);
+  std::string before = tokenizer_.decode(all.subspan(prefixOffset_, readOffset_ - prefixOffset_),
+                                         skipSpecialTokens_);
   std::string after = tokenizer_.decode(all.subspan(prefixOffset_), skipSpecialTokens_);
   prefixOffset_ = readOffset_ = ids_.size();
   return after.substr(commonPrefix(before, after));

@@ -92,9 +92,9 @@ private:
   /// BERT's clean_up_tokenization.
   static std::string cleanup(const std::string &text) {
     static const std::pair<const char *, const char *> kRules[] = {
-        {" .", "."},       {" ?", "?"},     {" !", "!"},     {" ,", ","},
-        {" ' ", "'"},      {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
-        {" 's", "'s"},     {" 've", "'ve"}, {" 're", "'re"}};
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     std::string out = text;
     for (const auto &[from, to] : kRules)
       out = Pattern::literal(from).replaceAll(out, to);
@@ -110,8 +110,8 @@ public:
       : replacement_(std::move(replacement)), stripFirst_(stripFirst) {}
   void decodeChain(std::vector<std::string> &tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = Pattern::literal(replacement_).replaceAll(tokens[i],
-                                                            i == 0 && stripFirst_ ? "" : " ");
+      tokens[i] =
+          Pattern::literal(replacement_).replaceAll(tokens[i], i == 0 && stripFirst_ ? "" : " ");
   }
 
 private:
@@ -262,8 +262,7 @@ std::unique_ptr<Decoder> makeStripDecoder(const JsonObject &object, const std::s
   auto count = [&](std::string_view key) {
     return static_cast<size_t>(std::max<int64_t>(0, optionalInteger(object, key, 0, where)));
   };
-  return std::make_unique<StripDecoder>(nextCodePoint(content, pos), count("start"),
-                                        count("stop"));
+  return std::make_unique<StripDecoder>(nextCodePoint(content, pos), count("start"), count("stop"));
 }
 
 } // namespace

@@ -31,8 +31,7 @@ int64_t expectInteger(const JsonValue &value, const std::string &where);
 /// The field `key` of `object`; a missing field throws.
 const JsonValue &requireField(const JsonObject &object, std::string_view key,
                               const std::string &where);
-std::string requireString(const JsonObject &object, std::string_view key,
-                          const std::string &where);
+std::string requireString(const JsonObject &object, std::string_view key, const std::string &where);
 /// A string field that may be absent or null.
 std::optional<std::string> optionalString(const JsonObject &object, std::string_view key,
                                           const std::string &where);

@@ -30,8 +30,8 @@ std::optional<Padding> readPadding(const JsonValue &value, const std::string &wh
   } else if (expectString(strategy, where + ".strategy") != "BatchLongest") {
     fail(where, ".strategy: expected \"BatchLongest\" or {\"Fixed\": N}");
   }
-  padding.multipleOf =
-      static_cast<size_t>(std::max<int64_t>(0, optionalInteger(object, "pad_to_multiple_of", 0, where)));
+  padding.multipleOf = static_cast<size_t>(
+      std::max<int64_t>(0, optionalInteger(object, "pad_to_multiple_of", 0, where)));
   padding.padId = static_cast<uint32_t>(optionalInteger(object, "pad_id", 0, where));
   padding.onLeft = optionalString(object, "direction", where).value_or("Right") == "Left";
   return padding;

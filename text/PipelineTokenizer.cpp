@@ -144,8 +144,7 @@ std::vector<uint32_t> PipelineTokenizer::encode(std::string_view text, bool addS
   return ids;
 }
 
-std::string PipelineTokenizer::decode(std::span<const uint32_t> ids,
-                                      bool skipSpecialTokens) const {
+std::string PipelineTokenizer::decode(std::span<const uint32_t> ids, bool skipSpecialTokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (uint32_t id : ids) {

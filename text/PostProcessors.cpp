@@ -90,8 +90,7 @@ std::unique_ptr<PostProcessor> wrapWith(uint32_t first, uint32_t last) {
 std::unique_ptr<PostProcessor> makeTemplate(const JsonObject &object, const std::string &where) {
   const JsonObject &specials =
       expectObject(requireField(object, "special_tokens", where), where + ".special_tokens");
-  const JsonArray &single =
-      expectArray(requireField(object, "single", where), where + ".single");
+  const JsonArray &single = expectArray(requireField(object, "single", where), where + ".single");
   std::vector<TemplateItem> items;
   for (size_t i = 0; i < single.size(); ++i) {
     std::string at = where + ".single[" + std::to_string(i) + "]";
@@ -105,8 +104,8 @@ std::unique_ptr<PostProcessor> makeTemplate(const JsonObject &object, const std:
       if (!entry)
         fail(at, ": special token '", name, "' is not in special_tokens");
       std::string entryAt = where + ".special_tokens['" + name + "']";
-      const JsonArray &ids = expectArray(requireField(expectObject(*entry, entryAt), "ids", entryAt),
-                                         entryAt + ".ids");
+      const JsonArray &ids = expectArray(
+          requireField(expectObject(*entry, entryAt), "ids", entryAt), entryAt + ".ids");
       for (const JsonValue &id : ids)
         item.ids.push_back(static_cast<uint32_t>(expectInteger(id, entryAt + ".ids")));
     } else {
@@ -119,8 +118,7 @@ std::unique_ptr<PostProcessor> makeTemplate(const JsonObject &object, const std:
 
 } // namespace
 
-std::unique_ptr<PostProcessor> makePostProcessor(const JsonValue &value,
-                                                 const std::string &where) {
+std::unique_ptr<PostProcessor> makePostProcessor(const JsonValue &value, const std::string &where) {
   if (value.kind() == JsonValue::Null)
     return nullptr;
   const JsonObject &object = expectObject(value, where);
@@ -135,8 +133,7 @@ std::unique_ptr<PostProcessor> makePostProcessor(const JsonValue &value,
     const JsonArray &items = expectArray(requireField(object, "processors", where), where);
     std::vector<std::unique_ptr<PostProcessor>> steps;
     for (size_t i = 0; i < items.size(); ++i)
-      if (auto step =
-              makePostProcessor(items[i], where + ".processors[" + std::to_string(i) + "]"))
+      if (auto step = makePostProcessor(items[i], where + ".processors[" + std::to_string(i) + "]"))
         steps.push_back(std::move(step));
     return std::make_unique<SequencePostProcessor>(std::move(steps));
   }

@@ -87,10 +87,9 @@ class ByteLevelPreTokenizer : public PreTokenizer {
 public:
   ByteLevelPreTokenizer(bool addPrefixSpace, bool useRegex) : addPrefixSpace_(addPrefixSpace) {
     if (useRegex)
-      regex_ = std::make_unique<PatternSplit>(Pattern::fromJson(JsonValue(JsonObject{
-                                                                    {"Regex", kGpt2Pattern}}),
-                                                                "ByteLevel"),
-                                              SplitBehavior::Isolated, false);
+      regex_ = std::make_unique<PatternSplit>(
+          Pattern::fromJson(JsonValue(JsonObject{{"Regex", kGpt2Pattern}}), "ByteLevel"),
+          SplitBehavior::Isolated, false);
   }
   void preTokenize(std::vector<Split> &splits) const override {
     if (addPrefixSpace_)
@@ -126,8 +125,8 @@ public:
     for (Split &split : splits) {
       split.text = Pattern::literal(" ").replaceAll(split.text, replacement_);
       bool startsWithReplacement = split.text.compare(0, replacement_.size(), replacement_) == 0;
-      bool prepend = scheme_ == PrependScheme::Always ||
-                     (scheme_ == PrependScheme::First && split.atStart);
+      bool prepend =
+          scheme_ == PrependScheme::Always || (scheme_ == PrependScheme::First && split.atStart);
       if (prepend && !startsWithReplacement)
         split.text.insert(0, replacement_);
     }
@@ -229,14 +228,13 @@ std::unique_ptr<PreTokenizer> makePreTokenizer(const JsonValue &value, const std
   }
   if (type == "Punctuation") {
     std::string behavior = optionalString(object, "behavior", where).value_or("Isolated");
-    return std::make_unique<CharacterSplit>(isBertPunctuation,
-                                            parseSplitBehavior(behavior, where));
+    return std::make_unique<CharacterSplit>(isBertPunctuation, parseSplitBehavior(behavior, where));
   }
   if (type == "Digits") {
     auto isDigit = [](char32_t c) { return c >= '0' && c <= '9'; };
     bool individual = optionalBool(object, "individual_digits", false, where);
-    return std::make_unique<CharacterSplit>(
-        isDigit, individual ? SplitBehavior::Isolated : SplitBehavior::Contiguous);
+    return std::make_unique<CharacterSplit>(isDigit, individual ? SplitBehavior::Isolated
+                                                                : SplitBehavior::Contiguous);
   }
   if (type == "CharDelimiterSplit") {
     char32_t delimiter = singleCharacter(requireString(object, "delimiter", where), where);

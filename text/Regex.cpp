@@ -52,8 +52,7 @@ Regex::Regex(const std::string &pattern, std::string_view where) : pattern_(patt
 
 Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code *>(code_)); }
 
-void Regex::findAll(std::string_view text,
-                    std::vector<std::pair<size_t, size_t>> &matches) const {
+void Regex::findAll(std::string_view text, std::vector<std::pair<size_t, size_t>> &matches) const {
   matches.clear();
   auto *code = static_cast<pcre2_code *>(code_);
   MatchState &state = matchState();

@@ -159,10 +159,9 @@ std::string normalizeUnicode(std::string_view s, NormalForm form) {
     break;
   }
   utf8proc_uint8_t *result = nullptr;
-  utf8proc_ssize_t length =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &result,
-                   static_cast<utf8proc_option_t>(options));
+  utf8proc_ssize_t length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(s.data()),
+                                         static_cast<utf8proc_ssize_t>(s.size()), &result,
+                                         static_cast<utf8proc_option_t>(options));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result, &std::free);
   if (length < 0)
     fail("unicode normalization failed: ", utf8proc_errmsg(length));

@@ -31,8 +31,8 @@ inline char32_t nextCodePoint(std::string_view s, size_t &pos) {
     pos += 3;
     return c;
   }
-  char32_t c = ((b & 0x07) << 18) | ((byte(pos + 1) & 0x3F) << 12) |
-               ((byte(pos + 2) & 0x3F) << 6) | (byte(pos + 3) & 0x3F);
+  char32_t c = ((b & 0x07) << 18) | ((byte(pos + 1) & 0x3F) << 12) | ((byte(pos + 2) & 0x3F) << 6) |
+               (byte(pos + 3) & 0x3F);
   pos += 4;
   return c;
 }

@@ -126,8 +126,9 @@ std::unique_ptr<Model> makeModel(const JsonValue &value, const std::string &wher
   // Files written before "type" was serialized name the model by its fields.
   std::string type = optionalString(object, "type", where).value_or("");
   if (type.empty())
-    type = object.get("merges") ? "BPE" : object.get("continuing_subword_prefix") ? "WordPiece"
-                                                                                  : "";
+    type = object.get("merges")                      ? "BPE"
+           : object.get("continuing_subword_prefix") ? "WordPiece"
+                                                     : "";
   if (type == "BPE")
     return makeBpeModel(object, where);
   if (type == "WordPiece")

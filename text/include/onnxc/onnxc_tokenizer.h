@@ -57,36 +57,42 @@ ONNXC_TOKENIZER_API const char *onnxc_tokenizer_last_error(void);
 /* Loads a tokenizer.json, a .model file or a model folder; NULL on failure. */
 ONNXC_TOKENIZER_API onnxc_tokenizer *onnxc_tokenizer_create(const char *path);
 /* Reads the text of a tokenizer.json; NULL on failure. */
-ONNXC_TOKENIZER_API onnxc_tokenizer *onnxc_tokenizer_create_from_json(const char *json, size_t length);
+ONNXC_TOKENIZER_API onnxc_tokenizer *onnxc_tokenizer_create_from_json(const char *json,
+                                                                      size_t length);
 ONNXC_TOKENIZER_API void onnxc_tokenizer_destroy(onnxc_tokenizer *tokenizer);
 
 /* Encodes `length` bytes of UTF-8 `text` (invalid UTF-8 fails). *ids gets
  * an array to free with onnxc_tokenizer_free_ids (NULL when *count is 0). */
-ONNXC_TOKENIZER_API int onnxc_tokenizer_encode(const onnxc_tokenizer *tokenizer, const char *text, size_t length,
-                           uint32_t flags, int64_t **ids, size_t *count);
+ONNXC_TOKENIZER_API int onnxc_tokenizer_encode(const onnxc_tokenizer *tokenizer, const char *text,
+                                               size_t length, uint32_t flags, int64_t **ids,
+                                               size_t *count);
 ONNXC_TOKENIZER_API void onnxc_tokenizer_free_ids(int64_t *ids);
 
 /* Decodes `count` ids (a negative id fails). *text gets a NUL-terminated
  * UTF-8 string of *length bytes, to free with onnxc_tokenizer_free_text. */
-ONNXC_TOKENIZER_API int onnxc_tokenizer_decode(const onnxc_tokenizer *tokenizer, const int64_t *ids, size_t count,
-                           uint32_t flags, char **text, size_t *length);
+ONNXC_TOKENIZER_API int onnxc_tokenizer_decode(const onnxc_tokenizer *tokenizer, const int64_t *ids,
+                                               size_t count, uint32_t flags, char **text,
+                                               size_t *length);
 ONNXC_TOKENIZER_API void onnxc_tokenizer_free_text(char *text);
 
 /* The id of a token string (added tokens included), or -1. */
-ONNXC_TOKENIZER_API int64_t onnxc_tokenizer_token_to_id(const onnxc_tokenizer *tokenizer, const char *token);
+ONNXC_TOKENIZER_API int64_t onnxc_tokenizer_token_to_id(const onnxc_tokenizer *tokenizer,
+                                                        const char *token);
 /* One past the largest id, or -1 for a NULL tokenizer. */
 ONNXC_TOKENIZER_API int64_t onnxc_tokenizer_vocab_size(const onnxc_tokenizer *tokenizer);
 
 /* Streaming detokenization: push ids one at a time; each push hands out the
  * text they complete, holding back a character split across tokens until it
  * is whole. The tokenizer must outlive the stream. */
-ONNXC_TOKENIZER_API onnxc_token_stream *onnxc_token_stream_create(const onnxc_tokenizer *tokenizer, uint32_t flags);
+ONNXC_TOKENIZER_API onnxc_token_stream *onnxc_token_stream_create(const onnxc_tokenizer *tokenizer,
+                                                                  uint32_t flags);
 /* *text (NUL-terminated, *length bytes, possibly empty) stays valid until the
  * next call on the stream. */
-ONNXC_TOKENIZER_API int onnxc_token_stream_push(onnxc_token_stream *stream, int64_t id, const char **text,
-                            size_t *length);
+ONNXC_TOKENIZER_API int onnxc_token_stream_push(onnxc_token_stream *stream, int64_t id,
+                                                const char **text, size_t *length);
 /* What is left at the end; a partial character comes out as U+FFFD. */
-ONNXC_TOKENIZER_API int onnxc_token_stream_finish(onnxc_token_stream *stream, const char **text, size_t *length);
+ONNXC_TOKENIZER_API int onnxc_token_stream_finish(onnxc_token_stream *stream, const char **text,
+                                                  size_t *length);
 ONNXC_TOKENIZER_API void onnxc_token_stream_destroy(onnxc_token_stream *stream);
 
 #ifdef __cplusplus
