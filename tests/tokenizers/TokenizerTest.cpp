@@ -7,10 +7,10 @@
 // (tests/tokenizers/test_tokenizers.py compares with HF in the normal build).
 //
 //===----------------------------------------------------------------------===//
+#include "text/Tokenizer.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_tokenizer.h"
 #include "text/DecodeStream.h"
-#include "text/Tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -67,10 +67,10 @@ TEST(TokenizerTest, AddedTokensFollowHfRules) {
 }
 
 TEST(TokenizerTest, TruncationAndPaddingAsTheFileSays) {
-  auto tokenizer = tokenizerFromJson(
-      bpeJson(R"("truncation": {"max_length": 3, "direction": "Right"},
+  auto tokenizer =
+      tokenizerFromJson(bpeJson(R"("truncation": {"max_length": 3, "direction": "Right"},
                  "padding": {"strategy": {"Fixed": 5}, "direction": "Right", "pad_id": 0},)"),
-      "limits.json");
+                        "limits.json");
   EXPECT_EQ(tokenizer->encode("a b c a", true), ids({1, 2, 10, 0, 0}));
   EXPECT_EQ(tokenizer->encode("a b c a", true, false), ids({1, 2, 3, 1, 10}));
 }
@@ -78,8 +78,9 @@ TEST(TokenizerTest, TruncationAndPaddingAsTheFileSays) {
 TEST(TokenizerTest, StreamHoldsBackPartialCharacters) {
   std::string json = bpeJson();
   // With a ByteFallback decoder, <0xC3> alone is half of é: nothing comes out until <0xA9>.
-  std::string fallback = json.replace(json.find(R"({"type": "Fuse"})"), 16,
-                                      R"({"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]})");
+  std::string fallback = json.replace(
+      json.find(R"({"type": "Fuse"})"), 16,
+      R"({"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]})");
   auto bytes = tokenizerFromJson(fallback, "fallback.json");
   DecodeStream stream(*bytes, true);
   EXPECT_EQ(stream.push(4), "ab");
@@ -120,9 +121,9 @@ TEST(TokenizerCApiTest, ChecksEveryPointerCountAndFlag) {
   ASSERT_NE(tokenizer, nullptr) << onnxc_tokenizer_last_error();
   int64_t *out = nullptr;
   size_t count = 0;
-  ASSERT_EQ(onnxc_tokenizer_encode(tokenizer, "abc", 3, ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS, &out,
-                                   &count),
-            0);
+  ASSERT_EQ(
+      onnxc_tokenizer_encode(tokenizer, "abc", 3, ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS, &out, &count),
+      0);
   ASSERT_EQ(count, 2u);
   EXPECT_EQ(out[0], 5);
   EXPECT_EQ(out[1], 10);
@@ -145,7 +146,8 @@ TEST(TokenizerCApiTest, ChecksEveryPointerCountAndFlag) {
   EXPECT_STREQ(onnxc_tokenizer_last_error(), "onnxc_tokenizer_encode: unknown flags 0x80");
   int64_t bad[] = {1, -1};
   EXPECT_EQ(onnxc_tokenizer_decode(tokenizer, bad, 2, 0, &text, &length), -1);
-  EXPECT_STREQ(onnxc_tokenizer_last_error(), "onnxc_tokenizer_decode: id -1 at index 1 is out of range");
+  EXPECT_STREQ(onnxc_tokenizer_last_error(),
+               "onnxc_tokenizer_decode: id -1 at index 1 is out of range");
   EXPECT_EQ(onnxc_tokenizer_decode(tokenizer, nullptr, 2, 0, &text, &length), -1);
   EXPECT_EQ(onnxc_tokenizer_token_to_id(tokenizer, "abc"), 5);
   EXPECT_EQ(onnxc_tokenizer_token_to_id(tokenizer, "zzz"), -1);

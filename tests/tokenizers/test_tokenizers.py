@@ -158,7 +158,7 @@ def test_sentencepiece_model(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(hf.training_corpus()[:4000]))
     prefix = str(tmp_path / "tiny")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=prefix, vocab_size=500,
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=prefix, vocab_size=1000,
                                    byte_fallback=True, minloglevel=2)
     reference = spm.SentencePieceProcessor(model_file=prefix + ".model")
     ours = onnxc.Tokenizer(prefix + ".model")
