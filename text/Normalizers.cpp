@@ -215,6 +215,8 @@ std::unique_ptr<Normalizer> makeNormalizer(const JsonValue &value, const std::st
     return std::make_unique<ReplaceNormalizer>(
         Pattern::fromJson(requireField(object, "pattern", where), where + ".pattern"),
         requireString(object, "content", where));
+  if (type == "Precompiled")
+    return makePrecompiledNormalizer(object, where);
   if (type == "Sequence") {
     const JsonArray &items = expectArray(requireField(object, "normalizers", where), where);
     std::vector<std::unique_ptr<Normalizer>> steps;

@@ -118,7 +118,7 @@ def test_errors_are_one_line(built, tmp_path):
     for old, new, message in [
         ('"type": "BertPreTokenizer"', '"type": "UnicodeScripts"', r"pre_tokenizer: unsupported component type 'UnicodeScripts'"),
         ('"type": "WordPiece",', '"type": "Mystery",', r"decoder: unsupported component type 'Mystery'"),
-        ('"type": "BertNormalizer"', '"type": "Precompiled"', r"normalizer: unsupported component type 'Precompiled'"),
+        ('"type": "BertNormalizer"', '"type": "Nmt"', r"normalizer: unsupported component type 'Nmt'"),
     ]:
         assert old in text
         broken = tmp_path / "broken.json"
@@ -152,16 +152,45 @@ def test_command_line(built):
     assert bad.returncode == 2 and "--decode takes comma-separated token ids" in bad.stderr
 
 
-def test_sentencepiece_model(tmp_path):
-    """A SentencePiece .model through libsentencepiece: the same ids as the sentencepiece package."""
+@pytest.fixture(scope="session")
+def sentencepiece_models(work_dir):
+    """A Unigram and a byte-fallback BPE SentencePiece model trained on the test corpus."""
     spm = pytest.importorskip("sentencepiece", reason="the sentencepiece package is not in the venv")
-    corpus = tmp_path / "corpus.txt"
+    corpus = work_dir / "spm-corpus.txt"
     corpus.write_text("\n".join(hf.training_corpus()[:4000]))
-    prefix = str(tmp_path / "tiny")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=prefix, vocab_size=1000,
-                                   byte_fallback=True, minloglevel=2)
-    reference = spm.SentencePieceProcessor(model_file=prefix + ".model")
-    ours = onnxc.Tokenizer(prefix + ".model")
+    for kind, extra in [("unigram", {}), ("bpe", {"byte_fallback": True})]:
+        spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(work_dir / kind), vocab_size=1000,
+                                       model_type=kind, minloglevel=2, **extra)
+    return {kind: str(work_dir / f"{kind}.model") for kind in ("unigram", "bpe")}
+
+
+CONVERTED = {"t5": ("T5TokenizerFast", "unigram", {"extra_ids": 0}),
+             "xlm-roberta": ("XLMRobertaTokenizerFast", "unigram", {}),
+             "llama-legacy": ("LlamaTokenizerFast", "bpe", {"legacy": True}),
+             "llama": ("LlamaTokenizerFast", "bpe", {"legacy": False, "from_slow": True})}
+
+
+@pytest.mark.parametrize("name", list(CONVERTED))
+def test_transformers_conversions(sentencepiece_models, work_dir, name):
+    """tokenizer.json as transformers 4.40's converters write them from a SentencePiece model:
+    T5 and XLM-R (Unigram, the Precompiled charsmap normalizer), LLaMA (byte-fallback BPE)."""
+    import transformers
+    class_name, kind, options = CONVERTED[name]
+    folder = work_dir / f"converted-{name}"
+    getattr(transformers, class_name)(vocab_file=sentencepiece_models[kind], **options).save_pretrained(str(folder))
+    path = str(folder / "tokenizer.json")
+    reference = HfTokenizer.from_file(path)
+    ours = onnxc.Tokenizer(path)
+    for text in CORPUS + [mixed_document(100_000, seed=5)]:
+        check_text(name, reference, ours, text)
+
+
+@pytest.mark.parametrize("kind", ["unigram", "bpe"])
+def test_sentencepiece_model(sentencepiece_models, kind):
+    """A SentencePiece .model through libsentencepiece: the same ids as the sentencepiece package."""
+    import sentencepiece as spm
+    reference = spm.SentencePieceProcessor(model_file=sentencepiece_models[kind])
+    ours = onnxc.Tokenizer(sentencepiece_models[kind])
     for text in CORPUS:
         assert ours.encode(text, add_special_tokens=False) == reference.encode(text)
         assert ours.encode(text) == [reference.bos_id()] + reference.encode(text)
