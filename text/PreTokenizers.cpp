@@ -231,7 +231,8 @@ std::unique_ptr<PreTokenizer> makePreTokenizer(const JsonValue &value, const std
     return std::make_unique<CharacterSplit>(isBertPunctuation, parseSplitBehavior(behavior, where));
   }
   if (type == "Digits") {
-    auto isDigit = [](char32_t c) { return c >= '0' && c <= '9'; };
+    // Rust's char::is_numeric (Nd, Nl, No): "①" and "٣" are digits too.
+    auto isDigit = [](char32_t c) { return (c >= '0' && c <= '9') || (c >= 0x80 && isNumeric(c)); };
     bool individual = optionalBool(object, "individual_digits", false, where);
     return std::make_unique<CharacterSplit>(isDigit, individual ? SplitBehavior::Isolated
                                                                 : SplitBehavior::Contiguous);

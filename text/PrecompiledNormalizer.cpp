@@ -103,9 +103,8 @@ std::optional<std::string_view> PrecompiledNormalizer::transform(std::string_vie
       if (begin >= replacements_.size())
         return std::nullopt;
       size_t end = replacements_.find('\0', begin);
-      return std::string_view(replacements_).substr(begin, end == std::string::npos
-                                                               ? std::string::npos
-                                                               : end - begin);
+      return std::string_view(replacements_)
+          .substr(begin, end == std::string::npos ? std::string::npos : end - begin);
     }
   }
   return std::nullopt;

@@ -109,6 +109,11 @@ bool isAlphanumeric(char32_t c) {
          (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
 }
 
+bool isNumeric(char32_t c) {
+  utf8proc_category_t cat = category(c);
+  return cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO;
+}
+
 bool isPunctuation(char32_t c) {
   utf8proc_category_t cat = category(c);
   return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;

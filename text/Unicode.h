@@ -55,6 +55,8 @@ void requireUtf8(std::string_view s, std::string_view name);
 bool isWhitespace(char32_t c);
 /// Rust's char::is_alphanumeric (letters and numbers), used by single_word.
 bool isAlphanumeric(char32_t c);
+/// Rust's char::is_numeric: the N* general categories.
+bool isNumeric(char32_t c);
 /// The unicode_categories crate's is_punctuation: the P* general categories.
 bool isPunctuation(char32_t c);
 /// The general categories Cc, Cf, Cs and Co (not Cn, as in HF).

@@ -6,7 +6,8 @@ all-MiniLM-L6-v2 package (conftest.py)."""
 import json
 import random
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 ENGLISH = ("The quick brown fox jumps over the lazy dog. It's what they'd've done, isn't it? "
            "Dr. Smith paid $1,234.56 on 2024-01-15 for 3 items (about 12%).")
@@ -81,6 +82,17 @@ def byte_level_bpe(corpus):
     trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=["<|endoftext|>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     return _train(tok, trainer, corpus)
+
+
+def roberta_style(byte_level):
+    """RoBERTa: a byte-level BPE with add_prefix_space, <s> A </s>, and <mask> taking the space
+    before it (lstrip), single_word tokens and a non-special added word."""
+    tok = Tokenizer.from_str(byte_level.to_str())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.add_special_tokens(["<s>", "</s>", AddedToken("<mask>", lstrip=True, single_word=False)])
+    tok.add_tokens([AddedToken("hello", single_word=True), AddedToken(" world", rstrip=True)])
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+    return tok
 
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -178,9 +190,11 @@ def llama2_style(corpus, metaspace_pre_tokenizer=False):
 def built_tokenizers():
     """name -> HF Tokenizer, every one the tests compare against."""
     corpus = training_corpus()
+    byte_level = byte_level_bpe(corpus)
     return {
         "bpe-whitespace": bpe_whitespace(corpus),
-        "byte-level-bpe": byte_level_bpe(corpus),
+        "byte-level-bpe": byte_level,
+        "roberta-style": roberta_style(byte_level),
         "split-regex-bpe": split_regex_bpe(corpus),
         "wordpiece-bert": wordpiece_bert(corpus),
         # The Unigram trainer is the slow one (EM over every substring): a sixth of the corpus.

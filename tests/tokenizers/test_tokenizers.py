@@ -16,7 +16,7 @@ import onnxc
 
 assert tokenizers.__version__ == "0.19.1", f"the reference is tokenizers 0.19.1, found {tokenizers.__version__}"
 
-BUILT = ["bpe-whitespace", "byte-level-bpe", "split-regex-bpe", "wordpiece-bert", "unigram-t5",
+BUILT = ["bpe-whitespace", "byte-level-bpe", "roberta-style", "split-regex-bpe", "wordpiece-bert", "unigram-t5",
          "llama2-normalizer", "llama2-metaspace"]
 
 CORPUS = [
@@ -24,6 +24,7 @@ CORPUS = [
     "", " ", "   ", "\n", "\t \n ", "a", "🍕", "İ", "x" * 300,
     "Hello<|endoftext|>world <|endoftext|> again<|endoftext|>",
     "[CLS] inside [SEP] text [MASK][PAD] and <s> tags </s> <unk> too",
+    "a <mask> here, <mask>there  <mask>; hello world, hellohello, say hello  world  ",
     "<s>starts with a special token", "ends with one</s>", "<|begin_of_text|>hi<|end_of_text|>",
     "Numbers: 1234567890 3.14159 1e-10 0x1F 12,345,678",
     "Mixed: hello世界مرحبا🎉 naïve CAFÉ 123abc",
@@ -63,6 +64,22 @@ def test_ids_and_decode_match_hf(built, name):
     for text in CORPUS:
         check_text(name, reference, ours, text)
     assert ours.vocab_size == reference.get_vocab_size(with_added_tokens=True)
+
+
+RANDOM_POOL = list("abcxyz ABC  \t\n\r0123456789.,;:!?'\"()[]{}<>-_/\\@#$%^&*+=~`|") + [
+    "机", "器", "学", "اللغة", "é", "e\u0301", "🍕", "👩\u200d👩\u200d👧", "🇫🇷", "\u200b", "\u00a0", "\u3000", "ﬁ",
+    "①", "İ", "ß", "ς", "\u0000", "\u0085", "<|endoftext|>", "[SEP]", "[CLS]", "<s>", "</s>", "<unk>", "[MASK]",
+    "<mask>", "hello", " world", "▁", "<0x41>", "##", "'s", "'ll", "n't", "  ", "\n\n"]
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_random_texts_match_hf(built, name):
+    """Short random mixes of scripts, marks, controls, spaces and special tokens (seeded)."""
+    reference, path = built[name]
+    ours = onnxc.Tokenizer(path)
+    rng = random.Random(name)
+    for _ in range(300):
+        check_text(name, reference, ours, "".join(rng.choice(RANDOM_POOL) for _ in range(rng.randint(0, 30))))
 
 
 @pytest.mark.parametrize("name", ["byte-level-bpe", "wordpiece-bert", "unigram-t5", "llama2-metaspace"])
