@@ -169,7 +169,8 @@ public:
     std::string joined;
     for (const std::string &token : tokens)
       joined += token;
-    tokens.assign(1, std::move(joined));
+    tokens.clear();
+    tokens.push_back(std::move(joined));
   }
 };
 
