@@ -90,14 +90,14 @@ int encodeText(const onnxc_tokenizer *tokenizer, const ParsedArgs &args) {
   if (onnxc_tokenizer_encode(tokenizer, text.data(), text.size(), flags, &ids, &count) != 0)
     fail(onnxc_tokenizer_last_error());
   std::unique_ptr<int64_t, decltype(&onnxc_tokenizer_free_ids)> owned(ids,
-                                                                       onnxc_tokenizer_free_ids);
+                                                                      onnxc_tokenizer_free_ids);
   if (args.has("show-tokens")) {
     // One "id<TAB>token" line per id, the token as the vocabulary spells it.
     for (size_t i = 0; i < count; ++i) {
       char *piece = nullptr;
       size_t length = 0;
-      if (onnxc_tokenizer_decode(tokenizer, &ids[i], 1, ONNXC_TOKENIZER_KEEP_SPECIAL_TOKENS,
-                                 &piece, &length) != 0)
+      if (onnxc_tokenizer_decode(tokenizer, &ids[i], 1, ONNXC_TOKENIZER_KEEP_SPECIAL_TOKENS, &piece,
+                                 &length) != 0)
         fail(onnxc_tokenizer_last_error());
       std::cout << ids[i] << "\t'" << std::string(piece, length) << "'\n";
       onnxc_tokenizer_free_text(piece);
