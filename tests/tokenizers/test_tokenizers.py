@@ -150,6 +150,19 @@ def test_errors_are_one_line(built, tmp_path):
         onnxc.Tokenizer(str(tmp_path))
 
 
+def test_c_example(built):
+    """examples/c/tokenize.c: the ids, then the text streamed back id by id."""
+    program = os.environ.get("ONNXC_TOKENIZE_EXAMPLE")
+    if not program:
+        pytest.skip("ONNXC_TOKENIZE_EXAMPLE (examples/c/tokenize.c built) is not set")
+    for name in ["byte-level-bpe", "llama2-normalizer"]:
+        reference, path = built[name]
+        text = hf.EMOJI + " " + hf.CHINESE
+        out = subprocess.run([program, path, text], capture_output=True, check=True).stdout.decode()
+        ids = reference.encode(text).ids
+        assert out == ",".join(map(str, ids)) + "\n" + reference.decode(ids) + "\n"
+
+
 def test_command_line(built):
     tool = os.environ.get("ONNXC")
     if not tool:
