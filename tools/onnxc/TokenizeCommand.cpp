@@ -92,7 +92,7 @@ int encodeText(const onnxc_tokenizer *tokenizer, const ParsedArgs &args) {
   std::unique_ptr<int64_t, decltype(&onnxc_tokenizer_free_ids)> owned(ids,
                                                                       onnxc_tokenizer_free_ids);
   if (args.has("show-tokens")) {
-    // One "id<TAB>token" line per id, the token as the vocabulary spells it.
+    // One "id<TAB>'text'" line per id, each id decoded alone (special tokens kept).
     for (size_t i = 0; i < count; ++i) {
       char *piece = nullptr;
       size_t length = 0;
@@ -140,7 +140,7 @@ Command tokenizeCommand() {
             "add the special tokens the tokenizer's post-processor says (default true, as HF)"},
            {"no-truncation", "", "ignore the truncation and padding the tokenizer file asks for"},
            {"skip-special-tokens", "BOOL", "leave special tokens out of --decode (default true)"},
-           {"show-tokens", "", "print one 'id<TAB>token' line per id"}},
+           {"show-tokens", "", "print one \"id<TAB>'text'\" line per id, each decoded alone"}},
           runTokenize};
 }
 
