@@ -84,6 +84,10 @@ public:
     }
     std::vector<uint32_t> wordIds = mergeWord(word);
     ids.insert(ids.end(), wordIds.begin(), wordIds.end());
+    // Long words (a whole document, without a pre-tokenizer) rarely repeat: as HF, only short
+    // ones are kept.
+    if (word.size() >= kCacheableLength)
+      return;
     std::lock_guard<std::mutex> lock(cacheMutex_);
     // A bounded cache: clearing it now and then keeps a long document from
     // growing it without end, and costs one re-merge per word after.
@@ -100,6 +104,7 @@ public:
 
 private:
   static constexpr size_t kCacheCapacity = 1 << 18;
+  static constexpr size_t kCacheableLength = 256;
 
   std::vector<Symbol> initialSymbols(std::string_view word) const;
   void mergeSymbols(std::vector<Symbol> &symbols) const;

@@ -59,6 +59,7 @@ def main():
     parser.add_argument("--megabytes", type=float, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--minilm", help="a folder with the all-MiniLM-L6-v2 tokenizer.json")
+    parser.add_argument("--only", help="comma-separated tokenizer names to measure (default: all)")
     args = parser.parse_args()
 
     text = mixed_text(args.megabytes)
@@ -79,6 +80,8 @@ def main():
             tokenizers["minilm"] = (tok, args.minilm)
         print(f"{'tokenizer':<20}{'mode':<10}{'HF MB/s':>10}{'onnxc MB/s':>12}{'onnxc/HF':>10}")
         for name, (reference, path) in tokenizers.items():
+            if args.only and name not in args.only.split(","):
+                continue
             ours = onnxc.Tokenizer(path)
             hf_time, hf_ids = best_of(args.repeats, lambda: reference.encode(text).ids)
             ox_time, ox_ids = best_of(args.repeats, lambda: ours.encode(text, truncation=False))
