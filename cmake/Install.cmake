@@ -61,3 +61,7 @@ file(RELATIVE_PATH ONNXC_PREFIX_FROM_PKGCONFIG /onnxc-prefix/${CMAKE_INSTALL_LIB
 configure_file(${CMAKE_CURRENT_LIST_DIR}/onnxc.pc.in ${PROJECT_BINARY_DIR}/cmake/onnxc.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/onnxc.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT toolchain)
+
+# The license travels with the prefix (Apache-2.0 asks that it accompany copies).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT toolchain)

@@ -11,7 +11,10 @@
 #include "codegen/artifact/SharedLibraryLinker.h"
 #include "codegen/lower/Lowering.h"
 #include "ir/Error.h"
+#include "onnxc/model_info.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
@@ -19,6 +22,10 @@
 #include <cctype>
 #include <filesystem>
 #include <unistd.h>
+
+#ifndef ONNXC_VERSION
+#error "codegen/CMakeLists.txt defines ONNXC_VERSION (recorded in every descriptor)"
+#endif
 
 namespace onnxc {
 
@@ -33,6 +40,19 @@ struct TemporaryFile {
       std::filesystem::remove(path);
   }
 };
+
+/// Every feature of the target the runtime can check goes into the
+/// descriptor, not only those a kernel asked for: LLVM uses whatever the
+/// target enables (AVX-512 in any vectorized loop of a --mcpu=native build
+/// on an AVX-512 machine), and the same .so on a CPU without it would die of
+/// SIGILL instead of being refused.
+void recordTargetFeatures(const TargetSelection &target, ModelPlan &plan) {
+  llvm::SmallVector<llvm::StringRef, 48> names;
+  llvm::StringRef(onnxc_cpu_features_checked()).split(names, ',', -1, false);
+  std::vector<std::string> checkable(names.begin(), names.end());
+  for (std::string &feature : target.enabledFeatures(checkable))
+    plan.cpuFeatures.insert(std::move(feature));
+}
 
 } // namespace
 
@@ -56,7 +76,7 @@ std::string modelNameForOutput(const std::string &outputPath) {
 }
 
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
-                        const std::string &modelName) {
+                        const std::string &modelName, const ProgressCallback &progress) {
   checkCompilableShapes(graph);
   LoweredModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
@@ -74,49 +94,59 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   options.integerGemm = chooseIntegerGemmIsa(target);
   if (target.precision() == Precision::Bf16)
     options.bf16Gemm = chooseBf16GemmIsa(target);
+  options.progress = progress;
   model.plan = lowerGraph(graph, *model.module, options);
   model.plan.name = name;
+  model.plan.onnxcVersion = ONNXC_VERSION;
+  recordTargetFeatures(target, model.plan);
   model.accessor = emitDescriptor(*model.module, model.plan);
   return model;
 }
 
-std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target) {
-  LoweredModel model = lowerModel(graph, target);
-  return compileModelJit(std::move(model.module), std::move(model.context), target, model.accessor);
+std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target,
+                                          const ProgressCallback &progress) {
+  LoweredModel model = lowerModel(graph, target, "", progress);
+  std::unique_ptr<JitModel> jit = compileModelJit(std::move(model.module), std::move(model.context),
+                                                  target, model.accessor, progress);
+  notifyProgress(progress, {CompileStage::Done, "", 1, 1});
+  return jit;
 }
 
 ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
-                               const ArtifactRequest &request) {
+                               const ArtifactRequest &request, const ProgressCallback &progress) {
   std::string name =
       request.modelName.empty() ? modelNameForOutput(request.outputPath) : request.modelName;
   if (!isValidModelName(name))
     fail("model name '", name, "' is not a C identifier (letters, digits and '_', not starting ",
          "with a digit)");
-  LoweredModel model = lowerModel(graph, target, name);
+  LoweredModel model = lowerModel(graph, target, name, progress);
   using Kind = ArtifactRequest::Kind;
   switch (request.kind) {
   case Kind::Object:
-    emitModule(*model.module, target, EmitKind::Object, request.outputPath);
+    emitModule(*model.module, target, EmitKind::Object, request.outputPath, progress);
     break;
   case Kind::Assembly:
-    emitModule(*model.module, target, EmitKind::Assembly, request.outputPath);
+    emitModule(*model.module, target, EmitKind::Assembly, request.outputPath, progress);
     break;
   case Kind::LlvmIr:
-    emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath);
+    emitModule(*model.module, target, EmitKind::LlvmIr, request.outputPath, progress);
     break;
   case Kind::LlvmIrUnoptimized:
-    emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath);
+    emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath, progress);
     break;
   case Kind::SharedLibrary: {
     // The object goes next to the library (same file system, so a partially
     // written library never replaces a good one mid-way) and is removed after.
     TemporaryFile object{request.outputPath + ".tmp" + std::to_string(getpid()) + ".o"};
     try {
-      emitModule(*model.module, target, EmitKind::Object, object.path);
+      emitModule(*model.module, target, EmitKind::Object, object.path, progress);
     } catch (const Error &error) {
       // The temporary object is ours, not the user's: name the library.
       fail("cannot write '", request.outputPath, "' (its intermediate object: ", error.what(), ")");
     }
+    // The last point to stop: lld writes the library whole or not at all,
+    // and the header follows at once.
+    reportProgress(progress, {CompileStage::Link, request.outputPath, 0, 1});
     linkSharedLibrary(
         {object.path, request.outputPath, {model.accessor, GenericDescriptorAccessor}, "", ""});
     std::string header = request.headerPath;
@@ -128,6 +158,10 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     break;
   }
   }
+  std::error_code error;
+  uintmax_t bytes = std::filesystem::file_size(request.outputPath, error);
+  notifyProgress(progress,
+                 {CompileStage::Done, request.outputPath, 1, 1, error ? 0 : int64_t(bytes)});
   return std::move(model.plan);
 }
 

@@ -36,12 +36,14 @@ struct LoweredModel {
 
 /// Lowers `graph` for `target` and emits its descriptor under `modelName`
 /// (empty: the graph's name, which the JIT uses: one process, one lookup).
-/// Throws onnxc::Error naming what cannot be compiled.
+/// Throws onnxc::Error naming what cannot be compiled. Each node is told
+/// to `progress` (ir/Progress.h), which may stop the lowering (Interrupted).
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
-                        const std::string &modelName = "");
+                        const std::string &modelName = "", const ProgressCallback &progress = {});
 
-/// lowerModel + ORC JIT.
-std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target);
+/// lowerModel + ORC JIT, each step told to `progress` (which may stop it).
+std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target,
+                                          const ProgressCallback &progress = {});
 
 /// What `onnxc compile` writes.
 struct ArtifactRequest {
@@ -80,7 +82,12 @@ std::string modelNameForOutput(const std::string &outputPath);
 
 /// Lowers `graph` and writes the artifact. Returns the lowered plan (for
 /// reporting). Throws onnxc::Error naming the file or the node at fault.
+/// Each step is told to `progress`; when it asks to stop (up to the link:
+/// from there on the library is finished), what was written is removed and
+/// Interrupted thrown. The last event is CompileStage::Done with the size
+/// of the file written.
 ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target,
-                               const ArtifactRequest &request);
+                               const ArtifactRequest &request,
+                               const ProgressCallback &progress = {});
 
 } // namespace onnxc

@@ -1,6 +1,7 @@
 //===- codegen/ModelJit.cpp - Compile a model module in-process with ORC ---===//
 #include "codegen/ModelJit.h"
 
+#include "codegen/LlvmProgress.h"
 #include "codegen/TargetSelection.h"
 #include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Error.h"
@@ -39,7 +40,8 @@ JitModel::~JitModel() = default;
 std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
                                           std::unique_ptr<llvm::LLVMContext> context,
                                           const TargetSelection &target,
-                                          const std::string &accessorName) {
+                                          const std::string &accessorName,
+                                          const ProgressCallback &progress) {
   std::string modelName = module->getName().str();
   std::string what = "jit of '" + modelName + "'";
   llvm::orc::JITTargetMachineBuilder machineBuilder = target.jitTargetMachineBuilder();
@@ -54,17 +56,31 @@ std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
   }
   // Optimizing here, rather than in an IR transform layer, keeps one code
   // path for JIT and AOT and reports malformed IR before ORC sees it.
-  optimizeModule(*module, *machine);
+  optimizeModule(*module, *machine, progress);
+
+  // Machine code is made inside the lookup below. Holding the context here
+  // keeps it alive until the watch has given the context its gate back (ORC
+  // drops the module once it is compiled).
+  llvm::orc::ThreadSafeContext threadSafeContext(std::move(context));
+  reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
+  LlvmProgress watch(progress, CompileStage::Codegen, *module);
+  watch.watchCodegen(*threadSafeContext.getContext());
 
   // Process symbols (libm, memcpy/memset the backend may call) are linked by default.
   std::unique_ptr<llvm::orc::LLJIT> jit = unwrap(
       llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create(),
       what + ": cannot create the jit");
-  check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))),
+  check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), threadSafeContext)),
         what + ": cannot add the module");
   // The lookup triggers compilation and linking of the whole module.
+  llvm::Expected<llvm::orc::ExecutorAddr> found = jit->lookup(accessorName);
+  if (watch.stopped()) {
+    if (!found)
+      llvm::consumeError(found.takeError());
+    watch.throwIfStopped();
+  }
   llvm::orc::ExecutorAddr accessor =
-      unwrap(jit->lookup(accessorName), what + ": cannot compile or find '" + accessorName + "'");
+      unwrap(std::move(found), what + ": cannot compile or find '" + accessorName + "'");
   auto *getDescriptor = accessor.toPtr<const onnxc_model_descriptor *(*)()>();
   const onnxc_model_descriptor *descriptor = getDescriptor();
   if (!descriptor || descriptor->abi_version != ONNXC_ABI_VERSION)

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Progress.h"
 #include "onnxc/model_abi.h"
 
 #include <memory>
@@ -46,10 +47,12 @@ private:
 /// JIT-compiles `module` (which lives in `context`) for `target` and returns
 /// the descriptor exported by `accessorName` (see emitDescriptor). The module
 /// is configured for the target if it is not already. Throws onnxc::Error
-/// with a one-line reason if LLVM cannot build or link the code.
+/// with a one-line reason if LLVM cannot build or link the code, and
+/// Interrupted when `progress` stops it.
 std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
                                           std::unique_ptr<llvm::LLVMContext> context,
                                           const TargetSelection &target,
-                                          const std::string &accessorName);
+                                          const std::string &accessorName,
+                                          const ProgressCallback &progress = {});
 
 } // namespace onnxc

@@ -53,6 +53,9 @@ struct PlanTensor {
   std::string name;
   DType dtype = DType::F32;
   Shape shape;
+  /// Inputs only: the exclusive bound of the values that index a table of
+  /// constant rows (model_abi.h's input_index_bounds), 0 if none.
+  int64_t indexBound = 0;
 };
 
 /// Values equal to onnxc_buffer_kind.
@@ -128,10 +131,13 @@ struct ModelPlan {
   /// Why a candidate cache pair keeps two buffers (`onnxc compile --explain`).
   std::vector<std::string> cacheNotes;
   /// The arithmetic of the matrix products ("f32" or "bf16"), and the CPU
-  /// features beyond x86-64's that kernels chose to use and the runtime
-  /// checks before a session runs them (model_abi.h's cpu_features).
+  /// features beyond x86-64's the code may use, which the runtime checks
+  /// before a session runs it (model_abi.h's cpu_features): those kernels
+  /// chose, and every checkable one the target enables (lowerModel).
   std::string precision = "f32";
   std::set<std::string> cpuFeatures;
+  /// The onnxc that compiled the model (model_abi.h's onnxc_version).
+  std::string onnxcVersion;
 
   /// Symbol name -> position in `symbols`, as encodeDim wants it.
   std::map<std::string, int32_t> symbolIndex() const {

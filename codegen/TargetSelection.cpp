@@ -119,6 +119,13 @@ TargetSelection TargetSelection::select(const TargetRequest &request) {
          " ('--mcpu=help' lists the valid names)");
 
   std::string extra = validateAttributes(request.attributes, *info, selection.triple_);
+  // LLVM 19 splits 512-bit registers (evex512) from the AVX-512 instructions,
+  // and a host without AVX-512 reports -evex512: +avx512f on top of it would
+  // ask for AVX-512 without ZMM nor VL, which LLVM cannot select code for (an
+  // abort in the backend). Clang turns evex512 on with any AVX-512 feature
+  // unless told otherwise; so does this.
+  if (extra.find("+avx512") != std::string::npos && extra.find("evex512") == std::string::npos)
+    extra += ",+evex512";
   // Later items win in LLVM's feature strings, so user overrides go last.
   selection.features_ = baseFeatures;
   if (!extra.empty())
@@ -150,6 +157,17 @@ bool TargetSelection::hasFeature(const std::string &feature) const {
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       hostTarget(triple_).createMCSubtargetInfo(triple_.str(), cpu_, features_));
   return info && info->checkFeatures("+" + feature);
+}
+
+std::vector<std::string>
+TargetSelection::enabledFeatures(const std::vector<std::string> &candidates) const {
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      hostTarget(triple_).createMCSubtargetInfo(triple_.str(), cpu_, features_));
+  std::vector<std::string> enabled;
+  for (const std::string &feature : candidates)
+    if (info && info->checkFeatures("+" + feature))
+      enabled.push_back(feature);
+  return enabled;
 }
 
 std::unique_ptr<llvm::TargetMachine> TargetSelection::createTargetMachine() const {

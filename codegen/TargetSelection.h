@@ -64,6 +64,9 @@ public:
   /// "avx512f"): what the CPU implies, with the overrides applied as LLVM
   /// applies them (-avx512f also turns off avx512bw and the rest).
   bool hasFeature(const std::string &feature) const;
+  /// The names among `candidates` that hasFeature accepts (one subtarget
+  /// lookup for all of them).
+  std::vector<std::string> enabledFeatures(const std::vector<std::string> &candidates) const;
 
   /// The precision asked for, with "auto" resolved: bf16 where the target
   /// has AMX-BF16, f32 elsewhere (the AVX512-BF16 kernel is not yet faster

@@ -18,8 +18,9 @@ std::mutex &compileMutex() {
 } // namespace
 
 std::unique_ptr<PassManager> buildPipeline(const CompileOptions &options, std::ostream *irStream) {
-  auto pipeline =
-      std::make_unique<PassManager>(options.passManager, irStream ? irStream : &std::cerr);
+  PassManagerOptions passOptions = options.passManager;
+  passOptions.progress = options.progress;
+  auto pipeline = std::make_unique<PassManager>(passOptions, irStream ? irStream : &std::cerr);
   addOptimizationPipeline(*pipeline, options.optLevel);
   addPassesByName(*pipeline, options.passes);
   return pipeline;
@@ -32,15 +33,16 @@ std::unique_ptr<Graph> loadOptimizedModel(const std::string &path, PassManager &
   return graph;
 }
 
-std::unique_ptr<JitModel> compileJit(const Graph &graph, const TargetSelection &target) {
+std::unique_ptr<JitModel> compileJit(const Graph &graph, const TargetSelection &target,
+                                     const ProgressCallback &progress) {
   std::lock_guard<std::mutex> lock(compileMutex());
-  return compileModelJit(graph, target);
+  return compileModelJit(graph, target, progress);
 }
 
 ModelPlan compileArtifact(const Graph &graph, const TargetSelection &target,
-                          const ArtifactRequest &request) {
+                          const ArtifactRequest &request, const ProgressCallback &progress) {
   std::lock_guard<std::mutex> lock(compileMutex());
-  return compileModelArtifact(graph, target, request);
+  return compileModelArtifact(graph, target, request, progress);
 }
 
 } // namespace onnxc

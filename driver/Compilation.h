@@ -31,6 +31,13 @@ struct CompileOptions {
   PassManagerOptions passManager;
   /// The CPU and features to compile for.
   TargetRequest target;
+  /// Told every step of the compile (ir/Progress.h: the passes, each node
+  /// lowered, LLVM's functions, the link, the size written); a false answer
+  /// stops the compile at its next step with Interrupted, leaving no file.
+  /// buildPipeline hands it to the passes; compileJit and compileArtifact
+  /// take it as an argument. The tool draws it on a terminal
+  /// (tools/onnxc/ProgressLine.h), Python calls its progress= with it.
+  ProgressCallback progress;
 };
 
 /// The pipeline `options` asks for: its -O level, then its passes. Printed
@@ -47,11 +54,12 @@ std::unique_ptr<Graph> loadOptimizedModel(const std::string &path, PassManager &
 /// JIT-compiles `graph` into this process. Compiles take turns within a
 /// process (LLVM's option and target registries are process-wide); what
 /// they produce runs concurrently.
-std::unique_ptr<JitModel> compileJit(const Graph &graph, const TargetSelection &target);
+std::unique_ptr<JitModel> compileJit(const Graph &graph, const TargetSelection &target,
+                                     const ProgressCallback &progress = {});
 
 /// Writes the artifact `request` asks for (a model.so and its header, an
 /// object, assembly or LLVM IR); takes turns like compileJit.
 ModelPlan compileArtifact(const Graph &graph, const TargetSelection &target,
-                          const ArtifactRequest &request);
+                          const ArtifactRequest &request, const ProgressCallback &progress = {});
 
 } // namespace onnxc

@@ -57,10 +57,10 @@ std::vector<std::string> compileForInputs(Graph &graph, const std::map<std::stri
 }
 
 InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                  const TargetSelection &target) {
+                                  const TargetSelection &target, const ProgressCallback &progress) {
   InputSpecificJit result;
   result.specialized = compileForInputs(
-      graph, inputs, [&](const Graph &g) { result.model = compileJit(g, target); });
+      graph, inputs, [&](const Graph &g) { result.model = compileJit(g, target, progress); });
   return result;
 }
 

@@ -38,8 +38,9 @@ struct InputSpecificJit {
   std::vector<std::string> specialized;
 };
 
-/// compileForInputs with the JIT.
+/// compileForInputs with the JIT, each step told to `progress`.
 InputSpecificJit compileForInputs(Graph &graph, const std::map<std::string, Tensor> &inputs,
-                                  const TargetSelection &target);
+                                  const TargetSelection &target,
+                                  const ProgressCallback &progress = {});
 
 } // namespace onnxc

@@ -13,9 +13,10 @@ RunnableModel openModelLibrary(const std::string &path) {
   return model;
 }
 
-RunnableModel compileModelInProcess(std::unique_ptr<Graph> graph, const TargetSelection &target) {
+RunnableModel compileModelInProcess(std::unique_ptr<Graph> graph, const TargetSelection &target,
+                                    const ProgressCallback &progress) {
   RunnableModel model;
-  model.jit = compileJit(*graph, target);
+  model.jit = compileJit(*graph, target, progress);
   model.descriptor = model.jit->descriptor();
   model.graph = std::move(graph);
   return model;

@@ -33,6 +33,7 @@ struct RunnableModel {
 RunnableModel openModelLibrary(const std::string &path);
 
 /// JIT-compiles an optimized `graph` for `target` (driver/Compilation.h).
-RunnableModel compileModelInProcess(std::unique_ptr<Graph> graph, const TargetSelection &target);
+RunnableModel compileModelInProcess(std::unique_ptr<Graph> graph, const TargetSelection &target,
+                                    const ProgressCallback &progress = {});
 
 } // namespace onnxc

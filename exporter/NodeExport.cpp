@@ -83,6 +83,7 @@ void exportNode(OnnxGraphWriter &writer, const Node &node) {
     return;
   case OpKind::DynamicQuantizedMatMul:
   case OpKind::QuantizedMatMul:
+  case OpKind::BlockQuantizedMatMul:
   case OpKind::QuantizedConv:
     // No standard ONNX op computes it in one node: an onnxc-domain node.
     writer.exportCustom(node);

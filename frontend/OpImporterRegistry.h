@@ -41,6 +41,11 @@ public:
   /// The importer for a node, or null when the op is unsupported at `opset`.
   const OpImporter *lookup(const std::string &domain, const std::string &opType,
                            int64_t opset) const;
+  /// Every entry: (domain, op type) -> its versions, oldest first (the
+  /// supported-ops table, tools/ops_table).
+  const std::map<std::pair<std::string, std::string>, std::vector<OpImporter>> &entries() const {
+    return entries_;
+  }
 
 private:
   // (domain, op type) -> entries sorted by since_version.

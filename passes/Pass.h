@@ -101,6 +101,7 @@ std::unique_ptr<Pass> createFuseRmsNormPass();
 std::unique_ptr<Pass> createFuseSkipLayerNormPass();
 std::unique_ptr<Pass> createFuseDynamicQuantizedMatMulPass();
 std::unique_ptr<Pass> createFuseStaticQuantizedMatMulPass();
+std::unique_ptr<Pass> createFuseBlockQuantizedMatMulPass();
 std::unique_ptr<Pass> createFuseStaticQuantizedConvPass();
 std::unique_ptr<Pass> createSinkDequantizePass();
 std::unique_ptr<Pass> createExpandFakeQuantizePass();

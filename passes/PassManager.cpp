@@ -39,13 +39,28 @@ void PassManager::addFixedPointGroup(std::vector<std::unique_ptr<Pass>> passes,
   steps_.push_back(std::move(step));
 }
 
+int64_t PassManager::passCount() const {
+  int64_t count = 0;
+  for (const Step &step : steps_)
+    count += int64_t(step.passes.size());
+  return count;
+}
+
 bool PassManager::run(Graph &graph) {
   bool changed = false;
+  // A fixed-point group's later rounds are steps the total did not foresee:
+  // it grows by them, so that done never passes total.
+  int64_t done = 0, total = passCount();
   for (Step &step : steps_) {
     for (unsigned round = 0; round < step.maxRounds; ++round) {
+      if (round > 0)
+        total += int64_t(step.passes.size());
       bool roundChanged = false;
-      for (auto &pass : step.passes)
+      for (auto &pass : step.passes) {
+        reportProgress(options_.progress,
+                       {CompileStage::Passes, std::string(pass->name()), done++, total});
         roundChanged |= runPass(*pass, graph);
+      }
       changed |= roundChanged;
       if (!roundChanged)
         break;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Progress.h"
 #include "ir/text/Printer.h"
 #include "passes/Pass.h"
 
@@ -30,6 +31,9 @@ struct PassManagerOptions {
   bool explain = false;
   /// How printed IR looks.
   PrintOptions printOptions;
+  /// Told the name of each pass before it runs (CompileStage::Passes); a
+  /// false answer stops the pipeline there with Interrupted.
+  ProgressCallback progress;
 };
 
 class PassManager {
@@ -70,6 +74,8 @@ private:
   };
 
   bool runPass(Pass &pass, Graph &graph);
+  /// Passes in one round of every step: the progress total.
+  int64_t passCount() const;
   PassContext &contextFor(const Pass &pass);
   bool shouldPrintAfter(std::string_view passName) const;
 

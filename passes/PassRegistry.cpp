@@ -35,6 +35,7 @@ constexpr PassFactory kPassFactories[] = {
     createFuseAdditiveAttentionPass,
     createFuseDynamicQuantizedMatMulPass,
     createFuseStaticQuantizedMatMulPass,
+    createFuseBlockQuantizedMatMulPass,
     createFuseStaticQuantizedConvPass,
     createSinkDequantizePass,
     createExpandFakeQuantizePass,

@@ -73,8 +73,10 @@ void addOptimizationPipeline(PassManager &pm, int level) {
   // weights (DequantizeLinear of a constant) into f32 constants, and its
   // embedding tables are gathered before they are dequantized. The
   // activations' quantize-dequantize pairs that remain become f32 arithmetic
-  // that fuses with the elementwise ops around it.
+  // that fuses with the elementwise ops around it. int4 weights stay 4-bit
+  // (fuse-block-quantized-matmul) before the cleanup could widen them to f32.
   if (level >= 2) {
+    pm.addPass("fuse-block-quantized-matmul");
     pm.addPass("fuse-static-quantized-matmul");
     pm.addPass("fuse-static-quantized-conv");
     pm.addPass("sink-dequantize");

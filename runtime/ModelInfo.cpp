@@ -1,6 +1,7 @@
 //===- runtime/ModelInfo.cpp - The C API that checks and reads descriptors ===//
 #include "onnxc/model_info.h"
 
+#include "CpuFeatures.h"
 #include "DescriptorCheck.h"
 #include "DimExpr.h"
 #include "DimExprQueries.h"
@@ -21,6 +22,13 @@ const char *onnxc_model_check(const onnxc_model_descriptor *model) {
   lastCheckProblem = checkDescriptor(model);
   return lastCheckProblem.empty() ? nullptr : lastCheckProblem.c_str();
 }
+
+const char *onnxc_model_check_cpu(const onnxc_model_descriptor *model) {
+  lastCheckProblem = model ? checkModelCpuFeatures(*model) : "the model descriptor is NULL";
+  return lastCheckProblem.empty() ? nullptr : lastCheckProblem.c_str();
+}
+
+const char *onnxc_cpu_features_checked(void) { return checkableCpuFeatures(); }
 
 int32_t onnxc_dim_num_terms(onnxc_dim_expr expr) {
   return expr ? static_cast<int32_t>(expr[0]) : 0;

@@ -25,13 +25,9 @@ std::unique_ptr<Session> Session::create(const onnxc_model_descriptor *model, in
   error = checkDescriptor(model);
   if (!error.empty())
     return nullptr;
-  std::string missing = checkCpuFeatures(model->cpu_features);
-  if (!missing.empty()) {
-    error = "model '" + std::string(model->model_name ? model->model_name : "?") +
-            "' was compiled to use " + model->cpu_features + ", but " + missing +
-            " (compile it for this CPU, e.g. with --mcpu=native or --precision=f32)";
+  error = checkModelCpuFeatures(*model);
+  if (!error.empty())
     return nullptr;
-  }
   if (numThreads < 0) {
     error = "num_threads is " + std::to_string(numThreads) + "; use 0 for one per core";
     return nullptr;

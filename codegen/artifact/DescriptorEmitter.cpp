@@ -12,6 +12,7 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <map>
@@ -60,8 +61,8 @@ struct AbiTypes {
     assumption = named(context, "onnxc_assumption", {ptr, i32, ptr});
     cachePair = named(context, "onnxc_cache_pair", {i32, i32, i32, i32, i32});
     descriptor = named(context, "onnxc_model_descriptor",
-                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr,
-                        i32, ptr, ptr, ptr});
+                       {i32, ptr, i32, ptr, ptr, i32, ptr, i32, ptr, i32, ptr,
+                        i32, ptr, i32, ptr, i32, ptr, ptr, ptr, ptr, ptr});
   }
 
   static llvm::StructType *named(llvm::LLVMContext &context, const char *name,
@@ -154,6 +155,7 @@ private:
   llvm::Constant *steps();
   llvm::Constant *assumptions();
   llvm::Constant *cachePairs();
+  llvm::Constant *indexBounds();
   bool isCapacitySymbol(const std::string &name) const;
   llvm::Constant *kernelPointer(llvm::Function *function, llvm::FunctionType *expected,
                                 const PlanStep &step, const char *role);
@@ -407,18 +409,40 @@ llvm::Constant *DescriptorBuilder::cachePairs() {
   return array(types_.cachePair, items, "cache_pairs");
 }
 
+llvm::Constant *DescriptorBuilder::indexBounds() {
+  if (plan_.inputs.empty())
+    return null();
+  std::vector<uint64_t> bounds;
+  for (const PlanTensor &input : plan_.inputs)
+    bounds.push_back(uint64_t(std::max<int64_t>(input.indexBound, 0)));
+  return global(llvm::ConstantDataArray::get(context_, bounds), "input_index_bounds", 8);
+}
+
 llvm::GlobalVariable *DescriptorBuilder::build() {
   // Symbol sources first: they validate what every later dim expression relies on.
   llvm::Constant *sources = symbolSources();
-  llvm::Constant *init = llvm::ConstantStruct::get(
-      types_.descriptor,
-      {i32(ONNXC_ABI_VERSION), string(plan_.name), i32(int64_t(plan_.symbols.size())),
-       symbolNames(), sources, i32(int64_t(plan_.inputs.size())),
-       tensorInfos(plan_.inputs, "input"), i32(int64_t(plan_.outputs.size())),
-       tensorInfos(plan_.outputs, "output"), i32(int64_t(plan_.buffers.size())), buffers(),
-       i32(int64_t(plan_.steps.size())), steps(), i32(int64_t(plan_.assumptions.size())),
-       assumptions(), i32(int64_t(plan_.cachePairs.size())), cachePairs(), string(plan_.precision),
-       string(cpuFeatureList(plan_.cpuFeatures))});
+  llvm::Constant *init =
+      llvm::ConstantStruct::get(types_.descriptor, {i32(ONNXC_ABI_VERSION),
+                                                    string(plan_.name),
+                                                    i32(int64_t(plan_.symbols.size())),
+                                                    symbolNames(),
+                                                    sources,
+                                                    i32(int64_t(plan_.inputs.size())),
+                                                    tensorInfos(plan_.inputs, "input"),
+                                                    i32(int64_t(plan_.outputs.size())),
+                                                    tensorInfos(plan_.outputs, "output"),
+                                                    i32(int64_t(plan_.buffers.size())),
+                                                    buffers(),
+                                                    i32(int64_t(plan_.steps.size())),
+                                                    steps(),
+                                                    i32(int64_t(plan_.assumptions.size())),
+                                                    assumptions(),
+                                                    i32(int64_t(plan_.cachePairs.size())),
+                                                    cachePairs(),
+                                                    string(plan_.precision),
+                                                    string(cpuFeatureList(plan_.cpuFeatures)),
+                                                    string(plan_.onnxcVersion),
+                                                    indexBounds()});
   return llvm::cast<llvm::GlobalVariable>(global(init, "descriptor", 8));
 }
 
@@ -462,14 +486,27 @@ void checkDescriptorLayout(const llvm::Module &module) {
                offsetof(onnxc_cache_pair, axis), offsetof(onnxc_cache_pair, capacity_symbol),
                offsetof(onnxc_cache_pair, past_capacity_symbol)});
   using D = onnxc_model_descriptor;
-  checkStruct(layout, types.descriptor, sizeof(D),
-              {offsetof(D, abi_version), offsetof(D, model_name), offsetof(D, num_symbols),
-               offsetof(D, symbol_names), offsetof(D, symbol_sources), offsetof(D, num_inputs),
-               offsetof(D, inputs), offsetof(D, num_outputs), offsetof(D, outputs),
-               offsetof(D, num_buffers), offsetof(D, buffers), offsetof(D, num_steps),
-               offsetof(D, steps), offsetof(D, num_assumptions), offsetof(D, assumptions),
-               offsetof(D, num_cache_pairs), offsetof(D, cache_pairs), offsetof(D, precision),
-               offsetof(D, cpu_features)});
+  checkStruct(layout, types.descriptor, sizeof(D), {offsetof(D, abi_version),
+                                                    offsetof(D, model_name),
+                                                    offsetof(D, num_symbols),
+                                                    offsetof(D, symbol_names),
+                                                    offsetof(D, symbol_sources),
+                                                    offsetof(D, num_inputs),
+                                                    offsetof(D, inputs),
+                                                    offsetof(D, num_outputs),
+                                                    offsetof(D, outputs),
+                                                    offsetof(D, num_buffers),
+                                                    offsetof(D, buffers),
+                                                    offsetof(D, num_steps),
+                                                    offsetof(D, steps),
+                                                    offsetof(D, num_assumptions),
+                                                    offsetof(D, assumptions),
+                                                    offsetof(D, num_cache_pairs),
+                                                    offsetof(D, cache_pairs),
+                                                    offsetof(D, precision),
+                                                    offsetof(D, cpu_features),
+                                                    offsetof(D, onnxc_version),
+                                                    offsetof(D, input_index_bounds)});
 }
 
 std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan) {

@@ -1,6 +1,7 @@
 //===- codegen/artifact/ObjectEmitter.cpp - Optimize a module and write it out -===//
 #include "codegen/artifact/ObjectEmitter.h"
 
+#include "codegen/LlvmProgress.h"
 #include "codegen/TargetSelection.h"
 #include "ir/Error.h"
 
@@ -8,6 +9,7 @@
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassInstrumentation.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -15,6 +17,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
+
+#include <filesystem>
 
 namespace onnxc {
 
@@ -34,15 +38,21 @@ void verifyOrFail(const llvm::Module &module, const char *when) {
 
 } // namespace
 
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                    const ProgressCallback &progress) {
   verifyOrFail(module, "before optimization");
+  reportProgress(progress, {CompileStage::Optimize, "", 0, 0});
+  LlvmProgress watch(progress, CompileStage::Optimize, module);
+  llvm::PassInstrumentationCallbacks instrumentation;
+  watch.watchOptimizer(instrumentation);
   llvm::LoopAnalysisManager loopAnalyses;
   llvm::FunctionAnalysisManager functionAnalyses;
   llvm::CGSCCAnalysisManager cgsccAnalyses;
   llvm::ModuleAnalysisManager moduleAnalyses;
   // Passing the machine gives the vectorizers the target's cost model and
   // vector widths; without it they assume a scalar machine.
-  llvm::PassBuilder builder(&machine);
+  llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt,
+                            &instrumentation);
   builder.registerModuleAnalyses(moduleAnalyses);
   builder.registerCGSCCAnalyses(cgsccAnalyses);
   builder.registerFunctionAnalyses(functionAnalyses);
@@ -55,6 +65,8 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   pipeline.addPass(llvm::MergeFunctionsPass());
   pipeline.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
   pipeline.run(module, moduleAnalyses);
+  // A stopped pipeline skipped passes: its module is not worth verifying.
+  watch.throwIfStopped();
   verifyOrFail(module, "after optimization");
 }
 
@@ -71,7 +83,7 @@ EmitKind parseEmitKind(const std::string &text) {
 }
 
 void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
-                const std::string &path) {
+                const std::string &path, const ProgressCallback &progress) {
   std::unique_ptr<llvm::TargetMachine> machine = target.createTargetMachine();
   if (module.getTargetTriple().empty())
     target.configureModule(module);
@@ -81,7 +93,7 @@ void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
   if (kind == EmitKind::LlvmIrUnoptimized)
     verifyOrFail(module, "as lowered");
   else
-    optimizeModule(module, *machine);
+    optimizeModule(module, *machine, progress);
 
   std::error_code error;
   llvm::raw_fd_ostream out(
@@ -98,7 +110,15 @@ void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
     if (machine->addPassesToEmitFile(codegen, out, nullptr, fileType))
       fail("LLVM target ", target.triple().str(), " cannot emit ",
            kind == EmitKind::Object ? "object files" : "assembly");
+    reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
+    LlvmProgress watch(progress, CompileStage::Codegen, module);
+    watch.watchCodegen(module.getContext());
     codegen.run(module);
+    if (watch.stopped()) {
+      out.close();
+      std::filesystem::remove(path, error);
+      watch.throwIfStopped();
+    }
   }
   out.close();
   if (out.has_error()) {

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Progress.h"
+
 #include <string>
 
 namespace llvm {
@@ -26,14 +28,17 @@ enum class EmitKind { Object, Assembly, LlvmIr, LlvmIrUnoptimized };
 
 /// Runs the -O3 module pipeline for `machine` over `module`, then verifies
 /// it. Throws onnxc::Error if the module is malformed (a codegen bug, but
-/// reported rather than crashing the compiler).
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+/// reported rather than crashing the compiler). `progress` follows it
+/// (CompileStage::Optimize) and may stop it: then Interrupted is thrown.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                    const ProgressCallback &progress = {});
 
 /// Configures `module` for `target` if it is not already, optimizes it and
 /// writes `kind` to `path`. Throws onnxc::Error naming the file when it
-/// cannot be written.
+/// cannot be written. When `progress` stops it, the file is removed and
+/// Interrupted thrown.
 void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
-                const std::string &path);
+                const std::string &path, const ProgressCallback &progress = {});
 
 /// Parses "obj" / "asm" / "llvm" / "llvm-unoptimized" (the --emit values this
 /// emitter handles).

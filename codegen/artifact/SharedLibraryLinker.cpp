@@ -54,8 +54,10 @@ struct TemporaryFile {
   llvm::FileRemover remover;
 };
 
-/// Exports the accessors and the C API; `local: *` hides everything else the
-/// runtime archive brings in (its C++ internals, helper symbols).
+/// Exports the accessors and the C API (onnxc.h, model_info.h and
+/// onnxc_generate.h), so a C program links model.so alone; `local: *` hides
+/// everything else the runtime archive brings in (its C++ internals, helper
+/// symbols).
 void writeVersionScript(const std::string &path, const std::vector<std::string> &symbols) {
   std::error_code error;
   llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_Text);
@@ -64,7 +66,11 @@ void writeVersionScript(const std::string &path, const std::vector<std::string> 
   out << "{\n  global:\n";
   for (const std::string &symbol : symbols)
     out << "    " << symbol << ";\n";
-  out << "    onnxc_session_*;\n    onnxc_last_error;\n  local:\n    *;\n};\n";
+  for (const char *api :
+       {"onnxc_session_*", "onnxc_last_error", "onnxc_model_check*", "onnxc_dim_*",
+        "onnxc_cpu_features_checked", "onnxc_generate*", "onnxc_generator_*"})
+    out << "    " << api << ";\n";
+  out << "  local:\n    *;\n};\n";
 }
 
 /// The linker's first line that looks like an error, else its first line.

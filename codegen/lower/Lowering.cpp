@@ -6,6 +6,7 @@
 #include "codegen/lower/LoweringContext.h"
 #include "codegen/lower/OpLowerings.h"
 #include "ir/Error.h"
+#include "ir/IndexTables.h"
 
 #include "llvm/IR/Module.h"
 
@@ -30,6 +31,7 @@ const LoweringTable &opLowerings() {
     registerScatterGatherLowerings(t);
     registerQuantizationLowerings(t);
     registerQuantizedGemmLowerings(t);
+    registerBlockQuantizedMatMulLowerings(t);
     registerQuantizedConvLowerings(t);
     registerPadLowerings(t);
     registerPoolingLowerings(t);
@@ -108,7 +110,8 @@ void collectAssumptions(const Graph &graph, ModelPlan &plan) {
 
 void describeTensors(const Graph &graph, ModelPlan &plan) {
   for (const Value *input : graph.inputs())
-    plan.inputs.push_back({input->name(), input->dtype(), input->shape()});
+    plan.inputs.push_back(
+        {input->name(), input->dtype(), input->shape(), constantIndexBound(*input)});
   for (const GraphOutput &output : graph.outputs())
     plan.outputs.push_back({output.name, output.value->dtype(), output.value->shape()});
 }
@@ -153,7 +156,9 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
   context.setIntegerGemmIsa(options.integerGemm);
   context.setBf16GemmIsa(options.bf16Gemm);
   plan.precision = options.bf16Gemm ? "bf16" : "f32";
+  int64_t position = 0;
   for (const Node *node : order) {
+    ++position;
     if (context.isClaimed(*node))
       continue;
     bool used = graph.isOutput(node->result(0));
@@ -161,6 +166,8 @@ ModelPlan lowerGraph(const Graph &graph, llvm::Module &module, const LoweringOpt
       used = used || result->hasUses() || graph.isOutput(result);
     if (!used)
       continue; // dead code the pipeline did not remove (e.g. at -O0)
+    reportProgress(options.progress, {CompileStage::Lower, std::string(opName(node->kind())),
+                                      position - 1, int64_t(order.size())});
     withSizeContext(node->describe(), [&] {
       lower::opLowerings().lowerings[unsigned(node->kind())](context, *node);
     });

@@ -14,6 +14,7 @@
 #include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/kernels/IntegerGemm.h"
 #include "ir/Graph.h"
+#include "ir/Progress.h"
 
 #include <optional>
 
@@ -33,6 +34,8 @@ struct LoweringOptions {
   IntegerGemmIsa integerGemm = IntegerGemmIsa::Generic;
   /// The bf16 GEMM kernel at --precision=bf16; none: f32 products.
   std::optional<Bf16GemmIsa> bf16Gemm;
+  /// Told each node before its kernel is emitted (CompileStage::Lower).
+  ProgressCallback progress;
 };
 
 /// Lowers `graph` into `module` (which must have its target data layout).

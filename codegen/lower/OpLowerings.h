@@ -33,15 +33,16 @@ void registerNormalizationLowerings(
 void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
 void registerAttentionLowerings(
     LoweringTable &table); // Attention, RotaryEmbedding, AdditiveAttention
-void registerConvolutionLowerings(LoweringTable &table);   // Conv
-void registerRecurrentLowerings(LoweringTable &table);     // LSTM, GRU, RNN
-void registerScatterGatherLowerings(LoweringTable &table); // GatherElements, ScatterND
-void registerQuantizationLowerings(LoweringTable &table);  // QuantizeLinear ... QLinearConv
-void registerQuantizedGemmLowerings(LoweringTable &table); // (Dynamic)QuantizedMatMul
-void registerQuantizedConvLowerings(LoweringTable &table); // QuantizedConv
-void registerPadLowerings(LoweringTable &table);           // Pad
-void registerPoolingLowerings(LoweringTable &table);       // MaxPool, AveragePool, ConvTranspose
-void registerResizeLowerings(LoweringTable &table);        // Resize
+void registerConvolutionLowerings(LoweringTable &table);          // Conv
+void registerRecurrentLowerings(LoweringTable &table);            // LSTM, GRU, RNN
+void registerScatterGatherLowerings(LoweringTable &table);        // GatherElements, ScatterND
+void registerQuantizationLowerings(LoweringTable &table);         // QuantizeLinear ... QLinearConv
+void registerQuantizedGemmLowerings(LoweringTable &table);        // (Dynamic)QuantizedMatMul
+void registerBlockQuantizedMatMulLowerings(LoweringTable &table); // BlockQuantizedMatMul
+void registerQuantizedConvLowerings(LoweringTable &table);        // QuantizedConv
+void registerPadLowerings(LoweringTable &table);                  // Pad
+void registerPoolingLowerings(LoweringTable &table); // MaxPool, AveragePool, ConvTranspose
+void registerResizeLowerings(LoweringTable &table);  // Resize
 
 void registerControlFlowLowerings(LoweringTable &table); // If (run-time condition), Loop, Scan
 

@@ -231,8 +231,23 @@ void importMatMulNBits(OnnxNode &node) {
   Value *bias = operands.size() > 5 ? operands[5] : nullptr;
 
   Tensor wq = unpackWeights(node, b, s);
-  Value *weights;
   bool floatZeroPoint = zp && isFloat(zp->dtype());
+  // onnxruntime's int8 path is its packed kernel, which g_idx and float
+  // zero points rule out (they dequantize B to f32 instead).
+  const bool int8Activations = s.accuracyLevel == 4 && !floatZeroPoint && !hasGroupIndex;
+  if (int8Activations && s.bits == 4) {
+    // One onnxc op whose kernel quantizes A itself (docs/IR.md).
+    std::vector<Value *> ops = {
+        operands[0], node.addConstant("weight_q", std::move(wq)),
+        node.addConstant("weight_scale", transposedScales(scales, s)),
+        node.addConstant("weight_zero_point", integerZeroPoints(node, zp, s, DType::U4))};
+    const AttributeMap attributes = {{"block_size", s.block}, {"activation_int8", int64_t(1)}};
+    if (!bias)
+      return node.emitOutput(0, OpKind::BlockQuantizedMatMul, ops, attributes);
+    Value *product = node.emitStep(OpKind::BlockQuantizedMatMul, ops, "product", attributes);
+    return node.emitOutput(0, OpKind::Add, {product, bias});
+  }
+  Value *weights;
   if (floatZeroPoint) {
     weights = node.addConstant("weight", floatZeroPointWeights(node, wq, scales, *zp, s));
   } else {
@@ -246,10 +261,8 @@ void importMatMulNBits(OnnxNode &node) {
                              node.addConstant("weight_zero_point", std::move(zeros))},
                             "weight", {{"axis", int64_t(0)}, {"block_size", s.block}});
   }
-  // onnxruntime's int8 path is its packed kernel, which g_idx and float
-  // zero points rule out (they dequantize B to f32 instead).
   Value *a = operands[0];
-  if (s.accuracyLevel == 4 && !floatZeroPoint && !hasGroupIndex)
+  if (int8Activations)
     a = quantizedActivation(node, a, s);
   if (!bias)
     return node.emitOutput(0, OpKind::MatMul, {a, weights});

@@ -24,6 +24,7 @@ const KernelTable &referenceKernels() {
     registerScatterGatherKernels(t);
     registerQuantizationKernels(t);
     registerQuantizedGemmKernels(t);
+    registerBlockQuantizedMatMulKernels(t);
     registerPaddingKernels(t);
     registerPoolingKernels(t);
     registerResizeKernels(t);

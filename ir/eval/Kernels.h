@@ -28,18 +28,19 @@ void registerElementwiseKernels(KernelTable &table); // arithmetic, unary, logic
 void registerReductionKernels(KernelTable &table);   // Reduce*, ArgMax/Min, CumSum
 void registerNormalizationKernels(KernelTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerMovementKernels(KernelTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
-void registerLinearAlgebraKernels(KernelTable &table);     // MatMul, Gemm, Einsum
-void registerAttentionKernels(KernelTable &table);         // Attention, RotaryEmbedding
-void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention (onnxc)
-void registerConvolutionKernels(KernelTable &table);       // Conv
-void registerRecurrentKernels(KernelTable &table);         // LSTM, GRU, RNN
-void registerScatterGatherKernels(KernelTable &table);     // GatherElements, ScatterND
-void registerQuantizationKernels(KernelTable &table);      // QuantizeLinear ... QLinearConv
-void registerQuantizedGemmKernels(KernelTable &table);     // DynamicQuantizedMatMul (onnxc)
-void registerPaddingKernels(KernelTable &table);           // Pad
-void registerPoolingKernels(KernelTable &table);           // MaxPool, AveragePool, ConvTranspose
-void registerResizeKernels(KernelTable &table);            // Resize
-void registerControlFlowKernels(KernelTable &table);       // If, Loop, Scan
+void registerLinearAlgebraKernels(KernelTable &table);        // MatMul, Gemm, Einsum
+void registerAttentionKernels(KernelTable &table);            // Attention, RotaryEmbedding
+void registerAdditiveAttentionKernels(KernelTable &table);    // AdditiveAttention (onnxc)
+void registerConvolutionKernels(KernelTable &table);          // Conv
+void registerRecurrentKernels(KernelTable &table);            // LSTM, GRU, RNN
+void registerScatterGatherKernels(KernelTable &table);        // GatherElements, ScatterND
+void registerQuantizationKernels(KernelTable &table);         // QuantizeLinear ... QLinearConv
+void registerQuantizedGemmKernels(KernelTable &table);        // DynamicQuantizedMatMul (onnxc)
+void registerBlockQuantizedMatMulKernels(KernelTable &table); // BlockQuantizedMatMul (onnxc)
+void registerPaddingKernels(KernelTable &table);              // Pad
+void registerPoolingKernels(KernelTable &table);              // MaxPool, AveragePool, ConvTranspose
+void registerResizeKernels(KernelTable &table);               // Resize
+void registerControlFlowKernels(KernelTable &table);          // If, Loop, Scan
 
 /// Every family's kernels: the table evaluateNode runs (unit tests call
 /// kernels from it directly, without the evaluator's operand checks).

@@ -369,6 +369,7 @@ void registerLinearAlgebraShapeRules(ShapeRuleTable &table) {
   registerConvolutionShapeRules(table);
   registerRecurrentShapeRules(table);
   registerQuantizedGemmShapeRules(table);
+  registerBlockQuantizedMatMulShapeRules(table);
 }
 
 void registerMatMulFamilyShapeRules(ShapeRuleTable &table) {

@@ -16,12 +16,13 @@
 
 namespace onnxc {
 
-void registerMatMulFamilyShapeRules(ShapeRuleTable &table);      // MatMul, Gemm, Einsum
-void registerAttentionShapeRules(ShapeRuleTable &table);         // Attention, RotaryEmbedding
-void registerAdditiveAttentionShapeRules(ShapeRuleTable &table); // AdditiveAttention
-void registerConvolutionShapeRules(ShapeRuleTable &table);       // Conv
-void registerRecurrentShapeRules(ShapeRuleTable &table);         // LSTM, GRU, RNN
-void registerQuantizedGemmShapeRules(ShapeRuleTable &table);     // DynamicQuantizedMatMul
+void registerMatMulFamilyShapeRules(ShapeRuleTable &table);         // MatMul, Gemm, Einsum
+void registerAttentionShapeRules(ShapeRuleTable &table);            // Attention, RotaryEmbedding
+void registerAdditiveAttentionShapeRules(ShapeRuleTable &table);    // AdditiveAttention
+void registerConvolutionShapeRules(ShapeRuleTable &table);          // Conv
+void registerRecurrentShapeRules(ShapeRuleTable &table);            // LSTM, GRU, RNN
+void registerQuantizedGemmShapeRules(ShapeRuleTable &table);        // DynamicQuantizedMatMul
+void registerBlockQuantizedMatMulShapeRules(ShapeRuleTable &table); // BlockQuantizedMatMul
 
 /// True when `a` and `b` certainly differ: their difference is a nonzero
 /// constant (so 3 vs 4 and seq vs seq+1, but not batch vs seq or ? vs 4).

@@ -273,6 +273,7 @@ bool takesFourBitOperands(OpKind kind) {
   case OpKind::CastLike:
   case OpKind::QuantizeLinear:
   case OpKind::DequantizeLinear:
+  case OpKind::BlockQuantizedMatMul:
   case OpKind::If:
   case OpKind::Loop:
   case OpKind::Scan:

@@ -109,6 +109,7 @@ bool isFusedOp(OpKind kind) {
   case OpKind::RotaryEmbedding:
   case OpKind::DynamicQuantizedMatMul:
   case OpKind::QuantizedMatMul:
+  case OpKind::BlockQuantizedMatMul:
   case OpKind::QuantizedConv:
     return true;
   default:

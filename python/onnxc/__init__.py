@@ -12,9 +12,11 @@ import os
 
 from . import _onnxc
 from ._model import Model, ValueInfo
+from ._progress import CompileProgress, progress_reporter as _progress_reporter
 from ._tokenizer import Tokenizer, TokenStream
 
-__all__ = ["Error", "Model", "ValueInfo", "Tokenizer", "TokenStream", "compile", "load", "dump", "explain"]
+__all__ = ["CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream", "compile", "load", "dump",
+           "explain"]
 
 #: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
 #: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".
@@ -80,7 +82,7 @@ def _genai_folder(path):
 
 
 def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
-            passes=None, precision="f32"):
+            passes=None, precision="f32", progress=None):
     """Compiles MODEL (.onnx or .ir, or an onnxruntime-genai folder: its genai_config.json names
     the decoder, and its roles and end token become generate()'s defaults) and returns a runnable
     Model.
@@ -94,6 +96,13 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     the matrix products: "f32" (the default), "bf16" (operands rounded to bfloat16, sums in f32;
     its error bound is in docs/KERNEL_ACCURACY.md) or "auto" (bf16 where the CPU has AMX-BF16);
     `Model.precision` says which it compiled.
+
+    `progress` is called with a `CompileProgress` (stage, detail, done, total, bytes) at every step
+    of the compile: the passes, each node lowered, LLVM's functions, the link, and "done" with the
+    size written. None (the default) draws a tqdm bar when tqdm is installed and stderr is a
+    terminal or this runs in a notebook; False draws nothing. Ctrl-C, or an exception the callback
+    raises, stops the compile at its next step: nothing is left written and the exception
+    (KeyboardInterrupt) propagates.
     """
     path = _path(model, "model")
     genai = _genai_folder(path)
@@ -101,27 +110,33 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
         # An onnxruntime-genai folder: its decoder, and its roles as generate()'s defaults.
         model_path, defaults, config = genai
         compiled = compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
-                           precision)
+                           precision, progress)
         compiled.genai_config = config
         compiled._generate_defaults = defaults
         return compiled
     opt_level = int(opt_level)
     threads = _threads(threads)
-    if output is None:
-        if header is not None:
-            raise ValueError("header= applies only with output= (a compiled library)")
-        runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr, str(precision),
-                                    threads)
-        return Model(runner, source=path)
-    output = _path(output, "output")
-    header = "" if header is None else _path(header, "header")
-    _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision), output,
-                           header)
-    return Model(_onnxc.load(output, threads), source=path)
+    if output is None and header is not None:
+        raise ValueError("header= applies only with output= (a compiled library)")
+    if output is not None:
+        output = _path(output, "output")
+        header = "" if header is None else _path(header, "header")
+    with _progress_reporter(progress) as reporter:
+        if output is None:
+            runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr,
+                                        str(precision), threads, reporter)
+            return Model(runner, source=path)
+        _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision),
+                               output, header, reporter)
+    # Not checked against this CPU here: the library may be for another machine (its
+    # first run refuses a CPU without its features, as load() does).
+    return Model(_onnxc.load(output, threads, check_cpu=False), source=path)
 
 
 def load(library, threads=0):
-    """Loads a model library written by `onnxc compile` (or compile(output=...))."""
+    """Loads a model library written by `onnxc compile` (or compile(output=...)). Raises
+    onnxc.Error naming the missing features when this CPU lacks one the library's code uses
+    (`Model.cpu_features`)."""
     path = _path(library, "library")
     return Model(_onnxc.load(path, _threads(threads)), source=path)
 

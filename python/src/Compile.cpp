@@ -52,17 +52,22 @@ std::string explainModel(const PipelineRequest &request) {
   return report.str();
 }
 
-std::unique_ptr<JitModel> compileJit(const PipelineRequest &request, const TargetOptions &target) {
+std::unique_ptr<JitModel> compileJit(const PipelineRequest &request, const TargetOptions &target,
+                                     const ProgressCallback &progress) {
   CompileOptions options = compileOptions(request, &target);
+  options.progress = progress;
   TargetSelection selection = TargetSelection::select(options.target);
   std::unique_ptr<PassManager> pm = buildPipeline(options);
+  reportProgress(progress, {CompileStage::Load, request.modelPath, 0, 0});
   std::unique_ptr<Graph> graph = optimizedGraph(request, *pm);
-  return onnxc::compileJit(*graph, selection);
+  return onnxc::compileJit(*graph, selection, progress);
 }
 
 void compileLibrary(const PipelineRequest &request, const TargetOptions &target,
-                    const std::string &libraryPath, const std::string &headerPath) {
+                    const std::string &libraryPath, const std::string &headerPath,
+                    const ProgressCallback &progress) {
   CompileOptions options = compileOptions(request, &target);
+  options.progress = progress;
   TargetSelection selection = TargetSelection::select(options.target);
   std::unique_ptr<PassManager> pm = buildPipeline(options);
   ArtifactRequest artifact;
@@ -74,11 +79,12 @@ void compileLibrary(const PipelineRequest &request, const TargetOptions &target,
   // The same refusals as `onnxc compile`, before anything is written.
   const ArtifactOptionNames names{"output=", "header="};
   checkArtifactSparesInputs(request.modelPath, artifact, headerPath.empty(), names);
+  reportProgress(progress, {CompileStage::Load, request.modelPath, 0, 0});
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(request.modelPath, &externalFiles);
   checkArtifactSparesExternalData(externalFiles, artifact, names);
   pm->run(*graph);
-  compileArtifact(*graph, selection, artifact);
+  compileArtifact(*graph, selection, artifact, progress);
 }
 
 } // namespace onnxc::python

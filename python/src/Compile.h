@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Progress.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,13 +41,17 @@ std::string dumpModel(const PipelineRequest &request);
 /// `onnxc dump --stats` followed by those of `--explain`.
 std::string explainModel(const PipelineRequest &request);
 
-/// Optimizes and JIT-compiles the model into this process.
-std::unique_ptr<JitModel> compileJit(const PipelineRequest &request, const TargetOptions &target);
+/// Optimizes and JIT-compiles the model into this process, each step told
+/// to `progress` (which may stop it: Interrupted).
+std::unique_ptr<JitModel> compileJit(const PipelineRequest &request, const TargetOptions &target,
+                                     const ProgressCallback &progress = {});
 
 /// Optimizes and writes `libraryPath` (a shared library) and its C header
-/// (`headerPath`, or the library path with ".h").
+/// (`headerPath`, or the library path with ".h"). When `progress` stops it,
+/// nothing is left written and Interrupted is thrown.
 void compileLibrary(const PipelineRequest &request, const TargetOptions &target,
-                    const std::string &libraryPath, const std::string &headerPath);
+                    const std::string &libraryPath, const std::string &headerPath,
+                    const ProgressCallback &progress = {});
 
 } // namespace python
 } // namespace onnxc

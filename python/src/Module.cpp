@@ -11,9 +11,11 @@
 #include "python/src/Compile.h"
 #include "python/src/Generate.h"
 #include "python/src/ModelRunner.h"
+#include "python/src/Progress.h"
 
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
+#include "onnxc/model_info.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -193,34 +195,51 @@ void bindCompilers(nb::module_ &m) {
       "compile_jit",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         int threads) {
+         int threads, nb::object progress) {
+        PythonProgress watcher(std::move(progress));
         std::unique_ptr<onnxc::JitModel> jit;
-        {
+        try {
           nb::gil_scoped_release release;
           jit = compileJit(pipeline(path, optLevel, passes),
-                           TargetOptions{cpu, attributes, precision});
+                           TargetOptions{cpu, attributes, precision}, watcher.callback());
+        } catch (const Interrupted &) {
+          watcher.raiseInterrupted();
         }
+        watcher.raisePending();
         return std::make_unique<ModelRunner>(std::move(jit), threads);
       },
-      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a);
+      "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a,
+      "progress"_a = nb::none());
   m.def(
       "compile_library",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         const std::string &output, const std::string &header) {
-        nb::gil_scoped_release release;
-        compileLibrary(pipeline(path, optLevel, passes), TargetOptions{cpu, attributes, precision},
-                       output, header);
+         const std::string &output, const std::string &header, nb::object progress) {
+        PythonProgress watcher(std::move(progress));
+        try {
+          nb::gil_scoped_release release;
+          compileLibrary(pipeline(path, optLevel, passes),
+                         TargetOptions{cpu, attributes, precision}, output, header,
+                         watcher.callback());
+        } catch (const Interrupted &) {
+          watcher.raiseInterrupted();
+        }
+        watcher.raisePending();
       },
       "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "output"_a,
-      "header"_a);
+      "header"_a, "progress"_a = nb::none());
   m.def(
       "load",
-      [](const std::string &path, int threads) {
+      [](const std::string &path, int threads, bool checkCpu) {
         nb::gil_scoped_release release;
-        return std::make_unique<ModelRunner>(path, threads);
+        auto runner = std::make_unique<ModelRunner>(path, threads);
+        // onnxc.load refuses a CPU the library was not compiled for at once
+        // (onnxc.compile(output=...) may write one for another machine).
+        if (const char *problem = checkCpu ? onnxc_model_check_cpu(&runner->descriptor()) : nullptr)
+          fail(path, ": ", problem);
+        return runner;
       },
-      "path"_a, "threads"_a);
+      "path"_a, "threads"_a, "check_cpu"_a = true);
 }
 
 /// dump and explain: the IR and the passes' report, as text.

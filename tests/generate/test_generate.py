@@ -264,3 +264,26 @@ def test_onnx_is_compiled_in_process(libraries):
     from_onnx, _, stderr = generate(onnx_path, "--max-new-tokens", "8")
     assert from_onnx == from_library
     assert "using the KV cache" in stderr
+
+
+@compiled_kernels
+@pytest.mark.skipif(bool(os.environ.get("ONNXC_SANITIZE")),
+                    reason="a sanitized model.so needs the sanitizers' runtimes in the program")
+def test_c_program_linked_with_model_so_alone_generates(libraries, tmp_path):
+    """examples/c/generate.c links the .so and nothing else (no -lonnxc_runtime: the library
+    exports onnxc_generate.h), and generates what `onnxc generate` does."""
+    import shutil
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler:
+        pytest.skip("no C compiler")
+    _, library = libraries["hf_gpt2_past"]
+    program = str(tmp_path / "generate")
+    subprocess.run([compiler, f"-I{REPO}/runtime/include", f"{REPO}/examples/c/generate.c", library,
+                    f"-Wl,-rpath,{os.path.dirname(library)}", "-o", program], check=True, timeout=120)
+    linked = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
+    assert "onnxc_runtime" not in linked
+    result = subprocess.run([program, ",".join(map(str, PROMPT)), "16"], capture_output=True,
+                            text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    ids, _, _ = generate(library, "--max-new-tokens", "16")
+    assert [int(token) for token in result.stdout.strip().split(",")] == ids

@@ -182,6 +182,21 @@ def test_matmulnbits_against_onnxruntime(nbits_model, scratch, backend):
         compare(got[f"y_{name}"], want[f"y_{name}"], bound, f"{backend} {name}")
 
 
+def test_int4_weights_stay_4bit(nbits_model):
+    """At -O2 every 4-bit MatMulNBits with integer zero points (7 of the cases: float zero
+    points are applied at import, 8-bit weights stay a DequantizeLinear) is one
+    BlockQuantizedMatMul over its i4/u4 constants, so the JIT run above went through the int4
+    kernels, not through weights widened to f32: the 3 at accuracy_level 4 imported as the op
+    with int8 activations, the 4 others fused from DequantizeLinear -> MatMul."""
+    path = nbits_model[0]
+    result = subprocess.run([ONNXC, "dump", path, "-O2", "--stats"], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "fuse-block-quantized-matmul: 4 fused" in result.stderr, result.stderr
+    assert result.stdout.count("= BlockQuantizedMatMul(") == 7, result.stdout
+    assert result.stdout.count("activation_int8 = 1") == 3, result.stdout
+
+
 def test_accuracy_level_4_is_not_the_f32_product(nbits_model):
     """Guards the level-4 comparisons above: onnxruntime's int8 path must be measurably away from
     its f32 path on these cases, or the test could not tell them apart."""

@@ -527,3 +527,35 @@ def test_c_example_runs_compiled_model(entry, tmp_path, compiled_libraries):
         shown = [float(v) for v in values.split() if v != "..."]
         flat = expected.reshape(-1)[:len(shown)].astype(np.float64)
         np.testing.assert_allclose(shown, flat, rtol=1e-4, atol=entry["tolerance"]["atol"], err_msg=line)
+
+
+# ---- onnxc bench at its defaults on every model of the library zoo (issue 32, item 4) ---------
+# No --shape: bench makes up valid inputs (ids within their table, masks of ones, empty caches) at
+# batch 1 and sequence 128 and says so. Numbers are checked for sanity, never for speed; the .so
+# is the one the tests above compiled, and three timed runs are enough.
+LIBRARY_FAMILY_PREFIXES = ("hf_", "nn_", "torch_")
+BENCH_MODELS = [pytest.param(entry, id=f"{entry['name']}-bench") for entry in MANIFEST["models"]
+                if entry["family"].startswith(LIBRARY_FAMILY_PREFIXES)]
+
+
+@runs_kernels
+@pytest.mark.parametrize("entry", BENCH_MODELS)
+def test_bench_runs_at_default_flags(entry, compiled_libraries):
+    import json
+    library = compiled_libraries(entry)
+    result = run_checked([onnxc_binary(), "bench", library, "--iters", "3", "--warmup", "1",
+                          "--threads", "1", "--json"], "onnxc bench")
+    report = json.loads(result.stdout)
+    latency = report["latency_ms"]
+    assert latency["runs"] == 3 and report["throughput_per_s"] > 0, report
+    assert 0 < latency["min"] <= latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
+    for symbol, value in report["default_dims"].items():
+        assert value in (0, 1, 128), (symbol, value)
+    for made in report["inputs"]:
+        name = made["name"].lower()
+        assert made["values"] != "given", made
+        if "mask" in name and "random in [-1" not in made["values"]:
+            assert made["values"] in ("ones", "zeros (no padding)"), made
+        if "past" in name and "encoder" not in name and "cross" not in name:
+            assert 0 in made["dims"], f"{made['name']}: the cache is not empty: {made}"
+    print(f"{entry['name']}: {report['throughput_per_s']:.1f} inferences/s, defaults {report['default_dims']}")

@@ -149,7 +149,9 @@ struct TestModel {
              static_cast<int32_t>(cachePairs.size()),
              cachePairs.empty() ? nullptr : cachePairs.data(),
              precision,
-             cpuFeatures};
+             cpuFeatures,
+             "test",
+             nullptr};
     return &model;
   }
 

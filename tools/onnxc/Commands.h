@@ -81,6 +81,10 @@ bool printTargetHelp(const ParsedArgs &args);
 /// --threads N (0 or absent: one per core).
 int threadCount(const ParsedArgs &args);
 
+/// `onnxc inspect model.so`: what the descriptor of a compiled model says
+/// (tools/onnxc/InspectLibrary.cpp), as text or one JSON document.
+int inspectLibrary(const std::string &path, bool json);
+
 /// The project's version ("0.1.0").
 std::string onnxcVersion();
 /// `onnxc --version`: the onnxc and LLVM versions and the default target CPU.

@@ -15,7 +15,9 @@
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
+#include "tools/onnxc/ProgressLine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -174,9 +176,11 @@ void pinInputDims(Graph &graph, const std::map<std::string, std::vector<int64_t>
 }
 
 /// The KV caches the runtime may update in place (model_abi.h's
-/// onnxc_cache_pair), and with --explain why the other candidates may not.
-void printCachePairs(const ModelPlan &plan, bool explain) {
-  if (!plan.cachePairs.empty()) {
+/// onnxc_cache_pair), one by one: a line of 24 pairs is 2,000 characters,
+/// so the summary counts them and --verbose or --explain lists them; with
+/// --explain also why the other candidates may not.
+void printCachePairs(const ModelPlan &plan, bool list, bool explain) {
+  if (list && !plan.cachePairs.empty()) {
     std::cout << plan.cachePairs.size() << " KV cache pair"
               << (plan.cachePairs.size() == 1 ? "" : "s") << " updated in place:";
     for (size_t p = 0; p < plan.cachePairs.size(); ++p) {
@@ -190,6 +194,83 @@ void printCachePairs(const ModelPlan &plan, bool explain) {
   if (explain)
     for (const std::string &note : plan.cacheNotes)
       std::cerr << "codegen: " << note << "\n";
+}
+
+/// What a compile made, for its report.
+struct CompileReport {
+  ModelPlan plan;
+  std::string output;
+  /// The header written beside a library, else empty.
+  std::string header;
+  double seconds = 0;
+  /// The size of the output, -1 when it cannot be read.
+  int64_t outputBytes = -1;
+
+  int64_t constantBytes() const {
+    int64_t bytes = 0;
+    for (const PlanBuffer &buffer : plan.buffers)
+      if (buffer.kind == BufferKind::Constant)
+        bytes += int64_t(buffer.constant.size);
+    return bytes;
+  }
+};
+
+llvm::json::Array cachePairsJson(const ModelPlan &plan) {
+  llvm::json::Array pairs;
+  for (const PlanCachePair &pair : plan.cachePairs)
+    pairs.push_back(
+        llvm::json::Object{{"input", jsonText(plan.inputs[pair.input].name)},
+                           {"output", jsonText(plan.outputs[pair.output].name)},
+                           {"axis", int64_t(pair.axis)},
+                           {"capacity", jsonText(plan.symbols[pair.capacitySymbol].name)}});
+  return pairs;
+}
+
+llvm::json::Object compileJson(const CompileReport &report, const std::string &path,
+                               const TargetSelection &target) {
+  const ModelPlan &plan = report.plan;
+  llvm::json::Object document{{"model", jsonText(path)},
+                              {"name", jsonText(plan.name)},
+                              {"cpu", target.cpu()},
+                              {"precision", plan.precision},
+                              {"cpu_features", cpuFeatureList(plan)},
+                              {"steps", int64_t(plan.steps.size())},
+                              {"constant_bytes", report.constantBytes()},
+                              {"output", jsonText(report.output)},
+                              {"output_bytes", std::max<int64_t>(report.outputBytes, 0)},
+                              {"cache_pairs", cachePairsJson(plan)},
+                              {"compile_ms", report.seconds * 1000}};
+  if (!report.header.empty())
+    document["header"] = jsonText(report.header);
+  return document;
+}
+
+/// One line: what was compiled, for which CPU, into what and how large;
+/// --verbose adds the CPU features and lists the cache pairs.
+void printCompileSummary(const CompileReport &report, const TargetSelection &target,
+                         const ParsedArgs &args) {
+  const ModelPlan &plan = report.plan;
+  std::cout << "compiled '" << plan.name << "' for " << target.cpu();
+  if (plan.precision != "f32" || !target.precisionReason().empty())
+    std::cout << " at " << plan.precision
+              << (target.precisionReason().empty() ? "" : " (" + target.precisionReason() + ")");
+  std::cout << ": " << plan.steps.size() << " steps, " << formatBytes(report.constantBytes())
+            << " of constants";
+  if (!plan.cachePairs.empty())
+    std::cout << ", " << plan.cachePairs.size() << " KV cache pair"
+              << (plan.cachePairs.size() == 1 ? "" : "s") << " in place";
+  std::cout << " -> " << report.output;
+  if (report.outputBytes >= 0)
+    std::cout << " (" << formatBytes(report.outputBytes) << ")";
+  if (!report.header.empty())
+    std::cout << ", " << report.header;
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " in %.2f s\n", report.seconds);
+  std::cout << timing;
+  bool verbose = args.has("verbose");
+  if (verbose && !plan.cpuFeatures.empty())
+    std::cout << "CPU features the code needs: " << cpuFeatureList(plan) << "\n";
+  printCachePairs(plan, verbose || args.has("explain"), args.has("explain"));
 }
 
 int runCompile(const ParsedArgs &args) {
@@ -219,46 +300,29 @@ int runCompile(const ParsedArgs &args) {
   checkArtifactSparesInputs(path, request, headerIsDefault, kToolOptionNames);
 
   auto start = std::chrono::steady_clock::now();
+  ProgressCallback progress = ProgressLine::instance().callback();
+  reportProgress(progress, {CompileStage::Load, path, 0, 0});
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   checkArtifactSparesExternalData(externalFiles, request, kToolOptionNames);
   pinInputDims(*graph, shapes);
   runPipeline(*pm, *graph, args);
-  ModelPlan plan = compileArtifact(*graph, target, request);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  double constantBytes = 0;
-  for (const PlanBuffer &buffer : plan.buffers)
-    if (buffer.kind == BufferKind::Constant)
-      constantBytes += double(buffer.constant.size);
+  ModelPlan plan = compileArtifact(*graph, target, request, progress);
+  CompileReport report{std::move(plan), output,
+                       request.kind == ArtifactRequest::Kind::SharedLibrary ? request.headerPath
+                                                                            : std::string()};
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::error_code sizeError;
+  report.outputBytes = int64_t(std::filesystem::file_size(output, sizeError));
+  if (sizeError)
+    report.outputBytes = -1;
   if (args.has("json")) {
-    llvm::json::Object document{{"model", jsonText(path)},
-                                {"name", jsonText(plan.name)},
-                                {"cpu", target.cpu()},
-                                {"precision", plan.precision},
-                                {"cpu_features", cpuFeatureList(plan)},
-                                {"steps", int64_t(plan.steps.size())},
-                                {"constant_bytes", int64_t(constantBytes)},
-                                {"output", jsonText(output)},
-                                {"compile_ms", seconds * 1000}};
-    if (request.kind == ArtifactRequest::Kind::SharedLibrary)
-      document["header"] = jsonText(request.headerPath);
+    llvm::json::Object document = compileJson(report, path, target);
     addPipelineReport(document, *pm, args);
     printJson(std::move(document));
     return 0;
   }
-  std::cout << "compiled '" << plan.name << "' for " << target.cpu();
-  if (plan.precision != "f32" || !target.precisionReason().empty())
-    std::cout << " at " << plan.precision
-              << (target.precisionReason().empty() ? "" : " (" + target.precisionReason() + ")");
-  std::cout << ": " << plan.steps.size() << " steps, " << formatBytes(int64_t(constantBytes))
-            << " of constants -> " << output;
-  if (request.kind == ArtifactRequest::Kind::SharedLibrary)
-    std::cout << ", " << request.headerPath;
-  char timing[32];
-  std::snprintf(timing, sizeof timing, " (%.2f s)\n", seconds);
-  std::cout << timing;
-  printCachePairs(plan, args.has("explain"));
+  printCompileSummary(report, target, args);
   return 0;
 }
 

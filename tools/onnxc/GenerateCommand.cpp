@@ -15,6 +15,7 @@
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
 #include "tools/onnxc/ModelFiles.h"
+#include "tools/onnxc/ProgressLine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -210,7 +211,8 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
   std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
   std::unique_ptr<Graph> graph = loadModel(path);
   runPipeline(*pm, *graph, args);
-  RunnableModel model = compileModelInProcess(std::move(graph), target);
+  RunnableModel model =
+      compileModelInProcess(std::move(graph), target, ProgressLine::instance().callback());
   // The generator reads the descriptor only; the graph's weights are not kept twice.
   model.graph.reset();
   return model;

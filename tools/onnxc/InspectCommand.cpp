@@ -95,8 +95,11 @@ int runInspect(const ParsedArgs &args) {
     fail(path, ": is a directory, not a model file");
   if (!std::filesystem::is_regular_file(path, ec))
     fail(path, ": no such file");
+  if (isModelLibraryPath(path))
+    return inspectLibrary(path, args.has("json"));
   if (std::filesystem::path(path).extension() != ".onnx")
-    fail(path, ": inspect reads .onnx models (use 'onnxc dump' for .ir files)");
+    fail(path, ": inspect reads .onnx models and compiled .so files (use 'onnxc dump' for .ir ",
+         "files)");
   ModelSummary summary = summarizeOnnxFile(path);
   if (args.has("json")) {
     printInspectJson(path, summary);
@@ -140,8 +143,9 @@ int runInspect(const ParsedArgs &args) {
 
 Command inspectCommand() {
   return {"inspect",
-          "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops",
-          "inspect MODEL.onnx [--json]",
+          "show a model's inputs, outputs, opsets, ops, parameters and unsupported ops, or what a "
+          "compiled model.so holds",
+          "inspect MODEL.onnx|MODEL.so [--json]",
           {jsonOption()},
           runInspect};
 }

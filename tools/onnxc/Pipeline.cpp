@@ -6,6 +6,7 @@
 #include "ir/Error.h"
 #include "passes/PassRegistry.h"
 #include "passes/Pipelines.h"
+#include "tools/onnxc/ProgressLine.h"
 
 #include <iostream>
 
@@ -78,6 +79,7 @@ CompileOptions compileOptions(const ParsedArgs &args, const std::string &command
   options.passManager.explain = args.has("explain");
   options.passManager.printOptions = printOptions;
   options.target = targetRequest(args);
+  options.progress = ProgressLine::instance().callback();
   return options;
 }
 
@@ -93,6 +95,8 @@ void runPipeline(PassManager &pm, Graph &graph, const ParsedArgs &args) {
   // With --json the command puts them in its document (JsonOutput.h).
   if (args.has("json"))
     return;
+  if (args.has("stats") || args.has("explain"))
+    ProgressLine::instance().clear();
   if (args.has("stats"))
     pm.printStatistics(std::cerr);
   if (args.has("explain"))

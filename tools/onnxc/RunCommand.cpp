@@ -13,6 +13,7 @@
 #include "tools/onnxc/JsonOutput.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/Npy.h"
+#include "tools/onnxc/ProgressLine.h"
 #include "tools/onnxc/RunInputs.h"
 
 #include <algorithm>
@@ -181,7 +182,8 @@ RunResult runLibrary(const std::string &path, const InputRequest &request,
 std::vector<Tensor> runJit(Graph &graph, const std::map<std::string, Tensor> &inputs,
                            const TargetSelection &target, int threads) {
   // Shapes that follow input contents compile for the values at hand.
-  InputSpecificJit jit = compileForInputs(graph, inputs, target);
+  InputSpecificJit jit =
+      compileForInputs(graph, inputs, target, ProgressLine::instance().callback());
   if (!jit.specialized.empty()) {
     std::string list;
     for (const std::string &name : jit.specialized)
@@ -201,6 +203,9 @@ RunResult runGraph(const ParsedArgs &args, const std::string &path, const std::s
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   runPipeline(*result.pm, *graph, args);
+  // The evaluator reports no progress: the passes' line goes before it runs.
+  if (backend == "ref")
+    ProgressLine::instance().clear();
   for (const GraphOutput &output : graph->outputs())
     result.outputNames.push_back(output.name);
   if (!outputDir.empty())

@@ -2,6 +2,7 @@
 #include "tools/onnxc/RunInputs.h"
 
 #include "ir/Error.h"
+#include "ir/IndexTables.h"
 #include "tools/onnxc/CommandLine.h"
 #include "tools/onnxc/Npy.h"
 
@@ -71,33 +72,31 @@ std::vector<int64_t> resolveDims(const Value &input, const Bindings &bindings) {
         break;
       dims.push_back(*d);
     }
-  if (!shape.isRanked() || dims.size() != shape.rank())
+  if (!shape.isRanked())
     fail("input '", input.name(), "' (", input.type().str(),
-         ") has dims no other input determines; give --shape ", input.name(), "=... or --input ",
-         input.name(), "=FILE.npy");
+         ") has dims no other input determines (its rank is unknown); give --input ", input.name(),
+         "=FILE.npy");
+  if (dims.size() != shape.rank())
+    fail("input '", input.name(), "' (", input.type().str(),
+         ") has dims no other input determines (dim ", dims.size(), ", '", shape[dims.size()].str(),
+         "'); give --shape ", input.name(), "=... or --input ", input.name(), "=FILE.npy");
   return dims;
 }
 
 /// The exclusive upper bound for an integer input used as Gather or
-/// GatherElements indices (the smallest gathered axis among its uses), or 0
-/// when it is none.
-int64_t gatherIndexBound(const Value &input, const Bindings &bindings) {
+/// GatherElements indices (the smallest gathered axis among its uses,
+/// ir/IndexTables.h, and the bound the request knows), or 0 when it is none.
+int64_t gatherIndexBound(const Value &input, const Bindings &bindings,
+                         const InputRequest &request) {
   int64_t bound = 0;
-  for (const Use &use : input.uses()) {
-    bool gathers = use.user->kind() == OpKind::Gather || use.user->kind() == OpKind::GatherElements;
-    if (!gathers || use.operandIndex != 1)
-      continue;
-    const Value *data = use.user->operand(0);
-    if (!data || !data->shape().isRanked())
-      continue;
-    std::optional<int64_t> axis =
-        normalizeAxis(use.user->getInt("axis", 0), int64_t(data->shape().rank()));
-    if (!axis)
-      continue;
-    std::optional<int64_t> size = data->shape()[size_t(*axis)].evaluate(bindings);
+  for (const Dim &dim : indexedTableDims(input)) {
+    std::optional<int64_t> size = dim.evaluate(bindings);
     if (size && *size > 0)
       bound = bound ? std::min(bound, *size) : *size;
   }
+  auto known = request.indexBounds.find(input.name());
+  if (known != request.indexBounds.end() && known->second > 0)
+    bound = bound ? std::min(bound, known->second) : known->second;
   return bound;
 }
 
@@ -106,6 +105,13 @@ bool nameSaysMask(const std::string &name) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return lower.find("mask") != std::string::npos;
+}
+
+bool nameSaysPadding(const std::string &name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return lower.find("padding") != std::string::npos;
 }
 
 /// FNV-1a: a stable per-input stream, so adding one --input does not change
@@ -118,7 +124,7 @@ uint64_t streamSeed(uint64_t seed, const std::string &name) {
 }
 
 Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &bindings,
-                uint64_t seed) {
+                const InputRequest &request, std::string &description) {
   DType dtype = input.dtype();
   if (dtype == DType::Unknown)
     fail("input '", input.name(), "' has an unknown dtype; give --input ", input.name(),
@@ -126,19 +132,33 @@ Tensor generate(const Value &input, std::vector<int64_t> dims, const Bindings &b
   Tensor tensor(dtype, std::move(dims));
   // mt19937_64 is fully specified; the distributions of <random> are not,
   // so values are drawn from its raw output to be the same everywhere.
-  std::mt19937_64 rng(streamSeed(seed, input.name()));
+  std::mt19937_64 rng(streamSeed(request.seed, input.name()));
   int64_t bound = 10;
-  if (dtype == DType::Bool || nameSaysMask(input.name()))
+  bool mask = dtype == DType::Bool || nameSaysMask(input.name());
+  if (mask)
     bound = 2;
-  if (int64_t gather = gatherIndexBound(input, bindings))
+  if (int64_t gather = gatherIndexBound(input, bindings, request)) {
     bound = gather;
+    mask = false;
+  }
+  // An attention mask says 1 where a position is attended; torch's
+  // key_padding_mask says true where one is padding: no padding is zeros.
+  bool constantMask = mask && request.masksAreOnes;
+  double fill = nameSaysPadding(input.name()) ? 0.0 : 1.0;
   for (int64_t i = 0; i < tensor.numElements(); ++i) {
     uint64_t bits = rng();
     if (isFloat(dtype))
       tensor.setElementFromDouble(i, double(bits >> 40) * 0x1p-23 - 1.0);
     else
-      tensor.setElementFromDouble(i, double(bits % uint64_t(bound)));
+      tensor.setElementFromDouble(i, constantMask ? fill : double(bits % uint64_t(bound)));
   }
+  if (isFloat(dtype))
+    description = "random in [-1, 1)";
+  else if (constantMask)
+    description = fill ? "ones" : "zeros (no padding)";
+  else
+    description = "random in [0, " + std::to_string(bound) + ")" +
+                  (bound != 10 && !mask ? " (the rows of the table it indexes)" : "");
   return tensor;
 }
 
@@ -201,7 +221,7 @@ std::vector<int64_t> parseShapeText(const std::string &text, const std::string &
 }
 
 std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputRequest &request,
-                                            MissingInputs missing) {
+                                            MissingInputs missing, GeneratedInputs *generated) {
   auto checkName = [&](const std::string &name, const char *option) {
     if (!graph.findValue(name) || !graph.findValue(name)->isGraphInput()) {
       std::string known;
@@ -241,14 +261,22 @@ std::map<std::string, Tensor> prepareInputs(const Graph &graph, const InputReque
 
   if (missing == MissingInputs::Refuse)
     refuseMissingInputs(graph, request, bindings);
+  GeneratedInputs report;
+  for (const auto &[symbol, value] : request.defaultSymbols)
+    if (bindings.emplace(symbol, value).second)
+      report.defaultedSymbols.emplace_back(symbol, value);
   for (const Value *input : graph.inputs()) {
     if (tensors.count(input->name()))
       continue;
     auto shaped = request.shapes.find(input->name());
     std::vector<int64_t> dims =
         shaped != request.shapes.end() ? shaped->second : resolveDims(*input, bindings);
-    tensors.emplace(input->name(), generate(*input, std::move(dims), bindings, request.seed));
+    std::string &description = report.values[input->name()];
+    tensors.emplace(input->name(),
+                    generate(*input, std::move(dims), bindings, request, description));
   }
+  if (generated)
+    *generated = std::move(report);
   return tensors;
 }
 

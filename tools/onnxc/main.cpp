@@ -10,6 +10,7 @@
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 #include "passes/PassRegistry.h"
+#include "tools/onnxc/ProgressLine.h"
 
 #include <algorithm>
 #include <iostream>
@@ -26,9 +27,18 @@ const std::vector<Command> &commands() {
   return table;
 }
 
+/// The commands that compile a model, and so may take long.
+bool compilesModels(const Command &command) {
+  return command.name == "compile" || command.name == "bench" || command.name == "generate" ||
+         command.name == "run";
+}
+
 /// Options every subcommand takes, after its own.
-std::vector<OptionSpec> withCommonOptions(const std::vector<OptionSpec> &options) {
-  std::vector<OptionSpec> all = options;
+std::vector<OptionSpec> withCommonOptions(const Command &command) {
+  std::vector<OptionSpec> all = command.options;
+  if (compilesModels(command))
+    for (const OptionSpec &option : progressOptions())
+      all.push_back(option);
   all.push_back({"memory-limit", "BYTES",
                  "the most memory tensors and compiled runs may take, e.g. 8G (default: "
                  "$ONNXC_MEMORY_LIMIT, else physical memory)"});
@@ -61,7 +71,7 @@ void printToolHelp() {
 
 void printCommandHelp(const Command &c) {
   std::cout << "onnxc " << c.name << ": " << c.summary << "\n\nUSAGE: onnxc " << c.usage << "\n";
-  std::cout << "\n" << describeOptions(withCommonOptions(c.options));
+  std::cout << "\n" << describeOptions(withCommonOptions(c));
   if (c.name == "dump" || c.name == "run")
     std::cout << "\nPASSES:\n" << passListing();
 }
@@ -103,8 +113,10 @@ int dispatch(const std::vector<std::string> &args) {
     printCommandHelp(*it);
     return 0;
   }
-  ParsedArgs parsed = parseArguments(rest, withCommonOptions(it->options), it->name);
+  ParsedArgs parsed = parseArguments(rest, withCommonOptions(*it), it->name);
   applyCommonOptions(parsed);
+  if (compilesModels(*it))
+    ProgressLine::instance().configure(parsed);
   return it->run(parsed);
 }
 
@@ -116,21 +128,26 @@ int main(int argc, char **argv) {
     return dispatch(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError &e) {
     std::cout.flush();
+    ProgressLine::instance().clear();
     std::cerr << "error: " << oneLine(e.what()) << "\n";
     return 2;
   } catch (const Error &e) {
     std::cout.flush();
+    ProgressLine::instance().clear();
     std::cerr << "error: " << oneLine(e.what()) << "\n";
     return 1;
   } catch (const std::bad_alloc &) {
     std::cout.flush();
+    ProgressLine::instance().clear();
     std::cerr << "error: out of memory\n";
     return 1;
   } catch (const std::exception &e) {
     std::cout.flush();
+    ProgressLine::instance().clear();
     std::cerr << "error: internal error: " << oneLine(e.what()) << "\n";
     return 1;
   } catch (...) {
+    ProgressLine::instance().clear();
     std::cerr << "error: internal error: unknown exception\n";
     return 1;
   }

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ONNXC_ABI_VERSION 6
+#define ONNXC_ABI_VERSION 7
 
 /* Element types (values fixed forever). */
 typedef enum onnxc_dtype {
@@ -168,10 +168,19 @@ typedef struct onnxc_model_descriptor {
   const onnxc_cache_pair *cache_pairs;
   /* v6: the arithmetic of the matrix products, "f32" or "bf16" (operands
    * rounded to bfloat16, sums in f32), and the CPU features beyond x86-64's
-   * the code uses, comma-separated LLVM names ("amx-bf16,amx-tile,avx512bf16")
-   * or "": a session refuses to open on a CPU (or an OS) without them. */
+   * the code may use, comma-separated LLVM names ("avx,avx2,...,fma") or "":
+   * every feature of the compile target the runtime can check
+   * (onnxc_cpu_features_checked), so a session refuses to open on a CPU (or
+   * an OS) without them instead of dying of SIGILL. */
   const char *precision;
   const char *cpu_features;
+  /* v7: the version of onnxc that compiled the model ("0.1.0"), and per
+   * input the values an integer input may hold where the model uses it to
+   * index a table of constant size (a Gather of an embedding: the table's
+   * rows, e.g. 2 for BERT's token_type_ids), an exclusive upper bound, or 0
+   * where none is known. For tools that make up inputs (`onnxc bench`). */
+  const char *onnxc_version;
+  const int64_t *input_index_bounds;
 } onnxc_model_descriptor;
 
 #ifdef __cplusplus

@@ -34,6 +34,19 @@ extern "C" {
  * next call of this function on the same thread. */
 const char *onnxc_model_check(const onnxc_model_descriptor *model);
 
+/* Checks that this CPU (and its operating system) offers every feature in
+ * the model's cpu_features, as onnxc_session_create does before anything
+ * else runs. Returns NULL when it does, else the line naming the missing
+ * features, valid until the next call of this function on the same thread.
+ * $ONNXC_HIDE_CPU_FEATURES (comma-separated names) makes features count as
+ * missing, to try a model's refusal on a CPU that has them. */
+const char *onnxc_model_check_cpu(const onnxc_model_descriptor *model);
+
+/* The CPU features the runtime can check, comma-separated LLVM names
+ * ("sse3,ssse3,...,avx2,...,amx-tile"): a compiler records each of them its
+ * target enables in cpu_features. */
+const char *onnxc_cpu_features_checked(void);
+
 /* One term of a dim expression: coefficient * symbols[0] * ... *
  * symbols[degree - 1], the symbols as indices into the model's
  * symbol_names. */

@@ -157,10 +157,12 @@ TEST_F(FrontendMatMulNBits, AccuracyLevelFourQuantizesTheActivations) {
   level->set_type(onnx::AttributeProto::INT);
   level->set_i(4);
   std::unique_ptr<Graph> g = import();
-  // A's int8 codes and their blocked read-back, besides the weights' DequantizeLinear.
-  EXPECT_EQ(count(*g, OpKind::QuantizeLinear), 1u);
-  EXPECT_EQ(count(*g, OpKind::DequantizeLinear), 2u);
-  EXPECT_EQ(count(*g, OpKind::Pad), 1u); // K = 20 is not a multiple of 16
+  // 4 bits: one BlockQuantizedMatMul that quantizes A itself (its evaluator and kernel).
+  EXPECT_EQ(count(*g, OpKind::BlockQuantizedMatMul), 1u);
+  EXPECT_EQ(count(*g, OpKind::DequantizeLinear), 0u);
+  for (const Node *n : g->nodeList())
+    if (n->kind() == OpKind::BlockQuantizedMatMul)
+      EXPECT_EQ(n->getInt("activation_int8", 0), 1);
   // One row whose first block holds a single 1 (exact in int8), whose second (short) block
   // holds 0.1 and 0.5: 0.1 is coded round(0.1 * 254) = 25 of 0.5 / 127, so it reads back as
   // 25 * 0.5 / 127 = 0.0984, 1.6% off, which the bound below sees.

@@ -85,6 +85,43 @@ TEST(PassManager, FixedPointGroupIsCapped) {
   EXPECT_EQ(runs, 4);
 }
 
+TEST(PassManager, ProgressSeesEachPassAndRoundAndCanStop) {
+  Graph g;
+  int runs = 0;
+  std::vector<ProgressEvent> events;
+  PassManagerOptions options;
+  options.progress = [&](const ProgressEvent &event) {
+    events.push_back(event);
+    return true;
+  };
+  PassManager pm(options);
+  pm.addPass("dce");
+  std::vector<std::unique_ptr<Pass>> group;
+  group.push_back(std::make_unique<CountingPass>(2, &runs));
+  pm.addFixedPointGroup(std::move(group), 10);
+  pm.run(g);
+  // dce, then three rounds of the group: a total that grows with the rounds.
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].detail, "dce");
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].stage, CompileStage::Passes);
+    EXPECT_EQ(events[i].done, int64_t(i));
+    EXPECT_LT(events[i].done, events[i].total);
+  }
+  EXPECT_EQ(events.back().detail, "counting");
+  EXPECT_EQ(events.back().total, 4);
+
+  // A false answer stops before the pass it was told about, with Interrupted
+  // (not an Error the pass manager would name a pass in).
+  runs = 0;
+  options.progress = [&](const ProgressEvent &event) { return event.detail != "counting"; };
+  PassManager stopping(options);
+  stopping.addPass("dce");
+  stopping.addPass(std::make_unique<CountingPass>(0, &runs));
+  EXPECT_THROW(stopping.run(g), Interrupted);
+  EXPECT_EQ(runs, 0);
+}
+
 TEST(PassManager, UnknownPrintAfterPassIsAnError) {
   PassManagerOptions options;
   options.printIrAfter = {"no-such-pass"};
@@ -114,10 +151,10 @@ TEST(Pipelines, Levels) {
     addOptimizationPipeline(pm, level);
     std::vector<std::string> expected;
     // QDQ graphs' rewrites come before any folding (fold-constants would
-    // fold the quantized weights' DequantizeLinear).
+    // fold the quantized weights' DequantizeLinear), int4 weights first.
     if (level > 1)
-      expected = {"fuse-static-quantized-matmul", "fuse-static-quantized-conv", "sink-dequantize",
-                  "expand-fake-quantize"};
+      expected = {"fuse-block-quantized-matmul", "fuse-static-quantized-matmul",
+                  "fuse-static-quantized-conv", "sink-dequantize", "expand-fake-quantize"};
     if (level > 0)
       expected.insert(expected.end(), {"fold-constants", "inline-constant-if",
                                        "fold-channel-affine", "remove-identity", "simplify-casts",

@@ -1,8 +1,12 @@
 //===- tests/unit/runtime/RuntimeErrorsTest.cpp - Every way a session refuses -------===//
 #include "RuntimeTestModel.h"
+#include "onnxc/model_info.h"
+#include "runtime/CpuFeatures.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 using namespace onnxc::runtime::testing;
@@ -202,15 +206,62 @@ TEST(RuntimeCreateErrors, CpuFeaturesTheCpuLacks) {
   TestModel model;
   model.cpuFeatures = "no-such-feature";
   EXPECT_EQ(createError(model),
-            "model 'relu_scale' was compiled to use no-such-feature, but this CPU lacks "
-            "no-such-feature (compile it for this CPU, e.g. with --mcpu=native or "
-            "--precision=f32)");
+            "model 'relu_scale' needs no-such-feature, which this CPU lacks (compile it for this "
+            "CPU: --mcpu=native; or for every machine it may run on, e.g. --mcpu=x86-64-v3 for "
+            "AVX2 ones)");
   model.cpuFeatures = "amx-fp16,no-such-feature";
-  EXPECT_NE(createError(model).find("lacks amx-fp16, no-such-feature (or its operating system "
-                                    "has not enabled it)"),
-            std::string::npos);
+  EXPECT_NE(createError(model).find("needs amx-fp16, no-such-feature, which this CPU lacks (or "
+                                    "its operating system has not enabled them) (compile it for "
+                                    "this CPU: --mcpu=native, --precision=f32;"),
+            std::string::npos)
+      << createError(model);
   model.cpuFeatures = "";
   EXPECT_EQ(createError(model), "");
+}
+
+TEST(RuntimeCreateErrors, HiddenCpuFeaturesAreMissing) {
+  // $ONNXC_HIDE_CPU_FEATURES stands in for an older CPU: every feature this
+  // one has, hidden, is refused by name, and only those hidden.
+  std::string present;
+  for (const char *feature : {"sse3", "ssse3", "sse4.1", "sse4.2", "popcnt"})
+    if (onnxc::runtime::checkCpuFeatures(feature).empty())
+      present += (present.empty() ? "" : ",") + std::string(feature);
+  if (present.empty())
+    GTEST_SKIP() << "this CPU has none of the SSE features";
+  TestModel model;
+  model.cpuFeatures = present.c_str();
+  EXPECT_EQ(createError(model), "");
+  std::string first = present.substr(0, present.find(','));
+  setenv("ONNXC_HIDE_CPU_FEATURES", ("avx512f," + first).c_str(), 1);
+  std::string error = createError(model);
+  const char *checked = onnxc_model_check_cpu(model.descriptor());
+  unsetenv("ONNXC_HIDE_CPU_FEATURES");
+  EXPECT_EQ(error.find("model 'relu_scale' needs " + first + ", which this CPU lacks"), 0u)
+      << error;
+  ASSERT_NE(checked, nullptr);
+  EXPECT_EQ(std::string(checked), error);
+  EXPECT_EQ(onnxc_model_check_cpu(model.descriptor()), nullptr);
+}
+
+TEST(RuntimeCreateErrors, EveryCheckableFeatureIsKnown) {
+  // What codegen records (onnxc_cpu_features_checked) the check must know:
+  // an unknown name would refuse every CPU.
+  std::string list = onnxc_cpu_features_checked();
+  EXPECT_NE(list.find("avx2"), std::string::npos);
+  EXPECT_NE(list.find("avx512f"), std::string::npos);
+  EXPECT_NE(list.find("amx-tile"), std::string::npos);
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, comma - start);
+    std::string problem = onnxc::runtime::checkCpuFeatures(name.c_str());
+    EXPECT_TRUE(problem.empty() || problem == "this CPU lacks " + name ||
+                problem ==
+                    "this CPU lacks " + name + " (or its operating system has not enabled it)" ||
+                problem.find("AMX tile state") != std::string::npos)
+        << name << ": " << problem;
+    start = comma + 1;
+  }
 }
 
 TEST(RuntimeCreateErrors, NullDescriptorAndNegativeThreads) {
@@ -318,9 +369,9 @@ TEST(RuntimeCreateErrors, BadBuffersAndSteps) {
 
 TEST(RuntimeCreateErrors, LastErrorIsPerThread) {
   TestModel bad;
-  bad.abiVersion = 7;
-  std::string expected =
-      "model was compiled for ABI v7, this runtime is v" + std::to_string(ONNXC_ABI_VERSION);
+  bad.abiVersion = ONNXC_ABI_VERSION + 1;
+  std::string expected = "model was compiled for ABI v" + std::to_string(ONNXC_ABI_VERSION + 1) +
+                         ", this runtime is v" + std::to_string(ONNXC_ABI_VERSION);
   EXPECT_EQ(createError(bad), expected);
   std::string otherThreadError = "unset";
   std::thread([&] { otherThreadError = onnxc_last_error(); }).join();

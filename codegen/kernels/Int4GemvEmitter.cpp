@@ -1,0 +1,244 @@
+//===- codegen/kernels/Int4GemvEmitter.cpp - LLVM IR for rows times int4 weights ---===//
+//
+// Panels are walked in groups of side-by-side panels, each with its own
+// stream of records. Per k: one broadcast of x[r][k] per row, one word of
+// nibbles per panel turned into L f32 weights (5 vector operations shared
+// by the rows), one FMA per row and panel. An FMA's latency is 4 cycles and
+// the dequantization about 1.25 cycles per panel, so a group keeps at least
+// 4 independent accumulator chains: 2 panels x 2 sets of k (alternating)
+// for one row, 2 panels for two, 1 panel for 3 or 4 rows.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/Int4Gemv.h"
+
+#include "codegen/kernels/CountedLoop.h"
+#include "ir/Error.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+
+#include <sstream>
+
+namespace onnxc {
+namespace {
+
+/// k steps per iteration of a block's loop.
+constexpr int64_t kUnroll = 8;
+
+class Int4GemvBody {
+public:
+  Int4GemvBody(llvm::Function &function, const Int4GemvSpec &spec)
+      : b_(llvm::BasicBlock::Create(function.getContext(), "entry", &function)), spec_(spec),
+        lanes_(unsigned(spec.lanes)), floats_(llvm::FixedVectorType::get(b_.getFloatTy(), lanes_)),
+        ints_(llvm::FixedVectorType::get(b_.getInt32Ty(), lanes_)), x_(function.getArg(0)),
+        ldx_(function.getArg(1)), packed_(function.getArg(2)), y_(function.getArg(3)),
+        ldy_(function.getArg(4)) {
+    blocks_ = (spec.k + spec.block - 1) / spec.block;
+    record_ = int4GemvRecordBytes(spec.block, spec.lanes);
+    groupPanels_ = spec.rows <= 2 ? 2 : 1;
+    splits_ = spec.rows == 1 ? 2 : 1;
+  }
+
+  void emit(llvm::Value *panelBegin, llvm::Value *panelEnd) {
+    // Whole groups, then single panels.
+    llvm::Value *groups = b_.CreateSDiv(b_.CreateSub(panelEnd, panelBegin), i64(groupPanels_));
+    llvm::Value *groupedEnd = b_.CreateAdd(panelBegin, b_.CreateMul(groups, i64(groupPanels_)));
+    loop(panelBegin, groupedEnd, groupPanels_,
+         [&](llvm::Value *panel) { emitGroup(panel, groupPanels_); });
+    if (groupPanels_ > 1)
+      loop(groupedEnd, panelEnd, 1, [&](llvm::Value *panel) { emitGroup(panel, 1); });
+    b_.CreateRetVoid();
+  }
+
+private:
+  llvm::Value *i64(int64_t value) { return b_.getInt64(value); }
+  llvm::Value *byteAt(llvm::Value *base, llvm::Value *offset) {
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), base, offset);
+  }
+  llvm::Value *floatAt(llvm::Value *base, llvm::Value *offset) {
+    return b_.CreateInBoundsGEP(b_.getFloatTy(), base, offset);
+  }
+
+  void loop(llvm::Value *begin, llvm::Value *end, int64_t step,
+            llvm::function_ref<void(llvm::Value *)> body) {
+    CountedLoopShape shape;
+    shape.disableUnroll = true;
+    emitCountedLoop(b_, shape, begin, end, step, {},
+                    [&](llvm::Value *iv, llvm::ArrayRef<llvm::Value *>) {
+                      body(iv);
+                      return std::vector<llvm::Value *>{};
+                    });
+  }
+
+  /// The L weights of row `k` of a record's nibbles, minus the zero points.
+  llvm::Value *weightsAt(llvm::Value *nibbles, llvm::Value *k, llvm::Value *zero) {
+    llvm::Value *address = byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2)));
+    const unsigned words = lanes_ / 8;
+    llvm::Type *wordsType = llvm::FixedVectorType::get(b_.getInt32Ty(), words);
+    llvm::Value *loaded = b_.CreateAlignedLoad(wordsType, address, llvm::Align(1));
+    std::vector<int> spread;
+    std::vector<llvm::Constant *> shifts;
+    for (unsigned lane = 0; lane < lanes_; ++lane) {
+      spread.push_back(int(lane / 8));
+      shifts.push_back(b_.getInt32(4 * (lane % 8)));
+    }
+    llvm::Value *words8 = b_.CreateShuffleVector(loaded, spread);
+    llvm::Value *codes = b_.CreateAnd(b_.CreateLShr(words8, llvm::ConstantVector::get(shifts)),
+                                      llvm::ConstantInt::get(ints_, 15));
+    return b_.CreateSIToFP(b_.CreateSub(codes, zero), floats_);
+  }
+
+  /// Columns [panel * L, (panel + count) * L) of every row.
+  void emitGroup(llvm::Value *firstPanel, int64_t count) {
+    const int64_t rows = spec_.rows, perSet = count * rows;
+    std::vector<llvm::Value *> panelRecords;
+    for (int64_t p = 0; p < count; ++p)
+      panelRecords.push_back(
+          byteAt(packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
+    // total[p * rows + r]
+    std::vector<llvm::Value *> zeroTotals(size_t(perSet), llvm::Constant::getNullValue(floats_));
+    const int64_t fullBlocks = spec_.k / spec_.block, tail = spec_.k % spec_.block;
+    CountedLoopShape shape;
+    shape.disableUnroll = true;
+    std::vector<llvm::Value *> totals =
+        emitCountedLoop(b_, shape, i64(0), i64(fullBlocks), 1, zeroTotals,
+                        [&](llvm::Value *block, llvm::ArrayRef<llvm::Value *> carried) {
+                          return emitBlock(panelRecords, block, spec_.block, count, carried);
+                        });
+    if (tail > 0)
+      totals = emitBlock(panelRecords, i64(fullBlocks), tail, count, totals);
+    for (int64_t p = 0; p < count; ++p)
+      store(b_.CreateAdd(firstPanel, i64(p)), totals, p);
+  }
+
+  /// One block of `depth` rows: returns the totals plus scale * block sum.
+  std::vector<llvm::Value *> emitBlock(const std::vector<llvm::Value *> &panelRecords,
+                                       llvm::Value *block, int64_t depth, int64_t count,
+                                       llvm::ArrayRef<llvm::Value *> totals) {
+    const int64_t rows = spec_.rows, perSet = count * rows;
+    std::vector<llvm::Value *> records, zeros, nibbles;
+    for (int64_t p = 0; p < count; ++p) {
+      llvm::Value *record = byteAt(panelRecords[size_t(p)], b_.CreateMul(block, i64(record_)));
+      records.push_back(record);
+      llvm::Type *zeroType = llvm::FixedVectorType::get(b_.getInt8Ty(), lanes_);
+      llvm::Value *zeroBytes =
+          b_.CreateAlignedLoad(zeroType, byteAt(record, i64(spec_.lanes * 4)), llvm::Align(1));
+      zeros.push_back(b_.CreateZExt(zeroBytes, ints_));
+      nibbles.push_back(byteAt(record, i64(spec_.lanes * 5)));
+    }
+    llvm::Value *kBase = b_.CreateMul(block, i64(spec_.block));
+    // acc[set * perSet + p * rows + r]
+    auto stepK = [&](llvm::Value *kk, int64_t set, std::vector<llvm::Value *> &acc) {
+      llvm::Value *k = b_.CreateAdd(kBase, kk);
+      std::vector<llvm::Value *> xk;
+      for (int64_t r = 0; r < rows; ++r)
+        xk.push_back(b_.CreateVectorSplat(
+            lanes_, b_.CreateLoad(b_.getFloatTy(),
+                                  floatAt(x_, b_.CreateAdd(k, b_.CreateMul(i64(r), ldx_))))));
+      for (int64_t p = 0; p < count; ++p) {
+        llvm::Value *w = weightsAt(nibbles[size_t(p)], kk, zeros[size_t(p)]);
+        for (int64_t r = 0; r < rows; ++r) {
+          llvm::Value *&sum = acc[size_t(set * perSet + p * rows + r)];
+          sum = b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {xk[size_t(r)], w, sum});
+        }
+      }
+    };
+    std::vector<llvm::Value *> acc(size_t(splits_ * perSet), llvm::Constant::getNullValue(floats_));
+    const int64_t unrolledEnd = depth / kUnroll * kUnroll;
+    if (unrolledEnd > 0) {
+      CountedLoopShape shape;
+      shape.disableUnroll = true;
+      acc = emitCountedLoop(b_, shape, i64(0), i64(unrolledEnd), kUnroll, acc,
+                            [&](llvm::Value *kk, llvm::ArrayRef<llvm::Value *> carried) {
+                              std::vector<llvm::Value *> next(carried.begin(), carried.end());
+                              for (int64_t u = 0; u < kUnroll; ++u)
+                                stepK(b_.CreateAdd(kk, i64(u)), u % splits_, next);
+                              return next;
+                            });
+    }
+    for (int64_t kk = unrolledEnd; kk < depth; ++kk)
+      stepK(i64(kk), kk % splits_, acc);
+    std::vector<llvm::Value *> next(totals.begin(), totals.end());
+    for (int64_t p = 0; p < count; ++p) {
+      llvm::Value *scale = b_.CreateAlignedLoad(floats_, records[size_t(p)], llvm::Align(1));
+      for (int64_t r = 0; r < rows; ++r) {
+        size_t index = size_t(p * rows + r);
+        llvm::Value *sum = acc[index];
+        for (int64_t set = 1; set < splits_; ++set)
+          sum = b_.CreateFAdd(sum, acc[size_t(set * perSet) + index]);
+        next[index] =
+            b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {scale, sum, next[index]});
+      }
+    }
+    return next;
+  }
+
+  /// Stores panel `panel` of every row, only the columns below N.
+  void store(llvm::Value *panel, const std::vector<llvm::Value *> &totals, int64_t p) {
+    llvm::Value *column = b_.CreateMul(panel, i64(spec_.lanes));
+    llvm::Value *valid = b_.CreateTrunc(b_.CreateSub(i64(spec_.n), column), b_.getInt32Ty());
+    std::vector<llvm::Constant *> laneIndex;
+    for (unsigned lane = 0; lane < lanes_; ++lane)
+      laneIndex.push_back(b_.getInt32(lane));
+    llvm::Value *mask =
+        b_.CreateICmpSLT(llvm::ConstantVector::get(laneIndex), b_.CreateVectorSplat(lanes_, valid));
+    for (int64_t r = 0; r < spec_.rows; ++r) {
+      llvm::Value *address = floatAt(y_, b_.CreateAdd(column, b_.CreateMul(i64(r), ldy_)));
+      b_.CreateMaskedStore(totals[size_t(p * spec_.rows + r)], address, llvm::Align(4), mask);
+    }
+  }
+
+  llvm::IRBuilder<> b_;
+  const Int4GemvSpec &spec_;
+  unsigned lanes_;
+  llvm::FixedVectorType *floats_, *ints_;
+  llvm::Value *x_, *ldx_, *packed_, *y_, *ldy_;
+  int64_t blocks_ = 0, record_ = 0, groupPanels_ = 1, splits_ = 1;
+};
+
+} // namespace
+
+std::string int4GemvKernelName(const Int4GemvSpec &spec) {
+  std::ostringstream name;
+  name << "int4_gemv_k" << spec.k << "_n" << spec.n << "_b" << spec.block << "_l" << spec.lanes
+       << "_r" << spec.rows;
+  return name.str();
+}
+
+llvm::Function *emitInt4Gemv(llvm::Module &module, const Int4GemvSpec &spec) {
+  if (spec.k <= 0 || spec.n <= 0 || spec.block < 2)
+    fail("int4 gemv kernel '", spec.name, "': K=", spec.k, " N=", spec.n, " block ", spec.block,
+         " must be positive (block at least 2)");
+  if (spec.lanes != 8 && spec.lanes != 16)
+    fail("int4 gemv kernel '", spec.name, "': ", spec.lanes, " lanes is not a kernel width");
+  if (spec.rows < 1 || spec.rows > kMaxInt4GemvRows)
+    fail("int4 gemv kernel '", spec.name, "': ", spec.rows, " rows (1 to ", kMaxInt4GemvRows, ")");
+  if (llvm::Function *existing = module.getFunction(spec.name))
+    return existing;
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context),
+                                       {ptr, i64, ptr, ptr, i64, i64, i64}, /*isVarArg=*/false);
+  auto *function = llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec.name, module);
+  const char *names[] = {"x", "ldx", "packed", "y", "ldy", "panelBegin", "panelEnd"};
+  for (unsigned i = 0; i < 7; ++i)
+    function->getArg(i)->setName(names[i]);
+  for (unsigned i : {0u, 2u, 3u}) {
+    function->addParamAttr(i, llvm::Attribute::NoCapture);
+    function->addParamAttr(i, llvm::Attribute::NoAlias);
+  }
+  function->addParamAttr(0, llvm::Attribute::ReadOnly);
+  function->addParamAttr(2, llvm::Attribute::ReadOnly);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  function->addFnAttr(llvm::Attribute::NoFree);
+  if (spec.lanes == 16)
+    function->addFnAttr("min-legal-vector-width", "512");
+  Int4GemvBody(*function, spec).emit(function->getArg(5), function->getArg(6));
+  return function;
+}
+
+} // namespace onnxc

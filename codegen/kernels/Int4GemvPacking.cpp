@@ -1,0 +1,51 @@
+//===- codegen/kernels/Int4GemvPacking.cpp - int4 weights into the GEMV's records ---===//
+#include "codegen/kernels/Int4Gemv.h"
+
+#include "ir/Error.h"
+
+#include <cstring>
+
+namespace onnxc {
+
+int64_t int4GemvRecordBytes(int64_t block, int64_t lanes) {
+  return lanes * 4 + lanes + block * lanes / 2;
+}
+
+int64_t int4GemvPackedBytes(int64_t k, int64_t n, int64_t block, int64_t lanes) {
+  const int64_t panels = (n + lanes - 1) / lanes, blocks = (k + block - 1) / block;
+  return panels * blocks * int4GemvRecordBytes(block, lanes);
+}
+
+std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const float *scales,
+                                         const int8_t *zeros, int64_t k, int64_t n, int64_t block,
+                                         int64_t lanes) {
+  if (!isFourBit(type) || k <= 0 || n <= 0 || block < 2 || (lanes != 8 && lanes != 16))
+    fail("int4 gemv packing: K=", k, " N=", n, " block ", block, " lanes ", lanes, " of type ",
+         dtypeName(type), " cannot be packed");
+  // Unsigned codes: i4 values move up by 8, on the weights and the zero points alike.
+  const int offset = type == DType::I4 ? 8 : 0;
+  const int64_t panels = (n + lanes - 1) / lanes, blocks = (k + block - 1) / block;
+  const int64_t record = int4GemvRecordBytes(block, lanes);
+  std::vector<uint8_t> packed(size_t(panels * blocks * record), 0);
+  for (int64_t panel = 0; panel < panels; ++panel)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t *out = packed.data() + (panel * blocks + b) * record;
+      uint8_t *zeroOut = out + lanes * 4, *nibbles = zeroOut + lanes;
+      for (int64_t j = 0; j < lanes; ++j) {
+        const int64_t column = panel * lanes + j;
+        if (column >= n)
+          continue; // padding: scale, zero point and codes 0
+        const int64_t p = b * n + column;
+        std::memcpy(out + j * 4, &scales[p], 4);
+        zeroOut[j] = uint8_t((zeros ? zeros[p] : 0) + offset);
+        for (int64_t row = b * block; row < std::min(k, (b + 1) * block); ++row) {
+          const uint8_t code = uint8_t(codes[row * n + column] + offset) & 0xF;
+          uint8_t &byte = nibbles[(row - b * block) * (lanes / 2) + j / 2];
+          byte |= uint8_t(j % 2 == 0 ? code : code << 4);
+        }
+      }
+    }
+  return packed;
+}
+
+} // namespace onnxc

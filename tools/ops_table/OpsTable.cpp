@@ -1,0 +1,167 @@
+//===- tools/ops_table/OpsTable.cpp - The supported-ops table, generated --===//
+//
+//   onnxc_ops_table OUT.md
+//
+// Writes docs/SUPPORTED_OPS.md from the tables the compiler itself runs on:
+// the importer registry (frontend/OpImporterRegistry.h: every (domain, op,
+// version) onnxc reads), the IR op table (ir/Ops.def), which IR ops the
+// reference evaluator runs (hasReferenceKernel) and codegen lowers
+// (hasLowering), and the pass registry's fusions. The build writes it to
+// build/docs/ops-table.md and a test compares it with the committed file,
+// so the page cannot drift from the code.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/lower/Lowering.h"
+#include "frontend/ModelLoader.h"
+#include "frontend/OpImporterRegistry.h"
+#include "ir/OpKind.h"
+#include "ir/eval/Evaluator.h"
+#include "passes/PassRegistry.h"
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+using namespace onnxc;
+
+namespace {
+
+const char *mark(bool yes) { return yes ? "yes" : "—"; }
+
+/// Text safe in a Markdown table cell.
+std::string cell(const std::string &text) {
+  std::string escaped;
+  for (char c : text)
+    escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped;
+}
+
+/// "13–28" for ai.onnx (entries older than kMinOnnxOpset read models that
+/// the opset conversion brought to it), "1+" for a vendor domain.
+std::string opsetRange(const std::string &domain, const std::vector<OpImporter> &versions) {
+  int64_t first = versions.front().sinceVersion;
+  if (!domain.empty())
+    return std::to_string(first) + "+";
+  first = std::max(first, kMinOnnxOpset);
+  return std::to_string(first) + "–" + std::to_string(kMaxOnnxOpset);
+}
+
+std::string versionList(const std::vector<OpImporter> &versions) {
+  std::string list;
+  for (const OpImporter &entry : versions)
+    list += (list.empty() ? "" : ", ") + std::to_string(entry.sinceVersion);
+  return list;
+}
+
+/// Whether every IR op runs in the evaluator / lowers: what an importer
+/// that rewrites its node into several IR ops can promise.
+bool everyOp(bool (*has)(OpKind)) {
+  for (unsigned k = 0; k < kNumOpKinds; ++k)
+    if (!has(OpKind(k)))
+      return false;
+  return true;
+}
+
+void writeDomain(std::ostream &out, const std::string &domain) {
+  const OpImporterRegistry &registry = OpImporterRegistry::instance();
+  size_t count = 0;
+  for (const auto &[key, versions] : registry.entries())
+    count += key.first == domain;
+  out << "\n## " << (domain.empty() ? "ai.onnx" : domain) << " (" << count << " ops)\n\n"
+      << "| op | opsets | versions | import | reference | compiled |\n"
+      << "|---|---|---|---|---|---|\n";
+  for (const auto &[key, versions] : registry.entries()) {
+    if (key.first != domain)
+      continue;
+    const OpImporter &newest = versions.back();
+    // As it is: imported one to one, or by an importer of its own that
+    // still builds the IR op of its name (Cast, Reshape, ...).
+    bool oneToOne = newest.import == importOneToOne || opName(newest.kind) == key.second;
+    bool reference = oneToOne ? hasReferenceKernel(newest.kind) : everyOp(hasReferenceKernel);
+    bool compiled = oneToOne ? hasLowering(newest.kind) : everyOp(hasLowering);
+    out << "| " << key.second << " | " << opsetRange(domain, versions) << " | "
+        << versionList(versions) << " | "
+        << (oneToOne ? "`" + std::string(opName(newest.kind)) + "`" : std::string("rewritten"))
+        << " | " << mark(reference) << " | " << mark(compiled) << " |\n";
+  }
+}
+
+/// The IR's own ops (no ai.onnx op of that name): what the fusions and the
+/// vendor importers build, then the fusion passes themselves.
+void writeOwnOps(std::ostream &out) {
+  std::set<std::string> onnxOps;
+  for (const auto &[key, versions] : OpImporterRegistry::instance().entries())
+    if (key.first.empty())
+      onnxOps.insert(key.second);
+  out << "\n## onnxc's own ops\n\n"
+      << "IR ops that are no ai.onnx op: the fusions (`-O2` and up) and the com.microsoft "
+         "importers build them (docs/IR.md, \"onnxc-specific ops\").\n\n"
+      << "| IR op | reference | compiled |\n|---|---|---|\n";
+  for (unsigned k = 0; k < kNumOpKinds; ++k) {
+    OpKind kind = OpKind(k);
+    if (onnxOps.count(std::string(opName(kind))))
+      continue;
+    out << "| `" << opName(kind) << "` | " << mark(hasReferenceKernel(kind)) << " | "
+        << mark(hasLowering(kind)) << " |\n";
+  }
+  out << "\n## Fusions\n\n"
+      << "The fusion passes (`onnxc dump --passes=NAME`; `--stats` and `--explain` say what "
+         "each matched and refused; docs/FUSIONS.md draws each pattern).\n\n"
+      << "| pass | what it does |\n|---|---|\n";
+  for (const PassInfo &pass : registeredPasses())
+    if (pass.name.rfind("fuse-", 0) == 0)
+      out << "| `" << pass.name << "` | " << cell(pass.description) << " |\n";
+}
+
+std::string table() {
+  std::ostringstream out;
+  out << "# Supported ops\n\n"
+      << "<!-- Generated by onnxc_ops_table (tools/ops_table/OpsTable.cpp) from the importer "
+         "registry, the IR op table and the pass registry; do not edit. The build writes "
+         "build/docs/ops-table.md; `ctest -R docs/supported-ops` fails when this file differs "
+         "from it: copy it here. -->\n\n"
+      << "Every op onnxc imports, by domain, as onnxruntime's OperatorKernels.md lists its "
+         "kernels:\n\n"
+      << "- **opsets**: the opsets of the domain a model may declare for this op. ai.onnx models "
+         "of opsets "
+      << kOldestOnnxOpset << " to " << kMinOnnxOpset - 1 << " are converted to opset "
+      << kMinOnnxOpset
+      << " on import (`frontend/OpsetConversion.cpp`) and are supported "
+         "wherever the op is at "
+      << kMinOnnxOpset << ".\n"
+      << "- **versions**: the op versions whose forms the importer tells apart (a node uses "
+         "the newest one not above the model's opset).\n"
+      << "- **import**: the IR op (`ir/Ops.def`) it becomes as it is, or *rewritten* when its "
+         "importer builds it from other IR ops (function ops such as BatchNormalization, the "
+         "com.microsoft ops, older forms).\n"
+      << "- **reference**: the reference evaluator runs it (`onnxc run --backend=ref`, constant "
+         "folding); for a rewritten op, every IR op runs there.\n"
+      << "- **compiled**: codegen lowers it to native code (`onnxc compile`, the JIT of "
+         "`onnxc run`, `onnxc.compile`). A model whose ops all compile compiles; `onnxc inspect` "
+         "names any op it does not import. For a rewritten op, every IR op lowers.\n";
+  std::set<std::string> domains; // ai.onnx ("") first
+  for (const auto &[key, versions] : OpImporterRegistry::instance().entries())
+    domains.insert(key.first);
+  for (const std::string &domain : domains)
+    writeDomain(out, domain);
+  writeOwnOps(out);
+  return out.str();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::cerr << "usage: onnxc_ops_table OUT.md\n";
+    return 2;
+  }
+  std::ofstream out(argv[1]);
+  out << table();
+  out.close();
+  if (!out) {
+    std::cerr << "error: cannot write '" << argv[1] << "'\n";
+    return 1;
+  }
+  return 0;
+}
