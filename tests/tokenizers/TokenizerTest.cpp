@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace onnxc::text;
@@ -113,6 +114,30 @@ TEST(TokenizerTest, BadInputIsOneLineNamingIt) {
                                  "m.json"),
                onnxc::Error);
   EXPECT_THROW(tokenizerFromJson("[1, 2", "x.json"), onnxc::Error);
+}
+
+TEST(TokenizerTest, OneTokenizerServesSeveralThreads) {
+  // The BPE word cache and the regex match state are shared or per thread: concurrent encodes
+  // give what one thread gives.
+  auto tokenizer = tokenizerFromJson(bpeJson(), "bpe.json");
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i)
+    texts.push_back(std::string(i % 7, 'a') + " bc" + std::string(i % 5, 'b') + " \xC3\xA9 cat");
+  std::vector<std::vector<uint32_t>> expected;
+  for (const std::string &text : texts)
+    expected.push_back(tokenizer->encode(text));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round)
+        for (size_t i = 0; i < texts.size(); ++i)
+          mismatches[t] += tokenizer->encode(texts[(i + t * 13) % texts.size()]) !=
+                           expected[(i + t * 13) % texts.size()];
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 TEST(TokenizerCApiTest, ChecksEveryPointerCountAndFlag) {
