@@ -170,7 +170,32 @@ std::string PipelineTokenizer::decode(std::span<const uint32_t> ids, bool skipSp
 
 } // namespace
 
+/// LLVM's parser recurses once per level: a hostile file nested a million deep would overflow
+/// the stack. A tokenizer.json is under ten levels deep.
+static void requireShallowJson(std::string_view json, const std::string &name) {
+  constexpr int kMaxDepth = 512;
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        fail(name, ": malformed JSON: nested more than ", kMaxDepth, " levels deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 std::unique_ptr<Tokenizer> tokenizerFromJson(std::string_view json, const std::string &name) {
+  requireShallowJson(json, name);
   llvm::Expected<JsonValue> root = llvm::json::parse(llvm::StringRef(json.data(), json.size()));
   if (!root)
     fail(name, ": malformed JSON: ", llvm::toString(root.takeError()));

@@ -114,6 +114,14 @@ TEST(TokenizerTest, BadInputIsOneLineNamingIt) {
                                  "m.json"),
                onnxc::Error);
   EXPECT_THROW(tokenizerFromJson("[1, 2", "x.json"), onnxc::Error);
+  // Nesting a million deep is refused before the recursive parser sees it.
+  std::string deep = "{\"a\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  try {
+    tokenizerFromJson(deep, "deep.json");
+    FAIL() << "deep nesting accepted";
+  } catch (const onnxc::Error &e) {
+    EXPECT_STREQ(e.what(), "deep.json: malformed JSON: nested more than 512 levels deep");
+  }
 }
 
 TEST(TokenizerTest, OneTokenizerServesSeveralThreads) {
