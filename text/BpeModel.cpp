@@ -256,6 +256,11 @@ std::unique_ptr<Model> makeBpeModel(const JsonObject &object, const std::string 
   options.unkToken = optionalString(object, "unk_token", where);
   options.continuingSubwordPrefix = optionalString(object, "continuing_subword_prefix", where);
   options.endOfWordSuffix = optionalString(object, "end_of_word_suffix", where);
+  // GPT-2's file spells "none" as "": the same ids, without building a string per character.
+  if (options.continuingSubwordPrefix && options.continuingSubwordPrefix->empty())
+    options.continuingSubwordPrefix.reset();
+  if (options.endOfWordSuffix && options.endOfWordSuffix->empty())
+    options.endOfWordSuffix.reset();
   options.fuseUnk = optionalBool(object, "fuse_unk", false, where);
   options.byteFallback = optionalBool(object, "byte_fallback", false, where);
   options.ignoreMerges = optionalBool(object, "ignore_merges", false, where);
