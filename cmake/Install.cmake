@@ -25,6 +25,11 @@ install(TARGETS onnxc EXPORT onnxcTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BI
         COMPONENT toolchain)
 install(TARGETS onnxc_runtime EXPORT onnxcTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         COMPONENT toolchain)
+# The tokenizers' shared library (text/) and its header; the tool finds it beside its bin/.
+install(TARGETS onnxc_text LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT toolchain)
+install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_tokenizer.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)
+set_target_properties(onnxc PROPERTIES INSTALL_RPATH "$ORIGIN/${ONNXC_LIB_FROM_BIN}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/onnxc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT toolchain FILES_MATCHING PATTERN "*.h")
 

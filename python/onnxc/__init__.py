@@ -13,8 +13,10 @@ import os
 from . import _onnxc
 from ._model import Model, ValueInfo
 from ._progress import CompileProgress, progress_reporter as _progress_reporter
+from ._tokenizer import Tokenizer, TokenStream
 
-__all__ = ["CompileProgress", "Error", "Model", "ValueInfo", "compile", "load", "dump", "explain"]
+__all__ = ["CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream", "compile", "load", "dump",
+           "explain"]
 
 #: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
 #: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".

@@ -88,7 +88,8 @@ def main():
         os.rename(installed, moved)
         for relative in ("bin/onnxc", "lib/libonnxc_runtime.a", "include/onnxc/onnxc.h",
                          "include/onnxc/model_abi.h", "lib/cmake/onnxc/onnxcConfig.cmake",
-                         "lib/cmake/onnxc/onnxcConfigVersion.cmake", "lib/pkgconfig/onnxc.pc"):
+                         "lib/cmake/onnxc/onnxcConfigVersion.cmake", "lib/pkgconfig/onnxc.pc",
+                         "lib/libonnxc_text.so", "include/onnxc/onnxc_tokenizer.h"):
             assert os.path.exists(os.path.join(moved, relative)), f"not installed: {relative}"
         # Only onnxc's files: not the Python module, not the tests.
         assert not os.path.exists(os.path.join(moved, "onnxc")), os.listdir(moved)
@@ -110,6 +111,14 @@ def main():
                                 capture_output=True, text=True, cwd=out, env=env)
         os.replace(archive + ".saved", archive)
         assert broken.returncode == 1 and archive in broken.stderr, broken.stderr
+        # The moved tool finds the tokenizers' library beside it (RPATH $ORIGIN/../lib).
+        vocab = '{"model": {"type": "WordLevel", "vocab": {"hi": 0, "there": 1}, "unk_token": "hi"}, ' \
+                '"pre_tokenizer": {"type": "WhitespaceSplit"}}'
+        with open(os.path.join(scratch, "tokenizer.json"), "w") as f:
+            f.write(vocab)
+        tokenized = subprocess.run([onnxc, "tokenize", scratch, "--text", "there hi you"],
+                                   capture_output=True, text=True, env=env)
+        assert tokenized.returncode == 0 and tokenized.stdout == "1,0,0\n", tokenized
         header = open(os.path.join(out, "tiny.h")).read()
         includes = [line for line in header.splitlines() if line.startswith("#include")]
         assert includes == ['#include "onnxc/onnxc.h"'], includes

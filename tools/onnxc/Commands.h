@@ -35,6 +35,7 @@ Command runCommand();
 Command compileCommand();
 Command benchCommand();
 Command generateCommand();
+Command tokenizeCommand();
 
 /// The single MODEL positional of a command (UsageError otherwise); an
 /// onnxruntime-genai folder gives its decoder file (driver/GenaiFolder.h).

@@ -22,7 +22,8 @@ namespace {
 
 const std::vector<Command> &commands() {
   static const std::vector<Command> table = {inspectCommand(), dumpCommand(),  runCommand(),
-                                             compileCommand(), benchCommand(), generateCommand()};
+                                             compileCommand(), benchCommand(), generateCommand(),
+                                             tokenizeCommand()};
   return table;
 }
 
