@@ -53,9 +53,10 @@ Int4Plan planOf(LoweringContext &ctx, const Node &node, const Tensor &weights) {
   // The integer kernel's panels are 8 columns (256-bit int32 lanes).
   plan.lanes = plan.int8Activations ? 8 : ctx.gemmLanes();
   plan.panels = (plan.n + plan.lanes - 1) / plan.lanes;
-  // Whole pairs of panels (the one-row kernel's group), about 16 chunks.
-  plan.chunkPanels = std::max<int64_t>(2, (plan.panels + kColumnChunks - 1) / kColumnChunks);
-  plan.chunkPanels += plan.chunkPanels % 2;
+  // Whole groups of the one-row kernel (2 panels, 4 with int8 activations), about 16 chunks.
+  const int64_t group = plan.int8Activations ? 4 : 2;
+  plan.chunkPanels = std::max<int64_t>(group, (plan.panels + kColumnChunks - 1) / kColumnChunks);
+  plan.chunkPanels = (plan.chunkPanels + group - 1) / group * group;
   plan.columnChunks = (plan.panels + plan.chunkPanels - 1) / plan.chunkPanels;
   const Shape &a = node.operand(0)->shape();
   for (size_t i = 0; i + 1 < a.rank(); ++i)
