@@ -7,9 +7,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 namespace onnxc::test {
+
+bool sanitizedRun() {
+  static const bool sanitized = [] {
+    const char *value = std::getenv("ONNXC_SANITIZED_TESTS");
+    return value && std::string(value) == "1";
+  }();
+  return sanitized;
+}
 
 Dim sym(const std::string &name) { return Dim::symbol(name); }
 

@@ -31,6 +31,20 @@ template <typename Body> std::string errorOf(Body body) {
   return "";
 }
 
+/// True in the sanitizer leg's unit shards (ONNXC_SANITIZED_TESTS=1, tests/unit/CMakeLists.txt).
+bool sanitizedRun();
+
+/// The values a shape sweep visits: all of them in the normal build; in the sanitizer leg only the
+/// first and the last. There the point is the compiler's own C++ under ASan, which every value
+/// drives through the same code, while the time goes to LLVM and the JIT'd kernels, neither of
+/// which ASan sees; the normal leg checks every value's numbers.
+template <typename T> std::vector<T> sweep(std::initializer_list<T> values) {
+  std::vector<T> all(values);
+  if (sanitizedRun() && all.size() > 2)
+    return {all.front(), all.back()};
+  return all;
+}
+
 /// A symbolic dimension.
 Dim sym(const std::string &name);
 

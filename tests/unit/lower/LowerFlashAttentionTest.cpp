@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
+#include "TestUtil.h"
 
 #include "codegen/TargetSelection.h"
 #include "codegen/lower/Lowering.h"
@@ -94,7 +95,7 @@ TEST(LowerFlashAttention, ThreeDimensionalMasksHeadsAndLengths) {
   struct Heads {
     int64_t q, kv, size;
   };
-  for (Heads h : {Heads{4, 4, 16}, Heads{4, 2, 64}, Heads{2, 1, 80}}) {
+  for (Heads h : test::sweep({Heads{4, 4, 16}, Heads{4, 2, 64}, Heads{2, 1, 80}})) {
     for (const char *attrs : {"", "is_causal = 1", "window = 5", "is_causal = 1, window = 7"}) {
       SCOPED_TRACE(std::string(attrs) + " heads " + str(h.q) + "/" + str(h.kv) + " size " +
                    str(h.size));
@@ -260,8 +261,8 @@ TEST(LowerFlashAttention, GptHeadSizesAcrossTilesAndBlocks) {
   // keys outside the band still count; lengths off both block sizes and the
   // 128-key tile; 4-D cross attention with 70 queries over 300 keys.
   for (int64_t size : {64, 128}) {
-    for (const char *attrs :
-         {"", "is_causal = 1", "is_causal = 1, mask_fill = -3.4028235e+38, window = 40"}) {
+    for (const char *attrs : test::sweep<const char *>(
+             {"", "is_causal = 1", "is_causal = 1, mask_fill = -3.4028235e+38, window = 40"})) {
       SCOPED_TRACE(std::string(attrs) + " size " + str(size));
       auto graph = selfAttention3d(2, 2, size, attrs);
       for (int64_t s : {130, 257})
@@ -410,7 +411,7 @@ TEST(LowerFlashAttention, SingleQueryRowsAgainstALongPast) {
   // at once (200); past lengths across tiles; a per-row float mask, a bool
   // mask hiding all of row 0's keys in batch 1 (NaN with -inf, uniform with
   // a finite fill), and a window whose skipped keys score the fill.
-  for (int64_t size : {20, 72, 200}) {
+  for (int64_t size : test::sweep<int64_t>({20, 72, 200})) {
     const std::string d = str(size);
     GraphText g;
     g.input("q", "f32[2, 4, s, " + d + "]").input("k", "f32[2, 2, s, " + d + "]");

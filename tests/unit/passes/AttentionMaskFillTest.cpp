@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
+#include "TestUtil.h"
 
 #include "ir/text/Printer.h"
 #include "passes/PassManager.h"
@@ -242,10 +243,10 @@ void checkCase(const MaskCase &c, int64_t seq, double center, double atol) {
 }
 
 TEST(AttentionMaskFill, FusedMatchesUnfusedOnFullyMaskedRows) {
-  for (float fill : {kMinusInf, kFinfoMin, -1e9f, -1e4f})
+  for (float fill : test::sweep({kMinusInf, kFinfoMin, -1e9f, -1e4f}))
     for (bool causal : {false, true})
       for (Padding padding : {Padding::None, Padding::BoolWhere, Padding::Additive})
-        for (int64_t seq : {1, 30, 128, 200}) {
+        for (int64_t seq : test::sweep<int64_t>({1, 30, 128, 200})) {
           // s - 1e4 holds s to 2^-10 in f32: a row hidden by an additive
           // -1e4 is softmax(s) with weights rounded by 5e-4.
           double atol = fill == -1e4f ? 1e-3 : 1e-5;
