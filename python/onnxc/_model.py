@@ -189,9 +189,11 @@ class Model:
             raise Error(f"num_beams takes one prompt; a batch of {len(prompts)} prompts is given")
         if on_token is not None and (batched or num_beams != 1):
             raise Error("on_token applies to one prompt without beams")
-        eos_list = [] if eos_token_id is None else (
-            [_whole("eos_token_id", eos_token_id)] if not isinstance(eos_token_id, (list, tuple))
-            else [_whole("eos_token_id", e) for e in eos_token_id])
+        # One id goes to the generator's eos_token_id (its checks name it), a list to the stop list.
+        eos_one = -1 if eos_token_id is None or isinstance(eos_token_id, (list, tuple)) \
+            else _whole("eos_token_id", eos_token_id)
+        eos_list = [_whole("eos_token_id", e) for e in eos_token_id] \
+            if isinstance(eos_token_id, (list, tuple)) else []
         stopping = {True: 1, False: 0, "never": -1}
         if early_stopping not in stopping or not isinstance(early_stopping, (bool, str)):
             raise Error(f"early_stopping must be True, False or \"never\", got {early_stopping!r}")
@@ -207,7 +209,7 @@ class Model:
         rows, mode, description, token_logprobs, top, scores = _onnxc.generate(
             self._runner, prompts, _whole("max_new_tokens", max_new_tokens),
             bool(do_sample), float(temperature), _whole("top_k", top_k), float(top_p),
-            _whole("seed", seed), -1, _whole("capacity", capacity), mapping or "",
+            _whole("seed", seed), eos_one, _whole("capacity", capacity), mapping or "",
             self._runner.threads, on_token, None if encoder is None else encoder._runner,
             [int(t) for t in source], search)
         self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
