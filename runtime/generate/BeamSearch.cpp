@@ -94,8 +94,9 @@ std::vector<BeamHypothesis> BeamScorer::finalize(const std::vector<std::vector<i
       add(generated[b], double(beamScores[b]), int64_t(generated[b].size()));
   // HF sorts by score (a stable sort) and pops from the end.
   std::vector<BeamHypothesis> sorted = finished_;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const BeamHypothesis &a, const BeamHypothesis &b) { return a.score < b.score; });
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const BeamHypothesis &a, const BeamHypothesis &b) { return a.score < b.score; });
   std::vector<BeamHypothesis> best;
   for (int32_t i = 0; i < options_.numReturnSequences && !sorted.empty(); ++i) {
     best.push_back(std::move(sorted.back()));

@@ -83,7 +83,8 @@ void Generator::gatherCacheRows(const std::vector<int32_t> &sources) {
     }
     size_t chunk = size_t(cached_ * inner), chunkStride = size_t(stride * inner);
     size_t rowBytes = size_t(outer) * chunkStride, savedRow = size_t(outer) * chunk;
-    uint8_t *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
+    uint8_t *base =
+        reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
     gathered_.resize(std::max(gathered_.size(), size_t(slots) * savedRow));
     for (size_t r = 0; r < rows; ++r)
       for (int64_t o = 0; slot[r] >= 0 && o < outer; ++o)
@@ -95,9 +96,8 @@ void Generator::gatherCacheRows(const std::vector<int32_t> &sources) {
         continue;
       for (int64_t o = 0; o < outer; ++o) {
         const uint8_t *source =
-            slot[from] >= 0
-                ? gathered_.data() + size_t(slot[from]) * savedRow + size_t(o) * chunk
-                : base + from * rowBytes + size_t(o) * chunkStride;
+            slot[from] >= 0 ? gathered_.data() + size_t(slot[from]) * savedRow + size_t(o) * chunk
+                            : base + from * rowBytes + size_t(o) * chunkStride;
         std::memcpy(base + b * rowBytes + size_t(o) * chunkStride, source, chunk);
       }
     }
@@ -146,9 +146,9 @@ bool Generator::beamSearch(const int64_t *promptIds, int64_t count) {
         score += beamScores[size_t(b)];
       bestOfRow(scratch_.data(), vocab, b, keep, order, ranked);
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const BeamCandidate &x, const BeamCandidate &y) {
-      return x.score > y.score;
-    });
+    std::stable_sort(
+        ranked.begin(), ranked.end(),
+        [](const BeamCandidate &x, const BeamCandidate &y) { return x.score > y.score; });
     ranked.resize(std::min(ranked.size(), keep));
     std::string problem = scorer.process(
         ranked, generated, [this](int64_t token) { return processors_.isStop(token); }, next);

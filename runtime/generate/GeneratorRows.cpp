@@ -179,7 +179,8 @@ bool Generator::logprob(int64_t row, float &value) {
   if (!wantsLogprobs())
     return fail("log-probabilities are off: set the logprobs option");
   if (row < 0 || row >= int64_t(rows_.size()) || rows_[size_t(row)].produced == 0)
-    return fail("row " + std::to_string(row) + " has produced no token to give the "
+    return fail("row " + std::to_string(row) +
+                " has produced no token to give the "
                 "log-probability of");
   value = rows_[size_t(row)].logprob;
   return true;

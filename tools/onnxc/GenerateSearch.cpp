@@ -93,15 +93,15 @@ void readSearchOptions(const ParsedArgs &args, bool sampling,
   options.top_logprobs = int32_t(integerArgument(args.get("top-logprobs", "0"), "top-logprobs", 0));
   options.logprobs = args.has("logprobs") || options.top_logprobs > 0 ? 1 : 0;
   options.num_beams = int32_t(integerArgument(args.get("num-beams", "1"), "num-beams", 1));
-  options.num_return_sequences = int32_t(
-      integerArgument(args.get("num-return-sequences", "1"), "num-return-sequences", 1));
+  options.num_return_sequences =
+      int32_t(integerArgument(args.get("num-return-sequences", "1"), "num-return-sequences", 1));
   options.length_penalty = floatArgument(args, "length-penalty", 1.0f);
   std::string early = args.get("early-stopping", "false");
   if (early != "true" && early != "false" && early != "never")
     throw UsageError("--early-stopping takes true, false or never, got '" + early + "'");
   options.early_stopping = early == "true" ? 1 : early == "never" ? -1 : 0;
-  bool beamOption = args.has("num-return-sequences") || args.has("length-penalty") ||
-                    args.has("early-stopping");
+  bool beamOption =
+      args.has("num-return-sequences") || args.has("length-penalty") || args.has("early-stopping");
   if (beamOption && options.num_beams < 2)
     throw UsageError("--num-return-sequences, --length-penalty and --early-stopping apply to "
                      "beam search; add --num-beams N (N >= 2)");

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "tools/onnxc/CommandLine.h"
 #include "onnxc/onnxc_generate.h"
+#include "tools/onnxc/CommandLine.h"
 
 #include <cstdint>
 #include <string>

@@ -34,8 +34,7 @@ TEST(GenerateProcessors, RepetitionPenaltyDividesPositiveAndMultipliesNegativeOn
   params.repetitionPenalty = 2.0f;
   // Id 1 occurs three times (prompt and output) and is penalized once; id 5
   // is outside the vocabulary and ignored.
-  std::vector<float> out =
-      penalized(params, {1.0f, 4.0f, -3.0f, 0.0f, 2.0f}, {1, 2, 1, 5}, {3, 1});
+  std::vector<float> out = penalized(params, {1.0f, 4.0f, -3.0f, 0.0f, 2.0f}, {1, 2, 1, 5}, {3, 1});
   EXPECT_EQ(out, (std::vector<float>{1.0f, 2.0f, -6.0f, 0.0f, 2.0f}));
 }
 

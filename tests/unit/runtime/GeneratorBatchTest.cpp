@@ -1,4 +1,5 @@
-//===- tests/unit/runtime/GeneratorBatchTest.cpp - Batches, stops, log-probs, beams on the toys ===//
+//===- tests/unit/runtime/GeneratorBatchTest.cpp - Batches, stops, log-probs, beams on the toys
+//===//
 //
 // The toy decoders of GeneratorTestModel.h through the C API: a batch of
 // prompts gives each row the tokens it gets alone and stops each at its own
@@ -40,8 +41,8 @@ std::vector<int64_t> alone(ToyDecoder &toy, const onnxc_generate_options &opts,
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_TRUE(generator) << onnxc_last_error();
   std::vector<int64_t> out(1000);
-  int64_t count = onnxc_generate(generator.get(), prompt.data(), int64_t(prompt.size()),
-                                 out.data(), int64_t(out.size()));
+  int64_t count = onnxc_generate(generator.get(), prompt.data(), int64_t(prompt.size()), out.data(),
+                                 int64_t(out.size()));
   EXPECT_GE(count, 0) << onnxc_generator_error(generator.get());
   out.resize(size_t(std::max<int64_t>(count, 0)));
   return out;
