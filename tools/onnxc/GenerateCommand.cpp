@@ -315,7 +315,8 @@ Command generateCommand() {
           "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 "
           "[--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
-          "[--bench] [--encoder ENCODER.so --source-ids IDS]",
+          "[--bench] [--encoder ENCODER.so --source-ids IDS] [--repetition-penalty 1.2] "
+          "[--num-beams 4] [--prompt-ids IDS --prompt-ids IDS ...] [--logprobs]",
           generateOptionSpecs(), runGenerate};
 }
 
