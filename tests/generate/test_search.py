@@ -130,6 +130,15 @@ def test_beam_search_without_a_stop_matches_transformers(libraries, torch_gpt2):
     assert [ids(line) for line in got] == want
 
 
+def test_beam_search_with_repetition_penalty_matches_transformers(libraries, torch_gpt2):
+    # transformers applies the processors to the log-softmax in beam search; so does onnxc.
+    want = hf_generate(torch_gpt2, max_new_tokens=12, num_beams=4, num_return_sequences=2,
+                       repetition_penalty=1.5, eos_token_id=None)
+    got = run(libraries["hf_gpt2_past"], "--max-new-tokens", "12", "--num-beams", "4",
+              "--num-return-sequences", "2", "--repetition-penalty", "1.5")
+    assert [ids(line) for line in got] == want
+
+
 def test_repetition_penalty_and_min_new_tokens_match_transformers(libraries, torch_gpt2):
     want = hf_generate(torch_gpt2, max_new_tokens=24, repetition_penalty=1.3, eos_token_id=None)[0]
     got = ids(run(libraries["hf_gpt2_past"], "--max-new-tokens", "24", "--repetition-penalty", "1.3")[0])
@@ -169,6 +178,10 @@ def test_batch_of_different_lengths_matches_each_alone(libraries):
     alone = [ids(run(libraries["hf_llama_past"], "--max-new-tokens", "16", prompts=[p])[0]) for p in prompts]
     batch = run(libraries["hf_llama_past"], "--max-new-tokens", "16", prompts=prompts)
     assert [ids(line) for line in batch] == alone
+    # Sampling: every row draws from the seed as its prompt alone does.
+    sampling = ["--max-new-tokens", "10", "--sample", "--seed", "3", "--top-k", "20"]
+    drawn = [ids(run(libraries["hf_llama_past"], *sampling, prompts=[p])[0]) for p in prompts]
+    assert [ids(line) for line in run(libraries["hf_llama_past"], *sampling, prompts=prompts)] == drawn
     # Each row stops at its own stop id: row 1's fourth id.
     eos = alone[1][3]
     stopped = [ids(line) for line in run(libraries["hf_llama_past"], "--max-new-tokens", "16", "--eos-id",
