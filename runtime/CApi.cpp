@@ -112,6 +112,11 @@ void onnxc_generate_options_init(onnxc_generate_options *options) {
   options->temperature = 1.0f;
   options->top_p = 1.0f;
   options->eos_token_id = -1;
+  options->repetition_penalty = 1.0f;
+  options->pad_token_id = -1;
+  options->num_beams = 1;
+  options->num_return_sequences = 1;
+  options->length_penalty = 1.0f;
 }
 
 namespace {
@@ -223,6 +228,84 @@ int64_t onnxc_generate(onnxc_generator *generator, const int64_t *prompt_ids, in
     out[produced++] = token;
   }
   return produced;
+}
+
+int onnxc_generator_prefill_batch(onnxc_generator *generator, const int64_t *const *prompts,
+                                  const int64_t *counts, int64_t rows) {
+  if (!generator)
+    return -1;
+  try {
+    return generator->impl->prefillBatch(prompts, counts, rows) ? 0 : -1;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory starting a batch of " + std::to_string(rows) +
+                                " prompts");
+    return -1;
+  }
+}
+
+int onnxc_generator_next_batch(onnxc_generator *generator, int64_t *tokens, int32_t *produced) {
+  if (!generator)
+    return -1;
+  if (!tokens || !produced) {
+    generator->impl->refuseCall("next_batch: the tokens or produced array is NULL");
+    return -1;
+  }
+  return generator->impl->nextBatch(tokens, produced);
+}
+
+int64_t onnxc_generator_rows(const onnxc_generator *generator) {
+  return generator ? generator->impl->rows() : 0;
+}
+
+int64_t onnxc_generator_beam_search(onnxc_generator *generator, const int64_t *prompt_ids,
+                                    int64_t count) {
+  if (!generator)
+    return -1;
+  try {
+    if (!generator->impl->beamSearch(prompt_ids, count))
+      return -1;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory during the beam search");
+    return -1;
+  }
+  return int64_t(generator->impl->sequences().size());
+}
+
+int64_t onnxc_generator_sequence(onnxc_generator *generator, int64_t index, const int64_t **tokens,
+                                 float *score) {
+  if (!generator)
+    return -1;
+  const auto &sequences = generator->impl->sequences();
+  if (index < 0 || index >= int64_t(sequences.size())) {
+    generator->impl->refuseCall("sequence " + std::to_string(index) +
+                                " does not exist; the last "
+                                "beam search found " +
+                                std::to_string(sequences.size()));
+    return -1;
+  }
+  const auto &sequence = sequences[size_t(index)];
+  if (tokens)
+    *tokens = sequence.tokens.data();
+  if (score)
+    *score = float(sequence.score);
+  return int64_t(sequence.tokens.size());
+}
+
+int onnxc_generator_logprob(onnxc_generator *generator, int64_t row, float *logprob) {
+  if (!generator)
+    return -1;
+  if (!logprob) {
+    generator->impl->refuseCall("the logprob pointer is NULL");
+    return -1;
+  }
+  return generator->impl->logprob(row, *logprob) ? 0 : -1;
+}
+
+int32_t onnxc_generator_top_logprobs(onnxc_generator *generator, int64_t row, int64_t *ids,
+                                     float *logprobs, int32_t room) {
+  if (!generator)
+    return -1;
+  return generator->impl->topLogprobs(row, ids, logprobs, room);
 }
 
 int64_t onnxc_generator_capacity(const onnxc_generator *generator) {

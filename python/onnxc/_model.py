@@ -141,24 +141,39 @@ class Model:
 
     def generate(self, prompt_ids, max_new_tokens=32, *, do_sample=False, temperature=1.0, top_k=0,
                  top_p=1.0, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None,
-                 encoder=None, source_ids=None):
+                 encoder=None, source_ids=None, repetition_penalty=1.0, presence_penalty=0.0,
+                 frequency_penalty=0.0, min_p=0.0, min_new_tokens=0, logprobs=False, top_logprobs=0,
+                 pad_token_id=None, num_beams=1, num_return_sequences=1, length_penalty=1.0,
+                 early_stopping=False):
         """Generates token ids with a decoder (docs/GENERATE.md): the prompt once, then one step per
         token, the KV cache in the runtime's buffers when the model has past/present pairs (else
         the whole sequence re-runs at every step). Returns the new ids as a list of ints.
 
-        Greedy unless `do_sample`; then `temperature`, `top_k` (0: all) and `top_p` (1: all) shape
-        the distribution and `seed` makes the draws repeatable. Stops after `eos_token_id` or
-        `max_new_tokens`. `capacity` is the positions the cache holds (0: prompt + max_new_tokens).
-        `mapping` names roles the generator cannot guess: a dict or "role=name,..." with roles
-        input_ids, attention_mask, position_ids, logits, or a past input's name -> its present
-        output. `on_token(id)` is called with each id as it comes. The mode and the roles found
-        are in `last_generation` afterwards. Batch 1: `prompt_ids` is a flat sequence of ints.
+        Greedy unless `do_sample`; then `temperature`, `top_k` (0: all), `top_p` (1: all) and
+        `min_p` (0: none) shape the distribution and `seed` makes the draws repeatable. Stops after
+        `eos_token_id` (an id or a list of ids) or `max_new_tokens`; `min_new_tokens` masks the stop
+        ids until that many are generated. `repetition_penalty` is HF's (1: none),
+        `presence_penalty` and `frequency_penalty` OpenAI's (0: none). `capacity` is the positions
+        the cache holds (0: prompt + max_new_tokens). `mapping` names roles the generator cannot
+        guess: a dict or "role=name,..." with roles input_ids, attention_mask, position_ids,
+        logits, or a past input's name -> its present output. `on_token(id)` is called with each
+        id as it comes (one prompt). The mode and the roles found are in `last_generation`
+        afterwards, and with `logprobs` (or `top_logprobs` N) each token's log-probability under
+        "logprobs" (and its N most likely alternatives, (id, logprob) pairs, under
+        "top_logprobs").
+
+        A list of prompts (`[[ids], [ids], ...]`) runs as one batch, left-padded with
+        `pad_token_id` (default 0) under a mask, and returns a list of id lists, one per prompt,
+        each the ids that prompt gets alone. `num_beams` > 1 runs HF's beam search on one prompt
+        (`length_penalty`, `early_stopping` True/False/"never"); it returns the best sequence, or
+        with `num_return_sequences` > 1 a list of them, best first, their scores in
+        last_generation["scores"].
 
         Encoder-decoder models (BART, T5): this model is the decoder; pass the encoder's Model as
         `encoder` and its ids as `source_ids`. The encoder runs once, its outputs feed the decoder's
         inputs named like them (cross-attention K/V), its hidden states and the source mask, and
         `prompt_ids` is the decoder's start (e.g. [2], BART's decoder_start_token_id)."""
-        prompt = _token_ids("prompt_ids", prompt_ids)
+        prompts, batched = _prompt_rows(prompt_ids)
         if (encoder is None) != (source_ids is None):
             raise Error("an encoder-decoder generation needs both encoder= and source_ids=")
         if encoder is not None and not isinstance(encoder, Model):
@@ -170,16 +185,55 @@ class Model:
             eos_token_id = self._generate_defaults.get("eos_token_id")
         if isinstance(mapping, dict):
             mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
-        tokens, mode, description = _onnxc.generate(
-            self._runner, [int(t) for t in prompt], _whole("max_new_tokens", max_new_tokens),
+        if batched and num_beams != 1:
+            raise Error(f"num_beams takes one prompt; a batch of {len(prompts)} prompts is given")
+        if on_token is not None and (batched or num_beams != 1):
+            raise Error("on_token applies to one prompt without beams")
+        # One id goes to the generator's eos_token_id (its checks name it), a list to the stop list.
+        eos_one = -1 if eos_token_id is None or isinstance(eos_token_id, (list, tuple)) \
+            else _whole("eos_token_id", eos_token_id)
+        eos_list = [_whole("eos_token_id", e) for e in eos_token_id] \
+            if isinstance(eos_token_id, (list, tuple)) else []
+        stopping = {True: 1, False: 0, "never": -1}
+        if early_stopping not in stopping or not isinstance(early_stopping, (bool, str)):
+            raise Error(f"early_stopping must be True, False or \"never\", got {early_stopping!r}")
+        search = {"repetition_penalty": float(repetition_penalty), "presence_penalty": float(presence_penalty),
+                  "frequency_penalty": float(frequency_penalty), "min_p": float(min_p),
+                  "min_new_tokens": _whole("min_new_tokens", min_new_tokens), "logprobs": bool(logprobs),
+                  "top_logprobs": _whole("top_logprobs", top_logprobs),
+                  "pad_token_id": -1 if pad_token_id is None else _whole("pad_token_id", pad_token_id),
+                  "num_beams": _whole("num_beams", num_beams),
+                  "num_return_sequences": _whole("num_return_sequences", num_return_sequences),
+                  "length_penalty": float(length_penalty), "early_stopping": stopping[early_stopping],
+                  "eos_token_ids": eos_list}
+        rows, mode, description, token_logprobs, top, scores = _onnxc.generate(
+            self._runner, prompts, _whole("max_new_tokens", max_new_tokens),
             bool(do_sample), float(temperature), _whole("top_k", top_k), float(top_p),
-            _whole("seed", seed), -1 if eos_token_id is None else _whole("eos_token_id", eos_token_id),
-            _whole("capacity", capacity), mapping or "",
+            _whole("seed", seed), eos_one, _whole("capacity", capacity), mapping or "",
             self._runner.threads, on_token, None if encoder is None else encoder._runner,
-            [int(t) for t in source])
+            [int(t) for t in source], search)
         self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
                                 "roles": description}
-        return list(tokens)
+        if logprobs or top_logprobs:
+            self.last_generation["logprobs"] = token_logprobs if batched else token_logprobs[0]
+            if top_logprobs:
+                self.last_generation["top_logprobs"] = top if batched else top[0]
+        if num_beams != 1:
+            self.last_generation["scores"] = list(scores)
+            return [list(r) for r in rows] if num_return_sequences > 1 else list(rows[0])
+        return [list(r) for r in rows] if batched else list(rows[0])
+
+
+def _prompt_rows(value):
+    """([[ids], ...], batched): a flat sequence (or a [1, n] array) is one prompt; a list of
+    sequences (or a [rows, n] array) is a batch."""
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(row, (list, tuple, np.ndarray)) for row in value):
+        return [[int(t) for t in _token_ids(f"prompt_ids[{i}]", row)] for i, row in enumerate(value)], True
+    ids = np.asarray(value)
+    if ids.ndim == 2 and ids.shape[0] > 1:
+        return [[int(t) for t in row] for row in ids], True
+    return [[int(t) for t in _token_ids("prompt_ids", value)]], False
 
 
 def _whole(what, value):

@@ -20,6 +20,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -260,12 +261,38 @@ void bindInspection(nb::module_ &m) {
       "path"_a, "opt_level"_a, "passes"_a);
 }
 
-/// The generation loop on a ModelRunner (and its encoder's).
-nb::tuple generate(const ModelRunner &runner, const std::vector<int64_t> &prompt,
+/// The search options of Model.generate (validated in _model.py) into `options`;
+/// `stops` keeps the stop list the options point at.
+void readSearch(const nb::dict &search, onnxc_generate_options &options,
+                std::vector<int64_t> &stops) {
+  auto number = [&](const char *key, auto fallback) {
+    return search.contains(key) ? nb::cast<decltype(fallback)>(search[key]) : fallback;
+  };
+  options.repetition_penalty = number("repetition_penalty", 1.0f);
+  options.presence_penalty = number("presence_penalty", 0.0f);
+  options.frequency_penalty = number("frequency_penalty", 0.0f);
+  options.min_p = number("min_p", 0.0f);
+  options.min_new_tokens = number("min_new_tokens", int64_t(0));
+  options.top_logprobs = number("top_logprobs", int32_t(0));
+  options.logprobs = number("logprobs", false) || options.top_logprobs > 0 ? 1 : 0;
+  options.pad_token_id = number("pad_token_id", int64_t(-1));
+  options.num_beams = number("num_beams", int32_t(1));
+  options.num_return_sequences = number("num_return_sequences", int32_t(1));
+  options.length_penalty = number("length_penalty", 1.0f);
+  options.early_stopping = number("early_stopping", int32_t(0));
+  if (search.contains("eos_token_ids"))
+    stops = nb::cast<std::vector<int64_t>>(search["eos_token_ids"]);
+  options.eos_token_ids = stops.data();
+  options.num_eos_token_ids = int32_t(stops.size());
+}
+
+/// The generation loop on a ModelRunner (and its encoder's): one prompt, a
+/// batch, or a beam search.
+nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int64_t>> &prompts,
                    int64_t maxNewTokens, bool sample, float temperature, int32_t topK, float topP,
                    uint64_t seed, int64_t eos, int64_t capacity, const std::string &mapping,
                    int threads, nb::object onToken, const ModelRunner *encoder,
-                   const std::vector<int64_t> &source) {
+                   const std::vector<int64_t> &source, const nb::dict &search) {
   onnxc_generate_options options;
   onnxc_generate_options_init(&options);
   options.max_new_tokens = maxNewTokens;
@@ -278,6 +305,8 @@ nb::tuple generate(const ModelRunner &runner, const std::vector<int64_t> &prompt
   options.capacity = capacity;
   options.mapping = mapping.c_str();
   options.num_threads = threads;
+  std::vector<int64_t> stops;
+  readSearch(search, options, stops);
   std::function<void(int64_t)> callback;
   if (!onToken.is_none())
     // The loop runs without the GIL; the callback takes it back per token.
@@ -288,9 +317,10 @@ nb::tuple generate(const ModelRunner &runner, const std::vector<int64_t> &prompt
   GenerateResult result;
   {
     nb::gil_scoped_release release;
-    result = generateTokens(runner, prompt, options, callback, encoder, source);
+    result = generateTokens(runner, prompts, options, callback, encoder, source);
   }
-  return nb::make_tuple(result.tokens, result.mode, result.description);
+  return nb::make_tuple(result.rows, result.mode, result.description, result.logprobs,
+                        result.topLogprobs, result.scores);
 }
 
 } // namespace
@@ -303,9 +333,9 @@ NB_MODULE(_onnxc, m) {
   bindModelRunner(m);
   bindCompilers(m);
   bindInspection(m);
-  m.def("generate", &generate, "runner"_a, "prompt"_a, "max_new_tokens"_a, "sample"_a,
+  m.def("generate", &generate, "runner"_a, "prompts"_a, "max_new_tokens"_a, "sample"_a,
         "temperature"_a, "top_k"_a, "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a,
-        "mapping"_a, "threads"_a, "on_token"_a.none(), "encoder"_a.none(), "source"_a);
+        "mapping"_a, "threads"_a, "on_token"_a.none(), "encoder"_a.none(), "source"_a, "search"_a);
   // For the tests: the address the binding reads an input from, to check
   // that a contiguous array of the right dtype is not copied on the way in.
   m.def(

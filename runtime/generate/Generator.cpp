@@ -112,7 +112,43 @@ std::string checkOptions(const onnxc_generate_options &options) {
   if (options.eos_token_id < -1)
     return "eos_token_id is " + std::to_string(options.eos_token_id) +
            "; use a token id, or -1 for none";
+  if (!(options.min_p >= 0.0f && options.min_p <= 1.0f))
+    return "min_p is " + std::to_string(options.min_p) + "; it must be in [0, 1] (0: none)";
+  if (options.num_eos_token_ids < 0 || (options.num_eos_token_ids > 0 && !options.eos_token_ids))
+    return "eos_token_ids is NULL but num_eos_token_ids is " +
+           std::to_string(options.num_eos_token_ids);
+  if (options.top_logprobs < 0)
+    return "top_logprobs is " + std::to_string(options.top_logprobs) + "; it must be >= 0";
+  if (options.pad_token_id < -1)
+    return "pad_token_id is " + std::to_string(options.pad_token_id) +
+           "; use a token id, or -1 for 0";
+  if (options.num_beams > 1 && options.do_sample)
+    return "num_beams " + std::to_string(options.num_beams) +
+           " with do_sample: beam sampling is not supported; use greedy beam search or sampling";
   return "";
+}
+
+ProcessorParams processorParams(const onnxc_generate_options &options) {
+  ProcessorParams params;
+  params.repetitionPenalty = options.repetition_penalty;
+  params.presencePenalty = options.presence_penalty;
+  params.frequencyPenalty = options.frequency_penalty;
+  params.minNewTokens = options.min_new_tokens;
+  if (options.eos_token_id >= 0)
+    params.stopIds.push_back(options.eos_token_id);
+  for (int32_t i = 0; i < options.num_eos_token_ids; ++i)
+    if (!params.isStop(options.eos_token_ids[i]))
+      params.stopIds.push_back(options.eos_token_ids[i]);
+  return params;
+}
+
+BeamOptions beamOptions(const onnxc_generate_options &options) {
+  BeamOptions beam;
+  beam.numBeams = options.num_beams;
+  beam.lengthPenalty = options.length_penalty;
+  beam.earlyStopping = options.early_stopping;
+  beam.numReturnSequences = options.num_return_sequences;
+  return beam;
 }
 
 /// Why `ids` cannot be token ids (a negative one would index the embedding
@@ -131,6 +167,7 @@ SamplingParams samplingParams(const onnxc_generate_options &options) {
   params.temperature = options.temperature;
   params.topK = options.top_k;
   params.topP = options.top_p;
+  params.minP = options.min_p;
   return params;
 }
 
@@ -148,6 +185,10 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
                                              std::string &error,
                                              const onnxc_model_descriptor *encoderModel) {
   error = checkOptions(options);
+  if (error.empty())
+    error = checkProcessorParams(processorParams(options));
+  if (error.empty())
+    error = checkBeamOptions(beamOptions(options));
   if (!error.empty())
     return nullptr;
   std::unique_ptr<Session> session = Session::create(model, options.num_threads, error);
@@ -196,7 +237,7 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
         "; encoder: ids '" +
         std::string(encoderModel->inputs[generator->encoder_->roles.ids].name) + "'";
   }
-  if (options.capacity > 0 && !generator->allocate(options.capacity)) {
+  if (options.capacity > 0 && !generator->allocate(options.capacity, 1)) {
     error = generator->error();
     return nullptr;
   }
@@ -206,17 +247,27 @@ std::unique_ptr<Generator> Generator::create(const onnxc_model_descriptor *model
 Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_options &options,
                      GeneratorRoles roles, std::unique_ptr<Session> session)
     : model_(model), options_(options), roles_(std::move(roles)), session_(std::move(session)),
-      sampler_(samplingParams(options), options.seed), cache_(roles_.cache.size()),
-      inputs_(size_t(model.num_inputs)), outputs_(size_t(model.num_outputs)),
-      symbols_(size_t(model.num_symbols)) {
-  // The mapping string belongs to the caller; only the roles found are kept.
+      sampler_(samplingParams(options), options.seed), processors_(processorParams(options)),
+      beam_(beamOptions(options)), cache_(roles_.cache.size()), inputs_(size_t(model.num_inputs)),
+      outputs_(size_t(model.num_outputs)), symbols_(size_t(model.num_symbols)) {
+  // The mapping string and the stop list belong to the caller; only what
+  // was read from them is kept.
   options_.mapping = nullptr;
+  options_.eos_token_ids = nullptr;
+  options_.num_eos_token_ids = 0;
   for (const CachePair &pair : roles_.cache) {
     bool declared = false;
     for (int32_t p = 0; p < model.num_cache_pairs; ++p)
       declared |=
           model.cache_pairs[p].input == pair.input && model.cache_pairs[p].output == pair.output;
     inPlace_.push_back(declared);
+    const onnxc_tensor_info &past = model.inputs[pair.input];
+    int32_t axis = -1;
+    for (int32_t a = 0; a < past.rank; ++a)
+      if (std::optional<int32_t> symbol = singleSymbolOf(past.dims[a]);
+          symbol && roles_.symbolKinds[size_t(*symbol)] == GeneratorRoles::SymbolKind::Past)
+        axis = a;
+    pastAxis_.push_back(axis);
   }
   description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE ? "kv-cache: " : "full-sequence: ") +
                  describeRoles(model, roles_);
@@ -239,41 +290,42 @@ bool Generator::fail(std::string message) {
   return false;
 }
 
-bool Generator::allocate(int64_t capacity) {
-  if (capacity <= capacity_)
+bool Generator::allocate(int64_t capacity, int64_t batch) {
+  if (capacity <= capacity_ && batch <= batchCapacity_)
     return true;
+  capacity = std::max(capacity, capacity_);
+  batch = std::max(batch, batchCapacity_);
   if (capacity > kMaxCapacity)
     return fail("a capacity of " + std::to_string(capacity) + " positions is more than 2^31");
+  if (batch > kMaxCapacity / capacity)
+    return fail("a batch of " + std::to_string(batch) + " rows of " + std::to_string(capacity) +
+                " positions is more than 2^31 positions");
   try {
-    return allocateBuffers(capacity);
+    return allocateBuffers(capacity, batch);
   } catch (const std::bad_alloc &) {
-    return fail("out of memory allocating buffers for " + std::to_string(capacity) + " positions");
+    return fail("out of memory allocating buffers for " + std::to_string(batch) + " rows of " +
+                std::to_string(capacity) + " positions");
   }
 }
 
-bool Generator::allocateBuffers(int64_t capacity) {
-  tokens_.reserve(size_t(capacity));
+bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
+  size_t elements = size_t(capacity * batch);
+  ids_.reserve(elements);
   if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
-    ids32_.reserve(size_t(capacity));
-  if (roles_.mask >= 0) {
-    int32_t dtype = model_.inputs[roles_.mask].dtype;
-    maskOnes_.reserve(size_t(capacity * dtypeSize(dtype)));
-    fillSequence(maskOnes_.data(), dtype, capacity, 1, 0);
-  }
-  if (roles_.positions >= 0) {
-    int32_t dtype = model_.inputs[roles_.positions].dtype;
-    positions_.reserve(size_t(capacity * dtypeSize(dtype)));
-    fillSequence(positions_.data(), dtype, capacity, 0, 1);
-  }
+    ids32_.reserve(elements);
+  if (roles_.mask >= 0)
+    mask_.reserve(elements * size_t(dtypeSize(model_.inputs[roles_.mask].dtype)));
+  if (roles_.positions >= 0)
+    positions_.reserve(elements * size_t(dtypeSize(model_.inputs[roles_.positions].dtype)));
   // Each half holds a full cache: past at the capacity, or a present that
   // reaches it from a prompt or from one new token.
   int64_t most = 0;
   for (const CachePair &pair : roles_.cache) {
-    bindGeneratorSymbols(roles_, 1, capacity, symbols_.data());
+    bindGeneratorSymbols(roles_, 1, capacity, symbols_.data(), batch);
     int64_t past = tensorBytes(model_, model_.inputs[pair.input], symbols_.data());
-    bindGeneratorSymbols(roles_, 1, capacity - 1, symbols_.data());
+    bindGeneratorSymbols(roles_, 1, capacity - 1, symbols_.data(), batch);
     int64_t step = tensorBytes(model_, model_.outputs[pair.output], symbols_.data());
-    bindGeneratorSymbols(roles_, capacity, 0, symbols_.data());
+    bindGeneratorSymbols(roles_, capacity, 0, symbols_.data(), batch);
     int64_t prompt = tensorBytes(model_, model_.outputs[pair.output], symbols_.data());
     if (past < 0 || step < 0 || prompt < 0)
       return fail("cache input '" + std::string(model_.inputs[pair.input].name) +
@@ -289,11 +341,12 @@ bool Generator::allocateBuffers(int64_t capacity) {
     return fail(session_->error());
   cacheBytes_ = size_t(most);
   capacity_ = capacity;
+  batchCapacity_ = batch;
   return true;
 }
 
-void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past) {
-  bindGeneratorSymbols(roles_, newTokens, past, symbols_.data());
+void Generator::bindTensors(int64_t newTokens, int64_t past) {
+  bindGeneratorSymbols(roles_, newTokens, past, symbols_.data(), int64_t(rows_.size()));
   for (int32_t i = 0; i < model_.num_inputs; ++i) {
     const onnxc_tensor_info &info = model_.inputs[i];
     onnxc_tensor &tensor = inputs_[size_t(i)];
@@ -306,14 +359,13 @@ void Generator::bindTensors(const int64_t *ids, int64_t newTokens, int64_t past)
   }
   onnxc_tensor &idsTensor = inputs_[size_t(roles_.ids)];
   if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
-    idsTensor.data = ids32_.data() + (ids - tokens_.data());
+    idsTensor.data = ids32_.data();
   else
-    idsTensor.data = const_cast<int64_t *>(ids);
+    idsTensor.data = ids_.data();
   if (roles_.mask >= 0)
-    inputs_[size_t(roles_.mask)].data = maskOnes_.data();
+    inputs_[size_t(roles_.mask)].data = mask_.data();
   if (roles_.positions >= 0)
-    inputs_[size_t(roles_.positions)].data =
-        positions_.data() + past * dtypeSize(model_.inputs[roles_.positions].dtype);
+    inputs_[size_t(roles_.positions)].data = positions_.data();
   for (size_t k = 0; k < roles_.context.size(); ++k)
     inputs_[size_t(roles_.context[k].input)] = encoder_->context[k];
   for (onnxc_tensor &output : outputs_)
@@ -427,11 +479,11 @@ bool Generator::bindContext(int64_t count) {
 
 bool Generator::reserveSession(int64_t promptLength) {
   bool cached = roles_.hasCache();
-  bindTensors(tokens_.data(), promptLength, 0);
+  bindTensors(promptLength, 0);
   if (!session_->reserve(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
                          int32_t(outputs_.size())))
     return fail(session_->error());
-  bindTensors(tokens_.data(), cached ? 1 : capacity_, cached ? capacity_ - 1 : 0);
+  bindTensors(cached ? 1 : capacity_, cached ? capacity_ - 1 : 0);
   if (!session_->reserve(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
                          int32_t(outputs_.size())))
     return fail(session_->error());
@@ -439,28 +491,28 @@ bool Generator::reserveSession(int64_t promptLength) {
 }
 
 bool Generator::runModel(int64_t newTokens) {
-  int64_t length = int64_t(tokens_.size());
-  if (roles_.hasCache())
-    bindTensors(tokens_.data() + (length - newTokens), newTokens, cached_);
-  else
-    bindTensors(tokens_.data(), length, 0);
+  // Without a cache every run feeds the whole (padded) sequence.
+  int64_t past = roles_.hasCache() ? cached_ : 0;
+  int64_t run = roles_.hasCache() ? newTokens : length_;
+  fillRunInputs(run, past);
+  bindTensors(run, past);
   if (!session_->run(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
                      int32_t(outputs_.size())))
     return fail(session_->error());
   if (!roles_.hasCache())
     return true;
   // The next step reads each present as its past: its dims must be past's.
-  bindGeneratorSymbols(roles_, 1, cached_ + newTokens, symbols_.data());
+  bindGeneratorSymbols(roles_, 1, cached_ + newTokens, symbols_.data(), int64_t(rows_.size()));
   for (const CachePair &pair : roles_.cache) {
-    const onnxc_tensor_info &past = model_.inputs[pair.input];
+    const onnxc_tensor_info &pastInfo = model_.inputs[pair.input];
     const onnxc_tensor &present = outputs_[size_t(pair.output)];
-    for (int32_t axis = 0; axis < past.rank; ++axis) {
+    for (int32_t axis = 0; axis < pastInfo.rank; ++axis) {
       int64_t want =
-          evaluateDimExpr(past.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
+          evaluateDimExpr(pastInfo.dims[axis], symbols_.data(), model_.num_symbols).value_or(-1);
       if (present.dims[axis] != want)
         return fail("output '" + std::string(model_.outputs[pair.output].name) + "' dim " +
                     std::to_string(axis) + " is " + std::to_string(present.dims[axis]) +
-                    " but cache input '" + past.name + "' needs " + std::to_string(want) +
+                    " but cache input '" + pastInfo.name + "' needs " + std::to_string(want) +
                     " after " + std::to_string(cached_ + newTokens) + " positions");
     }
   }
@@ -469,90 +521,21 @@ bool Generator::runModel(int64_t newTokens) {
   return true;
 }
 
-const float *Generator::lastLogits(int64_t &vocab) const {
+const float *Generator::lastLogits(int64_t row, int64_t &vocab) const {
   const onnxc_tensor &logits = outputs_[size_t(roles_.logits)];
   vocab = logits.dims[logits.rank - 1];
-  int64_t rows = logits.rank == 3 ? logits.dims[1] : 1;
-  if (vocab <= 0 || rows <= 0 || logits.dims[0] != 1)
+  int64_t positions = logits.rank == 3 ? logits.dims[1] : 1;
+  if (vocab <= 0 || positions <= 0 || logits.dims[0] != int64_t(rows_.size()))
     return nullptr;
-  return static_cast<const float *>(logits.data) + (rows - 1) * vocab;
+  return static_cast<const float *>(logits.data) + ((row + 1) * positions - 1) * vocab;
 }
 
 bool Generator::prefill(const int64_t *promptIds, int64_t count) {
-  error_.clear();
-  started_ = false;
-  if (count <= 0 || !promptIds)
-    return fail("the prompt is empty; generation needs at least one token");
-  if (std::string problem = checkTokenIds(promptIds, count, "prompt"); !problem.empty())
-    return fail(problem);
-  if (encoder_ && !encoder_->encoded)
-    return fail("no source is encoded: call encode with the source ids before prefill");
-  int64_t wanted = options_.capacity > 0 ? options_.capacity
-                                         : count + std::max<int64_t>(options_.max_new_tokens, 1);
-  if (std::string problem = checkSequenceLength(
-          model_, roles_, count, options_.capacity > 0 ? -1 : options_.max_new_tokens, wanted);
-      !problem.empty())
-    return fail(problem);
-  if (options_.capacity == 0 && !allocate(count + std::max<int64_t>(options_.max_new_tokens, 1)))
-    return false;
-  if (count > capacity_)
-    return fail("the prompt has " + std::to_string(count) + " tokens but the capacity is " +
-                std::to_string(capacity_) + " positions (the capacity option)");
-  tokens_.assign(promptIds, promptIds + count);
-  if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
-    ids32_.assign(promptIds, promptIds + count);
-  cached_ = 0;
-  current_ = 0;
-  produced_ = 0;
-  ended_ = false;
-  logitsReady_ = false;
-  sampler_.reseed(options_.seed);
-  if (!reserveSession(count) || !runModel(count))
-    return false;
-  started_ = logitsReady_ = true;
-  return true;
+  return startRows(&promptIds, &count, 1);
 }
 
-int Generator::next(int64_t &token) {
-  error_.clear();
-  if (!started_)
-    return fail("no generation is under way: call prefill first (or again after an error)"), -1;
-  if (ended_ || produced_ >= options_.max_new_tokens) {
-    ended_ = true;
-    return 0;
-  }
-  if (!logitsReady_) {
-    int64_t length = int64_t(tokens_.size()) + 1;
-    if (length > capacity_) {
-      started_ = false;
-      return fail("the sequence would grow to " + std::to_string(length) +
-                  " positions, past the capacity of " + std::to_string(capacity_) +
-                  " (the capacity option; by default prompt + max_new_tokens)"),
-             -1;
-    }
-    tokens_.push_back(lastToken_);
-    if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
-      ids32_.push_back(int32_t(lastToken_));
-    if (!runModel(roles_.hasCache() ? 1 : length)) {
-      started_ = false;
-      return -1;
-    }
-  }
-  int64_t vocab = 0;
-  const float *row = lastLogits(vocab);
-  if (!row) {
-    started_ = false;
-    return fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
-                "' has no row for the last position"),
-           -1;
-  }
-  token = sampler_.choose(row, vocab);
-  logitsReady_ = false;
-  lastToken_ = token;
-  ++produced_;
-  if (options_.eos_token_id >= 0 && token == options_.eos_token_id)
-    ended_ = true;
-  return 1;
+bool Generator::prefillBatch(const int64_t *const *prompts, const int64_t *counts, int64_t rows) {
+  return startRows(prompts, counts, rows);
 }
 
 } // namespace onnxc::runtime

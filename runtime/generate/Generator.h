@@ -12,6 +12,13 @@
 // tensors the generator keeps: a step allocates nothing that grows with the
 // context. Without a cache every step re-runs the whole sequence.
 //
+// A generation has rows (the batch): one prompt, several prompts of
+// different lengths (left-padded with mask 0 and position ids counted from
+// each row's first real token, as HF does for decoder-only models), or the
+// beams of a beam search. Each row has its own ids, sampler and stop, and the
+// cache holds every row ([batch, ..., capacity, ...]); beam search reorders
+// the rows of the cache buffers in place after each step.
+//
 // An encoder-decoder generation adds an encoder session: encode() runs it
 // once per source, and its outputs (hidden states, cross-attention K/V) stay
 // in that session's arena, bound as the decoder's context inputs for every
@@ -21,7 +28,9 @@
 #pragma once
 
 #include "AlignedBuffer.h"
+#include "BeamSearch.h"
 #include "GeneratorRoles.h"
+#include "LogitsProcessors.h"
 #include "Sampler.h"
 #include "Session.h"
 #include "onnxc/onnxc_generate.h"
@@ -48,6 +57,16 @@ public:
   /// See onnxc_generator_prefill / _next. false / -1 with error() set.
   bool prefill(const int64_t *promptIds, int64_t count);
   int next(int64_t &token);
+  /// See onnxc_generator_prefill_batch / _next_batch: `rows` prompts.
+  bool prefillBatch(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
+  int nextBatch(int64_t *tokens, int32_t *produced);
+  /// See onnxc_generator_beam_search: the whole search on one prompt.
+  bool beamSearch(const int64_t *promptIds, int64_t count);
+  const std::vector<BeamHypothesis> &sequences() const { return sequences_; }
+  /// The last step's log-probabilities of row `row` (onnxc_generator_logprob).
+  bool logprob(int64_t row, float &value);
+  int32_t topLogprobs(int64_t row, int64_t *ids, float *logprobs, int32_t room);
+  int64_t rows() const { return int64_t(rows_.size()); }
 
   onnxc_generate_mode mode() const {
     return roles_.hasCache() ? ONNXC_GENERATE_KV_CACHE : ONNXC_GENERATE_FULL_SEQUENCE;
@@ -60,13 +79,28 @@ public:
   int64_t capacity() const { return capacity_; }
   /// Cache pairs updated in place (one buffer each); the others swap two.
   int32_t pairsInPlace() const;
-  /// Positions fed through the model so far (prompt and fed tokens).
-  int64_t length() const { return int64_t(tokens_.size()); }
+  /// Positions fed through the model so far (the padded prompt and fed tokens).
+  int64_t length() const { return length_; }
   Session &session() { return *session_; }
 
 private:
   Generator(const onnxc_model_descriptor &model, const onnxc_generate_options &options,
             GeneratorRoles roles, std::unique_ptr<Session> session);
+
+  /// One row of the batch: its prompt and the ids fed after it (a finished
+  /// row is fed the pad id), behind `pad` positions of left padding.
+  struct Row {
+    explicit Row(const Sampler &sampler) : sampler(sampler) {}
+    std::vector<int64_t> tokens; ///< Prompt, then the ids produced (and pads once finished).
+    int64_t promptLength = 0;
+    int64_t pad = 0;
+    int64_t produced = 0;
+    bool finished = false;
+    Sampler sampler;
+    float logprob = 0;
+    std::vector<int64_t> topIds;
+    std::vector<float> topLogprobs;
+  };
 
   struct Encoder {
     const onnxc_model_descriptor *model = nullptr;
@@ -83,32 +117,58 @@ private:
   bool bindContext(int64_t count);
 
   bool fail(std::string message);
-  /// Makes every buffer hold `capacity` positions (only ever grows).
-  bool allocate(int64_t capacity);
-  bool allocateBuffers(int64_t capacity);
-  /// Points the inputs and outputs at the buffers for a run of `newTokens`
-  /// after `past` cached positions, with the ids at `ids`.
-  void bindTensors(const int64_t *ids, int64_t newTokens, int64_t past);
+  /// Makes every buffer hold `capacity` positions of `batch` rows (only ever grows).
+  bool allocate(int64_t capacity, int64_t batch);
+  bool allocateBuffers(int64_t capacity, int64_t batch);
+  /// Checks the prompts, sizes the buffers, fills the rows and runs the prompts.
+  bool startRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
+  std::string checkRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
+  /// Writes the ids, mask and positions of a run of `newTokens` after `past`
+  /// positions (GeneratorRows.cpp) and points the tensors at them.
+  void fillRunInputs(int64_t newTokens, int64_t past);
+  void bindTensors(int64_t newTokens, int64_t past);
   /// Reserves the session's arena for the largest run the capacity allows.
   bool reserveSession(int64_t promptLength);
-  /// Runs the model on the last `newTokens` of tokens_ (all of them without a cache).
+  /// Runs the model on the last `newTokens` positions (all of them without a cache).
   bool runModel(int64_t newTokens);
-  /// The logits row of the last position of the last run.
-  const float *lastLogits(int64_t &vocab) const;
+  /// The logits row of the last position of row `row` of the last run.
+  const float *lastLogits(int64_t row, int64_t &vocab) const;
+  /// Appends one id to every row (the pad id to finished ones) and runs a step.
+  bool step(const std::vector<int64_t> &nextIds);
+  /// The processed logits of a row (penalties, min_new_tokens) in scratch_.
+  float *processedLogits(const Row &row, const float *logits, int64_t vocab);
+  /// Chooses a row's next id and records its log-probabilities.
+  int64_t chooseToken(Row &row, const float *logits, int64_t vocab);
+  /// Reorders the rows and their cache rows: row b becomes row sources[b].
+  void reorderRows(const std::vector<int32_t> &sources);
+  void gatherCacheRows(const std::vector<int32_t> &sources);
+  int64_t padId() const;
+  bool wantsLogprobs() const { return options_.logprobs != 0 || options_.top_logprobs > 0; }
 
   const onnxc_model_descriptor &model_;
   onnxc_generate_options options_;
   GeneratorRoles roles_;
   std::unique_ptr<Session> session_;
-  Sampler sampler_;
+  Sampler sampler_; ///< Each row's starts as a copy.
+  ProcessorParams processors_;
+  BeamOptions beam_;
   std::string description_;
   std::string error_;
 
-  int64_t capacity_ = 0;
-  std::vector<int64_t> tokens_; ///< Prompt plus fed tokens; reserved to the capacity.
-  std::vector<int32_t> ids32_;  ///< The ids again for an i32 ids input.
-  AlignedBuffer maskOnes_;      ///< capacity ones in the mask's dtype.
-  AlignedBuffer positions_;     ///< 0, 1, ..., capacity - 1 in the positions' dtype.
+  int64_t capacity_ = 0, batchCapacity_ = 0;
+  std::vector<Row> rows_;
+  int64_t length_ = 0;          ///< Positions of the padded rows fed so far.
+  std::vector<int64_t> ids_;    ///< A run's ids, [rows, new tokens].
+  std::vector<int32_t> ids32_;  ///< The same for an i32 ids input.
+  AlignedBuffer mask_;          ///< A run's mask, [rows, past + new] in the mask's dtype.
+  AlignedBuffer positions_;     ///< A run's position ids, [rows, new tokens].
+  std::vector<float> scratch_;  ///< One row of processed logits.
+  std::vector<int32_t> seen_;   ///< The penalties' scratch.
+  std::vector<int64_t> topIds_; ///< The log-probabilities' scratch.
+  std::vector<float> topValues_;
+  std::vector<int32_t> pastAxis_; ///< Per pair: the cache's sequence axis.
+  std::vector<uint8_t> gathered_; ///< Beam search: cache rows saved while reordering.
+  std::vector<BeamHypothesis> sequences_;
   std::vector<std::array<AlignedBuffer, 2>> cache_; ///< Per pair: the ping-pong halves.
   std::vector<bool> inPlace_;                       ///< Per pair: one buffer (half 0) only.
   size_t cacheBytes_ = 0;                           ///< Bytes of each half.
@@ -119,7 +179,6 @@ private:
   std::unique_ptr<Encoder> encoder_; ///< Encoder-decoder generation only.
 
   bool started_ = false, logitsReady_ = false, ended_ = false;
-  int64_t produced_ = 0, lastToken_ = -1;
 };
 
 } // namespace onnxc::runtime

@@ -463,12 +463,12 @@ std::string findEncoderRoles(const onnxc_model_descriptor &encoder, EncoderRoles
 }
 
 void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
-                          int64_t *symbols) {
+                          int64_t *symbols, int64_t batch) {
   using Kind = GeneratorRoles::SymbolKind;
   for (size_t s = 0; s < roles.symbolKinds.size(); ++s) {
     switch (roles.symbolKinds[s]) {
     case Kind::Batch:
-      symbols[s] = 1;
+      symbols[s] = batch;
       break;
     case Kind::NewTokens:
       symbols[s] = newTokens;

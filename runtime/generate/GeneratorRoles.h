@@ -66,9 +66,9 @@ std::string findRoles(const onnxc_model_descriptor &model, const std::string &ma
 std::string findEncoderRoles(const onnxc_model_descriptor &encoder, EncoderRoles &roles);
 
 /// The symbol values for a run of `newTokens` tokens after `past` cached
-/// positions (batch 1). Context symbols keep the value in `symbols`.
+/// positions, `batch` rows. Context symbols keep the value in `symbols`.
 void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
-                          int64_t *symbols);
+                          int64_t *symbols, int64_t batch = 1);
 
 /// "ids 'input_ids', mask 'attention_mask', logits 'logits', 4 cache pairs".
 std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRoles &roles);

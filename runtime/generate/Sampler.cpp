@@ -20,6 +20,25 @@ uint64_t splitmix64(uint64_t &state) {
 /// NaN logits rank below every number, so a broken row cannot pick them.
 float rankable(float value) { return std::isnan(value) ? -INFINITY : value; }
 
+/// Drops the candidates less likely than minP times the most likely one
+/// and renormalizes the rest; the most likely always stays.
+void keepAboveMinP(std::vector<int64_t> &ids, std::vector<double> &probabilities, float minP) {
+  double largest = *std::max_element(probabilities.begin(), probabilities.end());
+  double threshold = double(minP) * largest, mass = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (probabilities[i] < threshold)
+      continue;
+    ids[kept] = ids[i];
+    probabilities[kept++] = probabilities[i];
+    mass += probabilities[i];
+  }
+  ids.resize(kept);
+  probabilities.resize(kept);
+  for (double &p : probabilities)
+    p /= mass;
+}
+
 } // namespace
 
 void Xoshiro256::reseed(uint64_t seed) {
@@ -106,6 +125,8 @@ void Sampler::candidates(const float *logits, int64_t vocab, std::vector<int64_t
     for (double &p : probabilities)
       p /= mass;
   }
+  if (params_.minP > 0.0f)
+    keepAboveMinP(ids, probabilities, params_.minP);
 }
 
 int64_t Sampler::choose(const float *logits, int64_t vocab) {

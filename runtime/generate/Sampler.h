@@ -1,6 +1,6 @@
 //===- runtime/generate/Sampler.h - Choosing the next token from logits ---===//
 //
-// Greedy, temperature, top-k and top-p sampling with an RNG of our own
+// Greedy, temperature, top-k, top-p and min-p sampling with an RNG of our own
 // (xoshiro256** seeded by splitmix64), so a seed gives the same tokens with
 // every standard library: std::mt19937 is portable but the std::*_distribution
 // algorithms are not. The scratch vectors grow once to the vocabulary size;
@@ -33,6 +33,9 @@ struct SamplingParams {
   float temperature = 1.0f; ///< <= 0 means greedy.
   int32_t topK = 0;         ///< 0: no limit.
   float topP = 1.0f;        ///< >= 1: no limit.
+  /// HF's min_p (transformers 4.41's MinPLogitsWarper, after top-p): drop the
+  /// ids less likely than min_p times the most likely one; 0: none.
+  float minP = 0.0f;
 };
 
 class Sampler {
@@ -44,11 +47,16 @@ public:
   int64_t choose(const float *logits, int64_t vocab);
 
   /// The ids sampling may pick from with their probabilities after
-  /// temperature, top-k and top-p, renormalized: most likely first (ties:
+  /// temperature, top-k, top-p and min-p, renormalized: most likely first (ties:
   /// lower id first) when top-k or top-p applies, else every id in order;
   /// greedy gives the argmax alone. For tests and for choose().
   void candidates(const float *logits, int64_t vocab, std::vector<int64_t> &ids,
                   std::vector<double> &probabilities);
+
+  /// The candidates of the last choose(), for its log-probabilities.
+  const std::vector<int64_t> &lastIds() const { return ids_; }
+  const std::vector<double> &lastProbabilities() const { return probabilities_; }
+  const SamplingParams &params() const { return params_; }
 
 private:
   SamplingParams params_;

@@ -125,3 +125,37 @@ def test_encoder_decoder(model_dir):
         decoder.generate([2], encoder=encoder)
     with pytest.raises(onnxc.Error, match="^the source is empty"):
         decoder.generate([2], encoder=encoder, source_ids=[])
+
+
+def test_search_options_batches_and_beams(gpt2_past):
+    """The kwargs of issue 30 reach the generator: a batch returns one list per prompt, equal to each
+    prompt alone; beams return the best sequences with their scores; log-probabilities come back per
+    token; a stop list ends the output; bad values are one-line errors."""
+    _, model = gpt2_past
+    prompts = [PROMPT, [5, 6, 7], [100, 101, 102]]
+    alone = [model.generate(p, max_new_tokens=10) for p in prompts]
+    assert model.generate(prompts, max_new_tokens=10) == alone
+    assert model.generate(np.array(prompts), max_new_tokens=10) == alone
+    stopped = model.generate(PROMPT, max_new_tokens=10, eos_token_id=[999, alone[0][2]])
+    assert stopped == alone[0][:alone[0].index(alone[0][2]) + 1]
+    tokens = model.generate(PROMPT, max_new_tokens=6, logprobs=True, top_logprobs=2)
+    logprobs = model.last_generation["logprobs"]
+    top = model.last_generation["top_logprobs"]
+    assert len(logprobs) == len(tokens) == len(top) == 6
+    assert all(lp < 0 for lp in logprobs)
+    assert [pairs[0][0] for pairs in top] == tokens and top[0][0][1] == pytest.approx(logprobs[0])
+    best = model.generate(PROMPT, max_new_tokens=8, num_beams=4)
+    sequences = model.generate(PROMPT, max_new_tokens=8, num_beams=4, num_return_sequences=3)
+    assert sequences[0] == best and len(sequences) == 3
+    scores = model.last_generation["scores"]
+    assert scores == sorted(scores, reverse=True)
+    penalized = model.generate(PROMPT, max_new_tokens=10, repetition_penalty=1.5, presence_penalty=0.5)
+    assert penalized != alone[0]
+    for kwargs, message in [({"num_beams": 0}, "num_beams is 0"),
+                            ({"num_beams": 2, "num_return_sequences": 3}, "num_return_sequences is 3"),
+                            ({"frequency_penalty": -3.0}, "frequency_penalty is -3"),
+                            ({"early_stopping": "sometimes"}, "early_stopping must be")]:
+        with pytest.raises(onnxc.Error, match=message):
+            model.generate(PROMPT, max_new_tokens=4, **kwargs)
+    with pytest.raises(onnxc.Error, match="prompts of different lengths"):
+        model.generate([[1, 2, 3], [4]], max_new_tokens=4)

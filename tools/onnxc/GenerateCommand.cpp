@@ -14,6 +14,7 @@
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
+#include "tools/onnxc/GenerateSearch.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/ProgressLine.h"
 
@@ -37,53 +38,14 @@ double millisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-/// A decimal integer in [minimum, 2^62], or UsageError naming the option.
-int64_t integerArgument(const std::string &text, const std::string &option, int64_t minimum) {
-  bool negative = !text.empty() && text[0] == '-';
-  std::string digits = negative ? text.substr(1) : text;
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
-    throw UsageError("--" + option + " needs an integer, got '" + text + "'");
-  if (digits.size() > 18)
-    throw UsageError("--" + option + " " + text + " is beyond the limit of 10^18 in magnitude");
-  int64_t value = std::stoll(digits) * (negative ? -1 : 1);
-  if (value < minimum)
-    throw UsageError("--" + option + " must be at least " + std::to_string(minimum) + ", got " +
-                     text);
-  return value;
-}
-
-float floatArgument(const ParsedArgs &args, const std::string &option, float fallback) {
-  if (!args.has(option))
-    return fallback;
-  std::string text = args.get(option);
-  size_t used = 0;
-  float value = 0;
-  try {
-    value = std::stof(text, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value))
-    throw UsageError("--" + option + " needs a number, got '" + text + "'");
-  return value;
-}
-
 /// The comma-separated ids of --`option`.
 std::vector<int64_t> idList(const ParsedArgs &args, const std::string &option) {
-  std::string text = args.get(option);
-  std::vector<int64_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    ids.push_back(integerArgument(item, option, 0));
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-  }
-  return ids;
+  return idListText(args.get(option), option);
 }
 
 std::vector<int64_t> promptIds(const ParsedArgs &args) {
+  if (!args.has("prompt-ids") && args.has("prompt-ids-file"))
+    return promptFileRows(args).front();
   if (!args.has("prompt-ids"))
     throw UsageError(args.has("encoder")
                          ? "onnxc generate needs --prompt-ids, the decoder's start (e.g. "
@@ -95,7 +57,8 @@ std::vector<int64_t> promptIds(const ParsedArgs &args) {
 /// The options of the command line; a genai folder's config (`genai`, may be
 /// null) supplies the roles and the defaults the command line leaves open.
 onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder *genai,
-                                       size_t promptLength, std::string &mapping) {
+                                       size_t promptLength, std::string &mapping,
+                                       std::vector<int64_t> &stopIds) {
   onnxc_generate_options options;
   onnxc_generate_options_init(&options);
   std::string maxNew = "32";
@@ -118,9 +81,8 @@ onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder
     throw UsageError("--top-p must be in (0, 1], got " +
                      (args.has("top-p") ? args.get("top-p") : std::to_string(options.top_p)));
   options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
-  std::string eos =
-      genai && !genai->eosTokenIds.empty() ? std::to_string(genai->eosTokenIds[0]) : "-1";
-  options.eos_token_id = integerArgument(args.get("eos-id", eos), "eos-id", -1);
+  readSearchOptions(args, sampling, genai ? genai->eosTokenIds : std::vector<int64_t>(), options,
+                    stopIds);
   options.num_threads = threadCount(args);
   if (genai)
     mapping = genai->mapping();
@@ -150,7 +112,8 @@ struct Timings {
 
 /// Prefill and the token loop; prints the ids as they come with `stream`.
 std::vector<int64_t> generateAll(onnxc_generator *generator, const std::vector<int64_t> &prompt,
-                                 bool stream, const std::string &path, Timings &timings) {
+                                 bool stream, const std::string &path, Timings &timings,
+                                 std::vector<std::string> *logprobs, int32_t topLogprobs) {
   Clock::time_point start = Clock::now();
   if (onnxc_generator_prefill(generator, prompt.data(), int64_t(prompt.size())) != 0)
     fail(path, ": ", onnxc_generator_error(generator));
@@ -172,6 +135,8 @@ std::vector<int64_t> generateAll(onnxc_generator *generator, const std::vector<i
     else
       timings.stepMs.push_back(ms);
     tokens.push_back(token);
+    if (logprobs)
+      logprobs->push_back(logprobText(generator, 0, topLogprobs));
     if (stream)
       std::cout << (tokens.size() > 1 ? "," : "") << token << std::flush;
     start = Clock::now();
@@ -239,9 +204,19 @@ int runGenerate(const ParsedArgs &args) {
   std::vector<int64_t> prompt = promptIds(args);
   std::vector<int64_t> source =
       args.has("source-ids") ? idList(args, "source-ids") : std::vector<int64_t>();
+  // A batch: --prompt-ids given several times and the lines of --prompt-ids-file.
+  std::vector<std::vector<int64_t>> batch;
+  for (const std::string &text : args.getAll("prompt-ids"))
+    batch.push_back(idListText(text, "prompt-ids"));
+  for (std::vector<int64_t> &row : promptFileRows(args))
+    batch.push_back(std::move(row));
   std::string mapping;
+  std::vector<int64_t> stopIds;
   onnxc_generate_options options =
-      generateOptions(args, genai ? &*genai : nullptr, prompt.size(), mapping);
+      generateOptions(args, genai ? &*genai : nullptr, prompt.size(), mapping, stopIds);
+  if (batch.size() > 1 && options.num_beams > 1)
+    throw UsageError("--num-beams takes one prompt; a batch of " + std::to_string(batch.size()) +
+                     " prompts is given");
   bool stream = args.has("stream");
 
   RunnableModel encoder;
@@ -266,14 +241,26 @@ int runGenerate(const ParsedArgs &args) {
       onnxc_generator_encode(generator.get(), source.data(), int64_t(source.size())) != 0)
     fail(encoderPath, ": ", onnxc_generator_error(generator.get()));
   double encodeMs = millisecondsSince(encodeStart);
+  if (batch.size() > 1 || options.num_beams > 1) {
+    if (options.num_beams > 1)
+      generateBeams(generator.get(), prompt, path, args.has("bench"));
+    else
+      generateBatch(generator.get(), batch, path, options.logprobs != 0, args.has("bench"));
+    return 0;
+  }
   Timings timings;
   if (args.has("bench"))
     timings.coldPrefillMs = coldPrefill(generator.get(), prompt, path);
-  std::vector<int64_t> tokens = generateAll(generator.get(), prompt, stream, path, timings);
+  std::vector<std::string> logprobs;
+  std::vector<int64_t> tokens =
+      generateAll(generator.get(), prompt, stream, path, timings,
+                  options.logprobs ? &logprobs : nullptr, options.top_logprobs);
   if (!stream)
     for (size_t i = 0; i < tokens.size(); ++i)
       std::cout << (i ? "," : "") << tokens[i];
   std::cout << "\n";
+  for (size_t i = 0; i < logprobs.size(); ++i)
+    std::cout << (i ? "," : "") << logprobs[i] << (i + 1 == logprobs.size() ? "\n" : "");
   if (args.has("bench")) {
     if (encoder.descriptor) {
       char line[96];
@@ -291,12 +278,13 @@ std::vector<OptionSpec> generateOptionSpecs() {
       {{
            {"prompt-ids", "IDS",
             "the prompt's token ids, comma-separated (required; with --encoder, the decoder's "
-            "start)"},
+            "start); given several times, a batch with one output line per prompt",
+            true},
            {"encoder", "ENCODER.so",
             "an encoder-decoder model's encoder (.so, .onnx or .ir), run once on --source-ids"},
            {"source-ids", "IDS", "the ids the encoder reads, comma-separated"},
            {"max-new-tokens", "N", "tokens to generate at most (default 32)"},
-           {"eos-id", "N", "stop after generating this id"},
+           {"eos-id", "IDS", "stop after generating this id (a comma-separated list: any of them)"},
            {"sample", "", "sample instead of greedy decoding"},
            {"temperature", "T", "sampling temperature (default 1; 0 is greedy)"},
            {"top-k", "K", "sample among the K most likely ids (default: all)"},
@@ -315,6 +303,7 @@ std::vector<OptionSpec> generateOptionSpecs() {
             "untimed warm-up prefill)"},
            {"threads", "N", "runtime threads (default: one per core)"},
        },
+       searchOptionSpecs(),
        targetOptions(),
        pipelineOptions()});
 }
@@ -326,7 +315,8 @@ Command generateCommand() {
           "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 "
           "[--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
-          "[--bench] [--encoder ENCODER.so --source-ids IDS]",
+          "[--bench] [--encoder ENCODER.so --source-ids IDS] [--repetition-penalty 1.2] "
+          "[--num-beams 4] [--prompt-ids IDS --prompt-ids IDS ...] [--logprobs]",
           generateOptionSpecs(), runGenerate};
 }
 

@@ -37,8 +37,8 @@
  * `past` and `present`: a step writes only the new positions and copies no
  * cache. Any other pair has two: a step reads `past` from one and the session
  * writes `present` straight into the other (the graph's Concat of past and
- * new keys copying the cache), and the two swap. No step allocates.
- * Batch 1 only.
+ * new keys copying the cache), and the two swap. No step allocates. A batch
+ * of prompts (prefill_batch) or of beams holds its rows in the same buffers.
  *
  * Encoder-decoder models (BART, T5, the 2017 Transformer) come as two
  * compiled models: onnxc_generator_create_seq2seq takes the encoder too, and
@@ -87,7 +87,40 @@ typedef struct onnxc_generate_options {
    * output), or a cache input's name (NAME: its present output); with an
    * encoder, a decoder input's name = encoder:OUTPUT or source_mask. */
   const char *mapping;
+
+  /* Version 2 (ONNXC_GENERATE_OPTIONS_VERSION): the fields below were
+   * appended; a program built against a header without them must be rebuilt
+   * (onnxc_generate_options_init writes the whole struct). Processors apply
+   * in HF transformers' order: repetition_penalty, the OpenAI penalties,
+   * min_new_tokens, then temperature, top_k, top_p, min_p. */
+  float repetition_penalty; /* HF's: a positive logit / penalty, a negative one * penalty, for
+                               each id in the prompt or the output; > 0; 1 (default): none */
+  float presence_penalty;   /* OpenAI's: logit -= presence for each id generated at least once;
+                               [-2, 2]; 0 (default): none */
+  float frequency_penalty;  /* OpenAI's: logit -= frequency * times the id was generated;
+                               [-2, 2]; 0 (default): none */
+  float min_p;              /* sampling only: drop ids less likely than min_p times the most
+                               likely (HF min_p); 0 (default): none */
+  int64_t min_new_tokens;   /* the stop ids are masked until this many are generated (0) */
+  /* More stop ids (generation_config.json's eos_token_id list): a row ends after
+   * producing any of them or eos_token_id. NULL/0 (default): none. The array
+   * is read at create only. */
+  const int64_t *eos_token_ids;
+  int32_t num_eos_token_ids;
+  int32_t logprobs;     /* non-zero: keep each token's log-probability (onnxc_generator_logprob) */
+  int32_t top_logprobs; /* per token also the N most likely ids' (0: none; implies logprobs) */
+  /* The id a batch pads its shorter prompts with (masked out) and feeds its
+   * finished rows; -1 (default): 0. */
+  int64_t pad_token_id;
+  /* Beam search (onnxc_generator_beam_search), as HF transformers 4.40's
+   * BeamSearchScorer: */
+  int32_t num_beams;            /* beams (rows of the batch); 1 (default): greedy */
+  int32_t num_return_sequences; /* the best sequences kept, 1..num_beams (default 1) */
+  float length_penalty;         /* score = sum of log-probabilities / length^penalty (1) */
+  int32_t early_stopping;       /* HF early_stopping: 1 True, 0 False (default), -1 "never" */
 } onnxc_generate_options;
+
+#define ONNXC_GENERATE_OPTIONS_VERSION 2
 
 typedef enum onnxc_generate_mode {
   ONNXC_GENERATE_KV_CACHE = 1,     /* past inputs fed from the previous present outputs */
@@ -142,6 +175,46 @@ int onnxc_generator_next(onnxc_generator *generator, int64_t *token);
  * and returns their number, or -1 on error. */
 int64_t onnxc_generate(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count,
                        int64_t *out, int64_t out_capacity);
+
+/* Several prompts at once: `rows` prompts (prompts[r] holds counts[r] ids),
+ * of different lengths when the model has an attention mask and position
+ * ids (left padding with mask 0 and positions counted from each row's first
+ * token, as HF pads decoder-only models); without them the prompts must have
+ * one length. Each row has the cache rows of its own, samples as it would
+ * alone under the seed, and stops at its own stop id. Replaces prefill. */
+int onnxc_generator_prefill_batch(onnxc_generator *generator, const int64_t *const *prompts,
+                                  const int64_t *counts, int64_t rows);
+/* One step of every row: tokens[r] is row r's next id and produced[r] 1, or
+ * -1 and 0 for a row that has ended (it feeds the pad id from then on).
+ * Returns 1 while some row produced, 0 when all have ended, -1 on error. */
+int onnxc_generator_next_batch(onnxc_generator *generator, int64_t *tokens, int32_t *produced);
+/* The rows of the generation under way (1 after prefill). */
+int64_t onnxc_generator_rows(const onnxc_generator *generator);
+
+/* Beam search with options.num_beams (>= 2) beams on one prompt, to the
+ * end: the beams are rows of the batch and the cache rows are reordered in
+ * place after each step. Returns the number of sequences found
+ * (num_return_sequences), or -1. */
+int64_t onnxc_generator_beam_search(onnxc_generator *generator, const int64_t *prompt_ids,
+                                    int64_t count);
+/* Sequence `index` of the last beam search, best first: points *tokens at
+ * its generated ids (a stop id that ended it included; valid until the next
+ * call on the generator), sets *score (sum of log-probabilities /
+ * length^length_penalty) and returns the number of ids, or -1. */
+int64_t onnxc_generator_sequence(onnxc_generator *generator, int64_t index, const int64_t **tokens,
+                                 float *score);
+
+/* The log-probability of the token the last next() (next_batch: row `row`;
+ * next: row 0) returned: the
+ * log-softmax of the scores it was chosen from (the processed logits for
+ * greedy, the distribution after the warpers when sampling). Needs the
+ * logprobs or top_logprobs option; -1 with the error set otherwise. */
+int onnxc_generator_logprob(onnxc_generator *generator, int64_t row, float *logprob);
+/* The top_logprobs most likely ids of that step, most likely first, with
+ * their log-probabilities: writes at most `room` and returns their number
+ * (-1 on error). */
+int32_t onnxc_generator_top_logprobs(onnxc_generator *generator, int64_t row, int64_t *ids,
+                                     float *logprobs, int32_t room);
 
 /* Positions the buffers hold now (0 before the first prefill when the
  * capacity comes from the prompt). */

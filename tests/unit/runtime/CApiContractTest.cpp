@@ -127,6 +127,46 @@ TEST(CApiContract, GeneratorEntryPointsTakeNull) {
   EXPECT_EQ(onnxc_generate(nullptr, ids, 2, ids, 2), -1);
   EXPECT_EQ(onnxc_generator_capacity(nullptr), 0);
   EXPECT_FALSE(text(onnxc_generator_error(nullptr)).empty());
+  const int64_t *rows[1] = {ids};
+  int32_t produced = 0;
+  float value = 0;
+  EXPECT_EQ(onnxc_generator_prefill_batch(nullptr, rows, ids, 1), -1);
+  EXPECT_EQ(onnxc_generator_next_batch(nullptr, &token, &produced), -1);
+  EXPECT_EQ(onnxc_generator_rows(nullptr), 0);
+  EXPECT_EQ(onnxc_generator_beam_search(nullptr, ids, 2), -1);
+  EXPECT_EQ(onnxc_generator_sequence(nullptr, 0, nullptr, nullptr), -1);
+  EXPECT_EQ(onnxc_generator_logprob(nullptr, 0, &value), -1);
+  EXPECT_EQ(onnxc_generator_top_logprobs(nullptr, 0, ids, &value, 1), -1);
+}
+
+TEST(CApiContract, BatchBeamAndLogprobCallsRefuseNullArrays) {
+  onnxc::runtime::testing::toy::ToyDecoder toy(true);
+  GeneratorPtr generator = toyGenerator(toy);
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  onnxc_generator *g = generator.get();
+  auto failsWith = [&](const char *part) {
+    std::string error = text(onnxc_generator_error(g));
+    EXPECT_NE(error.find(part), std::string::npos) << error;
+  };
+  int64_t prompt[2] = {3, 9}, counts[1] = {2}, token = 0;
+  const int64_t *rows[1] = {prompt};
+  int32_t produced = 0;
+  EXPECT_EQ(onnxc_generator_prefill_batch(g, nullptr, counts, 1), -1);
+  failsWith("no prompts");
+  EXPECT_EQ(onnxc_generator_prefill_batch(g, rows, nullptr, 1), -1);
+  failsWith("no prompts");
+  ASSERT_EQ(onnxc_generator_prefill_batch(g, rows, counts, 1), 0) << onnxc_generator_error(g);
+  EXPECT_EQ(onnxc_generator_next_batch(g, nullptr, &produced), -1);
+  failsWith("NULL");
+  EXPECT_EQ(onnxc_generator_next_batch(g, &token, nullptr), -1);
+  failsWith("NULL");
+  EXPECT_EQ(onnxc_generator_logprob(g, 0, nullptr), -1);
+  failsWith("NULL");
+  EXPECT_EQ(onnxc_generator_sequence(g, 0, nullptr, nullptr), -1);
+  failsWith("does not exist");
+  // Still usable.
+  EXPECT_EQ(onnxc_generator_next_batch(g, &token, &produced), 1) << onnxc_generator_error(g);
+  EXPECT_EQ(produced, 1);
 }
 
 TEST(CApiContract, GeneratorRefusesNullArraysAndNegativeCounts) {
