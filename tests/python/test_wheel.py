@@ -12,6 +12,7 @@ fresh venv holds only what the wheel asks for."""
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -37,6 +38,11 @@ QUICKSTART = textwrap.dedent("""
     np.save("jit.npy", hidden)
     print([i.name for i in model.inputs])
     print(onnxc.explain("tiny_bert.onnx"))
+
+    # The tokenizers' library from the package, with the libraries auditwheel put beside it.
+    from onnxc import _tokenizer
+    assert _tokenizer._find_library().startswith(os.path.dirname(onnxc.__file__))
+    _tokenizer._lib()
 
     # A library too, linked in process with no compiler on PATH, against the runtime archive the
     # wheel put beside the module: with that one broken, the compile must fail naming it.
@@ -150,6 +156,8 @@ def test_wheel_in_a_fresh_venv(tiny_bert, tmp_path):
     assert missing.returncode == 1 and missing.stderr.startswith("error: ") \
         and "missing.onnx" in missing.stderr and missing.stderr.count("\n") == 1, missing
 
+    assert_ctrl_c_ends_the_command(onnxc, in_user)
+
     quickstart = run([python, "-c", QUICKSTART], **in_user)
     assert f"version {version}\n" in quickstart.stdout, quickstart.stdout
     run([onnxc, "compile", "tiny_bert.onnx", "-o", "cli.so"], **in_user)
@@ -167,3 +175,27 @@ def test_wheel_in_a_fresh_venv(tiny_bert, tmp_path):
     ldd = run(["ldd", module], env=env).stdout
     assert "libLLVM" not in ldd and "not found" not in ldd, ldd
     assert REPO not in ldd and "/build" not in ldd, ldd
+
+
+def signal_caught(pid, number):
+    """Whether the process has a handler of its own for the signal (/proc/PID/status, SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(line for line in f if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) >> (number - 1) & 1)
+
+
+def assert_ctrl_c_ends_the_command(onnxc, in_user):
+    """Ctrl-C ends the console command at once, as it ends the executable: killed by SIGINT, not a
+    KeyboardInterrupt raised after the C++ call returns. The signal goes once the command has
+    handed SIGINT back to its default (python/onnxc/_cli.py), which is when it runs the tool."""
+    bench = subprocess.Popen([onnxc, "bench", "tiny_bert.onnx", "--time", "30", "--quiet"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **in_user)
+    try:
+        while bench.poll() is None and signal_caught(bench.pid, signal.SIGINT):
+            time.sleep(0.05)
+        bench.send_signal(signal.SIGINT)
+        out, err = bench.communicate(timeout=60)
+    finally:
+        bench.kill()
+    assert bench.returncode == -signal.SIGINT, (bench.returncode, out, err)
+    assert "KeyboardInterrupt" not in err and out == "", (out, err)
