@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --reuse-build)
       [ $# -ge 2 ] || die "--reuse-build needs a build folder"
-      prebuilt="$(cd "$2" && pwd)/onnxc-libraries.cmake" || die "--reuse-build: no folder $2"
+      prebuilt="$(cd "$2" 2>/dev/null && pwd)/onnxc-libraries.cmake" || die "--reuse-build: no folder $2"
       shift 2 ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
