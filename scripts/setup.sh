@@ -113,5 +113,12 @@ import numpy, torch, onnx, onnxruntime
 assert numpy.__version__.startswith("1."), numpy.__version__
 torch.from_numpy(numpy.zeros(2))
 EOF
+  # The wheel test (tests/python/test_wheel.py) installs the wheel into a fresh venv with its
+  # one dependency, numpy, at the pinned version, with no network: from this wheelhouse. pip
+  # takes it from its cache when the install above just downloaded it.
+  NUMPY_PIN=$(grep -m1 '^numpy==' "$REQUIREMENTS")
+  PIP_NO_INPUT=1 "$VENV/bin/python" -m pip download --disable-pip-version-check --no-input -q \
+      --no-deps --only-binary=:all: -d "$VENV/wheelhouse" "$NUMPY_PIN" >"$LOG" 2>&1 ||
+    die "pip download $NUMPY_PIN failed: $(failure_cause "$LOG") (log: $(keep_log wheelhouse))"
   echo "$WANT_SHA" >"$STAMP"
 fi

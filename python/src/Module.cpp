@@ -16,6 +16,7 @@
 #include "codegen/ModelJit.h"
 #include "ir/Error.h"
 #include "onnxc/model_info.h"
+#include "tools/onnxc/ToolMain.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -323,6 +324,22 @@ nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int6
                         result.topLogprobs, result.scores);
 }
 
+/// main(argv) and __version__: the onnxc command line in this process (the
+/// console script and `python -m onnxc`: python/onnxc/_cli.py), so the wheel
+/// carries one copy of the compiler, not a module and an executable.
+void bindTool(nb::module_ &m) {
+  m.def(
+      "main",
+      [](const std::vector<std::string> &argv) {
+        // argv[0] is the program's name, as in C's main.
+        std::vector<std::string> args(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+        nb::gil_scoped_release release;
+        return runTool(args);
+      },
+      "argv"_a);
+  m.attr("__version__") = ONNXC_VERSION;
+}
+
 } // namespace
 
 } // namespace onnxc::python
@@ -333,6 +350,7 @@ NB_MODULE(_onnxc, m) {
   bindModelRunner(m);
   bindCompilers(m);
   bindInspection(m);
+  bindTool(m);
   m.def("generate", &generate, "runner"_a, "prompts"_a, "max_new_tokens"_a, "sample"_a,
         "temperature"_a, "top_k"_a, "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a,
         "mapping"_a, "threads"_a, "on_token"_a.none(), "encoder"_a.none(), "source"_a, "search"_a);

@@ -8,12 +8,13 @@ scratch folder, never in the clone.
 
     python tests/docs/readme_quickstart.py                  # reuse the build tree (what ctest runs)
     python tests/docs/readme_quickstart.py --as-written     # every line as written: setup.sh (apt,
-                                                            # sudo), pip install . (a full build)
+                                                            # sudo), build_wheel.sh (a full build)
 
 Reusing the build tree keeps the test at seconds: the lines that install are swapped for what they
 would give, and each swap is listed in REUSED below and printed when it happens. `bash
 scripts/setup.sh` becomes a check that the repository's .venv has the pinned packages it installs
-(the venv this test runs in), and `pip install .` becomes PYTHONPATH at the build tree's copy of
+(the venv this test runs in), `bash scripts/build_wheel.sh` is skipped (python/wheel builds and
+installs the wheel), and `pip install dist/onnxc-*.whl` becomes PYTHONPATH at the build tree's copy of
 the package (`--python-package`, build/python by default, which the normal CMake build assembles).
 Every other line runs as written. The test fails when a block fails.
 """
@@ -34,7 +35,9 @@ REUSED = {
     "bash scripts/setup.sh":
         '.venv/bin/python -c "import numpy, onnx, onnxruntime, torch" '
         '|| { echo "run scripts/setup.sh first: its .venv is what the README activates" >&2; exit 1; }',
-    "pip install .":
+    "bash scripts/build_wheel.sh":
+        'echo "   (the wheel itself is tested by python/wheel: tests/python/test_wheel.py)" >&2',
+    "pip install dist/onnxc-*.whl":
         'export PYTHONPATH="$ONNXC_PYTHON_PACKAGE"',
 }
 
