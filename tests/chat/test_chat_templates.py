@@ -7,6 +7,7 @@ otherwise) must fail in onnxc too, with the template's own message for raise_exc
 import functools
 import json
 import os
+import subprocess
 
 import jinja2
 import pytest
@@ -187,3 +188,22 @@ def test_refusals_name_the_construct_and_line():
         with pytest.raises(onnxc.Error) as error:
             onnxc.ChatTemplate.from_str(source)
         assert str(error.value) == message
+
+
+def test_cli_prints_the_prompt(tmp_path):
+    """onnxc tokenize FOLDER --chat MESSAGES.json --print-chat prints what apply() returns."""
+    cli = os.environ.get("ONNXC")
+    if not cli:
+        pytest.skip("ONNXC is not set (ctest sets it to the onnxc tool)")
+    (tmp_path / "chat_template.jinja").write_text(read_template("zephyr"), encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(TEMPLATES["zephyr"]))
+    messages = CONVERSATIONS["unicode"]
+    (tmp_path / "messages.json").write_text(json.dumps(messages), encoding="utf-8")
+    run = subprocess.run([cli, "tokenize", str(tmp_path), "--chat", str(tmp_path / "messages.json"),
+                          "--print-chat", "--add-generation-prompt", "false"], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    expected = reference(read_template("zephyr"), messages, False, TEMPLATES["zephyr"])
+    assert ("ok", run.stdout.decode("utf-8")) == expected
+    bad = subprocess.run([cli, "tokenize", str(tmp_path), "--chat", str(tmp_path / "missing.json"),
+                          "--print-chat"], capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.strip().endswith("missing.json: cannot open the file")

@@ -158,11 +158,19 @@ Value sortItems(const Value &subject, const CallArgs &args) {
   return Value::list(std::move(items));
 }
 
+/// A keyword-only argument.
+const Value &keyword(const CallArgs &args, const char *name, const Value &fallback) {
+  for (const auto &[key, value] : args.keywords)
+    if (key == name)
+      return value;
+  return fallback;
+}
+
 Value mapItems(const Value &subject, const CallArgs &args) {
   ValueList out;
-  Value attribute = argument(args, 99, "attribute", Value::none());
+  Value attribute = keyword(args, "attribute", Value::none());
   if (attribute.isString()) {
-    Value fallback = argument(args, 99, "default", Value());
+    Value fallback = keyword(args, "default", Value());
     for (const Value &item : iterate(subject)) {
       Value v = attributeOf(item, attribute.asString());
       out.push_back(v.isUndefined() && !fallback.isUndefined() ? fallback : v);
