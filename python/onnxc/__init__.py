@@ -21,8 +21,7 @@ from ._chat import ChatTemplate
 __version__ = _onnxc.__version__
 
 __all__ = ["__version__", "ChatTemplate", "CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream",
-           "compile", "load", "dump",
-           "explain"]
+           "compile", "load", "dump", "explain"]
 
 #: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
 #: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".
