@@ -131,6 +131,10 @@ const Case kCases[] = {
     {"{% set block %}inner {{ 1 }}{% endset %}[{{ block }}]", "[inner 1]"},
     {"{{ -3|abs }} {{ (2.567)|round(1) }} {{ xs|sum }} {{ xs|max }} {{ [1,1,2]|unique|list }}",
      "3 2.6 6 3 [1, 2]"},
+    {"{{ 'a\nb\n\nc'|indent }}|{{ 'a\nb\n'|indent(2, true) }}|"
+     "{{ 'a\n\nb'|indent('> ', blank=true) }}|",
+     "a\n    b\n\n    c|  a\n  b\n|a\n> \n> b|"},
+    {"{{ none|selectattr('x')|list }}{{ none|map(attribute='x')|list }}", "[][]"},
     // loopcontrols, which later transformers versions enable.
     {"{% for x in xs %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 2 %}{% break %}"
      "{% endif %}{{ x }}{% endfor %}",

@@ -26,7 +26,7 @@ const char *const kFilters[] = {
     "title",  "default", "d",      "join",    "first",      "last",       "list",
     "string", "int",     "float",  "replace", "items",      "reverse",    "sort",
     "unique", "map",     "select", "reject",  "selectattr", "rejectattr", "abs",
-    "safe",   "round",   "min",    "max",     "sum",        "dictsort"};
+    "safe",   "round",   "min",    "max",     "sum",        "dictsort",   "indent"};
 
 const char *const kTests[] = {
     "defined", "undefined", "none",        "string",  "number",   "integer",  "float",
@@ -117,6 +117,8 @@ Value attributeOf(const Value &item, const std::string &attribute) {
 
 /// select/reject/selectattr/rejectattr: items passing (or failing) a test.
 Value selectItems(const Value &subject, const CallArgs &args, bool byAttribute, bool keep) {
+  if (!subject.truthy())
+    return Value::list({}); // jinja2 iterates only `if seq`: none selects nothing
   size_t next = 0;
   std::string attribute;
   if (byAttribute) {
@@ -168,6 +170,8 @@ const Value &keyword(const CallArgs &args, const char *name, const Value &fallba
 
 Value mapItems(const Value &subject, const CallArgs &args) {
   ValueList out;
+  if (!subject.truthy())
+    return Value::list({}); // as select: jinja2 maps only `if seq`
   Value attribute = keyword(args, "attribute", Value::none());
   if (attribute.isString()) {
     Value fallback = keyword(args, "default", Value());
@@ -188,6 +192,38 @@ Value mapItems(const Value &subject, const CallArgs &args) {
   return Value::list(std::move(out));
 }
 
+/// jinja2's do_indent: every line after the first (and the first with first=true) indented,
+/// blank lines too only with blank=true. Lines end at \n, \r\n or \r.
+std::string indentLines(const std::string &text, const CallArgs &args) {
+  Value width = argument(args, 0, "width", Value::integer(4));
+  std::string indentation =
+      width.isString() ? width.asString()
+                       : std::string(size_t(std::clamp<int64_t>(width.asInt(), 0, 1 << 16)), ' ');
+  bool first = argument(args, 1, "first", Value::boolean(false)).truthy();
+  bool blank = argument(args, 2, "blank", Value::boolean(false)).truthy();
+  std::vector<std::string> lines;
+  std::string current;
+  std::string padded = text + "\n"; // as jinja2: the last line always ends
+  for (size_t i = 0; i < padded.size(); ++i) {
+    char c = padded[i];
+    if (c == '\n' || c == '\r') {
+      lines.push_back(current);
+      current.clear();
+      if (c == '\r' && i + 1 < padded.size() && padded[i + 1] == '\n')
+        ++i;
+    } else {
+      current += c;
+    }
+  }
+  std::string out = first ? indentation : "";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0)
+      out += "\n" + (blank || !lines[i].empty() ? indentation : std::string());
+    out += lines[i];
+  }
+  return out;
+}
+
 Value stringFilter(const std::string &name, const Value &subject, const CallArgs &args) {
   std::string text = subject.str();
   if (name == "trim")
@@ -203,6 +239,8 @@ Value stringFilter(const std::string &name, const Value &subject, const CallArgs
     return subject.isString() ? subject : Value::string(text);
   if (name == "safe")
     return Value::string(text, true);
+  if (name == "indent")
+    return Value::string(indentLines(text, args));
   // replace
   Value old = argument(args, 0, "old", Value()), with = argument(args, 1, "new", Value());
   if (!old.isString() || !with.isString())
