@@ -137,56 +137,72 @@ private:
     target.mutableNamespace().set(stmt.attribute, value);
   }
 
-  static Value loopObject(const ValueList &items, size_t index) {
-    size_t length = items.size();
+  /// The `loop` object: built once per loop, its per-item values overwritten in a copy for
+  /// each item (entries by position, see kLoopKeys), so an iteration costs no lookups.
+  static constexpr const char *kLoopKeys[] = {"index",  "index0", "revindex", "revindex0",
+                                              "first",  "last",   "previtem", "nextitem",
+                                              "length", "depth",  "depth0",   "cycle"};
+
+  static ValueDict loopTemplate(size_t length, std::shared_ptr<size_t> position) {
     ValueDict loop;
-    loop.set("index", Value::integer(int64_t(index + 1)));
-    loop.set("index0", Value::integer(int64_t(index)));
-    loop.set("revindex", Value::integer(int64_t(length - index)));
-    loop.set("revindex0", Value::integer(int64_t(length - index - 1)));
-    loop.set("first", Value::boolean(index == 0));
-    loop.set("last", Value::boolean(index + 1 == length));
-    loop.set("length", Value::integer(int64_t(length)));
-    loop.set("depth", Value::integer(1));
-    loop.set("depth0", Value::integer(0));
-    loop.set("previtem",
-             index > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-    loop.set("nextitem",
-             index + 1 < length ? items[index + 1] : Value::undefined("there is no next item"));
-    loop.set("cycle", Value::callable("loop.cycle", [index](const CallArgs &args) {
-               if (args.positional.empty())
-                 fail("no items for cycling given");
-               return args.positional[index % args.positional.size()];
-             }));
+    for (const char *key : kLoopKeys)
+      loop.entries.emplace_back(key, Value());
+    loop.entries[8].second = Value::integer(int64_t(length));
+    loop.entries[9].second = Value::integer(1);
+    loop.entries[10].second = Value::integer(0);
+    loop.entries[11].second = Value::callable("loop.cycle", [position](const CallArgs &args) {
+      if (args.positional.empty())
+        fail("no items for cycling given");
+      return args.positional[*position % args.positional.size()];
+    });
+    return loop;
+  }
+
+  static Value loopObject(const ValueDict &base, const ValueList &items, size_t index) {
+    ValueDict loop = base;
+    auto &e = loop.entries;
+    size_t length = items.size();
+    e[0].second = Value::integer(int64_t(index + 1));
+    e[1].second = Value::integer(int64_t(index));
+    e[2].second = Value::integer(int64_t(length - index));
+    e[3].second = Value::integer(int64_t(length - index - 1));
+    e[4].second = Value::boolean(index == 0);
+    e[5].second = Value::boolean(index + 1 == length);
+    e[6].second = index > 0 ? items[index - 1] : Value::undefined("there is no previous item");
+    e[7].second = index + 1 < length ? items[index + 1] : Value::undefined("there is no next item");
     return Value::dict(std::move(loop));
   }
 
   Flow execFor(const Stmt &stmt, std::string &out) {
     ValueList items = iterate(eval(*stmt.expr));
+    auto frame = std::make_shared<ValueDict>(); // one frame, emptied for each item
     if (stmt.filter) {
       // The filter sees the loop variables but not `loop`; it decides loop.length.
       ValueList kept;
+      frames_.push_back(frame);
       for (const Value &item : items) {
         step();
-        frames_.push_back(std::make_shared<ValueDict>());
-        assign(*frames_.back(), stmt.targets, item);
-        bool keep = eval(*stmt.filter).truthy();
-        frames_.pop_back();
-        if (keep)
+        frame->entries.clear();
+        assign(*frame, stmt.targets, item);
+        if (eval(*stmt.filter).truthy())
           kept.push_back(item);
       }
+      frames_.pop_back();
       items = std::move(kept);
     }
+    auto position = std::make_shared<size_t>(0);
+    ValueDict base = loopTemplate(items.size(), position);
+    frames_.push_back(frame);
     for (size_t i = 0; i < items.size(); ++i) {
       step();
-      frames_.push_back(std::make_shared<ValueDict>());
-      frames_.back()->set("loop", loopObject(items, i));
-      assign(*frames_.back(), stmt.targets, items[i]);
-      Flow flow = execList(stmt.bodies[0], out);
-      frames_.pop_back();
-      if (flow == Flow::Break)
+      *position = i;
+      frame->entries.clear();
+      frame->entries.emplace_back("loop", loopObject(base, items, i));
+      assign(*frame, stmt.targets, items[i]);
+      if (execList(stmt.bodies[0], out) == Flow::Break)
         break;
     }
+    frames_.pop_back();
     if (items.empty() && stmt.bodies.size() > 1)
       return execList(stmt.bodies[1], out);
     return Flow::Normal;
