@@ -153,6 +153,11 @@ TEST(ChatTemplate, RuntimeErrorsNameTheLine) {
   EXPECT_EQ(errorOf("{{ undefinedvar + 1 }}"), "chat template line 1: 'undefinedvar' is undefined");
   EXPECT_EQ(errorOf("a\n{{ raise_exception('no system role') }}"),
             "chat template line 2: raise_exception: no system role");
+  // Errors stay one line; a raw \r in the source reads as \n, as in jinja2.
+  EXPECT_EQ(errorOf("{{ raise_exception('two\nlines') }}"),
+            "chat template line 1: raise_exception: two\\nlines");
+  EXPECT_EQ(errorOf("{{ x['a\rb'].c }}"),
+            "chat template line 1: 'dict object' has no attribute 'a\\nb'");
   EXPECT_EQ(errorOf("{{ 1 // 0 }}"), "chat template line 1: integer division or modulo by zero");
   EXPECT_EQ(errorOf("{% set x.y = 1 %}"),
             "chat template line 1: cannot assign attribute on non-namespace object 'x'");

@@ -84,6 +84,27 @@ std::string templateFromConfig(const Value &config, const std::string &where) {
   fail(where, ": chat_template has no 'default' entry (it has: ", names, ")");
 }
 
+/// Runs `body`, keeping its error to one line: names and messages from the template (a key
+/// 'a\nb', raise_exception's text) may hold line breaks, which are written as escapes.
+template <typename Body> auto oneLineErrors(Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error &e) {
+    std::string line;
+    for (unsigned char c : std::string(e.what())) {
+      if (c == '\n')
+        line += "\\n";
+      else if (c == '\r')
+        line += "\\r";
+      else if (c < 0x20 && c != '\t')
+        line += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
+      else
+        line += char(c);
+    }
+    throw Error(line);
+  }
+}
+
 Value readConfig(const fs::path &path) {
   std::string text = readFile(path);
   requireUtf8(text, path.string());
@@ -99,7 +120,7 @@ std::unique_ptr<ChatTemplate> ChatTemplate::fromString(std::string_view source) 
   requireUtf8(source, "chat template");
   auto chat = std::make_unique<ChatTemplate>();
   chat->source_ = std::string(source);
-  chat->body_ = parseTemplate(lexTemplate(source));
+  chat->body_ = oneLineErrors([&] { return parseTemplate(lexTemplate(source)); });
   return chat;
 }
 
@@ -144,7 +165,7 @@ std::string ChatTemplate::apply(const Value &messages, bool addGenerationPrompt,
     context.set(name, value);
   context.set("messages", messages);
   context.set("add_generation_prompt", Value::boolean(addGenerationPrompt));
-  return renderTemplate(body_, context, limits_);
+  return oneLineErrors([&] { return renderTemplate(body_, context, limits_); });
 }
 
 std::string ChatTemplate::applyJson(std::string_view messagesJson, bool addGenerationPrompt,
