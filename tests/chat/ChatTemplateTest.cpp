@@ -135,6 +135,9 @@ const Case kCases[] = {
      "{{ 'a\n\nb'|indent('> ', blank=true) }}|",
      "a\n    b\n\n    c|  a\n  b\n|a\n> \n> b|"},
     {"{{ none|selectattr('x')|list }}{{ none|map(attribute='x')|list }}", "[][]"},
+    {"{% set s %}{%- filter trim|upper -%}\n  a b \n{%- endfilter %}{% endset %}[{{ s }}]"
+     "{% filter replace('x', 'y') %}x{{ 'x' }}{% endfilter %}",
+     "[A B]yy"},
     // loopcontrols, which later transformers versions enable.
     {"{% for x in xs %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 2 %}{% break %}"
      "{% endif %}{{ x }}{% endfor %}",
@@ -172,7 +175,7 @@ TEST(ChatTemplate, RefusesConstructsOutsideTheSubset) {
   const Case refusals[] = {
       {"a\n\n{% include 'x.jinja' %}", "chat template line 3: unsupported tag 'include'"},
       {"{% extends 'base' %}", "chat template line 1: unsupported tag 'extends'"},
-      {"{% filter upper %}x{% endfilter %}", "chat template line 1: unsupported tag 'filter'"},
+      {"{% filter wordwrap %}x{% endfilter %}", "chat template line 1: unknown filter 'wordwrap'"},
       {"{% with a = 1 %}{% endwith %}", "chat template line 1: unsupported tag 'with'"},
       {"{% frobnicate %}", "chat template line 1: unknown tag 'frobnicate'"},
       {"{{ x | wordwrap }}", "chat template line 1: unknown filter 'wordwrap'"},

@@ -61,7 +61,8 @@ enum class StmtKind {
   Macro,    // {% macro name(params=defaults) %}bodies[0]{% endmacro %}
   Break,
   Continue,
-  Body, // a plain block rendered in place ({% generation %})
+  Body,        // a plain block rendered in place ({% generation %})
+  FilterBlock, // bodies[0]'s text through the filter chain expr (its innermost subject a literal)
 };
 
 struct Stmt {

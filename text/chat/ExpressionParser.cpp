@@ -369,18 +369,22 @@ ExprPtr ExpressionParser::parseCall(ExprPtr callee) {
   return call;
 }
 
+ExprPtr ExpressionParser::parseFilter(ExprPtr subject, int line) {
+  ExprPtr filter = makeExpr(ExprKind::Filter, line);
+  filter->name = expectName("a filter name");
+  if (!isKnownFilter(filter->name))
+    error("unknown filter '" + filter->name + "'", line);
+  filter->children.push_back(std::move(subject));
+  if (isOperator("("))
+    parseArguments(*filter);
+  return filter;
+}
+
 ExprPtr ExpressionParser::parseFiltersAndTests(ExprPtr expr) {
   while (true) {
     if (isOperator("|")) {
       int line = next().line;
-      ExprPtr filter = makeExpr(ExprKind::Filter, line);
-      filter->name = expectName("a filter name");
-      if (!isKnownFilter(filter->name))
-        error("unknown filter '" + filter->name + "'", line);
-      filter->children.push_back(std::move(expr));
-      if (isOperator("("))
-        parseArguments(*filter);
-      expr = std::move(filter);
+      expr = parseFilter(std::move(expr), line);
     } else if (isName("is")) {
       expr = parseTest(std::move(expr));
     } else if (isOperator("(")) {

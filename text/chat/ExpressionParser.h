@@ -87,6 +87,8 @@ protected:
   }
 
   ExprPtr makeExpr(ExprKind kind, int line);
+  /// `name` or `name(args)` applied to `subject`, the `|` already read.
+  ExprPtr parseFilter(ExprPtr subject, int line);
 
   const std::vector<Token> &tokens_;
   size_t pos_ = 0;

@@ -10,9 +10,9 @@ namespace onnxc::text::chat {
 namespace {
 
 /// Tags of jinja2 that chat templates do not use and onnxc does not implement.
-const char *const kUnsupportedTags[] = {"include",    "extends", "block",  "import",
-                                        "from",       "with",    "filter", "call",
-                                        "autoescape", "do",      "trans",  "pluralize"};
+const char *const kUnsupportedTags[] = {"include", "extends", "block",    "import",
+                                        "from",    "with",    "call",     "autoescape",
+                                        "do",      "trans",   "pluralize"};
 
 class Parser : public ExpressionParser {
 public:
@@ -80,6 +80,8 @@ private:
       return parseSet(line);
     if (tag == "macro")
       return parseMacro(line);
+    if (tag == "filter")
+      return parseFilterBlock(line);
     if (tag == "break" || tag == "continue") {
       expectBlockEnd();
       return makeStmt(tag == "break" ? StmtKind::Break : StmtKind::Continue, line);
@@ -186,6 +188,23 @@ private:
     stmt->kind = StmtKind::SetBlock;
     std::string endedBy;
     stmt->bodies.push_back(parseBody({"endset"}, endedBy));
+    expectBlockEnd();
+    return stmt;
+  }
+
+  /// {% filter a(args)|b %}body{% endfilter %}: the filters applied to the body's text, which
+  /// stands in the chain as a literal placeholder.
+  StmtPtr parseFilterBlock(int line) {
+    StmtPtr stmt = makeStmt(StmtKind::FilterBlock, line);
+    ExprPtr chain = parseFilter(makeExpr(ExprKind::Literal, line), line);
+    while (isOperator("|")) {
+      int filterLine = next().line;
+      chain = parseFilter(std::move(chain), filterLine);
+    }
+    stmt->expr = std::move(chain);
+    expectBlockEnd();
+    std::string endedBy;
+    stmt->bodies.push_back(parseBody({"endfilter"}, endedBy));
     expectBlockEnd();
     return stmt;
   }

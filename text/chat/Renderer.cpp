@@ -109,8 +109,24 @@ private:
       return Flow::Continue;
     case StmtKind::Body:
       return execList(stmt.bodies[0], out);
+    case StmtKind::FilterBlock:
+      return execFilterBlock(stmt, out);
     }
     return Flow::Normal;
+  }
+
+  Flow execFilterBlock(const Stmt &stmt, std::string &out) {
+    std::string body;
+    Flow flow = execList(stmt.bodies[0], body);
+    std::vector<const Expr *> chain; // outermost filter first
+    for (const Expr *filter = stmt.expr.get(); filter->kind == ExprKind::Filter;
+         filter = filter->children[0].get())
+      chain.push_back(filter);
+    Value text = Value::string(body);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      text = applyFilter((*it)->name, text, evalArguments(**it, 1));
+    emit(out, text.str());
+    return flow;
   }
 
   void assign(ValueDict &frame, const std::vector<std::string> &names, const Value &value) {
