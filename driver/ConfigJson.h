@@ -104,5 +104,4 @@ private:
   std::string file_;
 };
 
-
 } // namespace onnxc

@@ -35,8 +35,7 @@ onnxc::text::TextRequest textRequest(const onnxc_text_generate_options &options)
       onnxc::fail(name, ": stop string ", i, " is NULL");
     request.stops.emplace_back(options.stop[i]);
   }
-  if (options.encode_flags &
-      ~(ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS | ONNXC_TOKENIZER_NO_TRUNCATION))
+  if (options.encode_flags & ~(ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS | ONNXC_TOKENIZER_NO_TRUNCATION))
     onnxc::fail(name, ": unknown encode_flags 0x", std::hex, options.encode_flags);
   if (options.decode_flags & ~ONNXC_TOKENIZER_KEEP_SPECIAL_TOKENS)
     onnxc::fail(name, ": unknown decode_flags 0x", std::hex, options.decode_flags);
@@ -115,9 +114,9 @@ int onnxc_text_encode_prompt(const onnxc_tokenizer *tokenizer, const char *text,
       requirePointer(text, "text", name);
     onnxc_text_generate_options defaults;
     onnxc_text_generate_options_init(&defaults);
-    std::vector<int64_t> encoded = onnxc::text::encodePrompt(
-        *tokenizer->tokenizer, std::string_view(text ? text : "", length),
-        textRequest(options ? *options : defaults));
+    std::vector<int64_t> encoded =
+        onnxc::text::encodePrompt(*tokenizer->tokenizer, std::string_view(text ? text : "", length),
+                                  textRequest(options ? *options : defaults));
     if (encoded.empty())
       return 0;
     auto *out = static_cast<int64_t *>(std::malloc(encoded.size() * sizeof(int64_t)));

@@ -23,8 +23,8 @@ struct RowState {
 
 class Loop {
 public:
-  Loop(const Tokenizer &tokenizer, onnxc_generator *generator,
-       const onnxc_text_generation_api &api, const TextRequest &request)
+  Loop(const Tokenizer &tokenizer, onnxc_generator *generator, const onnxc_text_generation_api &api,
+       const TextRequest &request)
       : tokenizer_(tokenizer), generator_(generator), api_(api), request_(request) {}
 
   std::vector<TextRow> run(const std::vector<std::string_view> &prompts);

@@ -63,9 +63,11 @@ typedef struct onnxc_text_generation_api {
 
 /* The functions a program linked with a model.so (or the runtime) has; use
  * after including onnxc/onnxc_generate.h. */
-#define ONNXC_TEXT_GENERATION_API_LINKED                                                          \
-  {onnxc_generator_prefill, onnxc_generator_next, onnxc_generator_prefill_batch,                 \
-   onnxc_generator_next_batch, onnxc_generator_error}
+#define ONNXC_TEXT_GENERATION_API_LINKED                                                           \
+  {                                                                                                \
+    onnxc_generator_prefill, onnxc_generator_next, onnxc_generator_prefill_batch,                  \
+        onnxc_generator_next_batch, onnxc_generator_error                                          \
+  }
 
 /* Fills *api with the functions of a model.so opened with dlopen (`library`
  * is dlopen's handle): -1 naming the first one missing. */
@@ -86,7 +88,7 @@ typedef struct onnxc_text_generate_options {
    * bos_token_id, 0 drops a bos_token_id the tokenizer put first; -1
    * (default): as the tokenizer's post-processor says. */
   int32_t add_bos;
-  int64_t bos_token_id; /* -1 (default): none known */
+  int64_t bos_token_id;        /* -1 (default): none known */
   onnxc_text_callback on_text; /* NULL (default): no streaming */
   void *user_data;
 } onnxc_text_generate_options;
@@ -99,8 +101,8 @@ typedef struct onnxc_text_result onnxc_text_result;
  * and bos_token_id of `options` applied, NULL for the defaults), e.g. to
  * size max_new_tokens from a context length. Free with
  * onnxc_tokenizer_free_ids. */
-ONNXC_TOKENIZER_API int onnxc_text_encode_prompt(const onnxc_tokenizer *tokenizer,
-                                                 const char *text, size_t length,
+ONNXC_TOKENIZER_API int onnxc_text_encode_prompt(const onnxc_tokenizer *tokenizer, const char *text,
+                                                 size_t length,
                                                  const onnxc_text_generate_options *options,
                                                  int64_t **ids, size_t *count);
 
@@ -110,12 +112,11 @@ ONNXC_TOKENIZER_API int onnxc_text_encode_prompt(const onnxc_tokenizer *tokenize
  * onnxc_text_result_destroy (NULL on failure). A row of a batch that meets
  * a stop string is left out of the rest of the generation's text; the
  * generator still steps it until every row has ended. */
-ONNXC_TOKENIZER_API int onnxc_text_generate(const onnxc_tokenizer *tokenizer,
-                                            struct onnxc_generator *generator,
-                                            const onnxc_text_generation_api *api,
-                                            const char *const *prompts, const size_t *lengths,
-                                            int64_t rows, const onnxc_text_generate_options *options,
-                                            onnxc_text_result **result);
+ONNXC_TOKENIZER_API int
+onnxc_text_generate(const onnxc_tokenizer *tokenizer, struct onnxc_generator *generator,
+                    const onnxc_text_generation_api *api, const char *const *prompts,
+                    const size_t *lengths, int64_t rows, const onnxc_text_generate_options *options,
+                    onnxc_text_result **result);
 
 ONNXC_TOKENIZER_API int64_t onnxc_text_result_rows(const onnxc_text_result *result);
 /* Row `row`'s generated text (NUL-terminated, *length bytes), or NULL. */
