@@ -57,8 +57,8 @@ int main(int argc, char **argv) {
   const char *prompt = argv[2];
   size_t length = strlen(prompt);
   onnxc_text_result *result = NULL;
-  int status = onnxc_text_generate(tokenizer, generator, &api, &prompt, &length, 1, &text_options,
-                                   &result);
+  int status =
+      onnxc_text_generate(tokenizer, generator, &api, &prompt, &length, 1, &text_options, &result);
   printf("\n");
   if (status != 0)
     fprintf(stderr, "error: %s\n", onnxc_tokenizer_last_error());

@@ -9,10 +9,10 @@
 // tests/textgen's.
 //
 //===----------------------------------------------------------------------===//
+#include "text/TextGeneration.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_text_generate.h"
 #include "text/StopStrings.h"
-#include "text/TextGeneration.h"
 #include "text/Tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -83,7 +83,7 @@ struct Outcome {
 };
 
 Outcome run(std::vector<std::vector<int64_t>> scripts, std::vector<std::string> stops,
-        std::vector<std::string_view> prompts = {"ab"}) {
+            std::vector<std::string_view> prompts = {"ab"}) {
   auto t = tokenizer();
   onnxc_generator g{std::move(scripts), {}, {}, ""};
   Outcome out;
@@ -104,7 +104,8 @@ Outcome run(std::vector<std::vector<int64_t>> scripts, std::vector<std::string> 
 TEST(TextGenerationTest, PiecesConcatenateToTheDecodedText) {
   // a b é(2 byte tokens) ab: é waits for its second byte.
   Outcome r = run({{1, 3, 7, 8, 4}}, {});
-  EXPECT_EQ(r.rows[0].text, "a \xC3\xA9" "ab");
+  EXPECT_EQ(r.rows[0].text, "a \xC3\xA9"
+                            "ab");
   EXPECT_EQ(r.pieces[0], "a| |\xC3\xA9|ab");
   EXPECT_EQ(r.rows[0].ids, (std::vector<int64_t>{1, 3, 7, 8, 4}));
   EXPECT_EQ(r.rows[0].promptIds, (std::vector<int64_t>{4}));
@@ -130,7 +131,8 @@ TEST(TextGenerationTest, HeldBackTextThatDoesNotStopComesOutWhole) {
 }
 
 TEST(TextGenerationTest, StopAfterASplitCharacter) {
-  Outcome r = run({{1, 7, 8, 2, 1}}, {"\xC3\xA9" "b"});
+  Outcome r = run({{1, 7, 8, 2, 1}}, {"\xC3\xA9"
+                                      "b"});
   EXPECT_EQ(r.rows[0].text, "a");
   EXPECT_EQ(r.rows[0].stopIndex, 0);
 }
@@ -169,7 +171,8 @@ TEST(TextGenerationTest, ErrorsAreOneLine) {
     generateText(*t, &g, fakeApi, {""}, request);
     FAIL() << "an empty prompt generated";
   } catch (const onnxc::Error &e) {
-    EXPECT_EQ(std::string(e.what()), "the prompt encodes to no tokens; generation needs at least one");
+    EXPECT_EQ(std::string(e.what()),
+              "the prompt encodes to no tokens; generation needs at least one");
   }
   onnxc_text_generation_api failing = fakeApi;
   failing.next = [](onnxc_generator *, int64_t *) { return -1; };
@@ -190,7 +193,6 @@ TEST(TextGenerationTest, CApiChecksItsArguments) {
   EXPECT_NE(std::string(onnxc_tokenizer_last_error()).find("tokenizer is NULL"), std::string::npos);
   EXPECT_EQ(result, nullptr);
   onnxc_text_generation_api api;
-
 
   EXPECT_EQ(onnxc_text_generation_api_from_library(nullptr, &api), -1);
 }
