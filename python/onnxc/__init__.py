@@ -121,6 +121,10 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
                         "use onnxc.load")
         compiled = compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
                            precision, progress)
+        if info["merged_decoder"] and any(i.name == "use_cache_branch" for i in compiled.inputs):
+            raise Error(f"{model_path}: an Optimum merged decoder (an If on use_cache_branch) is not supported "
+                        "yet; export with Optimum's --no-post-process for decoder_with_past_model.onnx, or a "
+                        "recent Optimum's model.onnx")
         return _with_folder(compiled, info, defaults)
     opt_level = int(opt_level)
     threads = _threads(threads)
