@@ -31,6 +31,9 @@ install(TARGETS onnxc_text LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT
 install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_tokenizer.h
               ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_chat.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)
+# Text generation over a model.so's generator (onnxc_text_generate.h), in the same library.
+install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_text_generate.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)
 set_target_properties(onnxc PROPERTIES INSTALL_RPATH "$ORIGIN/${ONNXC_LIB_FROM_BIN}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/onnxc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT toolchain FILES_MATCHING PATTERN "*.h")
