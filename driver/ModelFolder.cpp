@@ -41,10 +41,15 @@ std::string onlyModelFile(const std::string &folder) {
                  "model.onnx, decoder_with_past_model.onnx or decoder_model_merged.onnx), and no "
                  ".onnx or .so file");
   if (found.size() > 1) {
+    // The first few, sorted: a folder of a hundred models still gives one short line.
+    constexpr size_t kNamed = 4;
     std::string names;
-    for (const std::string &name : found)
-      names += (names.empty() ? "" : ", ") + name;
-    fail(folder, ": holds several models (", names, "); pass the one to use as the MODEL file");
+    for (size_t i = 0; i < found.size() && i < kNamed; ++i)
+      names += (names.empty() ? "" : ", ") + found[i];
+    if (found.size() > kNamed)
+      names += ", and " + std::to_string(found.size() - kNamed) + " more";
+    fail(folder, ": holds ", found.size(), " models (", names,
+         "); pass the one to use as the MODEL file");
   }
   return (fs::path(folder) / found[0]).string();
 }

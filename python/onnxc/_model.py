@@ -307,19 +307,28 @@ class Model:
         self.last_generation["stop_index"] = field([None if row[3] < 0 else row[3] for row in rows])
         return field([row[0] for row in rows])
 
-    def chat(self, messages, **options):
-        """Generates the assistant's reply to `messages` ([{"role": ..., "content": ...}, ...]) with
-        the model folder's chat template, then generate(prompt, **options). The chat-template
-        renderer (onnxc.ChatTemplate, issue 30) is connected here once it lands: until then this
-        raises onnxc.Error saying so."""
-        prompt = self._chat_prompt(messages)
-        options.setdefault("add_special_tokens", False)  # the template writes bos itself
+    def chat(self, messages, chat_template=None, **options):
+        """The assistant's reply to `messages` ([{"role": ..., "content": ...}, ...]): the chat
+        template (`chat_template`: an onnxc.ChatTemplate or a path to a folder, tokenizer_config.json
+        or .jinja file; by default the model folder's) renders them with the generation prompt, as
+        transformers' apply_chat_template does, then generate(prompt, **options) encodes that text
+        without added special tokens (the template writes them) and returns the new text."""
+        prompt = self._chat_prompt(messages, chat_template)
+        options.setdefault("add_special_tokens", False)
         return self.generate(prompt, **options)
 
-    def _chat_prompt(self, messages):
-        """The seam for chat templates: messages -> the prompt text."""
-        raise Error("chat templates are not connected to generation yet (the renderer, onnxc.ChatTemplate, "
-                    "lands on its own branch)")
+    def _chat_prompt(self, messages, chat_template):
+        """Messages -> the prompt text, with `chat_template` or the model folder's."""
+        from ._chat import ChatTemplate
+        if chat_template is None:
+            if not self.folder:
+                raise Error("chat() needs a chat template: compile or load a model folder with "
+                            "tokenizer_config.json (chat_template) or chat_template.jinja, or pass "
+                            "chat_template=")
+            chat_template = self.folder["folder"]
+        if not isinstance(chat_template, ChatTemplate):
+            chat_template = ChatTemplate(chat_template)
+        return chat_template.apply(messages, add_generation_prompt=True)
 
 
 def _text_rows(value):

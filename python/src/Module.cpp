@@ -381,6 +381,7 @@ nb::dict modelFolder(const std::string &path) {
   nb::dict out;
   auto optional = [](const auto &value) { return value ? nb::cast(*value) : nb::none(); };
   out["kind"] = folder.kindName();
+  out["folder"] = folder.folder;
   out["model"] = folder.modelPath;
   out["tokenizer"] = folder.tokenizerPath.empty() ? nb::none() : nb::cast(folder.tokenizerPath);
   out["merged_decoder"] = folder.mergedDecoder;

@@ -182,6 +182,43 @@ def test_python_text_batch_and_streaming(folders):
     assert hf.decode(bare.generate(hf.encode(PROMPTS[0]).ids, 12)) == alone[0]
 
 
+CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+          "+ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+          "{% endif %}")
+MESSAGES = [{"role": "system", "content": "You are brief."},
+            {"role": "user", "content": "Once upon a time"},
+            {"role": "assistant", "content": "there was a king."},
+            {"role": "user", "content": "héllo wörld 🎉"}]
+
+
+def test_chat_renders_the_template_then_generates(folders, tmp_path):
+    """--chat and Model.chat: the prompt is what transformers' apply_chat_template makes of the
+    messages (its ids, from HF's tokenizer over the same tokenizer.json), then the id-level greedy
+    generation of those ids, decoded."""
+    import onnxc as package
+    from transformers import PreTrainedTokenizerFast
+    folder = tmp_path / "chat"
+    shutil.copytree(folders["hf_llama_past"], folder)
+    with open(folder / "tokenizer_config.json", "w") as f:
+        json.dump({"chat_template": CHATML}, f)
+    hf = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
+    hf.chat_template = CHATML
+    want_ids = hf.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=True)
+    want = folders["tokenizer"].decode(ids_of(str(folder), want_ids, "--max-new-tokens", "12"))
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps(MESSAGES), encoding="utf-8")
+    assert onnxc("generate", str(folder), "--chat", str(messages), "--max-new-tokens", "12",
+                 "--threads", "1") == want + "\n"
+    assert package.load(str(folder), threads=1).chat(MESSAGES, max_new_tokens=12) == want
+    # A template given explicitly, to a folder without one; refusals are one line.
+    template = tmp_path / "chatml.jinja"
+    template.write_text(CHATML, encoding="utf-8")
+    assert onnxc("generate", folders["hf_llama_past"], "--chat", str(messages), "--chat-template",
+                 str(template), "--max-new-tokens", "12", "--threads", "1") == want + "\n"
+    assert "chat" in onnxc("generate", folders["hf_llama_past"], "--chat", str(messages), fail=True)
+    assert "exclude" in onnxc("generate", str(folder), "--chat", str(messages), "--prompt", "x", fail=True)
+
+
 def test_optimum_folder_configs(folders, tmp_path):
     """An Optimum export folder: model.onnx compiled in the process, generation_config.json's list of
     eos ids ends the text, tokenizer_config.json's add_bos_token puts bos first."""
@@ -258,7 +295,7 @@ def test_errors_are_one_line(folders, tmp_path):
     two.mkdir()
     for name in ("a.so", "b.so"):
         shutil.copy(os.path.join(folders["hf_gpt2_past"], "model.so"), two / name)
-    assert "several models (a.so, b.so)" in onnxc("generate", str(two), "--prompt-ids", "1", fail=True)
+    assert "holds 2 models (a.so, b.so)" in onnxc("generate", str(two), "--prompt-ids", "1", fail=True)
     assert "does not combine" in onnxc("generate", folders["hf_gpt2_past"], "--prompt", "a", "--prompt-ids", "1",
                                        fail=True)
     assert "--stop" in onnxc("generate", folders["hf_gpt2_past"], "--prompt-ids", "1", "--stop", "x", fail=True)

@@ -210,7 +210,7 @@ int runGenerate(const ParsedArgs &args) {
   }
   const ModelFolder *genai = folder ? &*folder : nullptr;
   std::unique_ptr<TextPrompts> text;
-  if (args.has("prompt")) {
+  if (args.has("prompt") || args.has("chat")) {
     if (args.has("prompt-ids") || args.has("prompt-ids-file"))
       throw UsageError("--prompt does not combine with --prompt-ids or --prompt-ids-file");
     if (args.has("encoder"))
@@ -221,7 +221,8 @@ int runGenerate(const ParsedArgs &args) {
         throw UsageError(std::string("--") + option + " applies to --prompt-ids");
     text = std::make_unique<TextPrompts>(args, genai, path);
   } else {
-    for (const char *option : {"stop", "tokenizer", "no-special-tokens", "keep-special-tokens"})
+    for (const char *option :
+         {"stop", "tokenizer", "no-special-tokens", "keep-special-tokens", "chat-template"})
       if (args.has(option))
         throw UsageError(std::string("--") + option + " applies to --prompt \"text\"");
   }

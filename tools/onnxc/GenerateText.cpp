@@ -2,6 +2,7 @@
 #include "tools/onnxc/GenerateText.h"
 
 #include "ir/Error.h"
+#include "tools/onnxc/ChatPrompt.h"
 #include "tools/onnxc/JsonOutput.h"
 
 #include <chrono>
@@ -48,11 +49,27 @@ std::string jsonString(const std::string &text) {
   return stream.str();
 }
 
+/// --chat: the one prompt the chat template makes of the messages.
+std::string chatTemplatePrompt(const ParsedArgs &args, const ModelFolder *folder,
+                               const std::string &modelPath) {
+  if (args.has("prompt"))
+    throw UsageError("--chat and --prompt exclude each other (the chat template makes the prompt)");
+  std::string templatePath = args.has("chat-template") ? args.get("chat-template")
+                             : folder                  ? folder->folder
+                                      : std::filesystem::path(modelPath).parent_path().string();
+  return chatPrompt(templatePath, args.get("chat"), /*addGenerationPrompt=*/true);
+}
+
 } // namespace
 
 TextPrompts::TextPrompts(const ParsedArgs &args, const ModelFolder *folder,
                          const std::string &modelPath)
-    : prompts_(args.getAll("prompt")), stops_(args.getAll("stop")) {
+    : prompts_(args.has("chat")
+                   ? std::vector<std::string>{chatTemplatePrompt(args, folder, modelPath)}
+                   : args.getAll("prompt")),
+      stops_(args.getAll("stop")) {
+  if (args.has("chat-template") && !args.has("chat"))
+    throw UsageError("--chat-template applies with --chat");
   for (size_t i = 0; i < stops_.size(); ++i)
     if (stops_[i].empty())
       throw UsageError("--stop needs a non-empty string (stop " + std::to_string(i + 1) + ")");
@@ -72,6 +89,10 @@ TextPrompts::TextPrompts(const ParsedArgs &args, const ModelFolder *folder,
   if (folder && folder->bosTokenId && folder->addBosToken) {
     options_.bos_token_id = *folder->bosTokenId;
     options_.add_bos = *folder->addBosToken ? 1 : 0;
+  }
+  if (args.has("chat")) { // the template wrote bos and the other special tokens
+    options_.encode_flags &= ~ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS;
+    options_.add_bos = 0;
   }
 }
 
@@ -171,13 +192,14 @@ std::vector<OptionSpec> textOptionSpecs() {
       {"no-special-tokens", "",
        "with --prompt: encode without the tokenizer's special tokens (bos...)"},
       {"keep-special-tokens", "", "with --prompt: keep special tokens in the generated text"},
+      {"chat", "MESSAGES.json",
+       "the prompt is the chat template applied to these messages ([{\"role\": ..., "
+       "\"content\": ...}, ...]) with the generation prompt, encoded without added special "
+       "tokens (the template writes them), as transformers' apply_chat_template"},
+      {"chat-template", "PATH",
+       "with --chat: the folder, tokenizer_config.json or .jinja file whose template to use "
+       "(default: the model folder's, or the folder of the model file)"},
   };
-}
-
-std::string chatPrompt(const std::string &folder, const std::string &messagesJson) {
-  (void)messagesJson;
-  fail(folder, ": chat templates are not connected to generation yet (the renderer, "
-               "onnxc_chat.h, lands on its own branch)");
 }
 
 } // namespace onnxc

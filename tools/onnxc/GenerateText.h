@@ -25,7 +25,8 @@ namespace onnxc {
 class TextPrompts {
 public:
   /// Opens the tokenizer (--tokenizer, the folder's, or the one beside a
-  /// model file) and reads --prompt, --stop; fails in one line without one.
+  /// model file) and reads --prompt (or renders --chat's messages with the
+  /// chat template), --stop; fails in one line without one.
   TextPrompts(const ParsedArgs &args, const ModelFolder *folder, const std::string &modelPath);
   ~TextPrompts();
 
@@ -49,11 +50,5 @@ private:
 
 /// The options of text generation (--prompt, --stop, --tokenizer, ...).
 std::vector<OptionSpec> textOptionSpecs();
-
-/// The seam for --chat / Model.chat (issue 30): turns a JSON array of
-/// messages into the prompt text with the model folder's chat template.
-/// The renderer is written on another branch (onnxc_chat.h); until it is
-/// connected here, this fails in one line saying so.
-std::string chatPrompt(const std::string &folder, const std::string &messagesJson);
 
 } // namespace onnxc

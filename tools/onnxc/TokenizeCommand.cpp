@@ -9,10 +9,10 @@
 // --print-chat prints that text instead of its ids.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/onnxc/ChatPrompt.h"
 #include "tools/onnxc/Commands.h"
 
 #include "ir/Error.h"
-#include "onnxc/onnxc_chat.h"
 #include "onnxc/onnxc_tokenizer.h"
 
 #include <fstream>
@@ -54,33 +54,6 @@ std::vector<int64_t> parseIds(const std::string &text) {
     ids.push_back(id);
   }
   return ids;
-}
-
-std::string readTextFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path, ": cannot open the file");
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-/// The prompt the chat template of `folder` makes of the messages in `messagesFile`.
-std::string chatPrompt(const std::string &folder, const std::string &messagesFile,
-                       bool addGenerationPrompt) {
-  std::unique_ptr<onnxc_chat_template, decltype(&onnxc_chat_template_destroy)> chat(
-      onnxc_chat_template_load(folder.c_str()), onnxc_chat_template_destroy);
-  if (!chat)
-    fail(onnxc_chat_template_last_error());
-  std::string messages = readTextFile(messagesFile);
-  char *text = nullptr;
-  size_t length = 0;
-  if (onnxc_chat_template_apply(chat.get(), messages.c_str(), nullptr, addGenerationPrompt, &text,
-                                &length) != 0)
-    fail(messagesFile, ": ", onnxc_chat_template_last_error());
-  std::string prompt(text, length);
-  onnxc_chat_template_free_text(text);
-  return prompt;
 }
 
 std::string textArgument(const ParsedArgs &args) {
