@@ -3,6 +3,8 @@
 
 #include "ir/Error.h"
 
+#include "text/Unicode.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -125,24 +127,6 @@ private:
     return code;
   }
 
-  static void appendUtf8(std::string &out, unsigned code) {
-    if (code < 0x80) {
-      out += char(code);
-    } else if (code < 0x800) {
-      out += char(0xC0 | (code >> 6));
-      out += char(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      out += char(0xE0 | (code >> 12));
-      out += char(0x80 | ((code >> 6) & 0x3F));
-      out += char(0x80 | (code & 0x3F));
-    } else {
-      out += char(0xF0 | (code >> 18));
-      out += char(0x80 | ((code >> 12) & 0x3F));
-      out += char(0x80 | ((code >> 6) & 0x3F));
-      out += char(0x80 | (code & 0x3F));
-    }
-  }
-
   std::string readString() {
     ++pos_;
     std::string out;
@@ -192,7 +176,7 @@ private:
         } else if (code >= 0xD800 && code < 0xE000) {
           error("unpaired surrogate");
         }
-        appendUtf8(out, code);
+        appendUtf8(out, char32_t(code));
         break;
       }
       default:

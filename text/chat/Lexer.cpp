@@ -10,6 +10,8 @@
 
 #include "ir/Error.h"
 
+#include "text/Unicode.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -40,24 +42,6 @@ std::string normalizeNewlines(std::string_view source) {
   if (!out.empty() && out.back() == '\n')
     out.pop_back();
   return out;
-}
-
-void appendUtf8(std::string &out, unsigned code) {
-  if (code < 0x80) {
-    out += char(code);
-  } else if (code < 0x800) {
-    out += char(0xC0 | (code >> 6));
-    out += char(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += char(0xE0 | (code >> 12));
-    out += char(0x80 | ((code >> 6) & 0x3F));
-    out += char(0x80 | (code & 0x3F));
-  } else {
-    out += char(0xF0 | (code >> 18));
-    out += char(0x80 | ((code >> 12) & 0x3F));
-    out += char(0x80 | ((code >> 6) & 0x3F));
-    out += char(0x80 | (code & 0x3F));
-  }
 }
 
 class Lexer {
@@ -358,14 +342,14 @@ private:
       }
       if (code > 0x10FFFF)
         error("escape beyond U+10FFFF in a string");
-      appendUtf8(value, code);
+      appendUtf8(value, char32_t(code));
       return i;
     }
     if (e >= '0' && e <= '7') {
       unsigned code = unsigned(e - '0');
       for (int k = 0; k < 2 && i < src_.size() && src_[i] >= '0' && src_[i] <= '7'; ++k)
         code = code * 8 + unsigned(src_[i++] - '0');
-      appendUtf8(value, code);
+      appendUtf8(value, char32_t(code));
       return i;
     }
     if (e == 'N')
