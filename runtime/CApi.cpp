@@ -9,6 +9,8 @@
 #include "onnxc/onnxc.h"
 #include "onnxc/onnxc_generate.h"
 
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -159,6 +161,56 @@ onnxc_generator *onnxc_generator_create_seq2seq(const onnxc_model_descriptor *en
     return nullptr;
   }
   return createGenerator(encoder, decoder, options);
+}
+
+//===----------------------------------------------------------------------===//
+// Version 1 of onnxc_generate_options: the symbols a program built against
+// the version-1 header calls. They read and write only that struct's fields,
+// the first ones of version 2's (v1Prefix), and use the defaults for the rest.
+//===----------------------------------------------------------------------===//
+
+#undef onnxc_generate_options_init
+#undef onnxc_generator_create
+#undef onnxc_generator_create_seq2seq
+
+namespace {
+
+/// The bytes of version 1's struct: the fields up to `mapping`, padded as
+/// that struct was (it ended with the pointer).
+constexpr size_t v1Prefix = offsetof(onnxc_generate_options, mapping) + sizeof(const char *);
+
+onnxc_generate_options fromV1(const void *options) {
+  onnxc_generate_options full;
+  onnxc_generate_options_init_v2(&full);
+  std::memcpy(static_cast<void *>(&full), options, v1Prefix);
+  return full;
+}
+
+} // namespace
+
+extern "C" void onnxc_generate_options_init(void *options) {
+  if (!options)
+    return;
+  onnxc_generate_options full;
+  onnxc_generate_options_init_v2(&full);
+  std::memcpy(options, static_cast<const void *>(&full), v1Prefix);
+}
+
+extern "C" onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
+                                                   const void *options) {
+  if (!options)
+    return createGenerator(nullptr, model, nullptr);
+  onnxc_generate_options full = fromV1(options);
+  return createGenerator(nullptr, model, &full);
+}
+
+extern "C" onnxc_generator *onnxc_generator_create_seq2seq(const onnxc_model_descriptor *encoder,
+                                                           const onnxc_model_descriptor *decoder,
+                                                           const void *options) {
+  if (!options)
+    return onnxc_generator_create_seq2seq_v2(encoder, decoder, nullptr);
+  onnxc_generate_options full = fromV1(options);
+  return onnxc_generator_create_seq2seq_v2(encoder, decoder, &full);
 }
 
 int onnxc_generator_encode(onnxc_generator *generator, const int64_t *source_ids, int64_t count) {

@@ -89,10 +89,12 @@ typedef struct onnxc_generate_options {
   const char *mapping;
 
   /* Version 2 (ONNXC_GENERATE_OPTIONS_VERSION): the fields below were
-   * appended; a program built against a header without them must be rebuilt
-   * (onnxc_generate_options_init writes the whole struct). Processors apply
-   * in HF transformers' order: repetition_penalty, the OpenAI penalties,
-   * min_new_tokens, then temperature, top_k, top_p, min_p. */
+   * appended. The functions that take the struct are versioned (the _v2
+   * names below, which this header's names map to), so a program built
+   * against the version-1 header keeps calling the version-1 symbols, which
+   * read and write only the fields above, with a newer model.so. Processors
+   * apply in HF transformers' order: repetition_penalty, the OpenAI
+   * penalties, min_new_tokens, then temperature, top_k, top_p, min_p. */
   float repetition_penalty; /* HF's: a positive logit / penalty, a negative one * penalty, for
                                each id in the prompt or the output; > 0; 1 (default): none */
   float presence_penalty;   /* OpenAI's: logit -= presence for each id generated at least once;
@@ -128,6 +130,13 @@ typedef enum onnxc_generate_mode {
 } onnxc_generate_mode;
 
 typedef struct onnxc_generator onnxc_generator;
+
+/* The functions that take onnxc_generate_options, by version: a program
+ * calls the names below and links the version of the header it was built
+ * with. */
+#define onnxc_generate_options_init onnxc_generate_options_init_v2
+#define onnxc_generator_create onnxc_generator_create_v2
+#define onnxc_generator_create_seq2seq onnxc_generator_create_seq2seq_v2
 
 /* Fills in the defaults above. */
 void onnxc_generate_options_init(onnxc_generate_options *options);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -296,4 +297,51 @@ TEST(Generator, EncoderDecoderPlumbingAndErrors) {
   EXPECT_EQ(std::string(onnxc_last_error()),
             "encoder: input 'past_key_0' is none of token ids, attention mask, position ids or a "
             "cache input; the generator cannot fill it (name its role with the mapping)");
+}
+
+// A program built against version 1 of onnxc_generate.h: its struct (the
+// fields up to `mapping`) and the unversioned symbols it linked.
+namespace {
+struct OptionsV1 {
+  int64_t max_new_tokens, capacity;
+  int32_t do_sample;
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  uint64_t seed;
+  int64_t eos_token_id;
+  int32_t num_threads;
+  const char *mapping;
+};
+} // namespace
+#undef onnxc_generate_options_init
+#undef onnxc_generator_create
+extern "C" void onnxc_generate_options_init(void *options);
+extern "C" onnxc_generator *onnxc_generator_create(const onnxc_model_descriptor *model,
+                                                   const void *options);
+
+TEST(Generator, VersionOneProgramsKeepTheirStructSize) {
+  // The version-1 init writes the defaults into version 1's fields and not
+  // one byte past them (version 2's init would write ~60 more).
+  std::vector<unsigned char> bytes(sizeof(OptionsV1) + 64, 0xAB);
+  onnxc_generate_options_init(bytes.data());
+  for (size_t i = sizeof(OptionsV1); i < bytes.size(); ++i)
+    ASSERT_EQ(bytes[i], 0xAB) << "byte " << i << " past the version-1 struct was written";
+  OptionsV1 v1;
+  std::memcpy(&v1, bytes.data(), sizeof v1);
+  EXPECT_EQ(v1.max_new_tokens, 32);
+  EXPECT_EQ(v1.eos_token_id, -1);
+  EXPECT_FLOAT_EQ(v1.top_p, 1.0f);
+
+  // Its create reads only those fields: what lies past them (0xAB garbage
+  // here, as on a caller's stack) does not reach the generator, which runs
+  // with version 2's defaults (no penalties, one beam).
+  v1.max_new_tokens = 12;
+  v1.num_threads = 1;
+  std::memcpy(bytes.data(), &v1, sizeof v1);
+  ToyDecoder toy(true);
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), bytes.data()));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  std::vector<int64_t> prompt = {3, 9, 4};
+  EXPECT_EQ(generate(generator.get(), prompt), expectedTokens(prompt, 12));
 }
