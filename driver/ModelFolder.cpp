@@ -159,12 +159,4 @@ ModelFolder readModelFolder(const std::string &folder) {
   return out;
 }
 
-std::string mergedDecoderMessage(const ModelFolder &folder, const std::string &generatorError) {
-  return folder.modelPath +
-         ": an Optimum merged decoder (an If on use_cache_branch) is not supported yet; export "
-         "with Optimum's --no-post-process for decoder_with_past_model.onnx, or a recent Optimum's "
-         "model.onnx (" +
-         generatorError + ")";
-}
-
 } // namespace onnxc

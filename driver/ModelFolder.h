@@ -27,7 +27,8 @@ struct ModelFolder {
   std::string folder;
   std::string modelPath;     ///< the .onnx (or compiled .so) to generate with
   std::string tokenizerPath; ///< tokenizer.json or tokenizer.model; empty: none
-  /// An Optimum merged decoder (an If on use_cache_branch) was the only decoder.
+  /// An Optimum merged decoder (an If on use_cache_branch) was the only decoder:
+  /// compiled for generation with the branch built in (driver/MergedDecoder.h).
   bool mergedDecoder = false;
   std::optional<GenaiFolder> genai; ///< genai_config.json's roles, for Kind::Genai
 
@@ -59,9 +60,5 @@ ModelFolder readModelFolder(const std::string &folder);
 
 /// FOLDER/tokenizer.json, else FOLDER/tokenizer.model, else "".
 std::string findTokenizer(const std::string &folder);
-
-/// The one-line refusal of an Optimum merged decoder, given the generator's
-/// own message about it.
-std::string mergedDecoderMessage(const ModelFolder &folder, const std::string &generatorError);
 
 } // namespace onnxc

@@ -15,6 +15,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$REPO/scripts/failure-cause.sh"
 APT_LIST="$REPO/scripts/apt-packages.txt"
 REQUIREMENTS="$REPO/scripts/requirements.txt"
+NODEPS_REQUIREMENTS="$REPO/scripts/requirements-nodeps.txt"
 VENV="$REPO/.venv"
 STAMP="$VENV/.requirements.sha"
 SYSTEM_PYTHON=/usr/bin/python3
@@ -99,7 +100,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     die "could not create $VENV: $(failure_cause "$LOG") (is python3-venv installed?) (log: $(keep_log venv))"
 fi
 
-WANT_SHA=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
+WANT_SHA=$(cat "$REQUIREMENTS" "$NODEPS_REQUIREMENTS" | sha256sum | cut -d' ' -f1)
 HAVE_SHA=$(cat "$STAMP" 2>/dev/null || true)
 if [ "$WANT_SHA" != "$HAVE_SHA" ]; then
   note "installing Python packages from scripts/requirements.txt"
@@ -120,5 +121,8 @@ EOF
   PIP_NO_INPUT=1 "$VENV/bin/python" -m pip download --disable-pip-version-check --no-input -q \
       --no-deps --only-binary=:all: -d "$VENV/wheelhouse" "$NUMPY_PIN" >"$LOG" 2>&1 ||
     die "pip download $NUMPY_PIN failed: $(failure_cause "$LOG") (log: $(keep_log wheelhouse))"
+  PIP_NO_INPUT=1 "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
+      --no-deps -r "$NODEPS_REQUIREMENTS" >"$LOG" 2>&1 ||
+    die "pip install --no-deps -r scripts/requirements-nodeps.txt failed: $(failure_cause "$LOG") (log: $(keep_log pip-nodeps))"
   echo "$WANT_SHA" >"$STAMP"
 fi

@@ -120,13 +120,17 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
         if model_path.endswith(".so"):
             raise Error(f"{path}: the folder's model is a compiled library ({os.path.basename(model_path)}); "
                         "use onnxc.load")
-        compiled = compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
-                           precision, progress)
-        if info["merged_decoder"] and any(i.name == "use_cache_branch" for i in compiled.inputs):
-            raise Error(f"{model_path}: an Optimum merged decoder (an If on use_cache_branch) is not supported "
-                        "yet; export with Optimum's --no-post-process for decoder_with_past_model.onnx, or a "
-                        "recent Optimum's model.onnx")
+        # An Optimum merged decoder is compiled for generation: its use_cache_branch built in as
+        # true (the decoder with the cache, which also takes the prompt; driver/MergedDecoder.h).
+        compiled = _compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
+                            precision, progress, generation=info["merged_decoder"])
         return _with_folder(compiled, info, defaults)
+    return _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, precision, progress)
+
+
+def _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, precision, progress,
+             generation=False):
+    """compile() of one model file; `generation`: for the generator (driver/MergedDecoder.h)."""
     opt_level = int(opt_level)
     threads = _threads(threads)
     if output is None and header is not None:
@@ -137,10 +141,10 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     with _progress_reporter(progress) as reporter:
         if output is None:
             runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr,
-                                        str(precision), threads, reporter)
+                                        str(precision), threads, reporter, generation)
             return Model(runner, source=path)
         _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision),
-                               output, header, reporter)
+                               output, header, reporter, generation)
     # Not checked against this CPU here: the library may be for another machine (its
     # first run refuses a CPU without its features, as load() does).
     return Model(_onnxc.load(output, threads, check_cpu=False), source=path)

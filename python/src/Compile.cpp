@@ -1,5 +1,6 @@
 //===- python/src/Compile.cpp - onnxc.compile, dump and explain -----------===//
 #include "python/src/Compile.h"
+#include "driver/MergedDecoder.h"
 
 #include "driver/ArtifactOutputs.h"
 #include "driver/Compilation.h"
@@ -30,7 +31,12 @@ CompileOptions compileOptions(const PipelineRequest &request, const TargetOption
 
 /// Loads the model and runs the requested pipeline on it.
 std::unique_ptr<Graph> optimizedGraph(const PipelineRequest &request, PassManager &pm) {
-  return loadOptimizedModel(request.modelPath, pm);
+  if (!request.generation)
+    return loadOptimizedModel(request.modelPath, pm);
+  std::unique_ptr<Graph> graph = loadModel(request.modelPath);
+  fixCacheBranchForGeneration(*graph);
+  pm.run(*graph);
+  return graph;
 }
 
 } // namespace

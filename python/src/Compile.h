@@ -25,6 +25,9 @@ struct PipelineRequest {
   int optLevel = 3;
   /// Registered pass names run after the -O pipeline.
   std::vector<std::string> passes;
+  /// Compiled for generation: an Optimum merged decoder's use_cache_branch
+  /// is built in as true (driver/MergedDecoder.h).
+  bool generation = false;
 };
 
 struct TargetOptions {

@@ -219,6 +219,38 @@ def test_chat_renders_the_template_then_generates(folders, tmp_path):
     assert "exclude" in onnxc("generate", str(folder), "--chat", str(messages), "--prompt", "x", fail=True)
 
 
+def test_optimum_exports_generate_as_transformers(tmp_path):
+    """Optimum's exports of a random-weight GPT-2: today's model.onnx (one decoder with its cache)
+    and the legacy decoder_model_merged.onnx (an If on use_cache_branch choosing between the
+    decoders without and with a cache), as HF hub folders ship it beside decoder_model.onnx. Both
+    folders generate transformers' greedy tokens, from the command line and from Python."""
+    import torch
+    from optimum.exporters.onnx import main_export
+    from transformers import GPT2Config, GPT2LMHeadModel
+    import onnxc as package
+    torch.manual_seed(3)
+    hf = tmp_path / "hf"
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=384,
+                                       n_positions=128)).eval()
+    model.save_pretrained(hf)
+    prompt = [5, 17, 250, 3, 99]
+    with torch.no_grad():
+        want = model.generate(torch.tensor([prompt]), max_new_tokens=10, do_sample=False,
+                              pad_token_id=0)[0, len(prompt):].tolist()
+    main_export(str(hf), output=str(tmp_path / "current"), task="text-generation-with-past", opset=17,
+                do_validation=False)
+    main_export(str(hf), output=str(tmp_path / "merged"), task="text-generation-with-past", opset=17,
+                legacy=True, do_validation=False)
+    os.remove(tmp_path / "merged" / "decoder_with_past_model.onnx")
+    for folder in ("current", "merged"):
+        ids = onnxc("generate", str(tmp_path / folder), "--prompt-ids", ",".join(map(str, prompt)),
+                    "--max-new-tokens", "10", "--threads", "1").strip()
+        assert [int(t) for t in ids.split(",")] == want, folder
+    compiled = package.compile(str(tmp_path / "merged"), threads=1)
+    assert all(i.name != "use_cache_branch" for i in compiled.inputs)
+    assert compiled.generate(prompt, 10) == want
+
+
 def test_optimum_folder_configs(folders, tmp_path):
     """An Optimum export folder: model.onnx compiled in the process, generation_config.json's list of
     eos ids ends the text, tokenizer_config.json's add_bos_token puts bos first."""

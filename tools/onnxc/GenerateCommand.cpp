@@ -12,6 +12,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/MergedDecoder.h"
 #include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
@@ -185,6 +186,10 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
   TargetSelection target = selectTarget(args);
   std::unique_ptr<PassManager> pm = buildPipeline(args, "generate", PrintOptions(), 3);
   std::unique_ptr<Graph> graph = loadModel(path);
+  if (fixCacheBranchForGeneration(*graph))
+    std::cerr << "onnxc generate: " << path
+              << ": use_cache_branch built in as true (an Optimum merged decoder: the decoder with "
+                 "the cache, which also takes the prompt with an empty past)\n";
   runPipeline(*pm, *graph, args);
   RunnableModel model =
       compileModelInProcess(std::move(graph), target, ProgressLine::instance().callback());
@@ -263,11 +268,8 @@ int runGenerate(const ParsedArgs &args) {
       encoder.descriptor
           ? onnxc_generator_create_seq2seq(encoder.descriptor, decoder.descriptor, &options)
           : onnxc_generator_create(decoder.descriptor, &options));
-  if (!generator) {
-    if (folder && folder->mergedDecoder)
-      fail(mergedDecoderMessage(*folder, onnxc_last_error()));
+  if (!generator)
     fail(path, ": ", onnxc_last_error());
-  }
   std::cerr << "onnxc generate: " << (encoder.descriptor ? "encoder-decoder, " : "")
             << (onnxc_generator_mode(generator.get()) != ONNXC_GENERATE_KV_CACHE
                     ? "no KV cache in the model, re-running the full sequence at every step"
