@@ -73,9 +73,13 @@ void checkIfResults(const Node &node) {
       continue;
     const TensorType &thenType = node.subgraph(kRegions[0])->outputs()[i].value->type();
     const TensorType &elseType = node.subgraph(kRegions[1])->outputs()[i].value->type();
+    // Name the result that stops it: one a branch gives another type than
+    // the If's, or one of unknown size (not the first result, which may agree).
+    if (!hasUnknownDim(result->shape()) && thenType == result->type() && elseType == result->type())
+      continue;
     fail(node.describe(), ": cannot compile If: result ", i, " ('", result->name(), "') is ",
-         thenType.str(), " in then_branch and ", elseType.str(),
-         " in else_branch; codegen needs both branches to give one shape known from the inputs' "
+         result->type().str(), ", ", thenType.str(), " in then_branch and ", elseType.str(),
+         " in else_branch; codegen needs a branch giving it one shape known from the inputs' "
          "dims",
          kReferenceFallback);
   }
