@@ -1,0 +1,264 @@
+//===- runtime/generate/GeneratorJoin.cpp - Rows joining and leaving a running batch -===//
+//
+// Continuous batching, as a server needs it: between two steps a new prompt
+// joins the rows under way and a finished (or abandoned) row leaves, each
+// row keeping its own cache rows. The rows share one sequence axis, right
+// aligned: a row shorter than the batch sits behind left padding (mask 0,
+// position ids counted from its first real token), as prefill_batch lays
+// out prompts of different lengths.
+//
+// A joining prompt runs alone first (one row, its own positions from 0) into
+// a one-row cache; its keys and values do not depend on the padding in
+// front of them, so they are copied into the batch's cache at the row's
+// padded offset, and its first token is chosen from that run's logits. A
+// prompt longer than the batch shifts the running rows right (more padding
+// for them); a leaving row lets the others shift left by the padding they
+// all share, so the sequence axis does not grow past what the rows need.
+//
+//===----------------------------------------------------------------------===//
+#include "Generator.h"
+
+#include "DimExpr.h"
+#include "Dtype.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace onnxc::runtime {
+
+std::string Generator::joinProblem() const {
+  if (encoder_)
+    return "rows cannot join an encoder-decoder generation: it holds one row";
+  if (!roles_.hasCache())
+    return "rows join a running batch through its KV cache; this model has none (it re-runs "
+           "the whole sequence at every step)";
+  if (roles_.mask < 0 || roles_.positions < 0)
+    return std::string("rows join a running batch behind left padding, which needs an attention "
+                       "mask and position ids inputs; this model has no ") +
+           (roles_.mask < 0 ? "mask" : "position ids");
+  if (options_.capacity <= 0)
+    return "rows join a running batch in buffers allocated once: give the capacity option";
+  return checkBatchLeadingCaches();
+}
+
+bool Generator::reserveRows(int64_t rows) {
+  error_.clear();
+  if (rows < 1)
+    return fail("reserve_rows: " + std::to_string(rows) + " rows; give at least 1");
+  if (started_ && !rows_.empty())
+    return fail("reserve_rows: a generation is under way; reserve rows before the first prefill");
+  if (std::string problem = joinProblem(); !problem.empty())
+    return fail(problem);
+  return allocate(capacity_, rows);
+}
+
+void Generator::cacheBlock(size_t pair, int64_t &outer, int64_t &inner) {
+  const onnxc_tensor_info &past = model_.inputs[roles_.cache[pair].input];
+  bindGeneratorSymbols(roles_, 1, cached_, symbols_.data(), 1);
+  outer = 1;
+  inner = dtypeSize(past.dtype);
+  for (int32_t a = 1; a < past.rank; ++a) {
+    if (a == pastAxis_[pair])
+      continue;
+    int64_t dim = evaluateDimExpr(past.dims[a], symbols_.data(), model_.num_symbols).value_or(0);
+    (a < pastAxis_[pair] ? outer : inner) *= dim;
+  }
+}
+
+void Generator::relayoutCache(const std::vector<int64_t> &sources,
+                              const std::vector<int64_t> &shifts, int64_t newCached) {
+  bool moves = cached_ != newCached;
+  for (size_t d = 0; d < sources.size(); ++d)
+    moves |= sources[d] != int64_t(d) || shifts[d] != 0;
+  if (!moves)
+    return;
+  for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    int64_t outer = 0, inner = 0;
+    cacheBlock(k, outer, inner);
+    // In place the layout keeps the capacity along the sequence; the
+    // swapped halves are dense at the positions cached.
+    size_t oldStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
+    size_t newStride = size_t((inPlace_[k] ? capacity_ : newCached) * inner);
+    size_t used = size_t(cached_ * inner);
+    auto *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
+    // The source rows are saved first: a destination may overlap any of them.
+    gathered_.resize(sources.size() * size_t(outer) * used);
+    for (size_t d = 0; d < sources.size(); ++d)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(gathered_.data() + (d * size_t(outer) + size_t(o)) * used,
+                    base + (size_t(sources[d]) * size_t(outer) + size_t(o)) * oldStride, used);
+    for (size_t d = 0; d < sources.size(); ++d) {
+      int64_t shift = shifts[d];
+      int64_t first = std::max<int64_t>(0, -shift);
+      int64_t last = std::min<int64_t>(cached_, newCached - shift);
+      for (int64_t o = 0; o < outer; ++o) {
+        uint8_t *row = base + (d * size_t(outer) + size_t(o)) * newStride;
+        // The padding is masked out, but a NaN there would still poison the
+        // attention's weighted sum (0 * NaN): it is zeroed.
+        std::memset(row, 0, size_t(newCached * inner));
+        if (last > first)
+          std::memcpy(row + size_t((first + shift) * inner),
+                      gathered_.data() + (d * size_t(outer) + size_t(o)) * used +
+                          size_t(first * inner),
+                      size_t((last - first) * inner));
+      }
+    }
+  }
+}
+
+void Generator::placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_t half) {
+  for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    int64_t outer = 0, inner = 0;
+    cacheBlock(k, outer, inner);
+    size_t fromStride = size_t((inPlace_[k] ? capacity_ : count) * inner);
+    size_t toStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
+    const auto *from =
+        reinterpret_cast<const uint8_t *>(joinCache_[k][inPlace_[k] ? 0 : half].data());
+    auto *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
+    for (int64_t o = 0; o < outer; ++o) {
+      uint8_t *to = base + (size_t(row) * size_t(outer) + size_t(o)) * toStride;
+      std::memset(to, 0, size_t(offset * inner));
+      std::memcpy(to + size_t(offset * inner), from + size_t(o) * fromStride,
+                  size_t(count * inner));
+    }
+  }
+}
+
+bool Generator::runJoiningPrompt(Row &row, size_t &presentHalf) {
+  // The batch's state is set aside and the prompt runs as a generation of
+  // one row in the one-row buffers; everything is put back afterwards.
+  std::vector<Row> running;
+  running.swap(rows_);
+  rows_.push_back(row);
+  cache_.swap(joinCache_);
+  std::swap(cacheBytes_, joinBytes_);
+  int64_t savedCached = cached_, savedLength = length_;
+  int savedCurrent = current_;
+  cached_ = 0;
+  current_ = 0;
+  length_ = row.promptLength;
+  bool ok = runModel(row.promptLength);
+  int64_t vocab = 0;
+  const float *logits = ok ? lastLogits(0, vocab) : nullptr;
+  if (ok && !logits)
+    ok = fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
+              "' has no row for the joining prompt's last position");
+  if (ok) {
+    Row &joined = rows_[0];
+    int64_t token = chooseToken(joined, logits, vocab);
+    joined.tokens.push_back(token);
+    joined.produced = 1;
+    joined.finished = processors_.isStop(token) || joined.maxNewTokens <= 1;
+    row = std::move(joined);
+  }
+  presentHalf = size_t(current_);
+  rows_.swap(running);
+  cache_.swap(joinCache_);
+  std::swap(cacheBytes_, joinBytes_);
+  cached_ = savedCached;
+  length_ = savedLength;
+  current_ = savedCurrent;
+  return ok;
+}
+
+bool Generator::addRow(const int64_t *prompt, int64_t count,
+                       const onnxc_generate_options *rowOptions, int64_t &first) {
+  error_.clear();
+  first = -1;
+  if (std::string problem = checkRows(&prompt, &count, 1); !problem.empty())
+    return fail(problem);
+  Row row(sampler_);
+  row.maxNewTokens = options_.max_new_tokens;
+  if (rowOptions) {
+    SamplingParams params;
+    params.sample = rowOptions->do_sample != 0;
+    params.temperature = rowOptions->temperature;
+    params.topK = rowOptions->top_k;
+    params.topP = rowOptions->top_p;
+    params.minP = rowOptions->min_p;
+    row.sampler = Sampler(params, rowOptions->seed);
+    row.maxNewTokens = rowOptions->max_new_tokens;
+  } else {
+    row.sampler.reseed(options_.seed);
+  }
+  if (row.maxNewTokens < 1)
+    return fail("a joining row's max_new_tokens is " + std::to_string(row.maxNewTokens) +
+                "; it must be 1 or more");
+  row.tokens.reserve(size_t(capacity_ > 0 ? capacity_ : count + row.maxNewTokens));
+  row.tokens.assign(prompt, prompt + count);
+  row.promptLength = count;
+  if (!started_ || rows_.empty()) {
+    // The first row starts the generation, as prefill does.
+    if (!startRows(&prompt, &count, 1))
+      return false;
+    Row &only = rows_[0];
+    only.sampler = row.sampler;
+    only.maxNewTokens = row.maxNewTokens;
+    int32_t produced = 0;
+    return nextBatch(&first, &produced) == 1 || fail(error_.empty() ? "no token" : error_);
+  }
+  if (logitsReady_)
+    return fail("add_row: the batch's last logits are unread; call next_batch first");
+  if (std::string problem = joinProblem(); !problem.empty())
+    return fail(problem);
+  if (int64_t(rows_.size()) + 1 > batchCapacity_)
+    return fail("the batch holds " + std::to_string(rows_.size()) + " rows, its reserved " +
+                "maximum (reserve_rows)");
+  int64_t newCached = std::max(cached_, count);
+  if (newCached + 1 > capacity_)
+    return fail("a joining prompt of " + std::to_string(count) + " tokens in a batch at " +
+                std::to_string(cached_) + " positions needs " + std::to_string(newCached + 1) +
+                " positions; the capacity is " + std::to_string(capacity_));
+  size_t half = 0;
+  if (!runJoiningPrompt(row, half))
+    return false;
+  // A longer prompt pushes the running rows right, behind more padding.
+  int64_t shift = newCached - cached_;
+  std::vector<int64_t> sources(rows_.size()), shifts(rows_.size(), shift);
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    sources[r] = int64_t(r);
+    rows_[r].pad += shift;
+  }
+  relayoutCache(sources, shifts, newCached);
+  cached_ = length_ = newCached;
+  row.pad = newCached - count;
+  placeJoinedRow(int64_t(rows_.size()), count, row.pad, half);
+  first = row.tokens.back();
+  rows_.push_back(std::move(row));
+  ended_ = false;
+  return true;
+}
+
+bool Generator::removeRow(int64_t row) {
+  error_.clear();
+  if (!started_ || row < 0 || row >= int64_t(rows_.size()))
+    return fail("remove_row: row " + std::to_string(row) + " is not in the batch of " +
+                std::to_string(started_ ? rows_.size() : 0) + " rows");
+  if (logitsReady_)
+    return fail("remove_row: the batch's last logits are unread; call next_batch first");
+  rows_.erase(rows_.begin() + row);
+  if (rows_.empty()) {
+    started_ = false;
+    cached_ = length_ = 0;
+    return true;
+  }
+  // The padding every row has left is dropped: the others shift left.
+  int64_t shared = rows_[0].pad;
+  for (const Row &r : rows_)
+    shared = std::min(shared, r.pad);
+  std::vector<int64_t> sources(rows_.size()), shifts(rows_.size(), -shared);
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    sources[r] = int64_t(r) < row ? int64_t(r) : int64_t(r) + 1;
+    rows_[r].pad -= shared;
+  }
+  relayoutCache(sources, shifts, cached_ - shared);
+  cached_ -= shared;
+  length_ -= shared;
+  bool running = false;
+  for (const Row &r : rows_)
+    running |= !r.finished;
+  ended_ = !running;
+  return true;
+}
+
+} // namespace onnxc::runtime

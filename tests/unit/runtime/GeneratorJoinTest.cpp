@@ -1,0 +1,124 @@
+//===- tests/unit/runtime/GeneratorJoinTest.cpp - Rows joining and leaving a running batch -===//
+//
+// Continuous batching on the toy cache decoder with position ids (its
+// kernel refuses padding, so rows join at the batch's length here; the
+// padded joins run on a compiled GPT-2-like decoder in tests/serve): a row
+// that joins mid-generation and the rows that stay after another leaves get
+// the tokens they get alone, and the calls refuse what they cannot do.
+//
+//===----------------------------------------------------------------------===//
+#include "GeneratorTestModel.h"
+#include "onnxc/onnxc_generate.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace onnxc::runtime::testing::toy;
+
+namespace {
+
+struct GeneratorDeleter {
+  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
+};
+using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+
+onnxc_generate_options joinOptions() {
+  onnxc_generate_options options;
+  onnxc_generate_options_init(&options);
+  options.max_new_tokens = 8;
+  options.capacity = 32;
+  options.num_threads = 1;
+  return options;
+}
+
+std::vector<int64_t> alone(ToyDecoder &toy, const std::vector<int64_t> &prompt, int64_t count) {
+  onnxc_generate_options options = joinOptions();
+  options.max_new_tokens = count;
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &options));
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  int64_t got = onnxc_generate(generator.get(), prompt.data(), int64_t(prompt.size()), out.data(),
+                               count);
+  EXPECT_EQ(got, count) << onnxc_generator_error(generator.get());
+  return out;
+}
+
+} // namespace
+
+TEST(GeneratorJoin, RowsJoiningAndLeavingGetTheirTokensAlone) {
+  ToyDecoder toy(true, true);
+  onnxc_generate_options options = joinOptions();
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &options));
+  ASSERT_TRUE(generator) << onnxc_last_error();
+  ASSERT_EQ(onnxc_generator_joinable(generator.get()), 1) << onnxc_generator_error(generator.get());
+  ASSERT_EQ(onnxc_generator_reserve_rows(generator.get(), 3), 0)
+      << onnxc_generator_error(generator.get());
+  std::vector<int64_t> a = {3, 9, 4}, b = {5, 1, 1, 6}, c(40, 1);
+  std::vector<std::vector<int64_t>> got(3);
+  int64_t first = -1;
+  ASSERT_EQ(onnxc_generator_add_row(generator.get(), a.data(), 3, nullptr, &first), 0);
+  got[0].push_back(first);
+  std::vector<int64_t> tokens(3);
+  std::vector<int32_t> produced(3);
+  std::vector<int> owner = {0}; // batch row -> prompt
+  auto step = [&] {
+    ASSERT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1)
+        << onnxc_generator_error(generator.get());
+    for (size_t r = 0; r < owner.size(); ++r)
+      if (produced[r])
+        got[size_t(owner[r])].push_back(tokens[r]);
+  };
+  step(); // a's sequence is 4 long: b (4 tokens) joins without padding
+  ASSERT_EQ(onnxc_generator_add_row(generator.get(), b.data(), 4, nullptr, &first), 1)
+      << onnxc_generator_error(generator.get());
+  got[1].push_back(first);
+  owner.push_back(1);
+  step();
+  step();
+  // a leaves and b moves to row 0; c is longer than the capacity.
+  ASSERT_EQ(onnxc_generator_remove_row(generator.get(), 0), 0);
+  owner.erase(owner.begin());
+  EXPECT_EQ(onnxc_generator_rows(generator.get()), 1);
+  ASSERT_EQ(onnxc_generator_add_row(generator.get(), c.data(), 40, nullptr, &first), -1);
+  EXPECT_NE(std::string(onnxc_generator_error(generator.get())).find("capacity"),
+            std::string::npos);
+  step();
+  step();
+  EXPECT_EQ(got[0], alone(toy, a, int64_t(got[0].size())));
+  EXPECT_EQ(got[1], alone(toy, b, int64_t(got[1].size())));
+  EXPECT_EQ(got[1].size(), 5u);
+}
+
+TEST(GeneratorJoin, RowOptionsAndRefusals) {
+  ToyDecoder toy(true, true);
+  onnxc_generate_options options = joinOptions();
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &options));
+  ASSERT_EQ(onnxc_generator_reserve_rows(generator.get(), 2), 0);
+  std::vector<int64_t> a = {3, 9, 4};
+  onnxc_generate_options row = joinOptions();
+  row.max_new_tokens = 0;
+  int64_t first = -1;
+  EXPECT_EQ(onnxc_generator_add_row(generator.get(), a.data(), 3, &row, &first), -1);
+  EXPECT_NE(std::string(onnxc_generator_error(generator.get())).find("max_new_tokens"),
+            std::string::npos);
+  row.max_new_tokens = 2;
+  ASSERT_EQ(onnxc_generator_add_row(generator.get(), a.data(), 3, &row, &first), 0);
+  EXPECT_EQ(onnxc_generator_reserve_rows(generator.get(), 4), -1);
+  EXPECT_EQ(onnxc_generator_remove_row(generator.get(), 5), -1);
+  EXPECT_NE(std::string(onnxc_generator_error(generator.get())).find("row 5"), std::string::npos);
+  std::vector<int64_t> tokens(2);
+  std::vector<int32_t> produced(2);
+  EXPECT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1);
+  // The row's own max_new_tokens (2) ends it; the generator's is 8.
+  EXPECT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 0);
+  EXPECT_EQ(onnxc_generator_remove_row(generator.get(), 0), 0);
+  EXPECT_EQ(onnxc_generator_rows(generator.get()), 0);
+
+  ToyDecoder noPositions(true);
+  GeneratorPtr plain(onnxc_generator_create(noPositions.descriptor(), &options));
+  EXPECT_EQ(onnxc_generator_joinable(plain.get()), 0);
+  EXPECT_NE(std::string(onnxc_generator_error(plain.get())).find("position ids"),
+            std::string::npos);
+}
