@@ -113,8 +113,8 @@ llvm::json::Object choice(const Exchange &x, const std::string &text, const char
 }
 
 llvm::json::Object envelope(const Exchange &x, llvm::json::Object choiceObject, bool chunk) {
-  const char *object = x.chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
-                              : "text_completion";
+  const char *object =
+      x.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return llvm::json::Object{{"id", x.id},
                             {"object", object},
                             {"created", x.created},
@@ -166,7 +166,8 @@ std::optional<ApiError> checkLimits(const ServeOptions &options, int64_t prompt,
   const char *param = chat ? "messages" : "prompt";
   if (prompt > options.maxPromptTokens)
     return badRequest("the prompt has " + std::to_string(prompt) + " tokens; this server takes " +
-                          std::to_string(options.maxPromptTokens) + " at most (--max-prompt-tokens)",
+                          std::to_string(options.maxPromptTokens) +
+                          " at most (--max-prompt-tokens)",
                       param);
   if (prompt + sampling.maxTokens > options.maxTotalTokens)
     return badRequest("the prompt's " + std::to_string(prompt) + " tokens and max_tokens " +
@@ -277,25 +278,26 @@ int completions(ServerState &state, const HttpRequest &http, ResponseWriter &wri
   const CompletionRequest &request = std::get<CompletionRequest>(parsed);
   ServedModel *model = state.find(request.model);
   if (!model)
-    return sendError(writer, {404, "the model '" + request.model + "' does not exist; see /v1/models",
-                              "invalid_request_error", "model", "model_not_found"});
+    return sendError(writer,
+                     {404, "the model '" + request.model + "' does not exist; see /v1/models",
+                      "invalid_request_error", "model", "model_not_found"});
   if (!model->scheduler())
-    return sendError(writer, badRequest("model '" + request.model +
-                                            "' is an encoder: it answers /v1/embeddings",
-                                        "model"));
+    return sendError(
+        writer, badRequest("model '" + request.model + "' is an encoder: it answers /v1/embeddings",
+                           "model"));
   auto generation = std::make_shared<Generation>();
   if (std::optional<ApiError> error = promptIds(*model, request, chat, generation->prompt))
     return sendError(writer, *error);
-  if (std::optional<ApiError> error = checkLimits(
-          state.options, int64_t(generation->prompt.size()), request.sampling, chat))
+  if (std::optional<ApiError> error =
+          checkLimits(state.options, int64_t(generation->prompt.size()), request.sampling, chat))
     return sendError(writer, *error);
   generation->sampling = request.sampling;
   generation->deadline =
-      generation->arrival + std::chrono::milliseconds(
-                                int64_t(state.options.requestTimeoutSeconds * 1000));
+      generation->arrival +
+      std::chrono::milliseconds(int64_t(state.options.requestTimeoutSeconds * 1000));
   if (state.options.logPrompts)
-    std::cerr << "onnxc serve: " << request.model << " prompt: "
-              << request.promptText.value_or("(token ids)") << "\n";
+    std::cerr << "onnxc serve: " << request.model
+              << " prompt: " << request.promptText.value_or("(token ids)") << "\n";
   if (!model->scheduler()->submit(generation)) {
     state.metrics.rejectedFull.fetch_add(1);
     return sendError(writer, {429,
@@ -304,8 +306,8 @@ int completions(ServerState &state, const HttpRequest &http, ResponseWriter &wri
                                   " waiting, --max-queue); retry later",
                               "rate_limit_error", "", "queue_full"});
   }
-  Exchange x{state, writer, request, chat, (chat ? "chatcmpl-" : "cmpl-") +
-                                               std::to_string(state.nextId.fetch_add(1))};
+  Exchange x{state, writer, request, chat,
+             (chat ? "chatcmpl-" : "cmpl-") + std::to_string(state.nextId.fetch_add(1))};
   x.promptTokens = int64_t(generation->prompt.size());
   TextOutput output(model->tokenizer(), request.stop);
   return request.stream ? streamAnswer(x, *generation, output)

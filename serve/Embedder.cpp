@@ -31,8 +31,9 @@ std::unique_ptr<Embedder> Embedder::create(const ModelSpec &spec, const ServeOpt
   for (int32_t i = 0; i < model.num_inputs; ++i) {
     std::string_view name = model.inputs[i].name;
     if (!isInteger(model.inputs[i].dtype) || model.inputs[i].rank != 2) {
-      error = "model '" + spec.name + "' has no logits output, so it is served as an encoder, but " +
-              "its input '" + std::string(name) + "' " + model.inputs[i].shape_text +
+      error = "model '" + spec.name +
+              "' has no logits output, so it is served as an encoder, but " + "its input '" +
+              std::string(name) + "' " + model.inputs[i].shape_text +
               " is not [batch, seq] integers (ids, mask or token types)";
       return nullptr;
     }
@@ -62,8 +63,7 @@ std::unique_ptr<Embedder> Embedder::create(const ModelSpec &spec, const ServeOpt
 
 Embedder::~Embedder() { onnxc_session_destroy(session_); }
 
-bool Embedder::embed(const std::vector<int64_t> &ids, std::vector<float> &out,
-                     std::string &error) {
+bool Embedder::embed(const std::vector<int64_t> &ids, std::vector<float> &out, std::string &error) {
   const onnxc_model_descriptor &model = *model_;
   int64_t length = int64_t(ids.size());
   std::vector<std::vector<int64_t>> wide(size_t(model.num_inputs));

@@ -44,12 +44,13 @@ int embeddings(ServerState &state, const HttpRequest &http, ResponseWriter &writ
   EmbeddingRequest &request = std::get<EmbeddingRequest>(parsed);
   ServedModel *model = state.find(request.model);
   if (!model)
-    return sendError(writer, {404, "the model '" + request.model + "' does not exist; see /v1/models",
-                              "invalid_request_error", "model", "model_not_found"});
+    return sendError(writer,
+                     {404, "the model '" + request.model + "' does not exist; see /v1/models",
+                      "invalid_request_error", "model", "model_not_found"});
   if (!model->embedder())
-    return sendError(writer, badRequest("model '" + request.model +
-                                            "' is a decoder: it answers /v1/completions",
-                                        "model"));
+    return sendError(
+        writer, badRequest("model '" + request.model + "' is a decoder: it answers /v1/completions",
+                           "model"));
   std::vector<std::vector<int64_t>> inputs = std::move(request.inputIds);
   for (const std::string &text : request.inputs) {
     if (!model->tokenizer())
@@ -71,15 +72,15 @@ int embeddings(ServerState &state, const HttpRequest &http, ResponseWriter &writ
   std::vector<float> embedding;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].empty() || int64_t(inputs[i].size()) > state.options.maxPromptTokens)
-      return sendError(writer, badRequest("input " + std::to_string(i) + " has " +
-                                              std::to_string(inputs[i].size()) +
-                                              " tokens; give 1 to " +
-                                              std::to_string(state.options.maxPromptTokens),
-                                          "input"));
+      return sendError(writer,
+                       badRequest("input " + std::to_string(i) + " has " +
+                                      std::to_string(inputs[i].size()) + " tokens; give 1 to " +
+                                      std::to_string(state.options.maxPromptTokens),
+                                  "input"));
     std::string error;
     if (!model->embedder()->embed(inputs[i], embedding, error))
-      return sendError(writer, {500, "model '" + request.model + "': " + error, "server_error",
-                                "", ""});
+      return sendError(writer,
+                       {500, "model '" + request.model + "': " + error, "server_error", "", ""});
     tokens += int64_t(inputs[i].size());
     llvm::json::Value values = llvm::json::Array();
     if (request.base64)
@@ -91,12 +92,13 @@ int embeddings(ServerState &state, const HttpRequest &http, ResponseWriter &writ
         {"object", "embedding"}, {"index", int64_t(i)}, {"embedding", std::move(values)}});
   }
   state.metrics.promptTokens.fetch_add(uint64_t(tokens));
-  writer.send(200, "application/json",
-              jsonText(llvm::json::Object{
-                  {"object", "list"},
-                  {"data", std::move(data)},
-                  {"model", request.model},
-                  {"usage", llvm::json::Object{{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}));
+  writer.send(
+      200, "application/json",
+      jsonText(llvm::json::Object{
+          {"object", "list"},
+          {"data", std::move(data)},
+          {"model", request.model},
+          {"usage", llvm::json::Object{{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}));
   return 200;
 }
 

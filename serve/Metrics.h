@@ -21,7 +21,7 @@ namespace onnxc::serve {
 class Histogram {
 public:
   static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                     0.25,  0.5,    1,     2.5,  5,     10,  30};
+                                                     0.25,  0.5,    1,     2.5,  5,     10,   30};
   void observe(double seconds);
   /// Appends the _bucket, _sum and _count lines of `name`.
   void render(const std::string &name, std::string &out) const;

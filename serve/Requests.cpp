@@ -13,6 +13,8 @@
 
 #include <llvm/Support/JSON.h>
 
+#include <random>
+
 namespace onnxc::serve {
 
 namespace {
@@ -171,8 +173,8 @@ void readStop(Reader &reader, CompletionRequest &request) {
 
 void readSampling(Reader &reader, CompletionRequest &request, bool chat) {
   SamplingRequest &sampling = request.sampling;
-  const char *maxName = chat && reader.field("max_completion_tokens") ? "max_completion_tokens"
-                                                                       : "max_tokens";
+  const char *maxName =
+      chat && reader.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   sampling.maxTokens = reader.integer(maxName, 1, int64_t(1) << 31).value_or(chat ? 256 : 16);
   float temperature = float(reader.number("temperature", 0, 2).value_or(1));
   sampling.sample = temperature > 0;
@@ -181,7 +183,10 @@ void readSampling(Reader &reader, CompletionRequest &request, bool chat) {
   if (sampling.topP <= 0)
     reader.refuse("top_p", "must be greater than 0");
   sampling.topK = int32_t(reader.integer("top_k", 0, 1 << 30).value_or(0));
-  sampling.seed = uint64_t(reader.integer("seed", INT64_MIN, INT64_MAX).value_or(0));
+  // Without a seed each request draws its own, as OpenAI's sampling does.
+  std::optional<int64_t> seed = reader.integer("seed", INT64_MIN, INT64_MAX);
+  sampling.seed =
+      seed ? uint64_t(*seed) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
   request.stream = reader.boolean("stream").value_or(false);
   if (reader.integer("n", 1, 1).value_or(1) != 1)
     return;

@@ -37,7 +37,8 @@ struct EmbeddingRequest {
   std::string model;
   std::vector<std::string> inputs;
   std::vector<std::vector<int64_t>> inputIds; ///< Token-id inputs.
-  bool base64 = false; ///< encoding_format "base64": little-endian f32 bytes, base64 (the openai client's default).
+  bool base64 = false; ///< encoding_format "base64": little-endian f32 bytes, base64 (the openai
+                       ///< client's default).
 };
 
 /// Parses a completion (`chat` false) or chat completion body; the error

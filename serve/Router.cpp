@@ -62,8 +62,10 @@ int route(ServerState &state, const HttpRequest &request, ResponseWriter &writer
                 : wrongMethod("POST");
   if (path == "/v1/embeddings")
     return post ? embeddings(state, request, writer) : wrongMethod("POST");
-  return sendError(writer, {404, "no endpoint " + path + "; see /v1/models, /v1/completions, "
-                                     "/v1/chat/completions, /v1/embeddings, /health, /metrics",
+  return sendError(writer, {404,
+                            "no endpoint " + path +
+                                "; see /v1/models, /v1/completions, "
+                                "/v1/chat/completions, /v1/embeddings, /health, /metrics",
                             "invalid_request_error", "", "not_found"});
 }
 

@@ -17,9 +17,8 @@ bool hasLogits(const onnxc_model_descriptor &model) {
 
 } // namespace
 
-std::unique_ptr<ServedModel> ServedModel::create(const ModelSpec &spec,
-                                                 const ServeOptions &options, Metrics &metrics,
-                                                 std::string &error) {
+std::unique_ptr<ServedModel> ServedModel::create(const ModelSpec &spec, const ServeOptions &options,
+                                                 Metrics &metrics, std::string &error) {
   std::unique_ptr<ServedModel> model(new ServedModel());
   model->name_ = spec.name;
   if (!spec.tokenizerPath.empty()) {
