@@ -264,6 +264,10 @@ int onnxc_generator_reserve_rows(onnxc_generator *generator, int64_t rows) {
   }
 }
 
+int64_t onnxc_generator_max_positions(const onnxc_generator *generator, int64_t up_to) {
+  return generator ? generator->impl->maxPositions(up_to) : -1;
+}
+
 int onnxc_generator_joinable(onnxc_generator *generator) {
   if (!generator)
     return 0;

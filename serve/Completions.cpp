@@ -161,7 +161,7 @@ std::optional<ApiError> promptIds(ServedModel &model, const CompletionRequest &r
   return std::nullopt;
 }
 
-std::optional<ApiError> checkLimits(const ServeOptions &options, int64_t prompt,
+std::optional<ApiError> checkLimits(const ServeOptions &options, int64_t modelTotal, int64_t prompt,
                                     const SamplingRequest &sampling, bool chat) {
   const char *param = chat ? "messages" : "prompt";
   if (prompt > options.maxPromptTokens)
@@ -169,13 +169,16 @@ std::optional<ApiError> checkLimits(const ServeOptions &options, int64_t prompt,
                           std::to_string(options.maxPromptTokens) +
                           " at most (--max-prompt-tokens)",
                       param);
-  if (prompt + sampling.maxTokens > options.maxTotalTokens)
-    return badRequest("the prompt's " + std::to_string(prompt) + " tokens and max_tokens " +
-                          std::to_string(sampling.maxTokens) + " make " +
-                          std::to_string(prompt + sampling.maxTokens) +
-                          " tokens; this server allows " + std::to_string(options.maxTotalTokens) +
-                          " (--max-total-tokens): lower max_tokens",
-                      "max_tokens");
+  if (prompt + sampling.maxTokens > modelTotal)
+    return badRequest(
+        "the prompt's " + std::to_string(prompt) + " tokens and max_tokens " +
+            std::to_string(sampling.maxTokens) + " make " +
+            std::to_string(prompt + sampling.maxTokens) + " tokens; " +
+            (modelTotal < options.maxTotalTokens
+                 ? "this model holds " + std::to_string(modelTotal)
+                 : "this server allows " + std::to_string(modelTotal) + " (--max-total-tokens)") +
+            ": lower max_tokens",
+        "max_tokens");
   return std::nullopt;
 }
 
@@ -289,7 +292,8 @@ int completions(ServerState &state, const HttpRequest &http, ResponseWriter &wri
   if (std::optional<ApiError> error = promptIds(*model, request, chat, generation->prompt))
     return sendError(writer, *error);
   if (std::optional<ApiError> error =
-          checkLimits(state.options, int64_t(generation->prompt.size()), request.sampling, chat))
+          checkLimits(state.options, model->scheduler()->maxTotalTokens(),
+                      int64_t(generation->prompt.size()), request.sampling, chat))
     return sendError(writer, *error);
   generation->sampling = request.sampling;
   generation->deadline =

@@ -26,14 +26,24 @@ std::unique_ptr<Scheduler> Scheduler::create(const ModelSpec &spec, const ServeO
                                              Metrics &metrics, std::string &error) {
   onnxc_generate_options generate;
   onnxc_generate_options_init(&generate);
-  // The rows stay right-aligned with one of them unpadded, so the shared
-  // sequence never outgrows the longest request (plus its pending token).
-  generate.capacity = options.maxTotalTokens + 2;
   generate.max_new_tokens = options.maxTotalTokens;
   generate.num_threads = options.threads;
   generate.mapping = spec.mapping.c_str();
   generate.eos_token_ids = spec.eosTokenIds.data();
   generate.num_eos_token_ids = int32_t(spec.eosTokenIds.size());
+  // The rows stay right-aligned with one of them unpadded, so the shared
+  // sequence never outgrows the longest request plus its pending token; a
+  // model whose graph holds fewer positions (GPT-2's table) lowers the limit.
+  int64_t wanted = options.maxTotalTokens + 2, holds = wanted;
+  if (onnxc_generator *probe = onnxc_generator_create(spec.model, &generate)) {
+    holds = onnxc_generator_max_positions(probe, wanted);
+    onnxc_generator_destroy(probe);
+  }
+  if (holds < 3) {
+    error = "model '" + spec.name + "' holds " + std::to_string(holds) + " positions";
+    return nullptr;
+  }
+  generate.capacity = holds;
   onnxc_generator *generator = onnxc_generator_create(spec.model, &generate);
   if (!generator) {
     error = "model '" + spec.name + "': " + onnxc_last_error();
@@ -41,6 +51,7 @@ std::unique_ptr<Scheduler> Scheduler::create(const ModelSpec &spec, const ServeO
   }
   std::unique_ptr<Scheduler> scheduler(new Scheduler(options, metrics, generator));
   scheduler->stops_ = spec.eosTokenIds;
+  scheduler->maxTotalTokens_ = holds - 2;
   if (onnxc_generator_joinable(generator) != 1) {
     scheduler->serialReason_ = onnxc_generator_error(generator);
   } else if (options.maxBatch > 1) {
@@ -169,7 +180,9 @@ bool Scheduler::deliver(size_t row, int64_t token) {
 void Scheduler::release(size_t row) {
   if (onnxc_generator_remove_row(generator_, int64_t(row)) != 0)
     rows_[row].generation->finish("", onnxc_generator_error(generator_));
-  rows_.erase(rows_.begin() + std::ptrdiff_t(row));
+  // As in the generator: the last row takes the freed index.
+  rows_[row] = std::move(rows_.back());
+  rows_.pop_back();
   metrics_.runningRows.fetch_sub(1);
 }
 

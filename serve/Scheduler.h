@@ -38,6 +38,9 @@ public:
   bool submit(std::shared_ptr<Generation> generation);
   /// Rows the batch can hold at once.
   int maxRows() const { return maxRows_; }
+  /// Prompt and generated tokens a request may have: --max-total-tokens, or
+  /// less when the model's graph holds fewer positions.
+  int64_t maxTotalTokens() const { return maxTotalTokens_; }
   /// Why rows run one at a time, or empty when they batch.
   const std::string &serialReason() const { return serialReason_; }
 
@@ -64,6 +67,7 @@ private:
   onnxc_generator *generator_;
   std::vector<int64_t> stops_;
   int maxRows_ = 1;
+  int64_t maxTotalTokens_ = 0;
   std::string serialReason_;
   std::vector<Row> rows_;
   std::mutex mutex_;

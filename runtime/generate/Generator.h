@@ -74,6 +74,8 @@ public:
               int64_t &first);
   bool removeRow(int64_t row);
   bool reserveRows(int64_t rows);
+  /// The most positions, up to `upTo`, a generation of this model can hold.
+  int64_t maxPositions(int64_t upTo) const;
   /// Why a row cannot join a running batch of this model, or empty.
   std::string joinProblem() const;
 
@@ -141,6 +143,8 @@ private:
   /// shifts[d] positions along the sequence, with `newCached` positions.
   void relayoutCache(const std::vector<int64_t> &sources, const std::vector<int64_t> &shifts,
                      int64_t newCached);
+  /// Drops the padding every row has (they shift left), when there is some.
+  void compactRows();
   /// Copies a joining row's cache (joinCache_ half `half`, `count` positions)
   /// into row `row` of the batch at position `offset`, zeroing its padding.
   void placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_t half);

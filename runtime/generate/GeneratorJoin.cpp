@@ -12,11 +12,14 @@
 // front of them, so they are copied into the batch's cache at the row's
 // padded offset, and its first token is chosen from that run's logits. A
 // prompt longer than the batch shifts the running rows right (more padding
-// for them); a leaving row lets the others shift left by the padding they
-// all share, so the sequence axis does not grow past what the rows need.
+// for them); a leaving row's index goes to the last row. When the shared
+// sequence reaches the capacity, the padding all rows have is dropped (they
+// shift left), so it never grows past the longest row and its next token.
 //
 //===----------------------------------------------------------------------===//
 #include "Generator.h"
+
+#include "GeneratorLength.h"
 
 #include "DimExpr.h"
 #include "Dtype.h"
@@ -39,6 +42,21 @@ std::string Generator::joinProblem() const {
   if (options_.capacity <= 0)
     return "rows join a running batch in buffers allocated once: give the capacity option";
   return checkBatchLeadingCaches();
+}
+
+int64_t Generator::maxPositions(int64_t upTo) const {
+  auto holds = [&](int64_t positions) {
+    return checkSequenceLength(model_, roles_, 1, -1, positions).empty();
+  };
+  if (upTo < 1 || holds(upTo))
+    return upTo;
+  // The model's bounds are monotonic in the length: the largest that holds.
+  int64_t low = 1, high = upTo;
+  while (high - low > 1) {
+    int64_t middle = low + (high - low) / 2;
+    (holds(middle) ? low : high) = middle;
+  }
+  return low;
 }
 
 bool Generator::reserveRows(int64_t rows) {
@@ -67,27 +85,32 @@ void Generator::cacheBlock(size_t pair, int64_t &outer, int64_t &inner) {
 
 void Generator::relayoutCache(const std::vector<int64_t> &sources,
                               const std::vector<int64_t> &shifts, int64_t newCached) {
-  bool moves = cached_ != newCached;
-  for (size_t d = 0; d < sources.size(); ++d)
-    moves |= sources[d] != int64_t(d) || shifts[d] != 0;
-  if (!moves)
-    return;
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    // In place the layout keeps the capacity along the sequence; the
+    // swapped halves are dense at the positions cached, so a new length
+    // moves every row of them.
+    bool restride = !inPlace_[k] && newCached != cached_;
+    std::vector<size_t> moved;
+    for (size_t d = 0; d < sources.size(); ++d)
+      if (restride || sources[d] != int64_t(d) || shifts[d] != 0)
+        moved.push_back(d);
+    if (moved.empty())
+      continue;
     int64_t outer = 0, inner = 0;
     cacheBlock(k, outer, inner);
-    // In place the layout keeps the capacity along the sequence; the
-    // swapped halves are dense at the positions cached.
     size_t oldStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
     size_t newStride = size_t((inPlace_[k] ? capacity_ : newCached) * inner);
     size_t used = size_t(cached_ * inner);
     auto *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
-    // The source rows are saved first: a destination may overlap any of them.
-    gathered_.resize(sources.size() * size_t(outer) * used);
-    for (size_t d = 0; d < sources.size(); ++d)
+    // The rows read are saved first: a row written may be one of them.
+    gathered_.resize(moved.size() * size_t(outer) * used);
+    for (size_t i = 0; i < moved.size(); ++i)
       for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(gathered_.data() + (d * size_t(outer) + size_t(o)) * used,
-                    base + (size_t(sources[d]) * size_t(outer) + size_t(o)) * oldStride, used);
-    for (size_t d = 0; d < sources.size(); ++d) {
+        std::memcpy(gathered_.data() + (i * size_t(outer) + size_t(o)) * used,
+                    base + (size_t(sources[moved[i]]) * size_t(outer) + size_t(o)) * oldStride,
+                    used);
+    for (size_t i = 0; i < moved.size(); ++i) {
+      size_t d = moved[i];
       int64_t shift = shifts[d];
       int64_t first = std::max<int64_t>(0, -shift);
       int64_t last = std::min<int64_t>(cached_, newCached - shift);
@@ -98,12 +121,30 @@ void Generator::relayoutCache(const std::vector<int64_t> &sources,
         std::memset(row, 0, size_t(newCached * inner));
         if (last > first)
           std::memcpy(row + size_t((first + shift) * inner),
-                      gathered_.data() + (d * size_t(outer) + size_t(o)) * used +
+                      gathered_.data() + (i * size_t(outer) + size_t(o)) * used +
                           size_t(first * inner),
                       size_t((last - first) * inner));
       }
     }
   }
+}
+
+void Generator::compactRows() {
+  if (rows_.empty() || !roles_.hasCache())
+    return;
+  int64_t shared = rows_[0].pad;
+  for (const Row &r : rows_)
+    shared = std::min(shared, r.pad);
+  if (shared == 0)
+    return;
+  std::vector<int64_t> sources(rows_.size()), shifts(rows_.size(), -shared);
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    sources[r] = int64_t(r);
+    rows_[r].pad -= shared;
+  }
+  relayoutCache(sources, shifts, cached_ - shared);
+  cached_ -= shared;
+  length_ -= shared;
 }
 
 void Generator::placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_t half) {
@@ -205,6 +246,11 @@ bool Generator::addRow(const int64_t *prompt, int64_t count,
     return fail("the batch holds " + std::to_string(rows_.size()) + " rows, its reserved " +
                 "maximum (reserve_rows)");
   int64_t newCached = std::max(cached_, count);
+  if (newCached + 1 > capacity_) {
+    // The padding every row has is dropped (the rows shift left) only when it is in the way.
+    compactRows();
+    newCached = std::max(cached_, count);
+  }
   if (newCached + 1 > capacity_)
     return fail("a joining prompt of " + std::to_string(count) + " tokens in a batch at " +
                 std::to_string(cached_) + " positions needs " + std::to_string(newCached + 1) +
@@ -236,24 +282,22 @@ bool Generator::removeRow(int64_t row) {
                 std::to_string(started_ ? rows_.size() : 0) + " rows");
   if (logitsReady_)
     return fail("remove_row: the batch's last logits are unread; call next_batch first");
-  rows_.erase(rows_.begin() + row);
+  // The last row takes the freed index: one row's cache moves, not all after it.
+  size_t last = rows_.size() - 1;
+  if (size_t(row) != last) {
+    std::vector<int64_t> sources(last), shifts(last, 0);
+    for (size_t r = 0; r < last; ++r)
+      sources[r] = int64_t(r);
+    sources[size_t(row)] = int64_t(last);
+    relayoutCache(sources, shifts, cached_);
+    rows_[size_t(row)] = std::move(rows_[last]);
+  }
+  rows_.pop_back();
   if (rows_.empty()) {
     started_ = false;
     cached_ = length_ = 0;
     return true;
   }
-  // The padding every row has left is dropped: the others shift left.
-  int64_t shared = rows_[0].pad;
-  for (const Row &r : rows_)
-    shared = std::min(shared, r.pad);
-  std::vector<int64_t> sources(rows_.size()), shifts(rows_.size(), -shared);
-  for (size_t r = 0; r < rows_.size(); ++r) {
-    sources[r] = int64_t(r) < row ? int64_t(r) : int64_t(r) + 1;
-    rows_[r].pad -= shared;
-  }
-  relayoutCache(sources, shifts, cached_ - shared);
-  cached_ -= shared;
-  length_ -= shared;
   bool running = false;
   for (const Row &r : rows_)
     running |= !r.finished;

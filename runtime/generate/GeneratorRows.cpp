@@ -271,6 +271,8 @@ int Generator::nextBatch(int64_t *tokens, int32_t *produced) {
     return 0;
   }
   if (!logitsReady_) {
+    if (length_ + 1 > capacity_)
+      compactRows();
     if (length_ + 1 > capacity_) {
       started_ = false;
       return fail("the sequence would grow to " + std::to_string(length_ + 1) +

@@ -107,6 +107,17 @@ def narrow(models):
     s.stop()
 
 
+@pytest.fixture(scope="module")
+def tight(models):
+    """A short capacity (40 positions) under more clients than rows: rows join and leave all the
+    time, and the shared sequence may reach the capacity (the generator then drops the padding all
+    rows have; tests/unit's GeneratorJoin covers that step by step)."""
+    s = Server(models["decoder"], "--max-batch", "3", "--max-prompt-tokens", "16", "--max-total-tokens", "40",
+               env={"ONNXC_API_KEY": ""})
+    yield s
+    s.stop()
+
+
 def generate_alone(models, ids, count):
     """`onnxc generate` (greedy) on the same library: the reference tokens."""
     out = subprocess.run([ONNXC, "generate", os.path.join(models["decoder"], "model.so"), "--prompt-ids",
@@ -171,6 +182,31 @@ def test_concurrent_requests_get_their_tokens_alone(server, models):
     assert results == alone
     tokenizer = models["tokenizer"]
     assert alone[1] == tokenizer.decode(generate_alone(models, tokenizer.encode(PROMPTS[1]).ids, 9))
+
+
+def test_rows_joining_and_leaving_past_the_capacity_keep_their_tokens(server, tight):
+    lengths = [20, 9, 14, 24, 6, 17]
+
+    def ask(s, i, key=KEY):
+        return s.client(key=key).completions.create(model="decoder", prompt=PROMPTS[i], max_tokens=lengths[i],
+                                                    temperature=0).choices[0].text
+
+    alone = [ask(server, i) for i in range(len(PROMPTS))]
+    results = {}
+
+    def worker(t):
+        for round in range(3):
+            i = (t + round) % len(PROMPTS)
+            results[(t, round)] = (i, ask(tight, i, key="unused"))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(results) == 15
+    for (i, text) in results.values():
+        assert text == alone[i], i
 
 
 def test_malformed_requests_are_400_naming_the_field(server):

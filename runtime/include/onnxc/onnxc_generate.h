@@ -205,8 +205,12 @@ int64_t onnxc_generator_rows(const onnxc_generator *generator);
  * removes it). row_options (NULL: the generator's) gives the row its own
  * max_new_tokens, do_sample, temperature, top_k, top_p, min_p and seed; the
  * other fields are the generator's. Returns the new row's index (the last),
- * or -1. remove_row takes a row out; the rows after it move down one. */
+ * or -1. remove_row takes a row out; the last row takes its index. */
 int onnxc_generator_reserve_rows(onnxc_generator *generator, int64_t rows);
+/* The most positions (prompt and generated tokens, up to up_to) a
+ * generation of this model can hold: its graph may bound the sequence (GPT-2's
+ * position table). A server sizes the capacity option with it. */
+int64_t onnxc_generator_max_positions(const onnxc_generator *generator, int64_t up_to);
 /* 1 when rows can join a running batch; 0 with onnxc_generator_error() saying why. */
 int onnxc_generator_joinable(onnxc_generator *generator);
 int64_t onnxc_generator_add_row(onnxc_generator *generator, const int64_t *prompt_ids,

@@ -67,7 +67,8 @@ TEST(ServeRequests, RefusalsNameTheField) {
 }
 
 TEST(ServeRequests, Embeddings) {
-  auto parsed = parseEmbedding(R"({"model": "e", "input": ["a", [1, 2]], "encoding_format": "base64"})");
+  auto parsed =
+      parseEmbedding(R"({"model": "e", "input": ["a", [1, 2]], "encoding_format": "base64"})");
   ASSERT_TRUE(std::holds_alternative<EmbeddingRequest>(parsed));
   const EmbeddingRequest &request = std::get<EmbeddingRequest>(parsed);
   EXPECT_EQ(request.inputs, std::vector<std::string>{"a"});
@@ -101,6 +102,7 @@ TEST(ServeMetrics, PrometheusText) {
             std::string::npos);
   EXPECT_NE(text.find("onnxc_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(text.find("onnxc_time_to_first_token_seconds_bucket{le=\"30\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("onnxc_time_to_first_token_seconds_bucket{le=\"30\"} 2\n"),
+            std::string::npos);
   EXPECT_NE(text.find("onnxc_time_to_first_token_seconds_count 2\n"), std::string::npos);
 }
