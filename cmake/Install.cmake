@@ -25,9 +25,14 @@ install(TARGETS onnxc EXPORT onnxcTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BI
         COMPONENT toolchain)
 install(TARGETS onnxc_runtime EXPORT onnxcTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         COMPONENT toolchain)
-# The tokenizers' shared library (text/) and its header; the tool finds it beside its bin/.
+# The tokenizers' and chat templates' shared library (text/) and its headers; the tool finds it
+# beside its bin/.
 install(TARGETS onnxc_text LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT toolchain)
 install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_tokenizer.h
+              ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_chat.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)
+# Text generation over a model.so's generator (onnxc_text_generate.h), in the same library.
+install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_text_generate.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)
 set_target_properties(onnxc PROPERTIES INSTALL_RPATH "$ORIGIN/${ONNXC_LIB_FROM_BIN}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/onnxc

@@ -8,51 +8,30 @@
 #include "onnxc/onnxc_tokenizer.h"
 
 #include "ir/Error.h"
+#include "text/CApiSupport.h"
 #include "text/DecodeStream.h"
-#include "text/Tokenizer.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
-
-struct onnxc_tokenizer {
-  std::unique_ptr<onnxc::text::Tokenizer> tokenizer;
-};
 
 struct onnxc_token_stream {
   onnxc::text::DecodeStream stream;
   std::string text;
 };
 
-namespace {
+using onnxc::text::guarded;
+using onnxc::text::lastError;
+using onnxc::text::requirePointer;
 
-thread_local std::string lastError;
-
-/// Runs `body`, turning any exception into `failed` and the thread's last error.
-template <typename Result, typename Body> Result guarded(Result failed, Body body) {
-  try {
-    lastError.clear();
-    return body();
-  } catch (const std::bad_alloc &) {
-    lastError = "out of memory";
-  } catch (const std::exception &e) {
-    lastError = e.what();
-  } catch (...) {
-    lastError = "unknown error";
-  }
-  return failed;
+std::string &onnxc::text::lastError() {
+  thread_local std::string error;
+  return error;
 }
-
-void requirePointer(const void *pointer, const char *what, const char *function) {
-  if (!pointer)
-    onnxc::fail(function, ": ", what, " is NULL");
-}
-
-} // namespace
 
 extern "C" {
 
-const char *onnxc_tokenizer_last_error(void) { return lastError.c_str(); }
+const char *onnxc_tokenizer_last_error(void) { return lastError().c_str(); }
 
 onnxc_tokenizer *onnxc_tokenizer_create(const char *path) {
   return guarded<onnxc_tokenizer *>(nullptr, [&] {

@@ -130,7 +130,7 @@ private:
   /// tiles.
   PanelPrefetch panelPrefetch(const PanelColumn &column, llvm::Value *tileRow, int64_t unroll,
                               int64_t perStep);
-  /// The densest prefetch: the panel covered in 4 tiles.
+  /// The densest prefetch: the whole next panel covered by one tile.
   int64_t densestPrefetchPerStep(int64_t unroll) const;
   /// The full MR-row tiles of rows [0, fullRows), prefetching `perStep`
   /// lines per k-loop iteration, stored straight from the accumulators.

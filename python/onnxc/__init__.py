@@ -14,13 +14,14 @@ from . import _onnxc
 from ._model import Model, ValueInfo
 from ._progress import CompileProgress, progress_reporter as _progress_reporter
 from ._tokenizer import Tokenizer, TokenStream
+from ._chat import ChatTemplate
 
 #: The package's version: pyproject.toml's, which the build compiled into the module (the same one
 #: `onnxc --version` prints).
 __version__ = _onnxc.__version__
 
-__all__ = ["__version__", "CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream", "compile", "load", "dump",
-           "explain"]
+__all__ = ["__version__", "ChatTemplate", "CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream",
+           "compile", "load", "dump", "explain"]
 
 #: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
 #: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".
@@ -56,40 +57,43 @@ def _threads(threads):
     return threads
 
 
-def _genai_folder(path):
-    """(model file, generate defaults, config) of an onnxruntime-genai folder (genai_config.json:
-    docs/GENERATE.md), or None for anything else."""
-    config_path = os.path.join(path, "genai_config.json")
-    if not (os.path.isdir(path) and os.path.isfile(config_path)):
+def _model_folder(path):
+    """(model file, generate defaults, folder info) of a model folder (driver/ModelFolder: an
+    onnxruntime-genai folder, an Optimum export, or one .onnx or .so with its tokenizer;
+    docs/GENERATE.md), or None for a file."""
+    if not os.path.isdir(path):
         return None
-    import json
-    with open(config_path) as f:
-        config = json.load(f)
-    decoder = config.get("model", {}).get("decoder", {})
-    if "filename" not in decoder:
-        raise Error(f"{config_path}: 'model.decoder.filename' is missing")
-    inputs, outputs = decoder.get("inputs", {}), decoder.get("outputs", {})
-    roles = [(role, inputs.get(role)) for role in ("input_ids", "attention_mask", "position_ids")]
-    roles.append(("logits", outputs.get("logits")))
-    for kind in ("key", "value"):
-        past, present = inputs.get(f"past_{kind}_names"), outputs.get(f"present_{kind}_names")
-        if past and present:
-            for layer in range(int(decoder.get("num_hidden_layers", 0))):
-                roles.append((past % layer, present % layer))
-    defaults = {"mapping": ",".join(f"{role}={name}" for role, name in roles if name)}
-    eos = config.get("model", {}).get("eos_token_id")
-    if isinstance(eos, list):
-        eos = eos[0] if eos else None
-    if eos is not None:
-        defaults["eos_token_id"] = int(eos)
-    return os.path.join(path, decoder["filename"]), defaults, config
+    folder = _onnxc.model_folder(path)
+    defaults = {key: folder[key] for key in ("mapping", "bos_token_id", "pad_token_id", "add_bos_token",
+                                             "max_length", "max_new_tokens", "top_k", "top_p", "temperature",
+                                             "repetition_penalty", "do_sample") if folder[key] not in (None, "")}
+    eos = folder["eos_token_ids"]
+    if eos:
+        defaults["eos_token_id"] = eos[0] if len(eos) == 1 else list(eos)
+    return folder["model"], defaults, folder
+
+
+def _with_folder(model, folder_info, defaults):
+    """`model` with its folder's tokenizer, genai config and generate() defaults."""
+    from ._tokenizer import Tokenizer
+    model._generate_defaults = defaults
+    model.folder = folder_info
+    if folder_info["tokenizer"]:
+        model.tokenizer = Tokenizer(folder_info["tokenizer"])
+    config_path = os.path.join(os.path.dirname(folder_info["model"]), "genai_config.json")
+    if folder_info["kind"] == "onnxruntime-genai" and os.path.isfile(config_path):
+        import json
+        with open(config_path) as f:
+            model.genai_config = json.load(f)
+    return model
 
 
 def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
             passes=None, precision="f32", progress=None):
-    """Compiles MODEL (.onnx or .ir, or an onnxruntime-genai folder: its genai_config.json names
-    the decoder, and its roles and end token become generate()'s defaults) and returns a runnable
-    Model.
+    """Compiles MODEL (.onnx or .ir, or a model folder: an onnxruntime-genai folder, whose
+    genai_config.json names the decoder and its roles, an Optimum export, or a folder of one .onnx
+    and its tokenizer.json; the folder's tokenizer becomes Model.tokenizer and its configs' stop ids
+    and search settings generate()'s defaults) and returns a runnable Model.
 
     Without `output` the code is JIT-compiled into this process (nothing is written, no C++
     compiler needed). With `output="model.so"` a shared library and its C header (`header`, default
@@ -109,15 +113,20 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     (KeyboardInterrupt) propagates.
     """
     path = _path(model, "model")
-    genai = _genai_folder(path)
-    if genai is not None:
-        # An onnxruntime-genai folder: its decoder, and its roles as generate()'s defaults.
-        model_path, defaults, config = genai
+    folder = _model_folder(path)
+    if folder is not None:
+        # A model folder: its model, its tokenizer, and its configs as generate()'s defaults.
+        model_path, defaults, info = folder
+        if model_path.endswith(".so"):
+            raise Error(f"{path}: the folder's model is a compiled library ({os.path.basename(model_path)}); "
+                        "use onnxc.load")
         compiled = compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
                            precision, progress)
-        compiled.genai_config = config
-        compiled._generate_defaults = defaults
-        return compiled
+        if info["merged_decoder"] and any(i.name == "use_cache_branch" for i in compiled.inputs):
+            raise Error(f"{model_path}: an Optimum merged decoder (an If on use_cache_branch) is not supported "
+                        "yet; export with Optimum's --no-post-process for decoder_with_past_model.onnx, or a "
+                        "recent Optimum's model.onnx")
+        return _with_folder(compiled, info, defaults)
     opt_level = int(opt_level)
     threads = _threads(threads)
     if output is None and header is not None:
@@ -138,10 +147,20 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
 
 
 def load(library, threads=0):
-    """Loads a model library written by `onnxc compile` (or compile(output=...)). Raises
+    """Loads a model library written by `onnxc compile` (or compile(output=...)), or a folder holding
+    one with its tokenizer.json (and configs), as compile() takes a model folder. Raises
     onnxc.Error naming the missing features when this CPU lacks one the library's code uses
     (`Model.cpu_features`)."""
     path = _path(library, "library")
+    folder = _model_folder(path)
+    if folder is not None:
+        # A folder of one compiled model.so and its tokenizer (and configs).
+        model_path, defaults, info = folder
+        if not model_path.endswith(".so"):
+            raise Error(f"{path}: the folder's model is {os.path.basename(model_path)}, not a compiled "
+                        "library; use onnxc.compile")
+        return _with_folder(Model(_onnxc.load(model_path, _threads(threads)), source=model_path), info,
+                            defaults)
     return Model(_onnxc.load(path, _threads(threads)), source=path)
 
 

@@ -60,8 +60,10 @@ class Model:
         self._output_index = {info.name: i for i, info in enumerate(self.outputs)}
         self.source = source
         self.last_generation = None
-        # An onnxruntime-genai folder's config and the generate() defaults it gives (compile).
+        # A model folder's configs and the generate() defaults they give (compile, load).
         self.genai_config = None
+        self.tokenizer = None  # an onnxc.Tokenizer: the model folder's
+        self.folder = None  # what the model folder held (compile or load of a folder)
         self._generate_defaults = {}
 
     @property
@@ -139,28 +141,43 @@ class Model:
         results = self.run(None, feeds)
         return results[0] if len(results) == 1 else tuple(results)
 
-    def generate(self, prompt_ids, max_new_tokens=32, *, do_sample=False, temperature=1.0, top_k=0,
-                 top_p=1.0, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None,
-                 encoder=None, source_ids=None, repetition_penalty=1.0, presence_penalty=0.0,
+    def generate(self, prompt_ids, max_new_tokens=None, *, do_sample=None, temperature=None, top_k=None,
+                 top_p=None, seed=0, eos_token_id=None, capacity=0, mapping=None, on_token=None,
+                 encoder=None, source_ids=None, repetition_penalty=None, presence_penalty=0.0,
                  frequency_penalty=0.0, min_p=0.0, min_new_tokens=0, logprobs=False, top_logprobs=0,
                  pad_token_id=None, num_beams=1, num_return_sequences=1, length_penalty=1.0,
-                 early_stopping=False):
-        """Generates token ids with a decoder (docs/GENERATE.md): the prompt once, then one step per
-        token, the KV cache in the runtime's buffers when the model has past/present pairs (else
-        the whole sequence re-runs at every step). Returns the new ids as a list of ints.
+                 early_stopping=False, tokenizer=None, stop=None, add_special_tokens=True,
+                 skip_special_tokens=True):
+        """Generates with a decoder (docs/GENERATE.md): the prompt once, then one step per token, the
+        KV cache in the runtime's buffers when the model has past/present pairs (else the whole
+        sequence re-runs at every step).
+
+        Text in, text out: a str prompt (or a list of them, a batch) is encoded with the model folder's
+        tokenizer (or `tokenizer`, an onnxc.Tokenizer or a path) and the new text is returned (a str,
+        or a list of them), as the tokenizer decodes the new ids (`skip_special_tokens`). `stop` is a
+        list of strings: a row ends when its text contains one, and the text is cut before it.
+        `on_token(piece)` is then called with each piece of text as soon as it is whole (a character
+        split across tokens waits for its last byte; text that may begin a stop string waits until
+        the next tokens tell); the pieces concatenate to the returned text. The ids are in
+        last_generation["ids"] (and the prompt's in "prompt_ids").
+
+        Token ids in, token ids out: a flat sequence of ids returns the new ids as a list of ints,
+        and `on_token(id)` is called with each id as it comes (one prompt).
 
         Greedy unless `do_sample`; then `temperature`, `top_k` (0: all), `top_p` (1: all) and
         `min_p` (0: none) shape the distribution and `seed` makes the draws repeatable. Stops after
         `eos_token_id` (an id or a list of ids) or `max_new_tokens`; `min_new_tokens` masks the stop
         ids until that many are generated. `repetition_penalty` is HF's (1: none),
-        `presence_penalty` and `frequency_penalty` OpenAI's (0: none). `capacity` is the positions
+        `presence_penalty` and `frequency_penalty` OpenAI's (0: none). Left at None, `max_new_tokens`,
+        `do_sample`, `temperature`, `top_k`, `top_p`, `repetition_penalty` and `eos_token_id` come
+        from the model folder's configs (generation_config.json, genai_config.json's search), else
+        32 tokens, greedy, no stop id. `capacity` is the positions
         the cache holds (0: prompt + max_new_tokens). `mapping` names roles the generator cannot
         guess: a dict or "role=name,..." with roles input_ids, attention_mask, position_ids,
-        logits, or a past input's name -> its present output. `on_token(id)` is called with each
-        id as it comes (one prompt). The mode and the roles found are in `last_generation`
-        afterwards, and with `logprobs` (or `top_logprobs` N) each token's log-probability under
-        "logprobs" (and its N most likely alternatives, (id, logprob) pairs, under
-        "top_logprobs").
+        logits, or a past input's name -> its present output. The mode and the roles found are in
+        `last_generation` afterwards, and with `logprobs` (or `top_logprobs` N) each token's
+        log-probability under "logprobs" (and its N most likely alternatives, (id, logprob) pairs,
+        under "top_logprobs").
 
         A list of prompts (`[[ids], [ids], ...]`) runs as one batch, left-padded with
         `pad_token_id` (default 0) under a mask, and returns a list of id lists, one per prompt,
@@ -173,16 +190,40 @@ class Model:
         `encoder` and its ids as `source_ids`. The encoder runs once, its outputs feed the decoder's
         inputs named like them (cross-attention K/V), its hidden states and the source mask, and
         `prompt_ids` is the decoder's start (e.g. [2], BART's decoder_start_token_id)."""
-        prompts, batched = _prompt_rows(prompt_ids)
+        texts, text_batched = _text_rows(prompt_ids)
+        if texts is None and (tokenizer is not None or stop is not None):
+            raise Error("tokenizer= and stop= apply to text prompts (a str or a list of str)")
+        defaults = self._generate_defaults
+        if texts is not None:
+            tok = self._text_tokenizer(tokenizer)
+            prompts = [tok.encode(text, add_special_tokens=add_special_tokens) for text in texts]
+            batched = text_batched
+        else:
+            prompts, batched = _prompt_rows(prompt_ids)
+        if max_new_tokens is None:
+            max_new_tokens = defaults.get("max_new_tokens")
+        if max_new_tokens is None and defaults.get("max_length") is not None:
+            # max_length counts the prompt: what is left of it is generated.
+            max_new_tokens = max(0, defaults["max_length"] - max(len(p) for p in prompts))
+        if max_new_tokens is None:
+            max_new_tokens = 32
+        do_sample = defaults.get("do_sample", False) if do_sample is None else do_sample
+        temperature = defaults.get("temperature", 1.0) if temperature is None else temperature
+        top_k = defaults.get("top_k", 0) if top_k is None else top_k
+        top_p = defaults.get("top_p", 1.0) if top_p is None else top_p
+        if repetition_penalty is None:
+            repetition_penalty = defaults.get("repetition_penalty", 1.0)
+        if pad_token_id is None:
+            pad_token_id = defaults.get("pad_token_id")
         if (encoder is None) != (source_ids is None):
             raise Error("an encoder-decoder generation needs both encoder= and source_ids=")
         if encoder is not None and not isinstance(encoder, Model):
             raise Error(f"encoder must be an onnxc Model, got {type(encoder).__name__}")
         source = [] if source_ids is None else _token_ids("source_ids", source_ids)
         if mapping is None:
-            mapping = self._generate_defaults.get("mapping")
+            mapping = defaults.get("mapping")
         if eos_token_id is None:
-            eos_token_id = self._generate_defaults.get("eos_token_id")
+            eos_token_id = defaults.get("eos_token_id")
         if isinstance(mapping, dict):
             mapping = ",".join(f"{role}={name}" for role, name in mapping.items())
         if batched and num_beams != 1:
@@ -206,11 +247,18 @@ class Model:
                   "num_return_sequences": _whole("num_return_sequences", num_return_sequences),
                   "length_penalty": float(length_penalty), "early_stopping": stopping[early_stopping],
                   "eos_token_ids": eos_list}
+        common = (_whole("max_new_tokens", max_new_tokens), bool(do_sample), float(temperature),
+                  _whole("top_k", top_k), float(top_p), _whole("seed", seed), eos_one, _whole("capacity", capacity),
+                  mapping or "", self._runner.threads)
+        if texts is not None and num_beams == 1:
+            if logprobs or top_logprobs or encoder is not None:
+                raise Error("logprobs, top_logprobs and encoder= apply to token ids, not to text prompts")
+            return self._generate_text(texts, text_batched, tok, common, search, stop, on_token,
+                                       add_special_tokens, skip_special_tokens)
+        if texts is not None and stop:
+            raise Error("stop= applies to greedy decoding and sampling, not to num_beams > 1")
         rows, mode, description, token_logprobs, top, scores = _onnxc.generate(
-            self._runner, prompts, _whole("max_new_tokens", max_new_tokens),
-            bool(do_sample), float(temperature), _whole("top_k", top_k), float(top_p),
-            _whole("seed", seed), eos_one, _whole("capacity", capacity), mapping or "",
-            self._runner.threads, on_token, None if encoder is None else encoder._runner,
+            self._runner, prompts, *common, on_token, None if encoder is None else encoder._runner,
             [int(t) for t in source], search)
         self.last_generation = {"mode": "kv-cache" if mode == 1 else "full-sequence",
                                 "roles": description}
@@ -218,10 +266,78 @@ class Model:
             self.last_generation["logprobs"] = token_logprobs if batched else token_logprobs[0]
             if top_logprobs:
                 self.last_generation["top_logprobs"] = top if batched else top[0]
+        if texts is not None:
+            # A beam search on a text prompt: each returned sequence decoded.
+            self.last_generation["scores"] = list(scores)
+            decoded = [tok.decode(r, skip_special_tokens=skip_special_tokens) for r in rows]
+            return decoded if num_return_sequences > 1 else decoded[0]
         if num_beams != 1:
             self.last_generation["scores"] = list(scores)
             return [list(r) for r in rows] if num_return_sequences > 1 else list(rows[0])
         return [list(r) for r in rows] if batched else list(rows[0])
+
+    def _text_tokenizer(self, tokenizer):
+        """The tokenizer of a text generation: `tokenizer` (a Tokenizer or a path), else the model
+        folder's."""
+        from ._tokenizer import Tokenizer
+        if tokenizer is None:
+            tokenizer = self.tokenizer
+        if tokenizer is None:
+            raise Error("a text prompt needs a tokenizer: compile or load a model folder holding "
+                        "tokenizer.json, or pass tokenizer=")
+        return tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer(tokenizer)
+
+    def _generate_text(self, texts, batched, tokenizer, common, search, stop, on_token, add_special_tokens,
+                       skip_special_tokens):
+        from ._textgen import generate_text
+        if isinstance(stop, (str, bytes)):
+            stop = [stop]
+        generator = _onnxc.text_generator(self._runner, *common, search)
+        defaults = self._generate_defaults
+        rows = generate_text(generator, tokenizer, texts, list(stop or []),
+                             None if on_token is None else (lambda row, piece: on_token(piece)),
+                             add_special_tokens, skip_special_tokens, defaults.get("bos_token_id"),
+                             defaults.get("add_bos_token"))
+        self.last_generation = {"mode": "kv-cache" if generator.mode == 1 else "full-sequence",
+                                "roles": generator.description}
+        def field(values):
+            return values if batched else values[0]
+        self.last_generation["ids"] = field([row[1] for row in rows])
+        self.last_generation["prompt_ids"] = field([row[2] for row in rows])
+        self.last_generation["stop_index"] = field([None if row[3] < 0 else row[3] for row in rows])
+        return field([row[0] for row in rows])
+
+    def chat(self, messages, chat_template=None, **options):
+        """The assistant's reply to `messages` ([{"role": ..., "content": ...}, ...]): the chat
+        template (`chat_template`: an onnxc.ChatTemplate or a path to a folder, tokenizer_config.json
+        or .jinja file; by default the model folder's) renders them with the generation prompt, as
+        transformers' apply_chat_template does, then generate(prompt, **options) encodes that text
+        without added special tokens (the template writes them) and returns the new text."""
+        prompt = self._chat_prompt(messages, chat_template)
+        options.setdefault("add_special_tokens", False)
+        return self.generate(prompt, **options)
+
+    def _chat_prompt(self, messages, chat_template):
+        """Messages -> the prompt text, with `chat_template` or the model folder's."""
+        from ._chat import ChatTemplate
+        if chat_template is None:
+            if not self.folder:
+                raise Error("chat() needs a chat template: compile or load a model folder with "
+                            "tokenizer_config.json (chat_template) or chat_template.jinja, or pass "
+                            "chat_template=")
+            chat_template = self.folder["folder"]
+        if not isinstance(chat_template, ChatTemplate):
+            chat_template = ChatTemplate(chat_template)
+        return chat_template.apply(messages, add_generation_prompt=True)
+
+
+def _text_rows(value):
+    """([text, ...], batched) for a str or a non-empty list of str; (None, False) otherwise."""
+    if isinstance(value, str):
+        return [value], False
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value), True
+    return None, False
 
 
 def _prompt_rows(value):

@@ -14,8 +14,10 @@
 #include "python/src/Progress.h"
 
 #include "codegen/ModelJit.h"
+#include "driver/ModelFolder.h"
 #include "ir/Error.h"
 #include "onnxc/model_info.h"
+#include "onnxc/onnxc_text_generate.h"
 #include "tools/onnxc/ToolMain.h"
 
 #include <nanobind/nanobind.h>
@@ -287,14 +289,19 @@ void readSearch(const nb::dict &search, onnxc_generate_options &options,
   options.num_eos_token_ids = int32_t(stops.size());
 }
 
-/// The generation loop on a ModelRunner (and its encoder's): one prompt, a
-/// batch, or a beam search.
-nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int64_t>> &prompts,
-                   int64_t maxNewTokens, bool sample, float temperature, int32_t topK, float topP,
-                   uint64_t seed, int64_t eos, int64_t capacity, const std::string &mapping,
-                   int threads, nb::object onToken, const ModelRunner *encoder,
-                   const std::vector<int64_t> &source, const nb::dict &search) {
+/// Generation options with the mapping and stop list they point at.
+struct OwnedOptions {
   onnxc_generate_options options;
+  std::string mapping;
+  std::vector<int64_t> stops;
+};
+
+std::unique_ptr<OwnedOptions> makeOptions(int64_t maxNewTokens, bool sample, float temperature,
+                                          int32_t topK, float topP, uint64_t seed, int64_t eos,
+                                          int64_t capacity, const std::string &mapping, int threads,
+                                          const nb::dict &search) {
+  auto owned = std::make_unique<OwnedOptions>();
+  onnxc_generate_options &options = owned->options;
   onnxc_generate_options_init(&options);
   options.max_new_tokens = maxNewTokens;
   options.do_sample = sample ? 1 : 0;
@@ -304,10 +311,23 @@ nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int6
   options.seed = seed;
   options.eos_token_id = eos;
   options.capacity = capacity;
-  options.mapping = mapping.c_str();
+  owned->mapping = mapping;
+  options.mapping = owned->mapping.c_str();
   options.num_threads = threads;
-  std::vector<int64_t> stops;
-  readSearch(search, options, stops);
+  readSearch(search, options, owned->stops);
+  return owned;
+}
+
+/// The generation loop on a ModelRunner (and its encoder's): one prompt, a
+/// batch, or a beam search.
+nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int64_t>> &prompts,
+                   int64_t maxNewTokens, bool sample, float temperature, int32_t topK, float topP,
+                   uint64_t seed, int64_t eos, int64_t capacity, const std::string &mapping,
+                   int threads, nb::object onToken, const ModelRunner *encoder,
+                   const std::vector<int64_t> &source, const nb::dict &search) {
+  std::unique_ptr<OwnedOptions> owned = makeOptions(maxNewTokens, sample, temperature, topK, topP,
+                                                    seed, eos, capacity, mapping, threads, search);
+  const onnxc_generate_options &options = owned->options;
   std::function<void(int64_t)> callback;
   if (!onToken.is_none())
     // The loop runs without the GIL; the callback takes it back per token.
@@ -322,6 +342,84 @@ nb::tuple generate(const ModelRunner &runner, const std::vector<std::vector<int6
   }
   return nb::make_tuple(result.rows, result.mode, result.description, result.logprobs,
                         result.topLogprobs, result.scores);
+}
+
+/// A generator for text generation, which runs in libonnxc_text
+/// (onnxc_text_generate, called from python/onnxc/_textgen.py through
+/// ctypes) on this module's runtime: `address` is the onnxc_generator* and
+/// text_generation_api() the address of the functions that drive it.
+class TextGenerator {
+public:
+  TextGenerator(const ModelRunner &runner, std::unique_ptr<OwnedOptions> options)
+      : options_(std::move(options)) {
+    generator_ = onnxc_generator_create(&runner.descriptor(), &options_->options);
+    if (!generator_)
+      fail(onnxc_last_error());
+    description_ = onnxc_generator_describe(generator_);
+    mode_ = onnxc_generator_mode(generator_);
+  }
+  ~TextGenerator() { onnxc_generator_destroy(generator_); }
+  TextGenerator(const TextGenerator &) = delete;
+  TextGenerator &operator=(const TextGenerator &) = delete;
+
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(generator_); }
+  const std::string &description() const { return description_; }
+  int32_t mode() const { return mode_; }
+
+private:
+  std::unique_ptr<OwnedOptions> options_;
+  onnxc_generator *generator_ = nullptr;
+  std::string description_;
+  int32_t mode_ = 0;
+};
+
+const onnxc_text_generation_api linkedTextApi = ONNXC_TEXT_GENERATION_API_LINKED;
+
+/// driver/ModelFolder as a dict for python/onnxc/__init__.py.
+nb::dict modelFolder(const std::string &path) {
+  ModelFolder folder = readModelFolder(path);
+  nb::dict out;
+  auto optional = [](const auto &value) { return value ? nb::cast(*value) : nb::none(); };
+  out["kind"] = folder.kindName();
+  out["folder"] = folder.folder;
+  out["model"] = folder.modelPath;
+  out["tokenizer"] = folder.tokenizerPath.empty() ? nb::none() : nb::cast(folder.tokenizerPath);
+  out["merged_decoder"] = folder.mergedDecoder;
+  out["mapping"] = folder.mapping();
+  out["eos_token_ids"] = folder.eosTokenIds;
+  out["bos_token_id"] = optional(folder.bosTokenId);
+  out["pad_token_id"] = optional(folder.padTokenId);
+  out["add_bos_token"] = optional(folder.addBosToken);
+  out["max_length"] = optional(folder.maxLength);
+  out["max_new_tokens"] = optional(folder.maxNewTokens);
+  out["top_k"] = optional(folder.topK);
+  out["top_p"] = optional(folder.topP);
+  out["temperature"] = optional(folder.temperature);
+  out["repetition_penalty"] = optional(folder.repetitionPenalty);
+  out["do_sample"] = optional(folder.doSample);
+  return out;
+}
+
+void bindTextGeneration(nb::module_ &m) {
+  nb::class_<TextGenerator>(m, "TextGenerator")
+      .def_prop_ro("address", &TextGenerator::address)
+      .def_prop_ro("description", &TextGenerator::description)
+      .def_prop_ro("mode", &TextGenerator::mode);
+  m.def(
+      "text_generator",
+      [](const ModelRunner &runner, int64_t maxNewTokens, bool sample, float temperature,
+         int32_t topK, float topP, uint64_t seed, int64_t eos, int64_t capacity,
+         const std::string &mapping, int threads, const nb::dict &search) {
+        return std::make_unique<TextGenerator>(
+            runner, makeOptions(maxNewTokens, sample, temperature, topK, topP, seed, eos, capacity,
+                                mapping, threads, search));
+      },
+      // The generator runs the runner's model: the runner lives as long.
+      nb::keep_alive<0, 1>(), "runner"_a, "max_new_tokens"_a, "sample"_a, "temperature"_a,
+      "top_k"_a, "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a, "mapping"_a, "threads"_a,
+      "search"_a);
+  m.def("text_generation_api", [] { return reinterpret_cast<uintptr_t>(&linkedTextApi); });
+  m.def("model_folder", &modelFolder, "path"_a);
 }
 
 /// main(argv) and __version__: the onnxc command line in this process (the
@@ -351,6 +449,7 @@ NB_MODULE(_onnxc, m) {
   bindCompilers(m);
   bindInspection(m);
   bindTool(m);
+  bindTextGeneration(m);
   m.def("generate", &generate, "runner"_a, "prompts"_a, "max_new_tokens"_a, "sample"_a,
         "temperature"_a, "top_k"_a, "top_p"_a, "seed"_a, "eos_token_id"_a, "capacity"_a,
         "mapping"_a, "threads"_a, "on_token"_a.none(), "encoder"_a.none(), "source"_a, "search"_a);

@@ -3,18 +3,21 @@
 // Generates tokens with a compiled decoder through the runtime's generator
 // (onnxc_generate.h): the prompt once, then one step per token, in one
 // process, with the cache kept in the generator's buffers. Prints the ids as
-// one comma-separated line (the --prompt-ids format); what the generator
-// found (KV cache or full re-run) and --bench timings go to stderr.
+// one comma-separated line (the --prompt-ids format), or with --prompt the
+// text (GenerateText.cpp); what the generator found (KV cache or full
+// re-run) and --bench timings go to stderr. MODEL may be a model folder
+// (driver/ModelFolder.h): its configs give the stop ids and the defaults.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
-#include "driver/GenaiFolder.h"
+#include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "onnxc/onnxc_generate.h"
 #include "tools/onnxc/GenerateSearch.h"
+#include "tools/onnxc/GenerateText.h"
 #include "tools/onnxc/ModelFiles.h"
 #include "tools/onnxc/ProgressLine.h"
 
@@ -50,20 +53,23 @@ std::vector<int64_t> promptIds(const ParsedArgs &args) {
     throw UsageError(args.has("encoder")
                          ? "onnxc generate needs --prompt-ids, the decoder's start (e.g. "
                            "--prompt-ids 2 for BART's decoder_start_token_id)"
-                         : "onnxc generate needs --prompt-ids, e.g. --prompt-ids 464,3290,318");
+                         : "onnxc generate needs --prompt \"text\" or --prompt-ids, e.g. "
+                           "--prompt-ids 464,3290,318");
   return idList(args, "prompt-ids");
 }
 
-/// The options of the command line; a genai folder's config (`genai`, may be
-/// null) supplies the roles and the defaults the command line leaves open.
-onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder *genai,
+/// The options of the command line; a model folder's configs (`genai`, may
+/// be null) supply the roles and the defaults the command line leaves open.
+onnxc_generate_options generateOptions(const ParsedArgs &args, const ModelFolder *genai,
                                        size_t promptLength, std::string &mapping,
                                        std::vector<int64_t> &stopIds) {
   onnxc_generate_options options;
   onnxc_generate_options_init(&options);
   std::string maxNew = "32";
-  // genai's max_length counts the prompt: what is left of it is generated.
-  if (genai && genai->maxLength)
+  // max_length counts the prompt: what is left of it is generated.
+  if (genai && genai->maxNewTokens)
+    maxNew = std::to_string(*genai->maxNewTokens);
+  else if (genai && genai->maxLength)
     maxNew = std::to_string(std::max<int64_t>(0, *genai->maxLength - int64_t(promptLength)));
   options.max_new_tokens = integerArgument(args.get("max-new-tokens", maxNew), "max-new-tokens", 0);
   options.capacity = integerArgument(args.get("capacity", "0"), "capacity", 0);
@@ -83,6 +89,10 @@ onnxc_generate_options generateOptions(const ParsedArgs &args, const GenaiFolder
   options.seed = uint64_t(integerArgument(args.get("seed", "0"), "seed", 0));
   readSearchOptions(args, sampling, genai ? genai->eosTokenIds : std::vector<int64_t>(), options,
                     stopIds);
+  if (genai && genai->repetitionPenalty && !args.has("repetition-penalty"))
+    options.repetition_penalty = float(*genai->repetitionPenalty);
+  if (genai && genai->padTokenId && !args.has("pad-id"))
+    options.pad_token_id = *genai->padTokenId;
   options.num_threads = threadCount(args);
   if (genai)
     mapping = genai->mapping();
@@ -186,12 +196,36 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
 int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
-  std::string path = modelArgument(args, "generate");
-  // An onnxruntime-genai folder: its genai_config.json names the decoder (the
-  // path modelArgument gives) and its roles.
-  std::optional<GenaiFolder> genai;
-  if (isGenaiFolder(args.positionals[0]))
-    genai = readGenaiFolder(args.positionals[0]);
+  if (args.positionals.size() != 1)
+    throw UsageError(std::string(args.positionals.empty() ? "missing MODEL argument"
+                                                          : "expected one MODEL argument") +
+                     " (see 'onnxc generate --help')");
+  // A model folder (onnxruntime-genai, Optimum, or one model with its
+  // tokenizer) stands for its model; its configs give the defaults.
+  std::string path = args.positionals[0];
+  std::optional<ModelFolder> folder;
+  if (isFolder(path)) {
+    folder = readModelFolder(path);
+    path = folder->modelPath;
+  }
+  const ModelFolder *genai = folder ? &*folder : nullptr;
+  std::unique_ptr<TextPrompts> text;
+  if (args.has("prompt") || args.has("chat")) {
+    if (args.has("prompt-ids") || args.has("prompt-ids-file"))
+      throw UsageError("--prompt does not combine with --prompt-ids or --prompt-ids-file");
+    if (args.has("encoder"))
+      throw UsageError("--prompt applies to decoder-only models; an encoder-decoder takes "
+                       "--source-ids and --prompt-ids");
+    for (const char *option : {"logprobs", "top-logprobs"})
+      if (args.has(option))
+        throw UsageError(std::string("--") + option + " applies to --prompt-ids");
+    text = std::make_unique<TextPrompts>(args, genai, path);
+  } else {
+    for (const char *option :
+         {"stop", "tokenizer", "no-special-tokens", "keep-special-tokens", "chat-template"})
+      if (args.has(option))
+        throw UsageError(std::string("--") + option + " applies to --prompt \"text\"");
+  }
   std::string encoderPath = args.get("encoder", "");
   if (args.has("encoder") != args.has("source-ids"))
     throw UsageError(args.has("encoder")
@@ -201,23 +235,25 @@ int runGenerate(const ParsedArgs &args) {
   for (const std::string &model : {path, encoderPath})
     if (!model.empty() && isModelLibraryPath(model))
       refuseCompileOptions(args, model, "generate");
-  std::vector<int64_t> prompt = promptIds(args);
+  std::vector<int64_t> prompt = text ? text->longestPromptIds() : promptIds(args);
   std::vector<int64_t> source =
       args.has("source-ids") ? idList(args, "source-ids") : std::vector<int64_t>();
   // A batch: --prompt-ids given several times and the lines of --prompt-ids-file.
   std::vector<std::vector<int64_t>> batch;
-  for (const std::string &text : args.getAll("prompt-ids"))
-    batch.push_back(idListText(text, "prompt-ids"));
+  for (const std::string &ids : args.getAll("prompt-ids"))
+    batch.push_back(idListText(ids, "prompt-ids"));
   for (std::vector<int64_t> &row : promptFileRows(args))
     batch.push_back(std::move(row));
+  size_t rows = text ? text->rows() : batch.size();
   std::string mapping;
   std::vector<int64_t> stopIds;
-  onnxc_generate_options options =
-      generateOptions(args, genai ? &*genai : nullptr, prompt.size(), mapping, stopIds);
-  if (batch.size() > 1 && options.num_beams > 1)
-    throw UsageError("--num-beams takes one prompt; a batch of " + std::to_string(batch.size()) +
+  onnxc_generate_options options = generateOptions(args, genai, prompt.size(), mapping, stopIds);
+  if (rows > 1 && options.num_beams > 1)
+    throw UsageError("--num-beams takes one prompt; a batch of " + std::to_string(rows) +
                      " prompts is given");
   bool stream = args.has("stream");
+  if (text && stream && (rows > 1 || options.num_beams > 1))
+    throw UsageError("--stream takes one prompt without --num-beams");
 
   RunnableModel encoder;
   if (!encoderPath.empty())
@@ -227,8 +263,11 @@ int runGenerate(const ParsedArgs &args) {
       encoder.descriptor
           ? onnxc_generator_create_seq2seq(encoder.descriptor, decoder.descriptor, &options)
           : onnxc_generator_create(decoder.descriptor, &options));
-  if (!generator)
+  if (!generator) {
+    if (folder && folder->mergedDecoder)
+      fail(mergedDecoderMessage(*folder, onnxc_last_error()));
     fail(path, ": ", onnxc_last_error());
+  }
   std::cerr << "onnxc generate: " << (encoder.descriptor ? "encoder-decoder, " : "")
             << (onnxc_generator_mode(generator.get()) != ONNXC_GENERATE_KV_CACHE
                     ? "no KV cache in the model, re-running the full sequence at every step"
@@ -241,6 +280,13 @@ int runGenerate(const ParsedArgs &args) {
       onnxc_generator_encode(generator.get(), source.data(), int64_t(source.size())) != 0)
     fail(encoderPath, ": ", onnxc_generator_error(generator.get()));
   double encodeMs = millisecondsSince(encodeStart);
+  if (text) {
+    if (options.num_beams > 1)
+      text->generateBeams(generator.get(), path);
+    else
+      text->generate(generator.get(), path, stream, args.has("bench"));
+    return 0;
+  }
   if (batch.size() > 1 || options.num_beams > 1) {
     if (options.num_beams > 1)
       generateBeams(generator.get(), prompt, path, args.has("bench"));
@@ -277,8 +323,8 @@ std::vector<OptionSpec> generateOptionSpecs() {
   return joinOptions(
       {{
            {"prompt-ids", "IDS",
-            "the prompt's token ids, comma-separated (required; with --encoder, the decoder's "
-            "start); given several times, a batch with one output line per prompt",
+            "the prompt's token ids, comma-separated (or --prompt TEXT; with --encoder, the "
+            "decoder's start); given several times, a batch with one output line per prompt",
             true},
            {"encoder", "ENCODER.so",
             "an encoder-decoder model's encoder (.so, .onnx or .ir), run once on --source-ids"},
@@ -297,12 +343,14 @@ std::vector<OptionSpec> generateOptionSpecs() {
             "logits=OUTPUT, PAST_INPUT=PRESENT_OUTPUT, or (with --encoder) "
             "INPUT=encoder:OUTPUT or INPUT=source_mask",
             true},
-           {"stream", "", "print each id as soon as it is generated"},
+           {"stream", "",
+            "print each id (with --prompt, each piece of text) as soon as it is generated"},
            {"bench", "",
             "print the prefill time and the median per-token latency on stderr (after one "
             "untimed warm-up prefill)"},
            {"threads", "N", "runtime threads (default: one per core)"},
        },
+       textOptionSpecs(),
        searchOptionSpecs(),
        targetOptions(),
        pipelineOptions()});
@@ -311,8 +359,9 @@ std::vector<OptionSpec> generateOptionSpecs() {
 } // namespace
 
 Command generateCommand() {
-  return {"generate", "generate token ids with a decoder (KV cache when the model has one)",
-          "generate MODEL.so|MODEL.onnx|MODEL.ir|GENAI_FOLDER --prompt-ids 464,3290,318 "
+  return {"generate", "generate text or token ids with a decoder (KV cache when the model has one)",
+          "generate MODEL.so|MODEL.onnx|MODEL.ir|FOLDER --prompt \"text\" [--stream] [--stop S] | "
+          "--prompt-ids 464,3290,318 "
           "[--max-new-tokens 32] "
           "[--sample --temperature 0.8 --top-k 40 --top-p 0.9 --seed 1] [--eos-id N] [--stream] "
           "[--bench] [--encoder ENCODER.so --source-ids IDS] [--repetition-penalty 1.2] "

@@ -3,9 +3,13 @@
 // Text to ids and ids to text with a model's tokenizer, through the same C
 // API (libonnxc_text, onnxc_tokenizer.h) C programs and Python use. Ids are
 // printed as one comma-separated line, the format --decode and
-// `onnxc generate --prompt-ids` read.
+// `onnxc generate --prompt-ids` read. With --chat MESSAGES.json the text is
+// the folder's chat template applied to those messages (onnxc_chat.h), encoded
+// without added special tokens as transformers' apply_chat_template does;
+// --print-chat prints that text instead of its ids.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/onnxc/ChatPrompt.h"
 #include "tools/onnxc/Commands.h"
 
 #include "ir/Error.h"
@@ -53,16 +57,14 @@ std::vector<int64_t> parseIds(const std::string &text) {
 }
 
 std::string textArgument(const ParsedArgs &args) {
-  if (args.has("text") == args.has("text-file"))
-    throw UsageError("tokenize needs one of --text, --text-file or --decode");
+  if (int(args.has("text")) + int(args.has("text-file")) + int(args.has("chat")) != 1)
+    throw UsageError("tokenize needs one of --text, --text-file, --chat or --decode");
   if (args.has("text"))
     return args.get("text");
-  std::ifstream in(args.get("text-file"), std::ios::binary);
-  if (!in)
-    fail(args.get("text-file"), ": cannot open the file");
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+  if (args.has("chat"))
+    return chatPrompt(args.positionals[0], args.get("chat"),
+                      booleanArgument(args, "add-generation-prompt", true));
+  return readTextFile(args.get("text-file"));
 }
 
 int decodeIds(const onnxc_tokenizer *tokenizer, const ParsedArgs &args) {
@@ -81,7 +83,8 @@ int decodeIds(const onnxc_tokenizer *tokenizer, const ParsedArgs &args) {
 int encodeText(const onnxc_tokenizer *tokenizer, const ParsedArgs &args) {
   std::string text = textArgument(args);
   uint32_t flags = 0;
-  if (booleanArgument(args, "add-special-tokens", true))
+  // A chat template writes the special tokens itself (bos_token, ...).
+  if (booleanArgument(args, "add-special-tokens", !args.has("chat")))
     flags |= ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS;
   if (args.has("no-truncation"))
     flags |= ONNXC_TOKENIZER_NO_TRUNCATION;
@@ -114,13 +117,19 @@ int runTokenize(const ParsedArgs &args) {
   if (args.positionals.size() != 1)
     throw UsageError("tokenize takes one TOKENIZER file or model FOLDER (see 'onnxc tokenize "
                      "--help')");
+  if (args.has("print-chat")) {
+    if (!args.has("chat"))
+      throw UsageError("--print-chat needs --chat MESSAGES.json");
+    std::cout << textArgument(args);
+    return 0;
+  }
   TokenizerPtr tokenizer(onnxc_tokenizer_create(args.positionals[0].c_str()),
                          onnxc_tokenizer_destroy);
   if (!tokenizer)
     fail(onnxc_tokenizer_last_error());
   if (args.has("decode")) {
     if (args.has("text") || args.has("text-file"))
-      throw UsageError("--decode does not combine with --text or --text-file");
+      throw UsageError("--decode does not combine with --text, --text-file or --chat");
     return decodeIds(tokenizer.get(), args);
   }
   return encodeText(tokenizer.get(), args);
@@ -132,12 +141,18 @@ Command tokenizeCommand() {
   return {"tokenize",
           "text to token ids (or ids to text) with a tokenizer.json, .model or model folder",
           "tokenize TOKENIZER.json|TOKENIZER.model|FOLDER --text \"...\" | --text-file FILE | "
-          "--decode 1,2,3",
+          "--decode 1,2,3 | --chat MESSAGES.json [--print-chat]",
           {{"text", "TEXT", "the text to encode"},
            {"text-file", "FILE", "encode the contents of FILE"},
+           {"chat", "FILE",
+            "encode the folder's chat template applied to the JSON list of messages in FILE"},
+           {"print-chat", "", "with --chat: print the rendered prompt, not its ids"},
+           {"add-generation-prompt", "BOOL",
+            "with --chat: end with the assistant's turn header (default true)"},
            {"decode", "IDS", "print the text of these comma-separated ids"},
            {"add-special-tokens", "BOOL",
-            "add the special tokens the tokenizer's post-processor says (default true, as HF)"},
+            "add the special tokens the tokenizer's post-processor says (default true, as HF; "
+            "false with --chat)"},
            {"no-truncation", "", "ignore the truncation and padding the tokenizer file asks for"},
            {"skip-special-tokens", "BOOL", "leave special tokens out of --decode (default true)"},
            {"show-tokens", "", "print one \"id<TAB>'text'\" line per id, each decoded alone"}},
