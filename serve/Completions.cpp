@@ -16,6 +16,7 @@
 #include "serve/Router.h"
 #include "serve/Sse.h"
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 
@@ -134,7 +135,7 @@ std::optional<ApiError> promptIds(ServedModel &model, const CompletionRequest &r
   std::optional<std::string> text = request.promptText;
   if (chat) {
     ApiError error;
-    text = chatPrompt(model.name(), request.messages, error);
+    text = chatPrompt(model, request, error);
     if (!text)
       return error;
   }
@@ -148,8 +149,11 @@ std::optional<ApiError> promptIds(ServedModel &model, const CompletionRequest &r
                       "prompt");
   int64_t *encoded = nullptr;
   size_t count = 0;
-  if (onnxc_tokenizer_encode(model.tokenizer(), text->data(), text->size(),
-                             ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS, &encoded, &count) != 0)
+  // A chat template writes the special tokens itself (transformers encodes
+  // its output with add_special_tokens=False).
+  uint32_t flags = chat ? 0 : ONNXC_TOKENIZER_ADD_SPECIAL_TOKENS;
+  if (onnxc_tokenizer_encode(model.tokenizer(), text->data(), text->size(), flags, &encoded,
+                             &count) != 0)
     return badRequest(std::string("the prompt cannot be tokenized: ") +
                           onnxc_tokenizer_last_error(),
                       chat ? "messages" : "prompt");
@@ -291,17 +295,21 @@ int completions(ServerState &state, const HttpRequest &http, ResponseWriter &wri
   auto generation = std::make_shared<Generation>();
   if (std::optional<ApiError> error = promptIds(*model, request, chat, generation->prompt))
     return sendError(writer, *error);
-  if (std::optional<ApiError> error =
-          checkLimits(state.options, model->scheduler()->maxTotalTokens(),
-                      int64_t(generation->prompt.size()), request.sampling, chat))
-    return sendError(writer, *error);
   generation->sampling = request.sampling;
+  // A chat request without max_tokens may use what the limits leave, as OpenAI's chat does.
+  int64_t modelTotal = model->scheduler()->maxTotalTokens();
+  int64_t promptLength = int64_t(generation->prompt.size());
+  if (generation->sampling.maxTokens == 0)
+    generation->sampling.maxTokens = std::max<int64_t>(1, modelTotal - promptLength);
+  if (std::optional<ApiError> error =
+          checkLimits(state.options, modelTotal, promptLength, generation->sampling, chat))
+    return sendError(writer, *error);
   generation->deadline =
       generation->arrival +
       std::chrono::milliseconds(int64_t(state.options.requestTimeoutSeconds * 1000));
   if (state.options.logPrompts)
-    std::cerr << "onnxc serve: " << request.model
-              << " prompt: " << request.promptText.value_or("(token ids)") << "\n";
+    std::cerr << "onnxc serve: " << request.model << " prompt: "
+              << (chat ? request.messagesJson : request.promptText.value_or("(token ids)")) << "\n";
   if (!model->scheduler()->submit(generation)) {
     state.metrics.rejectedFull.fetch_add(1);
     return sendError(writer, {429,

@@ -24,8 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 /// The sampling a request asks for (OpenAI's fields).
 struct SamplingRequest {
-  int64_t maxTokens = 16;
-  bool sample = false; ///< temperature > 0
+  int64_t maxTokens = 16; ///< 0: what the limits leave after the prompt (chat's default)
+  bool sample = false;    ///< temperature > 0
   float temperature = 1;
   float topP = 1;
   int32_t topK = 0;

@@ -149,6 +149,12 @@ void readMessages(Reader &reader, CompletionRequest &request) {
       return reader.refuse(where + ".content", "must be a string");
     request.messages.push_back({role->str(), content->str()});
   }
+  // The template may read more than role and content (tool_calls, name...).
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << *messages;
+  stream.flush();
+  request.messagesJson = std::move(text);
 }
 
 void readStop(Reader &reader, CompletionRequest &request) {
@@ -175,7 +181,7 @@ void readSampling(Reader &reader, CompletionRequest &request, bool chat) {
   SamplingRequest &sampling = request.sampling;
   const char *maxName =
       chat && reader.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  sampling.maxTokens = reader.integer(maxName, 1, int64_t(1) << 31).value_or(chat ? 256 : 16);
+  sampling.maxTokens = reader.integer(maxName, 1, int64_t(1) << 31).value_or(chat ? 0 : 16);
   float temperature = float(reader.number("temperature", 0, 2).value_or(1));
   sampling.sample = temperature > 0;
   sampling.temperature = temperature > 0 ? temperature : 1;

@@ -28,6 +28,7 @@ struct CompletionRequest {
   std::optional<std::string> promptText;
   std::vector<int64_t> promptIds;
   std::vector<ChatMessage> messages; ///< Chat only.
+  std::string messagesJson;          ///< Chat only: the messages as sent (every field kept).
   SamplingRequest sampling;
   bool stream = false;
   std::vector<std::string> stop;

@@ -20,9 +20,11 @@ struct ModelSpec {
   std::string name;                    ///< Its id in /v1/models and the "model" field.
   const onnxc_model_descriptor *model; ///< Owned by the caller, alive while serving.
   std::string tokenizerPath;           ///< tokenizer.json, a .model, or a folder; "" none.
-  std::string mapping;                 ///< The generator's role mapping ("" to guess).
-  std::vector<int64_t> eosTokenIds;    ///< Stop ids (genai_config.json, the tokenizer's EOS).
-  int64_t contextLength = 0;           ///< Positions a row may use at most; 0: max_total.
+  /// The chat template: a folder, tokenizer_config.json or .jinja file; "" none.
+  std::string chatTemplatePath;
+  std::string mapping;              ///< The generator's role mapping ("" to guess).
+  std::vector<int64_t> eosTokenIds; ///< Stop ids (genai_config.json, the tokenizer's EOS).
+  int64_t contextLength = 0;        ///< Positions a row may use at most; 0: max_total.
 };
 
 struct ServeOptions {

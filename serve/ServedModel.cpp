@@ -2,6 +2,7 @@
 #include "serve/ServedModel.h"
 
 #include <cstring>
+#include <iostream>
 
 namespace onnxc::serve {
 
@@ -28,6 +29,16 @@ std::unique_ptr<ServedModel> ServedModel::create(const ModelSpec &spec, const Se
       return nullptr;
     }
   }
+  // A template that fails to load leaves the model serving completions; chat
+  // requests then get the reason.
+  if (spec.chatTemplatePath.empty()) {
+    model->chatProblem_ = "model '" + spec.name +
+                          "' has no chat template (tokenizer_config.json's " +
+                          "chat_template or chat_template.jinja beside it, or --chat-template)";
+  } else if (!(model->chat_ = onnxc_chat_template_load(spec.chatTemplatePath.c_str()))) {
+    model->chatProblem_ = "model '" + spec.name + "': " + onnxc_chat_template_last_error();
+    std::cerr << "onnxc serve: " << model->chatProblem_ << "; chat requests will be refused\n";
+  }
   if (hasLogits(*spec.model))
     model->scheduler_ = Scheduler::create(spec, options, metrics, error);
   else
@@ -40,6 +51,7 @@ std::unique_ptr<ServedModel> ServedModel::create(const ModelSpec &spec, const Se
 ServedModel::~ServedModel() {
   scheduler_.reset();
   embedder_.reset();
+  onnxc_chat_template_destroy(chat_);
   onnxc_tokenizer_destroy(tokenizer_);
 }
 

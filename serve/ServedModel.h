@@ -8,6 +8,7 @@
 #pragma once
 
 #include "onnxc/onnxc.h"
+#include "onnxc/onnxc_chat.h"
 #include "onnxc/onnxc_tokenizer.h"
 #include "serve/Embedder.h"
 #include "serve/Scheduler.h"
@@ -30,10 +31,15 @@ public:
   const onnxc_tokenizer *tokenizer() const { return tokenizer_; }
   Scheduler *scheduler() { return scheduler_.get(); }
   Embedder *embedder() { return embedder_.get(); }
+  /// The chat template, or null with chatProblem() saying why.
+  const onnxc_chat_template *chatTemplate() const { return chat_; }
+  const std::string &chatProblem() const { return chatProblem_; }
 
 private:
   std::string name_;
   onnxc_tokenizer *tokenizer_ = nullptr;
+  onnxc_chat_template *chat_ = nullptr;
+  std::string chatProblem_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Embedder> embedder_;
 };

@@ -3,7 +3,8 @@
 The decoder is tests/models' random-weight LLaMA with its cache and position ids (hf_llama_past,
 vocabulary 384), compiled once, with a byte-level BPE tokenizer trained here on a few sentences
 (tokenizers, offline); the encoder is hf_bert, served for /v1/embeddings. Checks: completions
-(whole and streamed) give what `onnxc generate` gives alone; concurrent requests (threads, prompts
+(whole and streamed) give what `onnxc generate` gives alone; chat completions are the completions
+of the prompt the chat template renders (against jinja2); concurrent requests (threads, prompts
 of different lengths joining one running batch) each get the tokens they get alone; a full queue
 answers 429 at once; no key 401; malformed requests 400 naming the field; a client that hangs up
 frees its row; /metrics parses; /v1/models; embeddings against numpy on onnxruntime's outputs.
@@ -25,6 +26,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 MODEL_DIR = os.path.abspath(os.environ.get("ONNXC_MODEL_DIR") or os.path.join(REPO, "build", "models"))
 ONNXC = os.environ.get("ONNXC")
 KEY = "test-key-123"
+# A chat template of the usual shape (roles in markers, then the assistant's turn), for /v1/chat.
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -61,6 +65,8 @@ def models(tmp_path_factory):
     decoder = str(root / "decoder")
     compile_model("hf_llama_past_op17", decoder)
     tokenizer = train_tokenizer(os.path.join(decoder, "tokenizer.json"))
+    with open(os.path.join(decoder, "tokenizer_config.json"), "w") as f:
+        json.dump({"chat_template": CHAT_TEMPLATE}, f)
     encoder = str(root / "encoder")
     compile_model("hf_bert_op17", encoder)
     return {"decoder": decoder, "encoder": encoder, "tokenizer": tokenizer}
@@ -237,10 +243,35 @@ def test_malformed_requests_are_400_naming_the_field(server):
     with pytest.raises(openai.BadRequestError) as raised:
         server.client().completions.create(model="decoder", prompt="hi", max_tokens=0)
     assert "max_tokens" in str(raised.value)
-    # Chat waits for the chat-template engine: a clear 501, not a wrong prompt.
+    for messages in [[], [{"role": "user"}], "hi"]:
+        response = httpx.post(server.url + "/v1/chat/completions", headers=headers,
+                              json={"model": "decoder", "messages": messages})
+        assert response.status_code == 400 and response.json()["error"]["param"].startswith("messages")
     response = httpx.post(server.url + "/v1/chat/completions", headers=headers,
-                          json={"model": "decoder", "messages": [{"role": "user", "content": "hi"}]})
-    assert response.status_code == 501 and "chat template" in response.json()["error"]["message"]
+                          json={"model": "encoder", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 400 and "encoder" in response.json()["error"]["message"]
+
+
+def test_chat_is_the_completion_of_the_rendered_template(server):
+    import jinja2
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the quick brown fox"}]
+    # transformers 4.40's apply_chat_template: jinja2 with trim_blocks and lstrip_blocks.
+    prompt = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(CHAT_TEMPLATE).render(
+        messages=messages, add_generation_prompt=True)
+    client = server.client()
+    want = client.completions.create(model="decoder", prompt=prompt, max_tokens=10, temperature=0).choices[0].text
+    chat = client.chat.completions.create(model="decoder", messages=messages, max_tokens=10, temperature=0)
+    assert chat.object == "chat.completion"
+    assert (chat.choices[0].message.role, chat.choices[0].message.content) == ("assistant", want)
+    assert chat.choices[0].finish_reason == "length" and chat.usage.completion_tokens == 10
+    chunks = list(client.chat.completions.create(model="decoder", messages=messages, max_tokens=10,
+                                                 temperature=0, stream=True))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == want
+    assert chunks[-1].choices[0].finish_reason == "length"
+    # Without max_tokens a chat may use what the limits leave after its prompt.
+    rest = client.chat.completions.create(model="decoder", messages=messages, temperature=0)
+    assert rest.usage.prompt_tokens + rest.usage.completion_tokens <= 96
 
 
 def open_stream(url, max_tokens):

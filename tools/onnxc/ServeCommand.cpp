@@ -1,15 +1,15 @@
 //===- tools/onnxc/ServeCommand.cpp - onnxc serve ------------------------===//
 //
 // Loads each model argument (a model.so, an .onnx or .ir compiled in the
-// process, a genai folder, or a folder holding one model.so) with its
-// tokenizer (the folder's, the file's folder's, or --tokenizer) and hands
-// them to the server (serve/Server.h). A model's name in the API is its
+// process, or a model folder as `onnxc generate FOLDER` reads it: genai,
+// Optimum, or a model beside its tokenizer) with its tokenizer, stop ids and
+// chat template, and hands them to the server (serve/Server.h). A model's name in the API is its
 // file or folder name without the extension.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
-#include "driver/GenaiFolder.h"
+#include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
 #include "serve/Server.h"
@@ -19,6 +19,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 namespace onnxc {
@@ -32,26 +34,15 @@ struct LoadedModel {
   serve::ModelSpec spec;
 };
 
-/// The .so in `folder` when there is exactly one.
-std::string libraryInFolder(const fs::path &folder) {
-  std::string found;
-  for (const fs::directory_entry &entry : fs::directory_iterator(folder))
-    if (entry.path().extension() == ".so") {
-      if (!found.empty())
-        throw Error(folder.string() + ": holds several .so files; give the one to serve");
-      found = entry.path().string();
-    }
-  if (found.empty())
-    throw Error(folder.string() + ": holds no genai_config.json and no compiled model .so");
-  return found;
-}
-
-/// The tokenizer beside a model: tokenizer.json or tokenizer.model in `folder`.
-std::string tokenizerIn(const fs::path &folder) {
-  for (const char *name : {"tokenizer.json", "tokenizer.model"})
-    if (fs::exists(folder / name))
-      return (folder / name).string();
-  return "";
+/// The chat template beside a model: chat_template.jinja, or a
+/// tokenizer_config.json that has one (onnxc_chat_template_load reads either
+/// from the folder).
+std::string chatTemplateIn(const fs::path &folder) {
+  if (fs::exists(folder / "chat_template.jinja"))
+    return folder.string();
+  std::ifstream config(folder / "tokenizer_config.json");
+  std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  return text.find("\"chat_template\"") != std::string::npos ? folder.string() : "";
 }
 
 LoadedModel loadServedModel(const ParsedArgs &args, const std::string &argument) {
@@ -62,14 +53,15 @@ LoadedModel loadServedModel(const ParsedArgs &args, const std::string &argument)
   loaded.spec.name = path.filename().string();
   if (loaded.spec.name.empty())
     loaded.spec.name = path.parent_path().filename().string();
-  if (isGenaiFolder(argument)) {
-    GenaiFolder genai = readGenaiFolder(argument);
-    modelPath = genai.modelPath;
-    loaded.spec.mapping = genai.mapping();
-    loaded.spec.eosTokenIds = genai.eosTokenIds;
-    folder = path;
-  } else if (fs::is_directory(path)) {
-    modelPath = libraryInFolder(path);
+  std::string tokenizerPath = findTokenizer(folder.string());
+  if (isFolder(argument)) {
+    // A genai, Optimum or plain model folder: the model, the tokenizer, the
+    // stop ids and the roles, as `onnxc generate FOLDER` reads them.
+    ModelFolder model = readModelFolder(argument);
+    modelPath = model.modelPath;
+    tokenizerPath = model.tokenizerPath;
+    loaded.spec.mapping = model.mapping();
+    loaded.spec.eosTokenIds = model.eosTokenIds;
     folder = path;
   } else {
     loaded.spec.name = path.stem().string();
@@ -86,7 +78,9 @@ LoadedModel loadServedModel(const ParsedArgs &args, const std::string &argument)
     loaded.runnable.graph.reset();
   }
   loaded.spec.model = loaded.runnable.descriptor;
-  loaded.spec.tokenizerPath = args.has("tokenizer") ? args.get("tokenizer") : tokenizerIn(folder);
+  loaded.spec.tokenizerPath = args.has("tokenizer") ? args.get("tokenizer") : tokenizerPath;
+  loaded.spec.chatTemplatePath =
+      args.has("chat-template") ? args.get("chat-template") : chatTemplateIn(folder);
   if (args.has("eos-id"))
     loaded.spec.eosTokenIds = idListText(args.get("eos-id"), "eos-id");
   return loaded;
@@ -121,9 +115,10 @@ serve::ServeOptions serveOptions(const ParsedArgs &args) {
 int runServe(const ParsedArgs &args) {
   if (args.positionals.empty())
     throw UsageError("missing MODEL argument (see 'onnxc serve --help')");
-  if (args.has("tokenizer") && args.positionals.size() > 1)
-    throw UsageError("--tokenizer applies to one model; with several, put each tokenizer.json "
-                     "beside its model");
+  for (const char *option : {"tokenizer", "chat-template"})
+    if (args.has(option) && args.positionals.size() > 1)
+      throw UsageError(std::string("--") + option +
+                       " applies to one model; with several, put each beside its model");
   serve::ServeOptions options = serveOptions(args);
   std::vector<LoadedModel> models;
   models.reserve(args.positionals.size());
@@ -147,6 +142,9 @@ std::vector<OptionSpec> serveOptionSpecs() {
             "require 'Authorization: Bearer KEY' on every endpoint but /health (default: "
             "$ONNXC_API_KEY; none when unset)"},
            {"tokenizer", "PATH", "the tokenizer (default: tokenizer.json beside the model)"},
+           {"chat-template", "PATH",
+            "the chat template: a folder, tokenizer_config.json or .jinja file (default: the "
+            "one beside the model)"},
            {"eos-id", "IDS", "stop ids, comma-separated (default: the genai folder's)"},
            {"max-batch", "N", "requests a model runs at once (default 8)"},
            {"max-queue", "N", "requests waiting per model before 429 (default 64)"},
