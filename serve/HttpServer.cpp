@@ -29,6 +29,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+/// How long a connection may wait between requests.
+constexpr int kIdleSeconds = 60;
+
 class Connection : public ResponseWriter {
 public:
   explicit Connection(tcp::socket socket) : socket_(std::move(socket)) {}
@@ -74,6 +77,13 @@ public:
 
   void serve(ServerState &state);
 
+  /// Waits for the next request's first bytes; false after `seconds` of
+  /// silence, so an idle keep-alive connection does not hold its thread forever.
+  bool awaitRequest(int seconds) {
+    pollfd descriptor{socket_.native_handle(), POLLIN, 0};
+    return ::poll(&descriptor, 1, seconds * 1000) > 0;
+  }
+
 private:
   tcp::socket socket_;
   bool keepAlive_ = true, streamed_ = false, failed_ = false;
@@ -92,6 +102,8 @@ std::string endpointLabel(const std::string &path) {
 void Connection::serve(ServerState &state) {
   beast::flat_buffer buffer;
   while (!streamed_ && !failed_) {
+    if (buffer.size() == 0 && !awaitRequest(kIdleSeconds))
+      break;
     http::request_parser<http::string_body> parser;
     parser.body_limit(state.options.maxBodyBytes);
     beast::error_code ec;
