@@ -29,6 +29,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+/// The listening socket, for the stop signals' handler.
+volatile sig_atomic_t gListening = -1;
+
 /// How long a connection may wait between requests.
 constexpr int kIdleSeconds = 60;
 
@@ -140,13 +143,6 @@ void Connection::serve(ServerState &state) {
 } // namespace
 
 bool listenAndServe(ServerState &state, std::string &error) {
-  // The signals are taken by one thread that wakes the listener, so the
-  // others (schedulers, connections) never run a handler.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   asio::io_context context;
   tcp::acceptor acceptor(context);
   beast::error_code ec;
@@ -170,13 +166,17 @@ bool listenAndServe(ServerState &state, std::string &error) {
   }
   std::cout << "onnxc serve: listening on http://" << state.options.host << ":"
             << acceptor.local_endpoint().port() << std::endl;
-  int listening = acceptor.native_handle();
-  std::thread stopper([&signals, listening] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    ::shutdown(listening, SHUT_RDWR);
-  });
-  stopper.detach();
+  // SIGINT and SIGTERM, in whichever thread they land (the compiler's or a
+  // session's threads started earlier may take them), shut the listening
+  // socket down: accept() then fails and the server stops in order.
+  // shutdown() is async-signal-safe.
+  gListening = acceptor.native_handle();
+  struct sigaction action = {};
+  action.sa_handler = [](int) { ::shutdown(gListening, SHUT_RDWR); };
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   while (true) {
     tcp::socket socket(context);
     acceptor.accept(socket, ec);

@@ -94,6 +94,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise AssertionError("the server did not stop on SIGTERM within 10 s")
+        # SIGTERM stops it in order (the listener's thread takes the signal): exit status 0.
+        assert self.process.returncode == 0, self.process.stderr.read()
 
 
 @pytest.fixture(scope="module")
