@@ -295,6 +295,22 @@ int64_t onnxc_generator_add_row(onnxc_generator *generator, const int64_t *promp
   }
 }
 
+int64_t onnxc_generator_add_rows(onnxc_generator *generator, const int64_t *const *prompts,
+                                 const int64_t *counts, int64_t count,
+                                 const onnxc_generate_options *const *row_options,
+                                 int64_t *first_tokens) {
+  if (!generator)
+    return -1;
+  try {
+    if (!generator->impl->addRows(prompts, counts, count, row_options, first_tokens))
+      return -1;
+    return generator->impl->rows() - count;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory adding " + std::to_string(count) + " rows");
+    return -1;
+  }
+}
+
 int onnxc_generator_remove_row(onnxc_generator *generator, int64_t row) {
   if (!generator)
     return -1;

@@ -111,7 +111,8 @@ void Scheduler::loop() {
 }
 
 void Scheduler::admit(std::unique_lock<std::mutex> &lock) {
-  while (!queue_.empty() && int(rows_.size()) < maxRows_) {
+  std::vector<std::shared_ptr<Generation>> joining;
+  while (!queue_.empty() && int(rows_.size() + joining.size()) < maxRows_) {
     std::shared_ptr<Generation> generation = queue_.front();
     queue_.pop_front();
     metrics_.queueDepth.fetch_sub(1);
@@ -120,33 +121,52 @@ void Scheduler::admit(std::unique_lock<std::mutex> &lock) {
       metrics_.cancelled.fetch_add(1);
       continue;
     }
-    onnxc_generate_options row;
+    joining.push_back(std::move(generation));
+  }
+  if (joining.empty())
+    return;
+  // The waiting prompts join together: one run of the model for all of them.
+  std::vector<const int64_t *> prompts;
+  std::vector<int64_t> counts, firsts(joining.size());
+  std::vector<onnxc_generate_options> options(joining.size());
+  std::vector<const onnxc_generate_options *> optionPointers;
+  for (size_t j = 0; j < joining.size(); ++j) {
+    const Generation &generation = *joining[j];
+    prompts.push_back(generation.prompt.data());
+    counts.push_back(int64_t(generation.prompt.size()));
+    onnxc_generate_options &row = options[j];
     onnxc_generate_options_init(&row);
-    const SamplingRequest &sampling = generation->sampling;
+    const SamplingRequest &sampling = generation.sampling;
     row.max_new_tokens = sampling.maxTokens;
     row.do_sample = sampling.sample ? 1 : 0;
     row.temperature = sampling.temperature;
     row.top_p = sampling.topP;
     row.top_k = sampling.topK;
     row.seed = sampling.seed;
-    // The prompt runs with the lock released: submit() must not wait on a prefill.
-    lock.unlock();
-    int64_t first = -1;
-    int64_t index = onnxc_generator_add_row(generator_, generation->prompt.data(),
-                                            int64_t(generation->prompt.size()), &row, &first);
-    lock.lock();
-    if (index < 0) {
+    optionPointers.push_back(&row);
+  }
+  // The prompts run with the lock released: submit() must not wait on a prefill.
+  lock.unlock();
+  int64_t first =
+      onnxc_generator_add_rows(generator_, prompts.data(), counts.data(), int64_t(joining.size()),
+                               optionPointers.data(), firsts.data());
+  lock.lock();
+  if (first < 0) {
+    for (auto &generation : joining)
       generation->finish("", onnxc_generator_error(generator_));
-      continue;
-    }
+    return;
+  }
+  Clock::time_point now = Clock::now();
+  for (auto &generation : joining) {
     metrics_.promptTokens.fetch_add(generation->prompt.size());
     metrics_.runningRows.fetch_add(1);
-    Clock::time_point now = Clock::now();
     metrics_.timeToFirstToken.observe(secondsBetween(generation->arrival, now));
     rows_.push_back({std::move(generation), 0, now});
-    if (!deliver(size_t(index), first))
-      release(size_t(index));
   }
+  // From the last: a row released takes the last row into its place.
+  for (size_t j = firsts.size(); j-- > 0;)
+    if (!deliver(size_t(first) + j, firsts[j]))
+      release(size_t(first) + j);
 }
 
 bool Scheduler::deliver(size_t row, int64_t token) {

@@ -72,6 +72,8 @@ public:
   /// onnxc_generator_add_row / _remove_row / _reserve_rows / _joinable.
   bool addRow(const int64_t *prompt, int64_t count, const onnxc_generate_options *rowOptions,
               int64_t &first);
+  bool addRows(const int64_t *const *prompts, const int64_t *counts, int64_t count,
+               const onnxc_generate_options *const *rowOptions, int64_t *firsts);
   bool removeRow(int64_t row);
   bool reserveRows(int64_t rows);
   /// The most positions, up to `upTo`, a generation of this model can hold.
@@ -137,17 +139,28 @@ private:
   std::string checkRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
   /// Why the caches cannot hold rows apart (a cache that does not lead with the batch), or empty.
   std::string checkBatchLeadingCaches() const;
-  /// Joining: runs `row`'s prompt alone into joinCache_ and chooses its first token.
-  bool runJoiningPrompt(Row &row, size_t &presentHalf);
+  /// Joining prompts run together (kJoinRows at most) in the join buffers.
+  static constexpr int64_t kJoinRows = 4;
+  /// Where a joining row's cache is in the join run's present.
+  struct JoinedRow {
+    int64_t index, count, runPad, runLength;
+  };
+  /// A joining row with its prompt and its options; false with error() set.
+  bool makeJoiningRow(const int64_t *prompt, int64_t count,
+                      const onnxc_generate_options *rowOptions, Row &row);
+  /// Joins up to kJoinRows rows between two steps; their first tokens go to `firsts`.
+  bool joinGroup(std::vector<Row> &joining, int64_t *firsts);
+  /// Runs the joining prompts into joinCache_ and chooses their first tokens.
+  bool runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf);
   /// Rewrites the past of every pair: row d becomes old row sources[d] moved
   /// shifts[d] positions along the sequence, with `newCached` positions.
   void relayoutCache(const std::vector<int64_t> &sources, const std::vector<int64_t> &shifts,
                      int64_t newCached);
   /// Drops the padding every row has (they shift left), when there is some.
   void compactRows();
-  /// Copies a joining row's cache (joinCache_ half `half`, `count` positions)
-  /// into row `row` of the batch at position `offset`, zeroing its padding.
-  void placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_t half);
+  /// Copies a joining row's cache (joinCache_ half `half`) into row `row`
+  /// of the batch at position `offset`, zeroing its padding.
+  void placeJoinedRow(int64_t row, const JoinedRow &joined, int64_t offset, size_t half);
   /// Per pair: the rows of one position's block before and after the sequence axis.
   void cacheBlock(size_t pair, int64_t &outer, int64_t &inner);
   /// Writes the ids, mask and positions of a run of `newTokens` after `past`
@@ -200,7 +213,7 @@ private:
   std::vector<std::array<AlignedBuffer, 2>> joinCache_; ///< Per pair: a joining row's cache.
   std::vector<bool> inPlace_;                           ///< Per pair: one buffer (half 0) only.
   size_t cacheBytes_ = 0;                               ///< Bytes of each half.
-  size_t joinBytes_ = 0; ///< Bytes of each joinCache_ half (one row).
+  size_t joinBytes_ = 0; ///< Bytes of each joinCache_ half (kJoinRows rows at most).
   int current_ = 0;      ///< The half that holds past.
   int64_t cached_ = 0;   ///< Positions in the cache.
   std::vector<onnxc_tensor> inputs_, outputs_;

@@ -7,10 +7,12 @@
 // position ids counted from its first real token), as prefill_batch lays
 // out prompts of different lengths.
 //
-// A joining prompt runs alone first (one row, its own positions from 0) into
-// a one-row cache; its keys and values do not depend on the padding in
-// front of them, so they are copied into the batch's cache at the row's
-// padded offset, and its first token is chosen from that run's logits. A
+// Joining prompts run first as a generation of their own (several joining
+// at once run together, left-padded among themselves, positions from each
+// one's first token) into the join buffers; their keys and values do not
+// depend on the padding in front of them, so they are copied into the
+// batch's cache at each row's padded offset, and each first token is chosen
+// from that run's logits. A
 // prompt longer than the batch shifts the running rows right (more padding
 // for them); a leaving row's index goes to the last row. When the shared
 // sequence reaches the capacity, the padding all rows have is dropped (they
@@ -26,6 +28,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace onnxc::runtime {
 
@@ -147,11 +150,12 @@ void Generator::compactRows() {
   length_ -= shared;
 }
 
-void Generator::placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_t half) {
+void Generator::placeJoinedRow(int64_t row, const JoinedRow &joined, int64_t offset, size_t half) {
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
     int64_t outer = 0, inner = 0;
     cacheBlock(k, outer, inner);
-    size_t fromStride = size_t((inPlace_[k] ? capacity_ : count) * inner);
+    // The join run's present: the capacity's layout in place, else dense at its length.
+    size_t fromStride = size_t((inPlace_[k] ? capacity_ : joined.runLength) * inner);
     size_t toStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
     const auto *from =
         reinterpret_cast<const uint8_t *>(joinCache_[k][inPlace_[k] ? 0 : half].data());
@@ -159,40 +163,48 @@ void Generator::placeJoinedRow(int64_t row, int64_t count, int64_t offset, size_
     for (int64_t o = 0; o < outer; ++o) {
       uint8_t *to = base + (size_t(row) * size_t(outer) + size_t(o)) * toStride;
       std::memset(to, 0, size_t(offset * inner));
-      std::memcpy(to + size_t(offset * inner), from + size_t(o) * fromStride,
-                  size_t(count * inner));
+      std::memcpy(to + size_t(offset * inner),
+                  from + (size_t(joined.index) * size_t(outer) + size_t(o)) * fromStride +
+                      size_t(joined.runPad * inner),
+                  size_t(joined.count * inner));
     }
   }
 }
 
-bool Generator::runJoiningPrompt(Row &row, size_t &presentHalf) {
-  // The batch's state is set aside and the prompt runs as a generation of
-  // one row in the one-row buffers; everything is put back afterwards.
+bool Generator::runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf) {
+  // The batch's state is set aside and the prompts run as a generation of
+  // their own (left-padded among themselves, as prefill_batch lays them out)
+  // in the join buffers; everything is put back afterwards.
   std::vector<Row> running;
   running.swap(rows_);
-  rows_.push_back(row);
+  rows_.swap(joining);
   cache_.swap(joinCache_);
   std::swap(cacheBytes_, joinBytes_);
   int64_t savedCached = cached_, savedLength = length_;
   int savedCurrent = current_;
+  int64_t longest = 0;
+  for (const Row &row : rows_)
+    longest = std::max(longest, row.pad + row.promptLength);
   cached_ = 0;
   current_ = 0;
-  length_ = row.promptLength;
-  bool ok = runModel(row.promptLength);
-  int64_t vocab = 0;
-  const float *logits = ok ? lastLogits(0, vocab) : nullptr;
-  if (ok && !logits)
-    ok = fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
-              "' has no row for the joining prompt's last position");
-  if (ok) {
-    Row &joined = rows_[0];
+  length_ = longest;
+  bool ok = runModel(longest);
+  for (size_t r = 0; ok && r < rows_.size(); ++r) {
+    int64_t vocab = 0;
+    const float *logits = lastLogits(int64_t(r), vocab);
+    if (!logits) {
+      ok = fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
+                "' has no row for a joining prompt's last position");
+      break;
+    }
+    Row &joined = rows_[r];
     int64_t token = chooseToken(joined, logits, vocab);
     joined.tokens.push_back(token);
     joined.produced = 1;
     joined.finished = processors_.isStop(token) || joined.maxNewTokens <= 1;
-    row = std::move(joined);
   }
   presentHalf = size_t(current_);
+  rows_.swap(joining);
   rows_.swap(running);
   cache_.swap(joinCache_);
   std::swap(cacheBytes_, joinBytes_);
@@ -202,13 +214,8 @@ bool Generator::runJoiningPrompt(Row &row, size_t &presentHalf) {
   return ok;
 }
 
-bool Generator::addRow(const int64_t *prompt, int64_t count,
-                       const onnxc_generate_options *rowOptions, int64_t &first) {
-  error_.clear();
-  first = -1;
-  if (std::string problem = checkRows(&prompt, &count, 1); !problem.empty())
-    return fail(problem);
-  Row row(sampler_);
+bool Generator::makeJoiningRow(const int64_t *prompt, int64_t count,
+                               const onnxc_generate_options *rowOptions, Row &row) {
   row.maxNewTokens = options_.max_new_tokens;
   if (rowOptions) {
     SamplingParams params;
@@ -228,35 +235,30 @@ bool Generator::addRow(const int64_t *prompt, int64_t count,
   row.tokens.reserve(size_t(capacity_ > 0 ? capacity_ : count + row.maxNewTokens));
   row.tokens.assign(prompt, prompt + count);
   row.promptLength = count;
-  if (!started_ || rows_.empty()) {
-    // The first row starts the generation, as prefill does.
-    if (!startRows(&prompt, &count, 1))
-      return false;
-    Row &only = rows_[0];
-    only.sampler = row.sampler;
-    only.maxNewTokens = row.maxNewTokens;
-    int32_t produced = 0;
-    return nextBatch(&first, &produced) == 1 || fail(error_.empty() ? "no token" : error_);
-  }
-  if (logitsReady_)
-    return fail("add_row: the batch's last logits are unread; call next_batch first");
-  if (std::string problem = joinProblem(); !problem.empty())
-    return fail(problem);
-  if (int64_t(rows_.size()) + 1 > batchCapacity_)
-    return fail("the batch holds " + std::to_string(rows_.size()) + " rows, its reserved " +
-                "maximum (reserve_rows)");
-  int64_t newCached = std::max(cached_, count);
+  return true;
+}
+
+bool Generator::joinGroup(std::vector<Row> &joining, int64_t *firsts) {
+  int64_t longest = 0;
+  for (const Row &row : joining)
+    longest = std::max(longest, row.promptLength);
+  int64_t newCached = std::max(cached_, longest);
   if (newCached + 1 > capacity_) {
     // The padding every row has is dropped (the rows shift left) only when it is in the way.
     compactRows();
-    newCached = std::max(cached_, count);
+    newCached = std::max(cached_, longest);
   }
   if (newCached + 1 > capacity_)
-    return fail("a joining prompt of " + std::to_string(count) + " tokens in a batch at " +
+    return fail("a joining prompt of " + std::to_string(longest) + " tokens in a batch at " +
                 std::to_string(cached_) + " positions needs " + std::to_string(newCached + 1) +
                 " positions; the capacity is " + std::to_string(capacity_));
+  std::vector<JoinedRow> placed;
+  for (size_t j = 0; j < joining.size(); ++j) {
+    joining[j].pad = longest - joining[j].promptLength;
+    placed.push_back({int64_t(j), joining[j].promptLength, joining[j].pad, longest});
+  }
   size_t half = 0;
-  if (!runJoiningPrompt(row, half))
+  if (!runJoiningPrompts(joining, half))
     return false;
   // A longer prompt pushes the running rows right, behind more padding.
   int64_t shift = newCached - cached_;
@@ -267,12 +269,64 @@ bool Generator::addRow(const int64_t *prompt, int64_t count,
   }
   relayoutCache(sources, shifts, newCached);
   cached_ = length_ = newCached;
-  row.pad = newCached - count;
-  placeJoinedRow(int64_t(rows_.size()), count, row.pad, half);
-  first = row.tokens.back();
-  rows_.push_back(std::move(row));
+  for (size_t j = 0; j < joining.size(); ++j) {
+    Row &row = joining[j];
+    row.pad = newCached - row.promptLength;
+    placeJoinedRow(int64_t(rows_.size()), placed[j], row.pad, half);
+    firsts[j] = row.tokens.back();
+    rows_.push_back(std::move(row));
+  }
   ended_ = false;
   return true;
+}
+
+bool Generator::addRows(const int64_t *const *prompts, const int64_t *counts, int64_t count,
+                        const onnxc_generate_options *const *rowOptions, int64_t *firsts) {
+  error_.clear();
+  if (count < 1 || !firsts)
+    return fail("add_rows: no prompts (count " + std::to_string(count) +
+                ") or no first-token array");
+  std::fill(firsts, firsts + count, -1);
+  if (std::string problem = checkRows(prompts, counts, count); !problem.empty())
+    return fail(problem);
+  std::vector<Row> joining(static_cast<size_t>(count), Row(sampler_));
+  for (int64_t j = 0; j < count; ++j)
+    if (!makeJoiningRow(prompts[j], counts[j], rowOptions ? rowOptions[j] : nullptr,
+                        joining[size_t(j)]))
+      return false;
+  if (!started_ || rows_.empty()) {
+    // The first rows start the generation, as prefill_batch does.
+    if (!startRows(prompts, counts, count))
+      return false;
+    for (size_t j = 0; j < joining.size(); ++j) {
+      rows_[j].sampler = joining[j].sampler;
+      rows_[j].maxNewTokens = joining[j].maxNewTokens;
+    }
+    std::vector<int32_t> produced(static_cast<size_t>(count));
+    return nextBatch(firsts, produced.data()) == 1 || fail(error_.empty() ? "no token" : error_);
+  }
+  if (logitsReady_)
+    return fail("add_row: the batch's last logits are unread; call next_batch first");
+  if (std::string problem = joinProblem(); !problem.empty())
+    return fail(problem);
+  if (int64_t(rows_.size()) + count > batchCapacity_)
+    return fail("the batch holds " + std::to_string(rows_.size()) + " rows; " +
+                std::to_string(count) + " more pass its reserved maximum of " +
+                std::to_string(batchCapacity_) + " (reserve_rows)");
+  // The prompts run together, a group of kJoinRows at a time (the join buffers' rows).
+  for (int64_t start = 0; start < count; start += kJoinRows) {
+    int64_t end = std::min(count, start + kJoinRows);
+    std::vector<Row> group(std::make_move_iterator(joining.begin() + start),
+                           std::make_move_iterator(joining.begin() + end));
+    if (!joinGroup(group, firsts + start))
+      return false;
+  }
+  return true;
+}
+
+bool Generator::addRow(const int64_t *prompt, int64_t count,
+                       const onnxc_generate_options *rowOptions, int64_t &first) {
+  return addRows(&prompt, &count, 1, &rowOptions, &first);
 }
 
 bool Generator::removeRow(int64_t row) {

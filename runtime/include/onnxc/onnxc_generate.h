@@ -216,6 +216,15 @@ int onnxc_generator_joinable(onnxc_generator *generator);
 int64_t onnxc_generator_add_row(onnxc_generator *generator, const int64_t *prompt_ids,
                                 int64_t count, const onnxc_generate_options *row_options,
                                 int64_t *first_token);
+/* Several prompts joining at once run together (4 at a time), left-padded
+ * among themselves: prompts[j] holds counts[j] ids, row_options NULL (the
+ * generator's) or one pointer per prompt (each may be NULL), first_tokens
+ * gets each row's first token. The new rows are the last `count`; returns
+ * the first one's index, or -1. */
+int64_t onnxc_generator_add_rows(onnxc_generator *generator, const int64_t *const *prompts,
+                                 const int64_t *counts, int64_t count,
+                                 const onnxc_generate_options *const *row_options,
+                                 int64_t *first_tokens);
 int onnxc_generator_remove_row(onnxc_generator *generator, int64_t row);
 
 /* Beam search with options.num_beams (>= 2) beams on one prompt, to the

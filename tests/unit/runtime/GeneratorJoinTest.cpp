@@ -237,3 +237,51 @@ TEST(GeneratorJoin, TheLastRowTakesALeavingRowsPlace) {
         << "prompt " << p;
   EXPECT_EQ(onnxc_generator_rows(generator.get()), 1);
 }
+
+TEST(GeneratorJoin, SeveralPromptsJoinTogether) {
+  ToyDecoder toy(true, true, true);
+  onnxc_generate_options options = joinOptions();
+  options.capacity = 24;
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &options));
+  ASSERT_EQ(onnxc_generator_reserve_rows(generator.get(), 8), 0)
+      << onnxc_generator_error(generator.get());
+  // Two start together; six more (of 1 to 7 ids, two groups of the join
+  // buffers' 4 rows) join them two steps later.
+  std::vector<std::vector<int64_t>> prompts = {
+      {3, 9, 4},       {5, 1}, {2, 2, 8, 1, 7, 6, 5}, {4}, {9, 9, 9, 9},
+      {1, 2, 3, 4, 5}, {7, 7}, {6, 5, 4, 3, 2, 1}};
+  std::vector<std::vector<int64_t>> got(prompts.size());
+  auto add = [&](size_t from, size_t to) {
+    std::vector<const int64_t *> starts;
+    std::vector<int64_t> counts, firsts(to - from);
+    for (size_t p = from; p < to; ++p) {
+      starts.push_back(prompts[p].data());
+      counts.push_back(int64_t(prompts[p].size()));
+    }
+    ASSERT_EQ(onnxc_generator_add_rows(generator.get(), starts.data(), counts.data(),
+                                       int64_t(to - from), nullptr, firsts.data()),
+              int64_t(from))
+        << onnxc_generator_error(generator.get());
+    for (size_t p = from; p < to; ++p)
+      got[p].push_back(firsts[p - from]);
+  };
+  std::vector<int64_t> tokens(prompts.size());
+  std::vector<int32_t> produced(prompts.size());
+  auto step = [&] {
+    ASSERT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1)
+        << onnxc_generator_error(generator.get());
+    for (size_t r = 0; r < onnxc_generator_rows(generator.get()); ++r)
+      if (produced[r])
+        got[r].push_back(tokens[r]);
+  };
+  add(0, 2);
+  step();
+  step();
+  add(2, prompts.size());
+  for (int s = 0; s < 5; ++s)
+    step();
+  for (size_t p = 0; p < prompts.size(); ++p)
+    EXPECT_EQ(got[p], alone(toy, prompts[p], int64_t(got[p].size()))) << "prompt " << p;
+  EXPECT_EQ(got[0].size(), 8u);
+  EXPECT_EQ(got[7].size(), 6u);
+}
