@@ -305,6 +305,70 @@ int onnxc_generator_next_batch(onnxc_generator *generator, int64_t *tokens, int3
   return generator->impl->nextBatch(tokens, produced);
 }
 
+int onnxc_generator_reserve_rows(onnxc_generator *generator, int64_t rows) {
+  if (!generator)
+    return -1;
+  try {
+    return generator->impl->reserveRows(rows) ? 0 : -1;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory reserving " + std::to_string(rows) + " rows");
+    return -1;
+  }
+}
+
+int64_t onnxc_generator_max_positions(const onnxc_generator *generator, int64_t up_to) {
+  return generator ? generator->impl->maxPositions(up_to) : -1;
+}
+
+int onnxc_generator_joinable(onnxc_generator *generator) {
+  if (!generator)
+    return 0;
+  std::string problem = generator->impl->joinProblem();
+  return problem.empty() ? 1 : (generator->impl->refuseCall(std::move(problem)), 0);
+}
+
+int64_t onnxc_generator_add_row(onnxc_generator *generator, const int64_t *prompt_ids,
+                                int64_t count, const onnxc_generate_options *row_options,
+                                int64_t *first_token) {
+  if (!generator)
+    return -1;
+  if (!first_token) {
+    generator->impl->refuseCall("add_row: first_token is NULL");
+    return -1;
+  }
+  try {
+    if (!generator->impl->addRow(prompt_ids, count, row_options, *first_token))
+      return -1;
+    return generator->impl->rows() - 1;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory adding a row of " + std::to_string(count) +
+                                " tokens");
+    return -1;
+  }
+}
+
+int64_t onnxc_generator_add_rows(onnxc_generator *generator, const int64_t *const *prompts,
+                                 const int64_t *counts, int64_t count,
+                                 const onnxc_generate_options *const *row_options,
+                                 int64_t *first_tokens) {
+  if (!generator)
+    return -1;
+  try {
+    if (!generator->impl->addRows(prompts, counts, count, row_options, first_tokens))
+      return -1;
+    return generator->impl->rows() - count;
+  } catch (const std::bad_alloc &) {
+    generator->impl->refuseCall("out of memory adding " + std::to_string(count) + " rows");
+    return -1;
+  }
+}
+
+int onnxc_generator_remove_row(onnxc_generator *generator, int64_t row) {
+  if (!generator)
+    return -1;
+  return generator->impl->removeRow(row) ? 0 : -1;
+}
+
 int64_t onnxc_generator_rows(const onnxc_generator *generator) {
   return generator ? generator->impl->rows() : 0;
 }

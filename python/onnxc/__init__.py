@@ -15,13 +15,14 @@ from ._model import Model, ValueInfo
 from ._progress import CompileProgress, progress_reporter as _progress_reporter
 from ._tokenizer import Tokenizer, TokenStream
 from ._chat import ChatTemplate
+from ._serve import Server, serve
 
 #: The package's version: pyproject.toml's, which the build compiled into the module (the same one
 #: `onnxc --version` prints).
 __version__ = _onnxc.__version__
 
 __all__ = ["__version__", "ChatTemplate", "CompileProgress", "Error", "Model", "ValueInfo", "Tokenizer", "TokenStream",
-           "compile", "load", "dump", "explain"]
+           "Server", "compile", "load", "dump", "explain", "serve"]
 
 #: Every error onnxc reports: a bad model, an unsupported op, a missing or mistyped input, a failed
 #: run. A subclass of RuntimeError; its message is the one line `onnxc` prints after "error: ".

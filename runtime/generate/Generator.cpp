@@ -337,6 +337,14 @@ bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
   for (size_t k = 0; k < cache_.size(); ++k)
     for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half)
       cache_[k][half].reserve(size_t(most));
+  // Rows joining a running batch run their prompts into buffers of their
+  // own, kJoinRows rows at most (GeneratorJoin.cpp); only a batch of more than
+  // one row can be joined.
+  joinBytes_ = batch > 1 ? size_t((most + batch - 1) / batch * std::min(batch, kJoinRows)) : 0;
+  joinCache_.resize(batch > 1 ? cache_.size() : 0);
+  for (size_t k = 0; k < joinCache_.size(); ++k)
+    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half)
+      joinCache_[k][half].reserve(joinBytes_);
   if (pairsInPlace() > 0 && !session_->setCacheCapacity(capacity))
     return fail(session_->error());
   cacheBytes_ = size_t(most);

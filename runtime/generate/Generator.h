@@ -67,6 +67,19 @@ public:
   bool logprob(int64_t row, float &value);
   int32_t topLogprobs(int64_t row, int64_t *ids, float *logprobs, int32_t room);
   int64_t rows() const { return int64_t(rows_.size()); }
+  /// Continuous batching (GeneratorJoin.cpp): rows join a running batch
+  /// between steps and leave it, each with its own cache rows. See
+  /// onnxc_generator_add_row / _remove_row / _reserve_rows / _joinable.
+  bool addRow(const int64_t *prompt, int64_t count, const onnxc_generate_options *rowOptions,
+              int64_t &first);
+  bool addRows(const int64_t *const *prompts, const int64_t *counts, int64_t count,
+               const onnxc_generate_options *const *rowOptions, int64_t *firsts);
+  bool removeRow(int64_t row);
+  bool reserveRows(int64_t rows);
+  /// The most positions, up to `upTo`, a generation of this model can hold.
+  int64_t maxPositions(int64_t upTo) const;
+  /// Why a row cannot join a running batch of this model, or empty.
+  std::string joinProblem() const;
 
   onnxc_generate_mode mode() const {
     return roles_.hasCache() ? ONNXC_GENERATE_KV_CACHE : ONNXC_GENERATE_FULL_SEQUENCE;
@@ -95,6 +108,7 @@ private:
     int64_t promptLength = 0;
     int64_t pad = 0;
     int64_t produced = 0;
+    int64_t maxNewTokens = 0; ///< The generator's max_new_tokens, or the row's own.
     bool finished = false;
     Sampler sampler;
     float logprob = 0;
@@ -123,6 +137,32 @@ private:
   /// Checks the prompts, sizes the buffers, fills the rows and runs the prompts.
   bool startRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
   std::string checkRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
+  /// Why the caches cannot hold rows apart (a cache that does not lead with the batch), or empty.
+  std::string checkBatchLeadingCaches() const;
+  /// Joining prompts run together (kJoinRows at most) in the join buffers.
+  static constexpr int64_t kJoinRows = 4;
+  /// Where a joining row's cache is in the join run's present.
+  struct JoinedRow {
+    int64_t index, count, runPad, runLength;
+  };
+  /// A joining row with its prompt and its options; false with error() set.
+  bool makeJoiningRow(const int64_t *prompt, int64_t count,
+                      const onnxc_generate_options *rowOptions, Row &row);
+  /// Joins up to kJoinRows rows between two steps; their first tokens go to `firsts`.
+  bool joinGroup(std::vector<Row> &joining, int64_t *firsts);
+  /// Runs the joining prompts into joinCache_ and chooses their first tokens.
+  bool runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf);
+  /// Rewrites the past of every pair: row d becomes old row sources[d] moved
+  /// shifts[d] positions along the sequence, with `newCached` positions.
+  void relayoutCache(const std::vector<int64_t> &sources, const std::vector<int64_t> &shifts,
+                     int64_t newCached);
+  /// Drops the padding every row has (they shift left), when there is some.
+  void compactRows();
+  /// Copies a joining row's cache (joinCache_ half `half`) into row `row`
+  /// of the batch at position `offset`, zeroing its padding.
+  void placeJoinedRow(int64_t row, const JoinedRow &joined, int64_t offset, size_t half);
+  /// Per pair: the rows of one position's block before and after the sequence axis.
+  void cacheBlock(size_t pair, int64_t &outer, int64_t &inner);
   /// Writes the ids, mask and positions of a run of `newTokens` after `past`
   /// positions (GeneratorRows.cpp) and points the tensors at them.
   void fillRunInputs(int64_t newTokens, int64_t past);
@@ -169,11 +209,13 @@ private:
   std::vector<int32_t> pastAxis_; ///< Per pair: the cache's sequence axis.
   std::vector<uint8_t> gathered_; ///< Beam search: cache rows saved while reordering.
   std::vector<BeamHypothesis> sequences_;
-  std::vector<std::array<AlignedBuffer, 2>> cache_; ///< Per pair: the ping-pong halves.
-  std::vector<bool> inPlace_;                       ///< Per pair: one buffer (half 0) only.
-  size_t cacheBytes_ = 0;                           ///< Bytes of each half.
-  int current_ = 0;                                 ///< The half that holds past.
-  int64_t cached_ = 0;                              ///< Positions in the cache.
+  std::vector<std::array<AlignedBuffer, 2>> cache_;     ///< Per pair: the ping-pong halves.
+  std::vector<std::array<AlignedBuffer, 2>> joinCache_; ///< Per pair: a joining row's cache.
+  std::vector<bool> inPlace_;                           ///< Per pair: one buffer (half 0) only.
+  size_t cacheBytes_ = 0;                               ///< Bytes of each half.
+  size_t joinBytes_ = 0; ///< Bytes of each joinCache_ half (kJoinRows rows at most).
+  int current_ = 0;      ///< The half that holds past.
+  int64_t cached_ = 0;   ///< Positions in the cache.
   std::vector<onnxc_tensor> inputs_, outputs_;
   std::vector<int64_t> symbols_;
   std::unique_ptr<Encoder> encoder_; ///< Encoder-decoder generation only.

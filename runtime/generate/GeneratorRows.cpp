@@ -70,14 +70,8 @@ std::string Generator::checkRows(const int64_t *const *prompts, const int64_t *c
   if (encoder_)
     return "an encoder-decoder generation takes one row; a batch of " + std::to_string(rows) +
            " prompts needs a decoder-only model";
-  for (size_t k = 0; k < roles_.cache.size(); ++k) {
-    const onnxc_tensor_info &past = model_.inputs[roles_.cache[k].input];
-    std::optional<int32_t> symbol = past.rank > 0 ? singleSymbolOf(past.dims[0]) : std::nullopt;
-    if (!symbol || roles_.symbolKinds[size_t(*symbol)] != GeneratorRoles::SymbolKind::Batch ||
-        pastAxis_[k] <= 0)
-      return "cache input '" + std::string(past.name) + "' " + past.shape_text +
-             " does not lead with the batch; the generator runs one row with it";
-  }
+  if (std::string problem = checkBatchLeadingCaches(); !problem.empty())
+    return problem;
   if (std::all_of(counts, counts + rows, [&](int64_t count) { return count == counts[0]; }))
     return "";
   // Left padding: the rows' real tokens must not see the padding (the mask)
@@ -88,6 +82,18 @@ std::string Generator::checkRows(const int64_t *const *prompts, const int64_t *c
            (roles_.mask < 0 ? "mask" : "position ids") +
            " (its positions follow the padded sequence, so a shorter row would be shifted): give "
            "prompts of one length";
+  return "";
+}
+
+std::string Generator::checkBatchLeadingCaches() const {
+  for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    const onnxc_tensor_info &past = model_.inputs[roles_.cache[k].input];
+    std::optional<int32_t> symbol = past.rank > 0 ? singleSymbolOf(past.dims[0]) : std::nullopt;
+    if (!symbol || roles_.symbolKinds[size_t(*symbol)] != GeneratorRoles::SymbolKind::Batch ||
+        pastAxis_[k] <= 0)
+      return "cache input '" + std::string(past.name) + "' " + past.shape_text +
+             " does not lead with the batch; the generator runs one row with it";
+  }
   return "";
 }
 
@@ -225,6 +231,7 @@ bool Generator::startRows(const int64_t *const *prompts, const int64_t *counts, 
     row.tokens.assign(prompts[r], prompts[r] + counts[r]);
     row.promptLength = counts[r];
     row.pad = longest - counts[r];
+    row.maxNewTokens = options_.max_new_tokens;
     // Every row draws as it would alone: the same seed.
     row.sampler.reseed(options_.seed);
   }
@@ -256,7 +263,7 @@ int Generator::nextBatch(int64_t *tokens, int32_t *produced) {
     return fail("no generation is under way: call prefill first (or again after an error)"), -1;
   bool running = false;
   for (Row &row : rows_) {
-    row.finished = row.finished || row.produced >= options_.max_new_tokens;
+    row.finished = row.finished || row.produced >= row.maxNewTokens;
     running |= !row.finished;
   }
   if (ended_ || !running) {
@@ -264,6 +271,8 @@ int Generator::nextBatch(int64_t *tokens, int32_t *produced) {
     return 0;
   }
   if (!logitsReady_) {
+    if (length_ + 1 > capacity_)
+      compactRows();
     if (length_ + 1 > capacity_) {
       started_ = false;
       return fail("the sequence would grow to " + std::to_string(length_ + 1) +

@@ -75,6 +75,39 @@ int32_t cacheStep(void *const *buffers, const int64_t *symbols, const int64_t *p
   return 0;
 }
 
+/// The cache model honouring left padding (the joining rows of continuous
+/// batching): positions under mask 0 are skipped, and the length in the
+/// rule is the position id + 1. buffers: ids (i32), mask, past, present,
+/// logits, position_ids.
+inline int32_t paddedKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
+  auto *ids = static_cast<const int32_t *>(buffers[0]);
+  auto *mask = static_cast<const int64_t *>(buffers[1]);
+  auto *past = static_cast<const float *>(buffers[2]);
+  auto *present = static_cast<float *>(buffers[3]);
+  auto *logits = static_cast<float *>(buffers[4]);
+  auto *positions = static_cast<const int64_t *>(buffers[5]);
+  int64_t batch = symbols[0], seq = symbols[1], pastLength = symbols[2], total = pastLength + seq;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t t = 0; t < total; ++t)
+        for (int64_t d = 0; d < kDim; ++d)
+          present[((b * kHeads + h) * total + t) * kDim + d] =
+              t < pastLength ? past[((b * kHeads + h) * pastLength + t) * kDim + d]
+                             : float(ids[b * seq + t - pastLength] + 100 * h + 10 * d);
+    float sum = 0;
+    for (int64_t t = 0; t < total; ++t) {
+      int64_t visible = mask[b * total + t];
+      if (visible != 0 && visible != 1)
+        return 1;
+      sum += visible ? present[(b * kHeads * total + t) * kDim] : 0;
+      if (t >= pastLength)
+        writeLogits(logits + (b * seq + t - pastLength) * kVocab,
+                    nextId(int64_t(sum), positions[b * seq + t - pastLength] + 1));
+    }
+  }
+  return 0;
+}
+
 /// buffers: ids, mask, past, present, logits.
 inline int32_t cacheKernel(void *const *buffers, const int64_t *symbols, int64_t, int64_t) {
   return cacheStep<int64_t>(buffers, symbols, nullptr);
@@ -105,11 +138,13 @@ inline int32_t fullKernel(void *const *buffers, const int64_t *symbols, int64_t,
 }
 
 /// A toy decoder; `withCache` picks the variant, `withPositions` adds a
-/// position_ids input to the cache model and makes its ids i32. Names can be
-/// changed before descriptor() to test the role guessing.
+/// position_ids input to the cache model and makes its ids i32, `padded`
+/// makes that one honour left padding (paddedKernel). Names can be changed
+/// before descriptor() to test the role guessing.
 struct ToyDecoder {
-  explicit ToyDecoder(bool withCache, bool withPositions = false)
-      : cache(withCache), positions(withCache && withPositions) {
+  explicit ToyDecoder(bool withCache, bool withPositions = false, bool withPadding = false)
+      : cache(withCache), positions(withCache && withPositions),
+        padded(withCache && withPositions && withPadding) {
     inputNames = {"input_ids", "attention_mask"};
     outputNames = {"logits"};
     if (cache) {
@@ -145,9 +180,10 @@ struct ToyDecoder {
       stepBuffers.push_back(5);
     }
     step = {"toy",
-            positions ? cachePositionsKernel
-            : cache   ? cacheKernel
-                      : fullKernel,
+            padded      ? paddedKernel
+            : positions ? cachePositionsKernel
+            : cache     ? cacheKernel
+                        : fullKernel,
             nullptr,
             int32_t(stepBuffers.size()),
             stepBuffers.data(),
@@ -172,7 +208,7 @@ struct ToyDecoder {
     return &model;
   }
 
-  bool cache, positions;
+  bool cache, positions, padded;
   std::vector<std::string> inputNames, outputNames;
   const char *symbolNames[3] = {"batch", "seq", "past"};
   onnxc_symbol_source symbolSources[3] = {{0, 0}, {0, 1}, {2, 2}};

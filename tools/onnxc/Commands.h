@@ -36,6 +36,7 @@ Command compileCommand();
 Command benchCommand();
 Command generateCommand();
 Command tokenizeCommand();
+Command serveCommand();
 
 /// The single MODEL positional of a command (UsageError otherwise); an
 /// onnxruntime-genai folder gives its decoder file (driver/GenaiFolder.h).

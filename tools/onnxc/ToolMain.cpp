@@ -25,16 +25,16 @@ using namespace onnxc;
 namespace {
 
 const std::vector<Command> &commands() {
-  static const std::vector<Command> table = {inspectCommand(), dumpCommand(),  runCommand(),
-                                             compileCommand(), benchCommand(), generateCommand(),
-                                             tokenizeCommand()};
+  static const std::vector<Command> table = {inspectCommand(),  dumpCommand(),  runCommand(),
+                                             compileCommand(),  benchCommand(), generateCommand(),
+                                             tokenizeCommand(), serveCommand()};
   return table;
 }
 
 /// The commands that compile a model, and so may take long.
 bool compilesModels(const Command &command) {
   return command.name == "compile" || command.name == "bench" || command.name == "generate" ||
-         command.name == "run";
+         command.name == "run" || command.name == "serve";
 }
 
 /// Options every subcommand takes, after its own.

@@ -200,6 +200,42 @@ int onnxc_generator_next_batch(onnxc_generator *generator, int64_t *tokens, int3
 /* The rows of the generation under way (1 after prefill). */
 int64_t onnxc_generator_rows(const onnxc_generator *generator);
 
+/* Continuous batching (a server's loop): rows join the batch under way
+ * between two next_batch calls and leave it, each with cache rows of its
+ * own, the others untouched. The model needs a KV cache whose inputs lead
+ * with the batch, an attention mask and position ids (a row joins behind
+ * left padding), and the generator the capacity option; joinable() says so.
+ *
+ * reserve_rows allocates the buffers for `rows` rows at the capacity; call
+ * it once, before the first row. add_row starts a generation with its
+ * prompt or joins the one under way: the prompt runs alone, its cache rows
+ * are copied into the batch, and *first_token gets the row's first token
+ * (a stop id or a max_new_tokens of 1 ends the row at once; the caller
+ * removes it). row_options (NULL: the generator's) gives the row its own
+ * max_new_tokens, do_sample, temperature, top_k, top_p, min_p and seed; the
+ * other fields are the generator's. Returns the new row's index (the last),
+ * or -1. remove_row takes a row out; the last row takes its index. */
+int onnxc_generator_reserve_rows(onnxc_generator *generator, int64_t rows);
+/* The most positions (prompt and generated tokens, up to up_to) a
+ * generation of this model can hold: its graph may bound the sequence (GPT-2's
+ * position table). A server sizes the capacity option with it. */
+int64_t onnxc_generator_max_positions(const onnxc_generator *generator, int64_t up_to);
+/* 1 when rows can join a running batch; 0 with onnxc_generator_error() saying why. */
+int onnxc_generator_joinable(onnxc_generator *generator);
+int64_t onnxc_generator_add_row(onnxc_generator *generator, const int64_t *prompt_ids,
+                                int64_t count, const onnxc_generate_options *row_options,
+                                int64_t *first_token);
+/* Several prompts joining at once run together (4 at a time), left-padded
+ * among themselves: prompts[j] holds counts[j] ids, row_options NULL (the
+ * generator's) or one pointer per prompt (each may be NULL), first_tokens
+ * gets each row's first token. The new rows are the last `count`; returns
+ * the first one's index, or -1. */
+int64_t onnxc_generator_add_rows(onnxc_generator *generator, const int64_t *const *prompts,
+                                 const int64_t *counts, int64_t count,
+                                 const onnxc_generate_options *const *row_options,
+                                 int64_t *first_tokens);
+int onnxc_generator_remove_row(onnxc_generator *generator, int64_t row);
+
 /* Beam search with options.num_beams (>= 2) beams on one prompt, to the
  * end: the beams are rows of the batch and the cache rows are reordered in
  * place after each step. Returns the number of sequences found
