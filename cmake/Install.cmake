@@ -28,6 +28,8 @@ install(TARGETS onnxc_runtime EXPORT onnxcTargets ARCHIVE DESTINATION ${CMAKE_IN
 # The tokenizers' and chat templates' shared library (text/) and its headers; the tool finds it
 # beside its bin/.
 install(TARGETS onnxc_text LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT toolchain)
+# libsentencepiece's shim, which libonnxc_text loads from its own folder.
+install(TARGETS onnxc_spm LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT toolchain)
 install(FILES ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_tokenizer.h
               ${PROJECT_SOURCE_DIR}/text/include/onnxc/onnxc_chat.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxc COMPONENT toolchain)

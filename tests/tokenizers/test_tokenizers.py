@@ -225,3 +225,12 @@ def test_sentencepiece_model(sentencepiece_models, kind):
         assert ours.encode(text, add_special_tokens=False) == reference.encode(text)
         assert ours.encode(text) == [reference.bos_id()] + reference.encode(text)
         assert ours.decode(reference.encode(text)) == reference.decode(reference.encode(text))
+    # The command line too: it has loaded libprotobuf (ONNX files) before libsentencepiece, whose own
+    # protobuf-lite copy must still be the one its code binds to (text/sentencepiece/SpmShim.h).
+    tool = os.environ.get("ONNXC")
+    if tool:
+        text = CORPUS[0]
+        out = subprocess.run([tool, "tokenize", sentencepiece_models[kind], "--text", text,
+                              "--add-special-tokens", "false"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert [int(i) for i in out.stdout.strip().split(",")] == reference.encode(text)
