@@ -57,8 +57,7 @@ ONNXC_SPM_API void onnxc_spm_destroy(onnxc_spm *spm) { delete spm; }
 ONNXC_SPM_API int onnxc_spm_encode(const onnxc_spm *spm, const char *text, size_t size, int **ids,
                                    size_t *count, char *error, size_t errorSize) {
   std::vector<int> out;
-  sentencepiece::util::Status status =
-      spm->processor.Encode(absl::string_view(text, size), &out);
+  sentencepiece::util::Status status = spm->processor.Encode(absl::string_view(text, size), &out);
   if (!status.ok()) {
     setError(error, errorSize, status.ToString());
     return -1;
@@ -68,8 +67,8 @@ ONNXC_SPM_API int onnxc_spm_encode(const onnxc_spm *spm, const char *text, size_
   return *ids ? 0 : (setError(error, errorSize, "out of memory"), -1);
 }
 
-ONNXC_SPM_API int onnxc_spm_decode(const onnxc_spm *spm, const int *ids, size_t count,
-                                   char **text, size_t *size, char *error, size_t errorSize) {
+ONNXC_SPM_API int onnxc_spm_decode(const onnxc_spm *spm, const int *ids, size_t count, char **text,
+                                   size_t *size, char *error, size_t errorSize) {
   std::string out;
   sentencepiece::util::Status status =
       spm->processor.Decode(std::vector<int>(ids, ids + count), &out);
@@ -92,8 +91,7 @@ ONNXC_SPM_API int onnxc_spm_is_control(const onnxc_spm *spm, int id) {
 ONNXC_SPM_API int onnxc_spm_piece_to_id(const onnxc_spm *spm, const char *piece, size_t size) {
   return spm->processor.PieceToId(absl::string_view(piece, size));
 }
-ONNXC_SPM_API int onnxc_spm_id_to_piece(const onnxc_spm *spm, int id, char **piece,
-                                        size_t *size) {
+ONNXC_SPM_API int onnxc_spm_id_to_piece(const onnxc_spm *spm, int id, char **piece, size_t *size) {
   if (id < 0 || id >= spm->processor.GetPieceSize())
     return -1;
   const std::string &text = spm->processor.IdToPiece(id);

@@ -24,11 +24,11 @@ typedef struct onnxc_spm onnxc_spm;
 onnxc_spm *onnxc_spm_load(const char *model, size_t size, char *error, size_t error_size);
 void onnxc_spm_destroy(onnxc_spm *spm);
 /* *ids (malloc'd, free with onnxc_spm_free) and *count. */
-int onnxc_spm_encode(const onnxc_spm *spm, const char *text, size_t size, int **ids,
-                     size_t *count, char *error, size_t error_size);
+int onnxc_spm_encode(const onnxc_spm *spm, const char *text, size_t size, int **ids, size_t *count,
+                     char *error, size_t error_size);
 /* *text (malloc'd) and *size. */
-int onnxc_spm_decode(const onnxc_spm *spm, const int *ids, size_t count, char **text,
-                     size_t *size, char *error, size_t error_size);
+int onnxc_spm_decode(const onnxc_spm *spm, const int *ids, size_t count, char **text, size_t *size,
+                     char *error, size_t error_size);
 int onnxc_spm_piece_size(const onnxc_spm *spm);
 int onnxc_spm_bos_id(const onnxc_spm *spm);
 int onnxc_spm_is_control(const onnxc_spm *spm, int id);
