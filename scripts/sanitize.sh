@@ -4,7 +4,8 @@
 #   bash scripts/sanitize.sh [asan|tsan|all] [ctest arguments...]
 #
 # asan: the whole project built with AddressSanitizer + UndefinedBehaviorSanitizer
-#       into build-asan/, then its full ctest suite.
+#       into build-asan/ (with the normal build's uninstrumented unit-test objects and kernel
+#       emitters), then its full ctest suite.
 # tsan: the concurrency tests built with ThreadSanitizer into build-tsan/ (with the normal build's
 #       uninstrumented IR and codegen archives), then run.
 # Both builds are incremental; neither rebuilds LLVM (Debian's shared libLLVM is
@@ -50,14 +51,16 @@ build_asan() {
   # (scripts/test.sh builds that first): torch exports them once, not twice.
   local models=()
   [[ -d "$normal_build/models" ]] && models=(-DONNXC_MODEL_DIR="$normal_build/models")
-  # The unit tests' own files, uninstrumented in either build, are compiled by the normal build
-  # only (tests/unit/CMakeLists.txt); brought up to date there first.
-  local unit_objects=(-DONNXC_UNIT_TEST_OBJECTS=)
+  # The unit tests' own files and codegen's emitters, uninstrumented in this build, are compiled
+  # by the normal build only (tests/unit/ and codegen/CMakeLists.txt); brought up to date there
+  # first.
+  local shared_objects=(-DONNXC_UNIT_TEST_OBJECTS= -DONNXC_UNINSTRUMENTED_EMITTERS=)
   if [[ -f "$normal_build/build.ninja" ]]; then
-    ninja -C "$normal_build" -j "$jobs" onnxc_unit_test_objects
-    unit_objects=(-DONNXC_UNIT_TEST_OBJECTS="$normal_build/tests/unit/onnxc_unit_test_objects.txt")
+    ninja -C "$normal_build" -j "$jobs" onnxc_unit_test_objects onnxc_codegen_emitters
+    shared_objects=(-DONNXC_UNIT_TEST_OBJECTS="$normal_build/tests/unit/onnxc_unit_test_objects.txt"
+                    -DONNXC_UNINSTRUMENTED_EMITTERS="$normal_build/codegen/onnxc_emitter_objects.txt")
   fi
-  configure "$repo/build-asan" -DONNXC_SANITIZE=address,undefined "${models[@]}" "${unit_objects[@]}"
+  configure "$repo/build-asan" -DONNXC_SANITIZE=address,undefined "${models[@]}" "${shared_objects[@]}"
   ninja -C "$repo/build-asan" -j "$jobs"
 }
 

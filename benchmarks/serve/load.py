@@ -5,8 +5,9 @@
 The model is benchmarks/generate/batch.py's GPT-2-small-sized decoder with position ids (random
 weights, built into build/bench-models on first use), served with --threads, --max-batch rows and
 --max-total-tokens 128 (prompts of at most 64 ids and 32 new tokens fit). Each client sends one streamed greedy completion after another (a prompt of
-16 to 64 random ids, --new-tokens tokens) until --seconds have passed; the run then stops by itself.
-Every answer is checked: a 200 stream that ends with [DONE] and --new-tokens tokens, or a 429; any
+16 to 64 random ids, asking for a count of tokens drawn from --new-tokens, 16 to 48 by default) until
+--seconds have passed; the run then stops by itself.
+Every answer is checked: a 200 stream that ends with [DONE] and the tokens asked for, or a 429; any
 other outcome is counted as lost. Printed per client count: requests, 429s, lost, aggregate tokens
 per second, p50/p99 time to first token and p50/p99 time per later token, and the ratios of 8 clients
 to 1 (issue 31's targets: 3x the tokens per second, at most 2x the first-token time). Then a
@@ -38,11 +39,14 @@ def percentile(values, q):
 
 
 def client_loop(url, model, prompts, new_tokens, stop_at, stats, lock):
+    """One client: streamed greedy completions back to back, each asking for a number of tokens drawn
+    from the range `new_tokens` (low, high), until `stop_at`."""
     rng = np.random.default_rng(threading.get_ident() % 1000)
     with httpx.Client(timeout=120) as http:
         while time.monotonic() < stop_at:
             prompt = prompts[int(rng.integers(len(prompts)))]
-            body = {"model": model, "prompt": prompt, "max_tokens": new_tokens, "temperature": 0, "stream": True}
+            wanted = int(rng.integers(new_tokens[0], new_tokens[1] + 1))
+            body = {"model": model, "prompt": prompt, "max_tokens": wanted, "temperature": 0, "stream": True}
             start = time.perf_counter()
             arrivals, done, status = [], False, None
             with http.stream("POST", url + "/v1/completions", json=body) as response:
@@ -58,7 +62,7 @@ def client_loop(url, model, prompts, new_tokens, stop_at, stats, lock):
             with lock:
                 if status == 429:
                     stats["rejected"] += 1
-                elif status == 200 and done and len(arrivals) == new_tokens:
+                elif status == 200 and done and len(arrivals) == wanted:
                     stats["requests"] += 1
                     stats["tokens"] += len(arrivals)
                     stats["ttft"].append(arrivals[0] - start)
@@ -118,10 +122,18 @@ def main() -> int:
     parser.add_argument("--clients", default="1,8")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--new-tokens", default="16:48",
+                        help="tokens each request asks for: N, or LOW:HIGH drawn per request (the default, "
+                             "mean 32: clients that all ask for the same count finish and come back together, "
+                             "a burst real traffic does not have)")
     parser.add_argument("--max-batch", type=int, default=8)
     args = parser.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
+    low, _, high = args.new_tokens.partition(":")
+    new_tokens = (int(low), int(high or low))
+    if not 1 <= new_tokens[0] <= new_tokens[1] <= 64:
+        parser.error(f"--new-tokens {args.new_tokens}: want N or LOW:HIGH within 1..64 (the served --max-total-tokens "
+                     "is 128 and prompts are up to 64 ids)")
 
     import batch
     model_path = batch.build_model(args.models)
@@ -138,11 +150,11 @@ def main() -> int:
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, 50000, int(n)).tolist() for n in rng.integers(16, 65, 32)]
     try:
-        run_load(url, 1, 2, prompts, args.new_tokens)  # warm-up: the weights' pages, the plans
+        run_load(url, 1, 2, prompts, new_tokens)  # warm-up: the weights' pages, the plans
         memory = [("after the warm-up", resident_mib(server.pid))]
         results = {}
         for clients in counts:
-            s = run_load(url, clients, args.seconds, prompts, args.new_tokens)
+            s = run_load(url, clients, args.seconds, prompts, new_tokens)
             results[clients] = s
             print(f"{clients:3d} clients, {s['elapsed']:.0f} s: {s['requests']} requests, {s['rejected']} 429, "
                   f"{s['lost']} lost; {s['tokens'] / s['elapsed']:7.1f} tokens/s; first token p50 "

@@ -2,7 +2,7 @@
 //
 // onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]...
 //                  [--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--max-opset N]
-//                  [--no-fork] [--verbose]
+//                  [--one-per-signature] [--no-fork] [--verbose]
 //
 // Runs every in-scope ONNX node-test case under each ROOT through the
 // importer and a backend: the reference evaluator (default), the JIT
@@ -12,9 +12,12 @@
 // nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases
 // whose opset is outside the importer's window (7 to 28; 7 to 12 are converted to 13 on import, and
 // --min-opset raises the lower end) and cases listed in the exclusions file
-// are skipped with their reason. Prints one line per failure, the excluded cases, failures
-// grouped by op, and closes with "node tests: N passed, N failed, N skipped".
-// Exits 1 when any case that was run failed.
+// are skipped with their reason. --one-per-signature runs only the first case of each distinct
+// signature (op types, input and output element types): the shared-library run's own code is the
+// artifact around the kernels (the descriptor, the linked .so, the loader), which the JIT run does
+// not take, while the kernels themselves are the JIT run's. Prints one line per failure, the
+// excluded cases, failures grouped by op, and closes with "node tests: N passed, N failed, N
+// skipped". Exits 1 when any case that was run failed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -63,13 +67,15 @@ struct Options {
   /// Cases above this opset are skipped: a package's data may hold cases of opsets a newer
   /// package's set covers with its own exclusions (node/onnx-1.23).
   int64_t maxOpset = kMaxOpset;
+  /// Only the first in-scope case of each signature (signatureOf) is run.
+  bool onePerSignature = false;
 };
 
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... "
                "[--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--max-opset N] "
-               "[--no-fork] "
+               "[--one-per-signature] [--no-fork] "
                "[--verbose]\n";
   std::exit(2);
 }
@@ -105,6 +111,8 @@ Options parseOptions(int argc, char **argv) {
       options.minOpset = std::max<int64_t>(kMinOpset, std::atoll(value().c_str()));
     else if (arg == "--max-opset")
       options.maxOpset = std::min<int64_t>(kMaxOpset, std::atoll(value().c_str()));
+    else if (arg == "--one-per-signature")
+      options.onePerSignature = true;
     else if (arg == "--no-fork")
       options.fork = false;
     else if (arg == "--verbose" || arg == "-v")
@@ -181,9 +189,26 @@ std::string joined(const std::vector<std::string> &items) {
 
 struct Tally {
   int passed = 0, failed = 0, crashed = 0, excluded = 0, outOfScope = 0;
+  /// --one-per-signature: the signatures run, and the cases left out for sharing one.
+  std::set<std::string> signaturesRun;
+  int sameSignature = 0;
   std::vector<std::pair<std::string, std::string>> excludedCases; // name, reason
   std::map<std::string, int> failuresByOp;
 };
+
+/// The op types (sorted) and the declared input and output element types of a case.
+std::string signatureOf(const CaseInfo &info) {
+  std::vector<std::string> ops = info.opTypes;
+  std::sort(ops.begin(), ops.end());
+  std::ostringstream signature;
+  signature << joined(ops) << " |";
+  for (int32_t type : info.dataInputTypes)
+    signature << " " << type;
+  signature << " ->";
+  for (int32_t type : info.outputTypes)
+    signature << " " << type;
+  return signature.str();
+}
 
 void recordFailure(Tally &tally, const CaseInfo &info, const CaseOutcome &outcome) {
   ++tally.failed;
@@ -240,6 +265,10 @@ void processCase(const fs::path &folder, const Options &options, const Exclusion
     tally.excludedCases.emplace_back(info.name, reason);
     return;
   }
+  if (options.onePerSignature && !tally.signaturesRun.insert(signatureOf(info)).second) {
+    ++tally.sameSignature;
+    return;
+  }
   CaseOutcome outcome =
       options.fork ? runCaseIsolated(info, options.timeoutSeconds) : runCaseInProcess(info);
   if (outcome.kind != CaseOutcome::Kind::Passed) {
@@ -269,8 +298,11 @@ void printReport(const Tally &tally) {
   if (tally.crashed)
     std::cout << "crashed or timed out: " << tally.crashed << " (counted as failed)\n";
   std::cout << "out of scope: " << tally.outOfScope << "\n";
+  if (tally.sameSignature)
+    std::cout << "left out for a signature already run (--one-per-signature): "
+              << tally.sameSignature << "\n";
   std::cout << "node tests: " << tally.passed << " passed, " << tally.failed << " failed, "
-            << tally.excluded + tally.outOfScope << " skipped" << std::endl;
+            << tally.excluded + tally.outOfScope + tally.sameSignature << " skipped" << std::endl;
 }
 
 } // namespace
