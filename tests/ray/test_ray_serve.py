@@ -191,7 +191,8 @@ def cluster(folder):
         # One CPU per replica and per node: Ray places one replica on each node. Two rows each: Ray's
         # proxy sends a replica no more (max_ongoing_requests), so 4 clients reach both nodes.
         application = onnxc.ray_serve.app(folder, num_replicas=2, num_cpus=1, api_key=KEY, max_total_tokens=256,
-                                          max_prompt_tokens=64, max_batch=2, health_check_period_s=1, health_check_timeout_s=5)
+                                          max_prompt_tokens=64, max_batch=2, health_check_period_s=1,
+                                          health_check_timeout_s=10)
         serve.run(application, name=APP, route_prefix="/")
         yield f"http://127.0.0.1:{port}"
     finally:
