@@ -2,8 +2,10 @@
 tools/onnxc, linked into the extension module (onnxc._onnxc.main), so the package carries one copy
 of the compiler and the command is the same tool as the build's `onnxc` executable."""
 
+import os
 import signal
 import sys
+import threading
 
 from . import _onnxc
 
@@ -20,5 +22,24 @@ def main(argv=None):
     # What Python buffered goes out before the tool writes to the same descriptors.
     sys.stdout.flush()
     sys.stderr.flush()
+    _stop_with_parent()
     status = _onnxc.main(["onnxc", *args])
     sys.exit(status)
+
+
+def _stop_with_parent():
+    """Under onnxc.serve (python/onnxc/_serve.py): stops this process (SIGTERM, the server's orderly
+    stop) when the parent's end of the pipe named by ONNXC_SERVE_PARENT_PIPE closes, which happens
+    however the parent ends. The tool runs without the GIL, so this thread can wait beside it."""
+    fd = os.environ.pop("ONNXC_SERVE_PARENT_PIPE", None)
+    if fd is None:
+        return
+
+    def watch():
+        try:
+            os.read(int(fd), 1)
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="onnxc-parent-watch", daemon=True).start()

@@ -27,10 +27,12 @@ class Server:
     ends it (SIGTERM: the requests under way end with an error) and `wait()` waits for it to end.
     As a context manager it stops on exit."""
 
-    def __init__(self, process, url, log):
+    def __init__(self, process, url, log, parent_pipe):
         self.process = process
         self.url = url
         self._log = log
+        # The write end of the pipe the server watches (see serve()): closed when it has stopped.
+        self._parent_pipe = parent_pipe
 
     @property
     def base_url(self):
@@ -49,7 +51,13 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._close_pipe()
         return self.process.returncode
+
+    def _close_pipe(self):
+        if self._parent_pipe is not None:
+            os.close(self._parent_pipe)
+            self._parent_pipe = None
 
     def wait(self, timeout=None):
         """Waits for the server to end (Ctrl-C stops it) and returns its exit status."""
@@ -104,14 +112,30 @@ def serve(*models, host="127.0.0.1", port=8000, api_key=None, tokenizer=None, ch
     Server once it listens. The options are the command's (`port=0` picks a free port: see
     `Server.url`). `api_key` (default: $ONNXC_API_KEY) is handed over in the environment, not on the
     command line where other users could read it. `block=True` serves until Ctrl-C instead of
-    returning. A server that cannot start raises onnxc.Error with its message."""
+    returning. A server that cannot start raises onnxc.Error with its message.
+
+    The server ends with this process, however it ends: stopped, exited, or killed (a Ray replica's
+    actor killed with SIGKILL; onnxc.ray_serve), so no server outlives the process that owns it."""
     args = _arguments(models, host, port, tokenizer, chat_template, max_batch, max_queue, max_prompt_tokens,
                       max_total_tokens, timeout, threads, log_prompts)
     env = dict(os.environ)
     if api_key is not None:
         env["ONNXC_API_KEY"] = str(api_key)
-    process = subprocess.Popen([sys.executable, "-m", "onnxc", "serve", *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    # The child watches the read end of a pipe whose only writer is this process: at end of file,
+    # when this process has closed it or died, the child stops itself (python/onnxc/_cli.py). A
+    # signal on the parent's death (PR_SET_PDEATHSIG) would fire when the thread that started the
+    # child ends, and Ray runs a replica's constructor on a pool thread.
+    watch_read, watch_write = os.pipe()
+    env["ONNXC_SERVE_PARENT_PIPE"] = str(watch_read)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "onnxc", "serve", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+                                   pass_fds=(watch_read,))
+    except BaseException:
+        os.close(watch_write)
+        raise
+    finally:
+        os.close(watch_read)
     lines = queue.Queue()
     log = []
 
@@ -129,11 +153,13 @@ def serve(*models, host="127.0.0.1", port=8000, api_key=None, tokenizer=None, ch
 
     threading.Thread(target=forward_stderr, daemon=True).start()
     threading.Thread(target=read_stdout, daemon=True).start()
+    server = Server(process, None, log, watch_write)
     try:
         while True:
             line = lines.get(timeout=startup_timeout)
             if line is None:
                 process.wait()
+                server._close_pipe()
                 message = "".join(log).strip().splitlines()
                 raise _onnxc.Error(message[-1].removeprefix("error: ") if message else
                                    f"onnxc serve exited with status {process.returncode} before listening")
@@ -142,8 +168,10 @@ def serve(*models, host="127.0.0.1", port=8000, api_key=None, tokenizer=None, ch
                 break
     except queue.Empty:
         process.kill()
+        process.wait()
+        server._close_pipe()
         raise _onnxc.Error(f"onnxc serve did not listen within {startup_timeout} s") from None
-    server = Server(process, match.group(1), log)
+    server.url = match.group(1)
     if block:
         server.wait()
     return server

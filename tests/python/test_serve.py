@@ -54,3 +54,34 @@ def test_serve_refuses_in_one_line(tmp_path):
         onnxc.serve()
     with pytest.raises(ValueError, match="max_batch"):
         onnxc.serve(missing, max_batch=0)
+
+
+def test_server_ends_with_its_parent(tiny_bert):
+    """A server outlives no parent, however the parent ends: here SIGKILL, which runs no cleanup
+    (a Ray replica's actor killed; onnxc.ray_serve relies on this)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    code = ("import onnxc, sys, time; s = onnxc.serve(sys.argv[1], port=0, threads=1); "
+            "print(s.process.pid, flush=True); time.sleep(120)")
+    parent = subprocess.Popen([sys.executable, "-c", code, tiny_bert], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert os.path.exists(f"/proc/{child}")
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                # A zombie (state Z) has ended: init reaps it once its parent is gone.
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the server kept running after its parent was killed")
