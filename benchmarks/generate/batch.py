@@ -112,7 +112,7 @@ def main() -> int:
     library = os.path.join(args.models, "gpt2_small_positions_past_op17.so")
     if not os.path.exists(library) or os.path.getmtime(library) < os.path.getmtime(args.onnxc):
         start = time.time()
-        subprocess.run([args.onnxc, "compile", model_path, "-o", library], check=True, capture_output=True)
+        subprocess.run([args.onnxc, "compile", model_path, "-o", library, "--logits=last"], check=True, capture_output=True)
         print(f"compiled {library} in {time.time() - start:.0f} s", flush=True)
     model = onnxc.load(library, threads=args.threads)
 

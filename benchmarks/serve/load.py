@@ -141,7 +141,7 @@ def main() -> int:
     os.makedirs(folder, exist_ok=True)
     library = os.path.join(folder, "model.so")
     if not os.path.exists(library) or os.path.getmtime(library) < os.path.getmtime(args.onnxc):
-        subprocess.run([args.onnxc, "compile", model_path, "-o", library], check=True, capture_output=True)
+        subprocess.run([args.onnxc, "compile", model_path, "-o", library, "--logits=last"], check=True, capture_output=True)
     server = subprocess.Popen([args.onnxc, "serve", folder, "--port", "0", "--threads", str(args.threads),
                                "--max-batch", str(args.max_batch), "--max-queue", "256",
                                "--max-total-tokens", "128", "--max-prompt-tokens", "64"],

@@ -90,7 +90,7 @@ def _with_folder(model, folder_info, defaults):
 
 
 def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="native", mattr="",
-            passes=None, precision="f32", progress=None):
+            passes=None, precision="f32", progress=None, logits=None):
     """Compiles MODEL (.onnx or .ir, or a model folder: an onnxruntime-genai folder, whose
     genai_config.json names the decoder and its roles, an Optimum export, or a folder of one .onnx
     and its tokenizer.json; the folder's tokenizer becomes Model.tokenizer and its configs' stop ids
@@ -106,6 +106,11 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     its error bound is in docs/KERNEL_ACCURACY.md) or "auto" (bf16 where the CPU has AMX-BF16);
     `Model.precision` says which it compiled.
 
+    `logits` is "all" (the logits at every position, as the model computes them) or "last" (the
+    generator's form: [batch, 1, vocab] at the last position only, so the LM head runs on one row per
+    prompt; `onnxc compile --logits=last`). The default is "last" for a model folder, which is
+    compiled for generation, and "all" for a model file.
+
     `progress` is called with a `CompileProgress` (stage, detail, done, total, bytes) at every step
     of the compile: the passes, each node lowered, LLVM's functions, the link, and "done" with the
     size written. None (the default) draws a tqdm bar when tqdm is installed and stderr is a
@@ -114,6 +119,8 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
     (KeyboardInterrupt) propagates.
     """
     path = _path(model, "model")
+    if logits not in (None, "all", "last"):
+        raise ValueError(f"logits={logits!r}: use 'all' or 'last'")
     folder = _model_folder(path)
     if folder is not None:
         # A model folder: its model, its tokenizer, and its configs as generate()'s defaults.
@@ -124,14 +131,17 @@ def compile(model, opt_level=3, threads=0, output=None, header=None, mcpu="nativ
         # An Optimum merged decoder is compiled for generation: its use_cache_branch built in as
         # true (the decoder with the cache, which also takes the prompt; driver/MergedDecoder.h).
         compiled = _compile(model_path, opt_level, threads, output, header, mcpu, mattr, passes,
-                            precision, progress, generation=info["merged_decoder"])
+                            precision, progress, generation=info["merged_decoder"],
+                            last_logits=logits != "all")
         return _with_folder(compiled, info, defaults)
-    return _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, precision, progress)
+    return _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, precision, progress,
+                    last_logits=logits == "last")
 
 
 def _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, precision, progress,
-             generation=False):
-    """compile() of one model file; `generation`: for the generator (driver/MergedDecoder.h)."""
+             generation=False, last_logits=False):
+    """compile() of one model file; `generation`: for the generator (driver/MergedDecoder.h);
+    `last_logits`: the logits at the last position only (driver/LastPositionLogits.h)."""
     opt_level = int(opt_level)
     threads = _threads(threads)
     if output is None and header is not None:
@@ -142,10 +152,10 @@ def _compile(path, opt_level, threads, output, header, mcpu, mattr, passes, prec
     with _progress_reporter(progress) as reporter:
         if output is None:
             runner = _onnxc.compile_jit(path, opt_level, _passes(passes), mcpu, mattr,
-                                        str(precision), threads, reporter, generation)
+                                        str(precision), threads, reporter, generation, last_logits)
             return Model(runner, source=path)
         _onnxc.compile_library(path, opt_level, _passes(passes), mcpu, mattr, str(precision),
-                               output, header, reporter, generation)
+                               output, header, reporter, generation, last_logits)
     # Not checked against this CPU here: the library may be for another machine (its
     # first run refuses a CPU without its features, as load() does).
     return Model(_onnxc.load(output, threads, check_cpu=False), source=path)

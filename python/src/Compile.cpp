@@ -1,10 +1,12 @@
 //===- python/src/Compile.cpp - onnxc.compile, dump and explain -----------===//
 #include "python/src/Compile.h"
+#include "driver/LastPositionLogits.h"
 #include "driver/MergedDecoder.h"
 
 #include "driver/ArtifactOutputs.h"
 #include "driver/Compilation.h"
 #include "driver/LoadModel.h"
+#include "ir/Error.h"
 #include "ir/text/Printer.h"
 #include "passes/Pipelines.h"
 
@@ -29,13 +31,23 @@ CompileOptions compileOptions(const PipelineRequest &request, const TargetOption
   return options;
 }
 
+/// The requested pipeline on a loaded graph, and the forms for the generator
+/// it asks for (driver/MergedDecoder.h, driver/LastPositionLogits.h).
+void optimize(Graph &graph, const PipelineRequest &request, PassManager &pm) {
+  if (request.generation)
+    fixCacheBranchForGeneration(graph);
+  pm.run(graph);
+  if (request.lastLogits && keepLastPositionLogits(graph).empty())
+    throw Error(request.modelPath +
+                ": logits='last' needs a logits output of [batch, seq, vocab]; the model has none");
+}
+
 /// Loads the model and runs the requested pipeline on it.
 std::unique_ptr<Graph> optimizedGraph(const PipelineRequest &request, PassManager &pm) {
-  if (!request.generation)
+  if (!request.generation && !request.lastLogits)
     return loadOptimizedModel(request.modelPath, pm);
   std::unique_ptr<Graph> graph = loadModel(request.modelPath);
-  fixCacheBranchForGeneration(*graph);
-  pm.run(*graph);
+  optimize(*graph, request, pm);
   return graph;
 }
 
@@ -89,7 +101,7 @@ void compileLibrary(const PipelineRequest &request, const TargetOptions &target,
   std::vector<std::string> externalFiles;
   std::unique_ptr<Graph> graph = loadModel(request.modelPath, &externalFiles);
   checkArtifactSparesExternalData(externalFiles, artifact, names);
-  pm->run(*graph);
+  optimize(*graph, request, *pm);
   compileArtifact(*graph, selection, artifact, progress);
 }
 

@@ -28,6 +28,8 @@ struct PipelineRequest {
   /// Compiled for generation: an Optimum merged decoder's use_cache_branch
   /// is built in as true (driver/MergedDecoder.h).
   bool generation = false;
+  /// The logits output at the last position only (driver/LastPositionLogits.h).
+  bool lastLogits = false;
 };
 
 struct TargetOptions {

@@ -160,8 +160,9 @@ nb::list tensorInfos(const onnxc_tensor_info *infos, int32_t count) {
 }
 
 PipelineRequest pipeline(const std::string &path, int optLevel,
-                         const std::vector<std::string> &passes, bool generation = false) {
-  return PipelineRequest{path, optLevel, passes, generation};
+                         const std::vector<std::string> &passes, bool generation = false,
+                         bool lastLogits = false) {
+  return PipelineRequest{path, optLevel, passes, generation, lastLogits};
 }
 
 /// onnxc.Error and the ModelRunner class.
@@ -199,12 +200,12 @@ void bindCompilers(nb::module_ &m) {
       "compile_jit",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         int threads, nb::object progress, bool generation) {
+         int threads, nb::object progress, bool generation, bool lastLogits) {
         PythonProgress watcher(std::move(progress));
         std::unique_ptr<onnxc::JitModel> jit;
         try {
           nb::gil_scoped_release release;
-          jit = compileJit(pipeline(path, optLevel, passes, generation),
+          jit = compileJit(pipeline(path, optLevel, passes, generation, lastLogits),
                            TargetOptions{cpu, attributes, precision}, watcher.callback());
         } catch (const Interrupted &) {
           watcher.raiseInterrupted();
@@ -213,17 +214,17 @@ void bindCompilers(nb::module_ &m) {
         return std::make_unique<ModelRunner>(std::move(jit), threads);
       },
       "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "threads"_a,
-      "progress"_a = nb::none(), "generation"_a = false);
+      "progress"_a = nb::none(), "generation"_a = false, "last_logits"_a = false);
   m.def(
       "compile_library",
       [](const std::string &path, int optLevel, const std::vector<std::string> &passes,
          const std::string &cpu, const std::string &attributes, const std::string &precision,
-         const std::string &output, const std::string &header, nb::object progress,
-         bool generation) {
+         const std::string &output, const std::string &header, nb::object progress, bool generation,
+         bool lastLogits) {
         PythonProgress watcher(std::move(progress));
         try {
           nb::gil_scoped_release release;
-          compileLibrary(pipeline(path, optLevel, passes, generation),
+          compileLibrary(pipeline(path, optLevel, passes, generation, lastLogits),
                          TargetOptions{cpu, attributes, precision}, output, header,
                          watcher.callback());
         } catch (const Interrupted &) {
@@ -232,7 +233,7 @@ void bindCompilers(nb::module_ &m) {
         watcher.raisePending();
       },
       "path"_a, "opt_level"_a, "passes"_a, "cpu"_a, "attributes"_a, "precision"_a, "output"_a,
-      "header"_a, "progress"_a = nb::none(), "generation"_a = false);
+      "header"_a, "progress"_a = nb::none(), "generation"_a = false, "last_logits"_a = false);
   m.def(
       "load",
       [](const std::string &path, int threads, bool checkCpu) {

@@ -59,11 +59,26 @@ uint64_t Xoshiro256::next() {
 }
 
 int64_t argmax(const float *values, int64_t count) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < count; ++i)
-    if (rankable(values[i]) > rankable(values[best]))
-      best = i;
-  return best;
+  // Two passes the compiler vectorizes, where the one-pass loop carried its index through every
+  // comparison (a vocabulary of 50,257 took 4% of an 8-row GPT-2 step): the largest value over
+  // independent lanes (`v > m ? v : m` skips NaN, which ranks lowest), then the first index that
+  // holds it, so ties go to the lowest id.
+  constexpr int64_t kLanes = 16;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -INFINITY);
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j)
+      lanes[j] = values[i + j] > lanes[j] ? values[i + j] : lanes[j];
+  float largest = -INFINITY;
+  for (float lane : lanes)
+    largest = lane > largest ? lane : largest;
+  for (; i < count; ++i)
+    largest = values[i] > largest ? values[i] : largest;
+  for (int64_t k = 0; k < count; ++k)
+    if (rankable(values[k]) == largest)
+      return k;
+  return 0;
 }
 
 void Sampler::candidates(const float *logits, int64_t vocab, std::vector<int64_t> &ids,

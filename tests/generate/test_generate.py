@@ -134,6 +134,44 @@ def test_kv_cache_greedy_matches_onnxruntime(libraries):
 
 
 @compiled_kernels
+def test_logits_last_is_the_last_row_and_generates_alike(tmp_path):
+    """`onnxc compile --logits=last` (driver/LastPositionLogits.h, what generate and serve compile):
+    the library's logits are [batch, 1, vocab], onnxruntime's last row for a batch of two 9-token
+    prompts, and greedy generation from it gives onnxruntime's tokens. A model without logits is
+    refused in one line."""
+    onnx_path = model_file("hf_llama_past")
+    library = str(tmp_path / "last.so")
+    compiled = subprocess.run([ONNXC, "compile", onnx_path, "-o", library, "--logits=last", "--verbose"],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "at the last position only (" in compiled.stdout and "MatMul" in compiled.stdout, compiled.stdout
+    session = make_session(onnx_path, "all")
+    rng = np.random.default_rng(5)
+    feeds = {"input_ids": rng.integers(0, 384, (2, 9)).astype(np.int64),
+             "attention_mask": np.ones((2, 9), np.int64), "position_ids": np.tile(np.arange(9), (2, 1))}
+    for past in (i for i in session.get_inputs() if i.name.startswith("past_")):
+        feeds[past.name] = np.zeros((2, past.shape[1], 0, past.shape[3]), np.float32)
+    feeds = {name: value for name, value in feeds.items() if name in {i.name for i in session.get_inputs()}}
+    command = [ONNXC, "run", library, "--output-dir", str(tmp_path / "out")]
+    for name, value in feeds.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        command += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+    assert ran.returncode == 0, ran.stderr
+    got = np.load(tmp_path / "out" / "logits.npy")
+    want = session.run(["logits"], feeds)[0][:, -1:, :]
+    assert got.shape == want.shape == (2, 1, 384)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    ids, _, _ = generate(library, "--max-new-tokens", "16")
+    assert ids == ort_greedy_with_cache(onnx_path, PROMPT, 16)
+    refused = subprocess.run([ONNXC, "compile", os.path.join(MODEL_DIR, "hf_bert_op17.onnx"), "-o",
+                              str(tmp_path / "bert.so"), "--logits=last"], capture_output=True, text=True,
+                             timeout=TIMEOUT)
+    assert refused.returncode != 0 and "--logits=last" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+@compiled_kernels
 def test_llama_with_positions_and_grouped_kv_matches_onnxruntime(libraries):
     """LLaMA-style: rotary positions from position_ids (the generator counts them on from the
     cache's length) and a cache of 2 K/V heads for 4 query heads."""

@@ -10,7 +10,9 @@
 
 #include "codegen/ModelCompiler.h"
 #include "driver/ArtifactOutputs.h"
+#include "driver/GenaiFolder.h"
 #include "driver/InputSpecialization.h"
+#include "driver/LastPositionLogits.h"
 #include "ir/Error.h"
 #include "ir/MemoryBudget.h"
 #include "tools/onnxc/JsonOutput.h"
@@ -196,6 +198,15 @@ void printCachePairs(const ModelPlan &plan, bool list, bool explain) {
       std::cerr << "codegen: " << note << "\n";
 }
 
+/// --logits=last (the generator's form) or all (what the model computes): the default is
+/// last for an onnxruntime-genai folder, which is compiled for generation, else all.
+bool logitsAtLastPosition(const ParsedArgs &args, bool generationFolder) {
+  std::string logits = args.get("logits", generationFolder ? "last" : "all");
+  if (logits != "all" && logits != "last")
+    throw UsageError("unknown --logits '" + logits + "' (use all or last)");
+  return logits == "last";
+}
+
 /// What a compile made, for its report.
 struct CompileReport {
   ModelPlan plan;
@@ -306,7 +317,16 @@ int runCompile(const ParsedArgs &args) {
   std::unique_ptr<Graph> graph = loadModel(path, &externalFiles);
   checkArtifactSparesExternalData(externalFiles, request, kToolOptionNames);
   pinInputDims(*graph, shapes);
+  bool lastLogits = logitsAtLastPosition(args, isGenaiFolder(args.positionals[0]));
   runPipeline(*pm, *graph, args);
+  if (lastLogits) {
+    std::string rewrite = keepLastPositionLogits(*graph);
+    if (rewrite.empty())
+      throw UsageError("--logits=last: " + path +
+                       " has no logits output of [batch, seq, vocab] to keep the last position of");
+    if (args.has("verbose") || args.has("explain"))
+      std::cout << rewrite << "\n";
+  }
   ModelPlan plan = compileArtifact(*graph, target, request, progress);
   CompileReport report{std::move(plan), output,
                        request.kind == ArtifactRequest::Kind::SharedLibrary ? request.headerPath
@@ -341,6 +361,12 @@ std::vector<OptionSpec> compileOptions() {
                            "models whose sizes do not follow from symbols (strided convolutions, "
                            "ceil-mode pools); the library then takes those dims only",
                            true},
+                          {"logits", "all|last",
+                           "all: the logits at every position, as the model computes them; "
+                           "last: [batch, 1, vocab] at the last position only, all the generator "
+                           "reads (onnxc generate and serve compile so): the LM head runs on one "
+                           "row per prompt, not one per position (default: last for an "
+                           "onnxruntime-genai folder, else all)"},
                       },
                       targetOptions(),
                       pipelineOptions(),

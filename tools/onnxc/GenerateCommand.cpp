@@ -12,6 +12,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/LastPositionLogits.h"
 #include "driver/MergedDecoder.h"
 #include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
@@ -191,6 +192,8 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
               << ": use_cache_branch built in as true (an Optimum merged decoder: the decoder with "
                  "the cache, which also takes the prompt with an empty past)\n";
   runPipeline(*pm, *graph, args);
+  // The generator reads the last position's logits only (driver/LastPositionLogits.h).
+  keepLastPositionLogits(*graph);
   RunnableModel model =
       compileModelInProcess(std::move(graph), target, ProgressLine::instance().callback());
   // The generator reads the descriptor only; the graph's weights are not kept twice.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
+#include "driver/LastPositionLogits.h"
 #include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
 #include "ir/Error.h"
@@ -73,6 +74,9 @@ LoadedModel loadServedModel(const ParsedArgs &args, const std::string &argument)
     std::unique_ptr<PassManager> pm = buildPipeline(args, "serve", PrintOptions(), 3);
     std::unique_ptr<Graph> graph = loadModel(modelPath);
     runPipeline(*pm, *graph, args);
+    // The generator reads the last position's logits only (driver/LastPositionLogits.h); an
+    // encoder has no logits and is left as it is.
+    keepLastPositionLogits(*graph);
     loaded.runnable = compileModelInProcess(std::move(graph), selectTarget(args),
                                             ProgressLine::instance().callback());
     loaded.runnable.graph.reset();

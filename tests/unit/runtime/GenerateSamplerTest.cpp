@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace onnxc::runtime;
@@ -43,6 +44,35 @@ TEST(GenerateSampler, GreedyIsArgmaxWithTheLowestIdOnTies) {
   EXPECT_EQ(greedy.choose(tie.data(), 4), 1);
   std::vector<float> nanFirst = {NAN, -5.0f, -2.0f};
   EXPECT_EQ(argmax(nanFirst.data(), 3), 2);
+}
+
+TEST(GenerateSampler, ArgmaxOfLongRowsMatchesTheOnePassDefinition) {
+  // Rows longer than the vectorized argmax's lanes: ties across lanes and blocks, NaN and -inf
+  // runs, the largest in the tail, against "the first index of the largest, NaN lowest".
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+  for (int64_t count : {1, 15, 16, 17, 50257}) {
+    for (int variant = 0; variant < 5; ++variant) {
+      std::vector<float> row(static_cast<size_t>(count));
+      for (float &value : row)
+        value = variant == 4 ? NAN : uniform(random);
+      if (variant == 1 && count > 3) // a tie between two lanes of different blocks
+        row[size_t(count / 3)] = row[size_t(count - 2)] = 9.0f;
+      if (variant == 2) // the largest in the tail after the full blocks
+        row.back() = 9.0f;
+      if (variant == 3) // NaN everywhere before the largest, -inf after it
+        for (int64_t i = 0; i < count; ++i)
+          row[size_t(i)] = i < count / 2 ? NAN : i == count / 2 ? -1.0f : -INFINITY;
+      int64_t expected = 0;
+      for (int64_t i = 1; i < count; ++i) {
+        float best = std::isnan(row[size_t(expected)]) ? -INFINITY : row[size_t(expected)];
+        if (!std::isnan(row[size_t(i)]) && row[size_t(i)] > best)
+          expected = i;
+      }
+      EXPECT_EQ(argmax(row.data(), count), expected)
+          << "count " << count << ", variant " << variant;
+    }
+  }
 }
 
 TEST(GenerateSampler, TopKKeepsTheKLargest) {
