@@ -70,9 +70,17 @@ ColumnChunks columnChunksOf(int64_t n, int64_t nr) {
   return chunks;
 }
 
+/// The most rows a step splits by columns rather than rows. Split by rows,
+/// every thread streams all of B for its rows: a decoder's batched step (8
+/// rows in tiles of 6) read B once per thread, on one thread 6 rows and on the
+/// other 2. Split by columns, each thread reads its share of B once and
+/// computes every row of it; A (these few rows) is what is read again.
+constexpr int64_t kColumnSplitRows = 32;
+
 /// Runs the step as items x chunks (splitItemsAndChunks), by rows as
-/// splitItemsAndRows, except that an item whose rows make one chunk is split
-/// into `columns` instead:
+/// splitItemsAndRows, except that an item of at most kColumnSplitRows rows
+/// (or whose rows make one chunk) is split into `columns` instead, when
+/// there is more than one:
 /// body(item, rowBegin, rowEnd, colBegin, colEnd) per item of a task range.
 void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
                              const RowsFn &rowsPerChunk, ColumnChunks columns, int64_t n,
@@ -84,14 +92,19 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
   auto rowChunks = [rows, rowsPerChunk](FunctionBuilder &f) {
     return f.max(f.i64(1), f.ceilDiv(f.dim(rows), rowsPerChunk(f)));
   };
-  auto chunkCount = [rowChunks, columns](FunctionBuilder &f) {
-    llvm::Value *byRows = rowChunks(f);
-    return f.ir().CreateSelect(f.ir().CreateICmpEQ(byRows, f.i64(1)), f.i64(columns.count), byRows);
+  auto splitByColumns = [rows, rowChunks, columns](FunctionBuilder &f) {
+    llvm::Value *oneChunk = f.ir().CreateICmpEQ(rowChunks(f), f.i64(1));
+    if (columns.count == 1)
+      return oneChunk;
+    return f.ir().CreateOr(oneChunk, f.ir().CreateICmpSLE(f.dim(rows), f.i64(kColumnSplitRows)));
+  };
+  auto chunkCount = [rowChunks, columns, splitByColumns](FunctionBuilder &f) {
+    return f.ir().CreateSelect(splitByColumns(f), f.i64(columns.count), rowChunks(f));
   };
   KernelBuilder &k = step.kernel();
   llvm::IRBuilder<> &ir = k.ir();
   llvm::Value *rowCount = k.dim(rows), *perChunk = rowsPerChunk(k);
-  llvm::Value *byColumns = ir.CreateICmpEQ(rowChunks(k), k.i64(1));
+  llvm::Value *byColumns = splitByColumns(k);
   llvm::Value *chunkColumns = k.i64(columns.panels * nr);
   splitItemsAndChunks(
       step, problem.items(), chunkCount,

@@ -84,17 +84,17 @@ TEST(LowerMatMul, PackedOddSizes) {
 }
 
 TEST(LowerMatMul, FewRowsSplitColumnsAcrossThreads) {
-  // Rows that make one task (a decoder's step) are split by columns: chunks
-  // of whole four-panel groups over N = 2600 (the last chunk holds the tail
-  // panel), with the bias and GELU fused into the store; any thread count
-  // must give the single-thread result.
+  // Up to 32 rows (a decoder's step, a batch of them) are split by columns:
+  // chunks of whole four-panel groups over N = 2600 (the last chunk holds the
+  // tail panel), with the bias and GELU fused into the store; 33 rows split by
+  // rows; any thread count must give the single-thread result.
   Tensor w = randomOf(DType::F32, {64, 2600}, 11), bias = randomOf(DType::F32, {2600}, 12);
   auto graph =
       parseGraph("graph @g(%x: f32[m, 64]) -> (%y: f32[m, 2600]) {\n" +
                  constantText("w", "f32[64, 2600]", w) + constantText("b", "f32[2600]", bias) +
                  "  %p = MatMul(%x, %w)\n  %q = Add(%p, %b)\n  %y = Relu(%q)\n"
                  "  return %y\n}\n");
-  for (int64_t m : {1, 2, 5, 13})
+  for (int64_t m : {1, 2, 5, 13, 32, 33})
     for (int threads : {1, 2, 3})
       expectCompiledMatchesReference(*graph, {{"x", randomOf(DType::F32, {m, 64}, unsigned(m))}},
                                      1e-4, 1e-5, threads);
