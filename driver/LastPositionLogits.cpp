@@ -186,8 +186,11 @@ std::string keepLastPositionLogits(Graph &graph) {
     const GraphOutput &output = graph.outputs()[o];
     Value *logits = output.value;
     const Shape &shape = logits->shape();
+    // [batch, seq, vocab]: a fixed vocabulary after a sequence that varies (a layout with the
+    // vocabulary before the positions, or a fixed length, is left as it is).
     if (!namedLikeLogits(output.name) || !isFloat(logits->dtype()) || shape.rank() != 3 ||
-        shape.dims()[1].constant() == 1)
+        shape.dims()[1].isConstant() || shape.dims()[1].isUnknown() ||
+        !shape.dims()[2].isConstant())
       continue;
     // The rebuilt chain goes at the end of the graph: its operands are defined by then.
     LastPositionRewrite rewrite(graph, nullptr);

@@ -24,7 +24,7 @@
 namespace onnxc {
 
 /// Rewrites the logits output of `graph` (a float output named like logits,
-/// [batch, seq, vocab] with seq not constant 1) to the last position only,
+/// [batch, seq, vocab] with a symbolic seq and a constant vocab) to the last position only,
 /// as above. Returns what it did in one line ("logits at the last position:
 /// MatMul, SkipLayerNormalization take position seq - 1"), or empty when the
 /// graph has no such output (nothing is changed then).

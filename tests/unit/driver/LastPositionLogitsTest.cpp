@@ -4,7 +4,8 @@
 // logits are the last row of the original's at every sequence length, through
 // the position-wise chains decoders end in; a chain value read elsewhere, or
 // an op that mixes positions, ends the chain at a Slice; a graph without
-// logits is left alone.
+// [batch, seq, vocab] logits (none, a fixed length, the vocabulary first) is
+// left alone.
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
@@ -104,7 +105,7 @@ graph @g(%x: f32[b, s, 4], %r: f32[b, s, 4], %w: f32[4, 6]) -> (%logits: f32[b, 
 }
 
 TEST(LastPositionLogits, AnOpThatMixesPositionsEndsTheChainAtASlice) {
-  // Softmax over the sequence, and a MatMul whose right side carries it too.
+  // Softmax over the sequence, and a MatMul whose right side is a batch of matrices.
   for (const char *text : {R"(
 graph @g(%x: f32[b, s, 4], %r: f32[b, s, 4], %w: f32[4, 6]) -> (%logits: f32[b, s, 6]) {
   %mixed = Softmax(%x) {axis = 1}
@@ -114,7 +115,7 @@ graph @g(%x: f32[b, s, 4], %r: f32[b, s, 4], %w: f32[4, 6]) -> (%logits: f32[b, 
 }
 )",
                            R"(
-graph @g(%x: f32[b, s, 4], %r: f32[b, 4, s]) -> (%logits: f32[b, s, s]) {
+graph @g(%x: f32[b, s, 4], %r: f32[b, 4, 6]) -> (%logits: f32[b, s, 6]) {
   %n = Relu(%x)
   %logits = MatMul(%n, %r)
   return %logits
@@ -134,6 +135,12 @@ graph @g(%x: f32[b, s, 4]) -> (%hidden: f32[b, s, 4]) {
 )",
                            R"(
 graph @g(%x: f32[b, 1, 4]) -> (%logits: f32[b, 1, 4]) {
+  %logits = Relu(%x)
+  return %logits
+}
+)",
+                           R"(
+graph @g(%x: f32[b, 4, s]) -> (%logits: f32[b, 4, s]) {
   %logits = Relu(%x)
   return %logits
 }
