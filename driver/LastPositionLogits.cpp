@@ -133,14 +133,18 @@ public:
     for (const auto &[key, attribute] : producer->attributes())
       rebuilt->setAttr(key, attribute);
     builder_.adopt(rebuilt);
-    InferenceContext context(graph_);
-    inferNodeShapes(*rebuilt, context);
+    if (!inference_)
+      inference_.emplace(graph_);
+    inferNodeShapes(*rebuilt, *inference_);
     rewritten_.push_back(std::string(producer->opName()));
     return rebuilt->result(0);
   }
 
   const std::vector<std::string> &rewritten() const { return rewritten_; }
-  void rollBack() { builder_.rollBack(); }
+  void rollBack() {
+    inference_.reset();
+    builder_.rollBack();
+  }
 
 private:
   Value *slice(Value *value) {
@@ -155,6 +159,7 @@ private:
 
   Graph &graph_;
   attention::RewriteBuilder builder_;
+  std::optional<InferenceContext> inference_;
   std::vector<std::string> rewritten_;
 };
 

@@ -29,23 +29,14 @@ CONFIG = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, nu
               tie_word_embeddings=False, torch_dtype="float32")
 STAMP = "tinyllama-random-v1"
 
+# The word-level tokenizer the builder copies is the test folders' (tests/genai).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "genai"))
+from build_genai_models import write_tokenizer  # noqa: E402
+
 
 def builder_version() -> str:
     import onnxruntime_genai
     return onnxruntime_genai.__version__
-
-
-def write_tokenizer(folder: str, vocab_size: int) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    for i in range(3, vocab_size):
-        vocab[f"w{i}"] = i
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>",
-                                   eos_token="</s>", pad_token="<unk>")
-    fast.save_pretrained(folder)
 
 
 def write_hf_llama(folder: str) -> None:
