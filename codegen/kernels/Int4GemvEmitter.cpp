@@ -75,19 +75,8 @@ private:
 
   /// The L weights of row `k` of a record's nibbles, minus the zero points.
   llvm::Value *weightsAt(llvm::Value *nibbles, llvm::Value *k, llvm::Value *zero) {
-    llvm::Value *address = byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2)));
-    const unsigned words = lanes_ / 8;
-    llvm::Type *wordsType = llvm::FixedVectorType::get(b_.getInt32Ty(), words);
-    llvm::Value *loaded = b_.CreateAlignedLoad(wordsType, address, llvm::Align(1));
-    std::vector<int> spread;
-    std::vector<llvm::Constant *> shifts;
-    for (unsigned lane = 0; lane < lanes_; ++lane) {
-      spread.push_back(int(lane / 8));
-      shifts.push_back(b_.getInt32(4 * (lane % 8)));
-    }
-    llvm::Value *words8 = b_.CreateShuffleVector(loaded, spread);
-    llvm::Value *codes = b_.CreateAnd(b_.CreateLShr(words8, llvm::ConstantVector::get(shifts)),
-                                      llvm::ConstantInt::get(ints_, 15));
+    llvm::Value *codes =
+        emitInt4RowCodes(b_, byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2))), lanes_);
     return b_.CreateSIToFP(b_.CreateSub(codes, zero), floats_);
   }
 
@@ -200,6 +189,22 @@ private:
 };
 
 } // namespace
+
+llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes) {
+  const unsigned words = lanes / 8;
+  llvm::Type *wordsType = llvm::FixedVectorType::get(builder.getInt32Ty(), words);
+  llvm::Value *loaded = builder.CreateAlignedLoad(wordsType, address, llvm::Align(1));
+  std::vector<int> spread;
+  std::vector<llvm::Constant *> shifts;
+  for (unsigned lane = 0; lane < lanes; ++lane) {
+    spread.push_back(int(lane / 8));
+    shifts.push_back(builder.getInt32(4 * (lane % 8)));
+  }
+  llvm::Value *words8 = builder.CreateShuffleVector(loaded, spread);
+  auto *ints = llvm::FixedVectorType::get(builder.getInt32Ty(), lanes);
+  return builder.CreateAnd(builder.CreateLShr(words8, llvm::ConstantVector::get(shifts)),
+                           llvm::ConstantInt::get(ints, 15));
+}
 
 std::string int4GemvKernelName(const Int4GemvSpec &spec) {
   std::ostringstream name;

@@ -82,12 +82,14 @@ constexpr int64_t kColumnSplitRows = 32;
 /// (or whose rows make one chunk) is split into `columns` instead, when
 /// there is more than one:
 /// body(item, rowBegin, rowEnd, colBegin, colEnd) per item of a task range.
+/// With `enabled`, the step has no tasks where it is false.
 void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
                              const RowsFn &rowsPerChunk, ColumnChunks columns, int64_t n,
                              int64_t nr,
                              llvm::function_ref<void(llvm::Value *, llvm::Value *, llvm::Value *,
                                                      llvm::Value *, llvm::Value *)>
-                                 body) {
+                                 body,
+                             const RowsFn &enabled = nullptr) {
   Dim rows = problem.m;
   auto rowChunks = [rows, rowsPerChunk](FunctionBuilder &f) {
     return f.max(f.i64(1), f.ceilDiv(f.dim(rows), rowsPerChunk(f)));
@@ -98,8 +100,9 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
       return oneChunk;
     return f.ir().CreateOr(oneChunk, f.ir().CreateICmpSLE(f.dim(rows), f.i64(kColumnSplitRows)));
   };
-  auto chunkCount = [rowChunks, columns, splitByColumns](FunctionBuilder &f) {
-    return f.ir().CreateSelect(splitByColumns(f), f.i64(columns.count), rowChunks(f));
+  auto chunkCount = [rowChunks, columns, splitByColumns, enabled](FunctionBuilder &f) {
+    llvm::Value *count = f.ir().CreateSelect(splitByColumns(f), f.i64(columns.count), rowChunks(f));
+    return enabled ? f.ir().CreateSelect(enabled(f), count, f.i64(0)) : count;
   };
   KernelBuilder &k = step.kernel();
   llvm::IRBuilder<> &ir = k.ir();
@@ -381,6 +384,46 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
         if (bias.postPass)
           emitGemmScaleAndBias(kb, problem, slots, 1.0, rowBegin, rowEnd);
       });
+  step.finish();
+}
+
+void lowerPrepackedMatMul(LoweringContext &ctx, const PrepackedProduct &product) {
+  const GemmBlocking &blocking = product.blocking;
+  const std::string name = "gemm_prepacked_k" + std::to_string(product.k) + "_n" +
+                           std::to_string(product.n) + "_kc" + std::to_string(blocking.kc) + "_l" +
+                           std::to_string(blocking.lanes);
+  llvm::Function *gemm = ctx.module().getFunction(name);
+  if (!gemm) {
+    gemm = emitPackedGemm(ctx.module(), PackedGemmSpec{name, product.k, product.n, {}, blocking});
+    gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  MatMulProblem problem;
+  problem.node = product.node;
+  problem.a = product.a;
+  problem.result = product.result;
+  problem.m = product.rows;
+  problem.k = product.k;
+  problem.n = product.n;
+  StepBuilder step = ctx.beginStep(*product.node, product.stepName);
+  const unsigned aSlot = step.input(product.a), bSlot = step.bufferSlot(product.packedB);
+  const unsigned resultSlot = step.output(product.result);
+  // The tasks of lowerPackedMatMul: whole tiles of >= 64K multiply-adds.
+  const int64_t mr = blocking.mr(), nr = blocking.nr();
+  const int64_t taskRows =
+      std::clamp<int64_t>((65536 / (product.k * product.n) + mr - 1) / mr * mr, mr, blocking.mc);
+  KernelBuilder &kb = step.kernel();
+  llvm::Value *nullValue = nullPointer(kb);
+  splitItemsRowsOrColumns(
+      step, problem, chunkRowsOf(problem, taskRows, taskRows, mr), columnChunksOf(product.n, nr),
+      product.n, nr,
+      [&](llvm::Value *, llvm::Value *rowBegin, llvm::Value *rowEnd, llvm::Value *colBegin,
+          llvm::Value *colEnd) {
+        llvm::Value *c = floatAddress(kb, kb.buffer(resultSlot), kb.i64(product.column0));
+        kb.ir().CreateCall(gemm, {kb.buffer(aSlot), kb.i64(product.k), kb.buffer(bSlot), c,
+                                  kb.i64(product.ldc), rowBegin, rowEnd, nullValue, nullValue,
+                                  kb.i64(0), colBegin, colEnd});
+      },
+      product.enabled);
   step.finish();
 }
 

@@ -22,6 +22,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <string>
 #include <vector>
 
 namespace onnxc::lower {
@@ -142,6 +143,22 @@ llvm::Value *narrowSum(FunctionBuilder &f, DType dtype, llvm::Value *sum);
 void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem);
 /// Requires f32, !transA, constant K and N > 0, `weights` with data.
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights);
+/// C[:, column0 : column0 + n] (C `ldc` columns wide) = A[rows, k] * B, B
+/// packed by an earlier step into plan buffer `packedB` in GemmPacking.h's
+/// layout for `blocking`: the packed GEMM's tasks over rows or columns, no
+/// epilogue. Where `enabled` is false the step has no tasks (another step
+/// of the node computes C then).
+struct PrepackedProduct {
+  const Node *node = nullptr;
+  const Value *a = nullptr, *result = nullptr;
+  Dim rows = 1;
+  int64_t k = 0, n = 0, column0 = 0, ldc = 0;
+  int32_t packedB = -1;
+  GemmBlocking blocking;
+  RowsFn enabled;
+  std::string stepName = "gemm_prepacked";
+};
+void lowerPrepackedMatMul(LoweringContext &ctx, const PrepackedProduct &product);
 /// Records the CPU features the bf16 GEMM kernel `isa` uses (LoweringContext::requireCpuFeatures).
 void requireBf16GemmFeatures(LoweringContext &ctx, Bf16GemmIsa isa);
 /// Requires f32, !transA.

@@ -14,6 +14,13 @@
 // column chunk of weights (K x 128 columns at K = 2048: 170 KB) stays in
 // L2 while its row groups reuse it.
 //
+// A prompt of kGemmRows rows or more (f32 activations) runs on the f32 GEMM
+// instead (codegen/kernels/Int4Unpack.h): per column slab of at most
+// kSlabBytes of f32 weights, one step unpacks the slab into GEMM panels in
+// a scratch buffer, the next multiplies them (lowerPrepackedMatMul). The
+// row count picks the path at run time: each step has no tasks when the
+// other path runs.
+//
 // With `activation_int8` a first step quantizes A's rows to int8 per block
 // into a scratch buffer (codegen/kernels/Int4Int8Gemv.h), and the products
 // run on the integer kernel over 8-column panels.
@@ -21,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Int4Gemv.h"
 #include "codegen/kernels/Int4Int8Gemv.h"
+#include "codegen/kernels/Int4Unpack.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/linearalgebra/LinearAlgebraLowering.h"
 #include "codegen/lower/quantization/QuantizedGemmSupport.h"
@@ -36,6 +44,10 @@ namespace {
 
 constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kColumnChunks = 16;
+/// Rows from which f32 activations take the GEMM over unpacked weights.
+constexpr int64_t kGemmRows = 16;
+/// The most bytes of f32 weights one slab unpacks (a scratch buffer).
+constexpr int64_t kSlabBytes = int64_t(4) << 20;
 static_assert(kMaxInt4GemvRows == kMaxInt4Int8GemvRows, "one row grouping serves both kernels");
 
 struct Int4Plan {
@@ -122,6 +134,56 @@ int32_t emitQuantizeStep(LoweringContext &ctx, const Node &node, const Int4Plan 
   return scratch;
 }
 
+/// Whether `rows` reach the GEMM path (i1).
+llvm::Value *usesGemm(FunctionBuilder &f, const Dim &rows) {
+  return f.ir().CreateICmpSGE(f.dim(rows), f.i64(kGemmRows));
+}
+
+/// The GEMM path: per column slab, an unpacking step and a GEMM step, both
+/// without tasks below kGemmRows rows.
+void emitGemmSteps(LoweringContext &ctx, const Node &node, const Int4Plan &plan, int32_t packed) {
+  const GemmBlocking blocking = chooseGemmBlocking(plan.k, plan.lanes);
+  const int64_t nr = blocking.nr();
+  const int64_t slabColumns = std::max(nr, kSlabBytes / (plan.k * 4) / nr * nr);
+  const Dim rows = plan.rows;
+  RowsFn enabled = [rows](FunctionBuilder &f) { return usesGemm(f, rows); };
+  for (int64_t column0 = 0; column0 < plan.n; column0 += slabColumns) {
+    const int64_t width = std::min(slabColumns, plan.n - column0);
+    const int64_t panels = (width + nr - 1) / nr;
+    const int32_t slab = ctx.addScratch(Dim(packedGemmWeightsSize(plan.k, width, nr) * 4));
+    Int4UnpackSpec spec{"", plan.k, plan.n, plan.block, plan.lanes, blocking.kc, column0, width};
+    spec.name = int4UnpackKernelName(spec);
+    llvm::Function *unpack = emitInt4Unpack(ctx.module(), spec);
+    unpack->setLinkage(llvm::GlobalValue::InternalLinkage);
+
+    StepBuilder step = ctx.beginStep(node, "int4_unpack");
+    const unsigned weightsSlot = step.bufferSlot(packed), slabSlot = step.bufferSlot(slab);
+    auto [begin, end] = step.splitEvenly(
+        [rows, panels](FunctionBuilder &f) {
+          return f.ir().CreateSelect(usesGemm(f, rows), f.i64(panels), f.i64(0));
+        },
+        1);
+    KernelBuilder &kb = step.kernel();
+    kb.ir().CreateCall(unpack, {kb.buffer(weightsSlot), kb.buffer(slabSlot), begin, end});
+    step.finish();
+
+    PrepackedProduct product;
+    product.node = &node;
+    product.a = node.operand(0);
+    product.result = node.result(0);
+    product.rows = rows;
+    product.k = plan.k;
+    product.n = width;
+    product.column0 = column0;
+    product.ldc = plan.n;
+    product.packedB = slab;
+    product.blocking = blocking;
+    product.enabled = enabled;
+    product.stepName = "int4_gemm";
+    lowerPrepackedMatMul(ctx, product);
+  }
+}
+
 void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
   const Value *w = node.operand(1);
   const Tensor &weights = requireConstant(ctx, node, w, "weights");
@@ -129,10 +191,16 @@ void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
     ctx.unsupported(node, "the weights must be a constant i4/u4 [K, N] matrix");
   const Int4Plan plan = planOf(ctx, node, weights);
   const int32_t packed = packedWeights(ctx, node, plan);
+  std::optional<int64_t> constantRows = plan.rows.constant();
+  const bool gemm =
+      !plan.int8Activations && ctx.hasAvx2Fma() && (!constantRows || *constantRows >= kGemmRows);
+  if (gemm)
+    emitGemmSteps(ctx, node, plan, packed);
+  if (gemm && constantRows)
+    return;
 
   // Kernels of 1 to 4 rows: only those the row count can need.
   std::array<llvm::Function *, kMaxInt4GemvRows + 1> kernels{};
-  std::optional<int64_t> constantRows = plan.rows.constant();
   for (int64_t r = 1; r <= kMaxInt4GemvRows; ++r) {
     if (constantRows && r != std::min(*constantRows, kMaxInt4GemvRows) &&
         r != *constantRows % kRowsPerTask % kMaxInt4GemvRows)
@@ -148,8 +216,10 @@ void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
   const unsigned resultSlot = step.output(node.result(0));
   const Dim rows = plan.rows;
   const int64_t columnChunks = plan.columnChunks;
-  auto chunkCount = [rows, columnChunks](FunctionBuilder &f) {
-    return f.ir().CreateMul(f.ceilDiv(f.dim(rows), f.i64(kRowsPerTask)), f.i64(columnChunks));
+  auto chunkCount = [rows, columnChunks, gemm](FunctionBuilder &f) {
+    llvm::Value *count =
+        f.ir().CreateMul(f.ceilDiv(f.dim(rows), f.i64(kRowsPerTask)), f.i64(columnChunks));
+    return gemm ? f.ir().CreateSelect(usesGemm(f, rows), f.i64(0), count) : count;
   };
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();

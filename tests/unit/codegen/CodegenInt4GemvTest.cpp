@@ -9,14 +9,23 @@
 // in double; y is pre-filled with a sentinel, so a store outside the panel
 // range or past N is caught.
 //
+// emitInt4Unpack over the same records: column slabs of the matrix, K in
+// one or several GEMM K blocks (a partial last one), N with a partial last
+// panel and an odd number of record panels; the slab must equal, bit for
+// bit, packGemmWeights of the DequantizeLinear weights, and nothing past it
+// is written.
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemmPacking.h"
 #include "codegen/kernels/Int4Gemv.h"
+#include "codegen/kernels/Int4Unpack.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -129,6 +138,77 @@ TEST_P(CodegenInt4Gemv, MatchesDequantizeThenSum) {
   }
 }
 
+class CodegenInt4GemvUnpack : public testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(Widths, CodegenInt4GemvUnpack, testing::Values(8, 16), lanesName);
+
+TEST_P(CodegenInt4GemvUnpack, WritesTheDequantizedWeightsInGemmPanels) {
+  const int64_t lanes = GetParam(), nr = 2 * lanes;
+  struct Slab {
+    int64_t k, n, block, kc, columnBegin, width;
+    DType type;
+    bool zeros;
+  };
+  const std::vector<Slab> slabs = {
+      {64, 40, 32, 256, 0, 40, DType::U4, true},                  // one K block, a partial panel
+      {200, 3 * nr + 5, 32, 64, 0, 3 * nr + 5, DType::I4, false}, // K blocks 64,64,64,8
+      {200, 3 * nr + 5, 32, 64, nr, nr, DType::I4, true},         // a middle slab
+      {200, 3 * nr + 5, 32, 64, 2 * nr, nr + 5, DType::U4, true}, // the last slab
+      {96, lanes, 16, 40, 0, lanes, DType::I4, true},             // one record panel: zeros beside
+      {130, 2 * nr, 20, 48, 0, 2 * nr, DType::U4, false},         // K blocks across quant blocks
+  };
+  KernelJit jit = KernelJit::forHost();
+  llvm::Module &module = jit.newModule("int4_unpack_test");
+  std::vector<std::string> names;
+  for (const Slab &s : slabs) {
+    Int4UnpackSpec spec{"", s.k, s.n, s.block, lanes, s.kc, s.columnBegin, s.width};
+    spec.name = int4UnpackKernelName(spec);
+    names.push_back(spec.name);
+    emitInt4Unpack(module, spec);
+  }
+  jit.compile();
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(0.01f, 0.2f);
+  for (size_t i = 0; i < slabs.size(); ++i) {
+    const Slab &s = slabs[i];
+    SCOPED_TRACE(names[i]);
+    const int64_t blocks = (s.k + s.block - 1) / s.block;
+    const int low = s.type == DType::I4 ? -8 : 0;
+    std::uniform_int_distribution<int> code(low, low + 15);
+    std::vector<int8_t> w(size_t(s.k * s.n)), zero(size_t(blocks * s.n));
+    std::vector<float> scale(size_t(blocks * s.n));
+    for (int8_t &v : w)
+      v = int8_t(code(rng));
+    for (int8_t &v : zero)
+      v = int8_t(code(rng));
+    for (float &v : scale)
+      v = uniform(rng);
+    std::vector<uint8_t> packed = packInt4GemvWeights(
+        w.data(), s.type, scale.data(), s.zeros ? zero.data() : nullptr, s.k, s.n, s.block, lanes);
+    // The slab's weights as DequantizeLinear gives them, packed as the GEMM reads them.
+    std::vector<float> slab(size_t(s.k * s.width));
+    for (int64_t kk = 0; kk < s.k; ++kk)
+      for (int64_t j = 0; j < s.width; ++j) {
+        const int64_t column = s.columnBegin + j, p = (kk / s.block) * s.n + column;
+        const int q = w[size_t(kk * s.n + column)] - (s.zeros ? zero[size_t(p)] : 0);
+        slab[size_t(kk * s.width + j)] = float(q) * scale[size_t(p)];
+      }
+    GemmBlocking blocking;
+    blocking.kc = s.kc;
+    blocking.lanes = lanes;
+    const std::vector<float> want = packGemmWeights(slab.data(), s.k, s.width, false, blocking);
+    std::vector<float> got(want.size() + 64, Sentinel);
+    const int64_t panels = (s.width + nr - 1) / nr;
+    jit.lookup<Int4UnpackFn>(names[i])(packed.data(), got.data(), 0, panels);
+    int failures = 0;
+    for (size_t index = 0; index < got.size() && failures < 5; ++index) {
+      const float expected = index < want.size() ? want[index] : Sentinel;
+      if (std::memcmp(&got[index], &expected, 4) != 0 && ++failures)
+        ADD_FAILURE() << "packed[" << index << "] = " << got[index] << ", expected " << expected;
+    }
+  }
+}
+
 TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("int4_gemv_errors");
@@ -138,6 +218,9 @@ TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
   EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"d", 32, 8, 32, 8, 5}), Error);
   std::vector<int8_t> codes(64, 0);
   std::vector<float> scales(2, 1.0f);
+  // An unpacking slab must be whole GEMM panels within N.
+  EXPECT_THROW(emitInt4Unpack(module, Int4UnpackSpec{"e", 32, 64, 32, 8, 256, 8, 16}), Error);
+  EXPECT_THROW(emitInt4Unpack(module, Int4UnpackSpec{"f", 32, 64, 32, 8, 256, 48, 32}), Error);
   EXPECT_THROW(packInt4GemvWeights(codes.data(), DType::I8, scales.data(), nullptr, 32, 2, 32, 8),
                Error);
 }
