@@ -76,7 +76,8 @@ std::string modelNameForOutput(const std::string &outputPath) {
 }
 
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
-                        const std::string &modelName, const ProgressCallback &progress) {
+                        const std::string &modelName, const ProgressCallback &progress,
+                        ConstantPlacement placement) {
   checkCompilableShapes(graph);
   LoweredModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
@@ -99,15 +100,23 @@ LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
   model.plan.name = name;
   model.plan.onnxcVersion = ONNXC_VERSION;
   recordTargetFeatures(target, model.plan);
-  model.accessor = emitDescriptor(*model.module, model.plan);
+  model.accessor = emitDescriptor(*model.module, model.plan, placement);
   return model;
 }
 
 std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target,
                                           const ProgressCallback &progress) {
-  LoweredModel model = lowerModel(graph, target, "", progress);
-  std::unique_ptr<JitModel> jit = compileModelJit(std::move(model.module), std::move(model.context),
-                                                  target, model.accessor, progress);
+  LoweredModel model = lowerModel(graph, target, "", progress, ConstantPlacement::External);
+  // The weights stay in memory, bound to the module's declarations.
+  std::vector<JitConstant> constants;
+  for (size_t i = 0; i < model.plan.buffers.size(); ++i) {
+    PlanBuffer &buffer = model.plan.buffers[i];
+    if (buffer.kind == BufferKind::Constant && buffer.constant.size > 0)
+      constants.push_back({externalConstantName(i), std::move(buffer.constant)});
+  }
+  std::unique_ptr<JitModel> jit =
+      compileModelJit(std::move(model.module), std::move(model.context), target, model.accessor,
+                      progress, std::move(constants));
   notifyProgress(progress, {CompileStage::Done, "", 1, 1});
   return jit;
 }

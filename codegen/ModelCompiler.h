@@ -11,6 +11,7 @@
 #include "codegen/ModelJit.h"
 #include "codegen/ModelPlan.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/DescriptorEmitter.h"
 #include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Graph.h"
 
@@ -39,7 +40,8 @@ struct LoweredModel {
 /// Throws onnxc::Error naming what cannot be compiled. Each node is told
 /// to `progress` (ir/Progress.h), which may stop the lowering (Interrupted).
 LoweredModel lowerModel(const Graph &graph, const TargetSelection &target,
-                        const std::string &modelName = "", const ProgressCallback &progress = {});
+                        const std::string &modelName = "", const ProgressCallback &progress = {},
+                        ConstantPlacement placement = ConstantPlacement::InModule);
 
 /// lowerModel + ORC JIT, each step told to `progress` (which may stop it).
 std::unique_ptr<JitModel> compileModelJit(const Graph &graph, const TargetSelection &target,

@@ -12,6 +12,9 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace onnxc {
 
 namespace {
@@ -29,19 +32,52 @@ void check(llvm::Error error, const std::string &what) {
     fail(what, ": ", llvm::toString(std::move(error)));
 }
 
+/// The constant's bytes where kernels may load them with aligned vector
+/// loads: its own memory when that is owned and 64-byte aligned, else a copy.
+/// Its own reference is dropped, so a packed copy nobody else holds is freed
+/// at once (the weights are in memory about twice at most, not once per copy
+/// LLVM would make).
+std::shared_ptr<const void> alignedBytes(JitConstant &constant) {
+  ConstantBytes bytes = std::move(constant.bytes);
+  if (bytes.owner && reinterpret_cast<uintptr_t>(bytes.data) % 64 == 0)
+    return std::shared_ptr<const void>(bytes.owner, bytes.data);
+  const size_t size = (bytes.size + 63) / 64 * 64;
+  void *copy = std::aligned_alloc(64, size);
+  if (!copy)
+    fail("jit: cannot allocate ", bytes.size, " bytes for the constant '", constant.symbol, "'");
+  std::memcpy(copy, bytes.data, bytes.size);
+  return std::shared_ptr<const void>(copy, std::free);
+}
+
+/// Defines each constant's symbol at its bytes in the JIT's main library.
+std::vector<std::shared_ptr<const void>>
+bindConstants(llvm::orc::LLJIT &jit, std::vector<JitConstant> &constants, const std::string &what) {
+  std::vector<std::shared_ptr<const void>> kept;
+  llvm::orc::SymbolMap symbols;
+  for (JitConstant &constant : constants) {
+    kept.push_back(alignedBytes(constant));
+    symbols[jit.mangleAndIntern(constant.symbol)] = {
+        llvm::orc::ExecutorAddr::fromPtr(kept.back().get()), llvm::JITSymbolFlags::Exported};
+  }
+  if (!symbols.empty())
+    check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))),
+          what + ": cannot bind the constants");
+  return kept;
+}
+
 } // namespace
 
-JitModel::JitModel(std::unique_ptr<llvm::orc::LLJIT> jit, const onnxc_model_descriptor *descriptor)
-    : jit_(std::move(jit)), descriptor_(descriptor) {}
+JitModel::JitModel(std::unique_ptr<llvm::orc::LLJIT> jit, const onnxc_model_descriptor *descriptor,
+                   std::vector<std::shared_ptr<const void>> constants)
+    : jit_(std::move(jit)), descriptor_(descriptor), constants_(std::move(constants)) {}
 
 // Out of line so that LLJIT is complete where the unique_ptr is destroyed.
 JitModel::~JitModel() = default;
 
-std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
-                                          std::unique_ptr<llvm::LLVMContext> context,
-                                          const TargetSelection &target,
-                                          const std::string &accessorName,
-                                          const ProgressCallback &progress) {
+std::unique_ptr<JitModel>
+compileModelJit(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                const TargetSelection &target, const std::string &accessorName,
+                const ProgressCallback &progress, std::vector<JitConstant> constants) {
   std::string modelName = module->getName().str();
   std::string what = "jit of '" + modelName + "'";
   llvm::orc::JITTargetMachineBuilder machineBuilder = target.jitTargetMachineBuilder();
@@ -70,6 +106,7 @@ std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
   std::unique_ptr<llvm::orc::LLJIT> jit = unwrap(
       llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create(),
       what + ": cannot create the jit");
+  std::vector<std::shared_ptr<const void>> kept = bindConstants(*jit, constants, what);
   check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), threadSafeContext)),
         what + ": cannot add the module");
   // The lookup triggers compilation and linking of the whole module.
@@ -86,7 +123,7 @@ std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
   if (!descriptor || descriptor->abi_version != ONNXC_ABI_VERSION)
     fail(what, ": '", accessorName, "' did not return a descriptor of abi version ",
          ONNXC_ABI_VERSION);
-  return std::make_unique<JitModel>(std::move(jit), descriptor);
+  return std::make_unique<JitModel>(std::move(jit), descriptor, std::move(kept));
 }
 
 } // namespace onnxc

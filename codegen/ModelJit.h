@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "codegen/ModelPlan.h"
 #include "ir/Progress.h"
 #include "onnxc/model_abi.h"
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -31,7 +33,8 @@ class TargetSelection;
 /// A model compiled into this process.
 class JitModel {
 public:
-  JitModel(std::unique_ptr<llvm::orc::LLJIT> jit, const onnxc_model_descriptor *descriptor);
+  JitModel(std::unique_ptr<llvm::orc::LLJIT> jit, const onnxc_model_descriptor *descriptor,
+           std::vector<std::shared_ptr<const void>> constants = {});
   ~JitModel();
   JitModel(const JitModel &) = delete;
   JitModel &operator=(const JitModel &) = delete;
@@ -42,6 +45,16 @@ public:
 private:
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   const onnxc_model_descriptor *descriptor_;
+  /// The bytes the constants' symbols are bound to (JitConstant).
+  std::vector<std::shared_ptr<const void>> constants_;
+};
+
+/// A constant buffer emitted as a declaration (ConstantPlacement::External):
+/// the JIT defines `symbol` at its bytes, in memory 64-byte aligned (a copy
+/// when `bytes` are not, or are borrowed), which the JitModel keeps.
+struct JitConstant {
+  std::string symbol;
+  ConstantBytes bytes;
 };
 
 /// JIT-compiles `module` (which lives in `context`) for `target` and returns
@@ -49,10 +62,9 @@ private:
 /// is configured for the target if it is not already. Throws onnxc::Error
 /// with a one-line reason if LLVM cannot build or link the code, and
 /// Interrupted when `progress` stops it.
-std::unique_ptr<JitModel> compileModelJit(std::unique_ptr<llvm::Module> module,
-                                          std::unique_ptr<llvm::LLVMContext> context,
-                                          const TargetSelection &target,
-                                          const std::string &accessorName,
-                                          const ProgressCallback &progress = {});
+std::unique_ptr<JitModel>
+compileModelJit(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                const TargetSelection &target, const std::string &accessorName,
+                const ProgressCallback &progress = {}, std::vector<JitConstant> constants = {});
 
 } // namespace onnxc

@@ -135,9 +135,9 @@ int32_t abiDType(DType dtype) {
 /// shared.
 class DescriptorBuilder {
 public:
-  DescriptorBuilder(llvm::Module &module, const ModelPlan &plan)
-      : module_(module), context_(module.getContext()), plan_(plan), types_(context_),
-        symbolIndex_(plan.symbolIndex()) {}
+  DescriptorBuilder(llvm::Module &module, const ModelPlan &plan, ConstantPlacement placement)
+      : module_(module), context_(module.getContext()), plan_(plan), placement_(placement),
+        types_(context_), symbolIndex_(plan.symbolIndex()) {}
 
   llvm::GlobalVariable *build();
 
@@ -165,6 +165,7 @@ private:
   llvm::Module &module_;
   llvm::LLVMContext &context_;
   const ModelPlan &plan_;
+  ConstantPlacement placement_;
   AbiTypes types_;
   std::map<std::string, int32_t> symbolIndex_;
   std::map<std::vector<int64_t>, llvm::Constant *> dimCache_;
@@ -279,11 +280,21 @@ llvm::Constant *DescriptorBuilder::constantData(const PlanBuffer &buffer, size_t
     return global(llvm::ConstantDataArray::get(context_, llvm::ArrayRef<uint8_t>{0}), "const", 64);
   if (!buffer.constant.data)
     fail("model '", plan_.name, "': ", where, " has no data");
+  llvm::Type *byteType = llvm::Type::getInt8Ty(context_);
+  if (placement_ == ConstantPlacement::External) {
+    auto *declaration = new llvm::GlobalVariable(
+        module_, llvm::ArrayType::get(byteType, buffer.constant.size), /*isConstant=*/true,
+        llvm::GlobalValue::ExternalLinkage, nullptr, externalConstantName(position));
+    declaration->setAlignment(llvm::Align(64));
+    return declaration;
+  }
   llvm::StringRef bytes(reinterpret_cast<const char *>(buffer.constant.data), buffer.constant.size);
   // 64 bytes: a cache line, and enough for any aligned vector load of packed weights.
-  return global(
-      llvm::ConstantDataArray::getRaw(bytes, bytes.size(), llvm::Type::getInt8Ty(context_)),
-      "const", 64);
+  auto *variable = llvm::cast<llvm::GlobalVariable>(
+      global(llvm::ConstantDataArray::getRaw(bytes, bytes.size(), byteType), "const", 64));
+  // .lrodata: only the descriptor (a 64-bit pointer) refers to the bytes.
+  variable->setCodeModel(llvm::CodeModel::Large);
+  return variable;
 }
 
 llvm::Constant *DescriptorBuilder::buffers() {
@@ -509,11 +520,16 @@ void checkDescriptorLayout(const llvm::Module &module) {
                                                     offsetof(D, input_index_bounds)});
 }
 
-std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan) {
+std::string externalConstantName(size_t bufferIndex) {
+  return "onnxc.const." + std::to_string(bufferIndex);
+}
+
+std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan,
+                           ConstantPlacement placement) {
   if (module.getDataLayout().isDefault() && module.getTargetTriple().empty())
     fail("model '", plan.name, "': the module has no target; call configureModule first");
   checkDescriptorLayout(module);
-  llvm::GlobalVariable *descriptor = DescriptorBuilder(module, plan).build();
+  llvm::GlobalVariable *descriptor = DescriptorBuilder(module, plan, placement).build();
   std::string name = descriptorAccessorName(plan.name);
   emitAccessor(module, name, descriptor);
   emitAccessor(module, GenericDescriptorAccessor, descriptor);

@@ -2,7 +2,8 @@
 //
 // Writes a ModelPlan into an llvm::Module as constant data laid out exactly
 // like model_abi.h's structs: dim-expression words, names, tensor infos,
-// buffers (constant bytes 64-byte aligned, ready for vector loads) and steps
+// buffers (constant bytes 64-byte aligned, ready for vector loads; in the
+// module or bound by the JIT, see ConstantPlacement) and steps
 // with kernel pointers. Everything is private to the module except the
 // accessor functions, which return the descriptor's address:
 //
@@ -35,13 +36,31 @@ inline constexpr const char *GenericDescriptorAccessor = "onnxc_descriptor";
 /// "onnxc_model_bert_base_v2"); "onnxc_model_model" for an empty name.
 std::string descriptorAccessorName(std::string_view modelName);
 
+/// Where the bytes of the plan's constant buffers (the weights) go.
+enum class ConstantPlacement {
+  /// Globals of the module, each in the large read-only data section
+  /// (.lrodata, LLVM's "large" code model for that global), which linkers
+  /// place beside the rest of the image: gigabytes of weights then never sit
+  /// between the code and the small constants it reaches with 32-bit
+  /// offsets. For artifacts (.o, .so).
+  InModule,
+  /// Declarations only, named externalConstantName(buffer index): the JIT
+  /// binds each to the bytes in memory (ModelJit.h), so the weights are never
+  /// copied into LLVM's constants, the object file or JIT-linked memory.
+  External,
+};
+
+/// The symbol an External constant buffer's bytes are bound to.
+std::string externalConstantName(size_t bufferIndex);
+
 /// Emits the descriptor of `plan` into `module` and returns the name of its
 /// named accessor. The module must already have its target data layout (see
 /// TargetSelection::configureModule); step kernels and task counts must be
 /// functions of `module` with the ABI's types, and are given internal
 /// linkage since the descriptor is their only way in. Throws onnxc::Error
 /// for an inconsistent plan, naming the step / buffer / tensor at fault.
-std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan);
+std::string emitDescriptor(llvm::Module &module, const ModelPlan &plan,
+                           ConstantPlacement placement = ConstantPlacement::InModule);
 
 /// Checks that the LLVM struct types the emitter uses have the field offsets
 /// and sizes of the C structs in model_abi.h under `module`'s data layout;

@@ -120,7 +120,8 @@ struct TinyModel {
 /// The plan and module of the tiny model for `target`, descriptor emitted
 /// after `extend` (if any) has added to the plan.
 inline TinyModel buildTinyModel(const TargetSelection &target, const std::string &name = "tiny",
-                                const std::function<void(ModelPlan &)> &extend = {}) {
+                                const std::function<void(ModelPlan &)> &extend = {},
+                                ConstantPlacement placement = ConstantPlacement::InModule) {
   TinyModel model;
   model.context = std::make_unique<llvm::LLVMContext>();
   model.module = std::make_unique<llvm::Module>(name, *model.context);
@@ -145,7 +146,7 @@ inline TinyModel buildTinyModel(const TargetSelection &target, const std::string
                 {"y = t + c", kernel, count, {3, 1, 2}, {}}};
   if (extend)
     extend(plan);
-  model.accessor = emitDescriptor(*model.module, plan);
+  model.accessor = emitDescriptor(*model.module, plan, placement);
   return model;
 }
 

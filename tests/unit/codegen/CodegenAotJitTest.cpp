@@ -124,6 +124,38 @@ TEST(CodegenAotDescriptor, JitReadsBackEveryField) {
   }
 }
 
+TEST(CodegenAotDescriptor, ArtifactConstantsGoToTheLargeDataSection) {
+  TinyModel model = buildTinyModel(TargetSelection::select(), "large");
+  llvm::GlobalVariable *constant = nullptr;
+  for (llvm::GlobalVariable &global : model.module->globals())
+    if (global.getName().starts_with("onnxc.const"))
+      constant = &global;
+  ASSERT_NE(constant, nullptr);
+  EXPECT_TRUE(constant->hasInitializer());
+  EXPECT_EQ(constant->getCodeModel(), llvm::CodeModel::Large);
+}
+
+TEST(CodegenAotDescriptor, JitBindsExternalConstantsToTheirBytes) {
+  TargetSelection target = TargetSelection::select();
+  TinyModel model = buildTinyModel(target, "tiny-jit", {}, ConstantPlacement::External);
+  const std::string symbol = externalConstantName(2);
+  llvm::GlobalVariable *declaration = model.module->getGlobalVariable(symbol);
+  ASSERT_NE(declaration, nullptr);
+  EXPECT_TRUE(declaration->isDeclaration()); // the bytes never enter LLVM
+  // Borrowed bytes (the graph's, which may go before the model) are copied.
+  std::vector<float> borrowed(RowConstant, RowConstant + 4);
+  std::vector<JitConstant> constants = {
+      {symbol, ConstantBytes(borrowed.data(), sizeof(RowConstant))}};
+  std::unique_ptr<JitModel> jit = compileModelJit(std::move(model.module), std::move(model.context),
+                                                  target, model.accessor, {}, std::move(constants));
+  borrowed.assign(4, -1.0f);
+  const onnxc_model_descriptor &descriptor = *jit->descriptor();
+  expectTinyDescriptor(descriptor, "tiny-jit"); // 64-byte aligned, the constant's bytes
+  EXPECT_NE(descriptor.buffers[2].constant_data, static_cast<const void *>(borrowed.data()));
+  std::vector<float> x = sampleInput(3);
+  EXPECT_EQ(runByHand(descriptor, x, 3), expectedOutput(x));
+}
+
 TEST(CodegenAotDescriptor, GenericX86_64CodeRunsToo) {
   TargetSelection target = TargetSelection::genericX86_64();
   TinyModel model = buildTinyModel(target);
