@@ -160,6 +160,10 @@ void linkWithLld(const LinkRequest &request, const std::string &archive,
   // crtbeginS would also run __cxa_finalize at dlclose; the runtime registers
   // no static destructors, so there is nothing to finalize (a unit test,
   // InProcessLinker.LinksTwiceInOneProcessAndMatchesTheDriver, keeps it so).
+  // The weights are in .lrodata (DescriptorEmitter.h): after .bss, as GNU
+  // ld's default script places it, lld's default (before .rodata) would put
+  // gigabytes of them between the image's start (__dso_handle) and the code
+  // that refers to it with 32-bit offsets.
   std::vector<std::string> arguments = {"-shared",
                                         "-o",
                                         request.outputPath,
@@ -170,6 +174,8 @@ void linkWithLld(const LinkRequest &request, const std::string &archive,
                                         "relro",
                                         "-z",
                                         "noexecstack",
+                                        "-z",
+                                        "lrodata-after-bss",
                                         "-O1",
                                         "--no-undefined",
                                         request.objectPath,
