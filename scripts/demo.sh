@@ -5,8 +5,12 @@
 # and compare with onnxruntime.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$repo/scripts/setup.sh"
-bash "$repo/scripts/build.sh" >/dev/null
+# ONNXC_DEMO_REUSE_BUILD=1: the build in ONNXC_BUILD_DIR is current (tests/docs/readme_quickstart.py
+# runs the demo inside the test suite, after setup and the build).
+if [[ "${ONNXC_DEMO_REUSE_BUILD:-0}" != 1 ]]; then
+  bash "$repo/scripts/setup.sh"
+  bash "$repo/scripts/build.sh" >/dev/null
+fi
 build="${ONNXC_BUILD_DIR:-$repo/build}"
 onnxc="$build/tools/onnxc"
 python="$repo/.venv/bin/python"

@@ -12,6 +12,8 @@ scratch folder, never in the clone.
 
 Reusing the build tree keeps the test at seconds: the lines that install are swapped for what they
 would give, and each swap is listed in REUSED below and printed when it happens. `bash
+scripts/demo.sh` runs with the build tree's tools (ONNXC_DEMO_REUSE_BUILD: its setup and build
+are the suite's own), `bash scripts/test.sh` is the suite itself (.ci/run), `bash
 scripts/setup.sh` becomes a check that the repository's .venv has the pinned packages it installs
 (the venv this test runs in), `bash scripts/build_wheel.sh` is skipped (python/wheel builds and
 installs the wheel), and `pip install dist/onnxc-*.whl` becomes PYTHONPATH at the build tree's copy of
@@ -32,6 +34,10 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 
 # Each install line of the README and what stands for it when the build tree is reused.
 REUSED = {
+    "bash scripts/demo.sh":
+        'ONNXC_DEMO_REUSE_BUILD=1 ONNXC_BUILD_DIR="$ONNXC_BUILD_TREE" bash scripts/demo.sh',
+    "bash scripts/test.sh":
+        'echo "   (the whole suite: .ci/run runs exactly this command, this test among it)" >&2',
     "bash scripts/setup.sh":
         '.venv/bin/python -c "import numpy, onnx, onnxruntime, torch" '
         '|| { echo "run scripts/setup.sh first: its .venv is what the README activates" >&2; exit 1; }',
@@ -106,7 +112,8 @@ def main():
     if not args.as_written and not os.path.isdir(os.path.join(args.python_package, "onnxc")):
         raise SystemExit(f"{args.python_package}/onnxc is missing: build the module "
                          "(ninja -C build _onnxc) or pass --as-written")
-    env = dict(os.environ, ONNXC_PYTHON_PACKAGE=os.path.abspath(args.python_package))
+    env = dict(os.environ, ONNXC_PYTHON_PACKAGE=os.path.abspath(args.python_package),
+               ONNXC_BUILD_TREE=os.path.dirname(os.path.abspath(args.python_package)))
     # The README activates the repository's venv itself: start from a plain environment.
     env.pop("VIRTUAL_ENV", None)
     env.pop("PYTHONPATH", None)
