@@ -52,10 +52,17 @@ inline constexpr int64_t kSingleRowChunks = 8;
 
 using FlashValues = FlashVectorIR::Values;
 
-/// The task's block of query rows and the bases it reads from.
+/// The task's block of query rows and the bases it reads from. A block is
+/// `rows` consecutive positions [first, last] of one head, or, for a decode
+/// step of grouped-query attention (FlashAttentionLowering.cpp), position
+/// first (= last) of the `rows` query heads from `head` on that share one KV
+/// head: block row r is then head + r.
 struct FlashBlock {
-  llvm::Value *batch, *head, *first, *last; // first and last valid row
+  llvm::Value *batch, *head, *first, *last; // first and last valid row's position
   llvm::Value *rows;                        // valid rows (1 to geometry.rows())
+  /// Elements between consecutive block rows of Q and of Y: a position's
+  /// stride, or a head's for a block of grouped heads.
+  llvm::Value *qRowStride, *yRowStride;
   llvm::Value *keyBase, *valueBase, *maskBase;
   // With a past: the bases of the past key/value rows, which are keys
   // [0, past); K and V hold keys [past, past + kvSeq).
@@ -94,6 +101,8 @@ private:
   void emitTask(Value *task);
   void emitBlock(const Block &block);
   Block decodeTask(Value *task);
+  /// Whether this run's blocks are groups of heads (i1; false without headGroup_).
+  Value *groupsHeads();
   Value *keyBegin(const Block &block);
   Value *isInterior(const Block &block, Value *begin);
 
@@ -178,6 +187,11 @@ private:
   Value *maskColumns_ = nullptr;
   DType maskType_ = DType::Bool;
   bool rowBroadcast_ = true;
+  /// The mask's heads axis is provably 1 (every head reads the same rows).
+  bool headBroadcast_ = true;
+  /// Query heads per KV head when a decode step's blocks may be the group's
+  /// heads (FlashAttentionLowering.cpp), else 0.
+  int64_t headGroup_ = 0;
   Value *queryT_ = nullptr, *scores_ = nullptr, *output_ = nullptr; // stack scratch
   Value *queryRow_ = nullptr, *rowOutput_ = nullptr;                // q and o of a single row
 };

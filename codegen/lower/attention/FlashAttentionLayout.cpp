@@ -42,7 +42,7 @@ Value *lanes(IRBuilder<> &b, Value *vector, int first, int count) {
 
 } // namespace
 
-/// Qt[c][r] = scale * Q[first + r][c]; padding rows repeat the last row.
+/// Qt[c][r] = scale * Q[block row r][c]; padding rows repeat the last row.
 /// Each 8-row half of a row vector takes 8 columns at a time through a
 /// register transposition (at head size 32 and 128 keys a scalar copy was a
 /// sixth of the task); the last headSize mod 8 columns are copied one by one.
@@ -54,9 +54,9 @@ void FlashAttentionEmitter::packQuery(const Block &block) {
   Value *headBase = b.CreateAdd(
       k_.offset({block.batch, block.head}, {dim(s.q.batch), dim(s.q.head)}), b.getInt64(qOffset_));
   Value *lastRow = b.CreateSub(block.rows, b.getInt64(1));
+  headBase = b.CreateAdd(headBase, b.CreateMul(block.first, dim(s.q.position)));
   auto rowBase = [&](Value *r) {
-    Value *row = b.CreateAdd(block.first, k_.min(r, lastRow));
-    return b.CreateAdd(headBase, b.CreateMul(row, dim(s.q.position)));
+    return b.CreateAdd(headBase, b.CreateMul(k_.min(r, lastRow), block.qRowStride));
   };
   const int64_t wholeColumns = headSize_ / kColumns * kColumns;
   Value *scale = v_.splat(scale_);
@@ -102,7 +102,7 @@ void FlashAttentionEmitter::packQuery(const Block &block) {
   });
 }
 
-/// Y[first + r][c] = Ot[c][r] / l[r] for the valid rows: 8 columns of an
+/// Y[block row r][c] = Ot[c][r] / l[r] for the valid rows: 8 columns of an
 /// 8-row half at a time through a register transposition, then the last
 /// valueSize mod 8 columns one by one.
 void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> maxima,
@@ -123,10 +123,10 @@ void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> max
     inverse.push_back(b.CreateSelect(noKeys, v_.splat(0.0f), scale));
   }
   Value *y = k_.buffer(y_);
-  Value *headBase = k_.offset({block.batch, block.head}, {dim(s.y.batch), dim(s.y.head)});
-  auto rowBase = [&](Value *r) {
-    return b.CreateAdd(headBase, b.CreateMul(b.CreateAdd(block.first, r), dim(s.y.position)));
-  };
+  Value *headBase =
+      b.CreateAdd(k_.offset({block.batch, block.head}, {dim(s.y.batch), dim(s.y.head)}),
+                  b.CreateMul(block.first, dim(s.y.position)));
+  auto rowBase = [&](Value *r) { return b.CreateAdd(headBase, b.CreateMul(r, block.yRowStride)); };
   const int64_t wholeColumns = valueSize_ / kColumns * kColumns;
   for (int64_t v = 0; v < rowVectors_; ++v) {
     for (int64_t h = 0; h < halves; ++h) {

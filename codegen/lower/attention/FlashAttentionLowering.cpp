@@ -37,6 +37,15 @@
 // vectors. Scratch is fixed-size stack (Qt, one tile of scores, Ot: 32 KiB
 // at head size 64 and 16 lanes), whatever the sequence lengths.
 //
+// Grouped-query attention (LLaMA-2-70B, Mistral, TinyLlama: G query heads
+// per KV head) in a decode step (one query position): a block is the G
+// heads of one KV head at that position, rows over heads instead of
+// positions, so each K and V row is read once for the G heads instead of
+// once per head (TinyLlama at 1024 cached positions reread 8 x 46 MB a
+// step). G must fit one block, there must be two KV heads or more (one
+// task per thread at least), and the mask, if any, be the same for every
+// head; otherwise, and for longer queries, blocks are positions of one head.
+//
 // As in the reference, a row whose keys are all masked gives NaN (checked
 // from its max at the end: masked keys get e^-60, not 0, see the exp).
 //
@@ -130,6 +139,13 @@ void FlashAttentionEmitter::prepareMask() {
   maskColumns_ = layout.columns;
   maskType_ = mask->dtype();
   rowBroadcast_ = layout.dims[2].provablyEqual(Dim(1));
+  headBroadcast_ = layout.dims[1].provablyEqual(Dim(1));
+}
+
+Value *FlashAttentionEmitter::groupsHeads() {
+  if (headGroup_ == 0)
+    return ir().getFalse();
+  return ir().CreateICmpEQ(dim(shape_.qSeq), ir().getInt64(1));
 }
 
 void FlashAttentionEmitter::emit() {
@@ -149,9 +165,21 @@ void FlashAttentionEmitter::emit() {
   rowOutput_ = alignedArray(chunksOf(valueSize_) * int64_t(width()), "o");
   const AttentionShape &s = shape_;
   const int64_t blockRows = rows();
-  step_.setTaskCount([&s, blockRows](FunctionBuilder &f) {
+  const int64_t group = *s.qHeads.constant() / *s.kvHeads.constant();
+  // One KV head (multi-query attention) would make a decode step one task for
+  // all the threads: its heads stay blocks of their own.
+  if (group > 1 && group <= blockRows && *s.kvHeads.constant() >= 2 &&
+      (mask_ < 0 || headBroadcast_))
+    headGroup_ = group;
+  const bool grouping = headGroup_ != 0;
+  step_.setTaskCount([&s, blockRows, grouping](FunctionBuilder &f) {
     Value *heads = f.ir().CreateMul(f.dim(s.batch), f.dim(s.qHeads));
-    return f.ir().CreateMul(heads, f.ceilDiv(f.dim(s.qSeq), f.i64(blockRows)));
+    Value *blocks = f.ir().CreateMul(heads, f.ceilDiv(f.dim(s.qSeq), f.i64(blockRows)));
+    if (!grouping)
+      return blocks;
+    // A decode step: one block per KV head.
+    Value *decode = f.ir().CreateICmpEQ(f.dim(s.qSeq), f.i64(1));
+    return f.ir().CreateSelect(decode, f.ir().CreateMul(f.dim(s.batch), f.dim(s.kvHeads)), blocks);
   });
   v_.loop(k_.taskBegin(), k_.taskEnd(), 1, [&](Value *task) { emitTask(task); });
   step_.finish();
@@ -177,7 +205,21 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
   block.first = b.CreateMul(blockIndex, b.getInt64(rows()));
   block.rows = k_.min(b.CreateSub(dim(s.qSeq), block.first), b.getInt64(rows()));
   block.last = b.CreateSub(b.CreateAdd(block.first, block.rows), b.getInt64(1));
+  block.qRowStride = dim(s.q.position);
+  block.yRowStride = dim(s.y.position);
   int64_t group = *s.qHeads.constant() / *s.kvHeads.constant();
+  Value *grouped = groupsHeads();
+  if (headGroup_ != 0) {
+    // A decode step's task is a KV head: its group of query heads at the one position.
+    block.head = b.CreateSelect(
+        grouped, b.CreateMul(b.CreateURem(headIndex, dim(s.kvHeads)), b.getInt64(group)),
+        block.head);
+    block.batch = b.CreateSelect(grouped, b.CreateUDiv(headIndex, dim(s.kvHeads)), block.batch);
+    block.rows = b.CreateSelect(grouped, b.getInt64(group), block.rows);
+    block.last = b.CreateSelect(grouped, block.first, block.last);
+    block.qRowStride = b.CreateSelect(grouped, dim(s.q.head), block.qRowStride);
+    block.yRowStride = b.CreateSelect(grouped, dim(s.y.head), block.yRowStride);
+  }
   Value *kvHead = b.CreateUDiv(block.head, b.getInt64(group));
   block.keyBase = b.CreateAdd(k_.offset({block.batch, kvHead}, {dim(s.k.batch), dim(s.k.head)}),
                               b.getInt64(keyOffset_));
@@ -200,16 +242,23 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
     lanes64.push_back(b.getInt64(lane));
   }
   Value *lastQuery = b.CreateSub(dim(s.qSeq), b.getInt64(1));
+  // Lane l of row vector v is position first + v * w + l, or, in a block of
+  // grouped heads, position first for every lane.
+  Value *laneStep = b.CreateZExt(b.CreateNot(grouped), b.getInt32Ty());
+  Value *laneStep64 = b.CreateZExt(b.CreateNot(grouped), b.getInt64Ty());
   for (int64_t v = 0; v < geometry_.rowVectors; ++v) {
-    Value *firstLane = b.CreateAdd(block.first, b.getInt64(v * w));
+    Value *firstLane = b.CreateAdd(block.first, b.CreateMul(b.getInt64(v * w), laneStep64));
     // Band positions: the row's query index plus the past.
     Value *first32 = b.CreateTrunc(b.CreateAdd(firstLane, pastLength()), b.getInt32Ty());
     block.position.push_back(
-        b.CreateAdd(b.CreateVectorSplat(w, first32), ConstantVector::get(lanes32)));
+        b.CreateAdd(b.CreateVectorSplat(w, first32),
+                    b.CreateMul(ConstantVector::get(lanes32), b.CreateVectorSplat(w, laneStep))));
     block.maskRow.push_back(nullptr);
     if (mask_ >= 0 && !rowBroadcast_) {
       // Padding lanes past the last query read the last query's mask row.
-      Value *row = b.CreateAdd(b.CreateVectorSplat(w, firstLane), ConstantVector::get(lanes64));
+      Value *row = b.CreateAdd(
+          b.CreateVectorSplat(w, firstLane),
+          b.CreateMul(ConstantVector::get(lanes64), b.CreateVectorSplat(w, laneStep64)));
       Value *lastVec = b.CreateVectorSplat(w, lastQuery);
       row = b.CreateSelect(b.CreateICmpSLT(row, lastVec), row, lastVec);
       block.maskRow.back() = b.CreateMul(row, b.CreateVectorSplat(w, maskStrides_[2]));

@@ -446,6 +446,37 @@ TEST(LowerFlashAttention, SingleQueryRowsAgainstALongPast) {
   }
 }
 
+TEST(LowerFlashAttention, GroupedQueryHeadsShareADecodeBlock) {
+  // A decode step of grouped-query attention runs each KV head's group of
+  // query heads as one block, rows over heads (6 per KV head: 6 of 8 lanes,
+  // 3 row vectors' worth at 16 lanes), reading the cache once per group;
+  // a mask that differs per head keeps the blocks per head. Against the
+  // evaluator for one new token and for three.
+  GraphText g;
+  g.input("q", "f32[2, 12, s, 32]").input("k", "f32[2, 2, s, 32]").input("v", "f32[2, 2, s, 32]");
+  g.input("pk", "f32[2, 2, p, 32]").input("pv", "f32[2, 2, p, 32]");
+  g.input("m", "f32[2, 1, s, t]").input("hm", "f32[2, 12, s, t]");
+  const std::string y = "f32[2, 12, s, 32]";
+  g.node("%yc = Attention(%q, %k, %v, %m, %pk, %pv) {is_causal = 1}").output("yc", y);
+  g.node("%yw = Attention(%q, %k, %v, _, %pk, %pv) {is_causal = 1, window = 50}").output("yw", y);
+  g.node("%yh = Attention(%q, %k, %v, %hm, %pk, %pv)").output("yh", y);
+  auto graph = parseGraph(g.str());
+  ASSERT_TRUE(usesFlashKernel(*graph));
+  for (auto [past, s] : std::vector<std::array<int64_t, 2>>{{0, 1}, {200, 1}, {200, 3}}) {
+    SCOPED_TRACE("past " + str(past) + ", " + str(s) + " new");
+    const int64_t total = past + s;
+    expectCompiledMatchesReference(*graph,
+                                   {{"q", randomOf(DType::F32, {2, 12, s, 32}, 61, -2, 2)},
+                                    {"k", randomOf(DType::F32, {2, 2, s, 32}, 62, -2, 2)},
+                                    {"v", randomOf(DType::F32, {2, 2, s, 32}, 63)},
+                                    {"pk", randomOf(DType::F32, {2, 2, past, 32}, 64, -2, 2)},
+                                    {"pv", randomOf(DType::F32, {2, 2, past, 32}, 65)},
+                                    {"m", randomOf(DType::F32, {2, 1, s, total}, 66, -3, 0)},
+                                    {"hm", randomOf(DType::F32, {2, 12, s, total}, 67, -3, 0)}},
+                                   1e-4, 1e-5);
+  }
+}
+
 TEST(LowerFlashAttention, ThreeDimensionalFormWithAPast) {
   // Opset 23's own cache in its 3-D form: Q/K/V [b, s, heads*size] (and
   // seq_first's [s, b, heads*size]) with past_key/past_value
