@@ -240,7 +240,10 @@ bool Generator::startRows(const int64_t *const *prompts, const int64_t *counts, 
   current_ = 0;
   ended_ = false;
   logitsReady_ = false;
-  if (!reserveSession(longest) || !runModel(longest))
+  if (!reserveSession(longest))
+    return false;
+  std::vector<std::vector<int64_t>> groups = prefillGroups(counts, rows);
+  if (!(groups.empty() ? runModel(longest) : prefillApart(groups)))
     return false;
   started_ = logitsReady_ = true;
   return true;
