@@ -192,8 +192,9 @@ private:
   const float *lastLogits(int64_t row, int64_t &vocab) const;
   /// Appends one id to every row (the pad id to finished ones) and runs a step.
   bool step(const std::vector<int64_t> &nextIds);
-  /// The processed logits of a row (penalties, min_new_tokens) in scratch_.
-  float *processedLogits(const Row &row, const float *logits, int64_t vocab);
+  /// The processed logits of a row (penalties, min_new_tokens) in scratch_,
+  /// or `logits` itself when nothing applies.
+  const float *processedLogits(const Row &row, const float *logits, int64_t vocab);
   /// Chooses a row's next id and records its log-probabilities.
   int64_t chooseToken(Row &row, const float *logits, int64_t vocab);
   /// Reorders the rows and their cache rows: row b becomes row sources[b].
