@@ -48,17 +48,18 @@ std::vector<int64_t> alone(ToyDecoder &toy, const onnxc_generate_options &opts,
   return out;
 }
 
-/// The log-probability of the first token of `prompt` alone.
-float logprobAlone(ToyDecoder &toy, const std::vector<int64_t> &prompt) {
+/// The two most likely first ids of `prompt` alone (top_logprobs).
+std::vector<int64_t> topIdsAlone(ToyDecoder &toy, const std::vector<int64_t> &prompt) {
   onnxc_generate_options opts = options(1);
-  opts.logprobs = 1;
+  opts.top_logprobs = 2;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())), 0);
   int64_t token = 0;
-  float logprob = 1;
   EXPECT_EQ(onnxc_generator_next(generator.get(), &token), 1);
-  EXPECT_EQ(onnxc_generator_logprob(generator.get(), 0, &logprob), 0);
-  return logprob;
+  std::vector<int64_t> ids(2);
+  float values[2];
+  EXPECT_EQ(onnxc_generator_top_logprobs(generator.get(), 0, ids.data(), values, 2), 2);
+  return ids;
 }
 
 std::vector<std::vector<int64_t>> batch(onnxc_generator *generator,
@@ -131,9 +132,9 @@ TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
       EXPECT_EQ(got[r], alone(toy, opts, prompts[r])) << "row " << r << " sample " << sample;
     EXPECT_EQ(got[3].size(), 3u);
   }
-  // The first tokens' log-probabilities come from each row's own logits.
+  // The first tokens' top log-probabilities come from each row's own logits.
   onnxc_generate_options opts = options(2);
-  opts.logprobs = 1;
+  opts.top_logprobs = 2;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   std::vector<const int64_t *> starts;
   std::vector<int64_t> counts;
@@ -146,9 +147,10 @@ TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
   std::vector<int32_t> produced(5);
   ASSERT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1);
   for (int64_t r = 0; r < 5; ++r) {
-    float logprob = 0;
-    ASSERT_EQ(onnxc_generator_logprob(generator.get(), r, &logprob), 0);
-    EXPECT_FLOAT_EQ(logprob, logprobAlone(toy, prompts[size_t(r)])) << "row " << r;
+    std::vector<int64_t> ids(2);
+    float values[2];
+    ASSERT_EQ(onnxc_generator_top_logprobs(generator.get(), r, ids.data(), values, 2), 2);
+    EXPECT_EQ(ids, topIdsAlone(toy, prompts[size_t(r)])) << "row " << r;
   }
 }
 
