@@ -109,7 +109,7 @@ TEST(GeneratorBatch, RowsGetTheirTokensAloneAndStopAtTheirOwnStop) {
 
 TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
   // Lengths far apart make prefill_batch run the prompts in groups of
-  // similar lengths (a row of 19 or 20, a group of 1 to 3) and copy each
+  // similar lengths (the rows of 20 and 19 ids, those of 1 to 3) and copy each
   // row's cache behind its padding; the padded toy sums the ids under mask
   // 1 from its cache, so a row placed wrong, or the first logits of another
   // row, changes its tokens. Greedy with a stop and log-probabilities, and
