@@ -502,6 +502,7 @@ bool Generator::runModel(int64_t newTokens) {
   // Without a cache every run feeds the whole (padded) sequence.
   int64_t past = roles_.hasCache() ? cached_ : 0;
   int64_t run = roles_.hasCache() ? newTokens : length_;
+  promptLogitsKept_ = false;
   fillRunInputs(run, past);
   bindTensors(run, past);
   if (!session_->run(inputs_.data(), int32_t(inputs_.size()), outputs_.data(),
@@ -530,6 +531,10 @@ bool Generator::runModel(int64_t newTokens) {
 }
 
 const float *Generator::lastLogits(int64_t row, int64_t &vocab) const {
+  if (promptLogitsKept_) {
+    vocab = promptVocab_;
+    return row >= 0 && row < int64_t(rows_.size()) ? promptLogits_.data() + row * vocab : nullptr;
+  }
   const onnxc_tensor &logits = outputs_[size_t(roles_.logits)];
   vocab = logits.dims[logits.rank - 1];
   int64_t positions = logits.rank == 3 ? logits.dims[1] : 1;

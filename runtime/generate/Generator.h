@@ -17,7 +17,9 @@
 // each row's first real token, as HF does for decoder-only models), or the
 // beams of a beam search. Each row has its own ids, sampler and stop, and the
 // cache holds every row ([batch, ..., capacity, ...]); beam search reorders
-// the rows of the cache buffers in place after each step.
+// the rows of the cache buffers in place after each step. Prompts of lengths
+// far apart are prefilled in groups, unpadded, and their caches joined into
+// the batch's rows (GeneratorPrefill.cpp).
 //
 // An encoder-decoder generation adds an encoder session: encode() runs it
 // once per source, and its outputs (hidden states, cross-attention K/V) stay
@@ -36,6 +38,7 @@
 #include "onnxc/onnxc_generate.h"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +119,9 @@ private:
     std::vector<float> topLogprobs;
   };
 
+  /// Called with each row of a run apart, its index there and its last logits.
+  using ApartLogits = std::function<void(Row &, size_t, const float *, int64_t)>;
+
   struct Encoder {
     const onnxc_model_descriptor *model = nullptr;
     EncoderRoles roles;
@@ -150,8 +156,19 @@ private:
                       const onnxc_generate_options *rowOptions, Row &row);
   /// Joins up to kJoinRows rows between two steps; their first tokens go to `firsts`.
   bool joinGroup(std::vector<Row> &joining, int64_t *firsts);
+  /// Runs `apart` as a generation of its own into joinCache_ (the batch's
+  /// state set aside and put back), then hands each row's logits to `use`;
+  /// `presentHalf` is the join buffers' half that holds their cache.
+  bool runApart(std::vector<Row> &apart, size_t &presentHalf, const ApartLogits &use);
   /// Runs the joining prompts into joinCache_ and chooses their first tokens.
   bool runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf);
+  /// A batch's prompts of different lengths run in groups of similar
+  /// lengths (GeneratorPrefill.cpp): the groups, longest first, of row
+  /// indices, or none when one padded run of them all is the better.
+  std::vector<std::vector<int64_t>> prefillGroups(const int64_t *counts, int64_t rows) const;
+  /// Runs the groups apart, places their caches in the batch's rows and
+  /// keeps each row's last logits for the first next_batch.
+  bool prefillApart(const std::vector<std::vector<int64_t>> &groups);
   /// Rewrites the past of every pair: row d becomes old row sources[d] moved
   /// shifts[d] positions along the sequence, with `newCached` positions.
   void relayoutCache(const std::vector<int64_t> &sources, const std::vector<int64_t> &shifts,
@@ -175,8 +192,9 @@ private:
   const float *lastLogits(int64_t row, int64_t &vocab) const;
   /// Appends one id to every row (the pad id to finished ones) and runs a step.
   bool step(const std::vector<int64_t> &nextIds);
-  /// The processed logits of a row (penalties, min_new_tokens) in scratch_.
-  float *processedLogits(const Row &row, const float *logits, int64_t vocab);
+  /// The processed logits of a row (penalties, min_new_tokens) in scratch_,
+  /// or `logits` itself when nothing applies.
+  const float *processedLogits(const Row &row, const float *logits, int64_t vocab);
   /// Chooses a row's next id and records its log-probabilities.
   int64_t chooseToken(Row &row, const float *logits, int64_t vocab);
   /// Reorders the rows and their cache rows: row b becomes row sources[b].
@@ -219,6 +237,11 @@ private:
   std::vector<onnxc_tensor> inputs_, outputs_;
   std::vector<int64_t> symbols_;
   std::unique_ptr<Encoder> encoder_; ///< Encoder-decoder generation only.
+  /// After a prefill apart: each row's last logits, [rows, promptVocab_],
+  /// read in place of the last run's output until the next run.
+  std::vector<float> promptLogits_;
+  int64_t promptVocab_ = 0;
+  bool promptLogitsKept_ = false;
 
   bool started_ = false, logitsReady_ = false, ended_ = false;
 };

@@ -171,13 +171,13 @@ void Generator::placeJoinedRow(int64_t row, const JoinedRow &joined, int64_t off
   }
 }
 
-bool Generator::runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf) {
+bool Generator::runApart(std::vector<Row> &apart, size_t &presentHalf, const ApartLogits &use) {
   // The batch's state is set aside and the prompts run as a generation of
   // their own (left-padded among themselves, as prefill_batch lays them out)
   // in the join buffers; everything is put back afterwards.
   std::vector<Row> running;
   running.swap(rows_);
-  rows_.swap(joining);
+  rows_.swap(apart);
   cache_.swap(joinCache_);
   std::swap(cacheBytes_, joinBytes_);
   int64_t savedCached = cached_, savedLength = length_;
@@ -194,17 +194,13 @@ bool Generator::runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf
     const float *logits = lastLogits(int64_t(r), vocab);
     if (!logits) {
       ok = fail("logits output '" + std::string(model_.outputs[roles_.logits].name) +
-                "' has no row for a joining prompt's last position");
+                "' has no row for the last position of a prompt run apart");
       break;
     }
-    Row &joined = rows_[r];
-    int64_t token = chooseToken(joined, logits, vocab);
-    joined.tokens.push_back(token);
-    joined.produced = 1;
-    joined.finished = processors_.isStop(token) || joined.maxNewTokens <= 1;
+    use(rows_[r], r, logits, vocab);
   }
   presentHalf = size_t(current_);
-  rows_.swap(joining);
+  rows_.swap(apart);
   rows_.swap(running);
   cache_.swap(joinCache_);
   std::swap(cacheBytes_, joinBytes_);
@@ -212,6 +208,16 @@ bool Generator::runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf
   length_ = savedLength;
   current_ = savedCurrent;
   return ok;
+}
+
+bool Generator::runJoiningPrompts(std::vector<Row> &joining, size_t &presentHalf) {
+  return runApart(joining, presentHalf,
+                  [&](Row &joined, size_t, const float *logits, int64_t vocab) {
+                    int64_t token = chooseToken(joined, logits, vocab);
+                    joined.tokens.push_back(token);
+                    joined.produced = 1;
+                    joined.finished = processors_.isStop(token) || joined.maxNewTokens <= 1;
+                  });
 }
 
 bool Generator::makeJoiningRow(const int64_t *prompt, int64_t count,

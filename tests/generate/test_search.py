@@ -174,7 +174,9 @@ def test_logprobs_match_transformers_scores(libraries, torch_gpt2):
 
 
 def test_batch_of_different_lengths_matches_each_alone(libraries):
-    prompts = [[5, 17, 200, 33, 9, 41, 7], [64, 290], [11, 12, 13, 14], [300]]
+    # 24 ids against 1 to 7: the rows run apart (the 24 alone, the others as a group) and are
+    # joined into the batch's cache rows, instead of one run padded to 24.
+    prompts = [[5, 17, 200, 33, 9, 41, 7], [64, 290], list(range(200, 224)), [11, 12, 13, 14], [300]]
     alone = [ids(run(libraries["hf_llama_past"], "--max-new-tokens", "16", prompts=[p])[0]) for p in prompts]
     batch = run(libraries["hf_llama_past"], "--max-new-tokens", "16", prompts=prompts)
     assert [ids(line) for line in batch] == alone

@@ -190,7 +190,10 @@ int64_t onnxc_generate(onnxc_generator *generator, const int64_t *prompt_ids, in
  * ids (left padding with mask 0 and positions counted from each row's first
  * token, as HF pads decoder-only models); without them the prompts must have
  * one length. Each row has the cache rows of its own, samples as it would
- * alone under the seed, and stops at its own stop id. Replaces prefill. */
+ * alone under the seed, and stops at its own stop id. With a KV cache,
+ * prompts of lengths far apart run unpadded in groups of similar lengths,
+ * their caches copied into the batch's rows (docs/GENERATE.md). Replaces
+ * prefill. */
 int onnxc_generator_prefill_batch(onnxc_generator *generator, const int64_t *const *prompts,
                                   const int64_t *counts, int64_t rows);
 /* One step of every row: tokens[r] is row r's next id and produced[r] 1, or

@@ -48,6 +48,20 @@ std::vector<int64_t> alone(ToyDecoder &toy, const onnxc_generate_options &opts,
   return out;
 }
 
+/// The two most likely first ids of `prompt` alone (top_logprobs).
+std::vector<int64_t> topIdsAlone(ToyDecoder &toy, const std::vector<int64_t> &prompt) {
+  onnxc_generate_options opts = options(1);
+  opts.top_logprobs = 2;
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  EXPECT_EQ(onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())), 0);
+  int64_t token = 0;
+  EXPECT_EQ(onnxc_generator_next(generator.get(), &token), 1);
+  std::vector<int64_t> ids(2);
+  float values[2];
+  EXPECT_EQ(onnxc_generator_top_logprobs(generator.get(), 0, ids.data(), values, 2), 2);
+  return ids;
+}
+
 std::vector<std::vector<int64_t>> batch(onnxc_generator *generator,
                                         const std::vector<std::vector<int64_t>> &prompts) {
   std::vector<const int64_t *> starts;
@@ -90,6 +104,53 @@ TEST(GeneratorBatch, RowsGetTheirTokensAloneAndStopAtTheirOwnStop) {
     for (size_t r = 0; r < prompts.size(); ++r)
       EXPECT_EQ(got[r], alone(toy, opts, prompts[r])) << "row " << r << " cache " << cache;
     EXPECT_LE(got[1].size(), 4u);
+  }
+}
+
+TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
+  // Lengths far apart make prefill_batch run the prompts in groups of
+  // similar lengths (the rows of 20 and 19 ids, those of 1 to 3) and copy each
+  // row's cache behind its padding; the padded toy sums the ids under mask
+  // 1 from its cache, so a row placed wrong, or the first logits of another
+  // row, changes its tokens. Greedy with a stop and log-probabilities, and
+  // sampling, where every row draws as alone.
+  ToyDecoder toy(true, true, true);
+  std::vector<std::vector<int64_t>> prompts = {
+      {5, 1}, std::vector<int64_t>(20, 3), {9}, std::vector<int64_t>(19, 7), {2, 2, 8}};
+  for (bool sample : {false, true}) {
+    onnxc_generate_options opts = options(6);
+    opts.logprobs = 1;
+    opts.do_sample = sample;
+    opts.seed = 11;
+    std::vector<int64_t> stops = {alone(toy, opts, prompts[3])[2]};
+    opts.eos_token_ids = stops.data();
+    opts.num_eos_token_ids = 1;
+    GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+    ASSERT_TRUE(generator) << onnxc_last_error();
+    std::vector<std::vector<int64_t>> got = batch(generator.get(), prompts);
+    for (size_t r = 0; r < prompts.size(); ++r)
+      EXPECT_EQ(got[r], alone(toy, opts, prompts[r])) << "row " << r << " sample " << sample;
+    EXPECT_EQ(got[3].size(), 3u);
+  }
+  // The first tokens' top log-probabilities come from each row's own logits.
+  onnxc_generate_options opts = options(2);
+  opts.top_logprobs = 2;
+  GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
+  std::vector<const int64_t *> starts;
+  std::vector<int64_t> counts;
+  for (const auto &prompt : prompts) {
+    starts.push_back(prompt.data());
+    counts.push_back(int64_t(prompt.size()));
+  }
+  ASSERT_EQ(onnxc_generator_prefill_batch(generator.get(), starts.data(), counts.data(), 5), 0);
+  std::vector<int64_t> tokens(5);
+  std::vector<int32_t> produced(5);
+  ASSERT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1);
+  for (int64_t r = 0; r < 5; ++r) {
+    std::vector<int64_t> ids(2);
+    float values[2];
+    ASSERT_EQ(onnxc_generator_top_logprobs(generator.get(), r, ids.data(), values, 2), 2);
+    EXPECT_EQ(ids, topIdsAlone(toy, prompts[size_t(r)])) << "row " << r;
   }
 }
 
