@@ -126,4 +126,15 @@ std::vector<llvm::Value *> emitCountedLoop(llvm::IRBuilderBase &builder,
   return emitTopTestedLoop(builder, shape, begin, end, step, initial, body);
 }
 
+void emitPlainLoop(llvm::IRBuilderBase &builder, llvm::Value *begin, llvm::Value *end, int64_t step,
+                   llvm::function_ref<void(llvm::Value *)> body) {
+  CountedLoopShape shape;
+  shape.disableUnroll = true;
+  emitCountedLoop(builder, shape, begin, end, step, {},
+                  [&](llvm::Value *iv, llvm::ArrayRef<llvm::Value *>) {
+                    body(iv);
+                    return std::vector<llvm::Value *>{};
+                  });
+}
+
 } // namespace onnxc

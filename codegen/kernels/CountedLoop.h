@@ -53,4 +53,9 @@ std::vector<llvm::Value *> emitCountedLoop(llvm::IRBuilderBase &builder,
                                            llvm::ArrayRef<llvm::Value *> initial,
                                            CountedLoopBody body);
 
+/// A loop that carries no values, tested at the top, its back-edge marked
+/// not to unroll (the int4 kernels' loops, unrolled by hand or long).
+void emitPlainLoop(llvm::IRBuilderBase &builder, llvm::Value *begin, llvm::Value *end, int64_t step,
+                   llvm::function_ref<void(llvm::Value *)> body);
+
 } // namespace onnxc

@@ -68,13 +68,7 @@ private:
 
   void loop(llvm::Value *begin, llvm::Value *end, int64_t step,
             llvm::function_ref<void(llvm::Value *)> body) {
-    CountedLoopShape shape;
-    shape.disableUnroll = true;
-    emitCountedLoop(b_, shape, begin, end, step, {},
-                    [&](llvm::Value *iv, llvm::ArrayRef<llvm::Value *>) {
-                      body(iv);
-                      return std::vector<llvm::Value *>{};
-                    });
+    emitPlainLoop(b_, begin, end, step, body);
   }
 
   void ifElse(llvm::Value *condition, llvm::function_ref<void()> then,
