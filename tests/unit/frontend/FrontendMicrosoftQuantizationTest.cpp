@@ -160,9 +160,11 @@ TEST_F(FrontendMatMulNBits, AccuracyLevelFourQuantizesTheActivations) {
   // 4 bits: one BlockQuantizedMatMul that quantizes A itself (its evaluator and kernel).
   EXPECT_EQ(count(*g, OpKind::BlockQuantizedMatMul), 1u);
   EXPECT_EQ(count(*g, OpKind::DequantizeLinear), 0u);
-  for (const Node *n : g->nodeList())
-    if (n->kind() == OpKind::BlockQuantizedMatMul)
+  for (const Node *n : g->nodeList()) {
+    if (n->kind() == OpKind::BlockQuantizedMatMul) {
       EXPECT_EQ(n->getInt("activation_int8", 0), 1);
+    }
+  }
   // One row whose first block holds a single 1 (exact in int8), whose second (short) block
   // holds 0.1 and 0.5: 0.1 is coded round(0.1 * 254) = 25 of 0.5 / 127, so it reads back as
   // 25 * 0.5 / 127 = 0.0984, 1.6% off, which the bound below sees.
