@@ -129,6 +129,11 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     fail("model name '", name, "' is not a C identifier (letters, digits and '_', not starting ",
          "with a digit)");
   LoweredModel model = lowerModel(graph, target, name, progress);
+  // The weights are the module's constants now: the plan keeps only their
+  // sizes, and packed copies nobody else holds are freed before codegen.
+  for (PlanBuffer &buffer : model.plan.buffers)
+    if (buffer.kind == BufferKind::Constant)
+      buffer.constant = ConstantBytes(nullptr, buffer.constant.size);
   using Kind = ArtifactRequest::Kind;
   switch (request.kind) {
   case Kind::Object:
