@@ -184,21 +184,11 @@ void emitGemmSteps(LoweringContext &ctx, const Node &node, const Int4Plan &plan,
   }
 }
 
-void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
-  const Value *w = node.operand(1);
-  const Tensor &weights = requireConstant(ctx, node, w, "weights");
-  if (!isFourBit(weights.dtype()) || weights.rank() != 2)
-    ctx.unsupported(node, "the weights must be a constant i4/u4 [K, N] matrix");
-  const Int4Plan plan = planOf(ctx, node, weights);
-  const int32_t packed = packedWeights(ctx, node, plan);
+/// The GEMV path: row groups of up to four times column chunks; without
+/// tasks from kGemmRows rows when `gemm` (the GEMM path) is there too.
+void emitGemvStep(LoweringContext &ctx, const Node &node, const Int4Plan &plan, int32_t packed,
+                  bool gemm) {
   std::optional<int64_t> constantRows = plan.rows.constant();
-  const bool gemm =
-      !plan.int8Activations && ctx.hasAvx2Fma() && (!constantRows || *constantRows >= kGemmRows);
-  if (gemm)
-    emitGemmSteps(ctx, node, plan, packed);
-  if (gemm && constantRows)
-    return;
-
   // Kernels of 1 to 4 rows: only those the row count can need.
   std::array<llvm::Function *, kMaxInt4GemvRows + 1> kernels{};
   for (int64_t r = 1; r <= kMaxInt4GemvRows; ++r) {
@@ -268,6 +258,22 @@ void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
             1, "chunk");
       });
   step.finish();
+}
+
+void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
+  const Value *w = node.operand(1);
+  const Tensor &weights = requireConstant(ctx, node, w, "weights");
+  if (!isFourBit(weights.dtype()) || weights.rank() != 2)
+    ctx.unsupported(node, "the weights must be a constant i4/u4 [K, N] matrix");
+  const Int4Plan plan = planOf(ctx, node, weights);
+  const int32_t packed = packedWeights(ctx, node, plan);
+  std::optional<int64_t> constantRows = plan.rows.constant();
+  const bool gemm =
+      !plan.int8Activations && ctx.hasAvx2Fma() && (!constantRows || *constantRows >= kGemmRows);
+  if (gemm)
+    emitGemmSteps(ctx, node, plan, packed);
+  if (!gemm || !constantRows)
+    emitGemvStep(ctx, node, plan, packed, gemm);
 }
 
 } // namespace
