@@ -53,18 +53,18 @@ std::vector<std::vector<int64_t>> Generator::prefillGroups(const int64_t *counts
   // the batch's order.
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return counts[a] > counts[b]; });
-  int64_t run = kRunPositions, groupedCost = 0;
+  int64_t groupedCost = 0;
   for (int64_t r : order) {
     if (!groups.empty() && int64_t(groups.back().size()) < kJoinRows &&
-        counts[groups.back()[0]] - counts[r] <= run) {
+        counts[groups.back()[0]] - counts[r] <= kRunPositions) {
       groups.back().push_back(r);
       groupedCost += counts[groups.back()[0]];
       continue;
     }
     groups.push_back({r});
-    groupedCost += run + counts[r];
+    groupedCost += kRunPositions + counts[r];
   }
-  int64_t paddedCost = run + rows * counts[order[0]];
+  int64_t paddedCost = kRunPositions + rows * counts[order[0]];
   if (paddedCost <= groupedCost)
     groups.clear();
   return groups;

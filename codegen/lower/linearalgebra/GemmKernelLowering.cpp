@@ -125,6 +125,12 @@ void splitItemsRowsOrColumns(StepBuilder &step, const MatMulProblem &problem,
       });
 }
 
+/// Rows per task of a packed GEMM: the fewest whole tiles of `mr` rows whose
+/// pass over the [k, n] B still does >= 64K multiply-adds, at most maxRows.
+int64_t packedTaskRows(int64_t k, int64_t n, int64_t mr, int64_t maxRows) {
+  return std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, maxRows);
+}
+
 /// How Gemm's C reaches the packed kernel.
 struct PackedBias {
   GemmEpilogue epilogue;
@@ -355,8 +361,7 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
   // nothing and balance the threads: with M=128 on 2 threads, 24-row tasks
   // split 72/56 rows, 6-row tasks 66/62 (-7% MiniLM latency; -8% at M=512).
   const int64_t mr = kernel.tileRows;
-  const int64_t taskRows =
-      std::clamp<int64_t>((65536 / (k * n) + mr - 1) / mr * mr, mr, kernel.maxTaskRows);
+  const int64_t taskRows = packedTaskRows(k, n, mr, kernel.maxTaskRows);
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
   // A post pass over C's rows would run once per column chunk: no columns.
@@ -407,10 +412,8 @@ void lowerPrepackedMatMul(LoweringContext &ctx, const PrepackedProduct &product)
   StepBuilder step = ctx.beginStep(*product.node, product.stepName);
   const unsigned aSlot = step.input(product.a), bSlot = step.bufferSlot(product.packedB);
   const unsigned resultSlot = step.output(product.result);
-  // The tasks of lowerPackedMatMul: whole tiles of >= 64K multiply-adds.
   const int64_t mr = blocking.mr(), nr = blocking.nr();
-  const int64_t taskRows =
-      std::clamp<int64_t>((65536 / (product.k * product.n) + mr - 1) / mr * mr, mr, blocking.mc);
+  const int64_t taskRows = packedTaskRows(product.k, product.n, mr, blocking.mc);
   KernelBuilder &kb = step.kernel();
   llvm::Value *nullValue = nullPointer(kb);
   splitItemsRowsOrColumns(
