@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/DType.h"
 #include "ir/Graph.h"
 #include "passes/Pass.h"
 
@@ -125,9 +126,16 @@ inline bool isPlainQuantizeOp(const Node &node) {
   return node.getInt("block_size", 0) == 0 && node.getInt("output_dtype", 0) == 0;
 }
 
-/// Whether `value` is within a relative 1e-4 of `expected`.
+/// Whether `value` is within a relative 1e-4 of `expected`, or is
+/// `expected` rounded to f16 or bf16: how a half-precision model spells the
+/// constant (widen-half-precision keeps its half value, in f32).
 inline bool near(std::optional<double> value, double expected) {
-  return value && std::fabs(*value - expected) <= 1e-4 * std::fabs(expected);
+  if (!value)
+    return false;
+  float single = float(expected);
+  return std::fabs(*value - expected) <= 1e-4 * std::fabs(expected) ||
+         *value == double(halfToFloat(floatToHalf(single))) ||
+         *value == double(bfloat16ToFloat(floatToBfloat16(single)));
 }
 
 /// For a two-operand `kind` node, the operand that is not `known` (null if

@@ -93,6 +93,7 @@ std::unique_ptr<Pass> createFoldChannelAffinePass();
 std::unique_ptr<Pass> createCommonSubexpressionEliminationPass();
 std::unique_ptr<Pass> createRemoveIdentityPass();
 std::unique_ptr<Pass> createSimplifyCastsPass();
+std::unique_ptr<Pass> createWidenHalfPrecisionPass();
 std::unique_ptr<Pass> createSimplifyShapesPass();
 std::unique_ptr<Pass> createSimplifyTransposesPass();
 std::unique_ptr<Pass> createFuseGeluPass();

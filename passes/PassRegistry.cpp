@@ -12,6 +12,7 @@ namespace {
 // they are written once; add a factory here to make a pass available to
 // --passes=, --print-ir-after= and --help.
 constexpr PassFactory kPassFactories[] = {
+    createWidenHalfPrecisionPass,
     createFoldConstantsPass,
     createInlineConstantIfPass,
     createFoldChannelAffinePass,

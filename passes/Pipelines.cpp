@@ -69,6 +69,10 @@ void addOptimizationPipeline(PassManager &pm, int level) {
   parseOptimizationLevel(std::to_string(level));
   if (level == 0)
     return;
+  // First: every later pass, and the kernels, then see the f32 graph an
+  // f16/bf16 model computes (its weights widened exactly), so one matcher
+  // and one set of kernels serve both.
+  pm.addPass("widen-half-precision");
   // Before any folding: fold-constants would turn a QDQ graph's quantized
   // weights (DequantizeLinear of a constant) into f32 constants, and its
   // embedding tables are gathered before they are dequantized. The

@@ -285,7 +285,19 @@ Tensor readNpy(const std::string &path) {
   return decodeNpy(contents, path);
 }
 
+/// A bf16 tensor as the f32 tensor of the same values (exact).
+static Tensor widenBfloat16(const Tensor &tensor) {
+  Tensor wide(DType::F32, tensor.dims());
+  const uint16_t *bits = tensor.data<uint16_t>();
+  for (int64_t i = 0, n = tensor.numElements(); i < n; ++i)
+    wide.data<float>()[i] = bfloat16ToFloat(bits[i]);
+  return wide;
+}
+
 std::string encodeNpy(const Tensor &tensor, const std::string &name) {
+  // numpy has no bfloat16: its values are written as the f32 they are.
+  if (tensor.dtype() == DType::BF16 && tensor.hasData())
+    return encodeNpy(widenBfloat16(tensor), name);
   std::string descr = npyDescr(tensor.dtype());
   if (descr.empty())
     fail(name, ": dtype ", dtypeName(tensor.dtype()), " has no npy equivalent");

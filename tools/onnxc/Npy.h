@@ -3,7 +3,8 @@
 // `onnxc run` reads inputs from and writes outputs to .npy files, the format
 // numpy.save writes: magic, version, a Python-dict header giving dtype,
 // memory order and shape, then the raw little-endian elements. Versions 1.0,
-// 2.0 and 3.0 are read; C order only. bfloat16 has no .npy dtype.
+// 2.0 and 3.0 are read; C order only. bfloat16 has no .npy dtype: a bf16
+// tensor is written as the f32 values it holds, and cannot be read.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
