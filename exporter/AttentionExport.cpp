@@ -127,7 +127,9 @@ void writeStandard(AttentionBuilder &b, std::vector<std::string> inputs, bool bo
         outputs.push_back(writer.freshName(b.base + present));
   }
   onnx::NodeProto &attention = writer.addNode("Attention", inputs, outputs, node.name());
-  writer.copyAttributes(node, attention, {"seq_first", "window", "mask_fill", "is_causal"});
+  writer.copyAttributes(
+      node, attention,
+      {"seq_first", "window", "mask_fill", "is_causal", "softcap_first", "masked_rows_zero"});
   if (causal)
     addIntAttribute(attention, "is_causal", 1);
 }
@@ -138,8 +140,11 @@ void exportAttention(OnnxGraphWriter &writer, const Node &node) {
   std::optional<double> fill;
   if (node.hasAttr("mask_fill") && !std::isinf(node.getFloat("mask_fill", 0.0f)))
     fill = node.getFloat("mask_fill", 0.0f);
-  // onnxc's softcap_first (the score capped before the masks) has no standard form.
-  if (node.getFloat("softcap", 0.0f) != 0.0f && node.getInt("softcap_first", 0) != 0) {
+  // ONNX Attention caps the score before the masks (onnx 1.23's erratum, onnxc's
+  // softcap_first); the older order, capping the masked score, has no standard form
+  // now. (A row hiding every key gives zeros in ONNX, NaN without onnxc's
+  // masked_rows_zero: that difference is left to the fully masked rows.)
+  if (node.getFloat("softcap", 0.0f) != 0.0f && node.getInt("softcap_first", 0) == 0) {
     writer.exportCustom(node);
     return;
   }

@@ -1,6 +1,12 @@
-//===- frontend/ops/AttentionOps.cpp - Attention of opsets 24 and 25 --------===//
+//===- frontend/ops/AttentionOps.cpp - Attention of opsets 23 to 25 ---------===//
 //
 // onnxc's Attention is the opset-23 op with a symmetric `window` (docs/IR.md).
+// ONNX Attention has, at every opset, the meaning onnx 1.23's errata gave it
+// ("no opset bump"): softcap applies to the scores before the masks, so a
+// hidden key stays hidden, and a row whose every key is hidden gives zeros,
+// not NaN (in Y and in qk_matmul_output's mode 3). Those are onnxc's
+// softcap_first and masked_rows_zero, which the fusions leave unset: the
+// graphs they replace cap after the mask and give NaN there.
 // Opset 24 adds `nonpad_kv_seqlen` (per batch, how many keys of an external
 // cache are valid; the causal frontier then sits at offset nonpad - S_q), and
 // opset 25 the one-sided `left_window_size` / `right_window_size` around the
@@ -133,6 +139,8 @@ Value *composeMasks(OnnxNode &node, Value *visible, Value *modelMask) {
 
 void importAttention(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
+  attributes.insert_or_assign("softcap_first", Attribute(int64_t(1)));
+  attributes.insert_or_assign("masked_rows_zero", Attribute(int64_t(1)));
   std::vector<Value *> operands = node.operands();
   if (operands.size() < 3 || !operands[0] || !operands[1] || !operands[2])
     fail(node.describe(), ": Attention needs Q, K and V");
@@ -178,7 +186,7 @@ void importAttention(OnnxNode &node) {
 } // namespace
 
 void registerAttentionImporters(OpImporterRegistry &registry) {
-  registry.add({"", "Attention", 24, OpKind::Attention, importAttention});
+  registry.add({"", "Attention", 23, OpKind::Attention, importAttention});
 }
 
 } // namespace onnxc

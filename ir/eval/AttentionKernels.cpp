@@ -10,7 +10,11 @@
 // implementation (onnx.reference), which generates the node tests: a mask
 // shorter than the total key length is padded with "masked", the causal
 // diagonal is offset by the past length, and a row with every key masked
-// gives NaN as numpy's softmax does.
+// gives NaN as numpy's softmax does, or zeros (Y and the mode-3
+// probabilities) with onnxc's masked_rows_zero = 1, which the ONNX importer
+// sets: onnx 1.23's erratum to opsets 23-25. With softcap_first the
+// qk_matmul_output modes follow the computation's order as that erratum
+// does: 1 is the capped score, 2 the capped score plus the masks.
 //
 // onnxc's mask_fill attribute (set by fuse-attention for exported masks that
 // fill a finite value, such as torch.finfo(f32).min) changes what "hidden"
@@ -274,6 +278,7 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
                                        : 1.0 / std::sqrt(double(q.size));
   double cap = node.getFloat("softcap", 0.0f);
   bool capFirst = node.getInt("softcap_first", 0) != 0;
+  bool zeroMaskedRows = node.getInt("masked_rows_zero", 0) != 0;
   int64_t mode = node.getInt("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
     fail(node.describe(), ": qk_matmul_output_mode must be 0 to 3, got ", mode);
@@ -298,9 +303,15 @@ void attentionKernel(const Node &node, const std::vector<const Tensor *> &operan
           double kept = fill && masking.hidden[index + size_t(j)] ? *fill : score;
           double withBias = roundedLike(dtype, kept + bias[index + size_t(j)]);
           double capped = capFirst ? withBias : softcapped(withBias, cap);
-          qkOut[index + size_t(j)] = mode == 0 ? scaled : mode == 1 ? withBias : capped;
+          double stage1 = capFirst ? score : withBias, stage2 = capFirst ? withBias : capped;
+          qkOut[index + size_t(j)] = mode == 0 ? scaled : mode == 1 ? stage1 : stage2;
           row[size_t(j)] = capped;
           maxScore = std::max(maxScore, capped);
+        }
+        if (zeroMaskedRows && maxScore == -std::numeric_limits<double>::infinity()) {
+          if (mode == 3) // Y's row stays zero, and so do its probabilities
+            std::fill_n(qkOut.begin() + std::ptrdiff_t(index), total, 0.0);
+          continue;
         }
         double sum = 0;
         for (double &s : row)

@@ -1,5 +1,6 @@
 //===- python/src/Compile.cpp - onnxc.compile, dump and explain -----------===//
 #include "python/src/Compile.h"
+#include "driver/HalfInterface.h"
 #include "driver/LastPositionLogits.h"
 #include "driver/MergedDecoder.h"
 
@@ -40,6 +41,8 @@ void optimize(Graph &graph, const PipelineRequest &request, PassManager &pm) {
   if (request.lastLogits && keepLastPositionLogits(graph).empty())
     throw Error(request.modelPath +
                 ": logits='last' needs a logits output of [batch, seq, vocab]; the model has none");
+  if (request.lastLogits)
+    widenHalfInterface(graph); // the generator reads f32 (driver/HalfInterface.h)
 }
 
 /// Loads the model and runs the requested pipeline on it.

@@ -172,3 +172,25 @@ def test_bf16_model_from_torch(tmp_path):
             print(f"bert bf16 model at --precision=bf16: max difference {largest:.3e}")
             assert largest <= 0.02 * float(np.abs(want.last_hidden_state.numpy()).max())
 
+
+
+@runs_kernels
+@pytest.mark.skipif(not ONNXC, reason="ONNXC must name the onnxc tool")
+def test_f16_decoder_generates_as_the_f32_one_with_its_weights(tmp_path):
+    """A decoder compiled for generation gets an f32 interface (driver/HalfInterface.h), so its
+    cache is updated in place and its greedy tokens are those of the f32 model with the same
+    (f16-rounded) weights."""
+    entry, model, half_path = converted("hf_gpt2_past_op17", tmp_path)
+    rounded_path = str(tmp_path / "rounded.onnx")
+    onnx.save(rounded_weights(model), rounded_path)
+
+    def generate(path):
+        result = subprocess.run([ONNXC, "generate", path, "--prompt-ids", "11,29,3,57",
+                                 "--max-new-tokens", "48"], capture_output=True, text=True,
+                                timeout=600, check=True)
+        return result.stdout.strip(), result.stderr
+
+    half_tokens, half_log = generate(half_path)
+    rounded_tokens, _ = generate(rounded_path)
+    assert "updated in place" in half_log, half_log
+    assert half_tokens == rounded_tokens

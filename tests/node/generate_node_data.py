@@ -4,9 +4,11 @@ cases (model.onnx, test_data_set_N/input_K.pb and output_K.pb) that onnxc_node_t
 onnx wheels since 1.20 ship the node cases as code only (onnx/backend/test/case/node/), not as
 data; the expected outputs are computed here by onnx's own reference implementation, exactly as
 the onnx repository generates its data. Only cases whose default-domain opset is at least
---min-opset are written (the older ones come from the test venv's onnx package).
+--min-opset are written (the older ones come from the test venv's onnx package), and the cases
+of any opset whose name starts with a --renewed prefix: ops whose meaning an erratum changed at
+older opsets (onnx 1.23's Attention), which the older package's data still has the old way.
 
-  python generate_node_data.py OUTPUT_DIR [--min-opset 24]
+  python generate_node_data.py OUTPUT_DIR [--min-opset 24] [--renewed test_attention_ ...]
 """
 import argparse
 import os
@@ -53,17 +55,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output")
     parser.add_argument("--min-opset", type=int, default=24)
+    parser.add_argument("--renewed", action="append", default=[])
     args = parser.parse_args()
     staging = args.output + ".partial"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
     written = 0
     for case in node_cases.collect_testcases(None):
-        if default_opset(case.model) >= args.min_opset and write_case(case, staging):
+        renewed = any(case.name.startswith(prefix) for prefix in args.renewed)
+        if (renewed or default_opset(case.model) >= args.min_opset) and write_case(case, staging):
             written += 1
     shutil.rmtree(args.output, ignore_errors=True)
     os.rename(staging, args.output)
-    print(f"{written} node cases of onnx {onnx.__version__} at opset >= {args.min_opset} -> {args.output}")
+    renewed = "".join(f", {prefix}* at any opset" for prefix in args.renewed)
+    print(f"{written} node cases of onnx {onnx.__version__} at opset >= {args.min_opset}{renewed} "
+          f"-> {args.output}")
     return 0
 
 

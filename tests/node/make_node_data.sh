@@ -16,5 +16,6 @@ if [[ -f "$out/.done" && "$out/.done" -nt "$generator" && "$out/.done" -nt "$ven
   echo "node cases up to date in $out"
   exit 0
 fi
-"$venv/bin/python" -W ignore "$generator" "$out" --min-opset 24
+# Attention at opset 23 as well: onnx 1.23's errata changed it there ("no opset bump").
+"$venv/bin/python" -W ignore "$generator" "$out" --min-opset 24 --renewed test_attention_
 touch "$out/.done"

@@ -11,6 +11,7 @@
 #include "codegen/ModelCompiler.h"
 #include "driver/ArtifactOutputs.h"
 #include "driver/GenaiFolder.h"
+#include "driver/HalfInterface.h"
 #include "driver/InputSpecialization.h"
 #include "driver/LastPositionLogits.h"
 #include "ir/Error.h"
@@ -324,8 +325,9 @@ int runCompile(const ParsedArgs &args) {
     if (rewrite.empty())
       throw UsageError("--logits=last: " + path +
                        " has no logits output of [batch, seq, vocab] to keep the last position of");
+    std::string interface = widenHalfInterface(*graph); // driver/HalfInterface.h
     if (args.has("verbose") || args.has("explain"))
-      std::cout << rewrite << "\n";
+      std::cout << rewrite << "\n" << (interface.empty() ? "" : interface + "\n");
   }
   ModelPlan plan = compileArtifact(*graph, target, request, progress);
   CompileReport report{std::move(plan), output,

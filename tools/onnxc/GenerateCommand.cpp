@@ -12,6 +12,7 @@
 #include "tools/onnxc/Commands.h"
 
 #include "codegen/ModelCompiler.h"
+#include "driver/HalfInterface.h"
 #include "driver/LastPositionLogits.h"
 #include "driver/MergedDecoder.h"
 #include "driver/ModelFolder.h"
@@ -194,6 +195,7 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
   runPipeline(*pm, *graph, args);
   // The generator reads the last position's logits only (driver/LastPositionLogits.h).
   keepLastPositionLogits(*graph);
+  widenHalfInterface(*graph); // the generator reads f32 (driver/HalfInterface.h)
   RunnableModel model =
       compileModelInProcess(std::move(graph), target, ProgressLine::instance().callback());
   // The generator reads the descriptor only; the graph's weights are not kept twice.

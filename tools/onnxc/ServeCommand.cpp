@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/onnxc/Commands.h"
 
+#include "driver/HalfInterface.h"
 #include "driver/LastPositionLogits.h"
 #include "driver/ModelFolder.h"
 #include "driver/RunnableModel.h"
@@ -77,6 +78,7 @@ LoadedModel loadServedModel(const ParsedArgs &args, const std::string &argument)
     // The generator reads the last position's logits only (driver/LastPositionLogits.h); an
     // encoder has no logits and is left as it is.
     keepLastPositionLogits(*graph);
+    widenHalfInterface(*graph); // the generator reads f32 (driver/HalfInterface.h)
     loaded.runnable = compileModelInProcess(std::move(graph), selectTarget(args),
                                             ProgressLine::instance().callback());
     loaded.runnable.graph.reset();

@@ -9,9 +9,12 @@
 // Keys j < past come from past_key/past_value, the rest from K/V; the
 // present_key/value outputs are filled by a separate copy step.
 //
-// Like the reference, a row whose keys are all masked gives NaN; with a
-// mask_fill attribute the hidden keys' scores are the fill plus any float
-// mask instead (a row hiding every key is then uniform, as in the reference).
+// Like the reference, a row whose keys are all masked gives NaN (zeros with
+// masked_rows_zero, in Y and the mode-3 probabilities); with a mask_fill
+// attribute the hidden keys' scores are the fill plus any float mask instead
+// (a row hiding every key is then uniform, as in the reference). With
+// softcap_first the qk_matmul_output modes follow the computation's order:
+// 1 is the capped score, 2 the capped score with the masks.
 //
 // This is the general path; f32 attention without softcap or a read
 // qk_matmul_output (a 4-D past included) takes the fused kernel of
@@ -47,7 +50,7 @@ struct QueryRow {
 
 /// A score in the three forms qk_matmul_output can expose.
 struct Score {
-  Value *scaled, *biased, *capped;
+  Value *scaled, *unmasked, *biased, *capped; // unmasked: scaled, capped if softcap_first
 };
 
 /// Mask strides and extents in the 4-D [batch, heads, qSeq, keys] view.
@@ -65,6 +68,8 @@ public:
     mode_ = node.getInt("qk_matmul_output_mode", 0);
     window_ = attentionWindow(ctx, node);
     fill_ = attentionMaskFill(ctx, node);
+    capFirstOrder_ = node.getInt("softcap_first", 0) != 0;
+    zeroMaskedRows_ = node.getInt("masked_rows_zero", 0) != 0;
     if (mode_ < 0 || mode_ > 3)
       ctx.unsupported(node, "qk_matmul_output_mode " + std::to_string(mode_) + " is not 0 to 3");
     q_ = step_.input(node.operand(0));
@@ -100,6 +105,15 @@ private:
   void emitRow(Value *linearRow);
   void emitValuePass(const QueryRow &row, Value *rowMax);
   void emitSoftmaxOutput(const QueryRow &row, Value *rowMax);
+  /// `value`, or 0 where the row hides every key (its max is -inf) and
+  /// masked_rows_zero asks for zeros there.
+  Value *hiddenRowOr(Value *rowMax, Value *value) {
+    if (!zeroMaskedRows_)
+      return value;
+    IRBuilder<> &b = k_.ir();
+    Value *hidden = b.CreateFCmpOEQ(rowMax, minusInfinity(rowMax));
+    return b.CreateSelect(hidden, k_.constant(real_, 0.0), value);
+  }
 
   const Node &node_;
   const AttentionShape &shape_;
@@ -107,6 +121,7 @@ private:
   KernelBuilder &k_;
   DType real_;
   int64_t mode_, window_;
+  bool capFirstOrder_ = false, zeroMaskedRows_ = false;
   unsigned q_, key_, value_, y_;
   int mask_ = -1, pastKey_ = -1, pastValue_ = -1, qk_ = -1;
   const onnxc::Value *maskValue_ = nullptr;
@@ -210,6 +225,7 @@ Score AttentionKernel::score(const QueryRow &row, Value *key) {
   // softcap_first (onnxc's): cap before the masks, so hidden keys stay hidden.
   bool capFirst = cap > 0 && node_.getInt("softcap_first", 0) != 0;
   Value *score = capFirst ? softcapped(s.scaled) : s.scaled;
+  s.unmasked = score;
   Masking masks = masking(row, key);
   if (fill_) {
     // The exported Where replaces a hidden score, then a float mask adds.
@@ -256,7 +272,9 @@ void AttentionKernel::emitRow(Value *linearRow) {
       [&](Value *key, ArrayRef<Value *> carried) -> std::vector<Value *> {
         Score sc = score(row, key);
         if (qk_ >= 0 && mode_ < 3) {
-          Value *out = mode_ == 0 ? sc.scaled : mode_ == 1 ? sc.biased : sc.capped;
+          Value *stage1 = capFirstOrder_ ? sc.unmasked : sc.biased;
+          Value *stage2 = capFirstOrder_ ? sc.biased : sc.capped;
+          Value *out = mode_ == 0 ? sc.scaled : mode_ == 1 ? stage1 : stage2;
           storeReal(k_, s.dtype, out, k_.buffer(unsigned(qk_)), b.CreateAdd(qkRow, key));
         }
         return {referenceMax(k_, carried[0], sc.capped)};
@@ -300,7 +318,8 @@ void AttentionKernel::emitValuePass(const QueryRow &row, Value *rowMax) {
         Value *first = b.CreateAdd(yOffset, chunkBegin);
         k_.forRange(k_.i64(0), chunk, [&](Value *d) {
           Value *acc = k_.loadElement(real_, accumulator, d);
-          storeReal(k_, s.dtype, b.CreateFDiv(acc, sum), k_.buffer(y_), b.CreateAdd(first, d));
+          storeReal(k_, s.dtype, hiddenRowOr(rowMax, b.CreateFDiv(acc, sum)), k_.buffer(y_),
+                    b.CreateAdd(first, d));
         });
       },
       kValueChunk, "chunk");
@@ -321,8 +340,8 @@ void AttentionKernel::emitSoftmaxOutput(const QueryRow &row, Value *rowMax) {
       1, "key")[0];
   Value *qkRow = b.CreateMul(row.linear, total);
   k_.forRange(k_.i64(0), total, [&](Value *key) {
-    storeReal(k_, shape_.dtype, b.CreateFDiv(exponent(key), sum), k_.buffer(unsigned(qk_)),
-              b.CreateAdd(qkRow, key));
+    storeReal(k_, shape_.dtype, hiddenRowOr(rowMax, b.CreateFDiv(exponent(key), sum)),
+              k_.buffer(unsigned(qk_)), b.CreateAdd(qkRow, key));
   });
 }
 

@@ -168,6 +168,8 @@ private:
   FlashVectorIR v_;
   int64_t headSize_, valueSize_, window_;
   bool causal_;
+  /// masked_rows_zero: a row whose keys are all hidden gives zeros, not NaN.
+  bool zeroMaskedRows_;
   float scale_;
   /// mask_fill when finite: hidden keys score it (see FlashAttentionLowering.cpp).
   std::optional<float> fill_;

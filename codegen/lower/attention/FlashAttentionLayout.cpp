@@ -112,14 +112,15 @@ void FlashAttentionEmitter::emitOutput(const Block &block, ArrayRef<Value *> max
   const int64_t w = int64_t(width()), halves = w / kColumns;
   // No keys at all (an empty K) gives 0 as in the reference; a row whose
   // keys are all masked (its max is still -inf) gives NaN, as 0 / 0 does
-  // there (the exp gives e^-60, not 0, for masked keys).
+  // there (the exp gives e^-60, not 0, for masked keys), or 0 with
+  // masked_rows_zero (onnx 1.23's erratum to Attention).
   Value *noKeys = b.CreateICmpEQ(dim(s.total), b.getInt64(0));
   Value *minusInf = minusInfinity();
-  Value *nan = v_.splat(std::numeric_limits<float>::quiet_NaN());
+  Value *hiddenRow = v_.splat(zeroMaskedRows_ ? 0.0f : std::numeric_limits<float>::quiet_NaN());
   Values inverse;
   for (int64_t v = 0; v < rowVectors_; ++v) {
     Value *masked = b.CreateFCmpOEQ(maxima[size_t(v)], minusInf);
-    Value *scale = b.CreateSelect(masked, nan, b.CreateFDiv(v_.splat(1.0f), sums[size_t(v)]));
+    Value *scale = b.CreateSelect(masked, hiddenRow, b.CreateFDiv(v_.splat(1.0f), sums[size_t(v)]));
     inverse.push_back(b.CreateSelect(noKeys, v_.splat(0.0f), scale));
   }
   Value *y = k_.buffer(y_);

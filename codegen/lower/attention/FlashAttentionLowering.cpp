@@ -46,8 +46,9 @@
 // task per thread at least), and the mask, if any, be the same for every
 // head; otherwise, and for longer queries, blocks are positions of one head.
 //
-// As in the reference, a row whose keys are all masked gives NaN (checked
-// from its max at the end: masked keys get e^-60, not 0, see the exp).
+// As in the reference, a row whose keys are all masked gives NaN, or zeros
+// with masked_rows_zero (checked from its max at the end: masked keys get
+// e^-60, not 0, see the exp).
 //
 // With a finite mask_fill (the exported Where(mask, scores, finfo.min)), a
 // hidden key is not gone: it scores fill (+ the float mask), and a row
@@ -89,6 +90,7 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   if (window_ > (int64_t(1) << 30))
     window_ = -1;
   causal_ = node.getInt("is_causal", 0) != 0;
+  zeroMaskedRows_ = node.getInt("masked_rows_zero", 0) != 0;
   fill_ = attentionMaskFill(ctx, node);
   if (fill_ && std::isinf(*fill_))
     fill_.reset(); // -inf is the default meaning
