@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes onnxruntime-genai model folders from a random-weight Hugging Face LLaMA.
+"""Writes onnxruntime-genai model folders from random-weight Hugging Face decoders.
 
     build/genai-venv/bin/python tests/genai/build_genai_models.py OUT_DIR [--precision fp32 int4]
 
@@ -7,7 +7,10 @@ Run with the builder's venv (tests/genai/setup_genai_venv.sh). Makes OUT_DIR/hf_
 transformers LLaMA with grouped-query attention: hidden 64, 2 layers, 4 query and 2 KV heads,
 vocabulary 512, random weights from a fixed seed, and a word-level tokenizer made here, since
 the builder copies one) and runs `python -m onnxruntime_genai.models.builder -i hf_llama -o
-OUT_DIR/llama_PRECISION -p PRECISION -e cpu` for each precision. A folder whose stamp (this
+OUT_DIR/llama_PRECISION -p PRECISION -e cpu` for each precision. The other families the builder
+writes differently (Mistral, Qwen2 with its q/k/v biases, Gemma with its GELU MLP, scaled
+embeddings and (1 + w) norms, Phi with partial rotary, LayerNorm and a parallel MLP) are built at
+int4, as the folders people download are, into OUT_DIR/FAMILY_int4. A folder whose stamp (this
 script and the builder's version) matches is kept, so a second run costs nothing.
 """
 
@@ -46,18 +49,39 @@ def write_tokenizer(folder: str, vocab_size: int) -> None:
     fast.save_pretrained(folder)
 
 
-def write_hf_llama(folder: str) -> None:
+# family: (transformers config class, model class, changes to CONFIG). Phi's rotary half of a
+# 32-wide head is 16: onnxruntime's GroupQueryAttention wants the cos cache a multiple of 8.
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM",
+              {"head_dim": 16, "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True}),
+    "phi": ("PhiConfig", "PhiForCausalLM",
+            {"hidden_size": 128, "intermediate_size": 256, "partial_rotary_factor": 0.5,
+             "num_key_value_heads": 4, "rms_norm_eps": None}),
+}
+
+
+def write_hf_model(folder: str, family: str) -> None:
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
+    config_class, model_class, changes = FAMILIES[family]
+    fields = {k: v for k, v in {**CONFIG, **changes}.items() if v is not None or k == "sliding_window"}
     torch.manual_seed(0)
-    config = LlamaConfig(**CONFIG)
-    model = LlamaForCausalLM(config).eval()
+    config = getattr(transformers, config_class)(**fields)
+    model = getattr(transformers, model_class)(config).eval()
+    if family != "llama":  # initializer_range is LLaMA's; the others get the same spread here
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.dim() > 1:
+                    parameter.normal_(0.0, CONFIG["initializer_range"])
     model.save_pretrained(folder, safe_serialization=True)
     write_tokenizer(folder, CONFIG["vocab_size"])
 
 
-def build(out_dir: str, precision: str, hf_folder: str) -> str:
-    folder = os.path.join(out_dir, f"llama_{precision}")
+def build(out_dir: str, precision: str, hf_folder: str, family: str = "llama") -> str:
+    folder = os.path.join(out_dir, f"{family}_{precision}")
     stamp_file = os.path.join(folder, ".stamp")
     if os.path.exists(stamp_file) and open(stamp_file).read() == stamp():
         return folder
@@ -75,15 +99,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out_dir")
     parser.add_argument("--precision", nargs="+", default=["fp32", "int4"])
+    parser.add_argument("--families", nargs="*", default=[f for f in FAMILIES if f != "llama"])
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    hf_folder = os.path.join(args.out_dir, "hf_llama")
-    hf_stamp = os.path.join(hf_folder, ".stamp")
-    if not (os.path.exists(hf_stamp) and open(hf_stamp).read() == stamp()):
-        write_hf_llama(hf_folder)
-        with open(hf_stamp, "w") as f:
-            f.write(stamp())
-    folders = {p: build(args.out_dir, p, hf_folder) for p in args.precision}
+    folders = {}
+    for family in ["llama"] + args.families:
+        hf_folder = os.path.join(args.out_dir, f"hf_{family}")
+        hf_stamp = os.path.join(hf_folder, ".stamp")
+        if not (os.path.exists(hf_stamp) and open(hf_stamp).read() == stamp()):
+            write_hf_model(hf_folder, family)
+            with open(hf_stamp, "w") as f:
+                f.write(stamp())
+        if family == "llama":  # the LLaMA folders keep their short keys: "fp32", "int4"
+            folders.update({p: build(args.out_dir, p, hf_folder) for p in args.precision})
+        else:
+            folders[f"{family}_int4"] = build(args.out_dir, "int4", hf_folder, family)
     print(json.dumps(folders))
 
 

@@ -12,7 +12,8 @@ cached steps, feeding the presents back as the pasts, as a generation loop does;
 presents are compared with onnxruntime (the test venv's) on the same inputs. onnxruntime is also
 run as onnxruntime-genai runs it on the CPU (past_present_share_buffer: one max-length buffer per
 cache, attention_mask as long as the tokens so far), and its logits must be the same. The int4
-folder is checked the same way. Both folders are compiled as the builder wrote them.
+folder is checked the same way, and so are the int4 folders of Mistral, Qwen2, Gemma and Phi
+(build_genai_models.py's FAMILIES). Every folder is compiled as the builder wrote it.
 
     ONNXC_BUILD_DIR=build PYTHONPATH=build/python .venv/bin/python -m pytest tests/genai/test_genai_folder.py
 """
@@ -59,11 +60,25 @@ def ort_session(path):
     return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def cache_names(kind):
-    return [f"{kind}.{i}.{part}" for i in range(LAYERS) for part in ("key", "value")]
+class Cache:
+    """The cache layout of a folder's decoder (genai_config.json): its names and one past's shape."""
+
+    def __init__(self, layers=LAYERS, kv_heads=KV_HEADS, head=HEAD):
+        self.kv_heads, self.head = kv_heads, head
+        self.pasts = [f"past_key_values.{i}.{p}" for i in range(layers) for p in ("key", "value")]
+        self.presents = [f"present.{i}.{p}" for i in range(layers) for p in ("key", "value")]
+
+    @staticmethod
+    def of(folder):
+        decoder = json.load(open(os.path.join(folder, "genai_config.json")))["model"]["decoder"]
+        return Cache(decoder["num_hidden_layers"], decoder["num_key_value_heads"], decoder["head_size"])
+
+    def empty(self, length=0):
+        return {name: np.zeros((1, self.kv_heads, length, self.head), np.float32) for name in self.pasts}
 
 
-PASTS, PRESENTS = cache_names("past_key_values"), cache_names("present")
+CACHE = Cache()
+PASTS, PRESENTS = CACHE.pasts, CACHE.presents
 
 
 def feeds_for(ids, past):
@@ -81,17 +96,18 @@ def compare(what, got, want):
     assert error <= TOLERANCE * scale, f"{what}: max abs error {error:.3g} (scale {scale:.3g})"
 
 
-def shared_buffer_logits(session, prompt, steps, capacity):
+def shared_buffer_logits(session, prompt, steps, capacity, cache=CACHE):
     """onnxruntime as onnxruntime-genai drives it on the CPU: each past is one [1, kv, capacity,
     head] buffer that the present overwrites (past_present_share_buffer), the mask as long as the
     tokens so far. Returns the logits of the last position of every step."""
-    buffers = {name: np.zeros((1, KV_HEADS, capacity, HEAD), np.float32) for name in PASTS}
+    buffers = cache.empty(capacity)
     out, ids, length = [], prompt, 0
     for step in range(steps + 1):
         length += ids.shape[1]
         feeds = {"input_ids": ids, "attention_mask": np.ones((1, length), np.int64), **buffers}
-        results = dict(zip(["logits"] + PRESENTS, session.run(["logits"] + PRESENTS, feeds)))
-        buffers = {past: results[present] for past, present in zip(PASTS, PRESENTS)}
+        outputs = ["logits"] + cache.presents
+        results = dict(zip(outputs, session.run(outputs, feeds)))
+        buffers = {past: results[present] for past, present in zip(cache.pasts, cache.presents)}
         out.append(results["logits"][:, -1])
         ids = np.argmax(results["logits"][:, -1], axis=-1).reshape(1, 1).astype(np.int64)
     return out
@@ -99,24 +115,25 @@ def shared_buffer_logits(session, prompt, steps, capacity):
 
 def check_folder(folder, steps=3):
     path = os.path.join(folder, "model.onnx")
+    cache = Cache.of(folder)
     model = compile_folder(path)
     session = ort_session(path)
     prompt = np.random.default_rng(0).integers(3, VOCAB, size=(1, 6)).astype(np.int64)
     pasts = {"onnxc": None, "ort": None}
-    empty = {name: np.zeros((1, KV_HEADS, 0, HEAD), np.float32) for name in PASTS}
+    outputs = ["logits"] + cache.presents
     ids, last = prompt, []
     for step in range(steps + 1):
         outs = {}
         for side, run in (("onnxc", model.run), ("ort", session.run)):
-            feeds = feeds_for(ids, pasts[side] or empty)
-            outs[side] = dict(zip(["logits"] + PRESENTS, run(["logits"] + PRESENTS, feeds)))
-            pasts[side] = {p: outs[side][q] for p, q in zip(PASTS, PRESENTS)}
-        for name in ["logits"] + PRESENTS:
+            feeds = feeds_for(ids, pasts[side] or cache.empty())
+            outs[side] = dict(zip(outputs, run(outputs, feeds)))
+            pasts[side] = {p: outs[side][q] for p, q in zip(cache.pasts, cache.presents)}
+        for name in outputs:
             compare(f"step {step} {name}", outs["onnxc"][name], outs["ort"][name])
         last.append(outs["onnxc"]["logits"][:, -1])
         # The next token as a greedy loop picks it (onnxruntime's, so both sides see one sequence).
         ids = np.argmax(outs["ort"]["logits"][:, -1], axis=-1).reshape(1, 1).astype(np.int64)
-    for step, logits in enumerate(shared_buffer_logits(session, prompt, steps, capacity=32)):
+    for step, logits in enumerate(shared_buffer_logits(session, prompt, steps, 32, cache)):
         compare(f"step {step} logits against the shared-buffer run", last[step], logits)
 
 
@@ -128,10 +145,18 @@ def test_int4_folder_logits(folders):
     check_folder(folders["int4"])
 
 
+@pytest.mark.parametrize("family", ["mistral", "qwen2", "gemma", "phi"])
+def test_family_int4_folder_logits(folders, family):
+    """The builder's other families, as downloaded: int4 (MatMulNBits), with what each adds to
+    LLaMA's graph (Qwen2's q/k/v biases, Gemma's GELU MLP and scaled, tied embeddings, Phi's
+    partial rotary, LayerNorm and parallel MLP)."""
+    check_folder(folders[f"{family}_int4"])
+
+
 def ort_greedy(path, prompt, max_new, eos):
     """A plain greedy loop over onnxruntime: the prompt, then one token per step with the cache."""
     session = ort_session(path)
-    past = {name: np.zeros((1, KV_HEADS, 0, HEAD), np.float32) for name in PASTS}
+    past = CACHE.empty()
     ids, tokens = np.array([prompt], dtype=np.int64), []
     while len(tokens) < max_new:
         results = dict(zip(["logits"] + PRESENTS,
