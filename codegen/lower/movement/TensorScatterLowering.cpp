@@ -84,8 +84,7 @@ void emitCacheCopy(LoweringContext &ctx, const Node &node, const ScatterOperands
 
 /// Fails the run unless every write index w has 0 <= w <= rows - length
 /// (linear mode, an update of `length` > 0 positions).
-void checkWriteIndices(KernelBuilder &k, Value *indices, Value *batch, Value *rows,
-                       Value *length) {
+void checkWriteIndices(KernelBuilder &k, Value *indices, Value *batch, Value *rows, Value *length) {
   IRBuilder<> &b = k.ir();
   Value *last = b.CreateSub(rows, length);
   k.ifThen(b.CreateICmpSGT(length, k.i64(0)), [&] {

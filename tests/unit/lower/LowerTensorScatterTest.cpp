@@ -129,9 +129,9 @@ graph @g(%past: f32[b, 3, rows, 5], %update: f32[b, 3, len, 5], %w: i64[b]) -> (
 
 TEST(LowerBitCast, TypesOfOneSizeAreViews) {
   const std::pair<const char *, const char *> casts[] = {
-      {"f32", "i32"}, {"i32", "f32"}, {"f64", "i64"}, {"u16", "i16"}, {"f16", "bf16"},
-      {"bool", "u8"}, {"i8", "u8"},   {"u32", "f32"}};
-  const std::map<std::string, int> codes = {{"i32", 6}, {"f32", 1}, {"i64", 7},
+      {"f32", "i32"},  {"i32", "f32"}, {"f64", "i64"}, {"u16", "i16"},
+      {"f16", "bf16"}, {"bool", "u8"}, {"i8", "u8"},   {"u32", "f32"}};
+  const std::map<std::string, int> codes = {{"i32", 6}, {"f32", 1},   {"i64", 7},
                                             {"i16", 5}, {"bf16", 16}, {"u8", 2}};
   for (const auto &[from, to] : casts) {
     std::string text = std::string("graph @g(%x: ") + from +
