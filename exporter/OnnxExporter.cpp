@@ -13,6 +13,7 @@
 #include "exporter/NodeExport.h"
 #include "ir/Error.h"
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <unordered_set>
@@ -65,6 +66,23 @@ std::vector<bool> bindOutputs(const Graph &graph, OnnxGraphWriter &writer) {
   return direct;
 }
 
+/// The default domain's opset a graph needs, with its ONNX IR version:
+/// kExportOpset, or the first opset that defines an op onnxc imports from a
+/// newer one (TensorScatter 24, CumProd and BitCast 26), which onnxruntimes
+/// of opset 23 then refuse by name rather than a checker by op.
+std::pair<int64_t, int64_t> exportOpsetOf(const Graph &graph) {
+  int64_t opset = kExportOpset;
+  for (const Node *node : graph.nodeList()) {
+    if (node->kind() == OpKind::TensorScatter)
+      opset = std::max<int64_t>(opset, 24);
+    if (node->kind() == OpKind::CumProd || node->kind() == OpKind::BitCast)
+      opset = std::max<int64_t>(opset, 26);
+  }
+  // onnx's VERSION_TABLE: IR 12 came with opset 24, 13 with 25 to 27.
+  int64_t irVersion = opset == kExportOpset ? kExportIrVersion : opset == 24 ? 12 : 13;
+  return {opset, irVersion};
+}
+
 } // namespace
 
 onnx::ModelProto exportOnnxModel(const Graph &graph, const OnnxExportOptions &options,
@@ -72,7 +90,8 @@ onnx::ModelProto exportOnnxModel(const Graph &graph, const OnnxExportOptions &op
   OnnxExportReport localReport;
   OnnxExportReport &out = report ? *report : localReport;
   onnx::ModelProto model;
-  model.set_ir_version(kExportIrVersion);
+  auto [opset, irVersion] = exportOpsetOf(graph);
+  model.set_ir_version(irVersion);
   model.set_producer_name("onnxc");
   if (!options.producerVersion.empty())
     model.set_producer_version(options.producerVersion);
@@ -111,7 +130,7 @@ onnx::ModelProto exportOnnxModel(const Graph &graph, const OnnxExportOptions &op
 
   onnx::OperatorSetIdProto &standard = *model.add_opset_import();
   standard.set_domain("");
-  standard.set_version(kExportOpset);
+  standard.set_version(opset);
   if (!out.customOps.empty()) {
     onnx::OperatorSetIdProto &custom = *model.add_opset_import();
     custom.set_domain(kOnnxcDomain);

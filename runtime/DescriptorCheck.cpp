@@ -71,8 +71,10 @@ std::string checkCachePairs(const onnxc_model_descriptor &model) {
     if (pair.axis < 0 || pair.axis >= past.rank)
       return what + " has axis " + std::to_string(pair.axis) + " for rank " +
              std::to_string(past.rank);
-    if (!singleSymbolOf(past.dims[pair.axis]))
-      return what + ": the past's dim " + std::to_string(pair.axis) + " is not a symbol";
+    // A fixed-length cache (TensorScatter's) may have a constant length.
+    if (!singleSymbolOf(past.dims[pair.axis]) && !isConstantDimExpr(past.dims[pair.axis]))
+      return what + ": the past's dim " + std::to_string(pair.axis) +
+             " is neither a symbol nor a constant";
     for (int32_t symbol : {pair.capacity_symbol, pair.past_capacity_symbol}) {
       if (symbol < 0 || symbol >= model.num_symbols)
         return what + " has capacity symbol " + std::to_string(symbol) + ", but the model has " +

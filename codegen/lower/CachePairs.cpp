@@ -15,7 +15,7 @@ namespace {
 struct Candidate {
   const Value *past = nullptr;
   const Value *present = nullptr;
-  const Node *writer = nullptr; ///< The Concat or Attention computing present.
+  const Node *writer = nullptr; ///< The Concat, Attention or TensorScatter computing present.
   unsigned pastOperand = 0;     ///< Where writer reads past.
   int64_t axis = 0;
   int32_t output = 0;
@@ -38,6 +38,17 @@ std::optional<Candidate> candidateOf(const Graph &graph, size_t output) {
     int64_t rank = int64_t(present->shape().rank());
     if (c.axis < 0)
       c.axis += rank;
+    return c;
+  }
+  // Opset 24's fixed-length cache: present = TensorScatter(past, update,
+  // write_indices), of the past's shape.
+  if (writer->kind() == OpKind::TensorScatter && writer->operand(0) &&
+      writer->operand(0)->isGraphInput()) {
+    c.past = writer->operand(0);
+    c.pastOperand = 0;
+    c.axis = writer->getInt("axis", -2);
+    if (c.axis < 0)
+      c.axis += int64_t(present->shape().rank());
     return c;
   }
   // The opset-23 Attention's own cache: present_key (result 1) from
@@ -63,9 +74,15 @@ std::string refusal(const Graph &graph, const Candidate &c) {
     return "the past and the present differ in rank";
   if (c.axis < 0 || c.axis >= int64_t(past.rank()))
     return "the axis is out of range";
-  if (!past[c.axis].isSymbol())
+  bool scatter = c.writer->kind() == OpKind::TensorScatter;
+  // A TensorScatter's cache has one length, which may be fixed; a Concat's
+  // and an Attention's grows from the past's.
+  if (!past[c.axis].isSymbol() && !(scatter && past[c.axis].isConstant()))
     return "the past's length " + past[c.axis].str() + " is not a symbol";
-  if (c.writer->kind() == OpKind::Concat) {
+  if (scatter) {
+    if (!(present[c.axis] == past[c.axis]))
+      return "the TensorScatter's present is not of the past's length";
+  } else if (c.writer->kind() == OpKind::Concat) {
     if (c.writer->numOperands() != 2 || !c.writer->operand(1) || c.writer->operand(1) == c.past)
       return "the Concat does not join the past with one other operand";
   } else if (past.rank() != 4) {
@@ -159,7 +176,9 @@ std::unordered_map<const Value *, Shape> findCachePairs(const Graph &graph, Mode
                                 "' keeps two buffers: " + why);
       continue;
     }
-    const std::string &length = c->past->shape()[c->axis].symbolName();
+    const Dim &pastLength = c->past->shape()[c->axis];
+    std::string length =
+        pastLength.isSymbol() ? pastLength.symbolName() : "cache_length_" + pastLength.str();
     auto [it, added] = capacityOf.emplace(length, std::pair<int32_t, int32_t>());
     if (added) {
       it->second.first = int32_t(plan.symbols.size());

@@ -11,14 +11,24 @@
 // Concat then writes only the new rows (it still copies P's rows when the
 // two buffers differ).
 //
+// Opset 24 writes a fixed-length cache instead: Q = TensorScatter(P, update,
+// write_indices) has P's shape, and the scatter's copy of P into Q is
+// skipped when the two are one buffer, so a step writes only the update's
+// rows. Its pair is declared the same way (the capacity symbols then bind
+// to the one length of P and Q in an ordinary run), and that length may be
+// a constant.
+//
 // The proof: Q is a graph output (once) computed by a Concat of P and one
-// other operand, or the present_key / present_value result of an Attention
-// whose past_key / past_value is P; P's dim on that axis is a symbol; Q is
+// other operand, the present_key / present_value result of an Attention
+// whose past_key / past_value is P, or a TensorScatter of P (operand 0);
+// P's dim on that axis is a symbol (or, for a TensorScatter, a constant); Q is
 // read only by 4-D Attention ops as K or V (HF LLaMA, BART, T5: the kernel
 // reads the whole cache from the present) and by Shape; P is not an output
-// and is read only by that Concat, by Attention ops as past_key /
+// and is read only by its writer (a Concat or TensorScatter, as the past),
+// by Attention ops as past_key /
 // past_value (the attention kernels take the layouts) and by Shape (which
-// reads no bytes). Anything else keeps the two buffers, with a note saying
+// reads no bytes); the update and write indices of a TensorScatter are not
+// P. Anything else keeps the two buffers, with a note saying
 // why.
 //
 //===----------------------------------------------------------------------===//

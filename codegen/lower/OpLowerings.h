@@ -27,15 +27,16 @@ struct LoweringTable {
 void registerElementwiseLowerings(
     LoweringTable &table);                            // arithmetic, unary, logic, Cast, Where, Clip
 void registerMovementLowerings(LoweringTable &table); // Reshape ... Trilu, creation ops, Identity
-void registerReductionLowerings(LoweringTable &table); // Reduce*, ArgMax/Min, CumSum
+void registerReductionLowerings(LoweringTable &table); // Reduce*, ArgMax/Min, CumSum/Prod
 void registerNormalizationLowerings(
     LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
 void registerAttentionLowerings(
     LoweringTable &table); // Attention, RotaryEmbedding, AdditiveAttention
-void registerConvolutionLowerings(LoweringTable &table);          // Conv
-void registerRecurrentLowerings(LoweringTable &table);            // LSTM, GRU, RNN
-void registerScatterGatherLowerings(LoweringTable &table);        // GatherElements, ScatterND
+void registerConvolutionLowerings(LoweringTable &table); // Conv
+void registerRecurrentLowerings(LoweringTable &table);   // LSTM, GRU, RNN
+void registerScatterGatherLowerings(
+    LoweringTable &table); // GatherElements, ScatterND, TensorScatter
 void registerQuantizationLowerings(LoweringTable &table);         // QuantizeLinear ... QLinearConv
 void registerQuantizedGemmLowerings(LoweringTable &table);        // (Dynamic)QuantizedMatMul
 void registerBlockQuantizedMatMulLowerings(LoweringTable &table); // BlockQuantizedMatMul

@@ -3,8 +3,8 @@
 // Between opsets 13 and 28 these ops only widened their type lists, so each
 // maps 1:1 onto the IR op of the same name, except Mod, whose opset-28 form
 // defines fmod = 0 on floats (the IR op has that meaning at every opset), and
-// Cast/CastLike's opset-24 round_mode. Ops older than opset 13 are registered
-// at 13, the oldest opset onnxc accepts.
+// Cast/CastLike's opset-24 round_mode. BitCast (26) keeps `to` as Cast does. Ops older than opset
+// 13 are registered at 13, the oldest opset onnxc accepts.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/OpImporterRegistry.h"
@@ -41,6 +41,16 @@ void importCast(OnnxNode &node) {
   node.emit(OpKind::Cast, node.operands(), attributes);
 }
 
+/// BitCast's `to` is checked as Cast's: a type onnxc lacks is named here.
+void importBitCast(OnnxNode &node) {
+  AttributeMap attributes = node.attributes();
+  auto it = attributes.find("to");
+  if (it == attributes.end() || !it->second.isInt())
+    fail(node.describe(), ": BitCast needs an int attribute 'to'");
+  dtypeFromOnnx(int32_t(it->second.asInt()), node.describe() + ": attribute 'to'");
+  node.emit(OpKind::BitCast, node.operands(), attributes);
+}
+
 void importCastLike(OnnxNode &node) {
   AttributeMap attributes = node.attributes();
   dropRoundMode(node, attributes);
@@ -66,6 +76,7 @@ void registerElementwiseImporters(OpImporterRegistry &registry) {
   registry.add({"", "Cast", 13, OpKind::Cast, importCast});
   registry.addOneToOne(OpKind::CastLike, 15);
   registry.add({"", "CastLike", 24, OpKind::CastLike, importCastLike});
+  registry.add({"", "BitCast", 26, OpKind::BitCast, importBitCast});
 }
 
 } // namespace onnxc

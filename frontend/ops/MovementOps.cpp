@@ -133,6 +133,7 @@ void registerMovementImporters(OpImporterRegistry &registry) {
         OpKind::Dropout, OpKind::GatherElements})
     registry.addOneToOne(kind, 13);
   registry.add({"", "ScatterND", 13, OpKind::ScatterND, importScatterND});
+  registry.addOneToOne(OpKind::TensorScatter, 24);
   registry.addOneToOne(OpKind::Trilu, 14);
   registry.add({"", "Split", 13, OpKind::Split, importSplitBefore18});
   registry.addOneToOne(OpKind::Split, 18);

@@ -1,4 +1,4 @@
-//===- frontend/ops/ReductionOps.cpp - Reduce*, ArgMax/ArgMin, CumSum -------===//
+//===- frontend/ops/ReductionOps.cpp - Reduce*, ArgMax/ArgMin, CumSum/Prod --===//
 //
 // ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
 // ReduceSumSquare and ReduceLogSumExp took `axes` as an attribute until
@@ -51,6 +51,7 @@ void registerReductionImporters(OpImporterRegistry &registry) {
   registry.addOneToOne(OpKind::ArgMax, 13);
   registry.addOneToOne(OpKind::ArgMin, 13);
   registry.addOneToOne(OpKind::CumSum, 13);
+  registry.addOneToOne(OpKind::CumProd, 26);
 }
 
 } // namespace onnxc

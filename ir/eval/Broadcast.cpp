@@ -158,4 +158,18 @@ std::optional<DType> dtypeFromOnnxCode(int64_t code) {
   }
 }
 
+void checkBitCast(const Node &node, DType from, DType to) {
+  if (from == DType::Unknown)
+    return;
+  if (isFourBit(from) || isFourBit(to))
+    fail(node.describe(), ": BitCast of ", dtypeName(from), " to ", dtypeName(to),
+         " is not supported (4-bit types)");
+  if (dtypeSize(from) != dtypeSize(to))
+    fail(node.describe(), ": BitCast needs types of one size, but ", dtypeName(from), " has ",
+         8 * dtypeSize(from), " bits and ", dtypeName(to), " has ", 8 * dtypeSize(to));
+  if (to == DType::Bool && from != DType::Bool)
+    fail(node.describe(), ": BitCast of ", dtypeName(from),
+         " to bool is refused (a byte other than 0 or 1 is no bool)");
+}
+
 } // namespace onnxc

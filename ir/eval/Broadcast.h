@@ -158,4 +158,9 @@ void requireDType(const Node &node, const Tensor &t, unsigned types, size_t oper
 /// depend on the frontend.
 std::optional<DType> dtypeFromOnnxCode(int64_t code);
 
+/// Throws naming the node unless BitCast may read `from` bytes as `to`: the
+/// same element size, not a 4-bit type (onnxc holds one per byte), and bool
+/// only from bool (a byte other than 0 or 1 is no bool). Unknown passes.
+void checkBitCast(const Node &node, DType from, DType to);
+
 } // namespace onnxc

@@ -1,7 +1,8 @@
 //===- ir/eval/ElementwiseKernels.cpp - Elementwise reference kernels -----===//
 //
 // Arithmetic, unary math, comparison, logic, Where, Clip, Cast: every op
-// maps broadcast operand elements to one result element. Each op is a small
+// maps broadcast operand elements to one result element (BitCast copies
+// the bytes). Each op is a small
 // functor (constructed from the node, so it can read attributes) over the
 // compute type of ElementTraits; a few templates do the broadcasting loops.
 // Integer arithmetic wraps modulo 2^bits as ONNX Runtime does, without the
@@ -13,6 +14,7 @@
 #include "ir/eval/Kernels.h"
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <type_traits>
@@ -543,6 +545,20 @@ void castKernel(const Node &node, const std::vector<const Tensor *> &operands,
   results[0] = castTensor(x, *target);
 }
 
+/// The operand's bytes, read as `to` (checkBitCast says which pairs).
+void bitCastKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                   std::vector<Tensor> &results) {
+  const Tensor &x = requireOperand(node, operands, 0);
+  int64_t code = node.requireInt("to");
+  std::optional<DType> target = dtypeFromOnnxCode(code);
+  if (!target)
+    fail(node.describe(), ": BitCast to ONNX data type ", code, " is not supported");
+  checkBitCast(node, x.dtype(), *target);
+  Tensor out(*target, x.dims());
+  std::memcpy(out.rawData(), x.rawData(), size_t(x.numElements()) * dtypeSize(x.dtype()));
+  results[0] = std::move(out);
+}
+
 void castLikeKernel(const Node &node, const std::vector<const Tensor *> &operands,
                     std::vector<Tensor> &results) {
   const Tensor &x = requireOperand(node, operands, 0);
@@ -595,6 +611,7 @@ void registerElementwiseKernels(KernelTable &table) {
   table.add(OpKind::Where, whereKernel);
   table.add(OpKind::Cast, castKernel);
   table.add(OpKind::CastLike, castLikeKernel);
+  table.add(OpKind::BitCast, bitCastKernel);
 }
 
 } // namespace onnxc

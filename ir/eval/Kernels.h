@@ -25,17 +25,17 @@ struct KernelTable {
 };
 
 void registerElementwiseKernels(KernelTable &table); // arithmetic, unary, logic, Cast, Where, Clip
-void registerReductionKernels(KernelTable &table);   // Reduce*, ArgMax/Min, CumSum
+void registerReductionKernels(KernelTable &table);   // Reduce*, ArgMax/Min, CumSum/Prod
 void registerNormalizationKernels(KernelTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerMovementKernels(KernelTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
-void registerLinearAlgebraKernels(KernelTable &table);        // MatMul, Gemm, Einsum
-void registerAttentionKernels(KernelTable &table);            // Attention, RotaryEmbedding
-void registerAdditiveAttentionKernels(KernelTable &table);    // AdditiveAttention (onnxc)
-void registerConvolutionKernels(KernelTable &table);          // Conv
-void registerRecurrentKernels(KernelTable &table);            // LSTM, GRU, RNN
-void registerScatterGatherKernels(KernelTable &table);        // GatherElements, ScatterND
-void registerQuantizationKernels(KernelTable &table);         // QuantizeLinear ... QLinearConv
-void registerQuantizedGemmKernels(KernelTable &table);        // DynamicQuantizedMatMul (onnxc)
+void registerLinearAlgebraKernels(KernelTable &table);     // MatMul, Gemm, Einsum
+void registerAttentionKernels(KernelTable &table);         // Attention, RotaryEmbedding
+void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention (onnxc)
+void registerConvolutionKernels(KernelTable &table);       // Conv
+void registerRecurrentKernels(KernelTable &table);         // LSTM, GRU, RNN
+void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND, TensorScatter
+void registerQuantizationKernels(KernelTable &table);  // QuantizeLinear ... QLinearConv
+void registerQuantizedGemmKernels(KernelTable &table); // DynamicQuantizedMatMul (onnxc)
 void registerBlockQuantizedMatMulKernels(KernelTable &table); // BlockQuantizedMatMul (onnxc)
 void registerPaddingKernels(KernelTable &table);              // Pad
 void registerPoolingKernels(KernelTable &table);              // MaxPool, AveragePool, ConvTranspose

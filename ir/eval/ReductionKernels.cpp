@@ -1,4 +1,4 @@
-//===- ir/eval/ReductionKernels.cpp - Reduce*, ArgMax/ArgMin, CumSum ------===//
+//===- ir/eval/ReductionKernels.cpp - Reduce*, ArgMax/ArgMin, CumSum/Prod -===//
 //
 // Reductions accumulate floats in double, signed integers in int64 and
 // unsigned integers in uint64 (wrapping, as the integer elementwise ops do),
@@ -314,15 +314,19 @@ void argKernel(const Node &node, const std::vector<const Tensor *> &operands,
   results[0] = std::move(out);
 }
 
-void cumSumKernel(const Node &node, const std::vector<const Tensor *> &operands,
-                  std::vector<Tensor> &results) {
+/// CumSum (Kind Sum) and CumProd (Kind Prod): floats accumulate in double,
+/// integers wrap in their own width.
+template <ReduceKind Kind>
+void cumulativeKernel(const Node &node, const std::vector<const Tensor *> &operands,
+                      std::vector<Tensor> &results) {
   const Tensor &x = requireOperand(node, operands, 0);
   requireDType(node, x, kNumericTypes, 0);
   std::vector<int64_t> axisValues = readAxes(node, requireOperand(node, operands, 1), "axis");
   if (axisValues.size() != 1)
-    fail(node.describe(), ": CumSum axis must hold exactly one value, got ", axisValues.size());
+    fail(node.describe(), ": ", node.opName(), " axis must hold exactly one value, got ",
+         axisValues.size());
   if (x.rank() == 0)
-    fail(node.describe(), ": CumSum needs an input of rank at least 1");
+    fail(node.describe(), ": ", node.opName(), " needs an input of rank at least 1");
   int64_t axis = normalizeAxisOrFail(node, axisValues[0], int64_t(x.rank()));
   bool exclusive = node.getInt("exclusive", 0) != 0;
   bool reverse = node.getInt("reverse", 0) != 0;
@@ -337,16 +341,16 @@ void cumSumKernel(const Node &node, const std::vector<const Tensor *> &operands,
       for (int64_t o = 0; o < split.outer; ++o) {
         for (int64_t in = 0; in < split.inner; ++in) {
           int64_t base = o * split.size * split.inner + in;
-          A running = A(0);
+          A running = A(Kind == ReduceKind::Prod ? 1 : 0);
           for (int64_t step = 0; step < split.size; ++step) {
             int64_t j = reverse ? split.size - 1 - step : step;
             int64_t at = base + j * split.inner;
             A v = A(T::load(src[at]));
             if (!exclusive)
-              running = reduceStep<A>(ReduceKind::Sum, running, v);
+              running = reduceStep<A>(Kind, running, v);
             dst[at] = T::store(typename T::Compute(running));
             if (exclusive)
-              running = reduceStep<A>(ReduceKind::Sum, running, v);
+              running = reduceStep<A>(Kind, running, v);
           }
         }
       }
@@ -369,7 +373,8 @@ void registerReductionKernels(KernelTable &table) {
   table.add(OpKind::ReduceLogSumExp, logSumExpKernel);
   table.add(OpKind::ArgMax, argKernel<true>);
   table.add(OpKind::ArgMin, argKernel<false>);
-  table.add(OpKind::CumSum, cumSumKernel);
+  table.add(OpKind::CumSum, cumulativeKernel<ReduceKind::Sum>);
+  table.add(OpKind::CumProd, cumulativeKernel<ReduceKind::Prod>);
 }
 
 } // namespace onnxc

@@ -1,4 +1,4 @@
-//===- ir/eval/ScatterGatherKernels.cpp - GatherElements and ScatterND ----===//
+//===- ir/eval/ScatterGatherKernels.cpp - GatherElements, ScatterND, TensorScatter ===//
 //
 // GatherElements reads one data element per index position: the position
 // itself off the axis, the index along it. ScatterND copies the data and
@@ -8,6 +8,9 @@
 // applies the rows in order, so the last write wins (the compiled kernel
 // keeps the same order). Both accept negative indices and fail naming the
 // node, the index and where it sits when one is out of range.
+// TensorScatter copies the cache and writes the update's positions from each
+// batch row's write index on (modulo the cache length in circular mode); in
+// linear mode a write index that leaves no room for the update fails.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Error.h"
@@ -206,11 +209,74 @@ void scatterNDKernel(const Node &node, const Operands &operands, std::vector<Ten
   results[0] = std::move(out);
 }
 
+void checkTensorScatterShapes(const Node &node, const Tensor &past, const Tensor &update,
+                              const Tensor *writeIndices, size_t axis) {
+  if (update.dtype() != past.dtype())
+    fail(node.describe(), ": update is ", dtypeName(update.dtype()), " but past_cache is ",
+         dtypeName(past.dtype()));
+  bool fits = update.rank() == past.rank() && update.dims()[axis] <= past.dims()[axis];
+  for (size_t i = 0; fits && i < past.rank(); ++i)
+    fits = i == axis || update.dims()[i] == past.dims()[i];
+  if (!fits)
+    fail(node.describe(), ": update ", dimsText(update.dims()), " does not fit past_cache ",
+         dimsText(past.dims()), " (equal off axis ", axis, ", no longer on it)");
+  if (writeIndices && (writeIndices->dtype() != DType::I64 || writeIndices->rank() != 1 ||
+                       writeIndices->dims()[0] != past.dims()[0]))
+    fail(node.describe(), ": write_indices must be i64 [", past.dims()[0], "], got ",
+         dtypeName(writeIndices->dtype()), " ", dimsText(writeIndices->dims()));
+}
+
+void tensorScatterKernel(const Node &node, const Operands &operands, std::vector<Tensor> &results) {
+  const Tensor &past = requireOperand(node, operands, 0);
+  const Tensor &update = requireOperand(node, operands, 1);
+  const Tensor *writeIndices = operands.size() > 2 ? operands[2] : nullptr;
+  std::string mode = node.getString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    fail(node.describe(), ": TensorScatter mode must be linear or circular, got '", mode, "'");
+  if (past.rank() < 2)
+    fail(node.describe(), ": TensorScatter needs past_cache of rank at least 2 (batch first)");
+  size_t axis = size_t(normalizeAxisOrFail(node, node.getInt("axis", -2), int64_t(past.rank())));
+  if (axis == 0)
+    fail(node.describe(), ": TensorScatter axis cannot be 0, the batch axis of the write indices");
+  checkTensorScatterShapes(node, past, update, writeIndices, axis);
+  const std::vector<int64_t> &dims = past.dims();
+  int64_t batch = dims[0], rows = dims[axis], length = update.dims()[axis];
+  int64_t inner = 1, perBatch = 1;
+  for (size_t i = axis + 1; i < dims.size(); ++i)
+    inner *= dims[i];
+  for (size_t i = 1; i < axis; ++i)
+    perBatch *= dims[i];
+  std::vector<int64_t> starts =
+      writeIndices ? writeIndices->toInt64Vector() : std::vector<int64_t>(size_t(batch), 0);
+  bool circular = mode == "circular";
+  for (int64_t b = 0; b < batch && !circular && length > 0; ++b)
+    if (starts[size_t(b)] < 0 || starts[size_t(b)] + length > rows)
+      fail(node.describe(), ": write index ", starts[size_t(b)], " of batch row ", b,
+           " leaves no room for ", length, " update positions in a cache of ", rows,
+           " (linear mode)");
+  Tensor out = past.clone();
+  size_t rowBytes = size_t(inner) * dtypeSize(past.dtype());
+  auto *dst = static_cast<uint8_t *>(out.rawData());
+  const auto *src = static_cast<const uint8_t *>(update.rawData());
+  for (int64_t p = 0; p < batch * perBatch; ++p) {
+    int64_t start = starts[size_t(p / perBatch)];
+    for (int64_t s = 0; s < length; ++s) {
+      int64_t at = start + s;
+      if (circular)
+        at = ((at % rows) + rows) % rows;
+      std::memcpy(dst + size_t(p * rows + at) * rowBytes, src + size_t(p * length + s) * rowBytes,
+                  rowBytes);
+    }
+  }
+  results[0] = std::move(out);
+}
+
 } // namespace
 
 void registerScatterGatherKernels(KernelTable &table) {
   table.add(OpKind::GatherElements, gatherElementsKernel);
   table.add(OpKind::ScatterND, scatterNDKernel);
+  table.add(OpKind::TensorScatter, tensorScatterKernel);
 }
 
 } // namespace onnxc

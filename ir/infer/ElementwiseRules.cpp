@@ -205,6 +205,19 @@ void inferCast(Node &node, InferenceContext &context) {
   node.result(0)->setType({*target, requireOperandValue(node, 0).shape()});
 }
 
+/// BitCast reads the same bytes as another type: one of the same size, and
+/// not bool from another type (a byte other than 0 or 1 is no bool), nor a
+/// 4-bit type (onnxc holds one per byte, so the bytes are not the ONNX ones).
+void inferBitCast(Node &node, InferenceContext &context) {
+  int64_t code = node.requireInt("to");
+  std::optional<DType> target = dtypeFromOnnxCode(code);
+  if (!target)
+    fail(node.describe(), ": BitCast to ONNX data type ", code, " is not supported");
+  const Value &x = requireOperandValue(node, 0);
+  checkBitCast(node, x.dtype(), *target);
+  node.result(0)->setType({*target, x.shape()});
+}
+
 void inferCastLike(Node &node, InferenceContext &context) {
   node.result(0)->setType(
       {requireOperandValue(node, 1).dtype(), requireOperandValue(node, 0).shape()});
@@ -380,12 +393,13 @@ void inferArgReduce(Node &node, InferenceContext &context) {
   node.result(0)->setType({DType::I64, Shape(std::move(dims))});
 }
 
-void inferCumSum(Node &node, InferenceContext &context) {
+/// CumSum and CumProd.
+void inferCumulative(Node &node, InferenceContext &context) {
   requireDTypeIn(node, 0, kNumericTypes);
   requireDTypeIn(node, 1, kIntTypes);
   const Value &x = requireOperandValue(node, 0);
   if (x.shape().isRanked() && x.shape().rank() == 0)
-    fail(node.describe(), ": CumSum needs an input of rank at least 1");
+    fail(node.describe(), ": ", node.opName(), " needs an input of rank at least 1");
   node.result(0)->setType(x.type());
 }
 
@@ -418,6 +432,7 @@ void registerElementwiseShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::Where, inferWhere);
   table.add(OpKind::Clip, inferClip);
   table.add(OpKind::Cast, inferCast);
+  table.add(OpKind::BitCast, inferBitCast);
   table.add(OpKind::CastLike, inferCastLike);
   table.add(OpKind::Softmax, inferSoftmax);
   table.add(OpKind::LogSoftmax, inferSoftmax);
@@ -430,7 +445,8 @@ void registerElementwiseShapeRules(ShapeRuleTable &table) {
     table.add(kind, inferReduce);
   table.add(OpKind::ArgMax, inferArgReduce);
   table.add(OpKind::ArgMin, inferArgReduce);
-  table.add(OpKind::CumSum, inferCumSum);
+  table.add(OpKind::CumSum, inferCumulative);
+  table.add(OpKind::CumProd, inferCumulative);
 }
 
 } // namespace onnxc

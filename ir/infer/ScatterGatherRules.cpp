@@ -1,11 +1,13 @@
-//===- ir/infer/ScatterGatherRules.cpp - GatherElements and ScatterND -----===//
+//===- ir/infer/ScatterGatherRules.cpp - GatherElements, ScatterND, TensorScatter ===//
 //
-// GatherElements has the shape of its indices, ScatterND the shape of its
-// data. What the rules check is the relation between the operands: equal
+// GatherElements has the shape of its indices, ScatterND and TensorScatter
+// the shape of their data. What the rules check is the relation between the operands: equal
 // ranks and indices no larger than the data (GatherElements), updates of
 // shape indices[:-1] + data[k:] (ScatterND), and, when the indices are
 // constants, that every index is in range, so a bad model fails at import
-// naming the node rather than at the first run.
+// naming the node rather than at the first run. TensorScatter's update
+// matches the cache off the axis and is no longer on it; the write indices
+// are one per batch row (axis 0, which therefore cannot be the axis).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/infer/MovementRulesInternal.h"
@@ -142,11 +144,71 @@ void inferScatterND(Node &node, InferenceContext &context) {
   }
 }
 
+/// Constant write indices of a linear TensorScatter leave room for the
+/// update: 0 <= index <= cache length - update length.
+void checkConstantWriteIndices(const Node &node, const Tensor &values, const Dim &cache,
+                               const Dim &update) {
+  std::optional<int64_t> rows = cache.constant(), length = update.constant();
+  if (!rows || !length || *length == 0)
+    return;
+  for (int64_t i = 0, n = values.numElements(); i < n; ++i)
+    if (int64_t v = values.elementAsInt64(i); v < 0 || v + *length > *rows)
+      fail(node.describe(), ": write index ", v, " of batch row ", i, " leaves no room for ",
+           *length, " update positions in a cache of ", *rows, " (linear mode)");
+}
+
+void inferTensorScatter(Node &node, InferenceContext &context) {
+  const Value *past = requireNamedOperand(node, 0, "past_cache");
+  const Value *update = requireNamedOperand(node, 1, "update");
+  const Value *writeIndices = node.numOperands() > 2 ? node.operand(2) : nullptr;
+  std::string mode = node.getString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    fail(node.describe(), ": TensorScatter mode must be linear or circular, got '", mode, "'");
+  if (past->dtype() != DType::Unknown && update->dtype() != DType::Unknown &&
+      past->dtype() != update->dtype())
+    fail(node.describe(), ": update is ", dtypeName(update->dtype()), " but past_cache is ",
+         dtypeName(past->dtype()));
+  if (writeIndices && writeIndices->dtype() != DType::Unknown &&
+      writeIndices->dtype() != DType::I64)
+    fail(node.describe(), ": write_indices must be i64, not ", dtypeName(writeIndices->dtype()));
+  const Shape &cache = past->shape(), &rows = update->shape();
+  setResult(node, 0, past->dtype(), cache);
+  if (!cache.isRanked())
+    return;
+  if (cache.rank() < 2)
+    fail(node.describe(), ": TensorScatter needs past_cache of rank at least 2 (batch first), got ",
+         cache.str());
+  int64_t axis = normalizeAxisOrFail(node, node.getInt("axis", -2), int64_t(cache.rank()));
+  if (axis == 0)
+    fail(node.describe(), ": TensorScatter axis cannot be 0, the batch axis of the write indices");
+  if (rows.isRanked()) {
+    if (rows.rank() != cache.rank())
+      fail(node.describe(), ": update has rank ", rows.rank(), " but past_cache has rank ",
+           cache.rank());
+    for (size_t i = 0; i < cache.rank(); ++i)
+      if (int64_t(i) != axis)
+        requireEqualDims(context, node, rows[i], cache[i],
+                         "dimension " + std::to_string(i) + " of the update");
+    requireAtMostDim(context, node, rows[size_t(axis)], cache[size_t(axis)],
+                     "the update's length on axis " + std::to_string(axis));
+  }
+  if (!writeIndices || !writeIndices->shape().isRanked())
+    return;
+  const Shape &at = writeIndices->shape();
+  if (at.rank() != 1)
+    fail(node.describe(), ": write_indices must be 1-D [batch], got ", at.str());
+  requireEqualDims(context, node, at[0], cache[0], "the length of write_indices");
+  const Tensor *values = constantTensorOf(writeIndices);
+  if (values && mode == "linear" && rows.isRanked())
+    checkConstantWriteIndices(node, *values, cache[size_t(axis)], rows[size_t(axis)]);
+}
+
 } // namespace
 
 void registerScatterGatherShapeRules(ShapeRuleTable &table) {
   table.add(OpKind::GatherElements, inferGatherElements);
   table.add(OpKind::ScatterND, inferScatterND);
+  table.add(OpKind::TensorScatter, inferTensorScatter);
 }
 
 } // namespace onnxc

@@ -267,6 +267,7 @@ bool takesFourBitOperands(OpKind kind) {
   case OpKind::Concat:
   case OpKind::Split:
   case OpKind::Expand:
+  case OpKind::TensorScatter:
   case OpKind::Shape:
   case OpKind::Size:
   case OpKind::Cast:

@@ -27,11 +27,12 @@ void registerMovementShapeRules(
     ShapeRuleTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(
     ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
-void registerScatterGatherShapeRules(ShapeRuleTable &table); // GatherElements ScatterND
-void registerQuantizationShapeRules(ShapeRuleTable &table);  // QuantizeLinear ... QLinearConv
-void registerPoolingShapeRules(ShapeRuleTable &table);     // Pad MaxPool AveragePool ConvTranspose
-void registerResizeShapeRules(ShapeRuleTable &table);      // Resize
-void registerControlFlowShapeRules(ShapeRuleTable &table); // If Loop Scan
+void registerScatterGatherShapeRules(
+    ShapeRuleTable &table); // GatherElements ScatterND TensorScatter
+void registerQuantizationShapeRules(ShapeRuleTable &table); // QuantizeLinear ... QLinearConv
+void registerPoolingShapeRules(ShapeRuleTable &table);      // Pad MaxPool AveragePool ConvTranspose
+void registerResizeShapeRules(ShapeRuleTable &table);       // Resize
+void registerControlFlowShapeRules(ShapeRuleTable &table);  // If Loop Scan
 
 /// The largest rank a rule derives from the length of a tensor (a Reshape
 /// target or ConstantOfShape shape of unknown contents, Unsqueeze axes).

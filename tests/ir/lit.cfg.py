@@ -49,5 +49,9 @@ config.substitutions.append(("%inputs", os.path.join(config.onnxc_test_source_di
 sanitize = getattr(config, "onnxc_sanitize", "")
 config.substitutions.append(
     ("%sanitize_cflags", f"-fsanitize={sanitize} -fno-sanitize-recover=all" if sanitize else ""))
+# A process that is not itself sanitized (Python) cannot dlopen a sanitized build's model.so:
+# `%if !sanitized %{ ... %}` leaves such a RUN line out there.
+if sanitize:
+    config.available_features.add("sanitized")
 # %onnxc_version: the version CMake's project() gives, which --version prints.
 config.substitutions.append(("%onnxc_version", getattr(config, "onnxc_version", "")))

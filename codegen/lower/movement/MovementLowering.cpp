@@ -1,8 +1,9 @@
 //===- codegen/lower/movement/MovementLowering.cpp - Views, Concat, Split, Expand, Tile -===//
 //
 // Ops that only change the shape (Reshape, Squeeze, Unsqueeze, Flatten,
-// Identity, inference Dropout) are views: their result aliases the
-// operand's buffer and costs no step. Concat, Split, Expand and Tile are
+// Identity, inference Dropout) are views, and so is BitCast (the same
+// bytes as another type): their result aliases the operand's buffer and
+// costs no step. Concat, Split, Expand and Tile are
 // strided copies (StridedCopy.h) whose strides make contiguous blocks
 // merge into memcpy rows.
 //
@@ -30,6 +31,15 @@ void lowerView(LoweringContext &ctx, const Node &node) {
   if (!node.operand(0))
     ctx.unsupported(node, "missing data operand");
   ctx.alias(node.result(0), node.operand(0));
+}
+
+/// BitCast reads the same bytes as another type of one size: a view too.
+void lowerBitCast(LoweringContext &ctx, const Node &node) {
+  const Value *x = node.operand(0);
+  if (!x || dtypeSize(x->dtype()) != dtypeSize(node.result(0)->dtype()) || isFourBit(x->dtype()) ||
+      isFourBit(node.result(0)->dtype()))
+    ctx.unsupported(node, "the two types must be of one size in bytes");
+  ctx.alias(node.result(0), x);
 }
 
 /// The scalar value of a constant operand, or nullopt when it is absent.
@@ -261,6 +271,7 @@ void registerMovementLowerings(LoweringTable &table) {
   for (OpKind view :
        {OpKind::Reshape, OpKind::Squeeze, OpKind::Unsqueeze, OpKind::Flatten, OpKind::Identity})
     table.add(view, lowerView);
+  table.add(OpKind::BitCast, lowerBitCast);
   table.add(OpKind::Dropout, lowerDropout);
   table.add(OpKind::Concat, lowerConcat);
   table.add(OpKind::Split, lowerSplit);

@@ -21,6 +21,8 @@ void lowerSize(LoweringContext &context, const Node &node);
 void lowerRange(LoweringContext &context, const Node &node);
 void lowerConstantOfShape(LoweringContext &context, const Node &node);
 void lowerConstant(LoweringContext &context, const Node &node);
+/// TensorScatter (TensorScatterLowering.cpp), registered with ScatterND.
+void lowerTensorScatter(LoweringContext &context, const Node &node);
 
 /// Whether `value` is read by any node or is a graph output.
 bool isNeeded(const LoweringContext &context, const Value *value);

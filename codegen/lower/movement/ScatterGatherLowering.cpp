@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/StridedCopy.h"
+#include "codegen/lower/movement/MovementLoweringInternal.h"
 #include "codegen/lower/reduction/ReductionSupport.h"
 
 #include "ir/OpAttributes.h"
@@ -320,6 +321,7 @@ void lowerScatterND(LoweringContext &ctx, const Node &node) {
 void registerScatterGatherLowerings(LoweringTable &table) {
   table.add(OpKind::GatherElements, lowerGatherElements);
   table.add(OpKind::ScatterND, lowerScatterND);
+  table.add(OpKind::TensorScatter, lowerTensorScatter);
 }
 
 } // namespace onnxc::lower

@@ -1,12 +1,12 @@
-//===- codegen/lower/reduction/ArgReduceAndCumSumLowering.cpp - ArgMax/Min, CumSum -===//
+//===- codegen/lower/reduction/ArgReduceAndCumSumLowering.cpp - ArgMax/Min, CumSum/Prod -===//
 //
 // Both walk lines along one axis: the input seen as [outer, size, inner],
 // a line is the `size` elements at one (outer, inner) position, and tasks
 // are ranges of lines. Semantics are those of ir/eval/ReductionKernels.cpp:
 // ArgMax/ArgMin let the first NaN win (the last with select_last_index);
-// CumSum runs its float sums in double and its integer sums in the
-// dtype's own width (the evaluator's 64-bit sums, truncated, are the same
-// bits).
+// CumSum and CumProd run their float sums and products in double and their
+// integer ones in the dtype's own width (the evaluator's 64-bit ones,
+// truncated, are the same bits).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/reduction/ReductionSupport.h"
@@ -140,7 +140,8 @@ std::array<Value *, 3> runtimeAxisSplit(KernelBuilder &k, const Shape &shape, un
 void lowerArgMax(LoweringContext &ctx, const Node &node) { lowerArgReduce<true>(ctx, node); }
 void lowerArgMin(LoweringContext &ctx, const Node &node) { lowerArgReduce<false>(ctx, node); }
 
-void lowerCumSum(LoweringContext &ctx, const Node &node) {
+void lowerCumulative(LoweringContext &ctx, const Node &node) {
+  bool product = node.kind() == OpKind::CumProd;
   const onnxc::Value *x = node.operand(0);
   DType dtype = x->dtype();
   if (!isFloat(dtype) && !isInteger(dtype))
@@ -153,7 +154,7 @@ void lowerCumSum(LoweringContext &ctx, const Node &node) {
   bool exclusive = node.getInt("exclusive", 0) != 0;
   bool reverse = node.getInt("reverse", 0) != 0;
 
-  StepBuilder step = ctx.beginStep(node, "cumsum");
+  StepBuilder step = ctx.beginStep(node, product ? "cumprod" : "cumsum");
   unsigned in = step.input(x);
   unsigned out = step.output(node.result(0));
   std::optional<unsigned> axisSlot;
@@ -190,13 +191,15 @@ void lowerCumSum(LoweringContext &ctx, const Node &node) {
   k.forRange(begin, end, [&](Value *line) {
     Value *base = lineStart(b, line, size, inner);
     k.forRangeCarried(
-        k.i64(0), size, {k.constant(accType, 0)},
+        k.i64(0), size, {k.constant(accType, product ? 1 : 0)},
         [&](Value *s, ArrayRef<Value *> carried) -> std::vector<Value *> {
           Value *j = reverse ? b.CreateSub(b.CreateSub(size, k.i64(1)), s) : s;
           Value *at = lineElement(b, base, j, inner);
           Value *v = k.convert(k.loadElement(dtype, input, at), dtype, accType);
           Value *running = carried[0];
-          Value *next = isFloat(dtype) ? b.CreateFAdd(running, v) : b.CreateAdd(running, v);
+          Value *next = product
+                            ? (isFloat(dtype) ? b.CreateFMul(running, v) : b.CreateMul(running, v))
+                            : (isFloat(dtype) ? b.CreateFAdd(running, v) : b.CreateAdd(running, v));
           k.storeElement(dtype, k.convert(exclusive ? running : next, accType, dtype), output, at);
           return {next};
         },

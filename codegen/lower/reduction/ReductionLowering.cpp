@@ -455,7 +455,8 @@ void registerReductionLowerings(LoweringTable &table) {
   table.add(OpKind::ReduceLogSumExp, lowerReduceOf<ReduceKind::LogSumExp>);
   table.add(OpKind::ArgMax, lowerArgMax);
   table.add(OpKind::ArgMin, lowerArgMin);
-  table.add(OpKind::CumSum, lowerCumSum);
+  table.add(OpKind::CumSum, lowerCumulative);
+  table.add(OpKind::CumProd, lowerCumulative);
 }
 
 } // namespace onnxc::lower

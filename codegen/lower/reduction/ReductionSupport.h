@@ -45,10 +45,10 @@ inline bool isConstantDim(const Dim &dim, int64_t value) {
 
 // ---- lowerings registered by ReductionLowering.cpp -----------------------
 
-/// ArgMax, ArgMin, CumSum (ArgReduceAndCumSumLowering.cpp).
+/// ArgMax, ArgMin, CumSum and CumProd (ArgReduceAndCumSumLowering.cpp).
 void lowerArgMax(LoweringContext &ctx, const Node &node);
 void lowerArgMin(LoweringContext &ctx, const Node &node);
-void lowerCumSum(LoweringContext &ctx, const Node &node);
+void lowerCumulative(LoweringContext &ctx, const Node &node);
 
 // ---- f32 vector loops (ReductionVectorLoops.cpp) --------------------------
 

@@ -129,7 +129,9 @@ typedef struct onnxc_assumption {
 } onnxc_assumption;
 
 /* A KV cache the runtime may update in place (ABI v5): output `output`
- * ("present") is Concat(input `input` ("past"), new rows) along `axis`, and
+ * ("present") is Concat(input `input` ("past"), new rows) along `axis`, or
+ * (opset 24) TensorScatter(past, new rows, write positions), of the past's
+ * shape, whose length on `axis` may then be a constant; and
  * the compiled code writes the present with the layout of a tensor whose dim
  * `axis` is symbol `capacity_symbol` (>= the present's length there), and
  * reads the past with that of one whose dim `axis` is `past_capacity_symbol`,

@@ -147,6 +147,22 @@ TEST(EvalReduction, ArgMaxArgMin) {
   EXPECT_THROW(runOp(OpKind::ArgMax, {x}, {{"axis", 2}}), Error);
 }
 
+TEST(EvalReduction, CumProdVariants) {
+  Tensor x = Tensor::fromVector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor axis = Tensor::scalar<int32_t>(1);
+  EXPECT_EQ(values<double>(runOp(OpKind::CumProd, {x, axis})),
+            (std::vector<double>{1, 2, 6, 4, 20, 120}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumProd, {x, axis}, {{"exclusive", 1}})),
+            (std::vector<double>{1, 1, 2, 1, 4, 20}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumProd, {x, axis}, {{"reverse", 1}})),
+            (std::vector<double>{6, 6, 3, 120, 30, 6}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumProd, {x, axis}, {{"reverse", 1}, {"exclusive", 1}})),
+            (std::vector<double>{6, 3, 1, 30, 6, 1}));
+  EXPECT_EQ(values<double>(runOp(OpKind::CumProd, {x, Tensor::scalar<int64_t>(0)})),
+            (std::vector<double>{1, 2, 3, 4, 10, 18}));
+  EXPECT_THROW(runOp(OpKind::CumProd, {x, Tensor::scalar<int64_t>(-3)}), Error);
+}
+
 TEST(EvalReduction, CumSumVariants) {
   Tensor x = Tensor::fromVector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor axis = Tensor::scalar<int32_t>(1);

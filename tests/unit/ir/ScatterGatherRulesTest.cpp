@@ -1,4 +1,4 @@
-//===- tests/unit/ir/ScatterGatherRulesTest.cpp - GatherElements, ScatterND --===//
+//===- tests/unit/ir/ScatterGatherRulesTest.cpp - GatherElements, ScatterND, TensorScatter ===//
 //
 // The shape rules through inferShapes: result shapes with symbolic dims,
 // the operand relations they check, and constant indices checked at import.
@@ -125,4 +125,75 @@ TEST(ScatterGatherRules, ScatterNDRefusesWhatCannotFit) {
          {{"reduction", c.reduction}});
     EXPECT_EQ(errorOf([&] { inferShapes(b.graph); }), c.error);
   }
+}
+
+TEST(ScatterGatherRules, TensorScatterHasTheShapeOfItsCache) {
+  Builder b;
+  Value *past = b.input("past", type(DType::F16, {sym("batch"), 4, 64, 8}));
+  Value *update = b.input("update", type(DType::F16, {sym("batch"), 4, sym("seq"), 8}));
+  Value *w = b.input("w", type(DType::I64, {sym("batch")}));
+  Value *y = b.op(OpKind::TensorScatter, {past, update, w});
+  Value *z = b.op(OpKind::TensorScatter, {past, update}, {{"mode", "circular"}, {"axis", 2}});
+  inferShapes(b.graph);
+  EXPECT_EQ(y->type().str(), "f16[batch, 4, 64, 8]");
+  EXPECT_EQ(z->type().str(), "f16[batch, 4, 64, 8]");
+}
+
+TEST(ScatterGatherRules, TensorScatterRefusesWhatCannotFit) {
+  struct Case {
+    std::vector<Dim> updateDims;
+    std::vector<int64_t> writeIndices; ///< Constant, [2]; empty: none.
+    int64_t axis;
+    std::string mode;
+    std::string error;
+  };
+  std::vector<Case> cases = {
+      {{2, 3, 2, 5},
+       {},
+       0,
+       "linear",
+       "node 'n': TensorScatter axis cannot be 0, the batch axis of the write indices"},
+      {{2, 3, 5}, {}, -2, "linear", "node 'n': update has rank 3 but past_cache has rank 4"},
+      {{2, 4, 2, 5}, {}, -2, "linear", "node 'n': dimension 1 of the update is 4 but must be 3"},
+      {{2, 3, 8, 5},
+       {},
+       -2,
+       "linear",
+       "node 'n': the update's length on axis 2 is 8 but must be at most 7"},
+      {{2, 3, 2, 5},
+       {},
+       -2,
+       "ring",
+       "node 'n': TensorScatter mode must be linear or circular, got 'ring'"},
+      {{2, 3, 2, 5},
+       {0, 6},
+       -2,
+       "linear",
+       "node 'n': write index 6 of batch row 1 leaves no room for 2 update positions in a cache "
+       "of 7 (linear mode)"},
+      {{2, 3, 2, 5},
+       {-1, 0},
+       2,
+       "linear",
+       "node 'n': write index -1 of batch row 0 leaves no room for 2 update positions in a cache "
+       "of 7 (linear mode)"},
+      {{2, 3, 2, 5}, {-1, 9}, 2, "circular", ""},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.error);
+    Builder b;
+    Value *past = b.input("past", f32({2, 3, 7, 5}));
+    Value *u = b.input("u", type(DType::F32, c.updateDims));
+    std::vector<Value *> operands = {past, u};
+    if (!c.writeIndices.empty())
+      operands.push_back(b.ints({2}, c.writeIndices));
+    b.op(OpKind::TensorScatter, operands, {{"axis", c.axis}, {"mode", c.mode}});
+    EXPECT_EQ(errorOf([&] { inferShapes(b.graph); }), c.error);
+  }
+  // Write indices of another length than the batch.
+  Builder b;
+  b.op(OpKind::TensorScatter, {b.input("past", f32({2, 3, 7, 5})), b.input("u", f32({2, 3, 1, 5})),
+                               b.ints({3}, {0, 0, 0})});
+  EXPECT_EQ(errorOf([&] { inferShapes(b.graph); }),
+            "node 'n': the length of write_indices is 3 but must be 2");
 }

@@ -376,6 +376,29 @@ graph @g(%x: f32[3, n, 5], %axis: i32[]) -> (%y: f32[3, n, 5]) {
   }
 }
 
+TEST(LowerCumProd, EveryAxisExclusiveReverse) {
+  // Factors near 1 (and small integers, which wrap alike) keep products of
+  // up to 5 in range for f16.
+  for (DType dtype : {DType::F32, DType::I32, DType::F16, DType::U32})
+    for (int64_t axis : {0, 1, -1})
+      for (int exclusive : {0, 1})
+        for (int reverse : {0, 1}) {
+          std::string attrs =
+              "exclusive = " + std::to_string(exclusive) + ", reverse = " + std::to_string(reverse);
+          std::string text = "graph @g(%x: " + type(dtype, {"3", "n", "5"}) +
+                             ", %axis: i32[]) -> (%y: " + type(dtype, {"3", "n", "5"}) +
+                             ") {\n  %y = CumProd(%x, %axis) {" + attrs +
+                             "} : " + type(dtype, {"3", "n", "5"}) + "\n  return %y\n}\n";
+          SCOPED_TRACE(text + " axis " + std::to_string(axis));
+          bool fp = isFloat(dtype);
+          expectCompiledMatchesReference(
+              *parseGraph(text),
+              {{"x", randomOf(dtype, {3, 4, 5}, 9, fp ? -1.5 : 0, fp ? 1.5 : 7)},
+               {"axis", Tensor::scalar<int32_t>(int32_t(axis))}},
+              1e-3);
+        }
+}
+
 // ---- normalization ---------------------------------------------------------
 
 TEST(LowerSoftmax, RowsOfEveryLength) {
