@@ -9,19 +9,10 @@ namespace onnxc {
 
 namespace {
 
-constexpr int64_t kOnnxFloat = 1;
-constexpr int64_t kOnnxFloat16 = 10;
-constexpr int64_t kOnnxBfloat16 = 16;
-
-bool isHalf(DType type) { return type == DType::F16 || type == DType::BF16; }
-
 Value *createCast(Graph &graph, Value *value, DType type) {
   Node *cast = graph.createNode(OpKind::Cast, {value}, 1, "",
                                 {value->name() + (type == DType::F32 ? "_f32" : "_half")});
-  int64_t code = type == DType::F16    ? kOnnxFloat16
-                 : type == DType::BF16 ? kOnnxBfloat16
-                                       : kOnnxFloat;
-  cast->setAttr("to", Attribute(code));
+  cast->setAttr("to", Attribute(onnxTypeCode(type)));
   cast->result()->setType({type, value->shape()});
   return cast->result();
 }
@@ -55,7 +46,7 @@ std::string widenHalfInterface(Graph &graph) {
   int inputs = 0, outputs = 0;
   std::set<std::string> types;
   for (Value *input : std::vector<Value *>(graph.inputs())) {
-    if (!isHalf(input->dtype()))
+    if (!isHalfFloat(input->dtype()))
       continue;
     types.insert(std::string(dtypeName(input->dtype())));
     widenInput(graph, input, input->dtype());
@@ -63,7 +54,7 @@ std::string widenHalfInterface(Graph &graph) {
   }
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     Value *value = graph.outputs()[i].value;
-    if (!isHalf(value->dtype()))
+    if (!isHalfFloat(value->dtype()))
       continue;
     types.insert(std::string(dtypeName(value->dtype())));
     Node *rounding = value->definingNode();

@@ -212,4 +212,42 @@ std::optional<std::pair<double, double>> quantizedRange(DType type) {
   }
 }
 
+int64_t onnxTypeCode(DType type) {
+  switch (type) {
+  case DType::F32:
+    return 1;
+  case DType::U8:
+    return 2;
+  case DType::I8:
+    return 3;
+  case DType::U16:
+    return 4;
+  case DType::I16:
+    return 5;
+  case DType::I32:
+    return 6;
+  case DType::I64:
+    return 7;
+  case DType::Bool:
+    return 9;
+  case DType::F16:
+    return 10;
+  case DType::F64:
+    return 11;
+  case DType::U32:
+    return 12;
+  case DType::U64:
+    return 13;
+  case DType::BF16:
+    return 16;
+  case DType::U4:
+    return 21;
+  case DType::I4:
+    return 22;
+  case DType::Unknown:
+    return 0;
+  }
+  return 0;
+}
+
 } // namespace onnxc

@@ -51,6 +51,8 @@ inline bool isFourBit(DType type) { return type == DType::I4 || type == DType::U
 inline bool isFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
 }
+/// f16 or bf16: the half-precision floats (passes/cleanup/WidenHalfPrecision.cpp).
+inline bool isHalfFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
 inline bool isSignedInt(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::I4;
 }
@@ -69,6 +71,10 @@ std::optional<std::pair<double, double>> quantizedRange(DType type);
 /// would: wrapped to the narrower type (i4/u4 to their 4 bits, as ONNX's
 /// Cast does), bool as value != 0.
 int64_t narrowInteger(int64_t value, DType type);
+
+/// The ONNX TensorProto data type code of `type` (Cast's `to`: 1 for f32, 10
+/// for f16, 16 for bf16, ...); 0 (UNDEFINED) for Unknown.
+int64_t onnxTypeCode(DType type);
 
 /// Whether every value of `from` converts to `to` and back unchanged
 /// (f16 -> f32, i32 -> i64, i16 -> f32, bool -> anything; not f32 -> f16).

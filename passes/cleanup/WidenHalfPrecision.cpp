@@ -39,18 +39,6 @@ namespace onnxc {
 
 namespace {
 
-constexpr int64_t kOnnxFloat = 1;
-constexpr int64_t kOnnxFloat16 = 10;
-constexpr int64_t kOnnxBfloat16 = 16;
-
-bool isHalf(DType type) { return type == DType::F16 || type == DType::BF16; }
-
-int64_t onnxCode(DType type) {
-  if (type == DType::F16)
-    return kOnnxFloat16;
-  return type == DType::BF16 ? kOnnxBfloat16 : kOnnxFloat;
-}
-
 /// The f32 tensor holding the same values as a half tensor.
 Tensor widenedTensor(const Tensor &half) {
   if (!half.hasData())
@@ -93,10 +81,10 @@ public:
     halfTypeOf_.clear();
     changed_ = false;
     for (Value *input : std::vector<Value *>(graph.inputs()))
-      if (isHalf(input->dtype()) && input->hasUses())
+      if (isHalfFloat(input->dtype()) && input->hasUses())
         redirectUses(input, castTo(input, DType::F32));
     for (Value *constant : std::vector<Value *>(graph.constants()))
-      if (isHalf(constant->dtype()) && constant->hasUses())
+      if (isHalfFloat(constant->dtype()) && constant->hasUses())
         widenConstant(constant);
     for (Node *node : graph.topologicalOrder())
       widenNode(*node, context);
@@ -115,8 +103,8 @@ private:
   /// A new Cast of `value` to `type` (placed by the final topological sort).
   Value *castTo(Value *value, DType type) {
     Node *cast = graph_->createNode(OpKind::Cast, {value}, 1, "",
-                                    {value->name() + (isHalf(type) ? "_half" : "_f32")});
-    cast->setAttr("to", Attribute(onnxCode(type)));
+                                    {value->name() + (isHalfFloat(type) ? "_half" : "_f32")});
+    cast->setAttr("to", Attribute(onnxTypeCode(type)));
     cast->result()->setType({type, value->shape()});
     changed_ = true;
     return cast->result();
@@ -153,7 +141,7 @@ private:
     if (node.kind() != OpKind::Cast && node.kind() != OpKind::CastLike)
       return false;
     DType target = node.result(0)->dtype();
-    return isHalf(target) && originalType(node.operand(0)) != target;
+    return isHalfFloat(target) && originalType(node.operand(0)) != target;
   }
 
   void widenNode(Node &node, PassContext &context) {
@@ -169,7 +157,7 @@ private:
           node.setOperand(i, castTo(operand, widened->second));
       }
     for (Value *result : node.results()) {
-      if (!isHalf(result->dtype()))
+      if (!isHalfFloat(result->dtype()))
         continue;
       if (keepsHalf) {
         if (result->hasUses())
@@ -179,7 +167,7 @@ private:
       halfTypeOf_[result] = result->dtype();
       result->setDType(DType::F32);
       if (node.kind() == OpKind::Cast) // a no-op Cast stays one, now to f32
-        node.setAttr("to", Attribute(kOnnxFloat));
+        node.setAttr("to", Attribute(onnxTypeCode(DType::F32)));
       context.count("widened");
       changed_ = true;
     }
