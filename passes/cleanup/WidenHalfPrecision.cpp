@@ -25,9 +25,9 @@
 //
 // What this changes is only precision: the reference rounds every op's
 // result to f16/bf16, onnxc rounds where the model's outputs and Casts do
-// (as onnxruntime does where it runs a half op on f32 kernels), so results
-// are at least the half type's accuracy for each op. docs/KERNEL_ACCURACY.md
-// states the rule and its bound.
+// (as onnxruntime does where it runs a half op on f32 kernels): the outputs
+// are the f32 model's with the same weights, rounded once.
+// docs/KERNEL_ACCURACY.md states the rule and its bound.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/DType.h"
@@ -145,8 +145,8 @@ private:
   }
 
   void widenNode(Node &node, PassContext &context) {
-    // A CastLike takes its type from its second operand, so a rounding
-    // CastLike reads that operand (and a Cast-free x) as half.
+    // A rounding CastLike takes its type from its second operand, which
+    // must then be half again (and so is x, rounded as the CastLike would).
     bool typeBound = isTypeBound(node);
     bool keepsHalf = typeBound || roundsToHalf(node);
     if (typeBound || (keepsHalf && node.kind() == OpKind::CastLike))
