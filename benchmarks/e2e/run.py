@@ -10,7 +10,7 @@ Models: `minilm` is a MiniLM-sized BERT encoder (6 layers, hidden 384, 12 heads,
 vocab 30522, exported with torch.onnx at opset 17, random weights) and `minilm_int8` the same
 quantized by onnxruntime's quantize_dynamic (int8 weights, activations quantized at run time),
 `minilm_qdq` by its quantize_static (QDQ format, int8 activations and weights, calibrated on
-four random batches);
+four random batches); `minilm_f16` the same in f16 by its float16 converter;
 `gpt2_small` is HF
 transformers' own GPT2LMHeadModel at GPT-2 small's size (12 layers, hidden 768, 12 heads, vocab
 50257; random weights, opset 17, exported as the library writes it); `bart_base` is HF's
@@ -85,6 +85,20 @@ def build_minilm_int8(directory: str) -> dict:
     if not os.path.exists(path):
         from onnxruntime.quantization import QuantType, quantize_dynamic
         quantize_dynamic(entry["file"], path, weight_type=QuantType.QInt8)
+    entry["file"] = path
+    return entry
+
+
+def build_minilm_f16(directory: str) -> dict:
+    """The MiniLM encoder in half precision as onnxruntime's float16 converter writes it (weights
+    and activations f16, its hidden-state output f16 too). Both sides run this same file; onnxc
+    computes it in f32 between its inputs, outputs and own roundings (widen-half-precision)."""
+    entry = dict(build_minilm(directory), name="minilm_f16")
+    path = os.path.join(directory, "minilm_f16_op17.onnx")
+    if not os.path.exists(path):
+        import onnx
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+        onnx.save(convert_float_to_float16(onnx.load(entry["file"]), keep_io_types=False), path)
     entry["file"] = path
     return entry
 
@@ -312,6 +326,7 @@ def main() -> int:
     entries = {}
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     builders = {"minilm": build_minilm, "minilm_int8": build_minilm_int8, "minilm_qdq": build_minilm_qdq,
+                "minilm_f16": build_minilm_f16,
                 "gpt2_small": build_gpt2_small,
                 "bart_base": build_bart_base, "vit_base": build_vit_base,
                 "whisper_tiny": build_whisper_tiny_encoder}
