@@ -290,6 +290,14 @@ std::unique_ptr<Graph> importGraph(const onnx::GraphProto &proto, const OpsetMap
   auto graph = std::make_unique<Graph>(proto.name().empty() ? "main" : proto.name());
   ImportContext context(*graph, modelDir, opsets, collectNames(proto));
   importInitializersAndInputs(proto, context);
+  for (const onnx::ValueInfoProto &value : proto.value_info()) {
+    if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape())
+      continue;
+    std::vector<int64_t> dims;
+    for (const auto &dim : value.type().tensor_type().shape().dim())
+      dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    context.declareDims(value.name(), std::move(dims));
+  }
   for (int index : order)
     importNode(proto.node(index), context);
   for (const onnx::ValueInfoProto &output : proto.output())

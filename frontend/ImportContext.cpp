@@ -37,6 +37,11 @@ bool ImportContext::canResolve(const std::string &name) const {
   return values_.count(name) || (parent_ && parent_->canResolve(name));
 }
 
+const std::vector<int64_t> *ImportContext::declaredDims(const std::string &name) const {
+  auto found = declaredDims_.find(name);
+  return found == declaredDims_.end() ? nullptr : &found->second;
+}
+
 std::string ImportContext::freshName(const std::string &base) {
   std::string stem = base.empty() ? "v" : base;
   std::string name = stem;

@@ -52,12 +52,23 @@ public:
   /// A value name based on `base` used neither by the ONNX graph nor the IR.
   std::string freshName(const std::string &base);
 
+  /// The shape the file's value_info states for the node result `name`
+  /// (-1 for a dim it does not give as a number), or null. Node results are
+  /// typed by shape inference after the import, so this is what an importer
+  /// can know of one while it imports; it is a claim of the file, which
+  /// inference then checks where it can.
+  const std::vector<int64_t> *declaredDims(const std::string &name) const;
+  void declareDims(const std::string &name, std::vector<int64_t> dims) {
+    declaredDims_[name] = std::move(dims);
+  }
+
 private:
   Graph &graph_;
   ModelFolder modelDir_;
   OpsetMap opsets_;
   std::unordered_set<std::string> onnxNames_;
   std::unordered_map<std::string, Value *> values_;
+  std::unordered_map<std::string, std::vector<int64_t>> declaredDims_;
   ImportContext *parent_;
   std::vector<Value *> captures_;
 };

@@ -88,6 +88,19 @@ void importContribRotaryEmbedding(OnnxNode &node) {
     fail(node.describe(), ": RotaryEmbedding with rotary_embedding_dim needs num_heads");
   int64_t rank = x->shape().isRanked() ? int64_t(x->shape().rank()) : -1;
   int64_t cacheWidth = declaredDim(cosCache, 1);
+  // x computed by a node (a projection's MatMul, as the genai builder's fp16
+  // CPU models write it) is typed only after the import: the file's
+  // value_info says whether it is [B, S, hidden], and the hidden size gives
+  // the heads (head size 2 * cache width), which a Reshape to that hidden
+  // size and the IR op's shape rule then hold x to.
+  if (const std::vector<int64_t> *declared = node.context().declaredDims(node.proto().input(0));
+      rank < 0 && declared && declared->size() == 3 && numHeads <= 0 && cacheWidth > 0 &&
+      declared->back() > 0 && declared->back() % (2 * cacheWidth) == 0) {
+    numHeads = declared->back() / (2 * cacheWidth);
+    x = node.emitStep(OpKind::Reshape, {x, i64Constant(node, "x_shape", {0, 0, declared->back()})},
+                      "x_declared");
+    rank = 3;
+  }
 
   // position_ids: one element (declared so) is the first token's position;
   // anything else is taken as [B, S], which the IR op checks (a one-element

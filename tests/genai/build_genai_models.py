@@ -7,7 +7,8 @@ Run with the builder's venv (tests/genai/setup_genai_venv.sh). Makes OUT_DIR/hf_
 transformers LLaMA with grouped-query attention: hidden 64, 2 layers, 4 query and 2 KV heads,
 vocabulary 512, random weights from a fixed seed, and a word-level tokenizer made here, since
 the builder copies one) and runs `python -m onnxruntime_genai.models.builder -i hf_llama -o
-OUT_DIR/llama_PRECISION -p PRECISION -e cpu` for each precision. The other families the builder
+OUT_DIR/llama_PRECISION -p PRECISION -e cpu` for each precision (fp32, int4 and fp16; at fp16
+the builder writes MultiHeadAttention with a separate RotaryEmbedding and repeated KV heads). The other families the builder
 writes differently (Mistral, Qwen2 with its q/k/v biases, Gemma with its GELU MLP, scaled
 embeddings and (1 + w) norms, Phi with partial rotary, LayerNorm and a parallel MLP) are built at
 int4, as the folders people download are, into OUT_DIR/FAMILY_int4. A folder whose stamp (this
@@ -98,7 +99,7 @@ def build(out_dir: str, precision: str, hf_folder: str, family: str = "llama") -
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out_dir")
-    parser.add_argument("--precision", nargs="+", default=["fp32", "int4"])
+    parser.add_argument("--precision", nargs="+", default=["fp32", "int4", "fp16"])
     parser.add_argument("--families", nargs="*", default=[f for f in FAMILIES if f != "llama"])
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
