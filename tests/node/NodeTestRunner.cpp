@@ -1,6 +1,6 @@
 //===- tests/node/NodeTestRunner.cpp - ONNX backend node tests on onnxc ----===//
 //
-// onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]...
+// onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... [--skip PREFIX]...
 //                  [--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--max-opset N]
 //                  [--one-per-signature] [--no-fork] [--verbose]
 //
@@ -12,11 +12,12 @@
 // nodes are ai.onnx ops declared in ir/Ops.def or expanded by the importer into such ops. Cases
 // whose opset is outside the importer's window (7 to 28; 7 to 12 are converted to 13 on import, and
 // --min-opset raises the lower end) and cases listed in the exclusions file
-// are skipped with their reason. --one-per-signature runs only the first case of each distinct
-// signature (op types, input and output element types): the shared-library run's own code is the
-// artifact around the kernels (the descriptor, the linked .so, the loader), which the JIT run does
-// not take, while the kernels themselves are the JIT run's. Prints one line per failure, the
-// excluded cases, failures grouped by op, and closes with "node tests: N passed, N failed, N
+// are skipped with their reason; --skip leaves the cases whose name starts with PREFIX to another
+// set that runs them (counted as skipped). --one-per-signature runs only the first case of each
+// distinct signature (op types, input and output element types): the shared-library run's own code
+// is the artifact around the kernels (the descriptor, the linked .so, the loader), which the JIT
+// run does not take, while the kernels themselves are the JIT run's. Prints one line per failure,
+// the excluded cases, failures grouped by op, and closes with "node tests: N passed, N failed, N
 // skipped". Exits 1 when any case that was run failed.
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +57,8 @@ struct Options {
   std::vector<std::string> exclusionsFiles;
   /// Case names to run: those containing any of these (all when empty).
   std::vector<std::string> filters;
+  /// Case names another set runs: those starting with any of these are skipped.
+  std::vector<std::string> skips;
   int timeoutSeconds = 120;
   bool fork = true;
   bool verbose = false;
@@ -74,6 +77,7 @@ struct Options {
 [[noreturn]] void usage(const std::string &problem) {
   std::cerr << "error: " << problem << "\n"
             << "usage: onnxc_node_tests ROOT... [--exclusions FILE]... [--filter SUBSTRING]... "
+               "[--skip PREFIX]... "
                "[--timeout SECONDS] [--backend ref|jit|so|lower] [--min-opset N] [--max-opset N] "
                "[--one-per-signature] [--no-fork] "
                "[--verbose]\n";
@@ -93,6 +97,8 @@ Options parseOptions(int argc, char **argv) {
       options.exclusionsFiles.push_back(value());
     else if (arg == "--filter")
       options.filters.push_back(value());
+    else if (arg == "--skip")
+      options.skips.push_back(value());
     else if (arg == "--timeout")
       options.timeoutSeconds = std::max(1, std::atoi(value().c_str()));
     else if (arg == "--backend") {
@@ -192,6 +198,8 @@ struct Tally {
   /// --one-per-signature: the signatures run, and the cases left out for sharing one.
   std::set<std::string> signaturesRun;
   int sameSignature = 0;
+  /// --skip: cases another set runs.
+  int leftToAnotherSet = 0;
   std::vector<std::pair<std::string, std::string>> excludedCases; // name, reason
   std::map<std::string, int> failuresByOp;
 };
@@ -301,8 +309,11 @@ void printReport(const Tally &tally) {
   if (tally.sameSignature)
     std::cout << "left out for a signature already run (--one-per-signature): "
               << tally.sameSignature << "\n";
+  if (tally.leftToAnotherSet)
+    std::cout << "left to another set (--skip): " << tally.leftToAnotherSet << "\n";
   std::cout << "node tests: " << tally.passed << " passed, " << tally.failed << " failed, "
-            << tally.excluded + tally.outOfScope + tally.sameSignature << " skipped" << std::endl;
+            << tally.excluded + tally.outOfScope + tally.sameSignature + tally.leftToAnotherSet
+            << " skipped" << std::endl;
 }
 
 } // namespace
@@ -322,6 +333,11 @@ int main(int argc, char **argv) {
             std::none_of(options.filters.begin(), options.filters.end(),
                          [&](const std::string &f) { return name.find(f) != std::string::npos; }))
           continue;
+        if (std::any_of(options.skips.begin(), options.skips.end(),
+                        [&](const std::string &prefix) { return name.starts_with(prefix); })) {
+          ++tally.leftToAnotherSet;
+          continue;
+        }
         processCase(folder, options, exclusions, tally);
       }
     printReport(tally);
