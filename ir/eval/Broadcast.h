@@ -9,6 +9,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "ir/DType.h"
 #include "ir/ElementTraits.h"
 #include "ir/Error.h"
@@ -162,5 +166,24 @@ std::optional<DType> dtypeFromOnnxCode(int64_t code);
 /// same element size, not a 4-bit type (onnxc holds one per byte), and bool
 /// only from bool (a byte other than 0 or 1 is no bool). Unknown passes.
 void checkBitCast(const Node &node, DType from, DType to);
+
+/// Converts between compute types. Float to integer truncates toward zero;
+/// NaN becomes 0 and out-of-range values saturate (ONNX leaves both
+/// undefined, C++ makes them undefined behaviour; this is deterministic).
+template <typename To, typename From> To convertNumber(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v))
+      return To(0);
+    if (v <= From(std::numeric_limits<To>::lowest()))
+      return std::numeric_limits<To>::lowest();
+    if (v >= From(std::numeric_limits<To>::max()))
+      return std::numeric_limits<To>::max();
+    return To(v);
+  } else {
+    return To(v);
+  }
+}
 
 } // namespace onnxc

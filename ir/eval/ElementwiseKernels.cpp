@@ -1,8 +1,8 @@
 //===- ir/eval/ElementwiseKernels.cpp - Elementwise reference kernels -----===//
 //
-// Arithmetic, unary math, comparison, logic, Where, Clip, Cast: every op
-// maps broadcast operand elements to one result element (BitCast copies
-// the bytes). Each op is a small
+// Arithmetic, unary math, comparison, logic, Where, Clip: every op maps
+// broadcast operand elements to one result element (Cast, CastLike and
+// BitCast are CastKernels.cpp's). Each op is a small
 // functor (constructed from the node, so it can read attributes) over the
 // compute type of ElementTraits; a few templates do the broadcasting loops.
 // Integer arithmetic wraps modulo 2^bits as ONNX Runtime does, without the
@@ -14,7 +14,6 @@
 #include "ir/eval/Kernels.h"
 
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <type_traits>
@@ -76,25 +75,6 @@ template <typename T> T integerPower(T base, int64_t exponent) {
     exponent >>= 1;
   }
   return result;
-}
-
-/// Converts between compute types. Float to integer truncates toward zero;
-/// NaN becomes 0 and out-of-range values saturate (ONNX leaves both
-/// undefined, C++ makes them undefined behaviour; this is deterministic).
-template <typename To, typename From> To convertNumber(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(v))
-      return To(0);
-    if (v <= From(std::numeric_limits<To>::lowest()))
-      return std::numeric_limits<To>::lowest();
-    if (v >= From(std::numeric_limits<To>::max()))
-      return std::numeric_limits<To>::max();
-    return To(v);
-  } else {
-    return To(v);
-  }
 }
 
 // --- kernel shapes ------------------------------------------------------------
@@ -410,7 +390,7 @@ struct IsInfOp {
   }
 };
 
-// --- Pow, Clip, Where, Cast ---------------------------------------------------
+// --- Pow, Clip, Where -------------------------------------------------------
 
 template <typename B, typename E> B power(B base, E exponent) {
   if constexpr (std::is_same_v<E, bool>)
@@ -512,59 +492,6 @@ void whereKernel(const Node &node, const std::vector<const Tensor *> &operands,
   });
 }
 
-Tensor castTensor(const Tensor &x, DType target) {
-  if (x.dtype() == target)
-    return x.clone(); // bit-exact, NaN payloads included
-  return dispatchDType(x.dtype(), [&]<DType S>() {
-    return dispatchDType(target, [&]<DType D>() {
-      using TS = ElementTraits<S>;
-      using TD = ElementTraits<D>;
-      Tensor out(D, x.dims());
-      const StorageOf<S> *src = x.data<StorageOf<S>>();
-      StorageOf<D> *dst = out.data<StorageOf<D>>();
-      for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
-        if constexpr (D == DType::I4 || D == DType::U4)
-          // ONNX keeps the low 4 bits of the integer (-9 is 7 as u4), so
-          // convert through i32 and let the store wrap.
-          dst[i] = TD::store(typename TD::Compute(convertNumber<int32_t>(TS::load(src[i]))));
-        else
-          dst[i] = TD::store(convertNumber<typename TD::Compute>(TS::load(src[i])));
-      }
-      return out;
-    });
-  });
-}
-
-void castKernel(const Node &node, const std::vector<const Tensor *> &operands,
-                std::vector<Tensor> &results) {
-  const Tensor &x = requireOperand(node, operands, 0);
-  int64_t code = node.requireInt("to");
-  std::optional<DType> target = dtypeFromOnnxCode(code);
-  if (!target)
-    fail(node.describe(), ": Cast to ONNX data type ", code, " is not supported");
-  results[0] = castTensor(x, *target);
-}
-
-/// The operand's bytes, read as `to` (checkBitCast says which pairs).
-void bitCastKernel(const Node &node, const std::vector<const Tensor *> &operands,
-                   std::vector<Tensor> &results) {
-  const Tensor &x = requireOperand(node, operands, 0);
-  int64_t code = node.requireInt("to");
-  std::optional<DType> target = dtypeFromOnnxCode(code);
-  if (!target)
-    fail(node.describe(), ": BitCast to ONNX data type ", code, " is not supported");
-  checkBitCast(node, x.dtype(), *target);
-  Tensor out(*target, x.dims());
-  std::memcpy(out.rawData(), x.rawData(), size_t(x.numElements()) * dtypeSize(x.dtype()));
-  results[0] = std::move(out);
-}
-
-void castLikeKernel(const Node &node, const std::vector<const Tensor *> &operands,
-                    std::vector<Tensor> &results) {
-  const Tensor &x = requireOperand(node, operands, 0);
-  results[0] = castTensor(x, requireOperand(node, operands, 1).dtype());
-}
-
 } // namespace
 
 void registerElementwiseKernels(KernelTable &table) {
@@ -609,9 +536,6 @@ void registerElementwiseKernels(KernelTable &table) {
   table.add(OpKind::Pow, powKernel);
   table.add(OpKind::Clip, clipKernel);
   table.add(OpKind::Where, whereKernel);
-  table.add(OpKind::Cast, castKernel);
-  table.add(OpKind::CastLike, castLikeKernel);
-  table.add(OpKind::BitCast, bitCastKernel);
 }
 
 } // namespace onnxc

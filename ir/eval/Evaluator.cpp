@@ -13,6 +13,7 @@ const KernelTable &referenceKernels() {
   static const KernelTable table = [] {
     KernelTable t;
     registerElementwiseKernels(t);
+    registerCastKernels(t);
     registerReductionKernels(t);
     registerNormalizationKernels(t);
     registerMovementKernels(t);

@@ -24,8 +24,9 @@ struct KernelTable {
   void add(OpKind kind, Kernel kernel) { kernels[unsigned(kind)] = kernel; }
 };
 
-void registerElementwiseKernels(KernelTable &table); // arithmetic, unary, logic, Cast, Where, Clip
-void registerReductionKernels(KernelTable &table);   // Reduce*, ArgMax/Min, CumSum/Prod
+void registerElementwiseKernels(KernelTable &table);   // arithmetic, unary, logic, Where, Clip
+void registerCastKernels(KernelTable &table);          // Cast, CastLike, BitCast
+void registerReductionKernels(KernelTable &table);     // Reduce*, ArgMax/Min, CumSum/Prod
 void registerNormalizationKernels(KernelTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerMovementKernels(KernelTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraKernels(KernelTable &table);     // MatMul, Gemm, Einsum
