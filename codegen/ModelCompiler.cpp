@@ -9,6 +9,7 @@
 #include "codegen/artifact/DescriptorEmitter.h"
 #include "codegen/artifact/HeaderWriter.h"
 #include "codegen/artifact/SharedLibraryLinker.h"
+#include "codegen/artifact/WeightsObject.h"
 #include "codegen/lower/Lowering.h"
 #include "ir/Error.h"
 #include "onnxc/model_info.h"
@@ -52,6 +53,30 @@ void recordTargetFeatures(const TargetSelection &target, ModelPlan &plan) {
   std::vector<std::string> checkable(names.begin(), names.end());
   for (std::string &feature : target.enabledFeatures(checkable))
     plan.cpuFeatures.insert(std::move(feature));
+}
+
+/// An intermediate object next to the library (same file system, so a
+/// partially written library never replaces a good one mid-way), removed after.
+std::string temporaryObjectPath(const std::string &outputPath, const char *what) {
+  return outputPath + ".tmp" + std::to_string(getpid()) + "." + what + ".o";
+}
+
+/// Writes the plan's constant buffers, under the names the descriptor
+/// declares, as the object at `path`.
+void writeConstantBuffers(const ModelPlan &plan, const std::string &path,
+                          const TargetSelection &target, const std::string &outputPath) {
+  std::vector<WeightsSymbol> symbols;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlanBuffer &buffer = plan.buffers[i];
+    if (buffer.kind == BufferKind::Constant && buffer.constant.size > 0)
+      symbols.push_back({externalConstantName(i), buffer.constant.data, buffer.constant.size});
+  }
+  try {
+    writeWeightsObject(path, target.triple(), symbols);
+  } catch (const Error &error) {
+    // The temporary object is ours, not the user's: name the library.
+    fail("cannot write '", outputPath, "' (its weights object: ", error.what(), ")");
+  }
 }
 
 } // namespace
@@ -128,13 +153,25 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
   if (!isValidModelName(name))
     fail("model name '", name, "' is not a C identifier (letters, digits and '_', not starting ",
          "with a digit)");
-  LoweredModel model = lowerModel(graph, target, name, progress);
-  // The weights are the module's constants now: the plan keeps only their
-  // sizes, and packed copies nobody else holds are freed before codegen.
+  using Kind = ArtifactRequest::Kind;
+  // A library's weights go straight from memory into an object of their own
+  // (WeightsObject.h); the other artifacts are one file, the weights in it.
+  bool separateWeights =
+      request.kind == Kind::SharedLibrary && canWriteWeightsObject(target.triple());
+  LoweredModel model =
+      lowerModel(graph, target, name, progress,
+                 separateWeights ? ConstantPlacement::External : ConstantPlacement::InModule);
+  TemporaryFile weights;
+  if (separateWeights) {
+    weights.path = temporaryObjectPath(request.outputPath, "weights");
+    writeConstantBuffers(model.plan, weights.path, target, request.outputPath);
+  }
+  // The weights are in the module's constants or the weights object now: the
+  // plan keeps only their sizes, and packed copies nobody else holds are freed
+  // before codegen.
   for (PlanBuffer &buffer : model.plan.buffers)
     if (buffer.kind == BufferKind::Constant)
       buffer.constant = ConstantBytes(nullptr, buffer.constant.size);
-  using Kind = ArtifactRequest::Kind;
   switch (request.kind) {
   case Kind::Object:
     emitModule(*model.module, target, EmitKind::Object, request.outputPath, progress);
@@ -149,9 +186,7 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     emitModule(*model.module, target, EmitKind::LlvmIrUnoptimized, request.outputPath, progress);
     break;
   case Kind::SharedLibrary: {
-    // The object goes next to the library (same file system, so a partially
-    // written library never replaces a good one mid-way) and is removed after.
-    TemporaryFile object{request.outputPath + ".tmp" + std::to_string(getpid()) + ".o"};
+    TemporaryFile object{temporaryObjectPath(request.outputPath, "model")};
     try {
       emitModule(*model.module, target, EmitKind::Object, object.path, progress);
     } catch (const Error &error) {
@@ -161,8 +196,15 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     // The last point to stop: lld writes the library whole or not at all,
     // and the header follows at once.
     reportProgress(progress, {CompileStage::Link, request.outputPath, 0, 1});
-    linkSharedLibrary(
-        {object.path, request.outputPath, {model.accessor, GenericDescriptorAccessor}, "", ""});
+    std::vector<std::string> extraObjects;
+    if (!weights.path.empty())
+      extraObjects.push_back(weights.path);
+    linkSharedLibrary({object.path,
+                       request.outputPath,
+                       {model.accessor, GenericDescriptorAccessor},
+                       "",
+                       "",
+                       extraObjects});
     std::string header = request.headerPath;
     if (header.empty()) {
       std::filesystem::path path(request.outputPath);

@@ -178,12 +178,12 @@ void linkWithLld(const LinkRequest &request, const std::string &archive,
                                         "lrodata-after-bss",
                                         "-O1",
                                         "--no-undefined",
-                                        request.objectPath,
-                                        "--whole-archive",
-                                        archive,
-                                        "--no-whole-archive",
-                                        "--version-script=" + versionScript,
-                                        "--as-needed"};
+                                        request.objectPath};
+  arguments.insert(arguments.end(), request.extraObjects.begin(), request.extraObjects.end());
+  for (std::string argument :
+       {std::string("--whole-archive"), archive, std::string("--no-whole-archive"),
+        "--version-script=" + versionScript, std::string("--as-needed")})
+    arguments.push_back(std::move(argument));
   arguments.insert(arguments.end(), libraries.begin(), libraries.end());
   InProcessLinkResult result = linkInProcess(arguments);
   if (result.succeeded)
@@ -206,8 +206,11 @@ void linkWithDriver(const LinkRequest &request, const std::string &archive,
     for (const std::string &flag : splitWords(defaultRuntimeLinkFlags()))
       arguments.push_back(flag);
   for (const std::string &argument :
-       {std::string("-shared"), std::string("-o"), request.outputPath, request.objectPath,
-        std::string("-Wl,--whole-archive"), archive, std::string("-Wl,--no-whole-archive"),
+       {std::string("-shared"), std::string("-o"), request.outputPath, request.objectPath})
+    arguments.push_back(argument);
+  arguments.insert(arguments.end(), request.extraObjects.begin(), request.extraObjects.end());
+  for (const std::string &argument :
+       {std::string("-Wl,--whole-archive"), archive, std::string("-Wl,--no-whole-archive"),
         "-Wl,--version-script=" + versionScript, std::string("-Wl,--no-undefined"),
         std::string("-Wl,-z,noexecstack"), std::string("-Wl,-O1"), std::string("-pthread"),
         std::string("-lm")})

@@ -29,6 +29,8 @@ struct LinkRequest {
   /// Compiler driver to link with (forces the driver); empty: lld in process,
   /// else findCompilerDriver().
   std::string driver;
+  /// More objects to link after objectPath (the weights object, WeightsObject.h).
+  std::vector<std::string> extraObjects;
 };
 
 /// Which linker links a model.so. $ONNXC_LINKER chooses: `lld` (in process,

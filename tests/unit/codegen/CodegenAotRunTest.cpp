@@ -50,8 +50,12 @@ protected:
     TargetSelection target = TargetSelection::select();
     TinyModel model = buildTinyModel(target);
     emitModule(*model.module, target, EmitKind::Object, dir_ + "/tiny.o");
-    linkSharedLibrary(
-        {dir_ + "/tiny.o", dir_ + "/tiny.so", {model.accessor, GenericDescriptorAccessor}, "", ""});
+    linkSharedLibrary({dir_ + "/tiny.o",
+                       dir_ + "/tiny.so",
+                       {model.accessor, GenericDescriptorAccessor},
+                       "",
+                       "",
+                       {}});
     writeModelHeader(model.plan, dir_ + "/tiny.h");
 
     loaded_.handle = dlopen((dir_ + "/tiny.so").c_str(), RTLD_NOW | RTLD_LOCAL);

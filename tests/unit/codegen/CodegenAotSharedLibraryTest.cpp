@@ -36,7 +36,7 @@ std::string compileToLibrary(TinyModel &model, const TargetSelection &target,
   std::string object = dir / (model.plan.name + ".o");
   std::string library = dir / (model.plan.name + ".so");
   emitModule(*model.module, target, EmitKind::Object, object);
-  linkSharedLibrary({object, library, {model.accessor, GenericDescriptorAccessor}, "", ""});
+  linkSharedLibrary({object, library, {model.accessor, GenericDescriptorAccessor}, "", "", {}});
   return library;
 }
 
@@ -112,7 +112,7 @@ TEST(CodegenAotSharedLibrary, LinkErrorsNameTheCommandAndFirstError) {
   std::string bogusObject = dir / "bogus.o";
   std::ofstream(bogusObject) << "not an object file\n";
   try {
-    linkSharedLibrary({bogusObject, dir / "bogus.so", {}, "", ""});
+    linkSharedLibrary({bogusObject, dir / "bogus.so", {}, "", "", {}});
     FAIL() << "linking garbage succeeded";
   } catch (const Error &error) {
     std::string message = error.what();
@@ -120,7 +120,7 @@ TEST(CodegenAotSharedLibrary, LinkErrorsNameTheCommandAndFirstError) {
     EXPECT_NE(message.find("[command: "), std::string::npos) << message;
     EXPECT_NE(message.find("-shared"), std::string::npos) << message;
   }
-  EXPECT_THROW(linkSharedLibrary({bogusObject, dir / "x.so", {}, "", "no-such-compiler-xyz"}),
+  EXPECT_THROW(linkSharedLibrary({bogusObject, dir / "x.so", {}, "", "no-such-compiler-xyz", {}}),
                Error);
 }
 

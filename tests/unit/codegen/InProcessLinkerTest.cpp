@@ -119,11 +119,11 @@ TEST(InProcessLinker, LinksTwiceInOneProcessAndMatchesTheDriver) {
   std::string second = emitTinyObject(target, "second", dir, secondAccessor);
 
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(linkSharedLibrary({first, dir / "first.so", {firstAccessor}, "", ""}),
+  EXPECT_EQ(linkSharedLibrary({first, dir / "first.so", {firstAccessor}, "", "", {}}),
             Linker::InProcessLld);
   double lldSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(linkSharedLibrary({second, dir / "second.so", {secondAccessor}, "", ""}),
+  EXPECT_EQ(linkSharedLibrary({second, dir / "second.so", {secondAccessor}, "", "", {}}),
             Linker::InProcessLld);
   EXPECT_TRUE(inProcessLinkerUsable());
   // lld links no crtbeginS.o, whose destructor would run __cxa_finalize for
@@ -145,7 +145,7 @@ TEST(InProcessLinker, LinksTwiceInOneProcessAndMatchesTheDriver) {
   if (llvm::sys::findProgramByName("c++")) {
     ScopedEnv driver("ONNXC_LINKER", "driver");
     start = std::chrono::steady_clock::now();
-    EXPECT_EQ(linkSharedLibrary({first, dir / "first-driver.so", {firstAccessor}, "", ""}),
+    EXPECT_EQ(linkSharedLibrary({first, dir / "first-driver.so", {firstAccessor}, "", "", {}}),
               Linker::CompilerDriver);
     double driverSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -165,7 +165,7 @@ TEST(InProcessLinker, LinkErrorsNameLldAndTheFirstError) {
   std::string object = emitTinyObject(target, "tiny", dir, accessor);
   try {
     // A runtime archive that is not there is named before lld runs.
-    linkSharedLibrary({object, dir / "tiny.so", {accessor}, dir / "no-such-runtime.a", ""});
+    linkSharedLibrary({object, dir / "tiny.so", {accessor}, dir / "no-such-runtime.a", "", {}});
     FAIL() << "linking with a missing runtime archive succeeded";
   } catch (const Error &error) {
     std::string message = error.what();
@@ -173,7 +173,7 @@ TEST(InProcessLinker, LinkErrorsNameLldAndTheFirstError) {
   }
   std::ofstream(dir / "garbage.o") << "not an object file\n";
   try {
-    linkSharedLibrary({dir / "garbage.o", dir / "garbage.so", {}, "", ""});
+    linkSharedLibrary({dir / "garbage.o", dir / "garbage.so", {}, "", "", {}});
     FAIL() << "linking garbage succeeded";
   } catch (const Error &error) {
     std::string message = error.what();
@@ -183,7 +183,7 @@ TEST(InProcessLinker, LinkErrorsNameLldAndTheFirstError) {
   }
   // lld reported errors, it did not crash: it can run again.
   EXPECT_TRUE(inProcessLinkerUsable());
-  EXPECT_EQ(linkSharedLibrary({object, dir / "after.so", {accessor}, "", ""}),
+  EXPECT_EQ(linkSharedLibrary({object, dir / "after.so", {accessor}, "", "", {}}),
             Linker::InProcessLld);
 }
 
@@ -197,7 +197,7 @@ TEST(InProcessLinker, ChoosingTheDriverWithoutOneNamesWhatIsMissing) {
   ScopedEnv cxx("CXX", "");
   ScopedEnv onnxcCxx("ONNXC_CXX", "");
   try {
-    linkSharedLibrary({object, dir / "tiny.so", {accessor}, "", ""});
+    linkSharedLibrary({object, dir / "tiny.so", {accessor}, "", "", {}});
     FAIL() << "linked with no driver on PATH";
   } catch (const Error &error) {
     std::string message = error.what();
