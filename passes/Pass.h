@@ -110,6 +110,7 @@ std::unique_ptr<Pass> createLiftBatchedHeadsPass();
 std::unique_ptr<Pass> createSplitPackedQkvPass();
 std::unique_ptr<Pass> createBatchFirstHeadsPass();
 std::unique_ptr<Pass> createGroupRepeatedKvPass();
+std::unique_ptr<Pass> createGroupAttentionKvPass();
 std::unique_ptr<Pass> createExpandXSoftmaxPass();
 std::unique_ptr<Pass> createFuseAttentionPass();
 std::unique_ptr<Pass> createFoldSeqFirstAttentionPass();

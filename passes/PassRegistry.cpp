@@ -30,6 +30,7 @@ constexpr PassFactory kPassFactories[] = {
     createSplitPackedQkvPass,
     createBatchFirstHeadsPass,
     createGroupRepeatedKvPass,
+    createGroupAttentionKvPass,
     createExpandXSoftmaxPass,
     createFuseAttentionPass,
     createFoldSeqFirstAttentionPass,

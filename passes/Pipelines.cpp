@@ -51,6 +51,8 @@ void addFusions(PassManager &pm) {
   // seq_first before the cleanup, which could merge them with their
   // neighbours.
   pm.addPass("fuse-attention");
+  // The Attention ops a model brought read repeated KV heads as fuse-attention's do not.
+  pm.addPass("group-attention-kv");
   pm.addPass("fold-seq-first-attention");
   for (const char *name : {"fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm",
                            "fuse-skip-layernorm", "fuse-gelu"})

@@ -134,8 +134,8 @@ template <typename T> void writeRecords(llvm::raw_ostream &out, const std::vecto
 } // namespace
 
 bool canWriteWeightsObject(const llvm::Triple &triple) {
-  return triple.isOSBinFormatELF() && (triple.getArch() == llvm::Triple::x86_64 ||
-                                       triple.getArch() == llvm::Triple::aarch64);
+  return triple.isOSBinFormatELF() &&
+         (triple.getArch() == llvm::Triple::x86_64 || triple.getArch() == llvm::Triple::aarch64);
 }
 
 void writeWeightsObject(const std::string &path, const llvm::Triple &triple,

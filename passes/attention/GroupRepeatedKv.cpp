@@ -30,6 +30,7 @@
 #include "ir/Error.h"
 #include "passes/MatchSupport.h"
 #include "passes/Pass.h"
+#include "passes/attention/RepeatedKv.h"
 #include "passes/attention/RewriteBuilder.h"
 
 namespace onnxc::attention {
@@ -256,6 +257,19 @@ public:
 };
 
 } // namespace
+
+MatchResult<RepeatedKv> readRepeatKv(const Value *value) {
+  Node *merge = match::definedBy(value, OpKind::Reshape);
+  Node *widen = merge ? merge->operand(0)->definingNode() : nullptr;
+  if (!widen || widen->kind() != OpKind::Expand)
+    return Rejection{"not a Reshape of an Expand (repeat_kv's form)"};
+  MatchResult<Repeat> repeat = readRepeat(*merge);
+  if (!repeat)
+    return repeat.rejection();
+  if (!isCanonical(*repeat))
+    return Rejection{"the repeat is not in repeat_kv's form"};
+  return RepeatedKv{repeat->source, repeat->copies};
+}
 
 } // namespace onnxc::attention
 

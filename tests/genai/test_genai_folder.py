@@ -164,7 +164,9 @@ def test_fp16_folder(folders, tmp_path):
     1.23.2 and onnxruntime-genai 0.18 both fail to run it: its value_info gives one symbol two
     sizes) computes as the fp32 folder whose weights are rounded to f16: the prompt's logits
     within 1e-3 of max |logits| (the f16 output's rounding is 2^-11 of |y|; the builder's own
-    Casts to f16 inside add a little), and `onnxc generate FOLDER` gives that model's greedy tokens."""
+    Casts to f16 inside add a little), and `onnxc generate FOLDER` gives that model's greedy tokens
+    with the cache updated in place (the folder repeats its KV heads before MultiHeadAttention,
+    which group-attention-kv takes back)."""
     reference = rounded_to_f16(os.path.join(folders["fp32"], "model.onnx"), str(tmp_path / "rounded.onnx"))
     prompt = np.array([[5, 17, 300, 42, 9, 77, 123]], np.int64)
     feeds = {"input_ids": prompt, "attention_mask": np.ones_like(prompt)}
@@ -185,6 +187,7 @@ def test_fp16_folder(folders, tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert [int(t) for t in result.stdout.strip().split(",") if t] == tokens, result.stderr
+    assert "updated in place" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("family", ["mistral", "qwen2", "gemma", "phi"])

@@ -41,8 +41,8 @@ std::map<std::string, ReadSymbol> readObject(const std::string &path,
     return symbols;
   }
   object = std::move(*parsed);
-  for (llvm::object::ELFSymbolRef symbol : llvm::cast<llvm::object::ELFObjectFileBase>(*object)
-                                               .symbols()) {
+  for (llvm::object::ELFSymbolRef symbol :
+       llvm::cast<llvm::object::ELFObjectFileBase>(*object).symbols()) {
     llvm::object::section_iterator in = llvm::cantFail(symbol.getSection());
     if (in == object->section_end())
       continue; // the null symbol
@@ -64,9 +64,9 @@ TEST(WeightsObject, LlvmReadsEverySymbolAlignedHiddenWithItsBytes) {
     b[i] = char(i * 7);
   auto bytes = [](const std::string &s) { return reinterpret_cast<const uint8_t *>(s.data()); };
   std::string path = dir / "w.o";
-  writeWeightsObject(path, llvm::Triple("x86_64-pc-linux-gnu"),
-                     {{"w.a", bytes(a), a.size()}, {"w.b", bytes(b), b.size()},
-                      {"w.c", bytes(c), c.size()}});
+  writeWeightsObject(
+      path, llvm::Triple("x86_64-pc-linux-gnu"),
+      {{"w.a", bytes(a), a.size()}, {"w.b", bytes(b), b.size()}, {"w.c", bytes(c), c.size()}});
   std::optional<llvm::object::ELFSectionRef> section;
   std::unique_ptr<llvm::MemoryBuffer> file;
   std::unique_ptr<llvm::object::ObjectFile> object;

@@ -168,8 +168,8 @@ TEST(Pipelines, Levels) {
       for (const char *fusion :
            {"fuse-dynamic-quantized-matmul", "lift-batched-heads", "split-packed-qkv",
             "batch-first-heads", "group-repeated-kv", "expand-xsoftmax", "fuse-attention",
-            "fold-seq-first-attention", "fuse-additive-attention", "fuse-layernorm", "fuse-rmsnorm",
-            "fuse-skip-layernorm", "fuse-gelu"})
+            "group-attention-kv", "fold-seq-first-attention", "fuse-additive-attention",
+            "fuse-layernorm", "fuse-rmsnorm", "fuse-skip-layernorm", "fuse-gelu"})
         expected.push_back(fusion);
     EXPECT_EQ(pm.passNames(), expected) << "-O" << level;
   }
