@@ -40,7 +40,8 @@ int64_t knownDim(OnnxNode &node, size_t index, size_t axis) {
 bool silu(OnnxNode &node) {
   for (const onnx::AttributeProto &attr : node.proto().attribute()) {
     if (attr.name() != "activation")
-      fail(node.describe(), ": attribute '", attr.name(), "' of CausalConvWithState is not supported");
+      fail(node.describe(), ": attribute '", attr.name(),
+           "' of CausalConvWithState is not supported");
     if (attr.type() != onnx::AttributeProto::STRING)
       fail(node.describe(), ": attribute 'activation' must be a string");
     if (attr.s() == "silu" || attr.s() == "swish")
@@ -54,8 +55,9 @@ bool silu(OnnxNode &node) {
 
 /// The [B, C, k-1] zeros standing for an absent past state.
 Value *zeroState(OnnxNode &node, Value *input, int64_t kernel) {
-  Value *leading = node.emitStep(OpKind::Shape, {input}, "batch_channels",
-                                 {{"start", Attribute(int64_t(0))}, {"end", Attribute(int64_t(2))}});
+  Value *leading =
+      node.emitStep(OpKind::Shape, {input}, "batch_channels",
+                    {{"start", Attribute(int64_t(0))}, {"end", Attribute(int64_t(2))}});
   Value *shape =
       node.emitStep(OpKind::Concat, {leading, indexConstant(node, "state_length", {kernel - 1})},
                     "state_shape", {{"axis", Attribute(int64_t(0))}});
@@ -83,17 +85,18 @@ void importCausalConvWithState(OnnxNode &node) {
   if (channels <= 0 || kernel <= 0)
     fail(node.describe(), ": CausalConvWithState needs its channel count and kernel size at import "
                           "(give the weight as an initializer or a typed input)");
-  if (knownDim(node, 1, 1) > 1 || (inputDims.size() == 3 && inputDims[1] >= 0 &&
-                                   inputDims[1] != channels))
+  if (knownDim(node, 1, 1) > 1 ||
+      (inputDims.size() == 3 && inputDims[1] >= 0 && inputDims[1] != channels))
     fail(node.describe(), ": CausalConvWithState weight must be [", channels, ", 1, ", kernel,
          "] for an input of ", channels, " channels");
-  if (int64_t pastLength = knownDim(node, 3, 2); past && pastLength >= 0 && pastLength != kernel - 1)
-    fail(node.describe(), ": past_state holds ", pastLength, " positions, expected k - 1 = ",
-         kernel - 1);
+  if (int64_t pastLength = knownDim(node, 3, 2);
+      past && pastLength >= 0 && pastLength != kernel - 1)
+    fail(node.describe(), ": past_state holds ", pastLength,
+         " positions, expected k - 1 = ", kernel - 1);
 
   Value *state = past ? past : zeroState(node, input, kernel);
-  Value *padded = node.emitStep(OpKind::Concat, {state, input}, "padded",
-                                {{"axis", Attribute(int64_t(2))}});
+  Value *padded =
+      node.emitStep(OpKind::Concat, {state, input}, "padded", {{"axis", Attribute(int64_t(2))}});
   std::vector<Value *> convOperands{padded, weight};
   if (bias)
     convOperands.push_back(bias);
@@ -105,8 +108,8 @@ void importCausalConvWithState(OnnxNode &node) {
     // As the reference computes it: in f32 whatever the input's type.
     Value *y = node.emitStep(OpKind::Conv, convOperands, "conv", conv);
     Value *wide = node.emitStep(OpKind::Cast, {y}, "conv_f32", {{"to", Attribute(int64_t(1))}});
-    Value *gated = node.emitStep(
-        OpKind::Mul, {wide, node.emitStep(OpKind::Sigmoid, {wide}, "sigmoid")}, "silu");
+    Value *gated = node.emitStep(OpKind::Mul,
+                                 {wide, node.emitStep(OpKind::Sigmoid, {wide}, "sigmoid")}, "silu");
     node.emitOutput(0, OpKind::CastLike, {gated, y});
   }
   if (node.proto().output_size() < 2 || node.proto().output(1).empty())
@@ -116,7 +119,8 @@ void importCausalConvWithState(OnnxNode &node) {
   int64_t start = kernel > 1 ? -(kernel - 1) : kEnd;
   node.emitOutput(1, OpKind::Slice,
                   {padded, indexConstant(node, "state_start", {start}),
-                   indexConstant(node, "state_end", {kEnd}), indexConstant(node, "state_axis", {2})});
+                   indexConstant(node, "state_end", {kEnd}),
+                   indexConstant(node, "state_axis", {2})});
 }
 
 } // namespace

@@ -131,17 +131,19 @@ Value *dimsOf(OnnxNode &node, Value *x, int64_t start, int64_t end, const std::s
 /// x [b, g, S, d] with each head repeated for its group: [b, heads, S, d], as
 /// HF's repeat_kv writes it (passes/attention/GroupRepeatedKv.cpp).
 Value *repeatHeads(OnnxNode &node, Value *x, Value *heads, const std::string &name) {
-  Value *copies = node.emitStep(OpKind::Div, {heads, dimsOf(node, x, 1, 2, name + "_heads")},
-                                name + "_copies");
+  Value *copies =
+      node.emitStep(OpKind::Div, {heads, dimsOf(node, x, 1, 2, name + "_heads")}, name + "_copies");
   Value *unit = node.emitStep(
-      OpKind::Unsqueeze, {x, node.addConstant(name + "_axis", Tensor::fromVector<int64_t>({1}, {2}))},
-      name + "_unit");
-  Value *lead = dimsOf(node, x, 0, 2, name + "_lead"), *rest = dimsOf(node, x, 2, 4, name + "_rest");
+      OpKind::Unsqueeze,
+      {x, node.addConstant(name + "_axis", Tensor::fromVector<int64_t>({1}, {2}))}, name + "_unit");
+  Value *lead = dimsOf(node, x, 0, 2, name + "_lead"),
+        *rest = dimsOf(node, x, 2, 4, name + "_rest");
   Value *wideShape = node.emitStep(OpKind::Concat, {lead, copies, rest}, name + "_wide_shape",
                                    {{"axis", Attribute(int64_t(0))}});
   Value *wide = node.emitStep(OpKind::Expand, {unit, wideShape}, name + "_wide");
-  Value *shape = node.emitStep(OpKind::Concat, {dimsOf(node, x, 0, 1, name + "_batch"), heads, rest},
-                               name + "_shape", {{"axis", Attribute(int64_t(0))}});
+  Value *shape =
+      node.emitStep(OpKind::Concat, {dimsOf(node, x, 0, 1, name + "_batch"), heads, rest},
+                    name + "_shape", {{"axis", Attribute(int64_t(0))}});
   return node.emitStep(OpKind::Reshape, {wide, shape}, name + "_repeated");
 }
 
@@ -153,10 +155,10 @@ Value *scaleOf(OnnxNode &node, Value *q, const FlexAttributes &attrs) {
     float value = attrs.scale ? *attrs.scale : float(1.0 / std::sqrt(double(dims[3])));
     scale = node.addConstant("scale", Tensor::scalar<float>(value));
   } else {
-    Value *size = node.emitStep(
-        OpKind::Gather, {node.emitStep(OpKind::Shape, {q}, "q_shape"),
-                         node.addConstant("head_axis", Tensor::scalar<int64_t>(3))},
-        "head_size", {{"axis", Attribute(int64_t(0))}});
+    Value *size = node.emitStep(OpKind::Gather,
+                                {node.emitStep(OpKind::Shape, {q}, "q_shape"),
+                                 node.addConstant("head_axis", Tensor::scalar<int64_t>(3))},
+                                "head_size", {{"axis", Attribute(int64_t(0))}});
     Value *root = node.emitStep(
         OpKind::Sqrt,
         {node.emitStep(OpKind::Cast, {size}, "head_size_f32", {{"to", Attribute(int64_t(1))}})},
@@ -222,7 +224,8 @@ void importFlexAttention(OnnxNode &node) {
     scores = node.emitStep(OpKind::Cast, {scores}, "softmax_scores", to);
   if (attrs.scoreMod)
     scores = applyMod(node, *attrs.scoreMod, scores, "score_mod");
-  Value *probs = node.emitStep(OpKind::Softmax, {scores}, "probs", {{"axis", Attribute(int64_t(-1))}});
+  Value *probs =
+      node.emitStep(OpKind::Softmax, {scores}, "probs", {{"axis", Attribute(int64_t(-1))}});
   if (attrs.probMod)
     probs = applyMod(node, *attrs.probMod, probs, "prob_mod");
   if (!cast) {
@@ -230,8 +233,8 @@ void importFlexAttention(OnnxNode &node) {
     return;
   }
   Value *values = node.emitStep(OpKind::Cast, {v}, "softmax_values", to);
-  node.emit(OpKind::CastLike, {node.emitStep(OpKind::MatMul, {probs, values}, "output"), operands[2]},
-            {});
+  node.emit(OpKind::CastLike,
+            {node.emitStep(OpKind::MatMul, {probs, values}, "output"), operands[2]}, {});
 }
 
 } // namespace
