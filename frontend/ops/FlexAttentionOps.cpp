@@ -148,24 +148,31 @@ Value *repeatHeads(OnnxNode &node, Value *x, Value *heads, const std::string &na
 }
 
 /// The scale as a scalar of Q's type: the attribute, or 1/sqrt(head size).
+/// A constant of that type when the import sees it (cleanup folds no
+/// CastLike whose target is a run-time value, and removes only one to f32).
 Value *scaleOf(OnnxNode &node, Value *q, const FlexAttributes &attrs) {
   std::vector<int64_t> dims = node.knownDims(0);
-  Value *scale = nullptr;
   if (attrs.scale || (dims.size() == 4 && dims[3] > 0)) {
-    float value = attrs.scale ? *attrs.scale : float(1.0 / std::sqrt(double(dims[3])));
-    scale = node.addConstant("scale", Tensor::scalar<float>(value));
-  } else {
-    Value *size = node.emitStep(OpKind::Gather,
-                                {node.emitStep(OpKind::Shape, {q}, "q_shape"),
-                                 node.addConstant("head_axis", Tensor::scalar<int64_t>(3))},
-                                "head_size", {{"axis", Attribute(int64_t(0))}});
-    Value *root = node.emitStep(
-        OpKind::Sqrt,
-        {node.emitStep(OpKind::Cast, {size}, "head_size_f32", {{"to", Attribute(int64_t(1))}})},
-        "head_size_root");
-    scale = node.emitStep(OpKind::Div, {node.addConstant("one", Tensor::scalar<float>(1.0f)), root},
-                          "scale");
+    double value = attrs.scale ? double(*attrs.scale) : 1.0 / std::sqrt(double(dims[3]));
+    if (isFloat(q->dtype())) {
+      Tensor typed(q->dtype(), {});
+      typed.setElementFromDouble(0, value);
+      return node.addConstant("scale", std::move(typed));
+    }
+    return node.emitStep(OpKind::CastLike,
+                         {node.addConstant("scale", Tensor::scalar<float>(float(value))), q},
+                         "scale");
   }
+  Value *size = node.emitStep(OpKind::Gather,
+                              {node.emitStep(OpKind::Shape, {q}, "q_shape"),
+                               node.addConstant("head_axis", Tensor::scalar<int64_t>(3))},
+                              "head_size", {{"axis", Attribute(int64_t(0))}});
+  Value *root = node.emitStep(
+      OpKind::Sqrt,
+      {node.emitStep(OpKind::Cast, {size}, "head_size_f32", {{"to", Attribute(int64_t(1))}})},
+      "head_size_root");
+  Value *scale = node.emitStep(
+      OpKind::Div, {node.addConstant("one", Tensor::scalar<float>(1.0f)), root}, "scale");
   return node.emitStep(OpKind::CastLike, {scale, q}, "scale");
 }
 
