@@ -148,8 +148,9 @@ TEST_F(FlexConvImport, CausalConvDecodeLoopMatchesOneRun) {
   setType(graph().add_input(), "past", {kBatch, kChannels, kKernel - 1});
   Tensor weight = randomOf(DType::F32, {kChannels, 1, kKernel}, 11);
   Tensor bias = randomOf(DType::F32, {kChannels}, 12);
-  addInitializer(graph(), "w", {kChannels, 1, kKernel},
-                 std::vector<float>(weight.data<float>(), weight.data<float>() + kChannels * kKernel));
+  addInitializer(
+      graph(), "w", {kChannels, 1, kKernel},
+      std::vector<float>(weight.data<float>(), weight.data<float>() + kChannels * kKernel));
   addInitializer(graph(), "b", {kChannels},
                  std::vector<float>(bias.data<float>(), bias.data<float>() + kChannels));
   onnx::NodeProto *conv =
@@ -163,8 +164,8 @@ TEST_F(FlexConvImport, CausalConvDecodeLoopMatchesOneRun) {
   std::unique_ptr<Graph> g = import(3);
 
   Tensor x = randomOf(DType::F32, {kBatch, kChannels, kTotal}, 13);
-  Tensor zeros = Tensor::fromVector<float>(
-      {kBatch, kChannels, kKernel - 1}, std::vector<float>(kBatch * kChannels * (kKernel - 1)));
+  Tensor zeros = Tensor::fromVector<float>({kBatch, kChannels, kKernel - 1},
+                                           std::vector<float>(kBatch * kChannels * (kKernel - 1)));
   std::vector<Tensor> whole = runCompiled(*g, {{"x", x}, {"past", zeros}});
   std::vector<Tensor> reference = runReference(*g, {{"x", x}, {"past", zeros}});
   expectNear(whole[0], reference[0], 0, "one run against the evaluator");
@@ -200,8 +201,8 @@ void addFlexAttention(onnx::GraphProto &graph, const onnx::GraphProto *scoreMod)
 onnx::GraphProto causalMod() {
   onnx::GraphProto mod;
   mod.set_name("causal");
-  setType(mod.add_input(), "scores", {std::string("B"), std::string("H"), std::string("L"),
-                                      std::string("S")});
+  setType(mod.add_input(), "scores",
+          {std::string("B"), std::string("H"), std::string("L"), std::string("S")});
   addI64(mod, "zero", {}, {0});
   addI64(mod, "one", {}, {1});
   addI64(mod, "two", {}, {2});
