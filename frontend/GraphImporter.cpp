@@ -16,6 +16,7 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace onnxc {
 
@@ -336,6 +337,83 @@ std::unique_ptr<Graph> importSubgraph(const onnx::GraphProto &proto, ImportConte
     graph->addOutput(output.name(), context.lookup(output.name()));
   captures = context.captures();
   return graph;
+}
+
+namespace {
+
+using RenameMap = std::unordered_map<std::string, std::string>;
+
+void renameName(std::string &name, const RenameMap &renamed) {
+  if (auto it = renamed.find(name); it != renamed.end())
+    name = it->second;
+}
+
+/// Renames what the nodes of `proto` (and of their subgraphs, which may
+/// read the inlined graph's values) read and what its outputs name.
+void renameReads(onnx::GraphProto &proto, const RenameMap &renamed) {
+  for (onnx::NodeProto &node : *proto.mutable_node()) {
+    for (std::string &input : *node.mutable_input())
+      renameName(input, renamed);
+    for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+      if (attr.has_g())
+        renameReads(*attr.mutable_g(), renamed);
+      for (onnx::GraphProto &graph : *attr.mutable_graphs())
+        renameReads(graph, renamed);
+    }
+  }
+  for (onnx::ValueInfoProto &output : *proto.mutable_output())
+    renameName(*output.mutable_name(), renamed);
+}
+
+} // namespace
+
+std::vector<Value *> inlineSubgraph(const onnx::GraphProto &proto, ImportContext &context,
+                                    const std::vector<Value *> &inputs, const std::string &prefix) {
+  if (size_t(proto.input_size()) != inputs.size())
+    fail("graph '", proto.name(), "' has ", proto.input_size(), " inputs, expected ",
+         inputs.size());
+  RenameMap renamed;
+  auto rename = [&](const std::string &name) {
+    if (name.empty())
+      return name;
+    auto [it, inserted] = renamed.try_emplace(name);
+    if (!inserted)
+      fail("graph '", proto.name(), "' defines '", name, "' twice");
+    it->second = context.freshName(prefix + "_" + name);
+    return it->second;
+  };
+  // Initializers and formal inputs are bound before the nodes are checked,
+  // so that the check finds them as it finds the enclosing graph's values.
+  for (const onnx::TensorProto &init : proto.initializer()) {
+    Tensor value = tensorFromProto(init, context.modelDir(), "initializer '" + init.name() + "'");
+    std::string name = rename(init.name());
+    context.bind(name, context.graph().addConstant(name, std::move(value)));
+  }
+  for (const onnx::SparseTensorProto &init : proto.sparse_initializer()) {
+    Tensor value = tensorFromSparseProto(init, context.modelDir(),
+                                         "initializer '" + init.values().name() + "'");
+    std::string name = rename(init.values().name());
+    context.bind(name, context.graph().addConstant(name, std::move(value)));
+  }
+  for (int i = 0; i < proto.input_size(); ++i)
+    context.bind(rename(proto.input(i).name()), inputs[size_t(i)]);
+  onnx::GraphProto nodes;
+  *nodes.mutable_node() = proto.node();
+  *nodes.mutable_output() = proto.output();
+  for (onnx::NodeProto &node : *nodes.mutable_node()) {
+    for (std::string &output : *node.mutable_output())
+      output = rename(output);
+    if (!node.name().empty())
+      node.set_name(prefix + "/" + node.name());
+  }
+  renameReads(nodes, renamed);
+  ProducerMap producers = checkDefinitions(nodes, &context);
+  for (int index : topologicalNodeOrder(nodes, producers))
+    importNode(nodes.node(index), context);
+  std::vector<Value *> outputs;
+  for (const onnx::ValueInfoProto &output : nodes.output())
+    outputs.push_back(context.lookup(output.name()));
+  return outputs;
 }
 
 } // namespace onnxc

@@ -30,6 +30,16 @@ class ImportContext;
 std::unique_ptr<Graph> importSubgraph(const onnx::GraphProto &proto, ImportContext &outer,
                                       std::vector<Value *> &captures);
 
+/// Imports a GRAPH attribute's nodes into the graph `context` is building, in
+/// place of the node that owns it (a FlexAttention's score_mod): its formal
+/// inputs bound to `inputs` (as many), its initializers as constants, and
+/// every name it defines given a fresh name that starts with `prefix`, so that
+/// two inlined copies of one attribute, or of two attributes that share names,
+/// never meet. Names it reads from enclosing graphs resolve in `context`.
+/// Returns the values of its outputs, in order.
+std::vector<Value *> inlineSubgraph(const onnx::GraphProto &proto, ImportContext &context,
+                                    const std::vector<Value *> &inputs, const std::string &prefix);
+
 /// The ops of the graph and its subgraphs without an importer at the
 /// model's opsets, one entry
 /// per op type in order of first appearance: "Foo (node 'a')",

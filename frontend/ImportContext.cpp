@@ -114,6 +114,21 @@ std::vector<Value *> OnnxNode::operands() const {
   return out;
 }
 
+std::vector<int64_t> OnnxNode::knownDims(size_t index) const {
+  if (index >= size_t(proto_.input_size()) || proto_.input(int(index)).empty())
+    return {};
+  const std::string &name = proto_.input(int(index));
+  Value *value = context_.lookup(name);
+  if (value && value->shape().isRanked()) {
+    std::vector<int64_t> dims;
+    for (const Dim &dim : value->shape().dims())
+      dims.push_back(dim.constant().value_or(-1));
+    return dims;
+  }
+  const std::vector<int64_t> *declared = context_.declaredDims(name);
+  return declared ? *declared : std::vector<int64_t>{};
+}
+
 AttributeMap OnnxNode::attributes() const {
   AttributeMap out;
   for (const onnx::AttributeProto &attr : proto_.attribute()) {

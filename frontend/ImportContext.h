@@ -91,6 +91,10 @@ public:
   /// The inputs as values: null for empty (absent optional) names, with
   /// trailing nulls dropped.
   std::vector<Value *> operands() const;
+  /// The dims of input `index` as far as the import can see them: its type
+  /// (a graph input, a constant) or else the file's value_info, -1 for a dim
+  /// not known as a number; empty when its rank is unknown or it is absent.
+  std::vector<int64_t> knownDims(size_t index) const;
   /// Every attribute, converted.
   AttributeMap attributes() const;
   /// Attribute `name` as an int or a float, `fallback` when absent; another kind fails

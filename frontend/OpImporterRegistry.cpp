@@ -19,6 +19,8 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerNormalizationFunctionImporters(r);
     registerControlFlowImporters(r);
     registerAttentionImporters(r);
+    registerCausalConvImporters(r);
+    registerFlexAttentionImporters(r);
     registerMicrosoftQuantizationImporters(r);
     registerMicrosoftNormalizationImporters(r);
     registerMicrosoftRotaryGqaImporters(r);

@@ -67,6 +67,10 @@ void registerVisionImporters(OpImporterRegistry &registry);
 void registerNormalizationFunctionImporters(OpImporterRegistry &registry);
 void registerControlFlowImporters(OpImporterRegistry &registry);
 void registerAttentionImporters(OpImporterRegistry &registry);
+/// CausalConvWithState (opset 27) as Concat, Conv and Slice.
+void registerCausalConvImporters(OpImporterRegistry &registry);
+/// ai.onnx.preview FlexAttention as the attention it computes, its modifiers inlined.
+void registerFlexAttentionImporters(OpImporterRegistry &registry);
 /// com.microsoft MatMulNBits, GatherBlockQuantized, MatMulBnb4.
 void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 // com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).

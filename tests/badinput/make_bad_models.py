@@ -126,6 +126,7 @@ def write_graph_defects(out: Path) -> None:
 
     write_quantization_defects(out)
     write_vision_defects(out)
+    write_preview_defects(out)
 
 
 def write_quantization_defects(out: Path) -> None:
@@ -170,6 +171,35 @@ def write_vision_defects(out: Path) -> None:
     deconv = [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv",
                                strides=[2, 2], output_padding=[2, 0])]
     save(model_of(deconv, [image], [pooled], [weight]), out / "convtranspose_output_padding.onnx")
+
+
+def flex_model(name: str, q_heads: int, **attrs) -> onnx.ModelProto:
+    """One ai.onnx.preview FlexAttention of Q [1, q_heads, 4, 8] and K, V [1, 2, 4, 8]."""
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, q_heads, 4, 8])
+    k, v = tensor_info("k", [1, 2, 4, 8]), tensor_info("v", [1, 2, 4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, q_heads, 4, 8])
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name=name,
+                            domain="ai.onnx.preview", **attrs)
+    model = model_of([node], [q, k, v], [y], opset=26)
+    model.opset_import.append(helper.make_opsetid("ai.onnx.preview", 1))
+    return model
+
+
+def write_preview_defects(out: Path) -> None:
+    # FlexAttention and CausalConvWithState: the forms refused at import.
+    s = tensor_info("s", ["B", "H", "L", "S"])
+    twice = helper.make_graph([helper.make_node("Neg", ["s"], ["n"]),
+                               helper.make_node("Abs", ["s"], ["a"])], "mod", [s],
+                              [tensor_info("n", []), tensor_info("a", [])])
+    save(flex_model("flex_mod", 2, score_mod=twice), out / "flex_mod_two_outputs.onnx")
+    save(flex_model("flex_heads", 3), out / "flex_heads_not_multiple.onnx")
+    save(flex_model("flex_precision", 2, softmax_precision=TensorProto.INT32),
+         out / "flex_softmax_precision.onnx")
+    x, y = tensor_info("x", [1, 4, 5]), tensor_info("y", [1, 4, 5])
+    weight = numpy_helper.from_array(np.ones([4, 1, 3], np.float32), "w")
+    conv = [helper.make_node("CausalConvWithState", ["x", "w"], ["y"], name="conv_state",
+                             activation="relu")]
+    save(model_of(conv, [x], [y], [weight], opset=27), out / "causal_conv_activation.onnx")
 
 
 def write_weight_defects(out: Path) -> None:

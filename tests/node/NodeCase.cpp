@@ -231,6 +231,10 @@ void collectUndeclaredOps(const onnx::GraphProto &graph, CaseInfo &info) {
                     (parseOpKind(converted).has_value() ||
                      OpImporterRegistry::instance().lookup(
                          "", converted, std::max(info.opset, kMinOnnxOpset)) != nullptr);
+    // An op of another domain the importer expands (ai.onnx.preview FlexAttention).
+    if (auto domain = info.domainOpsets.find(node.domain());
+        !isDefaultDomain(node.domain()) && domain != info.domainOpsets.end())
+      declared = OpImporterRegistry::instance().lookup(node.domain(), op, domain->second);
     std::string spelled = isDefaultDomain(node.domain()) ? op : node.domain() + "::" + op;
     if (!declared && std::find(info.undeclaredOps.begin(), info.undeclaredOps.end(), spelled) ==
                          info.undeclaredOps.end())
@@ -249,6 +253,8 @@ CaseInfo readCaseInfo(const std::string &directory) {
   for (const auto &opset : model.opset_import())
     if (isDefaultDomain(opset.domain()))
       info.opset = opset.version();
+    else
+      info.domainOpsets[opset.domain()] = opset.version();
 
   const onnx::GraphProto &graph = model.graph();
   for (const auto &node : graph.node()) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ struct CaseInfo {
   std::string name;      // folder name, e.g. "test_add_bcast"
   std::string directory; // the case folder
   int64_t opset = 0;     // ai.onnx version from opset_import (0 if absent)
+  /// The other domains' versions from opset_import (ai.onnx.preview).
+  std::map<std::string, int64_t> domainOpsets;
   /// Distinct op types of the main graph, in first-seen order.
   std::vector<std::string> opTypes;
   /// "domain::Op" or "Op" for every node op onnxc does not declare.
