@@ -32,6 +32,7 @@
 #include "frontend/OpImporterRegistry.h"
 #include "frontend/TensorProto.h"
 
+#include "ir/DType.h"
 #include "ir/Error.h"
 
 #include <cmath>
@@ -47,20 +48,6 @@ struct FlexAttributes {
   std::optional<float> scale;
   std::optional<DType> precision;
 };
-
-/// The ONNX TensorProto code of a float type, for Cast's `to`.
-int64_t onnxFloatCode(DType type) {
-  switch (type) {
-  case DType::F16:
-    return 10;
-  case DType::F64:
-    return 11;
-  case DType::BF16:
-    return 16;
-  default:
-    return 1;
-  }
-}
 
 const onnx::GraphProto *modGraph(OnnxNode &node, const onnx::AttributeProto &attr) {
   if (attr.type() != onnx::AttributeProto::GRAPH &&
@@ -226,7 +213,7 @@ void importFlexAttention(OnnxNode &node) {
 
   DType input = q->dtype(), compute = softmaxType(attrs, input);
   bool cast = input == DType::Unknown || compute != input;
-  AttributeMap to = {{"to", Attribute(onnxFloatCode(compute))}};
+  AttributeMap to = {{"to", Attribute(onnxTypeCode(compute))}};
   if (cast)
     scores = node.emitStep(OpKind::Cast, {scores}, "softmax_scores", to);
   if (attrs.scoreMod)

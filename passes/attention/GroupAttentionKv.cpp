@@ -65,8 +65,7 @@ MatchResult<Grouped> readGrouped(const Node &attention, size_t rank) {
   if (attention.getInt("seq_first", 0) != 0)
     return Rejection{"the attention is sequence-first"};
   auto read = [&](size_t i) {
-    return rank == 4 ? readRepeatKv(attention.operand(i))
-                     : readMergedRepeat(attention.operand(i));
+    return rank == 4 ? readRepeatKv(attention.operand(i)) : readMergedRepeat(attention.operand(i));
   };
   MatchResult<RepeatedKv> key = read(1), value = read(2);
   if (!key)
@@ -79,8 +78,7 @@ MatchResult<Grouped> readGrouped(const Node &attention, size_t rank) {
   if (rank == 3) {
     int64_t heads = attention.getInt("q_num_heads", 0);
     std::optional<int64_t> kvHeads = k[1].constant();
-    if (attention.getInt("kv_num_heads", 0) != heads || !kvHeads ||
-        *kvHeads * key->copies != heads)
+    if (attention.getInt("kv_num_heads", 0) != heads || !kvHeads || *kvHeads * key->copies != heads)
       return Rejection{"the 3-D attention's heads are not the repeated KV heads"};
   }
   return Grouped{*key, *value};
@@ -109,16 +107,18 @@ Value *groupedIn4d(RewriteBuilder &builder, const Node &attention, const Grouped
   std::optional<int64_t> vSize = grouped.value.source->shape()[3].constant();
   if (!qSize || !vSize)
     fail("the head sizes are not constants");
-  Value *split = builder.create(OpKind::Reshape,
-                                {attention.operand(0),
-                                 builder.constantI64(base + ".q_heads", {0, 0, heads, *qSize})},
-                                base + ".q_split");
-  Value *q = builder.create(OpKind::Transpose, {split}, base + ".q", {{"perm", Attribute(HeadSwap)}});
-  Value *y = groupedAttention(builder, attention, q, grouped, base + ".grouped");
-  Value *swapped = builder.create(OpKind::Transpose, {y}, base + ".y", {{"perm", Attribute(HeadSwap)}});
-  return builder.create(
+  Value *split = builder.create(
       OpKind::Reshape,
-      {swapped, builder.constantI64(base + ".y_heads", {0, 0, heads * *vSize})}, base + ".merged");
+      {attention.operand(0), builder.constantI64(base + ".q_heads", {0, 0, heads, *qSize})},
+      base + ".q_split");
+  Value *q =
+      builder.create(OpKind::Transpose, {split}, base + ".q", {{"perm", Attribute(HeadSwap)}});
+  Value *y = groupedAttention(builder, attention, q, grouped, base + ".grouped");
+  Value *swapped =
+      builder.create(OpKind::Transpose, {y}, base + ".y", {{"perm", Attribute(HeadSwap)}});
+  return builder.create(OpKind::Reshape,
+                        {swapped, builder.constantI64(base + ".y_heads", {0, 0, heads * *vSize})},
+                        base + ".merged");
 }
 
 MatchStatus rewrite(Graph &graph, Node &attention, const Grouped &grouped, size_t rank) {
