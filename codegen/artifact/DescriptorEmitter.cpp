@@ -124,6 +124,8 @@ int32_t abiDType(DType dtype) {
     return ONNXC_U64;
   case DType::Bool:
     return ONNXC_BOOL;
+  case DType::I4:
+  case DType::U4: // refused as inputs and outputs (tensorInfos, below)
   case DType::Unknown:
     break;
   }

@@ -109,8 +109,8 @@ void checkBranches(const Node &node, const std::set<std::string> &bound) {
 /// which branch they belong to ("MatMul mm (then_branch of node 'If_0')").
 void guardSteps(LoweringContext &ctx, const Node &node, size_t first, int32_t condition,
                 bool whenTrue) {
-  std::string where =
-      std::string(whenTrue ? " (then_branch" : " (else_branch") + " of " + node.describe() + ")";
+  std::string where = whenTrue ? " (then_branch" : " (else_branch";
+  where += " of " + node.describe() + ")";
   llvm::Module &module = ctx.module();
   llvm::LLVMContext &llvmContext = module.getContext();
   std::vector<PlanStep> &steps = ctx.plan().steps;
