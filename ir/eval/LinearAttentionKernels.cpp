@@ -83,7 +83,8 @@ LinearDims linearDims(const Node &node, const LinearAttentionAttributes &a,
   };
   d.decayStride = perStep(kLinearDecay, "decay", a.kvHeads, a.kvHeads * d.keySize);
   d.betaStride = perStep(kLinearBeta, "beta", a.kvHeads, 1);
-  if (const Tensor *past = operands.size() > kLinearPastState ? operands[kLinearPastState] : nullptr;
+  if (const Tensor *past =
+          operands.size() > kLinearPastState ? operands[kLinearPastState] : nullptr;
       past && past->dims() != std::vector<int64_t>{d.batch, a.kvHeads, d.keySize, d.valueSize})
     fail(node.describe(), ": linear attention past_state of shape ", past->typeString(),
          " must be [", d.batch, ", ", a.kvHeads, ", ", d.keySize, ", ", d.valueSize, "]");

@@ -24,8 +24,8 @@ namespace {
 
 void requireFloatType(const Node &node, DType type, const char *what) {
   if (type != DType::Unknown && !isLinearAttentionType(type))
-    fail(node.describe(), ": linear attention ", what, " must be float32, float16 or bfloat16, got ",
-         dtypeName(type));
+    fail(node.describe(), ": linear attention ", what,
+         " must be float32, float16 or bfloat16, got ", dtypeName(type));
 }
 
 /// `hidden / heads`; a provable remainder is an error naming `what`.
@@ -64,8 +64,8 @@ void requireLastDimAmong(const Node &node, const Shape &shape, const char *what,
 void inferLinearAttention(Node &node, InferenceContext &context) {
   requireOperandsPresent(node, 3);
   LinearAttentionAttributes a = linearAttentionAttributes(node);
-  DType dtype = commonOperandDType(node, {kLinearQuery, kLinearKey, kLinearValue, kLinearDecay,
-                                          kLinearBeta});
+  DType dtype =
+      commonOperandDType(node, {kLinearQuery, kLinearKey, kLinearValue, kLinearDecay, kLinearBeta});
   requireFloatType(node, dtype, "inputs");
   const Value *past = node.operand(kLinearPastState);
   DType stateType = past && past->dtype() != DType::Unknown ? past->dtype() : dtype;

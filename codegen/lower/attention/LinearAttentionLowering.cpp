@@ -159,8 +159,8 @@ private:
   FlashVectorIR vec_;
   unsigned query_ = 0, key_ = 0, value_ = 0, output_ = 0;
   int past_ = -1, decay_ = -1, beta_ = -1, present_ = -1;
-  Value *state_ = nullptr, *columnStage_ = nullptr, *keyStage_ = nullptr,
-        *queryStage_ = nullptr, *decayStage_ = nullptr;
+  Value *state_ = nullptr, *columnStage_ = nullptr, *keyStage_ = nullptr, *queryStage_ = nullptr,
+        *decayStage_ = nullptr;
   // The task being emitted: batch row, KV head, first column, lane masks.
   Value *batch_ = nullptr, *head_ = nullptr, *column_ = nullptr, *columns_ = nullptr;
   std::vector<Value *> masks_;
@@ -294,15 +294,14 @@ FlashVectorIR::Values LinearAttentionKernel::retrieve(Row key, Value *headFactor
                    });
   FlashVectorIR::Values r;
   for (int64_t i = 0; i < vectors; ++i)
-    r.push_back(b.CreateFAdd(b.CreateFAdd(tail[size_t(i)], sums[size_t(vectors + i)]),
-                             b.CreateFAdd(sums[size_t(2 * vectors + i)],
-                                          sums[size_t(3 * vectors + i)])));
+    r.push_back(
+        b.CreateFAdd(b.CreateFAdd(tail[size_t(i)], sums[size_t(vectors + i)]),
+                     b.CreateFAdd(sums[size_t(2 * vectors + i)], sums[size_t(3 * vectors + i)])));
   return r;
 }
 
-FlashVectorIR::Values LinearAttentionKernel::update(Row key, Value *headFactor,
-                                                    ArrayRef<Value *> u, Row query,
-                                                    int64_t heads) {
+FlashVectorIR::Values LinearAttentionKernel::update(Row key, Value *headFactor, ArrayRef<Value *> u,
+                                                    Row query, int64_t heads) {
   IRBuilder<> &b = k_.ir();
   const int64_t vectors = s_.vectors;
   bool decayHere = s_.attrs.gated && !s_.attrs.delta; // delta decays in retrieve()
@@ -312,8 +311,8 @@ FlashVectorIR::Values LinearAttentionKernel::update(Row key, Value *headFactor,
     Value *factor = decayHere ? rowFactor(headFactor, d) : nullptr;
     FlashVectorIR::Values q, next(acc.begin(), acc.end());
     for (int64_t h = 0; h < heads; ++h)
-      q.push_back(vec_.broadcast(
-          query.base, b.CreateAdd(b.CreateAdd(query.offset, i64(h * s_.keySize)), d)));
+      q.push_back(vec_.broadcast(query.base,
+                                 b.CreateAdd(b.CreateAdd(query.offset, i64(h * s_.keySize)), d)));
     for (int64_t i = 0; i < vectors; ++i) {
       Value *index = stateAt(d, i);
       Value *row = vec_.load(state_, index);
@@ -336,7 +335,8 @@ FlashVectorIR::Values LinearAttentionKernel::read(Row query, int64_t firstHead, 
   return vec_.loop(i64(0), i64(s_.keySize), 1, zeros, [&](Value *d, ArrayRef<Value *> acc) {
     FlashVectorIR::Values next(acc.begin(), acc.end());
     for (int64_t h = 0; h < heads; ++h) {
-      Value *q = vec_.broadcast(query.base, b.CreateAdd(b.CreateAdd(first, i64(h * s_.keySize)), d));
+      Value *q =
+          vec_.broadcast(query.base, b.CreateAdd(b.CreateAdd(first, i64(h * s_.keySize)), d));
       for (int64_t i = 0; i < vectors; ++i)
         next[size_t(h * vectors + i)] =
             vec_.fma(q, vec_.load(state_, stateAt(d, i)), acc[size_t(h * vectors + i)]);
@@ -377,8 +377,8 @@ void LinearAttentionKernel::emitStep(Value *t) {
   if (s_.attrs.delta) {
     FlashVectorIR::Values r = retrieve(key, headFactor);
     Value *betaAt = s_.perHeadBeta ? kvRow : bt;
-    Value *rate = b.CreateVectorSplat(
-        kLanes, k_.loadElement(s_.type, k_.buffer(unsigned(beta_)), betaAt));
+    Value *rate =
+        b.CreateVectorSplat(kLanes, k_.loadElement(s_.type, k_.buffer(unsigned(beta_)), betaAt));
     for (size_t i = 0; i < u.size(); ++i)
       u[i] = b.CreateFMul(rate, b.CreateFSub(u[i], r[i]));
   }
@@ -408,8 +408,8 @@ void LinearAttentionKernel::emitTask(Value *task) {
         b.CreateICmpSLT(ConstantVector::get(lanes), b.CreateVectorSplat(kLanes, columns_)));
   }
   // The state block's rows: (b, j, d) of past/present from this block's first column.
-  Value *stateRow = b.CreateMul(b.CreateAdd(b.CreateMul(batch_, i64(s_.attrs.kvHeads)), head_),
-                                i64(s_.keySize));
+  Value *stateRow =
+      b.CreateMul(b.CreateAdd(b.CreateMul(batch_, i64(s_.attrs.kvHeads)), head_), i64(s_.keySize));
   auto stateOffset = [&](Value *d) {
     return b.CreateAdd(b.CreateMul(b.CreateAdd(stateRow, d), i64(s_.valueSize)), column_);
   };
@@ -422,7 +422,8 @@ void LinearAttentionKernel::emitTask(Value *task) {
     for (int64_t i = 0; i < s_.vectors; ++i)
       vec_.store(row[size_t(i)], state_, stateAt(d, i));
   });
-  k_.forRange(i64(0), dim(s_.steps), [&](Value *t) { emitStep(t); }, 1, "t");
+  k_.forRange(
+      i64(0), dim(s_.steps), [&](Value *t) { emitStep(t); }, 1, "t");
   if (present_ < 0)
     return;
   k_.forRange(i64(0), i64(s_.keySize), [&](Value *d) {
@@ -450,7 +451,8 @@ void LinearAttentionKernel::emit() {
         return f.ir().CreateMul(f.dim(batch), f.i64(perBatch));
       },
       1);
-  k_.forRange(begin, end, [&](Value *task) { emitTask(task); }, 1, "task");
+  k_.forRange(
+      begin, end, [&](Value *task) { emitTask(task); }, 1, "task");
   step_.finish();
 }
 
