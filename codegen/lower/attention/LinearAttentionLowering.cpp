@@ -3,10 +3,10 @@
 // LinearAttention (ir/eval/LinearAttentionKernels.cpp is its meaning) as one
 // kernel. The state's columns (its d_v axis) never mix: every rule reads and
 // writes column m of S from column m alone (the decay scales rows, S^T k and
-// q^T S are per column, the update adds k u[m]). So a task owns one block of
-// W columns of one (batch, KV head) state, W = 8 x (1, 2 or 4) lanes, keeps
-// that d_k x W block in a stack array (8 KiB at d_k = 128, W = 16: L1), and
-// runs every time step over it in order:
+// q^T S are per column, the update adds k u[m]). So the state is cut into
+// blocks of W columns, W = 8 x (1, 2 or 4) lanes, each a d_k x W stack array
+// (8 KiB at d_k = 128, W = 16: it stays in L1), and each block runs every
+// time step in order:
 //
 //   gated:  e = exp(decay_t)            (per head: one scalar; per key: d_k, vector exp)
 //   delta:  pass 1, over rows d: S[d] *= e[d]; r += S[d] k[d]
@@ -17,8 +17,13 @@
 // where every product is one <8 x float> FMA along the columns, k[d], q_h[d]
 // and e[d] broadcast from memory. The KV head's query heads (GQA) all read
 // the block pass 2 has just written, up to 8 accumulators at a time (more
-// heads take further read-only passes). Tasks are (batch, KV head, column
-// block), split across the runtime's threads.
+// heads take further read-only passes).
+//
+// A task is (batch row, KV head, group of up to 64 columns' blocks), split
+// across the runtime's threads. Its steps run in chunks of about 192 KiB of
+// input rows: each block of the group takes the chunk's steps in turn, so
+// the rows come from L3/DRAM once per chunk and from L2 for the other
+// blocks (a task per block read the 8 KiB-strided rows once per block).
 //
 // Arithmetic is f32 whatever the operands' type (f16/bf16 are converted as
 // they are read). Summation order: o_h[m] sums d = 0, 1, ..., d_k - 1 in
@@ -36,6 +41,7 @@
 
 #include "llvm/IR/Constants.h"
 
+#include <algorithm>
 #include <string>
 
 using namespace llvm;
@@ -53,6 +59,13 @@ constexpr int64_t kMaxScratchBytes = 128 * 1024;
 constexpr int64_t kRegisterVectors = 8;
 /// Interleaved partial sums of S^T k (an FMA's latency is 4 cycles).
 constexpr int64_t kPartialSums = 4;
+/// Columns of one task: 64 (four 16-column blocks, 32 KiB of state at d_k =
+/// 128): a task reads the query and key rows of its steps once per chunk
+/// for all of them, while a task per block read them once per block.
+constexpr int64_t kTaskColumns = 64;
+/// The input rows of a chunk of steps, which the task's blocks read in turn
+/// (they stay in L2: 512 KiB on Zen 3).
+constexpr int64_t kChunkBytes = 192 * 1024;
 
 /// What the kernel is specialized to: the constant head sizes and counts
 /// and the form of the optional operands.
@@ -64,8 +77,11 @@ struct LinearShape {
   int64_t vectors = 1;
   bool perKeyDecay = false, perHeadBeta = false;
   DType type = DType::F32, pastType = DType::F32, presentType = DType::F32;
+  /// Column blocks per task, and time steps per chunk (see emitTask).
+  int64_t blocksPerTask = 1, chunkSteps = 1;
   int64_t width() const { return vectors * kLanes; }
   int64_t blocks() const { return (valueSize + width() - 1) / width(); }
+  int64_t taskGroups() const { return (blocks() + blocksPerTask - 1) / blocksPerTask; }
 };
 
 int64_t constantDim(const LoweringContext &ctx, const Node &node, const Dim &dim,
@@ -78,7 +94,8 @@ int64_t constantDim(const LoweringContext &ctx, const Node &node, const Dim &dim
 
 /// Float elements of stack scratch a task needs for `shape`.
 int64_t scratchFloats(const LinearShape &s) {
-  int64_t floats = s.keySize * s.width() + s.width(); // state block, one staged column row
+  // The task's state blocks, one staged column row.
+  int64_t floats = s.blocksPerTask * s.keySize * s.width() + s.width();
   if (s.type != DType::F32)
     floats += s.keySize * (1 + s.group); // k and the group's q rows
   if (s.perKeyDecay)
@@ -116,6 +133,12 @@ LinearShape linearShape(const LoweringContext &ctx, const Node &node) {
   if (scratchFloats(s) * 4 > kMaxScratchBytes)
     ctx.unsupported(node, "linear attention head size d_k = " + std::to_string(s.keySize) +
                               " needs more stack scratch than the kernel allows");
+  s.blocksPerTask = std::min(s.blocks(), std::max<int64_t>(1, kTaskColumns / s.width()));
+  while (s.blocksPerTask > 1 && scratchFloats(s) * 4 > kMaxScratchBytes)
+    --s.blocksPerTask;
+  int64_t rowBytes = int64_t(dtypeSize(s.type)) *
+                     ((s.group + 1 + (s.perKeyDecay ? 1 : 0)) * s.keySize + s.valueSize + 2);
+  s.chunkSteps = std::clamp<int64_t>(kChunkBytes / rowBytes, 4, 256);
   return s;
 }
 
@@ -136,6 +159,9 @@ private:
   Value *stateAt(Value *row, int64_t vector);
 
   void emitTask(Value *task);
+  /// Points state_, column_, columns_ and masks_ at block `block` of the task.
+  void selectBlock(Value *block);
+  void transferState(Value *blocks, bool toPresent);
   void emitStep(Value *t);
   /// The W columns from `offset` of a `type` array (lanes past the block's
   /// columns read as 0), or stored there (lanes past them left alone).
@@ -162,6 +188,7 @@ private:
   Value *state_ = nullptr, *columnStage_ = nullptr, *keyStage_ = nullptr, *queryStage_ = nullptr,
         *decayStage_ = nullptr;
   // The task being emitted: batch row, KV head, first column, lane masks.
+  Value *stateBlocks_ = nullptr, *firstBlock_ = nullptr;
   Value *batch_ = nullptr, *head_ = nullptr, *column_ = nullptr, *columns_ = nullptr;
   std::vector<Value *> masks_;
 };
@@ -392,12 +419,11 @@ void LinearAttentionKernel::emitStep(Value *t) {
   }
 }
 
-void LinearAttentionKernel::emitTask(Value *task) {
+void LinearAttentionKernel::selectBlock(Value *block) {
   IRBuilder<> &b = k_.ir();
-  std::vector<Value *> index =
-      k_.unflatten(task, {dim(s_.batch), i64(s_.attrs.kvHeads), i64(s_.blocks())});
-  batch_ = index[0], head_ = index[1];
-  column_ = b.CreateMul(index[2], i64(s_.width()));
+  state_ =
+      b.CreateGEP(b.getFloatTy(), stateBlocks_, b.CreateMul(block, i64(s_.keySize * s_.width())));
+  column_ = b.CreateMul(b.CreateAdd(firstBlock_, block), i64(s_.width()));
   columns_ = k_.min(b.CreateSub(i64(s_.valueSize), column_), i64(s_.width()));
   masks_.clear();
   for (int64_t i = 0; i < s_.vectors; ++i) {
@@ -407,36 +433,67 @@ void LinearAttentionKernel::emitTask(Value *task) {
     masks_.push_back(
         b.CreateICmpSLT(ConstantVector::get(lanes), b.CreateVectorSplat(kLanes, columns_)));
   }
-  // The state block's rows: (b, j, d) of past/present from this block's first column.
+}
+
+/// Copies the past (or zeros) into the task's state blocks, or the blocks
+/// into the present.
+void LinearAttentionKernel::transferState(Value *blocks, bool toPresent) {
+  IRBuilder<> &b = k_.ir();
   Value *stateRow =
       b.CreateMul(b.CreateAdd(b.CreateMul(batch_, i64(s_.attrs.kvHeads)), head_), i64(s_.keySize));
-  auto stateOffset = [&](Value *d) {
-    return b.CreateAdd(b.CreateMul(b.CreateAdd(stateRow, d), i64(s_.valueSize)), column_);
-  };
-  k_.forRange(i64(0), i64(s_.keySize), [&](Value *d) {
-    FlashVectorIR::Values row;
-    if (past_ >= 0)
-      row = loadColumns(s_.pastType, k_.buffer(unsigned(past_)), stateOffset(d));
-    else
-      row.assign(size_t(s_.vectors), vec_.splat(0));
-    for (int64_t i = 0; i < s_.vectors; ++i)
-      vec_.store(row[size_t(i)], state_, stateAt(d, i));
+  k_.forRange(i64(0), blocks, [&](Value *block) {
+    selectBlock(block);
+    k_.forRange(i64(0), i64(s_.keySize), [&](Value *d) {
+      Value *offset =
+          b.CreateAdd(b.CreateMul(b.CreateAdd(stateRow, d), i64(s_.valueSize)), column_);
+      FlashVectorIR::Values row;
+      if (toPresent) {
+        for (int64_t i = 0; i < s_.vectors; ++i)
+          row.push_back(vec_.load(state_, stateAt(d, i)));
+        storeColumns(row, s_.presentType, k_.buffer(unsigned(present_)), offset);
+        return;
+      }
+      if (past_ >= 0)
+        row = loadColumns(s_.pastType, k_.buffer(unsigned(past_)), offset);
+      else
+        row.assign(size_t(s_.vectors), vec_.splat(0));
+      for (int64_t i = 0; i < s_.vectors; ++i)
+        vec_.store(row[size_t(i)], state_, stateAt(d, i));
+    });
   });
+}
+
+/// A task is a (batch row, KV head, group of column blocks). Its steps run
+/// in chunks: every block of the group takes the chunk's steps in turn, so
+/// the chunk's input rows come from memory once and from L2 after that,
+/// and each block's state stays in L1 for the whole chunk.
+void LinearAttentionKernel::emitTask(Value *task) {
+  IRBuilder<> &b = k_.ir();
+  std::vector<Value *> index =
+      k_.unflatten(task, {dim(s_.batch), i64(s_.attrs.kvHeads), i64(s_.taskGroups())});
+  batch_ = index[0], head_ = index[1];
+  firstBlock_ = b.CreateMul(index[2], i64(s_.blocksPerTask));
+  Value *blocks = k_.min(b.CreateSub(i64(s_.blocks()), firstBlock_), i64(s_.blocksPerTask));
+  transferState(blocks, /*toPresent=*/false);
+  Value *steps = dim(s_.steps);
   k_.forRange(
-      i64(0), dim(s_.steps), [&](Value *t) { emitStep(t); }, 1, "t");
-  if (present_ < 0)
-    return;
-  k_.forRange(i64(0), i64(s_.keySize), [&](Value *d) {
-    FlashVectorIR::Values row;
-    for (int64_t i = 0; i < s_.vectors; ++i)
-      row.push_back(vec_.load(state_, stateAt(d, i)));
-    storeColumns(row, s_.presentType, k_.buffer(unsigned(present_)), stateOffset(d));
-  });
+      i64(0), steps,
+      [&](Value *chunk) {
+        Value *chunkEnd = k_.min(b.CreateAdd(chunk, i64(s_.chunkSteps)), steps);
+        k_.forRange(i64(0), blocks, [&](Value *block) {
+          selectBlock(block);
+          k_.forRange(
+              chunk, chunkEnd, [&](Value *t) { emitStep(t); }, 1, "t");
+        });
+      },
+      s_.chunkSteps, "chunk");
+  if (present_ >= 0)
+    transferState(blocks, /*toPresent=*/true);
 }
 
 void LinearAttentionKernel::emit() {
   Type *f32 = k_.ir().getFloatTy();
-  state_ = stackArray(k_, f32, s_.keySize * s_.width(), "linear_state");
+  stateBlocks_ = stackArray(k_, f32, s_.blocksPerTask * s_.keySize * s_.width(), "linear_state");
   columnStage_ = stackArray(k_, f32, s_.width(), "column_stage");
   if (s_.type != DType::F32) {
     keyStage_ = stackArray(k_, f32, s_.keySize, "key_stage");
@@ -445,7 +502,7 @@ void LinearAttentionKernel::emit() {
   if (s_.perKeyDecay)
     decayStage_ = stackArray(k_, f32, s_.keySize, "decay_stage");
   Dim batch = s_.batch;
-  int64_t perBatch = s_.attrs.kvHeads * s_.blocks();
+  int64_t perBatch = s_.attrs.kvHeads * s_.taskGroups();
   auto [begin, end] = step_.splitEvenly(
       [batch, perBatch](FunctionBuilder &f) {
         return f.ir().CreateMul(f.dim(batch), f.i64(perBatch));

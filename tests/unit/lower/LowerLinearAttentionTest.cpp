@@ -6,8 +6,9 @@
 // rule, a T = 1 decode step and a T = 37 prefill after a past state, GQA
 // 4:1, MQA 12:1 (query heads past one pass's accumulators), MHA with wide
 // column blocks, per-head and per-key decay, beta per head and shared,
-// d_v off the column block (masked lanes), no past, f16 activations with
-// an f32 state, and two threads. Keys are L2-normalized per head, as the
+// d_v off the column block (masked lanes), several blocks per task, a
+// prefill longer than a chunk of steps, no past, f16 activations with an
+// f32 state, and two threads. Keys are L2-normalized per head, as the
 // spec asks for the delta rules, so the state stays bounded over 37 steps.
 //
 // Tolerance: |compiled - reference| <= 1e-5 + 1e-4 |reference|. Both keep
@@ -60,10 +61,10 @@ struct Config {
 /// The graph text of one node over inputs of symbolic batch `b` and length `t`.
 std::string graphText(const Config &c) {
   auto act = [&](int64_t last) { return c.type + "[b, t, " + str(last) + "]"; };
-  std::string state = c.stateType + "[b, " + str(c.kvHeads) + ", " + str(c.keySize) + ", " +
-                      str(c.valueSize) + "]";
-  std::string inputs = "%q: " + act(c.qHeads * c.keySize) + ", %k: " +
-                       act(c.kvHeads * c.keySize) + ", %v: " + act(c.kvHeads * c.valueSize);
+  std::string state =
+      c.stateType + "[b, " + str(c.kvHeads) + ", " + str(c.keySize) + ", " + str(c.valueSize) + "]";
+  std::string inputs = "%q: " + act(c.qHeads * c.keySize) + ", %k: " + act(c.kvHeads * c.keySize) +
+                       ", %v: " + act(c.kvHeads * c.valueSize);
   std::string operands = "%q, %k, %v";
   if (c.past)
     inputs += ", %past: " + state;
@@ -79,8 +80,8 @@ std::string graphText(const Config &c) {
   std::string presentType = (c.past ? c.stateType : c.type) + "[b, " + str(c.kvHeads) + ", " +
                             str(c.keySize) + ", " + str(c.valueSize) + "]";
   return "graph @g(" + inputs + ") -> (%y: " + act(c.qHeads * c.valueSize) +
-         ", %present: " + presentType + ") {\n  %y, %present = LinearAttention(" + operands +
-         ") " + attrs + "\n  return %y, %present\n}\n";
+         ", %present: " + presentType + ") {\n  %y, %present = LinearAttention(" + operands + ") " +
+         attrs + "\n  return %y, %present\n}\n";
 }
 
 DType dtypeOf(const std::string &name) { return name == "f16" ? DType::F16 : DType::F32; }
@@ -100,10 +101,9 @@ Tensor unitKeys(DType type, std::vector<int64_t> dims, int64_t size, unsigned se
 
 Feeds feeds(const Config &c, int64_t batch, int64_t steps, unsigned seed) {
   DType type = dtypeOf(c.type);
-  Feeds f = {
-      {"q", randomOf(type, {batch, steps, c.qHeads * c.keySize}, seed)},
-      {"k", unitKeys(type, {batch, steps, c.kvHeads * c.keySize}, c.keySize, seed + 1)},
-      {"v", randomOf(type, {batch, steps, c.kvHeads * c.valueSize}, seed + 2)}};
+  Feeds f = {{"q", randomOf(type, {batch, steps, c.qHeads * c.keySize}, seed)},
+             {"k", unitKeys(type, {batch, steps, c.kvHeads * c.keySize}, c.keySize, seed + 1)},
+             {"v", randomOf(type, {batch, steps, c.kvHeads * c.valueSize}, seed + 2)}};
   if (c.past)
     f["past"] =
         randomOf(dtypeOf(c.stateType), {batch, c.kvHeads, c.keySize, c.valueSize}, seed + 3);
@@ -160,6 +160,14 @@ TEST(LowerLinearAttention, OneQueryHeadPerKeyValueHeadOnTwoThreads) {
   expectDecodeAndPrefill(c, 1e-4, 1e-5, /*threads=*/2);
 }
 
+TEST(LowerLinearAttention, StepsInChunksOverManyBlocks) {
+  // 16 query heads of 80 read 5.9 KB of rows a step: chunks of 33 steps, so T = 37 crosses a
+  // chunk; d_v = 40 is five 8-column blocks in one task.
+  Config c;
+  c.qHeads = 16, c.kvHeads = 1, c.keySize = 80, c.valueSize = 40;
+  expectDecodeAndPrefill(c);
+}
+
 TEST(LowerLinearAttention, HalfActivationsWithAFloatState) {
   Config c;
   c.type = "f16";
@@ -211,8 +219,7 @@ TEST(LinearAttentionRule, DecayAndBetaFollowTheUpdateRule) {
   // A delta node given a decay, and a gated node without one.
   text.replace(text.find("%past, _, %beta"), 15, "%past, %k, %beta");
   std::string message = errorOf([&] { parseGraph(text); });
-  EXPECT_NE(message.find("update_rule 'delta' takes no decay input"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("update_rule 'delta' takes no decay input"), std::string::npos) << message;
   Config gated;
   gated.rule = "gated";
   text = graphText(gated);
