@@ -47,7 +47,7 @@ std::string str(int64_t value) { return std::to_string(value); }
 struct Config {
   std::string rule = "gated_delta";
   int64_t qHeads = 8, kvHeads = 2, keySize = 16, valueSize = 24;
-  bool past = true;
+  bool past = true, present = true;
   bool perKeyDecay = true, perHeadBeta = true;
   std::string type = "f32", stateType = "f32";
   std::string extraAttrs;
@@ -79,9 +79,11 @@ std::string graphText(const Config &c) {
                       ", update_rule = \"" + c.rule + "\"" + c.extraAttrs + "}";
   std::string presentType = (c.past ? c.stateType : c.type) + "[b, " + str(c.kvHeads) + ", " +
                             str(c.keySize) + ", " + str(c.valueSize) + "]";
-  return "graph @g(" + inputs + ") -> (%y: " + act(c.qHeads * c.valueSize) +
-         ", %present: " + presentType + ") {\n  %y, %present = LinearAttention(" + operands + ") " +
-         attrs + "\n  return %y, %present\n}\n";
+  std::string outputs = "%y: " + act(c.qHeads * c.valueSize);
+  if (c.present)
+    outputs += ", %present: " + presentType;
+  return "graph @g(" + inputs + ") -> (" + outputs + ") {\n  %y, %present = LinearAttention(" +
+         operands + ") " + attrs + "\n  return %y" + (c.present ? ", %present" : "") + "\n}\n";
 }
 
 DType dtypeOf(const std::string &name) { return name == "f16" ? DType::F16 : DType::F32; }
@@ -145,10 +147,11 @@ TEST(LowerLinearAttention, PerHeadDecayAndSharedBeta) {
 }
 
 TEST(LowerLinearAttention, ManyQueryHeadsPerKeyValueHead) {
-  // MQA 12:1: eight heads accumulate with the state update, four in a read pass.
+  // MQA 12:1: eight heads accumulate with the state update, four in a read pass. No past, and
+  // no one reads the present state.
   Config c;
   c.qHeads = 12, c.kvHeads = 1, c.keySize = 8, c.valueSize = 8;
-  c.past = false;
+  c.past = false, c.present = false;
   c.extraAttrs = ", scale = 0.3";
   expectDecodeAndPrefill(c);
 }
