@@ -68,8 +68,8 @@ std::vector<bool> bindOutputs(const Graph &graph, OnnxGraphWriter &writer) {
 
 /// The default domain's opset a graph needs, with its ONNX IR version:
 /// kExportOpset, or the first opset that defines an op onnxc imports from a
-/// newer one (TensorScatter 24, CumProd and BitCast 26), which onnxruntimes
-/// of opset 23 then refuse by name rather than a checker by op.
+/// newer one (TensorScatter 24, CumProd and BitCast 26, LinearAttention 27),
+/// which onnxruntimes of opset 23 then refuse by name rather than a checker by op.
 std::pair<int64_t, int64_t> exportOpsetOf(const Graph &graph) {
   int64_t opset = kExportOpset;
   for (const Node *node : graph.nodeList()) {
@@ -77,6 +77,8 @@ std::pair<int64_t, int64_t> exportOpsetOf(const Graph &graph) {
       opset = std::max<int64_t>(opset, 24);
     if (node->kind() == OpKind::CumProd || node->kind() == OpKind::BitCast)
       opset = std::max<int64_t>(opset, 26);
+    if (node->kind() == OpKind::LinearAttention)
+      opset = std::max<int64_t>(opset, 27);
   }
   // onnx's VERSION_TABLE: IR 12 came with opset 24, 13 with 25 to 27.
   int64_t irVersion = opset == kExportOpset ? kExportIrVersion : opset == 24 ? 12 : 13;

@@ -20,7 +20,7 @@ namespace onnxc {
 
 /// The opset of the default domain the exporter writes (Attention and
 /// RMSNormalization are opset-23 ops); a graph with an op of a newer opset
-/// (TensorScatter, CumProd, BitCast) is written at that one.
+/// (TensorScatter, CumProd, BitCast, LinearAttention) is written at that one.
 constexpr int64_t kExportOpset = 23;
 /// The ONNX IR version that goes with opset 23.
 constexpr int64_t kExportIrVersion = 11;

@@ -21,6 +21,7 @@ const OpImporterRegistry &OpImporterRegistry::instance() {
     registerAttentionImporters(r);
     registerCausalConvImporters(r);
     registerFlexAttentionImporters(r);
+    registerLinearAttentionImporters(r);
     registerMicrosoftQuantizationImporters(r);
     registerMicrosoftNormalizationImporters(r);
     registerMicrosoftRotaryGqaImporters(r);

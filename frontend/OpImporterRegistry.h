@@ -71,6 +71,8 @@ void registerAttentionImporters(OpImporterRegistry &registry);
 void registerCausalConvImporters(OpImporterRegistry &registry);
 /// ai.onnx.preview FlexAttention as the attention it computes, its modifiers inlined.
 void registerFlexAttentionImporters(OpImporterRegistry &registry);
+/// LinearAttention (opset 27).
+void registerLinearAttentionImporters(OpImporterRegistry &registry);
 /// com.microsoft MatMulNBits, GatherBlockQuantized, MatMulBnb4.
 void registerMicrosoftQuantizationImporters(OpImporterRegistry &registry);
 // com.microsoft contrib ops (and onnxruntime's ai.onnx SimplifiedLayerNormalization).

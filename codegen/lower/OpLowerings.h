@@ -32,7 +32,7 @@ void registerNormalizationLowerings(
     LoweringTable &table); // Softmax, LogSoftmax, LayerNorm, RMSNorm
 void registerLinearAlgebraLowerings(LoweringTable &table); // MatMul, Gemm, Einsum
 void registerAttentionLowerings(
-    LoweringTable &table); // Attention, RotaryEmbedding, AdditiveAttention
+    LoweringTable &table); // Attention, RotaryEmbedding, AdditiveAttention, LinearAttention
 void registerConvolutionLowerings(LoweringTable &table); // Conv
 void registerRecurrentLowerings(LoweringTable &table);   // LSTM, GRU, RNN
 void registerScatterGatherLowerings(

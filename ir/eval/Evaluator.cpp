@@ -20,6 +20,7 @@ const KernelTable &referenceKernels() {
     registerLinearAlgebraKernels(t);
     registerAttentionKernels(t);
     registerAdditiveAttentionKernels(t);
+    registerLinearAttentionKernels(t);
     registerConvolutionKernels(t);
     registerRecurrentKernels(t);
     registerScatterGatherKernels(t);

@@ -32,6 +32,7 @@ void registerMovementKernels(KernelTable &table); // Reshape ... Trilu, Constant
 void registerLinearAlgebraKernels(KernelTable &table);     // MatMul, Gemm, Einsum
 void registerAttentionKernels(KernelTable &table);         // Attention, RotaryEmbedding
 void registerAdditiveAttentionKernels(KernelTable &table); // AdditiveAttention (onnxc)
+void registerLinearAttentionKernels(KernelTable &table);   // LinearAttention
 void registerConvolutionKernels(KernelTable &table);       // Conv
 void registerRecurrentKernels(KernelTable &table);         // LSTM, GRU, RNN
 void registerScatterGatherKernels(KernelTable &table); // GatherElements, ScatterND, TensorScatter

@@ -366,6 +366,7 @@ void registerLinearAlgebraShapeRules(ShapeRuleTable &table) {
   registerMatMulFamilyShapeRules(table);
   registerAttentionShapeRules(table);
   registerAdditiveAttentionShapeRules(table);
+  registerLinearAttentionShapeRules(table);
   registerConvolutionShapeRules(table);
   registerRecurrentShapeRules(table);
   registerQuantizedGemmShapeRules(table);

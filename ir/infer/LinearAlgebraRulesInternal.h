@@ -19,6 +19,7 @@ namespace onnxc {
 void registerMatMulFamilyShapeRules(ShapeRuleTable &table);         // MatMul, Gemm, Einsum
 void registerAttentionShapeRules(ShapeRuleTable &table);            // Attention, RotaryEmbedding
 void registerAdditiveAttentionShapeRules(ShapeRuleTable &table);    // AdditiveAttention
+void registerLinearAttentionShapeRules(ShapeRuleTable &table);      // LinearAttention
 void registerConvolutionShapeRules(ShapeRuleTable &table);          // Conv
 void registerRecurrentShapeRules(ShapeRuleTable &table);            // LSTM, GRU, RNN
 void registerQuantizedGemmShapeRules(ShapeRuleTable &table);        // DynamicQuantizedMatMul

@@ -26,7 +26,8 @@ void registerElementwiseShapeRules(
 void registerMovementShapeRules(
     ShapeRuleTable &table); // Reshape ... Trilu, Constant, Identity, Dropout
 void registerLinearAlgebraShapeRules(
-    ShapeRuleTable &table); // MatMul Gemm Einsum Attention RotaryEmbedding Conv LSTM GRU RNN
+    ShapeRuleTable
+        &table); // MatMul Gemm Einsum Attention RotaryEmbedding LinearAttention Conv LSTM GRU RNN
 void registerScatterGatherShapeRules(
     ShapeRuleTable &table); // GatherElements ScatterND TensorScatter
 void registerQuantizationShapeRules(ShapeRuleTable &table); // QuantizeLinear ... QLinearConv

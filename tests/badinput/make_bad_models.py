@@ -127,6 +127,7 @@ def write_graph_defects(out: Path) -> None:
     write_quantization_defects(out)
     write_vision_defects(out)
     write_preview_defects(out)
+    write_linear_attention_defects(out)
 
 
 def write_quantization_defects(out: Path) -> None:
@@ -200,6 +201,25 @@ def write_preview_defects(out: Path) -> None:
     conv = [helper.make_node("CausalConvWithState", ["x", "w"], ["y"], name="conv_state",
                              activation="relu")]
     save(model_of(conv, [x], [y], [weight], opset=27), out / "causal_conv_activation.onnx")
+
+
+def write_linear_attention_defects(out: Path) -> None:
+    """LinearAttention (opset 27) nodes the schema forbids: an update rule it does not define,
+    query heads that are no multiple of the KV heads, a delta rule without its beta."""
+    def info(name: str, last: int) -> onnx.ValueInfoProto:
+        return tensor_info(name, [1, 3, last])
+
+    qkv = [info("q", 16), info("k", 16), info("v", 16)]
+    y = info("y", 16)
+    rule = [helper.make_node("LinearAttention", ["q", "k", "v"], ["y", "state"], name="la_rule",
+                             q_num_heads=2, kv_num_heads=2, update_rule="retnet")]
+    save(model_of(rule, qkv, [y], opset=27), out / "linear_attention_rule.onnx")
+    heads = [helper.make_node("LinearAttention", ["q", "k", "v"], ["y", "state"], name="la_heads",
+                              q_num_heads=3, kv_num_heads=2, update_rule="linear")]
+    save(model_of(heads, qkv, [y], opset=27), out / "linear_attention_heads.onnx")
+    no_beta = [helper.make_node("LinearAttention", ["q", "k", "v"], ["y", "state"], name="la_beta",
+                                q_num_heads=2, kv_num_heads=2, update_rule="delta")]
+    save(model_of(no_beta, qkv, [y], opset=27), out / "linear_attention_no_beta.onnx")
 
 
 def write_weight_defects(out: Path) -> None:

@@ -426,6 +426,7 @@ void registerAttentionLowerings(LoweringTable &table) {
   table.add(OpKind::Attention, lowerAttention);
   table.add(OpKind::RotaryEmbedding, lowerRotaryEmbedding);
   table.add(OpKind::AdditiveAttention, lowerAdditiveAttention);
+  table.add(OpKind::LinearAttention, lowerLinearAttention);
 }
 
 } // namespace onnxc::lower

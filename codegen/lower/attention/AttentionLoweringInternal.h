@@ -93,5 +93,7 @@ MaskLayout attentionMaskLayout(KernelBuilder &k, const Shape &shape);
 void lowerRotaryEmbedding(LoweringContext &ctx, const Node &node);
 /// onnxc's AdditiveAttention (AdditiveAttentionLowering.cpp).
 void lowerAdditiveAttention(LoweringContext &ctx, const Node &node);
+/// LinearAttention, opset 27 (LinearAttentionLowering.cpp).
+void lowerLinearAttention(LoweringContext &ctx, const Node &node);
 
 } // namespace onnxc::lower

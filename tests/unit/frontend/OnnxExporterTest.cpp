@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 
 using namespace onnxc;
@@ -85,6 +86,42 @@ TEST(OnnxExporter, WritesOpset23WithSymbolicDimsAndRawInitializers) {
   EXPECT_EQ(model.graph().initializer(0).raw_data().size(), 16 * sizeof(float));
   EXPECT_EQ(opTypes(model),
             (std::vector<std::string>{"MatMul", "Add", "Gelu", "Identity", "Identity"}));
+}
+
+// LinearAttention is an ONNX op of opset 27: written as itself at that opset (IR version 13),
+// with an absent past_state left as an empty input, and imported back unchanged.
+TEST(OnnxExporter, LinearAttentionIsWrittenAtOpset27) {
+  std::unique_ptr<Graph> graph = parsed(
+      "graph @la(%q: f32[b, t, 8], %k: f32[b, t, 8], %v: f32[b, t, 4], %g: f32[b, t, 2],\n"
+      "          %beta: f32[b, t, 1]) -> (%y: f32[b, t, 8], %s: f32[b, 2, 4, 2]) {\n"
+      "  %y, %s = LinearAttention(%q, %k, %v, _, %g, %beta) {kv_num_heads = 2, q_num_heads = 2}\n"
+      "  return %y, %s\n"
+      "}\n");
+  onnx::ModelProto model = exportOnnxModel(*graph);
+  ASSERT_EQ(model.opset_import_size(), 1);
+  EXPECT_EQ(model.opset_import(0).version(), 27);
+  EXPECT_EQ(model.ir_version(), 13);
+  ASSERT_EQ(opTypes(model), std::vector<std::string>{"LinearAttention"});
+  EXPECT_EQ(model.graph().node(0).input(3), "");
+  fs::path file =
+      fs::temp_directory_path() / ("onnxc-export-la-" + std::to_string(getpid()) + ".onnx");
+  writeOnnxFile(*graph, file.string());
+  std::unique_ptr<Graph> back = importOnnxFile(file.string());
+  fs::remove(file);
+  std::map<std::string, Tensor> inputs;
+  unsigned seed = 1;
+  for (const Value *input : graph->inputs()) {
+    std::vector<int64_t> dims = {2, 3, *input->shape()[2].constant()};
+    Tensor t(DType::F32, dims);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.setElementFromDouble(i, 0.1 * double((i * 7 + seed) % 11) - 0.5);
+    inputs[input->name()] = t;
+    ++seed;
+  }
+  std::vector<Tensor> want = evaluateGraph(*graph, inputs), got = evaluateGraph(*back, inputs);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(got[i].identicalTo(want[i])) << "output " << i;
 }
 
 TEST(OnnxExporter, FourBitConstantsArePackedAndReadBack) {
