@@ -16,7 +16,10 @@
 // kernels' panel groups do; one stream reads less on some cores.
 // Thread CPU time, best and median of the runs (the machine is shared).
 //
-//   onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] [--lanes 8|16]
+//   onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] [--lanes 8|16] [--chunks C]
+//
+// --chunks C calls the int8-activation kernel once per chunk of columns, C chunks (the
+// lowering's tasks: about 16), instead of once over all of N.
 //
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
@@ -114,7 +117,7 @@ std::vector<uint8_t> replicate(const std::vector<uint8_t> &one, int64_t copies) 
   return all;
 }
 
-void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int runs) {
+void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int runs, int64_t chunks) {
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> code(0, 15);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -166,10 +169,15 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
   Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
   auto *int8 = jit.lookup<Int4Int8GemvFn>(int4Int8GemvKernelName(int8Spec));
   next = 0;
+  // As BlockQuantizedMatMulLowering.cpp calls it: one call per chunk of columns (--chunks).
+  const int64_t int8Panels = (s.n + 7) / 8;
+  const int64_t chunkPanels = std::max<int64_t>(
+      4, (int8Panels + chunks - 1) / chunks); // the lowering: whole groups of 4 panels
   Stats ours8 = measure(
       [&] {
-        int8(xq.data(), allInt8.data() + size_t(next) * oneInt8.size(), y.data(), s.n, 0,
-             (s.n + 7) / 8);
+        const uint8_t *weights = allInt8.data() + size_t(next) * oneInt8.size();
+        for (int64_t begin = 0; begin < int8Panels; begin += chunkPanels)
+          int8(xq.data(), weights, y.data(), s.n, begin, std::min(int8Panels, begin + chunkPanels));
         next = (next + 1) % int8Copies;
       },
       int8Bytes, runs);
@@ -209,6 +217,7 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
 int main(int argc, char **argv) {
   int runs = 9;
   double mib = 512;
+  int64_t chunks = 1;
   int64_t lanes = hostHasAvx512() ? 16 : 8;
   std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -217,6 +226,8 @@ int main(int argc, char **argv) {
       runs = std::atoi(argv[++i]);
     } else if (arg == "--mib" && i + 1 < argc) {
       mib = std::atof(argv[++i]);
+    } else if (arg == "--chunks" && i + 1 < argc) {
+      chunks = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--lanes" && i + 1 < argc) {
       lanes = std::atoi(argv[++i]);
     } else if (arg == "--shape" && i + 1 < argc) {
@@ -228,7 +239,7 @@ int main(int argc, char **argv) {
       shapes.push_back(s);
     } else {
       std::fprintf(stderr, "usage: onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] "
-                           "[--lanes 8|16]\n");
+                           "[--lanes 8|16] [--chunks C]\n");
       return 2;
     }
   }
@@ -258,6 +269,6 @@ int main(int argc, char **argv) {
               "ms", "/read", "f32 GB/s", "ms");
   std::printf("(GB/s medians; f32-act: Int4Gemv.h, int8-act: Int4Int8Gemv.h, f32: f32 weights)\n");
   for (const Shape &s : shapes)
-    runShape(jit, s, lanes, mib, runs);
+    runShape(jit, s, lanes, mib, runs, chunks);
   return 0;
 }

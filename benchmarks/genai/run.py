@@ -212,10 +212,18 @@ def read_bandwidth(args, copies):
 
 
 def compile_library(args, folder):
+    """The folder compiled by args.onnxc, again whenever the library is older than the model or
+    than that onnxc (a library another onnxc compiled runs that onnxc's kernels)."""
     library = folder.rstrip("/") + ".so"
     model = os.path.join(folder, "model.onnx")
-    if not (os.path.exists(library) and os.path.getmtime(library) > os.path.getmtime(model)):
+    newest = max(os.path.getmtime(model), os.path.getmtime(os.path.realpath(args.onnxc)))
+    stamp = library + ".onnxc"
+    built_by = open(stamp).read() if os.path.exists(stamp) else ""
+    if not (os.path.exists(library) and os.path.getmtime(library) > newest
+            and built_by == os.path.realpath(args.onnxc)):
         run([args.onnxc, "compile", folder, "-o", library])
+        with open(stamp, "w") as f:
+            f.write(os.path.realpath(args.onnxc))
     return library
 
 

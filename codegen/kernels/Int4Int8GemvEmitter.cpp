@@ -2,10 +2,12 @@
 //
 // Per 8 rows of k and 8-column panel: one 32-byte load, the low and high
 // nibbles split by two ands and a shift, and per row two u8 x s8 dot steps
-// into the panel's int32 accumulator. Panels go two side by side for one
-// or two rows (four independent accumulator chains either way), one for
-// three or four. At each block's end the exact int32 sum is corrected for
-// the zero points, converted, and scaled into the f32 totals.
+// into the panel's int32 accumulator. Panels go four side by side for one
+// row, two for two (four independent accumulator chains either way), one
+// for three or four; side-by-side panels are a stride of the call's range
+// apart, so that each reads its own long stream (emit). At each block's end
+// the exact int32 sum is corrected for the zero points, converted, and
+// scaled into the f32 totals.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Int4Int8Gemv.h"
@@ -53,18 +55,28 @@ public:
     groupPanels_ = spec.rows == 1 ? 4 : spec.rows == 2 ? 2 : 1;
   }
 
+  /// The panels side by side are a stride of the range apart, not
+  /// neighbours: each then walks its own part of the range panel after
+  /// panel, one stream through memory (a panel's records are contiguous and
+  /// the next panel's follow). Four neighbours side by side were four streams
+  /// of one panel each (10.5 KiB at K = 2048), which ended before the
+  /// hardware prefetcher was up to speed: 2048 x 2048 read at 0.77 of a
+  /// plain read where 5632 x 2048's longer panels reached 0.96.
   void emit(llvm::Value *panelBegin, llvm::Value *panelEnd) {
     llvm::Value *groups = b_.CreateSDiv(b_.CreateSub(panelEnd, panelBegin), i64(groupPanels_));
     llvm::Value *groupedEnd = b_.CreateAdd(panelBegin, b_.CreateMul(groups, i64(groupPanels_)));
-    countedLoop(b_, panelBegin, groupedEnd, groupPanels_, {},
-                [&](llvm::Value *panel, llvm::ArrayRef<llvm::Value *>) {
-                  emitGroup(panel, groupPanels_);
+    countedLoop(b_, panelBegin, b_.CreateAdd(panelBegin, groups), 1, {},
+                [&](llvm::Value *first, llvm::ArrayRef<llvm::Value *>) {
+                  std::vector<llvm::Value *> panels;
+                  for (int64_t p = 0; p < groupPanels_; ++p)
+                    panels.push_back(b_.CreateAdd(first, b_.CreateMul(groups, i64(p))));
+                  emitGroup(panels);
                   return std::vector<llvm::Value *>{};
                 });
     if (groupPanels_ > 1)
       countedLoop(b_, groupedEnd, panelEnd, 1, {},
                   [&](llvm::Value *panel, llvm::ArrayRef<llvm::Value *>) {
-                    emitGroup(panel, 1);
+                    emitGroup({panel});
                     return std::vector<llvm::Value *>{};
                   });
     b_.CreateRetVoid();
@@ -148,11 +160,11 @@ private:
     return b_.CreateAdd(sum, quads);
   }
 
-  void emitGroup(llvm::Value *firstPanel, int64_t count) {
+  void emitGroup(const std::vector<llvm::Value *> &panels) {
+    const int64_t count = int64_t(panels.size());
     std::vector<llvm::Value *> panelRecords;
-    for (int64_t p = 0; p < count; ++p)
-      panelRecords.push_back(
-          byteAt(packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
+    for (llvm::Value *panel : panels)
+      panelRecords.push_back(byteAt(packed_, b_.CreateMul(panel, i64(blocks_ * record_))));
     std::vector<llvm::Value *> totals(size_t(count * spec_.rows),
                                       llvm::Constant::getNullValue(floats_));
     totals = countedLoop(b_, i64(0), i64(blocks_), 1, totals,
@@ -160,7 +172,7 @@ private:
                            return emitBlock(panelRecords, block, count, carried);
                          });
     for (int64_t p = 0; p < count; ++p)
-      store(b_.CreateAdd(firstPanel, i64(p)), totals, p);
+      store(panels[size_t(p)], totals, p);
   }
 
   std::vector<llvm::Value *> emitBlock(const std::vector<llvm::Value *> &panelRecords,

@@ -108,6 +108,11 @@ TEST(CodegenInt4Int8Gemv, MatchesExactIntegerDotProducts) {
   for (int64_t rows = 1; rows <= kMaxInt4Int8GemvRows; ++rows)
     cases.push_back({96, 27, 32, rows, rows % 2 ? DType::I4 : DType::U4, rows > 2});
   cases.push_back({256, 64, 64, 1, DType::U4, true, 3, 6});
+  // Several groups side by side, a stride of the range apart, and the panels after them: all of
+  // N (11 panels: two groups of four, three after), and a range starting inside a group.
+  cases.push_back({64, 88, 32, 1, DType::U4, true});
+  cases.push_back({64, 88, 32, 2, DType::I4, true});
+  cases.push_back({64, 120, 32, 1, DType::I4, true, 3, 14});
 
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("int4_int8_gemv");
