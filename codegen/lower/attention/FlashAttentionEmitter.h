@@ -94,6 +94,14 @@ private:
   Value *dim(const Dim &d) { return k_.dim(d); }
   unsigned width() const { return geometry_.width; }
   int64_t rows() const { return geometry_.rows(); }
+  /// Keys (Q·Kᵀ) or value columns (P·V) per micro-kernel step of the block
+  /// being emitted: geometry_.group, doubled on a single row vector (a
+  /// decode step's group of query heads, or a last block of few rows), where
+  /// group accumulators alone were too few chains for the FMA's latency (4
+  /// on 8 lanes: half the FMA throughput).
+  int64_t keyGroup() const {
+    return rowVectors_ == 1 && geometry_.rowVectors > 1 ? 2 * geometry_.group : geometry_.group;
+  }
 
   // FlashAttentionLowering.cpp
   unsigned readOperand(LoweringContext &ctx, unsigned index, HeadLayout &layout, int64_t &offset);

@@ -26,7 +26,7 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
                                        ArrayRef<Value *> state) {
   IRBuilder<> &b = ir();
   // A single row scores width() keys at a time (FlashAttentionSingleRow.cpp).
-  const int64_t group = singleRow_ ? int64_t(width()) : geometry_.group;
+  const int64_t group = singleRow_ ? int64_t(width()) : keyGroup();
   Value *groups = b.getInt64(geometry_.tileKeys / group);
   if (tile.boundary)
     groups = k_.ceilDiv(b.CreateSub(tile.end, tile.begin), b.getInt64(group));
@@ -58,20 +58,21 @@ Values FlashAttentionEmitter::emitTile(const Block &block, const Tile &tile,
 /// S[t][r] of the tile into scores_, returning the tile's max per row.
 Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, Value *groups) {
   IRBuilder<> &b = ir();
+  const int64_t group = keyGroup();
   Values init(rowVectors_, minusInfinity());
   return v_.loop(b.getInt64(0), groups, 1, init, [&](Value *g, ArrayRef<Value *> tileMax) {
-    Value *firstKey = b.CreateAdd(tile.begin, b.CreateMul(g, b.getInt64(geometry_.group)));
-    Values key(static_cast<size_t>(geometry_.group)), clamped(key.size()), rowBase(key.size());
-    for (int64_t i = 0; i < geometry_.group; ++i) {
+    Value *firstKey = b.CreateAdd(tile.begin, b.CreateMul(g, b.getInt64(group)));
+    Values key(static_cast<size_t>(group)), clamped(key.size()), rowBase(key.size());
+    for (int64_t i = 0; i < group; ++i) {
       key[size_t(i)] = b.CreateAdd(firstKey, b.getInt64(i));
       clamped[size_t(i)] = keyIndex(block, tile, key[size_t(i)]);
       rowBase[size_t(i)] = keyRow(block, clamped[size_t(i)]);
       // The next group's K rows: rows far apart (the 3-D layout, one page
       // or more between rows) defeat the hardware prefetchers.
-      Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(geometry_.group));
+      Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(group));
       v_.prefetch(keyRow(block, next), b.getInt64(0), headSize_);
     }
-    Values zero(geometry_.group * rowVectors_, v_.splat(0.0f));
+    Values zero(group * rowVectors_, v_.splat(0.0f));
     Values acc = v_.loop(
         b.getInt64(0), b.getInt64(headSize_), 1, zero, [&](Value *c, ArrayRef<Value *> carried) {
           Values q(static_cast<size_t>(rowVectors_));
@@ -79,7 +80,7 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
           for (int64_t v = 0; v < rowVectors_; ++v)
             q[size_t(v)] = v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * int64_t(width()))));
           Values next(carried.begin(), carried.end());
-          for (int64_t i = 0; i < geometry_.group; ++i) {
+          for (int64_t i = 0; i < group; ++i) {
             Value *k = v_.broadcast(rowBase[size_t(i)], c);
             for (int64_t v = 0; v < rowVectors_; ++v) {
               Value *&a = next[size_t(i * rowVectors_ + v)];
@@ -89,7 +90,7 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
           return next;
         });
     Values nextMax(tileMax.begin(), tileMax.end());
-    for (int64_t i = 0; i < geometry_.group; ++i) {
+    for (int64_t i = 0; i < group; ++i) {
       Value **row = &acc[size_t(i * rowVectors_)];
       applyMasks(block, tile, key[size_t(i)], clamped[size_t(i)], row);
       Value *t = b.CreateSub(key[size_t(i)], tile.begin);
@@ -201,7 +202,7 @@ Values FlashAttentionEmitter::emitExponentials(const Block &block, const Tile &t
 }
 
 /// Ot[c][r] = alpha[r] * Ot[c][r] + sum_t V[t][c] * P[t][r] for `columns`
-/// (up to geometry_.group) value columns from `firstColumn`, over the tile's keys.
+/// (up to keyGroup()) value columns from `firstColumn`, over the tile's keys.
 void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile, Value *count,
                                            ArrayRef<Value *> alpha, Value *firstColumn,
                                            int64_t columns) {
@@ -234,18 +235,18 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
                outputIndex(b.CreateAdd(firstColumn, b.getInt64(i)), v));
 }
 
-/// Ot = alpha * Ot + Vᵀ P over the tile: geometry_.group columns at a time, then the
-/// last valueSize_ mod geometry_.group columns.
+/// Ot = alpha * Ot + Vᵀ P over the tile: keyGroup() columns at a time, then the
+/// last valueSize_ mod keyGroup() columns.
 void FlashAttentionEmitter::emitValues(const Block &block, const Tile &tile, Value *count,
                                        ArrayRef<Value *> alpha) {
   IRBuilder<> &b = ir();
-  int64_t fullGroups = valueSize_ / geometry_.group, rest = valueSize_ % geometry_.group;
+  const int64_t group = keyGroup();
+  int64_t fullGroups = valueSize_ / group, rest = valueSize_ % group;
   v_.loop(b.getInt64(0), b.getInt64(fullGroups), 1, [&](Value *g) {
-    emitValueGroup(block, tile, count, alpha, b.CreateMul(g, b.getInt64(geometry_.group)),
-                   geometry_.group);
+    emitValueGroup(block, tile, count, alpha, b.CreateMul(g, b.getInt64(group)), group);
   });
   if (rest)
-    emitValueGroup(block, tile, count, alpha, b.getInt64(fullGroups * geometry_.group), rest);
+    emitValueGroup(block, tile, count, alpha, b.getInt64(fullGroups * group), rest);
 }
 
 } // namespace onnxc::lower
