@@ -30,6 +30,10 @@
 //             zmm registers. Each zmm FMA does twice the ymm's work, and the
 //             exp pass costs half as much per score.
 //
+// A block on one row vector (a decode step's grouped query heads, a last
+// block of few rows) takes 2G keys or value columns per step: G
+// accumulators alone were too few chains for the FMA's latency (keyGroup).
+//
 // T = 128 keys at both widths (a whole tile at S = 128). The exp is
 // FlashVectorIR's softmax-only form. Key tiles outside the causal or window
 // band are never visited: causal attention does about half the work,
