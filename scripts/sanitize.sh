@@ -51,6 +51,8 @@ build_asan() {
   # (scripts/test.sh builds that first): torch exports them once, not twice.
   local models=()
   [[ -d "$normal_build/models" ]] && models=(-DONNXC_MODEL_DIR="$normal_build/models")
+  # Likewise the onnx-1.23 node cases (tests/node/CMakeLists.txt).
+  [[ -d "$normal_build/tests/node" ]] && models+=(-DONNXC_NODE_DATA_DIR="$normal_build/tests/node")
   # The unit tests' own files and codegen's emitters, uninstrumented in this build, are compiled
   # by the normal build only (tests/unit/ and codegen/CMakeLists.txt); brought up to date there
   # first.
