@@ -20,7 +20,7 @@
 //           prefetch the tile's MR C rows (read back after the k loop)
 //           MR x NR micro-kernel: 2 MR accumulators, per k one broadcast of
 //           each of MR A values, two B vector loads, 2 MR FMAs; per
-//           iteration of its unrolled k loop, prefetch 1, 2 or 4 lines of
+//           iteration of its k loop (unrolled by 4), prefetch 1 to 8 lines of
 //           the next panel (the fewest that the block's tiles, between
 //           them, cover the panel with: each prefetch costs the tile's
 //           own loads)

@@ -17,10 +17,13 @@ GemmIRBuilder::GemmIRBuilder(llvm::Function &function, const GemmBlocking &block
   lanes_ = blocking.lanes;
   nr_ = blocking.nr();
   mr_ = blocking.mr();
-  // An iteration of the micro-kernel's k loop reads 4 lines of a B panel
-  // with 8 lanes and 16 with 16 lanes: the fewer prefetches per line read,
-  // the better (emitPanelColumn), and one per iteration is the fewest.
-  unroll_ = lanes_ == GemmLanesAvx512 ? 8 : 4;
+  // k unrolled by 4 at either width: an iteration reads 4 lines of a B
+  // panel with 8 lanes and 8 with 16. Unrolling the 16-lane tile by 8 (one
+  // prefetch per 16 lines at the sparsest) ran no faster (Emerald Rapids,
+  // onnxc_bench_gemm with warm and cold weights, 197-512 x 768-3072: within
+  // the runs' noise), and LLVM's loop strength reduction, superlinear in a
+  // loop's address uses, took 3.5 of its 7 s compiling a 4-layer LLaMA.
+  unroll_ = 4;
   vectorType_ = llvm::FixedVectorType::get(floatType_, unsigned(lanes_));
   vector8Type_ = llvm::FixedVectorType::get(floatType_, 8);
   // Both buffers are fixed-size allocas in the entry block, so they cost one
