@@ -13,6 +13,7 @@
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Intrinsics.h"
 
 #include <functional>
@@ -229,11 +230,19 @@ GemmIRBuilder::ATile GemmIRBuilder::aTileAt(const PanelColumn &column, llvm::Val
     aTile.panel = floatAt(packedA_, builder_.CreateMul(tileRow, column.depth));
     return aTile;
   }
+  // Each row's address also passes through an empty asm (no instruction,
+  // same register): loop strength reduction then sees twelve plain base
+  // pointers, not twelve clamped expressions over the enclosing loops' IVs,
+  // whose reassociations it enumerated per k loop copy (llc on the 4-layer
+  // LLaMA's AVX-512 module: 5.2 -> 1.5 s, LSR 3.5 -> 0.6; no slower).
+  auto *opaque = llvm::InlineAsm::get(
+      llvm::FunctionType::get(builder_.getPtrTy(), {builder_.getPtrTy()}, false), "", "=r,0",
+      /*hasSideEffects=*/false);
   for (int64_t r = 0; r < mr_; ++r) {
     llvm::Value *inTile = r == 0 ? index(0) : min(index(r), last);
-    aTile.rows[size_t(r)] =
-        floatAt(column.aBlock,
-                builder_.CreateMul(builder_.CreateAdd(tileRow, inTile), column.operands.lda));
+    aTile.rows[size_t(r)] = builder_.CreateCall(
+        opaque, {floatAt(column.aBlock, builder_.CreateMul(builder_.CreateAdd(tileRow, inTile),
+                                                           column.operands.lda))});
   }
   return aTile;
 }
