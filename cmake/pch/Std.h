@@ -1,5 +1,6 @@
 // Precompiled for the libraries of plain C++ (cmake/PrecompiledHeaders.cmake): the standard
-// headers most of their files include, about a third of such a file's compile time.
+// headers most of their files include, about a third of such a file's compile time. Not
+// <iostream>: its static initializer would then be in every file, not only those that print.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>

@@ -351,7 +351,9 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
   // a line fill buffer the tile's own loads then wait for. On Sapphire
   // Rapids, ViT-base (one thread, interleaved A/B runs) ran 5% faster with
   // one prefetch per 8 lines read than with one per 4, and 1-3% faster
-  // again (three A/Bs) with one per 16 (17-tile blocks). A duplicate
+  // again (three A/Bs) with one per 16 (17-tile blocks), which the k loop
+  // unrolled by 4 no longer offers: its sparsest is one per 8 lines, no
+  // slower on Emerald Rapids (GemmIRBuilder's constructor). A duplicate
   // prefetch of a line already requested cost as much as a new one, so
   // each density has its own tile loop, chosen per row block: the sparsest
   // whose spread the block's full tiles reach, down to one tile covering
