@@ -85,6 +85,18 @@ std::optional<std::vector<size_t>> positionWiseOperands(const Node &node) {
       return std::nullopt;
     return carrying;
   }
+  if (kind == OpKind::BlockQuantizedMatMul || kind == OpKind::QuantizedMatMul) {
+    // The same with quantized weights: every operand but A (weights, scales,
+    // zero points, bias; QuantizedMatMul's constant A scale and zero point)
+    // has at most two dims, none of them positions. Not DynamicQuantizedMatMul:
+    // its A scale comes from the whole of A, every position together.
+    for (size_t i = 1; i < node.numOperands(); ++i)
+      if (node.operand(i) && node.operand(i)->shape().rank() > 2)
+        return std::nullopt;
+    if (!classify(0, false))
+      return std::nullopt;
+    return carrying;
+  }
   bool norm = kind == OpKind::LayerNormalization || kind == OpKind::RMSNormalization ||
               kind == OpKind::SkipLayerNormalization;
   if (norm) {

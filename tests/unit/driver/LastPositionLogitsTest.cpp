@@ -89,6 +89,46 @@ graph @g(%x: f32[b, s, 4], %r: f32[b, s, 4], %w: f32[4, 6], %g: f32[4], %bias: f
   EXPECT_NE(report.find("MatMul"), std::string::npos) << report;
 }
 
+TEST(LastPositionLogits, QuantizedHeadsTakeTheLastPosition) {
+  // onnxruntime-genai's int4 LM head (MatMulNBits, fused at -O2) and a static
+  // QDQ head: their weights and scales are the same at every position.
+  std::string report = expectLastRowsAgree(R"(
+graph @g(%x: f32[b, s, 4], %g: f32[4]) -> (%logits: f32[b, s, 6]) {
+  const %w: i4[4, 6] = dense<[-8, 7, 3, -2, 0, 5, 1, -1, 6, -7, 2, 4, -3, 3, -5, 7, -6, 1, 0, -4, 2, 6, -8, 5]>
+  const %ws: f32[1, 6] = dense<[0.5, 0.25, 1.0, 0.75, 0.125, 2.0]>
+  const %qs: f32[] = dense<0.02>
+  const %qz: u8[] = dense<128>
+  const %qw: i8[4, 6] = dense<[-128, 127, 3, -2, 0, 5, 100, -1, 6, -7, 2, 4, -3, 3, -50, 7, -6, 1, 0, -4, 2, 6, -8, 90]>
+  const %qws: f32[] = dense<0.01>
+  %n = RMSNormalization(%x, %g) {axis = -1, epsilon = 1e-5}
+  %h = BlockQuantizedMatMul(%n, %w, %ws) {block_size = 16}
+  %q = QuantizedMatMul(%x, %qs, %qz, %qw, %qws)
+  %logits = Add(%h, %q)
+  return %logits
+}
+)");
+  EXPECT_NE(report.find("(RMSNormalization, BlockQuantizedMatMul, QuantizedMatMul, Add on"),
+            std::string::npos)
+      << report;
+}
+
+TEST(LastPositionLogits, ADynamicallyQuantizedHeadKeepsEveryPosition) {
+  // DynamicQuantizedMatMul quantizes A with one scale from all of its
+  // positions: on the last position alone that scale, and the logits, would
+  // differ. The chain ends at a Slice of its result.
+  std::string report = expectLastRowsAgree(R"(
+graph @g(%x: f32[b, s, 4], %r: f32[b, s, 4]) -> (%logits: f32[b, s, 6]) {
+  const %w: i8[4, 6] = dense<[-128, 127, 3, -2, 0, 5, 100, -1, 6, -7, 2, 4, -3, 3, -50, 7, -6, 1, 0, -4, 2, 6, -8, 90]>
+  const %ws: f32[] = dense<0.01>
+  %n = Add(%x, %r)
+  %logits = DynamicQuantizedMatMul(%n, %w, %ws)
+  return %logits
+}
+)");
+  EXPECT_EQ(report.find("DynamicQuantizedMatMul"), std::string::npos) << report;
+  EXPECT_NE(report.find("Slice"), std::string::npos) << report;
+}
+
 TEST(LastPositionLogits, AValueReadElsewhereEndsTheChainAtASlice) {
   // %n is also an output (hidden states): the head takes a Slice of it, and the
   // hidden states stay whole.
