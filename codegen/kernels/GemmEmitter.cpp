@@ -2,10 +2,13 @@
 #include "codegen/kernels/GemmEmitter.h"
 
 #include "codegen/kernels/GemmIRBuilder.h"
+#include "codegen/kernels/Int4Unpack.h"
 #include "ir/Error.h"
 
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
+
+#include <algorithm>
 
 namespace onnxc {
 namespace {
@@ -83,9 +86,39 @@ llvm::Function *emitPackedGemm(llvm::Module &module, const PackedGemmSpec &spec)
   operands.colEnd = function->getArg(11);
   operands.k = builder.index(spec.k);
   operands.n = builder.index(spec.n);
+  if (spec.int4Block > 0) {
+    if (spec.blocking.kc % spec.int4Block != 0)
+      fail("gemm kernel '", spec.name, "': kc=", spec.blocking.kc,
+           " is not a multiple of the int4 block ", spec.int4Block);
+    // One panel's buffer, allocated in the entry block (the builder is still there).
+    llvm::IRBuilder<> &ir = builder.ir();
+    auto *panel = ir.CreateAlloca(
+        llvm::ArrayType::get(ir.getFloatTy(), uint64_t(spec.blocking.kc * spec.blocking.nr())),
+        nullptr, "int4Panel");
+    panel->setAlignment(llvm::Align(64));
+    const Int4PanelLayout layout{spec.k, spec.n, spec.int4Block, spec.blocking.lanes};
+    operands.panelSource = [&ir, layout, panel, packed = operands.packedB](
+                               llvm::Value *kBlock, llvm::Value *depth, llvm::Value *index) {
+      emitInt4PanelRows(ir, layout, packed, index, kBlock, depth, panel);
+      return static_cast<llvm::Value *>(panel);
+    };
+  }
   builder.emitBlockedGemm(operands, spec.epilogue);
   builder.ir().CreateRetVoid();
   return function;
+}
+
+GemmBlocking int4GemmBlocking(int64_t k, int64_t lanes, int64_t block) {
+  constexpr int64_t maxKc = 320;
+  GemmBlocking blocking = chooseGemmBlocking(k, lanes);
+  const int64_t blocks = (k + maxKc - 1) / maxKc;
+  const int64_t even = (k + blocks - 1) / blocks;
+  int64_t kc = (even + block - 1) / block * block;
+  if (kc > maxKc)
+    kc = std::max(block, even / block * block);
+  blocking.kc = kc;
+  blocking.packA = k > kc;
+  return blocking;
 }
 
 llvm::Function *emitRuntimeGemm(llvm::Module &module, const RuntimeGemmSpec &spec) {

@@ -71,7 +71,16 @@ struct PackedGemmSpec {
   GemmEpilogue epilogue;
   /// Must match the blocking the weights were packed with.
   GemmBlocking blocking;
+  /// 0: B is packed floats (packGemmWeights). Otherwise B is the int4 GEMV's
+  /// records (Int4Gemv.h, `blocking.lanes` wide) with this quantization
+  /// block, dequantized panel by panel into a stack buffer (Int4Unpack.h);
+  /// blocking.kc must then be a multiple of it (int4GemmBlocking).
+  int64_t int4Block = 0;
 };
+
+/// The blocking of an int4-records GEMM of depth `k`: K blocks of at most
+/// 320 rows (one panel's floats stay in L1), each whole quantization blocks.
+GemmBlocking int4GemmBlocking(int64_t k, int64_t lanes, int64_t block);
 
 /// C signature of a packed-B kernel. Computes rows [rowBegin, rowEnd) and
 /// columns [colBegin, colEnd) of C[M, N] = epilogue(A[M, K] * B); colBegin

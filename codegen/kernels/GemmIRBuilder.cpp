@@ -206,6 +206,8 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
   llvm::Value *panelsEnd = min(builder_.CreateSDiv(colEnd, index(nr_)), fullPanels);
   llvm::Value *withTail = builder_.CreateAnd(builder_.CreateICmpNE(tailCol, operands.n),
                                              builder_.CreateICmpSGE(colEnd, operands.n));
+  const bool madePanels = bool(operands.panelSource);
+  prefetchPanels_ = !madePanels;
   emitLoop(index(0), operands.k, blocking_.kc, [&](llvm::Value *kBlock) {
     llvm::Value *depth = min(index(blocking_.kc), builder_.CreateSub(operands.k, kBlock));
     llvm::Value *bBlock = floatAt(operands.packedB, builder_.CreateMul(kBlock, nPadded));
@@ -235,37 +237,44 @@ void GemmIRBuilder::emitBlockedGemm(const GemmOperands &operands, const GemmEpil
           operands.a, builder_.CreateAdd(builder_.CreateMul(rowBlock, operands.lda), kBlock));
       if (blocking_.packA)
         emitPackABlock(aBlock, operands.lda, rows, depth);
+      auto panelAt = [&](llvm::Value *panel, llvm::Value *col) {
+        return madePanels ? operands.panelSource(kBlock, depth, panel)
+                          : floatAt(bBlock, builder_.CreateMul(col, depth));
+      };
       // One or two rows (a decoder's step) stream B once, memory-bound:
       // panels go four side by side, four streams in flight instead of one.
-      llvm::Value *fewRows = builder_.CreateICmpSLE(rows, index(kMaxGroupRows));
-      llvm::Value *rangePanels = builder_.CreateSub(panelsEnd, firstPanel);
-      llvm::Value *groupedEnd = builder_.CreateAdd(
-          firstPanel, builder_.CreateSelect(
-                          fewRows,
-                          builder_.CreateMul(builder_.CreateSDiv(rangePanels, index(kGroupPanels)),
-                                             index(kGroupPanels)),
-                          index(0)));
-      emitIf(builder_.CreateICmpSGT(groupedEnd, firstPanel), [&] {
-        auto groups = [&](int64_t groupRows) {
-          emitLoop(firstPanel, groupedEnd, kGroupPanels, [&](llvm::Value *panel) {
-            llvm::Value *col = builder_.CreateMul(panel, index(nr_));
-            emitPanelGroup(operands, epilogue, aBlock, rowBlock, groupRows, depth,
-                           floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast);
-          });
-        };
-        emitIf(
-            builder_.CreateICmpEQ(rows, index(1)), [&] { groups(1); }, [&] { groups(2); });
-      });
+      llvm::Value *groupedEnd = firstPanel;
+      if (!madePanels) {
+        llvm::Value *fewRows = builder_.CreateICmpSLE(rows, index(kMaxGroupRows));
+        llvm::Value *rangePanels = builder_.CreateSub(panelsEnd, firstPanel);
+        groupedEnd = builder_.CreateAdd(
+            firstPanel,
+            builder_.CreateSelect(
+                fewRows,
+                builder_.CreateMul(builder_.CreateSDiv(rangePanels, index(kGroupPanels)),
+                                   index(kGroupPanels)),
+                index(0)));
+        emitIf(builder_.CreateICmpSGT(groupedEnd, firstPanel), [&] {
+          auto groups = [&](int64_t groupRows) {
+            emitLoop(firstPanel, groupedEnd, kGroupPanels, [&](llvm::Value *panel) {
+              llvm::Value *col = builder_.CreateMul(panel, index(nr_));
+              emitPanelGroup(operands, epilogue, aBlock, rowBlock, groupRows, depth,
+                             panelAt(panel, col), col, isFirst, isLast);
+            });
+          };
+          emitIf(
+              builder_.CreateICmpEQ(rows, index(1)), [&] { groups(1); }, [&] { groups(2); });
+        });
+      }
       emitLoop(groupedEnd, panelsEnd, 1, [&](llvm::Value *panel) {
         llvm::Value *col = builder_.CreateMul(panel, index(nr_));
-        emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
-                        floatAt(bBlock, builder_.CreateMul(col, depth)), col, isFirst, isLast,
-                        /*fullWidth=*/true);
+        emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth, panelAt(panel, col), col,
+                        isFirst, isLast, /*fullWidth=*/true);
       });
       emitIf(withTail, [&] {
         emitPanelColumn(operands, epilogue, aBlock, rowBlock, rows, depth,
-                        floatAt(bBlock, builder_.CreateMul(tailCol, depth)), tailCol, isFirst,
-                        isLast, /*fullWidth=*/false);
+                        panelAt(fullPanels, tailCol), tailCol, isFirst, isLast,
+                        /*fullWidth=*/false);
       });
     });
   });

@@ -19,6 +19,7 @@
 #include "llvm/IR/IRBuilder.h"
 
 #include <array>
+#include <functional>
 #include <vector>
 
 namespace onnxc {
@@ -35,6 +36,13 @@ struct GemmOperands {
   /// Columns [colBegin, colEnd) only (null: all N). colBegin is a multiple
   /// of NR; colEnd is one too, or N.
   llvm::Value *colBegin = nullptr, *colEnd = nullptr;
+  /// When set, B is not packed floats: before a (K block, panel)'s tiles
+  /// the kernel emits this, which makes the panel's floats ([depth][NR]) in
+  /// a buffer from packedB (its own format) and returns the buffer. The
+  /// tiles then prefetch no next panel, and a row block of one or two rows
+  /// walks the panels one at a time.
+  std::function<llvm::Value *(llvm::Value *kBlock, llvm::Value *depth, llvm::Value *panel)>
+      panelSource;
 };
 
 /// `activation` applied lane-wise to the float vector `x`: the GEMM
@@ -170,8 +178,11 @@ private:
   GemmBlocking blocking_;
   llvm::Type *floatType_;
   int64_t lanes_, nr_, mr_;
-  /// k steps per iteration of the micro-kernel's loop (8 with 16 lanes, 4 with 8).
+  /// k steps per iteration of the micro-kernel's loop (4 at either width; see the constructor).
   int64_t unroll_;
+  /// Whether tiles prefetch the next B panel (not when panels are made in
+  /// a buffer: GemmOperands::panelSource).
+  bool prefetchPanels_ = true;
   llvm::VectorType *vectorType_;  // the kernel's vector: lanes_ floats
   llvm::VectorType *vector8Type_; // the A packing's 8 x 8 transposition
   llvm::Value *packedA_ = nullptr;

@@ -250,6 +250,8 @@ GemmIRBuilder::ATile GemmIRBuilder::aTileAt(const PanelColumn &column, llvm::Val
 GemmIRBuilder::PanelPrefetch GemmIRBuilder::panelPrefetch(const PanelColumn &column,
                                                           llvm::Value *tileRow, int64_t unroll,
                                                           int64_t perStep) {
+  if (!prefetchPanels_)
+    return PanelPrefetch{};
   const int64_t spread = unroll * nr_ / 16 / perStep;
   llvm::Value *line =
       builder_.CreateAnd(builder_.CreateSDiv(tileRow, index(mr_)), index(spread - 1));
@@ -296,8 +298,9 @@ void GemmIRBuilder::emitTailTile(const PanelColumn &column, llvm::Value *fullRow
       panelPrefetch(column, tileRow, tailUnroll, densestPrefetchPerStep(tailUnroll));
   // After full tiles, which have brought the next panel in, the tail's
   // prefetches point at its own panel, in cache by then.
-  prefetch.first = builder_.CreateSelect(builder_.CreateICmpEQ(fullRows, index(0)), prefetch.first,
-                                         column.bPanel);
+  if (prefetch.first)
+    prefetch.first = builder_.CreateSelect(builder_.CreateICmpEQ(fullRows, index(0)),
+                                           prefetch.first, column.bPanel);
   auto toScratch = [&](int64_t kernelRows) {
     Accumulators acc =
         emitMicroKernel(aTile, column.bPanel, column.depth, tailUnroll, prefetch, kernelRows);
@@ -374,7 +377,8 @@ void GemmIRBuilder::emitPanelColumn(const GemmOperands &operands, const GemmEpil
         builder_.CreateICmpSGE(fullRows, index(stepLines / perStep * mr_)),
         [&] { emitFullTiles(column, fullRows, perStep); }, [&] { densityFrom(perStep * 2); });
   };
-  densityFrom(1);
+  // Without prefetches (panels made in a buffer) every density is the same loop.
+  densityFrom(prefetchPanels_ ? 1 : densest);
 
   // The row tail, through an MR-row tile scratch and a loop over the valid
   // rows: up to 3 rows take a kernel of that many rows, and a 12-row tile's

@@ -3,57 +3,45 @@
 // A prompt of many rows multiplies every weight by many rows, which the
 // f32 GEMM (GemmEmitter.h) does near the FMA peak and the int4 GEMV
 // (Int4Gemv.h), which turns each nibble into a float once per four rows,
-// at about half of it. So for many rows a step first unpacks the int4
-// weights, as packed for the GEMV, into f32 panels in the GEMM's packed-B
-// layout (GemmPacking.h), and the GEMM multiplies them: the nibbles are
-// turned into floats once per prompt instead of once per four rows.
+// at about half of it. So for many rows the GEMM reads the int4 weights
+// itself (PackedGemmSpec::int4Block): before the tiles of a row block meet
+// a (K block, panel), the code emitted here dequantizes that panel's rows
+// from the GEMV's records into a stack buffer in the GEMM's panel layout
+// ([k][NR floats], NR = two record panels), where the tiles read it from
+// L1. A nibble is turned into a float once per row block (192 rows with
+// AVX-512) instead of once per four rows, and the f32 weights never go
+// through memory.
 //
 // Each weight is written as DequantizeLinear gives it, (q - zp) * scale
 // rounded once to f32, so the product is an f32 MatMul over the
 // dequantized weights (docs/KERNEL_ACCURACY.md).
 //
-// The kernel writes GEMM panels (NR = 2 * lanes columns, two GEMV record
-// panels) [panelBegin, panelEnd) of the columns [columnBegin, columnBegin +
-// n) of W: a column slab, so that the f32 copy of a wide weight never has
-// to be whole at once (the lowering bounds a slab's bytes).
-//
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace llvm {
-class Function;
-class Module;
+class IRBuilderBase;
+class Value;
 } // namespace llvm
 
 namespace onnxc {
 
-struct Int4UnpackSpec {
-  std::string name;
-  /// W's depth, its width (all columns, as packed) and quantization block.
-  int64_t k = 0, n = 0, block = 0;
-  /// Floats per vector (8 or 16): the GEMV records' panel width, half the GEMM's.
-  int64_t lanes = 8;
-  /// The GEMM's K block (GemmBlocking::kc), which fixes the panel layout.
-  int64_t kc = 0;
-  /// The slab: columns [columnBegin, columnBegin + slabColumns), columnBegin
-  /// a multiple of 2 * lanes. The output is the slab's packed B
-  /// (packedGemmWeightsSize(k, slabColumns, 2 * lanes) floats).
-  int64_t columnBegin = 0, slabColumns = 0;
+/// The records' matrix: W's depth, its width (all columns, as packed), its
+/// quantization block and the records' panel width (8 or 16 floats).
+struct Int4PanelLayout {
+  int64_t k = 0, n = 0, block = 0, lanes = 8;
 };
 
-/// C signature: writes GEMM panels [panelBegin, panelEnd) of the slab
-/// (panel p: slab columns [p * NR, p * NR + NR)) into `out`; columns past N
-/// are zeros, as packGemmWeights pads them.
-using Int4UnpackFn = void(const uint8_t *packed, float *out, int64_t panelBegin, int64_t panelEnd);
-
-/// The kernel `spec.name`, emitted into `module` on the first request for
-/// that name. Throws onnxc::Error for a spec it cannot take.
-llvm::Function *emitInt4Unpack(llvm::Module &module, const Int4UnpackSpec &spec);
-
-/// The name a kernel of this spec is shared under (spec.name ignored).
-std::string int4UnpackKernelName(const Int4UnpackSpec &spec);
+/// Emits, at `builder`'s insertion point, rows [kBegin, kBegin + depth) of
+/// GEMM panel `panel` (columns [panel * 2 * lanes, (panel + 1) * 2 * lanes)
+/// of W) from the records at `packed` into `out`, [depth][2 * lanes] floats;
+/// columns past N are zeros. kBegin is a multiple of the block and
+/// kBegin + depth one too, or K. Throws onnxc::Error for a layout it cannot
+/// take.
+void emitInt4PanelRows(llvm::IRBuilderBase &builder, const Int4PanelLayout &layout,
+                       llvm::Value *packed, llvm::Value *panel, llvm::Value *kBegin,
+                       llvm::Value *depth, llvm::Value *out);
 
 } // namespace onnxc

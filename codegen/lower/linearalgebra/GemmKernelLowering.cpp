@@ -394,12 +394,14 @@ void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const
 
 void lowerPrepackedMatMul(LoweringContext &ctx, const PrepackedProduct &product) {
   const GemmBlocking &blocking = product.blocking;
-  const std::string name = "gemm_prepacked_k" + std::to_string(product.k) + "_n" +
-                           std::to_string(product.n) + "_kc" + std::to_string(blocking.kc) + "_l" +
-                           std::to_string(blocking.lanes);
+  const std::string name =
+      "gemm_prepacked_k" + std::to_string(product.k) + "_n" + std::to_string(product.n) + "_kc" +
+      std::to_string(blocking.kc) + "_l" + std::to_string(blocking.lanes) +
+      (product.int4Block ? "_q4b" + std::to_string(product.int4Block) : std::string());
   llvm::Function *gemm = ctx.module().getFunction(name);
   if (!gemm) {
-    gemm = emitPackedGemm(ctx.module(), PackedGemmSpec{name, product.k, product.n, {}, blocking});
+    gemm = emitPackedGemm(
+        ctx.module(), PackedGemmSpec{name, product.k, product.n, {}, blocking, product.int4Block});
     gemm->setLinkage(llvm::GlobalValue::InternalLinkage);
   }
   MatMulProblem problem;

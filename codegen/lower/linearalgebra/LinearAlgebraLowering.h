@@ -144,10 +144,10 @@ void lowerMatMulLoops(LoweringContext &ctx, const MatMulProblem &problem);
 /// Requires f32, !transA, constant K and N > 0, `weights` with data.
 void lowerPackedMatMul(LoweringContext &ctx, const MatMulProblem &problem, const Tensor &weights);
 /// C[:, column0 : column0 + n] (C `ldc` columns wide) = A[rows, k] * B, B
-/// packed by an earlier step into plan buffer `packedB` in GemmPacking.h's
-/// layout for `blocking`: the packed GEMM's tasks over rows or columns, no
-/// epilogue. Where `enabled` is false the step has no tasks (another step
-/// of the node computes C then).
+/// in plan buffer `packedB`, packed by an earlier step in GemmPacking.h's
+/// layout for `blocking` or int4 records (`int4Block`): the packed GEMM's
+/// tasks over rows or columns, no epilogue. Where `enabled` is false the step has no tasks (another
+/// step of the node computes C then).
 struct PrepackedProduct {
   const Node *node = nullptr;
   const Value *a = nullptr, *result = nullptr;
@@ -155,6 +155,9 @@ struct PrepackedProduct {
   int64_t k = 0, n = 0, column0 = 0, ldc = 0;
   int32_t packedB = -1;
   GemmBlocking blocking;
+  /// 0: packedB holds packed floats; otherwise the int4 GEMV's records with
+  /// this quantization block (PackedGemmSpec::int4Block).
+  int64_t int4Block = 0;
   RowsFn enabled;
   std::string stepName = "gemm_prepacked";
 };

@@ -15,20 +15,19 @@
 // L2 while its row groups reuse it.
 //
 // A prompt of kGemmRows rows or more (f32 activations) runs on the f32 GEMM
-// instead (codegen/kernels/Int4Unpack.h): per column slab of at most
-// kSlabBytes of f32 weights, one step unpacks the slab into GEMM panels in
-// a scratch buffer, the next multiplies them (lowerPrepackedMatMul). The
-// row count picks the path at run time: each step has no tasks when the
-// other path runs.
+// instead, reading the same records (lowerPrepackedMatMul with int4Block):
+// each row block dequantizes a panel's K block into a stack buffer before
+// its tiles (codegen/kernels/Int4Unpack.h). The row count picks the path
+// at run time: each step has no tasks when the other path runs.
 //
 // With `activation_int8` a first step quantizes A's rows to int8 per block
 // into a scratch buffer (codegen/kernels/Int4Int8Gemv.h), and the products
 // run on the integer kernel over 8-column panels.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/kernels/GemmEmitter.h"
 #include "codegen/kernels/Int4Gemv.h"
 #include "codegen/kernels/Int4Int8Gemv.h"
-#include "codegen/kernels/Int4Unpack.h"
 #include "codegen/lower/OpLowerings.h"
 #include "codegen/lower/linearalgebra/LinearAlgebraLowering.h"
 #include "codegen/lower/quantization/QuantizedGemmSupport.h"
@@ -44,10 +43,8 @@ namespace {
 
 constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kColumnChunks = 16;
-/// Rows from which f32 activations take the GEMM over unpacked weights.
+/// Rows from which f32 activations take the GEMM over dequantized panels.
 constexpr int64_t kGemmRows = 16;
-/// The most bytes of f32 weights one slab unpacks (a scratch buffer).
-constexpr int64_t kSlabBytes = int64_t(4) << 20;
 static_assert(kMaxInt4GemvRows == kMaxInt4Int8GemvRows, "one row grouping serves both kernels");
 
 struct Int4Plan {
@@ -139,49 +136,24 @@ llvm::Value *usesGemm(FunctionBuilder &f, const Dim &rows) {
   return f.ir().CreateICmpSGE(f.dim(rows), f.i64(kGemmRows));
 }
 
-/// The GEMM path: per column slab, an unpacking step and a GEMM step, both
+/// The GEMM path: one step of the packed GEMM over the int4 records,
 /// without tasks below kGemmRows rows.
-void emitGemmSteps(LoweringContext &ctx, const Node &node, const Int4Plan &plan, int32_t packed) {
-  const GemmBlocking blocking = chooseGemmBlocking(plan.k, plan.lanes);
-  const int64_t nr = blocking.nr();
-  const int64_t slabColumns = std::max(nr, kSlabBytes / (plan.k * 4) / nr * nr);
+void emitGemmStep(LoweringContext &ctx, const Node &node, const Int4Plan &plan, int32_t packed) {
+  PrepackedProduct product;
+  product.node = &node;
+  product.a = node.operand(0);
+  product.result = node.result(0);
+  product.rows = plan.rows;
+  product.k = plan.k;
+  product.n = plan.n;
+  product.ldc = plan.n;
+  product.packedB = packed;
+  product.blocking = int4GemmBlocking(plan.k, plan.lanes, plan.block);
+  product.int4Block = plan.block;
   const Dim rows = plan.rows;
-  RowsFn enabled = [rows](FunctionBuilder &f) { return usesGemm(f, rows); };
-  for (int64_t column0 = 0; column0 < plan.n; column0 += slabColumns) {
-    const int64_t width = std::min(slabColumns, plan.n - column0);
-    const int64_t panels = (width + nr - 1) / nr;
-    const int32_t slab = ctx.addScratch(Dim(packedGemmWeightsSize(plan.k, width, nr) * 4));
-    Int4UnpackSpec spec{"", plan.k, plan.n, plan.block, plan.lanes, blocking.kc, column0, width};
-    spec.name = int4UnpackKernelName(spec);
-    llvm::Function *unpack = emitInt4Unpack(ctx.module(), spec);
-    unpack->setLinkage(llvm::GlobalValue::InternalLinkage);
-
-    StepBuilder step = ctx.beginStep(node, "int4_unpack");
-    const unsigned weightsSlot = step.bufferSlot(packed), slabSlot = step.bufferSlot(slab);
-    auto [begin, end] = step.splitEvenly(
-        [rows, panels](FunctionBuilder &f) {
-          return f.ir().CreateSelect(usesGemm(f, rows), f.i64(panels), f.i64(0));
-        },
-        1);
-    KernelBuilder &kb = step.kernel();
-    kb.ir().CreateCall(unpack, {kb.buffer(weightsSlot), kb.buffer(slabSlot), begin, end});
-    step.finish();
-
-    PrepackedProduct product;
-    product.node = &node;
-    product.a = node.operand(0);
-    product.result = node.result(0);
-    product.rows = rows;
-    product.k = plan.k;
-    product.n = width;
-    product.column0 = column0;
-    product.ldc = plan.n;
-    product.packedB = slab;
-    product.blocking = blocking;
-    product.enabled = enabled;
-    product.stepName = "int4_gemm";
-    lowerPrepackedMatMul(ctx, product);
-  }
+  product.enabled = [rows](FunctionBuilder &f) { return usesGemm(f, rows); };
+  product.stepName = "int4_gemm";
+  lowerPrepackedMatMul(ctx, product);
 }
 
 /// The GEMV path: row groups of up to four times column chunks; without
@@ -271,7 +243,7 @@ void lowerBlockQuantizedMatMul(LoweringContext &ctx, const Node &node) {
   const bool gemm =
       !plan.int8Activations && ctx.hasAvx2Fma() && (!constantRows || *constantRows >= kGemmRows);
   if (gemm)
-    emitGemmSteps(ctx, node, plan, packed);
+    emitGemmStep(ctx, node, plan, packed);
   if (!gemm || !constantRows)
     emitGemvStep(ctx, node, plan, packed, gemm);
 }

@@ -9,17 +9,19 @@
 // in double; y is pre-filled with a sentinel, so a store outside the panel
 // range or past N is caught.
 //
-// emitInt4Unpack over the same records: column slabs of the matrix, K in
-// one or several GEMM K blocks (a partial last one), N with a partial last
-// panel and an odd number of record panels; the slab must equal, bit for
-// bit, packGemmWeights of the DequantizeLinear weights, and nothing past it
-// is written.
+// The packed GEMM over the same records (PackedGemmSpec::int4Block), K in
+// one or several K blocks (a partial last quantization block), N with a
+// partial last panel and an odd number of record panels, row counts from
+// one to several row blocks, column ranges: C must equal, bit for bit, the
+// f32 packed GEMM of the same blocking over packGemmWeights of the
+// DequantizeLinear weights, and be near a sum in double; nothing outside
+// the range is written.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelJit.h"
+#include "codegen/kernels/GemmEmitter.h"
 #include "codegen/kernels/GemmPacking.h"
 #include "codegen/kernels/Int4Gemv.h"
-#include "codegen/kernels/Int4Unpack.h"
 #include "ir/Error.h"
 
 #include <gtest/gtest.h>
@@ -138,40 +140,45 @@ TEST_P(CodegenInt4Gemv, MatchesDequantizeThenSum) {
   }
 }
 
-class CodegenInt4GemvUnpack : public testing::TestWithParam<int64_t> {};
-INSTANTIATE_TEST_SUITE_P(Widths, CodegenInt4GemvUnpack, testing::Values(8, 16), lanesName);
+class CodegenInt4Gemm : public testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(Widths, CodegenInt4Gemm, testing::Values(8, 16), lanesName);
 
-TEST_P(CodegenInt4GemvUnpack, WritesTheDequantizedWeightsInGemmPanels) {
+TEST_P(CodegenInt4Gemm, EqualsTheFloatGemmOverTheDequantizedWeights) {
   const int64_t lanes = GetParam(), nr = 2 * lanes;
-  struct Slab {
-    int64_t k, n, block, kc, columnBegin, width;
+  struct Shape {
+    int64_t k, n, block;
     DType type;
     bool zeros;
+    int64_t rows, colBegin, colEnd;
   };
-  const std::vector<Slab> slabs = {
-      {64, 40, 32, 256, 0, 40, DType::U4, true},                  // one K block, a partial panel
-      {200, 3 * nr + 5, 32, 64, 0, 3 * nr + 5, DType::I4, false}, // K blocks 64,64,64,8
-      {200, 3 * nr + 5, 32, 64, nr, nr, DType::I4, true},         // a middle slab
-      {200, 3 * nr + 5, 32, 64, 2 * nr, nr + 5, DType::U4, true}, // the last slab
-      {96, lanes, 16, 40, 0, lanes, DType::I4, true},             // one record panel: zeros beside
-      {130, 2 * nr, 20, 48, 0, 2 * nr, DType::U4, false},         // K blocks across quant blocks
+  const std::vector<Shape> shapes = {
+      {64, 40, 32, DType::U4, true, 13, 0, 40},                      // one K block, a partial panel
+      {700, 3 * nr + 5, 32, DType::I4, false, 40, 0, 3 * nr + 5},    // K blocks 256, 256, 188
+      {700, 3 * nr + 5, 32, DType::I4, true, 200, nr, 2 * nr},       // a middle panel, row blocks
+      {700, 3 * nr + 5, 32, DType::U4, true, 7, 2 * nr, 3 * nr + 5}, // the last panels, a tail
+      {96, lanes, 16, DType::I4, true, 2, 0, lanes},        // one record panel: zeros beside
+      {2100, 2 * nr, 128, DType::U4, false, 30, 0, 2 * nr}, // kc 256 of blocks of 128
+      {300, nr, 256, DType::I4, true, 1, 0, nr},            // one row; K blocks 256 and 44
   };
   KernelJit jit = KernelJit::forHost();
-  llvm::Module &module = jit.newModule("int4_unpack_test");
+  llvm::Module &module = jit.newModule("int4_gemm_test");
   std::vector<std::string> names;
-  for (const Slab &s : slabs) {
-    Int4UnpackSpec spec{"", s.k, s.n, s.block, lanes, s.kc, s.columnBegin, s.width};
-    spec.name = int4UnpackKernelName(spec);
-    names.push_back(spec.name);
-    emitInt4Unpack(module, spec);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape &s = shapes[i];
+    const GemmBlocking blocking = int4GemmBlocking(s.k, lanes, s.block);
+    const std::string name = "int4_gemm_" + std::to_string(i);
+    emitPackedGemm(module, PackedGemmSpec{name, s.k, s.n, {}, blocking, s.block});
+    emitPackedGemm(module, PackedGemmSpec{name + "_f32", s.k, s.n, {}, blocking});
+    names.push_back(name);
   }
   jit.compile();
 
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(0.01f, 0.2f);
-  for (size_t i = 0; i < slabs.size(); ++i) {
-    const Slab &s = slabs[i];
-    SCOPED_TRACE(names[i]);
+  std::uniform_real_distribution<float> uniform(0.01f, 0.2f), activation(-1.0f, 1.0f);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape &s = shapes[i];
+    SCOPED_TRACE(names[i] + ": K=" + std::to_string(s.k) + " N=" + std::to_string(s.n) + " block " +
+                 std::to_string(s.block) + " rows " + std::to_string(s.rows));
     const int64_t blocks = (s.k + s.block - 1) / s.block;
     const int low = s.type == DType::I4 ? -8 : 0;
     std::uniform_int_distribution<int> code(low, low + 15);
@@ -185,27 +192,40 @@ TEST_P(CodegenInt4GemvUnpack, WritesTheDequantizedWeightsInGemmPanels) {
       v = uniform(rng);
     std::vector<uint8_t> packed = packInt4GemvWeights(
         w.data(), s.type, scale.data(), s.zeros ? zero.data() : nullptr, s.k, s.n, s.block, lanes);
-    // The slab's weights as DequantizeLinear gives them, packed as the GEMM reads them.
-    std::vector<float> slab(size_t(s.k * s.width));
+    std::vector<float> weights(size_t(s.k * s.n)); // as DequantizeLinear gives them
     for (int64_t kk = 0; kk < s.k; ++kk)
-      for (int64_t j = 0; j < s.width; ++j) {
-        const int64_t column = s.columnBegin + j, p = (kk / s.block) * s.n + column;
-        const int q = w[size_t(kk * s.n + column)] - (s.zeros ? zero[size_t(p)] : 0);
-        slab[size_t(kk * s.width + j)] = float(q) * scale[size_t(p)];
+      for (int64_t j = 0; j < s.n; ++j) {
+        const int64_t p = (kk / s.block) * s.n + j;
+        const int q = w[size_t(kk * s.n + j)] - (s.zeros ? zero[size_t(p)] : 0);
+        weights[size_t(kk * s.n + j)] = float(q) * scale[size_t(p)];
       }
-    GemmBlocking blocking;
-    blocking.kc = s.kc;
-    blocking.lanes = lanes;
-    const std::vector<float> want = packGemmWeights(slab.data(), s.k, s.width, false, blocking);
-    std::vector<float> got(want.size() + 64, Sentinel);
-    const int64_t panels = (s.width + nr - 1) / nr;
-    jit.lookup<Int4UnpackFn>(names[i])(packed.data(), got.data(), 0, panels);
+    const GemmBlocking blocking = int4GemmBlocking(s.k, lanes, s.block);
+    EXPECT_EQ(blocking.kc % s.block, 0);
+    const std::vector<float> floats = packGemmWeights(weights.data(), s.k, s.n, false, blocking);
+    const int64_t lda = s.k + 3, ldc = s.n + 5;
+    std::vector<float> a(size_t(s.rows * lda));
+    for (float &v : a)
+      v = activation(rng);
+    std::vector<float> got(size_t(s.rows * ldc), Sentinel), want(got);
+    jit.lookup<PackedGemmFn>(names[i])(a.data(), lda,
+                                       reinterpret_cast<const float *>(packed.data()), got.data(),
+                                       ldc, 0, s.rows, nullptr, nullptr, 0, s.colBegin, s.colEnd);
+    jit.lookup<PackedGemmFn>(names[i] + "_f32")(a.data(), lda, floats.data(), want.data(), ldc, 0,
+                                                s.rows, nullptr, nullptr, 0, s.colBegin, s.colEnd);
     int failures = 0;
-    for (size_t index = 0; index < got.size() && failures < 5; ++index) {
-      const float expected = index < want.size() ? want[index] : Sentinel;
-      if (std::memcmp(&got[index], &expected, 4) != 0 && ++failures)
-        ADD_FAILURE() << "packed[" << index << "] = " << got[index] << ", expected " << expected;
-    }
+    for (int64_t row = 0; row < s.rows && failures < 5; ++row)
+      for (int64_t col = 0; col < ldc && failures < 5; ++col) {
+        const float value = got[size_t(row * ldc + col)];
+        const bool inRange = col >= s.colBegin && col < s.colEnd;
+        double sum = 0;
+        for (int64_t kk = 0; inRange && kk < s.k; ++kk)
+          sum += double(a[size_t(row * lda + kk)]) * weights[size_t(kk * s.n + col)];
+        const float expected = inRange ? want[size_t(row * ldc + col)] : Sentinel;
+        if (std::memcmp(&value, &expected, 4) != 0 ||
+            (inRange && std::fabs(value - sum) > 1e-4 * (1 + std::fabs(sum))))
+          ADD_FAILURE() << "c[" << row << "][" << col << "] = " << value << ", the f32 GEMM's "
+                        << expected << ", in double " << sum << (++failures ? "" : "");
+      }
   }
 }
 
@@ -218,9 +238,10 @@ TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
   EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"d", 32, 8, 32, 8, 5}), Error);
   std::vector<int8_t> codes(64, 0);
   std::vector<float> scales(2, 1.0f);
-  // An unpacking slab must be whole GEMM panels within N.
-  EXPECT_THROW(emitInt4Unpack(module, Int4UnpackSpec{"e", 32, 64, 32, 8, 256, 8, 16}), Error);
-  EXPECT_THROW(emitInt4Unpack(module, Int4UnpackSpec{"f", 32, 64, 32, 8, 256, 48, 32}), Error);
+  // The GEMM's K blocks must be whole quantization blocks.
+  GemmBlocking blocking = chooseGemmBlocking(40, 8);
+  blocking.kc = 40;
+  EXPECT_THROW(emitPackedGemm(module, PackedGemmSpec{"e", 64, 16, {}, blocking, 32}), Error);
   EXPECT_THROW(packInt4GemvWeights(codes.data(), DType::I8, scales.data(), nullptr, 32, 2, 32, 8),
                Error);
 }
