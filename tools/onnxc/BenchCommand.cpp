@@ -134,9 +134,11 @@ void runWorker(Worker &worker, const onnxc_model_descriptor *model,
   } catch (const std::exception &error) {
     worker.error = error.what();
   }
+  // Blocking waits, not spins: a warm-up can take seconds, and a spinning
+  // waiter takes a core the sessions may need.
   ready.fetch_add(1);
-  while (!go.load())
-    std::this_thread::yield();
+  ready.notify_all();
+  go.wait(false);
   if (!worker.error.empty())
     return;
   auto deadline = start + std::chrono::duration<double>(bounds.seconds);
@@ -164,10 +166,11 @@ Measurements measureRuns(const onnxc_model_descriptor *model,
   for (Worker &worker : workers)
     threads.emplace_back(runWorker, std::ref(worker), model, std::cref(inputs), std::cref(bounds),
                          std::ref(ready), std::ref(go), std::ref(remaining), std::cref(start));
-  while (ready.load() < bounds.concurrency)
-    std::this_thread::yield();
+  for (int count = ready.load(); count < bounds.concurrency; count = ready.load())
+    ready.wait(count);
   start = Clock::now();
   go.store(true);
+  go.notify_all();
   for (std::thread &thread : threads)
     thread.join();
 
