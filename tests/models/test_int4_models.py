@@ -7,7 +7,8 @@ reference evaluator and the JIT, against onnxruntime on the same file.
   multiple of the block and not; zero points absent, packed uint8 and float; a bias; a trivial
   g_idx; accuracy_level 0 and 4 (onnxruntime's CPU kernel then quantizes A to int8 per block,
   which onnxc's import writes out: without it the level-4 outputs would differ by about 1%);
-  A of 1 row, 7 rows, a 3-D batch and 40 rows (a prompt, on the GEMM). All of them are nodes of ONE model (one input and one
+  A of 1 row, 7 rows, a 3-D batch and 40 rows (a prompt: on the GEMM at level 0, in tasks of 16
+  rows at level 4). All of them are nodes of ONE model (one input and one
   output each), so each backend compiles once.
 - GatherBlockQuantized (int4 data, uint4 data with zero points, uint8 data holding packed
   4-bit values) and MatMulBnb4 (FP4 and NF4) in a second model.
@@ -59,7 +60,7 @@ NBITS_CASES = [
     ("b4_k64_bs16", 4, 16, 64, 24, "none", False, 0, [1], False),
     ("b4_k200_bs32_zp", 4, 32, 200, 40, "packed", True, 0, [7], False),
     ("b4_k300_bs128_zp", 4, 128, 300, 17, "packed", False, 0, [2, 3], False),
-    # 40 rows: a prompt, on the f32 GEMM over the unpacked weights.
+    # 40 rows: a prompt, on the f32 GEMM over the dequantized panels.
     ("b4_k200_bs32_zp_m40", 4, 32, 200, 40, "packed", False, 0, [2, 20], False),
     ("b4_k96_bs32_fzp", 4, 32, 96, 16, "float", False, 0, [7], False),
     # onnxruntime 1.23.2 reads no packed zero points when a g_idx is given (its reorder path
@@ -69,6 +70,8 @@ NBITS_CASES = [
     ("b8_k100_bs16", 8, 16, 100, 24, "none", True, 0, [7], False),
     ("b8_k256_bs128_zp", 8, 128, 256, 20, "packed", False, 0, [1], False),
     ("b4_k200_bs32_l4", 4, 32, 200, 40, "packed", True, 4, [7], False),
+    # A prompt at accuracy_level 4: tasks of 16 rows (three row chunks) by column chunks.
+    ("b4_k200_bs32_l4_m40", 4, 32, 200, 40, "packed", False, 4, [2, 20], False),
     ("b4_k64_bs16_l4", 4, 16, 64, 24, "none", False, 4, [1], False),
     ("b4_k300_bs128_l4", 4, 128, 300, 17, "none", False, 4, [2, 3], False),
     ("b8_k100_bs16_l4", 8, 16, 100, 24, "packed", False, 4, [7], False),
@@ -185,18 +188,18 @@ def test_matmulnbits_against_onnxruntime(nbits_model, scratch, backend):
 
 
 def test_int4_weights_stay_4bit(nbits_model):
-    """At -O2 every 4-bit MatMulNBits with integer zero points (8 of the cases: float zero
+    """At -O2 every 4-bit MatMulNBits with integer zero points (9 of the cases: float zero
     points are applied at import, 8-bit weights stay a DequantizeLinear) is one
     BlockQuantizedMatMul over its i4/u4 constants, so the JIT run above went through the int4
-    kernels, not through weights widened to f32: the 3 at accuracy_level 4 imported as the op
+    kernels, not through weights widened to f32: the 4 at accuracy_level 4 imported as the op
     with int8 activations, the 5 others fused from DequantizeLinear -> MatMul."""
     path = nbits_model[0]
     result = subprocess.run([ONNXC, "dump", path, "-O2", "--stats"], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "fuse-block-quantized-matmul: 5 fused" in result.stderr, result.stderr
-    assert result.stdout.count("= BlockQuantizedMatMul(") == 8, result.stdout
-    assert result.stdout.count("activation_int8 = 1") == 3, result.stdout
+    assert result.stdout.count("= BlockQuantizedMatMul(") == 9, result.stdout
+    assert result.stdout.count("activation_int8 = 1") == 4, result.stdout
 
 
 def test_accuracy_level_4_is_not_the_f32_product(nbits_model):

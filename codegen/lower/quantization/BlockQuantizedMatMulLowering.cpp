@@ -12,7 +12,8 @@
 // four at a time (each nibble dequantized once for four FMAs), the
 // remaining one to three rows by a kernel of that many rows. A task's
 // column chunk of weights (K x 128 columns at K = 2048: 170 KB) stays in
-// L2 while its row groups reuse it.
+// L2 while its row groups reuse it, and while the tasks after it (the row
+// chunks of the same column chunk, in order) reuse it.
 //
 // A prompt of kGemmRows rows or more (f32 activations) runs on the f32 GEMM
 // instead, reading the same records (lowerPrepackedMatMul with int4Block):
@@ -186,13 +187,17 @@ void emitGemvStep(LoweringContext &ctx, const Node &node, const Int4Plan &plan, 
   KernelBuilder &kb = step.kernel();
   llvm::IRBuilder<> &ir = kb.ir();
   llvm::Value *rowCount = kb.dim(rows);
+  llvm::Value *rowChunks = kb.ceilDiv(rowCount, kb.i64(kRowsPerTask));
   splitItemsAndChunks(
       step, Dim(1), chunkCount, [&](llvm::Value *, llvm::Value *first, llvm::Value *last) {
         kb.forRange(
             first, last,
             [&](llvm::Value *chunk) {
-              llvm::Value *rowChunk = ir.CreateSDiv(chunk, kb.i64(columnChunks));
-              llvm::Value *columnChunk = ir.CreateSRem(chunk, kb.i64(columnChunks));
+              // Column chunk by column chunk: a thread's run of tasks reads
+              // each chunk of weights from memory once, then from L2 for
+              // every row chunk after the first.
+              llvm::Value *columnChunk = ir.CreateSDiv(chunk, rowChunks);
+              llvm::Value *rowChunk = ir.CreateSRem(chunk, rowChunks);
               llvm::Value *panelBegin = ir.CreateMul(columnChunk, kb.i64(plan.chunkPanels));
               llvm::Value *panelEnd =
                   kb.min(kb.i64(plan.panels), ir.CreateAdd(panelBegin, kb.i64(plan.chunkPanels)));
