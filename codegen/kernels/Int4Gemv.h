@@ -84,7 +84,7 @@ std::string int4GemvKernelName(const Int4GemvSpec &spec);
 /// The `lanes` unsigned codes (<lanes x i32>, 0 to 15) of one k row of a
 /// record's nibbles at `address` (lanes / 2 bytes): the word broadcast,
 /// each lane shifted to its nibble and masked. Shared by the GEMV and the
-/// unpacking kernel (Int4Unpack.h), which read the same records.
+/// GEMM's panel dequantization (Int4Unpack.h), which read the same records.
 llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes);
 
 } // namespace onnxc
