@@ -79,17 +79,13 @@ std::optional<std::vector<size_t>> positionWiseOperands(const Node &node) {
     return mayBroadcast && sameAtEveryPosition(operand, result);
   };
   OpKind kind = node.kind();
-  if (kind == OpKind::MatMul) {
-    // A [batch, seq, k] times a [k, n] matrix: row by row.
-    if (node.operand(1)->shape().rank() != 2 || !classify(0, false))
-      return std::nullopt;
-    return carrying;
-  }
-  if (kind == OpKind::BlockQuantizedMatMul || kind == OpKind::QuantizedMatMul) {
-    // The same with quantized weights: every operand but A (weights, scales,
-    // zero points, bias; QuantizedMatMul's constant A scale and zero point)
-    // has at most two dims, none of them positions. Not DynamicQuantizedMatMul:
-    // its A scale comes from the whole of A, every position together.
+  if (kind == OpKind::MatMul || kind == OpKind::BlockQuantizedMatMul ||
+      kind == OpKind::QuantizedMatMul) {
+    // A [batch, seq, k] times a [k, n] matrix, row by row: every operand but
+    // A (the weights; quantized ones' scales, zero points, bias and
+    // QuantizedMatMul's constant A scale and zero point) has at most two
+    // dims, none of them positions. Not DynamicQuantizedMatMul: its A scale
+    // comes from the whole of A, every position together.
     for (size_t i = 1; i < node.numOperands(); ++i)
       if (node.operand(i) && node.operand(i)->shape().rank() > 2)
         return std::nullopt;
