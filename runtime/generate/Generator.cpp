@@ -261,13 +261,7 @@ Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_o
       declared |=
           model.cache_pairs[p].input == pair.input && model.cache_pairs[p].output == pair.output;
     inPlace_.push_back(declared);
-    const onnxc_tensor_info &past = model.inputs[pair.input];
-    int32_t axis = -1;
-    for (int32_t a = 0; a < past.rank; ++a)
-      if (std::optional<int32_t> symbol = singleSymbolOf(past.dims[a]);
-          symbol && roles_.symbolKinds[size_t(*symbol)] == GeneratorRoles::SymbolKind::Past)
-        axis = a;
-    pastAxis_.push_back(axis);
+    pastAxis_.push_back(pair.axis);
   }
   description_ = std::string(mode() == ONNXC_GENERATE_KV_CACHE ? "kv-cache: " : "full-sequence: ") +
                  describeRoles(model, roles_);
@@ -291,6 +285,13 @@ bool Generator::fail(std::string message) {
 }
 
 bool Generator::allocate(int64_t capacity, int64_t batch) {
+  if (roles_.fixedLength > 0) {
+    // The model fixes its caches' length: that is the capacity.
+    if (capacity > roles_.fixedLength)
+      return fail("a capacity of " + std::to_string(capacity) + " positions is more than " +
+                  fixedCacheText());
+    capacity = roles_.fixedLength;
+  }
   if (capacity <= capacity_ && batch <= batchCapacity_)
     return true;
   capacity = std::max(capacity, capacity_);
@@ -301,14 +302,30 @@ bool Generator::allocate(int64_t capacity, int64_t batch) {
     return fail("a batch of " + std::to_string(batch) + " rows of " + std::to_string(capacity) +
                 " positions is more than 2^31 positions");
   try {
-    return allocateBuffers(capacity, batch);
+    if (allocateBuffers(capacity, batch))
+      return true;
   } catch (const std::bad_alloc &) {
-    return fail("out of memory allocating buffers for " + std::to_string(batch) + " rows of " +
-                std::to_string(capacity) + " positions");
+    error_ = "out of memory allocating buffers for " + std::to_string(batch) + " rows of " +
+             std::to_string(capacity) + " positions";
   }
+  bindCacheLength(capacity_);
+  return false;
+}
+
+void Generator::bindCacheLength(int64_t capacity) {
+  for (size_t s = 0; s < roles_.symbolKinds.size(); ++s)
+    if (roles_.symbolKinds[s] == GeneratorRoles::SymbolKind::CacheLength)
+      symbols_[s] = capacity;
+}
+
+std::string Generator::fixedCacheText() const {
+  const onnxc_tensor_info &past = model_.inputs[roles_.cache.front().input];
+  return "cache input '" + std::string(past.name) + "' " + past.shape_text +
+         " holds (a fixed length of " + std::to_string(roles_.fixedLength) + ")";
 }
 
 bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
+  bindCacheLength(capacity);
   size_t elements = size_t(capacity * batch);
   ids_.reserve(elements);
   if (model_.inputs[roles_.ids].dtype == ONNXC_I32)
@@ -317,6 +334,8 @@ bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
     mask_.reserve(elements * size_t(dtypeSize(model_.inputs[roles_.mask].dtype)));
   if (roles_.positions >= 0)
     positions_.reserve(elements * size_t(dtypeSize(model_.inputs[roles_.positions].dtype)));
+  writeIndices_.reserve(size_t(batch) * sizeof(int64_t));
+  validLengths_.reserve(size_t(batch) * sizeof(int64_t));
   // Each half holds a full cache: past at the capacity, or a present that
   // reaches it from a prompt or from one new token.
   int64_t most = 0;
@@ -335,8 +354,13 @@ bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
   // A pair updated in place is laid out for the session's cache capacity,
   // which is the generator's: its one buffer holds a past at the capacity.
   for (size_t k = 0; k < cache_.size(); ++k)
-    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half)
+    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half) {
       cache_[k][half].reserve(size_t(most));
+      // A fixed-length cache is read whole, its unwritten rows masked out;
+      // a NaN in fresh memory would still poison the weighted sum (0 * NaN).
+      if (roles_.fixedCache())
+        std::memset(cache_[k][half].data(), 0, size_t(most));
+    }
   // Rows joining a running batch run their prompts into buffers of their
   // own, kJoinRows rows at most (GeneratorJoin.cpp); only a batch of more than
   // one row can be joined.
@@ -374,6 +398,10 @@ void Generator::bindTensors(int64_t newTokens, int64_t past) {
     inputs_[size_t(roles_.mask)].data = mask_.data();
   if (roles_.positions >= 0)
     inputs_[size_t(roles_.positions)].data = positions_.data();
+  if (roles_.writeIndices >= 0)
+    inputs_[size_t(roles_.writeIndices)].data = writeIndices_.data();
+  if (roles_.validLengths >= 0)
+    inputs_[size_t(roles_.validLengths)].data = validLengths_.data();
   for (size_t k = 0; k < roles_.context.size(); ++k)
     inputs_[size_t(roles_.context[k].input)] = encoder_->context[k];
   for (onnxc_tensor &output : outputs_)

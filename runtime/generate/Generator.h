@@ -6,7 +6,9 @@
 // one buffer, bound as both past and present with the session's cache
 // capacity set to the generator's: a step writes only the new positions. Any
 // other pair has two: a step reads past from one while the session writes
-// present straight into the other (caller-owned outputs), then they swap. The mask,
+// present straight into the other (caller-owned outputs), then they swap. A
+// fixed-length cache (opset 24's TensorScatter) is laid out at the capacity
+// either way, and each run is told where its positions go (write indices). The mask,
 // positions and token buffers are filled once for the capacity, the session's
 // arena is reserved for the largest step, and the inputs and outputs are
 // tensors the generator keeps: a step allocates nothing that grows with the
@@ -140,6 +142,16 @@ private:
   /// Makes every buffer hold `capacity` positions of `batch` rows (only ever grows).
   bool allocate(int64_t capacity, int64_t batch);
   bool allocateBuffers(int64_t capacity, int64_t batch);
+  /// Sets the length of a fixed-length cache (its symbol) to `capacity`.
+  void bindCacheLength(int64_t capacity);
+  /// "cache input 'past_key_0' [...] holds (a fixed length of 96)".
+  std::string fixedCacheText() const;
+  /// Whether pair k's buffers have the capacity's rows along the sequence
+  /// (in place, or a fixed-length cache), not the positions cached.
+  bool laidOutAtCapacity(size_t k) const { return inPlace_[k] || roles_.fixedCache(); }
+  /// The mask's length in a run that ends at `total` positions: the
+  /// capacity for a mask over a fixed-length cache, else `total`.
+  int64_t maskWidth(int64_t total) const;
   /// Checks the prompts, sizes the buffers, fills the rows and runs the prompts.
   bool startRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
   std::string checkRows(const int64_t *const *prompts, const int64_t *counts, int64_t rows);
@@ -218,7 +230,9 @@ private:
   int64_t length_ = 0;          ///< Positions of the padded rows fed so far.
   std::vector<int64_t> ids_;    ///< A run's ids, [rows, new tokens].
   std::vector<int32_t> ids32_;  ///< The same for an i32 ids input.
-  AlignedBuffer mask_;          ///< A run's mask, [rows, past + new] in the mask's dtype.
+  AlignedBuffer mask_;          ///< A run's mask, [rows, maskWidth()] in the mask's dtype.
+  AlignedBuffer writeIndices_;  ///< A run's write indices, [rows] (fixed-length caches).
+  AlignedBuffer validLengths_;  ///< A run's valid lengths, [rows] (fixed-length caches).
   AlignedBuffer positions_;     ///< A run's position ids, [rows, new tokens].
   std::vector<float> scratch_;  ///< One row of processed logits.
   std::vector<int32_t> seen_;   ///< The penalties' scratch.

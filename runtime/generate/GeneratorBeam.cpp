@@ -71,9 +71,9 @@ void Generator::gatherCacheRows(const std::vector<int32_t> &sources) {
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
     const onnxc_tensor_info &past = model_.inputs[roles_.cache[k].input];
     int32_t axis = pastAxis_[k];
-    // The layout's rows along the sequence axis: the capacity in place,
-    // else the dense present of the last run.
-    int64_t stride = inPlace_[k] ? capacity_ : cached_;
+    // The layout's rows along the sequence axis: the capacity in place or
+    // for a fixed-length cache, else the dense present of the last run.
+    int64_t stride = laidOutAtCapacity(k) ? capacity_ : cached_;
     int64_t outer = 1, inner = dtypeSize(past.dtype);
     for (int32_t a = 1; a < past.rank; ++a) {
       if (a == axis)

@@ -44,6 +44,9 @@ std::string Generator::joinProblem() const {
            (roles_.mask < 0 ? "mask" : "position ids");
   if (options_.capacity <= 0)
     return "rows join a running batch in buffers allocated once: give the capacity option";
+  if (roles_.fixedCache())
+    return "rows cannot join a running batch over a fixed-length cache (opset 24's "
+           "TensorScatter) yet: run the prompts together with prefill_batch";
   return checkBatchLeadingCaches();
 }
 
@@ -92,7 +95,7 @@ void Generator::relayoutCache(const std::vector<int64_t> &sources,
     // In place the layout keeps the capacity along the sequence; the
     // swapped halves are dense at the positions cached, so a new length
     // moves every row of them.
-    bool restride = !inPlace_[k] && newCached != cached_;
+    bool restride = !laidOutAtCapacity(k) && newCached != cached_;
     std::vector<size_t> moved;
     for (size_t d = 0; d < sources.size(); ++d)
       if (restride || sources[d] != int64_t(d) || shifts[d] != 0)
@@ -101,8 +104,8 @@ void Generator::relayoutCache(const std::vector<int64_t> &sources,
       continue;
     int64_t outer = 0, inner = 0;
     cacheBlock(k, outer, inner);
-    size_t oldStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
-    size_t newStride = size_t((inPlace_[k] ? capacity_ : newCached) * inner);
+    size_t oldStride = size_t((laidOutAtCapacity(k) ? capacity_ : cached_) * inner);
+    size_t newStride = size_t((laidOutAtCapacity(k) ? capacity_ : newCached) * inner);
     size_t used = size_t(cached_ * inner);
     auto *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());
     // The rows read are saved first: a row written may be one of them.
@@ -155,8 +158,8 @@ void Generator::placeJoinedRow(int64_t row, const JoinedRow &joined, int64_t off
     int64_t outer = 0, inner = 0;
     cacheBlock(k, outer, inner);
     // The join run's present: the capacity's layout in place, else dense at its length.
-    size_t fromStride = size_t((inPlace_[k] ? capacity_ : joined.runLength) * inner);
-    size_t toStride = size_t((inPlace_[k] ? capacity_ : cached_) * inner);
+    size_t fromStride = size_t((laidOutAtCapacity(k) ? capacity_ : joined.runLength) * inner);
+    size_t toStride = size_t((laidOutAtCapacity(k) ? capacity_ : cached_) * inner);
     const auto *from =
         reinterpret_cast<const uint8_t *>(joinCache_[k][inPlace_[k] ? 0 : half].data());
     auto *base = reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());

@@ -43,8 +43,8 @@ constexpr int64_t kRunPositions = 12;
 std::vector<std::vector<int64_t>> Generator::prefillGroups(const int64_t *counts,
                                                            int64_t rows) const {
   std::vector<std::vector<int64_t>> groups;
-  if (rows < 2 || !roles_.hasCache() || encoder_ || roles_.mask < 0 || roles_.positions < 0 ||
-      joinCache_.empty() ||
+  if (rows < 2 || !roles_.hasCache() || roles_.fixedCache() || encoder_ || roles_.mask < 0 ||
+      roles_.positions < 0 || joinCache_.empty() ||
       std::all_of(counts, counts + rows, [&](int64_t count) { return count == counts[0]; }))
     return groups;
   std::vector<int64_t> order(static_cast<size_t>(rows));

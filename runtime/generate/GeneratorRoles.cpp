@@ -1,6 +1,8 @@
 //===- runtime/generate/GeneratorRoles.cpp - Which inputs and outputs a decoder has -===//
 #include "GeneratorRoles.h"
+#include "GeneratorRolesInternal.h"
 
+#include "DimExpr.h"
 #include "DimExprQueries.h"
 #include "Dtype.h"
 
@@ -12,44 +14,11 @@
 
 namespace onnxc::runtime {
 
+using namespace roles;
+
 namespace {
 
-std::string lower(std::string text) {
-  for (char &c : text)
-    c = char(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-bool contains(const char *name, const char *part) {
-  return lower(name).find(part) != std::string::npos;
-}
-
-std::string quoted(const char *name) { return "'" + std::string(name) + "'"; }
-
-bool isInteger(int32_t dtype) { return dtype == ONNXC_I64 || dtype == ONNXC_I32; }
-bool isFloat(int32_t dtype) {
-  return dtype == ONNXC_F32 || dtype == ONNXC_F16 || dtype == ONNXC_BF16 || dtype == ONNXC_F64;
-}
-
-/// A cache name without its "past"/"present" word, so that past_key_0 and
-/// present_key_0 (or past_key_values.0.key and present.0.key) meet.
-std::string cacheKey(const std::string &name, bool isPast) {
-  static const char *const pastWords[] = {"past_key_values", "past"};
-  static const char *const presentWords[] = {"present_key_values", "present"};
-  std::string text = lower(name);
-  for (const char *word : isPast ? pastWords : presentWords) {
-    size_t at = text.find(word);
-    if (at != std::string::npos)
-      return text.erase(at, std::string(word).size());
-  }
-  return "";
-}
-
-struct Mapping {
-  std::map<std::string, std::string> roles;   ///< input_ids, attention_mask, position_ids, logits
-  std::map<std::string, std::string> cache;   ///< past input -> present output
-  std::map<std::string, std::string> context; ///< decoder input -> encoder output ("": source mask)
-};
+using Kind = GeneratorRoles::SymbolKind;
 
 constexpr const char *kEncoderPrefix = "encoder:";
 constexpr const char *kSourceMask = "source_mask";
@@ -57,20 +26,6 @@ constexpr const char *kSourceMask = "source_mask";
 std::string trim(const std::string &text) {
   size_t begin = text.find_first_not_of(" \t"), end = text.find_last_not_of(" \t");
   return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
-}
-
-int32_t findInput(const onnxc_model_descriptor &model, const std::string &name) {
-  for (int32_t i = 0; i < model.num_inputs; ++i)
-    if (name == model.inputs[i].name)
-      return i;
-  return -1;
-}
-
-int32_t findOutput(const onnxc_model_descriptor &model, const std::string &name) {
-  for (int32_t o = 0; o < model.num_outputs; ++o)
-    if (name == model.outputs[o].name)
-      return o;
-  return -1;
 }
 
 std::string parseMapping(const onnxc_model_descriptor &model, const onnxc_model_descriptor *encoder,
@@ -87,7 +42,8 @@ std::string parseMapping(const onnxc_model_descriptor &model, const onnxc_model_
     if (eq == std::string::npos || eq == 0)
       return "mapping: expected ROLE=NAME, got '" + entry + "'";
     std::string key = trim(entry.substr(0, eq)), value = trim(entry.substr(eq + 1));
-    if (key == "input_ids" || key == "attention_mask" || key == "position_ids") {
+    if (key == "input_ids" || key == "attention_mask" || key == "position_ids" ||
+        key == "write_indices" || key == "nonpad_kv_seqlen") {
       if (!value.empty() && findInput(model, value) < 0)
         return "mapping: " + key + "=" + value + " names no input of the model";
       mapping.roles[key] = value;
@@ -111,16 +67,11 @@ std::string parseMapping(const onnxc_model_descriptor &model, const onnxc_model_
       mapping.cache[key] = value;
     } else {
       return "mapping: '" + key +
-             "' is neither a role (input_ids, attention_mask, position_ids, logits) nor an input "
-             "of the model";
+             "' is neither a role (input_ids, attention_mask, position_ids, write_indices, "
+             "nonpad_kv_seqlen, logits) nor an input of the model";
     }
   }
   return "";
-}
-
-bool isContextInput(const GeneratorRoles &roles, int32_t input) {
-  return std::any_of(roles.context.begin(), roles.context.end(),
-                     [input](const ContextInput &context) { return context.input == input; });
 }
 
 /// The input for a role: the mapping's, else the first that `matches`.
@@ -139,6 +90,12 @@ int32_t pickInput(const onnxc_model_descriptor &model, const Mapping &mapping,
 bool looksLikeMask(const char *name) { return contains(name, "mask") && !contains(name, "past"); }
 bool looksLikePositions(const char *name) {
   return contains(name, "position") && !contains(name, "past");
+}
+bool looksLikeWriteIndices(const char *name) {
+  return contains(name, "write_ind") || contains(name, "cache_ind");
+}
+bool looksLikeValidLengths(const char *name) {
+  return contains(name, "nonpad") || contains(name, "kv_seqlen");
 }
 bool isExactlyInputIds(const char *name) { return lower(name) == "input_ids"; }
 bool looksLikeInputIds(const char *name) { return contains(name, "input_ids"); }
@@ -169,78 +126,6 @@ std::string findIds(const onnxc_model_descriptor &model, const Mapping &mapping,
     return "token ids input " + quoted(info.name) + " is " + dtypeName(info.dtype) + " " +
            (info.shape_text ? info.shape_text : "") +
            "; the generator needs i64 or i32 [batch, seq]";
-  return "";
-}
-
-bool hasOtherRole(const GeneratorRoles &roles, int32_t input) {
-  return input == roles.ids || input == roles.mask || input == roles.positions ||
-         isContextInput(roles, input);
-}
-
-/// Per input, the present the descriptor pairs it with (ABI v5: proved at
-/// compile time, codegen/lower/CachePairs.cpp), or -1: none, or the mapping
-/// or another role decides that input.
-std::vector<int32_t> declaredPresents(const onnxc_model_descriptor &model, const Mapping &mapping,
-                                      const GeneratorRoles &roles) {
-  std::vector<int32_t> present(size_t(model.num_inputs), -1);
-  for (int32_t p = 0; p < model.num_cache_pairs; ++p) {
-    const onnxc_cache_pair &pair = model.cache_pairs[p];
-    if (!mapping.cache.count(model.inputs[pair.input].name) && !hasOtherRole(roles, pair.input))
-      present[size_t(pair.input)] = pair.output;
-  }
-  return present;
-}
-
-/// The output named like past input `name` with "present" for its "past"
-/// word, not yet `taken`; -1 when none is.
-int32_t presentNamedLike(const onnxc_model_descriptor &model, const char *name,
-                         const std::vector<bool> &taken) {
-  std::string key = cacheKey(name, true);
-  for (int32_t o = 0; o < model.num_outputs; ++o)
-    if (!taken[size_t(o)] && contains(model.outputs[o].name, "present") &&
-        cacheKey(model.outputs[o].name, false) == key)
-      return o;
-  return -1;
-}
-
-/// The cache pairs: the mapping's, then the descriptor's, then by name. The
-/// descriptor lists only the pairs the compiler proved to be
-/// present = Concat(past, new) (the ones it can update in place); a cache
-/// whose present is computed otherwise, or a model compiled before ABI v5
-/// or with a hand-built descriptor, still feeds its present back as its
-/// past, so such inputs are paired by their names as before.
-std::string findCache(const onnxc_model_descriptor &model, const Mapping &mapping,
-                      GeneratorRoles &roles) {
-  std::vector<int32_t> declared = declaredPresents(model, mapping, roles);
-  std::vector<bool> taken(size_t(model.num_outputs), false);
-  for (int32_t output : declared)
-    if (output >= 0)
-      taken[size_t(output)] = true;
-  for (int32_t i = 0; i < model.num_inputs; ++i) {
-    const char *name = model.inputs[i].name;
-    int32_t output = -1;
-    if (auto it = mapping.cache.find(name); it != mapping.cache.end()) {
-      output = findOutput(model, it->second);
-    } else if (declared[size_t(i)] >= 0) {
-      output = declared[size_t(i)];
-    } else {
-      if (hasOtherRole(roles, i) || !contains(name, "past"))
-        continue;
-      output = presentNamedLike(model, name, taken);
-      if (output < 0)
-        return "cache input " + quoted(name) +
-               " has no matching output (one named like it with 'present' for 'past'); pair them "
-               "with " +
-               std::string(name) + "=OUTPUT";
-    }
-    const onnxc_tensor_info &past = model.inputs[i], &present = model.outputs[output];
-    if (past.dtype != present.dtype || past.rank != present.rank)
-      return "cache input " + quoted(past.name) + " is " + dtypeName(past.dtype) + " " +
-             past.shape_text + " but its output " + quoted(present.name) + " is " +
-             dtypeName(present.dtype) + " " + present.shape_text;
-    taken[size_t(output)] = true;
-    roles.cache.push_back({i, output});
-  }
   return "";
 }
 
@@ -279,8 +164,7 @@ std::string findLogits(const onnxc_model_descriptor &model, const Mapping &mappi
 /// Gives every symbol a kind from the inputs that carry it; fails on one
 /// the generator cannot set.
 std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles &roles) {
-  using Kind = GeneratorRoles::SymbolKind;
-  std::vector<std::optional<Kind>> kinds(size_t(model.num_symbols));
+  SymbolKinds kinds(size_t(model.num_symbols));
   auto assign = [&](const onnxc_tensor_info &info, int32_t axis, Kind kind) {
     if (std::optional<int32_t> symbol = singleSymbolOf(info.dims[axis]); symbol && !kinds[*symbol])
       kinds[size_t(*symbol)] = kind;
@@ -299,19 +183,11 @@ std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles 
     for (int32_t axis = 0; axis < info.rank; ++axis)
       assign(info, axis, Kind::Context);
   }
-  for (const CachePair &pair : roles.cache) {
-    const onnxc_tensor_info &past = model.inputs[pair.input];
-    int32_t found = -1;
-    for (int32_t axis = 0; axis < past.rank; ++axis) {
-      std::optional<int32_t> symbol = singleSymbolOf(past.dims[axis]);
-      if (symbol && (!kinds[*symbol] || kinds[*symbol] == Kind::Past))
-        found = axis;
-    }
-    if (found < 0)
-      return "cache input " + quoted(past.name) + " " + past.shape_text +
-             " has no symbolic length of its own (a dim such as 'past')";
-    assign(past, found, Kind::Past);
-  }
+  if (std::string error = classifyCachePairs(model, roles, kinds); !error.empty())
+    return error;
+  for (int32_t role : {roles.writeIndices, roles.validLengths})
+    if (role >= 0)
+      assign(model.inputs[role], 0, Kind::Batch);
   if (roles.mask >= 0)
     assign(model.inputs[roles.mask], 1, roles.hasCache() ? Kind::Total : Kind::NewTokens);
   if (roles.positions >= 0)
@@ -335,13 +211,13 @@ std::string classifySymbols(const onnxc_model_descriptor &model, GeneratorRoles 
 std::string checkEveryInputHasARole(const onnxc_model_descriptor &model,
                                     const GeneratorRoles &roles) {
   for (int32_t i = 0; i < model.num_inputs; ++i) {
-    bool known = i == roles.ids || i == roles.mask || i == roles.positions ||
-                 isContextInput(roles, i) ||
+    bool known = hasOtherRole(roles, i) ||
                  std::any_of(roles.cache.begin(), roles.cache.end(),
                              [i](const CachePair &pair) { return pair.input == i; });
     if (!known)
       return "input " + quoted(model.inputs[i].name) +
-             " is none of token ids, attention mask, position ids or a cache input" +
+             " is none of token ids, attention mask, position ids, write indices, valid lengths "
+             "or a cache input" +
              (roles.context.empty() && !contains(model.inputs[i].name, "encoder")
                   ? ""
                   : " nor fed by the encoder") +
@@ -354,6 +230,11 @@ std::string checkEveryInputHasARole(const onnxc_model_descriptor &model,
   if (roles.positions >= 0 && !isInteger(model.inputs[roles.positions].dtype))
     return "position ids input " + quoted(model.inputs[roles.positions].name) + " is " +
            dtypeName(model.inputs[roles.positions].dtype) + "; the generator writes i64 or i32";
+  for (int32_t role : {roles.writeIndices, roles.validLengths})
+    if (role >= 0 && (model.inputs[role].rank != 1 || !isInteger(model.inputs[role].dtype)))
+      return "input " + quoted(model.inputs[role].name) + " is " +
+             dtypeName(model.inputs[role].dtype) + " " + model.inputs[role].shape_text +
+             "; write indices and valid lengths must be i64 or i32 [batch]";
   return "";
 }
 
@@ -436,6 +317,8 @@ std::string findRoles(const onnxc_model_descriptor &model, const std::string &ma
       return error;
   roles.mask = pickInput(model, parsed, roles, "attention_mask", looksLikeMask);
   roles.positions = pickInput(model, parsed, roles, "position_ids", looksLikePositions);
+  roles.writeIndices = pickInput(model, parsed, roles, "write_indices", looksLikeWriteIndices);
+  roles.validLengths = pickInput(model, parsed, roles, "nonpad_kv_seqlen", looksLikeValidLengths);
   for (auto stage : {findIds, findCache, findLogits})
     if (std::string error = stage(model, parsed, roles); !error.empty())
       return error;
@@ -481,6 +364,7 @@ void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_
       break;
     case Kind::Context:
     case Kind::Capacity:
+    case Kind::CacheLength:
       break;
     }
   }
@@ -492,6 +376,10 @@ std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRo
     text += ", mask " + quoted(model.inputs[roles.mask].name);
   if (roles.positions >= 0)
     text += ", positions " + quoted(model.inputs[roles.positions].name);
+  if (roles.writeIndices >= 0)
+    text += ", write indices " + quoted(model.inputs[roles.writeIndices].name);
+  if (roles.validLengths >= 0)
+    text += ", valid lengths " + quoted(model.inputs[roles.validLengths].name);
   text += ", logits " + quoted(model.outputs[roles.logits].name);
   if (!roles.context.empty())
     text += ", " + std::to_string(roles.context.size()) + " input" +
@@ -501,6 +389,10 @@ std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRo
     text += ", " + std::to_string(roles.cache.size()) + " cache pair" +
             (roles.cache.size() == 1 ? "" : "s") + " (" + model.inputs[first.input].name + " -> " +
             model.outputs[first.output].name + (roles.cache.size() > 1 ? ", ...)" : ")");
+    if (roles.fixedCache())
+      text += roles.fixedLength > 0
+                  ? " of a fixed length of " + std::to_string(roles.fixedLength) + " positions"
+                  : " of a fixed length (the capacity)";
   }
   return text;
 }

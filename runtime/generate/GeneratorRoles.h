@@ -21,6 +21,7 @@ namespace onnxc::runtime {
 struct CachePair {
   int32_t input = -1;  ///< past
   int32_t output = -1; ///< present
+  int32_t axis = -1;   ///< The sequence axis of both.
 };
 
 /// A decoder input set once per source in an encoder-decoder generation:
@@ -40,16 +41,27 @@ struct EncoderRoles {
 
 struct GeneratorRoles {
   int32_t ids = -1, mask = -1, positions = -1; ///< Input indices; -1: none.
-  int32_t logits = -1;                         ///< Output index.
+  /// Per-row integer inputs [batch] of a fixed-length cache (opset 24's
+  /// TensorScatter and Attention): where a run's new positions go (the
+  /// positions cached before it) and how many are valid after it.
+  int32_t writeIndices = -1, validLengths = -1;
+  int32_t logits = -1; ///< Output index.
   std::vector<CachePair> cache;
+  /// -1: the caches grow by the new positions (present = past + new);
+  /// else every present has its past's shape, a fixed length the generator
+  /// sets to its capacity (0: a symbol of kind CacheLength) or that the
+  /// model fixes (> 0: the capacity is that length).
+  int64_t fixedLength = -1;
   std::vector<ContextInput> context; ///< Encoder-decoder only.
   /// What each symbol is set to: per symbol one of the kinds below
   /// (Context: a dim of a context input, read from it at encode; Capacity:
-  /// a cache capacity, bound by the session).
-  enum class SymbolKind { Batch, NewTokens, Past, Total, Context, Capacity };
+  /// a cache capacity, bound by the session; CacheLength: a fixed-length
+  /// cache's length, set by the generator to its capacity).
+  enum class SymbolKind { Batch, NewTokens, Past, Total, Context, Capacity, CacheLength };
   std::vector<SymbolKind> symbolKinds;
 
   bool hasCache() const { return !cache.empty(); }
+  bool fixedCache() const { return hasCache() && fixedLength >= 0; }
 };
 
 /// Finds the roles of a checked descriptor, `mapping` (see
@@ -66,7 +78,8 @@ std::string findRoles(const onnxc_model_descriptor &model, const std::string &ma
 std::string findEncoderRoles(const onnxc_model_descriptor &encoder, EncoderRoles &roles);
 
 /// The symbol values for a run of `newTokens` tokens after `past` cached
-/// positions, `batch` rows. Context symbols keep the value in `symbols`.
+/// positions, `batch` rows. Context, Capacity and CacheLength symbols keep
+/// the value in `symbols`.
 void bindGeneratorSymbols(const GeneratorRoles &roles, int64_t newTokens, int64_t past,
                           int64_t *symbols, int64_t batch = 1);
 

@@ -115,9 +115,15 @@ void Generator::fillRunInputs(int64_t newTokens, int64_t past) {
     }
     if (roles_.mask >= 0) {
       int32_t dtype = model_.inputs[roles_.mask].dtype;
-      for (int64_t j = 0; j < total; ++j)
-        storeInteger(mask_.data(), dtype, r * total + j, j < row.pad ? 0 : 1);
+      int64_t width = maskWidth(total);
+      for (int64_t j = 0; j < width; ++j)
+        storeInteger(mask_.data(), dtype, r * width + j, j >= row.pad && j < total);
     }
+    // A fixed-length cache: every row writes at the positions cached so far.
+    if (roles_.writeIndices >= 0)
+      storeInteger(writeIndices_.data(), model_.inputs[roles_.writeIndices].dtype, r, past);
+    if (roles_.validLengths >= 0)
+      storeInteger(validLengths_.data(), model_.inputs[roles_.validLengths].dtype, r, total);
     if (roles_.positions >= 0) {
       int32_t dtype = model_.inputs[roles_.positions].dtype;
       for (int64_t t = 0; t < newTokens; ++t) {
@@ -127,6 +133,15 @@ void Generator::fillRunInputs(int64_t newTokens, int64_t past) {
       }
     }
   }
+}
+
+int64_t Generator::maskWidth(int64_t total) const {
+  if (!roles_.fixedCache())
+    return total;
+  // The mask's own length: a growing one (past + new), or the cache's.
+  std::optional<int32_t> symbol = singleSymbolOf(model_.inputs[roles_.mask].dims[1]);
+  bool grows = symbol && roles_.symbolKinds[size_t(*symbol)] == GeneratorRoles::SymbolKind::Total;
+  return grows ? total : capacity_;
 }
 
 int64_t Generator::padId() const { return options_.pad_token_id >= 0 ? options_.pad_token_id : 0; }
@@ -219,6 +234,12 @@ bool Generator::startRows(const int64_t *const *prompts, const int64_t *counts, 
   int64_t longest = *std::max_element(counts, counts + rows);
   int64_t wanted = options_.capacity > 0 ? options_.capacity
                                          : longest + std::max<int64_t>(options_.max_new_tokens, 1);
+  if (roles_.fixedLength > 0 && wanted > roles_.fixedLength && options_.capacity <= 0)
+    return fail("the prompt's " + std::to_string(longest) + " tokens and max_new_tokens " +
+                std::to_string(options_.max_new_tokens) + " need " + std::to_string(wanted) +
+                " positions, more than " + fixedCacheText() + "; at most " +
+                std::to_string(std::max<int64_t>(roles_.fixedLength - longest, 0)) +
+                " new tokens fit");
   if (std::string problem = checkSequenceLength(
           model_, roles_, longest, options_.capacity > 0 ? -1 : options_.max_new_tokens, wanted);
       !problem.empty())

@@ -192,7 +192,8 @@ OP23_PAST_KV_HEADS = (4, 2)  # layer 0 multi-head, layer 1 grouped-query
 OP23_PAST_HEAD_DIM = 16
 
 
-def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 2323) -> onnx.ModelProto:
+def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 2323,
+                             fixed_length=None, with_mask: bool = False) -> onnx.ModelProto:
     """A two-layer decoder whose Attention ops (opset 23) keep the KV cache themselves:
 
         input_ids i64[batch, seq], past_key_N / past_value_N f32[batch, kv_heads, past, 16]
@@ -206,6 +207,15 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
     past, past + 1, ... (Range from the cache's length, Shape(past_key_0)[2]); layer 1 the 3-D
     form [batch, seq, heads * 16] with q_num_heads 4 / kv_num_heads 2. The causal mask is the op's,
     its diagonal offset by the past (the spec's reference: key j hidden when j > past + i).
+
+    With `fixed_length` (a number or a symbol name) the same decoder, the same weights, keeps
+    opset 24's fixed-length cache instead: past_key_N / past_value_N and present_key_N /
+    present_value_N are [batch, kv_heads, fixed_length, 16], present = TensorScatter(past, new,
+    write_indices) with write_indices i64[batch] an input (each row's cached positions), the
+    positions write_indices + 0 .. seq - 1, and Attention-24 reads the presents with
+    nonpad_kv_seqlen = write_indices + seq and is_causal (bottom-right on that path, per the
+    spec's errata). Both layers pass 4-D Q, K and V there. `with_mask` adds attention_mask
+    i64[batch, fixed_length] (1: a key to attend), given to the Attention as a bool mask.
     """
     g = GraphBuilder(np.random.default_rng(seed))
     hidden, heads, head_dim = OP23_PAST_HIDDEN, OP23_PAST_HEADS, OP23_PAST_HEAD_DIM
@@ -218,12 +228,23 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
 
     # Positions past .. past + seq - 1 of the new tokens, [batch, seq].
     scalar = g.const("c.scalar_shape", np.array([], np.int64))
-    past_len = g.op("Reshape", [g.op("Shape", ["past_key_0"], "past_1d", start=2, end=3), scalar], "past_len")
     seq_len = g.op("Reshape", [g.op("Shape", ["input_ids"], "seq_1d", start=1, end=2), scalar], "seq_len")
-    total_len = g.op("Add", [past_len, seq_len], "total_len")
-    positions = g.op("Range", [past_len, total_len, g.const("c.one", np.array(1, np.int64))], "positions")
-    position_ids = g.op("Expand", [g.op("Unsqueeze", [positions, g.const("c.axes0", np.array([0], np.int64))]),
-                                   g.op("Shape", ["input_ids"], "ids_shape")], "position_ids")
+    if fixed_length is None:
+        past_len = g.op("Reshape", [g.op("Shape", ["past_key_0"], "past_1d", start=2, end=3), scalar], "past_len")
+        total_len = g.op("Add", [past_len, seq_len], "total_len")
+        positions = g.op("Range", [past_len, total_len, g.const("c.one", np.array(1, np.int64))], "positions")
+        position_ids = g.op("Expand", [g.op("Unsqueeze", [positions, g.const("c.axes0", np.array([0], np.int64))]),
+                                       g.op("Shape", ["input_ids"], "ids_shape")], "position_ids")
+    else:
+        offsets = g.op("Range", [g.const("c.zero", np.array(0, np.int64)), seq_len,
+                                 g.const("c.one", np.array(1, np.int64))], "offsets")
+        starts = g.op("Unsqueeze", ["write_indices", g.const("c.axes1", np.array([1], np.int64))], "starts")
+        position_ids = g.op("Add", [starts, offsets], "position_ids")
+        nonpad = g.op("Add", ["write_indices", seq_len], "nonpad_kv_seqlen")
+        visible = None
+        if with_mask:
+            visible = g.op("Cast", [g.op("Unsqueeze", ["attention_mask", g.const("c.axes12", np.array([1, 2], np.int64))],
+                                         "mask_b11t")], "visible", to=TensorProto.BOOL)
 
     def norm(t: str, name: str) -> str:
         gamma = g.const(f"{name}.scale", (1.0 + 0.2 * g.rng.standard_normal(hidden)).astype(np.float32))
@@ -246,16 +267,27 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
             k = g.op("RotaryEmbedding", [split(k, kv_heads), cos_cache, sin_cache, position_ids], "k_rotated")
             v = split(v, kv_heads)
             attrs = {}
+        elif fixed_length is not None:  # onnxruntime wants K and V of Q's rank: 4-D, like the cache
+            q, k, v = split(q, heads), split(k, kv_heads), split(v, kv_heads)
+            attrs = {}
         else:
             attrs = dict(q_num_heads=heads, kv_num_heads=kv_heads)
         attended = g.fresh(f"layer{i}_attention")
-        g.nodes.append(helper.make_node(
-            "Attention", [q, k, v, "", f"past_key_{i}", f"past_value_{i}"], [attended, present_key, present_value],
-            name=f"layer{i}_Attention", is_causal=1, **attrs))
+        if fixed_length is None:
+            g.nodes.append(helper.make_node(
+                "Attention", [q, k, v, "", f"past_key_{i}", f"past_value_{i}"], [attended, present_key, present_value],
+                name=f"layer{i}_Attention", is_causal=1, **attrs))
+        else:
+            for past, new, present in ((f"past_key_{i}", k, present_key), (f"past_value_{i}", v, present_value)):
+                g.nodes.append(helper.make_node("TensorScatter", [past, new, "write_indices"], [present],
+                                                name=f"{present}_TensorScatter"))
+            g.nodes.append(helper.make_node(
+                "Attention", [q, present_key, present_value, visible or "", "", "", nonpad], [attended],
+                name=f"layer{i}_Attention", is_causal=1, **attrs))
         presents += [present_key, present_value]
-        if i == 0:
+        if i == 0 or fixed_length is not None:
             merged = g.op("Transpose", [attended], "context_bshd", perm=[0, 2, 1, 3])
-            attended = g.op("Reshape", [merged, g.const("c.merge_heads", np.array([0, 0, hidden], np.int64))],
+            attended = g.op("Reshape", [merged, g.const(g.fresh("c.merge_heads"), np.array([0, 0, hidden], np.int64))],
                             "context")
         out = g.op("MatMul", [attended, g.weight(f"layer{i}.wo", (hidden, hidden), w_scale)], f"layer{i}_o")
         x = g.op("Add", [x, out], f"layer{i}_attn_residual")
@@ -269,11 +301,18 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
                                     ["logits"], name="lm_head_MatMul"))
 
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])]
+    if fixed_length is not None:
+        inputs.append(helper.make_tensor_value_info("write_indices", TensorProto.INT64, ["batch"]))
+    if with_mask:
+        inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", fixed_length]))
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", OP23_PAST_VOCAB])]
+    past, present = ("past", "past+seq") if fixed_length is None else (fixed_length, fixed_length)
     for i, kv_heads in enumerate(OP23_PAST_KV_HEADS):
         for kind in ("key", "value"):
             inputs.append(helper.make_tensor_value_info(f"past_{kind}_{i}", TensorProto.FLOAT,
-                                                        ["batch", kv_heads, "past", head_dim]))
+                                                        ["batch", kv_heads, past, head_dim]))
             outputs.append(helper.make_tensor_value_info(f"present_{kind}_{i}", TensorProto.FLOAT,
-                                                         ["batch", kv_heads, "past+seq", head_dim]))
-    return g.model("attention_op23_past", inputs, outputs, opset=23)
+                                                         ["batch", kv_heads, present, head_dim]))
+    if fixed_length is None:
+        return g.model("attention_op23_past", inputs, outputs, opset=23)
+    return g.model("attention_op24_fixed_cache", inputs, outputs, opset=24)

@@ -81,4 +81,54 @@ inline std::string tinyDecoderText() {
          "}\n";
 }
 
+/// tinyDecoderText's decoder, the same weights, with opset 24's fixed-length
+/// cache: past_k / past_v and the presents are [1, 2, length, 8] ("n" or a
+/// number), present = TensorScatter(past, new, write_indices), the positions
+/// count from write_indices, and the attention reads the presents with key j
+/// visible to new position i when j <= write_indices + i. With
+/// `presentAlsoRead`, an extra output sums present_v, so that pair keeps two
+/// buffers (the in-place proof refuses it).
+inline std::string tinyFixedDecoderText(const std::string &length, bool presentAlsoRead = false) {
+  std::string text = tinyDecoderText();
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    if (at == std::string::npos)
+      return false;
+    text.replace(at, from.size(), to);
+    return true;
+  };
+  const std::string cache = "f32[1, 2, " + length + ", 8]";
+  bool ok = replace("%input_ids: i64[1, seq], %past_k: f32[1, 2, past, 8], "
+                    "%past_v: f32[1, 2, past, 8]",
+                    "%input_ids: i64[1, seq], %write_indices: i64[1], %past_k: " + cache +
+                        ", %past_v: " + cache) &&
+            replace("%present_k: f32[1, 2, total, 8], %present_v: f32[1, 2, total, 8])",
+                    "%present_k: " + cache + ", %present_v: " + cache +
+                        (presentAlsoRead ? ", %v_sum: f32[])" : ")")) &&
+            replace("  %past_shape = Shape(%past_k)\n  %past_len = Gather(%past_shape, %two) "
+                    "{axis = 0}\n",
+                    "  %past_len = Gather(%write_indices, %zero) {axis = 0}\n") &&
+            replace("  %end = Add(%past_len, %new_len)\n  %pos = Range(%past_len, %end, %one)\n",
+                    "  %offsets = Range(%zero, %new_len, %one)\n"
+                    "  %pos = Add(%offsets, %past_len)\n") &&
+            replace("  const %one: i64[] = dense<1>\n",
+                    "  const %one: i64[] = dense<1>\n  const %zero: i64[] = dense<0>\n") &&
+            replace("  %y = Attention(%q, %k, %v, _, %past_k, %past_v) {is_causal = 1}\n",
+                    "  %present_k = TensorScatter(%past_k, %k, %write_indices)\n"
+                    "  %present_v = TensorScatter(%past_v, %v, %write_indices)\n"
+                    "  %cache_shape = Shape(%past_k)\n"
+                    "  %cache_len = Gather(%cache_shape, %two) {axis = 0}\n"
+                    "  %key_index = Range(%zero, %cache_len, %one)\n"
+                    "  %last_key = Unsqueeze(%pos, %axis1)\n"
+                    "  %visible = LessOrEqual(%key_index, %last_key)\n"
+                    "  %y = Attention(%q, %present_k, %present_v, %visible)\n") &&
+            replace("  %present_k = Concat(%past_k, %k) {axis = 2}\n"
+                    "  %present_v = Concat(%past_v, %v) {axis = 2}\n"
+                    "  return %logits, %present_k, %present_v\n",
+                    presentAlsoRead ? "  %v_sum = ReduceSum(%present_v) {keepdims = 0}\n"
+                                      "  return %logits, %present_k, %present_v, %v_sum\n"
+                                    : "  return %logits, %present_k, %present_v\n");
+  return ok ? text : "";
+}
+
 } // namespace onnxc::kvtest

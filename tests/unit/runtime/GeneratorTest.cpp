@@ -194,15 +194,16 @@ TEST(Generator, ErrorsAreOneLine) {
   opts.mapping = mapping.c_str();
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),
-            "mapping: 'colour' is neither a role (input_ids, attention_mask, position_ids, logits) "
-            "nor an input of the model");
+            "mapping: 'colour' is neither a role (input_ids, attention_mask, position_ids, "
+            "write_indices, nonpad_kv_seqlen, logits) nor an input of the model");
   // Without a mask the generator cannot fill attention_mask.
   mapping = "attention_mask=";
   opts.mapping = mapping.c_str();
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),
-            "input 'attention_mask' is none of token ids, attention mask, position ids or a cache "
-            "input; the generator cannot fill it (name its role with the mapping)");
+            "input 'attention_mask' is none of token ids, attention mask, position ids, write "
+            "indices, valid lengths or a cache input; the generator cannot fill it (name its role "
+            "with the mapping)");
   opts.mapping = nullptr;
   opts.top_p = 0.0f;
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
@@ -295,8 +296,9 @@ TEST(Generator, EncoderDecoderPlumbingAndErrors) {
   cached.outputNames[0] = "last_hidden_state";
   EXPECT_FALSE(onnxc_generator_create_seq2seq(cached.descriptor(), decoder.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()),
-            "encoder: input 'past_key_0' is none of token ids, attention mask, position ids or a "
-            "cache input; the generator cannot fill it (name its role with the mapping)");
+            "encoder: input 'past_key_0' is none of token ids, attention mask, position ids, write "
+            "indices, valid lengths or a cache input; the generator cannot fill it (name its role "
+            "with the mapping)");
 }
 
 // A program built against version 1 of onnxc_generate.h: its struct (the
