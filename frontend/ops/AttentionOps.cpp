@@ -31,6 +31,7 @@
 #include "frontend/OpImporterRegistry.h"
 
 #include "ir/Error.h"
+#include "ir/eval/Broadcast.h"
 
 #include <algorithm>
 #include <limits>
@@ -107,16 +108,58 @@ Value *visibilityMask(OnnxNode &node, const std::vector<Value *> &operands, bool
   return mask;
 }
 
+/// The element type of a mask computed inside the graph, which shape inference has not typed
+/// yet at import: read back through the ops whose result type follows from their kind (a
+/// comparison or logic op makes bool, Cast its `to`) or from an operand (movement ops, Where,
+/// CastLike). Unknown for anything else: the caller then refuses rather than guess, since
+/// composing a bool mask as a float one would be silently wrong.
+DType maskDtype(const Value *mask, int depth = 0) {
+  if (!mask || mask->dtype() != DType::Unknown || depth > 64)
+    return mask ? mask->dtype() : DType::Unknown;
+  const Node *producer = mask->definingNode();
+  if (!producer)
+    return DType::Unknown;
+  switch (producer->kind()) {
+  case OpKind::Less:
+  case OpKind::LessOrEqual:
+  case OpKind::Greater:
+  case OpKind::GreaterOrEqual:
+  case OpKind::Equal:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Not:
+    return DType::Bool;
+  case OpKind::Cast:
+    return dtypeFromOnnxCode(producer->getInt("to", 0)).value_or(DType::Unknown);
+  case OpKind::Unsqueeze:
+  case OpKind::Squeeze:
+  case OpKind::Reshape:
+  case OpKind::Expand:
+  case OpKind::Transpose:
+  case OpKind::Slice:
+  case OpKind::Identity:
+    return maskDtype(producer->operand(0), depth + 1);
+  case OpKind::Where:
+    return maskDtype(producer->operand(1), depth + 1);
+  case OpKind::CastLike:
+    return maskDtype(producer->operand(1), depth + 1);
+  default:
+    return DType::Unknown;
+  }
+}
+
 /// `visible` composed with the model's own mask: both must allow a key. A short mask (fewer
 /// keys than the total, the rest hidden) stays short: `visible` is cut to its length.
 Value *composeMasks(OnnxNode &node, Value *visible, Value *modelMask) {
   if (!modelMask)
     return visible;
-  DType dtype = modelMask->dtype();
+  DType dtype = maskDtype(modelMask);
   if (dtype == DType::Unknown)
-    fail(node.describe(), ": an attn_mask computed inside the graph cannot be combined with "
-                          "nonpad_kv_seqlen or a one-sided window here; give the mask as a graph "
-                          "input or initializer");
+    fail(node.describe(), ": the type of attn_mask (computed by ",
+         modelMask->definingNode() ? modelMask->definingNode()->describe() : "the graph",
+         ") is not known at import, so it cannot be combined with nonpad_kv_seqlen or a "
+         "one-sided window here; end its computation with a Cast, or give it as a graph input");
   Value *maskShape = node.emitStep(OpKind::Shape, {modelMask}, "mask_shape");
   Value *maskKeys =
       node.emitStep(OpKind::Slice,

@@ -246,32 +246,44 @@ def test_op23_attention_with_3d_qkv_and_past_takes_the_flash_kernel(tmp_path):
     assert flash_kernels(model_file("attention_op23_past"), tmp_path) == 2
 
 
+def compile_fixed_cache_decoder(tmp_path, name: str, **options) -> str:
+    """attention_op23_past's decoder rebuilt with opset 24's fixed-length cache, compiled."""
+    import onnx
+    from handbuilt_models import make_attention_op23_past
+
+    onnx_path = str(tmp_path / f"{name}.onnx")
+    onnx.save(make_attention_op23_past(fixed_length="max_len", **options), onnx_path)
+    library = str(tmp_path / f"{name}.so")
+    compiled = subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
+                              text=True, timeout=TIMEOUT)
+    assert "4 KV cache pairs in place" in compiled.stdout, compiled.stdout
+    return library
+
+
 @compiled_kernels
 def test_opset24_fixed_length_cache_generates_the_growing_caches_tokens(libraries, tmp_path):
     """attention_op23_past's decoder, its weights, with opset 24's fixed-length cache
     (tests/models/handbuilt_models.py: present = TensorScatter(past, new, write_indices), Attention-24
     with nonpad_kv_seqlen): the generator feeds write_indices and sets the cache's symbolic length to
-    its capacity; 64 greedy tokens equal onnxruntime's loop over the op23 model, and a batch of two
-    prompts gives each row its own tokens."""
-    import onnx
-    from handbuilt_models import make_attention_op23_past
-
-    onnx_path = str(tmp_path / "fixed.onnx")
-    onnx.save(make_attention_op23_past(fixed_length="max_len"), onnx_path)
-    library = str(tmp_path / "fixed.so")
-    compiled = subprocess.run([ONNXC, "compile", onnx_path, "-o", library], check=True, capture_output=True,
-                              text=True, timeout=TIMEOUT)
-    assert "4 KV cache pairs in place" in compiled.stdout, compiled.stdout
+    its capacity; 64 greedy tokens equal onnxruntime's loop over the op23 model. With HF's inputs
+    (a mask over the cache, a computed bool attn_mask composed with nonpad_kv_seqlen, position ids),
+    prompts of three lengths run left-padded in one batch and each row gets its own tokens."""
+    library = compile_fixed_cache_decoder(tmp_path, "fixed")
     ids, _, stderr = generate(library, "--max-new-tokens", str(NEW_TOKENS))
     assert "write indices 'write_indices'" in stderr and "of a fixed length (the capacity), updated in place" \
         in stderr, stderr
-    op23_path, op23_library = libraries["attention_op23_past"]
+    op23_path, _ = libraries["attention_op23_past"]
     assert ids == ort_greedy_with_cache(op23_path, PROMPT, NEW_TOKENS)
-    other = [5, 6, 7]
-    batch = subprocess.run([ONNXC, "generate", library, "--prompt-ids", ",".join(map(str, PROMPT)), "--prompt-ids",
-                            ",".join(map(str, other)), "--max-new-tokens", "12", "--threads", "1"],
-                           check=True, capture_output=True, text=True, timeout=TIMEOUT).stdout.split()
-    assert [list(map(int, row.split(","))) for row in batch] == [ids[:12], ort_greedy_with_cache(op23_path, other, 12)]
+
+    library = compile_fixed_cache_decoder(tmp_path, "fixed_masked", with_mask=True)
+    prompts = [PROMPT, [5, 6], [7, 8, 9, 10, 11]]
+    command = [ONNXC, "generate", library, "--max-new-tokens", "12", "--threads", "1"]
+    for prompt in prompts:
+        command += ["--prompt-ids", ",".join(map(str, prompt))]
+    result = subprocess.run(command, check=True, capture_output=True, text=True, timeout=TIMEOUT)
+    assert "mask 'attention_mask', positions 'position_ids', write indices" in result.stderr, result.stderr
+    rows = [list(map(int, row.split(","))) for row in result.stdout.split()]
+    assert rows == [ort_greedy_with_cache(op23_path, prompt, 12) for prompt in prompts]
 
 
 @compiled_kernels

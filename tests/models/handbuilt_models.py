@@ -214,8 +214,9 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
     write_indices) with write_indices i64[batch] an input (each row's cached positions), the
     positions write_indices + 0 .. seq - 1, and Attention-24 reads the presents with
     nonpad_kv_seqlen = write_indices + seq and is_causal (bottom-right on that path, per the
-    spec's errata). Both layers pass 4-D Q, K and V there. `with_mask` adds attention_mask
-    i64[batch, fixed_length] (1: a key to attend), given to the Attention as a bool mask.
+    spec's errata). Both layers pass 4-D Q, K and V there. `with_mask` takes the inputs an HF decoder
+    has instead: attention_mask i64[batch, fixed_length] (1: a key to attend, given to the Attention
+    as a bool mask) and position_ids i64[batch, seq].
     """
     g = GraphBuilder(np.random.default_rng(seed))
     hidden, heads, head_dim = OP23_PAST_HIDDEN, OP23_PAST_HEADS, OP23_PAST_HEAD_DIM
@@ -236,10 +237,13 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
         position_ids = g.op("Expand", [g.op("Unsqueeze", [positions, g.const("c.axes0", np.array([0], np.int64))]),
                                        g.op("Shape", ["input_ids"], "ids_shape")], "position_ids")
     else:
-        offsets = g.op("Range", [g.const("c.zero", np.array(0, np.int64)), seq_len,
-                                 g.const("c.one", np.array(1, np.int64))], "offsets")
-        starts = g.op("Unsqueeze", ["write_indices", g.const("c.axes1", np.array([1], np.int64))], "starts")
-        position_ids = g.op("Add", [starts, offsets], "position_ids")
+        if with_mask:
+            position_ids = "position_ids"
+        else:
+            offsets = g.op("Range", [g.const("c.zero", np.array(0, np.int64)), seq_len,
+                                     g.const("c.one", np.array(1, np.int64))], "offsets")
+            starts = g.op("Unsqueeze", ["write_indices", g.const("c.axes1", np.array([1], np.int64))], "starts")
+            position_ids = g.op("Add", [starts, offsets], "position_ids")
         nonpad = g.op("Add", ["write_indices", seq_len], "nonpad_kv_seqlen")
         visible = None
         if with_mask:
@@ -305,6 +309,7 @@ def make_attention_op23_past(max_positions: int = MAX_POSITIONS, seed: int = 232
         inputs.append(helper.make_tensor_value_info("write_indices", TensorProto.INT64, ["batch"]))
     if with_mask:
         inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", fixed_length]))
+        inputs.append(helper.make_tensor_value_info("position_ids", TensorProto.INT64, ["batch", "seq"]))
     outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", OP23_PAST_VOCAB])]
     past, present = ("past", "past+seq") if fixed_length is None else (fixed_length, fixed_length)
     for i, kv_heads in enumerate(OP23_PAST_KV_HEADS):
