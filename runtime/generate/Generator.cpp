@@ -275,6 +275,12 @@ Generator::Generator(const onnxc_model_descriptor &model, const onnxc_generate_o
   }
 }
 
+void Generator::clearFedBackCaches() {
+  for (size_t k = 0; k < cache_.size(); ++k)
+    if (roles_.cache[k].isState() || roles_.fixedCache())
+      std::memset(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data(), 0, cacheBytes_);
+}
+
 int32_t Generator::pairsInPlace() const {
   return int32_t(std::count(inPlace_.begin(), inPlace_.end(), true));
 }
@@ -354,13 +360,8 @@ bool Generator::allocateBuffers(int64_t capacity, int64_t batch) {
   // A pair updated in place is laid out for the session's cache capacity,
   // which is the generator's: its one buffer holds a past at the capacity.
   for (size_t k = 0; k < cache_.size(); ++k)
-    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half) {
+    for (size_t half = 0; half < (inPlace_[k] ? 1u : 2u); ++half)
       cache_[k][half].reserve(size_t(most));
-      // A fixed-length cache is read whole, its unwritten rows masked out;
-      // a NaN in fresh memory would still poison the weighted sum (0 * NaN).
-      if (roles_.fixedCache())
-        std::memset(cache_[k][half].data(), 0, size_t(most));
-    }
   // Rows joining a running batch run their prompts into buffers of their
   // own, kJoinRows rows at most (GeneratorJoin.cpp); only a batch of more than
   // one row can be joined.

@@ -142,6 +142,10 @@ private:
   /// Makes every buffer hold `capacity` positions of `batch` rows (only ever grows).
   bool allocate(int64_t capacity, int64_t batch);
   bool allocateBuffers(int64_t capacity, int64_t batch);
+  /// Zeroes the past of every pair that is read whole: a state starts at
+  /// zero, and a fixed-length cache's unwritten rows, masked out, must hold
+  /// no NaN (it would still poison the attention's sum: 0 * NaN).
+  void clearFedBackCaches();
   /// Sets the length of a fixed-length cache (its symbol) to `capacity`.
   void bindCacheLength(int64_t capacity);
   /// "cache input 'past_key_0' [...] holds (a fixed length of 96)".

@@ -73,7 +73,9 @@ void Generator::gatherCacheRows(const std::vector<int32_t> &sources) {
     int32_t axis = pastAxis_[k];
     // The layout's rows along the sequence axis: the capacity in place or
     // for a fixed-length cache, else the dense present of the last run.
-    int64_t stride = laidOutAtCapacity(k) ? capacity_ : cached_;
+    // A state has no sequence axis: its row is one block.
+    bool state = roles_.cache[k].isState();
+    int64_t stride = state ? 1 : laidOutAtCapacity(k) ? capacity_ : cached_;
     int64_t outer = 1, inner = dtypeSize(past.dtype);
     for (int32_t a = 1; a < past.rank; ++a) {
       if (a == axis)
@@ -81,7 +83,7 @@ void Generator::gatherCacheRows(const std::vector<int32_t> &sources) {
       int64_t dim = evaluateDimExpr(past.dims[a], symbols_.data(), model_.num_symbols).value_or(0);
       (a < axis ? outer : inner) *= dim;
     }
-    size_t chunk = size_t(cached_ * inner), chunkStride = size_t(stride * inner);
+    size_t chunk = size_t((state ? 1 : cached_) * inner), chunkStride = size_t(stride * inner);
     size_t rowBytes = size_t(outer) * chunkStride, savedRow = size_t(outer) * chunk;
     uint8_t *base =
         reinterpret_cast<uint8_t *>(cache_[k][inPlace_[k] ? 0 : size_t(current_)].data());

@@ -59,7 +59,6 @@ int32_t presentNamedLike(const onnxc_model_descriptor &model, const char *name,
   return -1;
 }
 
-
 /// Whether two dims are one symbol, or one constant.
 bool sameDim(onnxc_dim_expr a, onnxc_dim_expr b, int32_t numSymbols) {
   std::optional<int32_t> symbolA = singleSymbolOf(a), symbolB = singleSymbolOf(b);
@@ -82,11 +81,10 @@ int32_t declaredAxis(const onnxc_model_descriptor &model, const CachePair &pair)
 /// A pair's sequence axis: the past's last dim that is a symbol of its own
 /// (a growing cache's 'past', or a fixed cache's length when the present has
 /// the same), else the constant axis the compiler proved for present =
-/// TensorScatter(past, ..), else (a pair the proof refused) the one axis
-/// whose constant is `siblingLength`, the other fixed caches' length. -1: none.
+/// TensorScatter(past, ..). -1: none.
 int32_t findCacheAxis(const onnxc_model_descriptor &model, const CachePair &pair,
-                      const SymbolKinds &kinds, int64_t siblingLength) {
-  const onnxc_tensor_info &past = model.inputs[pair.input], &present = model.outputs[pair.output];
+                      const SymbolKinds &kinds) {
+  const onnxc_tensor_info &past = model.inputs[pair.input];
   int32_t found = -1;
   for (int32_t axis = 0; axis < past.rank; ++axis) {
     std::optional<int32_t> symbol = singleSymbolOf(past.dims[axis]);
@@ -97,19 +95,19 @@ int32_t findCacheAxis(const onnxc_model_descriptor &model, const CachePair &pair
   int32_t proved = declaredAxis(model, pair);
   if (found < 0 && proved > 0 && proved < past.rank && isConstantDimExpr(past.dims[proved]))
     found = proved;
-  std::vector<int64_t> none(size_t(model.num_symbols), 0);
-  for (int32_t axis = 1; found < 0 && siblingLength > 0 && axis < past.rank; ++axis) {
-    if (!isConstantDimExpr(past.dims[axis]) ||
-        !sameDim(past.dims[axis], present.dims[axis], model.num_symbols) ||
-        evaluateDimExpr(past.dims[axis], none.data(), model.num_symbols) != siblingLength)
-      continue;
-    bool another = false;
-    for (int32_t other = axis + 1; other < past.rank; ++other)
-      another |= isConstantDimExpr(past.dims[other]) &&
-                 evaluateDimExpr(past.dims[other], none.data(), model.num_symbols) == siblingLength;
-    return another ? -1 : axis;
-  }
   return found;
+}
+
+/// Whether a pair without a sequence axis is a state: its present has its
+/// past's shape, constant but for the batch (a recurrent state, or a
+/// fixed-length cache the in-place proof refused: both are fed back whole).
+bool isStatePair(const onnxc_model_descriptor &model, const CachePair &pair) {
+  const onnxc_tensor_info &past = model.inputs[pair.input], &present = model.outputs[pair.output];
+  for (int32_t axis = 0; axis < past.rank; ++axis)
+    if (!sameDim(past.dims[axis], present.dims[axis], model.num_symbols) ||
+        (axis > 0 && !isConstantDimExpr(past.dims[axis])))
+      return false;
+  return past.rank > 0;
 }
 
 /// -1 when the pair grows along `axis`; else its fixed length (0: symbolic).
@@ -166,31 +164,32 @@ std::string findCache(const onnxc_model_descriptor &model, const Mapping &mappin
   return "";
 }
 
-/// Gives the pairs their axes and kinds: they all grow, or are all fixed
-/// at one length (a symbol the generator sets to its capacity, or a
-/// constant that is the capacity).
+/// Gives the pairs their axes and kinds: the caches all grow, or are all
+/// fixed at one length (a symbol the generator sets to its capacity, or a
+/// constant that is the capacity); a state has no axis and is fed back whole.
 std::string classifyCachePairs(const onnxc_model_descriptor &model, GeneratorRoles &roles,
                                SymbolKinds &kinds) {
-  // The pairs with an axis of their own first, then the others beside them.
-  for (CachePair &pair : roles.cache)
-    pair.axis = findCacheAxis(model, pair, kinds, -1);
   const CachePair *first = nullptr;
-  for (const CachePair &pair : roles.cache)
-    if (pair.axis >= 0 && !first)
-      first = &pair;
-  int64_t length = first ? fixedLengthOf(model, *first) : -1;
+  int64_t length = -1;
   for (CachePair &pair : roles.cache) {
     const onnxc_tensor_info &past = model.inputs[pair.input];
-    if (pair.axis < 0)
-      pair.axis = findCacheAxis(model, pair, kinds, length);
-    if (pair.axis < 0)
+    pair.axis = findCacheAxis(model, pair, kinds);
+    if (pair.axis < 0) {
+      if (isStatePair(model, pair))
+        continue;
       return "cache input " + quoted(past.name) + " " + past.shape_text +
-             " has no symbolic length of its own (a dim such as 'past') nor a fixed length the "
-             "compiler proved (present = TensorScatter(past, ...))";
+             " has no symbolic length of its own (a dim such as 'past'), no fixed length the "
+             "compiler proved (present = TensorScatter(past, ...)) and is no state (its output " +
+             quoted(model.outputs[pair.output].name) + " " + model.outputs[pair.output].shape_text +
+             " of the same constant shape)";
+    }
     int64_t fixedLength = fixedLengthOf(model, pair);
     if (fixedLength == 0 && isConstantDimExpr(past.dims[pair.axis]))
       return "cache input " + quoted(past.name) + " " + past.shape_text + " holds no positions";
-    if (fixedLength != length) {
+    if (!first) {
+      first = &pair;
+      length = fixedLength;
+    } else if (fixedLength != length) {
       auto describe = [&](const CachePair &p, int64_t l) {
         return quoted(model.inputs[p.input].name) + " " + model.inputs[p.input].shape_text +
                (l < 0 ? " grows" : " is fixed-length");

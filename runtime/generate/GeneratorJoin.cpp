@@ -38,6 +38,9 @@ std::string Generator::joinProblem() const {
   if (!roles_.hasCache())
     return "rows join a running batch through its KV cache; this model has none (it re-runs "
            "the whole sequence at every step)";
+  if (roles_.hasStates())
+    return "rows cannot join a running batch of a model with a recurrent state (its padding "
+           "would enter the state): run prompts of one length together with prefill_batch";
   if (roles_.mask < 0 || roles_.positions < 0)
     return std::string("rows join a running batch behind left padding, which needs an attention "
                        "mask and position ids inputs; this model has no ") +
@@ -92,6 +95,8 @@ void Generator::cacheBlock(size_t pair, int64_t &outer, int64_t &inner) {
 void Generator::relayoutCache(const std::vector<int64_t> &sources,
                               const std::vector<int64_t> &shifts, int64_t newCached) {
   for (size_t k = 0; k < roles_.cache.size(); ++k) {
+    if (roles_.cache[k].isState())
+      continue; // no positions to move (a batch with states has no padding)
     // In place the layout keeps the capacity along the sequence; the
     // swapped halves are dense at the positions cached, so a new length
     // moves every row of them.

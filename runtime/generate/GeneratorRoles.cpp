@@ -389,6 +389,10 @@ std::string describeRoles(const onnxc_model_descriptor &model, const GeneratorRo
     text += ", " + std::to_string(roles.cache.size()) + " cache pair" +
             (roles.cache.size() == 1 ? "" : "s") + " (" + model.inputs[first.input].name + " -> " +
             model.outputs[first.output].name + (roles.cache.size() > 1 ? ", ...)" : ")");
+    int64_t states = std::count_if(roles.cache.begin(), roles.cache.end(),
+                                   [](const CachePair &pair) { return pair.isState(); });
+    if (states > 0)
+      text += ", " + std::to_string(states) + " of them fed back whole (states)";
     if (roles.fixedCache())
       text += roles.fixedLength > 0
                   ? " of a fixed length of " + std::to_string(roles.fixedLength) + " positions"

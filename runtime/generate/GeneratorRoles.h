@@ -21,7 +21,9 @@ namespace onnxc::runtime {
 struct CachePair {
   int32_t input = -1;  ///< past
   int32_t output = -1; ///< present
-  int32_t axis = -1;   ///< The sequence axis of both.
+  int32_t axis = -1;   ///< The sequence axis of both; -1: a state, fed back whole.
+
+  bool isState() const { return axis < 0; }
 };
 
 /// A decoder input set once per source in an encoder-decoder generation:
@@ -47,7 +49,8 @@ struct GeneratorRoles {
   int32_t writeIndices = -1, validLengths = -1;
   int32_t logits = -1; ///< Output index.
   std::vector<CachePair> cache;
-  /// -1: the caches grow by the new positions (present = past + new);
+  /// -1: the caches grow by the new positions (present = past + new), or
+  /// there are only states;
   /// else every present has its past's shape, a fixed length the generator
   /// sets to its capacity (0: a symbol of kind CacheLength) or that the
   /// model fixes (> 0: the capacity is that length).
@@ -62,6 +65,15 @@ struct GeneratorRoles {
 
   bool hasCache() const { return !cache.empty(); }
   bool fixedCache() const { return hasCache() && fixedLength >= 0; }
+  /// A state pair (a recurrent state, LinearAttention's or a causal
+  /// convolution's): what it holds depends on every position fed, padding
+  /// included, so its rows cannot sit behind left padding.
+  bool hasStates() const {
+    for (const CachePair &pair : cache)
+      if (pair.isState())
+        return true;
+    return false;
+  }
 };
 
 /// Finds the roles of a checked descriptor, `mapping` (see

@@ -74,6 +74,12 @@ std::string Generator::checkRows(const int64_t *const *prompts, const int64_t *c
     return problem;
   if (std::all_of(counts, counts + rows, [&](int64_t count) { return count == counts[0]; }))
     return "";
+  for (const CachePair &pair : roles_.cache)
+    if (pair.isState())
+      return "prompts of different lengths cannot share a batch of a model with a recurrent "
+             "state ('" +
+             std::string(model_.inputs[pair.input].name) +
+             "'): the padding would enter it; give prompts of one length";
   // Left padding: the rows' real tokens must not see the padding (the mask)
   // and must keep their own positions (position ids from the mask).
   if (roles_.mask < 0 || roles_.positions < 0)
@@ -90,7 +96,7 @@ std::string Generator::checkBatchLeadingCaches() const {
     const onnxc_tensor_info &past = model_.inputs[roles_.cache[k].input];
     std::optional<int32_t> symbol = past.rank > 0 ? singleSymbolOf(past.dims[0]) : std::nullopt;
     if (!symbol || roles_.symbolKinds[size_t(*symbol)] != GeneratorRoles::SymbolKind::Batch ||
-        pastAxis_[k] <= 0)
+        pastAxis_[k] == 0)
       return "cache input '" + std::string(past.name) + "' " + past.shape_text +
              " does not lead with the batch; the generator runs one row with it";
   }
@@ -264,6 +270,7 @@ bool Generator::startRows(const int64_t *const *prompts, const int64_t *counts, 
   length_ = longest;
   cached_ = 0;
   current_ = 0;
+  clearFedBackCaches();
   ended_ = false;
   logitsReady_ = false;
   if (!reserveSession(longest))
