@@ -54,6 +54,8 @@ std::string Generator::joinProblem() const {
 }
 
 int64_t Generator::maxPositions(int64_t upTo) const {
+  if (roles_.fixedLength > 0) // a constant-length cache holds that many
+    upTo = std::min(upTo, roles_.fixedLength);
   auto holds = [&](int64_t positions) {
     return checkSequenceLength(model_, roles_, 1, -1, positions).empty();
   };

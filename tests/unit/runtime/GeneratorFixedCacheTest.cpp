@@ -130,6 +130,9 @@ TEST(GeneratorFixedCache, AConstantLengthBoundsTheGeneration) {
   EXPECT_EQ(onnxc_generate(generator.get(), prompt, 3, tokens, 64), 45)
       << onnxc_generator_error(generator.get());
   EXPECT_EQ(onnxc_generator_capacity(generator.get()), 48);
+  // A server sizes its capacity with max_positions: the fixed length bounds it.
+  EXPECT_EQ(onnxc_generator_max_positions(generator.get(), 4096), 48);
+  EXPECT_EQ(onnxc_generator_max_positions(generator.get(), 20), 20);
 }
 
 TEST(GeneratorFixedCache, AGrowingAndAFixedCacheInOneModelAreRefused) {

@@ -75,8 +75,8 @@ std::string recurrentDecoderText(bool withStates) {
                        "{q_num_heads = 2, kv_num_heads = 2, update_rule = \"gated\"}\n";
   text += "  %h = Add(%y, %c)\n"
           "  %logits = MatMul(%h, %wo)\n";
-  text += withStates ? "  return %logits, %present_state, %present_conv\n}\n"
-                     : "  return %logits\n}\n";
+  text +=
+      withStates ? "  return %logits, %present_state, %present_conv\n}\n" : "  return %logits\n}\n";
   if (!withStates) {
     size_t at = text.find("  const %keep");
     text.insert(at, "  const %zero_at: i64[1] = dense<[0]>\n  const %one_at: i64[1] = dense<[1]>\n"
