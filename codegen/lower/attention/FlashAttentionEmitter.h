@@ -70,6 +70,9 @@ struct FlashBlock {
   FlashValues position; // <width x i32> row index per lane, per row vector
   FlashValues maskRow;  // <width x i64> mask offset per lane, per row vector
   llvm::Value *keyEnd;  // keys [.., keyEnd) may be visible
+  /// Keys before it are hidden by attn_mask from every row (null: none
+  /// known); see FlashAttentionMaskedRange.cpp.
+  llvm::Value *keyStart = nullptr;
 };
 
 /// One key tile: keys [begin, end); a boundary tile applies causal, window
@@ -127,6 +130,14 @@ private:
                   llvm::ArrayRef<Value *> alpha);
   void emitValueGroup(const Block &block, const Tile &tile, Value *count,
                       llvm::ArrayRef<Value *> alpha, Value *firstColumn, int64_t columns);
+
+  // FlashAttentionMaskedRange.cpp
+  /// Whether attn_mask lets some row of the block (some lane) see `key` (i1).
+  Value *maskAllows(const Block &block, Value *key);
+  Value *scanHiddenKeys(const Block &block, Value *from, Value *limit, int step);
+  /// The block with its key range narrowed past the keys attn_mask hides
+  /// from every row at either end (unchanged with a finite mask_fill).
+  Block withMaskedRange(const Block &block);
 
   // FlashAttentionSkippedKeys.cpp
   Values emitSkippedKeys(const Block &block, llvm::ArrayRef<Value *> state);

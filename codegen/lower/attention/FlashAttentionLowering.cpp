@@ -288,6 +288,8 @@ FlashBlock FlashAttentionEmitter::decodeTask(Value *task) {
 }
 
 Value *FlashAttentionEmitter::keyBegin(const Block &block) {
+  if (block.keyStart)
+    return block.keyStart; // at or after the window's beginning
   if (window_ < 0)
     return ir().getInt64(0);
   Value *firstBand = ir().CreateAdd(block.first, pastLength());
@@ -370,8 +372,9 @@ void FlashAttentionEmitter::emitTask(Value *task) {
 }
 
 /// The task's work on rowVectors_ vectors of rows.
-void FlashAttentionEmitter::emitBlock(const Block &block) {
+void FlashAttentionEmitter::emitBlock(const Block &banded) {
   IRBuilder<> &b = ir();
+  const Block block = withMaskedRange(banded);
   if (singleRow_) {
     beginSingleRow(block);
   } else {

@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string>
@@ -474,6 +475,73 @@ TEST(LowerFlashAttention, GroupedQueryHeadsShareADecodeBlock) {
                                     {"m", randomOf(DType::F32, {2, 1, s, total}, 66, -3, 0)},
                                     {"hm", randomOf(DType::F32, {2, 12, s, total}, 67, -3, 0)}},
                                    1e-4, 1e-5);
+  }
+}
+
+TEST(LowerFlashAttention, KeysTheMaskHidesAtBothEndsAreNotRead) {
+  // A fixed-length cache's unwritten rows and a row's left padding are
+  // hidden by the mask from every row of a block: the kernel leaves them out
+  // (FlashAttentionMaskedRange.cpp). NaN in those K and V rows would poison
+  // a visited key's weighted sum (0 * NaN), so results equal to the
+  // reference over zeros there show the rows are never read. The visible
+  // span of each batch row differs, one row of batch 1 sees nothing
+  // (zeros: masked_rows_zero), and a finite -2 in the float mask inside a
+  // hidden run keeps that key (and the hidden keys before it are read). Decode (one query row,
+  // grouped heads sharing a block) and a prompt of 40 rows, over 700 keys (six tiles).
+  const int64_t keys = 700;
+  const std::array<std::array<int64_t, 2>, 2> visible = {{{3, 37}, {130, 520}}};
+  for (DType dtype : {DType::Bool, DType::F32}) {
+    for (int64_t s : {int64_t(1), int64_t(40)}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + ", " + str(s) + " query rows");
+      GraphText g;
+      g.input("q", "f32[2, 8, " + str(s) + ", 32]").input("k", "f32[2, 2, 700, 32]");
+      g.input("v", "f32[2, 2, 700, 32]");
+      g.input("m", std::string(dtypeName(dtype)) + "[2, 1, " + str(s) + ", 700]");
+      g.node("%y = Attention(%q, %k, %v, %m) {masked_rows_zero = 1}");
+      g.output("y", "f32[2, 8, " + str(s) + ", 32]");
+      auto graph = parseGraph(g.str());
+      ASSERT_TRUE(usesFlashKernel(*graph));
+      Tensor mask(dtype, {2, 1, s, keys});
+      Tensor k = randomOf(DType::F32, {2, 2, keys, 32}, 71, -2, 2);
+      Tensor v = randomOf(DType::F32, {2, 2, keys, 32}, 72);
+      Tensor kNan = k.clone(), vNan = v.clone();
+      for (int64_t b = 0; b < 2; ++b) {
+        auto [lo, hi] = visible[size_t(b)];
+        for (int64_t i = 0; i < s; ++i)
+          for (int64_t j = 0; j < keys; ++j) {
+            bool seen = j >= lo && j <= hi && !(b == 1 && i == s - 1);
+            double hidden = dtype == DType::Bool ? 0.0 : -std::numeric_limits<double>::infinity();
+            double value = seen ? (dtype == DType::Bool ? 1.0 : -0.5 * double(j % 3)) : hidden;
+            if (dtype == DType::F32 && b == 0 && j == hi + 40)
+              value = -2.0; // finite: visible
+            mask.setElementFromDouble((b * s + i) * keys + j, value);
+          }
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t j = 0; j < keys; ++j) {
+            bool read = j >= lo && j <= (dtype == DType::F32 && b == 0 ? hi + 40 : hi);
+            for (int64_t c = 0; c < 32 && !read; ++c) {
+              int64_t at = ((b * 2 + h) * keys + j) * 32 + c;
+              k.setElementFromDouble(at, 0.0);
+              v.setElementFromDouble(at, 0.0);
+              kNan.setElementFromDouble(at, std::nan(""));
+              vNan.setElementFromDouble(at, std::nan(""));
+            }
+          }
+      }
+      Tensor q = randomOf(DType::F32, {2, 8, s, 32}, 73, -2, 2);
+      std::vector<Tensor> want =
+          lowertest::runReference(*graph, {{"q", q}, {"k", k}, {"v", v}, {"m", mask}});
+      for (const auto &[name, request] : widths()) {
+        SCOPED_TRACE(name);
+        lowertest::ScopedTarget target(request);
+        std::vector<Tensor> got =
+            lowertest::runCompiled(*graph, {{"q", q}, {"k", kNan}, {"v", vNan}, {"m", mask}});
+        for (int64_t i = 0; i < want[0].numElements(); ++i)
+          ASSERT_NEAR(got[0].elementAsDouble(i), want[0].elementAsDouble(i),
+                      1e-5 + 1e-4 * std::fabs(want[0].elementAsDouble(i)))
+              << "element " << i;
+      }
+    }
   }
 }
 
