@@ -1,4 +1,5 @@
-//===- codegen/lower/attention/FlashAttentionMaskedRange.cpp - Keys attn_mask hides at the ends -===//
+//===- codegen/lower/attention/FlashAttentionMaskedRange.cpp - Keys attn_mask hides at the ends
+//-===//
 //
 // The band bounds a block's keys by position; an attn_mask that is data can
 // hide whole runs of keys at either end: the unwritten rows of a
