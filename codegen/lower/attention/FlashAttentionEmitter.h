@@ -134,7 +134,13 @@ private:
   // FlashAttentionMaskedRange.cpp
   /// Whether attn_mask lets some row of the block (some lane) see `key` (i1).
   Value *maskAllows(const Block &block, Value *key);
-  Value *scanHiddenKeys(const Block &block, Value *from, Value *limit, int step);
+  /// The same for keys [first, first + 16) of the block's one mask row.
+  Value *chunkAllows(const Block &block, Value *first);
+  /// Moves `from` towards `limit` (step -1: from an end down, +1: from a
+  /// beginning up) `width` keys at a time while they are hidden from every
+  /// row (width 16: chunkAllows, only where `enabled`); returns where it stops.
+  Value *scanHiddenKeys(const Block &block, Value *from, Value *limit, int step, int64_t width,
+                        Value *enabled);
   /// The block with its key range narrowed past the keys attn_mask hides
   /// from every row at either end (unchanged with a finite mask_fill).
   Block withMaskedRange(const Block &block);
