@@ -8,6 +8,7 @@
 // bad arguments are refused in one line.
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorHandle.h"
 #include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 
@@ -23,10 +24,7 @@ using namespace onnxc::runtime::testing::toy;
 
 namespace {
 
-struct GeneratorDeleter {
-  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
-};
-using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+using onnxc::runtime::testing::GeneratorPtr;
 
 onnxc_generate_options options(int64_t maxNewTokens) {
   onnxc_generate_options result;

@@ -8,6 +8,7 @@
 // reference evaluator's over the same decoder with a growing cache.
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorHandle.h"
 #include "KvCacheTestModel.h"
 #include "LoweringTestSupport.h"
 
@@ -26,10 +27,7 @@
 namespace onnxc::lowertest {
 namespace {
 
-struct GeneratorDeleter {
-  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
-};
-using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+using onnxc::runtime::testing::GeneratorPtr;
 
 onnxc_generate_options greedy(int64_t maxNewTokens, int64_t capacity = 0) {
   onnxc_generate_options options;

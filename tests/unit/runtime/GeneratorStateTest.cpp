@@ -11,6 +11,7 @@
 // joining rows are refused in one line (padding would enter a state).
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorHandle.h"
 #include "KvCacheTestModel.h"
 #include "LoweringTestSupport.h"
 
@@ -103,10 +104,7 @@ std::vector<int64_t> referenceGreedy(std::vector<int64_t> sequence, int count) {
   return produced;
 }
 
-struct GeneratorDeleter {
-  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
-};
-using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+using onnxc::runtime::testing::GeneratorPtr;
 
 onnxc_generate_options greedy(int64_t maxNewTokens) {
   onnxc_generate_options options;

@@ -5,6 +5,7 @@
 // the one-line errors.
 //
 //===----------------------------------------------------------------------===//
+#include "GeneratorHandle.h"
 #include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 
@@ -21,10 +22,7 @@ using namespace onnxc::runtime::testing::toy;
 
 namespace {
 
-struct GeneratorDeleter {
-  void operator()(onnxc_generator *generator) const { onnxc_generator_destroy(generator); }
-};
-using GeneratorPtr = std::unique_ptr<onnxc_generator, GeneratorDeleter>;
+using onnxc::runtime::testing::GeneratorPtr;
 
 onnxc_generate_options options(int64_t maxNewTokens, int64_t capacity = 0) {
   onnxc_generate_options result;
