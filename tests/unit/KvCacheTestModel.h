@@ -8,8 +8,13 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Graph.h"
+#include "ir/eval/Evaluator.h"
+
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace onnxc::kvtest {
 
@@ -129,6 +134,30 @@ inline std::string tinyFixedDecoderText(const std::string &length, bool presentA
                                       "  return %logits, %present_k, %present_v, %v_sum\n"
                                     : "  return %logits, %present_k, %present_v\n");
   return ok ? text : "";
+}
+
+/// Greedy tokens of the reference evaluator's loop over tinyDecoderText's
+/// decoder (or one with its inputs and outputs), feeding each step's
+/// presents back as the pasts (argmax, the lowest id on ties).
+inline std::vector<int64_t> referenceGreedy(const Graph &graph, std::vector<int64_t> feed,
+                                            int count) {
+  Tensor pastK(DType::F32, {1, 2, 0, 8}), pastV = pastK;
+  std::vector<int64_t> produced;
+  while (int(produced.size()) < count) {
+    Tensor input = Tensor::fromVector<int64_t>({1, int64_t(feed.size())}, feed);
+    std::vector<Tensor> out =
+        evaluateGraph(graph, {{"input_ids", input}, {"past_k", pastK}, {"past_v", pastV}});
+    const Tensor &logits = out[0];
+    int64_t vocab = logits.dims()[2], row = (logits.dims()[1] - 1) * vocab, best = 0;
+    for (int64_t j = 1; j < vocab; ++j)
+      if (logits.data<float>()[row + j] > logits.data<float>()[row + best])
+        best = j;
+    produced.push_back(best);
+    feed = {best};
+    pastK = out[1];
+    pastV = out[2];
+  }
+  return produced;
 }
 
 } // namespace onnxc::kvtest

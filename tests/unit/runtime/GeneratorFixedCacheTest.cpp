@@ -38,28 +38,6 @@ onnxc_generate_options greedy(int64_t maxNewTokens, int64_t capacity = 0) {
   return options;
 }
 
-/// Greedy tokens of the reference evaluator's loop over the growing-cache
-/// decoder (argmax, the lowest id on ties).
-std::vector<int64_t> referenceGreedy(std::vector<int64_t> feed, int count) {
-  auto graph = parseGraph(kvtest::tinyDecoderText());
-  Tensor pastK(DType::F32, {1, 2, 0, 8}), pastV = pastK;
-  std::vector<int64_t> produced;
-  while (int(produced.size()) < count) {
-    Tensor input = Tensor::fromVector<int64_t>({1, int64_t(feed.size())}, feed);
-    std::vector<Tensor> out =
-        evaluateGraph(*graph, {{"input_ids", input}, {"past_k", pastK}, {"past_v", pastV}});
-    int64_t vocab = out[0].dims()[2], row = (out[0].dims()[1] - 1) * vocab, best = 0;
-    for (int64_t j = 1; j < vocab; ++j)
-      if (out[0].data<float>()[row + j] > out[0].data<float>()[row + best])
-        best = j;
-    produced.push_back(best);
-    feed = {best};
-    pastK = out[1];
-    pastV = out[2];
-  }
-  return produced;
-}
-
 std::vector<int64_t> generate(const onnxc_model_descriptor *model,
                               const onnxc_generate_options &options, int64_t &pairsInPlace,
                               std::string &describe) {
@@ -79,7 +57,8 @@ std::vector<int64_t> generate(const onnxc_model_descriptor *model,
 
 TEST(GeneratorFixedCache, GreedyTokensAreTheGrowingCachesWhateverTheLength) {
   const int count = 40;
-  const std::vector<int64_t> want = referenceGreedy({3, 9, 4}, count);
+  const std::vector<int64_t> want =
+      kvtest::referenceGreedy(*parseGraph(kvtest::tinyDecoderText()), {3, 9, 4}, count);
   EXPECT_GT(std::set<int64_t>(want.begin(), want.end()).size(), 3u)
       << "greedy tokens this repetitive would hide a broken cache";
   struct Case {

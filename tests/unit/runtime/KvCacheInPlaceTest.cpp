@@ -304,29 +304,6 @@ TEST(KvCacheInPlace, DistinctBuffersStillGetThePastCopied) {
   onnxc_session_destroy(session);
 }
 
-/// Greedy tokens of the reference evaluator's loop, feeding each step's
-/// presents back as the pasts (argmax, the lowest id on ties).
-std::vector<int64_t> referenceGreedy(const Graph &graph, std::vector<int64_t> ids, int count) {
-  Tensor pastK(DType::F32, {1, 2, 0, 8}), pastV = pastK;
-  std::vector<int64_t> produced;
-  std::vector<int64_t> feed = ids;
-  while (int(produced.size()) < count) {
-    Tensor input = Tensor::fromVector<int64_t>({1, int64_t(feed.size())}, feed);
-    std::vector<Tensor> out =
-        evaluateGraph(graph, {{"input_ids", input}, {"past_k", pastK}, {"past_v", pastV}});
-    const Tensor &logits = out[0];
-    int64_t vocab = logits.dims()[2], row = (logits.dims()[1] - 1) * vocab, best = 0;
-    for (int64_t j = 1; j < vocab; ++j)
-      if (logits.data<float>()[row + j] > logits.data<float>()[row + best])
-        best = j;
-    produced.push_back(best);
-    feed = {best};
-    pastK = out[1];
-    pastV = out[2];
-  }
-  return produced;
-}
-
 TEST(KvCacheInPlace, GeneratorUpdatesInPlaceAndMatchesTheReferenceLoop) {
   auto graph = parseGraph(kvtest::tinyDecoderText());
   std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
@@ -350,7 +327,7 @@ TEST(KvCacheInPlace, GeneratorUpdatesInPlaceAndMatchesTheReferenceLoop) {
     std::vector<int64_t> tokens(count);
     ASSERT_EQ(onnxc_generate(generator, prompt, 3, tokens.data(), count), count)
         << onnxc_generator_error(generator);
-    EXPECT_EQ(tokens, referenceGreedy(*graph, {3, 9, 4}, count));
+    EXPECT_EQ(tokens, kvtest::referenceGreedy(*graph, {3, 9, 4}, count));
     EXPECT_GT(std::set<int64_t>(tokens.begin(), tokens.end()).size(), 3u)
         << "greedy tokens this repetitive would hide a broken cache";
     onnxc_generator_destroy(generator);
@@ -385,7 +362,7 @@ TEST(KvCacheInPlace, GeneratorPairsTheDeclaredCachesWhateverTheirNames) {
   ASSERT_EQ(onnxc_generate(generator, prompt, 3, tokens.data(), count), count)
       << onnxc_generator_error(generator);
   auto original = parseGraph(kvtest::tinyDecoderText());
-  EXPECT_EQ(tokens, referenceGreedy(*original, {3, 9, 4}, count));
+  EXPECT_EQ(tokens, kvtest::referenceGreedy(*original, {3, 9, 4}, count));
   onnxc_generator_destroy(generator);
 }
 
