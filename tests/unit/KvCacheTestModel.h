@@ -4,6 +4,8 @@
 // a sinusoid of the position, two heads of 8, a causal Attention reading past_k / past_v apart, the
 // presents as Concat(past, new), logits over a vocabulary of 11. Its two
 // caches compile to pairs updated in place (codegen/lower/CachePairs.h).
+// Also its opset-24 form with a fixed-length cache, and the reference
+// evaluator's greedy loop the generator tests compare with.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
