@@ -8,7 +8,7 @@
 // bad arguments are refused in one line.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorHandle.h"
+#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 
@@ -25,14 +25,7 @@ using namespace onnxc::runtime::testing::toy;
 namespace {
 
 using onnxc::runtime::testing::GeneratorPtr;
-
-onnxc_generate_options options(int64_t maxNewTokens) {
-  onnxc_generate_options result;
-  onnxc_generate_options_init(&result);
-  result.max_new_tokens = maxNewTokens;
-  result.num_threads = 1;
-  return result;
-}
+using onnxc::runtime::testing::greedyOptions;
 
 std::vector<int64_t> alone(ToyDecoder &toy, const onnxc_generate_options &opts,
                            const std::vector<int64_t> &prompt) {
@@ -48,7 +41,7 @@ std::vector<int64_t> alone(ToyDecoder &toy, const onnxc_generate_options &opts,
 
 /// The two most likely first ids of `prompt` alone (top_logprobs).
 std::vector<int64_t> topIdsAlone(ToyDecoder &toy, const std::vector<int64_t> &prompt) {
-  onnxc_generate_options opts = options(1);
+  onnxc_generate_options opts = greedyOptions(1);
   opts.top_logprobs = 2;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(onnxc_generator_prefill(generator.get(), prompt.data(), int64_t(prompt.size())), 0);
@@ -89,7 +82,7 @@ std::vector<std::vector<int64_t>> batch(onnxc_generator *generator,
 TEST(GeneratorBatch, RowsGetTheirTokensAloneAndStopAtTheirOwnStop) {
   for (bool cache : {true, false}) {
     ToyDecoder toy(cache);
-    onnxc_generate_options opts = options(12);
+    onnxc_generate_options opts = greedyOptions(12);
     // The toy's rule makes these rows differ; a stop list ends them apart.
     std::vector<std::vector<int64_t>> prompts = {{3, 9, 4}, {5, 1, 1}, {2, 2, 8}};
     std::vector<int64_t> stops = {alone(toy, opts, prompts[1])[3]};
@@ -116,7 +109,7 @@ TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
   std::vector<std::vector<int64_t>> prompts = {
       {5, 1}, std::vector<int64_t>(20, 3), {9}, std::vector<int64_t>(19, 7), {2, 2, 8}};
   for (bool sample : {false, true}) {
-    onnxc_generate_options opts = options(6);
+    onnxc_generate_options opts = greedyOptions(6);
     opts.logprobs = 1;
     opts.do_sample = sample;
     opts.seed = 11;
@@ -131,7 +124,7 @@ TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
     EXPECT_EQ(got[3].size(), 3u);
   }
   // The first tokens' top log-probabilities come from each row's own logits.
-  onnxc_generate_options opts = options(2);
+  onnxc_generate_options opts = greedyOptions(2);
   opts.top_logprobs = 2;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   std::vector<const int64_t *> starts;
@@ -154,7 +147,7 @@ TEST(GeneratorBatch, PromptsRunApartGetTheirTokensAlone) {
 
 TEST(GeneratorBatch, DifferentLengthsNeedMaskAndPositions) {
   ToyDecoder toy(true); // a mask but no position ids
-  onnxc_generate_options opts = options(4);
+  onnxc_generate_options opts = greedyOptions(4);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   std::vector<int64_t> a = {1, 2, 3}, b = {4};
   const int64_t *starts[] = {a.data(), b.data()};
@@ -169,7 +162,7 @@ TEST(GeneratorBatch, DifferentLengthsNeedMaskAndPositions) {
 TEST(GeneratorBatch, MinNewTokensAndOpenAiPenaltiesReachTheLoop) {
   ToyDecoder toy(true);
   std::vector<int64_t> prompt = {3, 9, 4};
-  onnxc_generate_options opts = options(10);
+  onnxc_generate_options opts = greedyOptions(10);
   std::vector<int64_t> greedy = alone(toy, opts, prompt);
   // The first token as a stop masked for two tokens: the loop goes on.
   opts.eos_token_id = greedy[0];
@@ -181,7 +174,7 @@ TEST(GeneratorBatch, MinNewTokensAndOpenAiPenaltiesReachTheLoop) {
   // OpenAI penalties, predicted by replaying the toy's rule with them: the
   // logits are -((v - target) mod 16) minus 0.75 per earlier use plus 1.5
   // once used; the argmax takes the lowest id on ties.
-  opts = options(10);
+  opts = greedyOptions(10);
   opts.presence_penalty = 1.5f;
   opts.frequency_penalty = 0.75f;
   std::vector<int64_t> sequence(prompt), want, counts(kVocab, 0);
@@ -203,12 +196,12 @@ TEST(GeneratorBatch, MinNewTokensAndOpenAiPenaltiesReachTheLoop) {
     sequence.push_back(best);
   }
   EXPECT_EQ(alone(toy, opts, prompt), want);
-  EXPECT_NE(want, alone(toy, options(10), prompt));
+  EXPECT_NE(want, alone(toy, greedyOptions(10), prompt));
 }
 
 TEST(GeneratorBatch, LogprobsPerRow) {
   ToyDecoder toy(true);
-  onnxc_generate_options opts = options(3);
+  onnxc_generate_options opts = greedyOptions(3);
   opts.top_logprobs = 2;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   std::vector<int64_t> prompt = {3, 9, 4};
@@ -244,7 +237,7 @@ TEST(GeneratorBatch, BeamSearchReordersRowsAndReturnsTheBest) {
   // best sequence is the greedy one (every step's best id, score
   // n * -log Z / n), and the second differs from it.
   ToyDecoder toy(true);
-  onnxc_generate_options opts = options(6);
+  onnxc_generate_options opts = greedyOptions(6);
   std::vector<int64_t> prompt = {3, 9, 4}, greedy = alone(toy, opts, prompt);
   opts.num_beams = 3;
   opts.num_return_sequences = 2;
@@ -271,24 +264,24 @@ TEST(GeneratorBatch, BadArgumentsAreOneLine) {
     EXPECT_NE(error.find(part), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos);
   };
-  onnxc_generate_options opts = options(4);
+  onnxc_generate_options opts = greedyOptions(4);
   opts.num_beams = 0;
   refused(opts, "num_beams is 0");
-  opts = options(4);
+  opts = greedyOptions(4);
   opts.num_beams = 2;
   opts.num_return_sequences = 3;
   refused(opts, "num_return_sequences is 3");
-  opts = options(4);
+  opts = greedyOptions(4);
   opts.repetition_penalty = -1.5f;
   refused(opts, "repetition_penalty is -1.5");
-  opts = options(4);
+  opts = greedyOptions(4);
   opts.num_eos_token_ids = 2;
   refused(opts, "eos_token_ids is NULL");
-  opts = options(4);
+  opts = greedyOptions(4);
   opts.min_p = 1.5f;
   refused(opts, "min_p is 1.5");
   // Rows longer than a preset capacity.
-  opts = options(4);
+  opts = greedyOptions(4);
   opts.capacity = 4;
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   std::vector<int64_t> a = {1, 2, 3, 4, 5}, b = {1, 2, 3, 4, 5};

@@ -8,7 +8,7 @@
 // reference evaluator's over the same decoder with a growing cache.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorHandle.h"
+#include "GeneratorTestSupport.h"
 #include "KvCacheTestModel.h"
 #include "LoweringTestSupport.h"
 
@@ -28,15 +28,7 @@ namespace onnxc::lowertest {
 namespace {
 
 using onnxc::runtime::testing::GeneratorPtr;
-
-onnxc_generate_options greedy(int64_t maxNewTokens, int64_t capacity = 0) {
-  onnxc_generate_options options;
-  onnxc_generate_options_init(&options);
-  options.max_new_tokens = maxNewTokens;
-  options.capacity = capacity;
-  options.num_threads = 1;
-  return options;
-}
+using onnxc::runtime::testing::greedyOptions;
 
 std::vector<int64_t> generate(const onnxc_model_descriptor *model,
                               const onnxc_generate_options &options, int64_t &pairsInPlace,
@@ -74,7 +66,7 @@ TEST(GeneratorFixedCache, GreedyTokensAreTheGrowingCachesWhateverTheLength) {
     std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
     int64_t inPlace = -1;
     std::string describe;
-    EXPECT_EQ(generate(model->descriptor(), greedy(count, c.capacity), inPlace, describe), want);
+    EXPECT_EQ(generate(model->descriptor(), greedyOptions(count, c.capacity), inPlace, describe), want);
     EXPECT_EQ(inPlace, c.inPlace);
     EXPECT_NE(describe.find("write indices 'write_indices'"), std::string::npos) << describe;
     EXPECT_NE(describe.find(c.length == "n" ? "of a fixed length (the capacity)"
@@ -87,7 +79,7 @@ TEST(GeneratorFixedCache, GreedyTokensAreTheGrowingCachesWhateverTheLength) {
 TEST(GeneratorFixedCache, AConstantLengthBoundsTheGeneration) {
   auto graph = parseGraph(kvtest::tinyFixedDecoderText("48"));
   std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
-  onnxc_generate_options options = greedy(46);
+  onnxc_generate_options options = greedyOptions(46);
   GeneratorPtr generator(onnxc_generator_create(model->descriptor(), &options));
   ASSERT_TRUE(generator) << onnxc_last_error();
   int64_t prompt[] = {3, 9, 4}, tokens[64];
@@ -96,12 +88,12 @@ TEST(GeneratorFixedCache, AConstantLengthBoundsTheGeneration) {
                "the prompt's 3 tokens and max_new_tokens 46 need 49 positions, more than cache "
                "input 'past_k' [1, 2, 48, 8] holds (a fixed length of 48); at most 45 new "
                "tokens fit");
-  options = greedy(8, 49);
+  options = greedyOptions(8, 49);
   EXPECT_FALSE(onnxc_generator_create(model->descriptor(), &options));
   EXPECT_STREQ(onnxc_last_error(), "a capacity of 49 positions is more than cache input 'past_k' "
                                    "[1, 2, 48, 8] holds (a fixed length of 48)");
   // 45 new tokens fill it exactly.
-  options = greedy(45);
+  options = greedyOptions(45);
   generator.reset(onnxc_generator_create(model->descriptor(), &options));
   ASSERT_TRUE(generator) << onnxc_last_error();
   EXPECT_EQ(onnxc_generate(generator.get(), prompt, 3, tokens, 64), 45)
@@ -128,7 +120,7 @@ TEST(GeneratorFixedCache, AGrowingAndAFixedCacheInOneModelAreRefused) {
   g.output("present_v", "f32[1, 2, 16, 8]", "TensorScatter(%past_v, %k, %write_indices)");
   auto graph = parseGraph(g.str());
   std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
-  onnxc_generate_options options = greedy(4);
+  onnxc_generate_options options = greedyOptions(4);
   EXPECT_FALSE(onnxc_generator_create(model->descriptor(), &options));
   EXPECT_STREQ(onnxc_last_error(),
                "cache inputs 'past_k' [1, 2, p, 8] grows and 'past_v' [1, 2, 16, 8] is "

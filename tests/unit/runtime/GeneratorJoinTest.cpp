@@ -9,7 +9,7 @@
 // so a cache row copied to the wrong place changes its tokens.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorHandle.h"
+#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 

@@ -11,7 +11,7 @@
 // joining rows are refused in one line (padding would enter a state).
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorHandle.h"
+#include "GeneratorTestSupport.h"
 #include "KvCacheTestModel.h"
 #include "LoweringTestSupport.h"
 
@@ -105,14 +105,7 @@ std::vector<int64_t> referenceGreedy(std::vector<int64_t> sequence, int count) {
 }
 
 using onnxc::runtime::testing::GeneratorPtr;
-
-onnxc_generate_options greedy(int64_t maxNewTokens) {
-  onnxc_generate_options options;
-  onnxc_generate_options_init(&options);
-  options.max_new_tokens = maxNewTokens;
-  options.num_threads = 1;
-  return options;
-}
+using onnxc::runtime::testing::greedyOptions;
 
 class GeneratorState : public ::testing::Test {
 protected:
@@ -131,7 +124,7 @@ JitModel *GeneratorState::whole_ = nullptr;
 
 TEST_F(GeneratorState, GreedyTokensAreTheWholeSequencesFromZeroStates) {
   const int count = 24;
-  onnxc_generate_options options = greedy(count);
+  onnxc_generate_options options = greedyOptions(count);
   GeneratorPtr generator(onnxc_generator_create(stateful_->descriptor(), &options));
   ASSERT_TRUE(generator) << onnxc_last_error();
   std::string describe = onnxc_generator_describe(generator.get());
@@ -153,7 +146,7 @@ TEST_F(GeneratorState, GreedyTokensAreTheWholeSequencesFromZeroStates) {
 }
 
 TEST_F(GeneratorState, RowsOfOneLengthAreTheirOwn) {
-  onnxc_generate_options options = greedy(10);
+  onnxc_generate_options options = greedyOptions(10);
   GeneratorPtr generator(onnxc_generator_create(stateful_->descriptor(), &options));
   ASSERT_TRUE(generator) << onnxc_last_error();
   const int64_t a[] = {3, 9, 4}, b[] = {7, 2, 2};
@@ -186,7 +179,7 @@ TEST_F(GeneratorState, RowsOfOneLengthAreTheirOwn) {
 
 TEST_F(GeneratorState, BeamSearchReordersTheStatesWithTheBeams) {
   // The whole-sequence decoder needs no state: its beams are the reference.
-  onnxc_generate_options options = greedy(12);
+  onnxc_generate_options options = greedyOptions(12);
   options.num_beams = 3;
   options.num_return_sequences = 3;
   std::vector<std::vector<int64_t>> found[2];

@@ -5,7 +5,7 @@
 // the one-line errors.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorHandle.h"
+#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
 #include "onnxc/onnxc_generate.h"
 
@@ -23,15 +23,7 @@ using namespace onnxc::runtime::testing::toy;
 namespace {
 
 using onnxc::runtime::testing::GeneratorPtr;
-
-onnxc_generate_options options(int64_t maxNewTokens, int64_t capacity = 0) {
-  onnxc_generate_options result;
-  onnxc_generate_options_init(&result);
-  result.max_new_tokens = maxNewTokens;
-  result.capacity = capacity;
-  result.num_threads = 1;
-  return result;
-}
+using onnxc::runtime::testing::greedyOptions;
 
 std::vector<int64_t> expectedTokens(std::vector<int64_t> sequence, int64_t count) {
   std::vector<int64_t> produced;
@@ -57,7 +49,7 @@ std::vector<int64_t> generate(onnxc_generator *generator, const std::vector<int6
 
 TEST(Generator, CacheModeCarriesTheCachePast64Positions) {
   ToyDecoder toy(true);
-  onnxc_generate_options opts = options(100);
+  onnxc_generate_options opts = greedyOptions(100);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
   EXPECT_EQ(onnxc_generator_mode(generator.get()), ONNXC_GENERATE_KV_CACHE);
@@ -73,7 +65,7 @@ TEST(Generator, CacheModeCarriesTheCachePast64Positions) {
 
 TEST(Generator, FullSequenceModeMatchesTheCacheMode) {
   ToyDecoder toy(false);
-  onnxc_generate_options opts = options(70);
+  onnxc_generate_options opts = greedyOptions(70);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
   EXPECT_EQ(onnxc_generator_mode(generator.get()), ONNXC_GENERATE_FULL_SEQUENCE);
@@ -83,7 +75,7 @@ TEST(Generator, FullSequenceModeMatchesTheCacheMode) {
 
 TEST(Generator, PositionIdsAndI32TokenIds) {
   ToyDecoder toy(true, true);
-  onnxc_generate_options opts = options(40);
+  onnxc_generate_options opts = greedyOptions(40);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
   EXPECT_NE(std::string(onnxc_generator_describe(generator.get())).find("positions 'position_ids'"),
@@ -95,7 +87,7 @@ TEST(Generator, PositionIdsAndI32TokenIds) {
 TEST(Generator, StopsAtTheEndTokenAndAtMaxNewTokens) {
   ToyDecoder toy(true);
   std::vector<int64_t> prompt = {3, 9, 4}, all = expectedTokens(prompt, 20);
-  onnxc_generate_options opts = options(20);
+  onnxc_generate_options opts = greedyOptions(20);
   opts.eos_token_id = all[5];
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
@@ -104,14 +96,14 @@ TEST(Generator, StopsAtTheEndTokenAndAtMaxNewTokens) {
   EXPECT_EQ(got, std::vector<int64_t>(all.begin(), all.begin() + long(firstEos) + 1));
   int64_t token = 0;
   EXPECT_EQ(onnxc_generator_next(generator.get(), &token), 0);
-  opts = options(4);
+  opts = greedyOptions(4);
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(generate(generator.get(), prompt).size(), 4u);
 }
 
 TEST(Generator, APresetCapacityBoundsTheSequence) {
   ToyDecoder toy(true);
-  onnxc_generate_options opts = options(20, 10);
+  onnxc_generate_options opts = greedyOptions(20, 10);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
   EXPECT_EQ(onnxc_generator_capacity(generator.get()), 10);
@@ -136,7 +128,7 @@ TEST(Generator, APresetCapacityBoundsTheSequence) {
 
 TEST(Generator, SamplingWithASeedRepeats) {
   ToyDecoder toy(true);
-  onnxc_generate_options opts = options(30);
+  onnxc_generate_options opts = greedyOptions(30);
   opts.do_sample = 1;
   opts.temperature = 3.0f;
   opts.top_k = 8;
@@ -154,7 +146,7 @@ TEST(Generator, RolesFromAMappingAndOtherNames) {
   ToyDecoder toy(true);
   toy.inputNames = {"tokens", "mask", "past_key_values.0.key"};
   toy.outputNames = {"lm_logits", "present.0.key"};
-  onnxc_generate_options opts = options(10);
+  onnxc_generate_options opts = greedyOptions(10);
   GeneratorPtr generator(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
   std::vector<int64_t> prompt = {2, 2};
@@ -176,7 +168,7 @@ TEST(Generator, RolesFromAMappingAndOtherNames) {
 TEST(Generator, ErrorsAreOneLine) {
   ToyDecoder noCache(false);
   noCache.outputNames = {"hidden"};
-  onnxc_generate_options opts = options(4);
+  onnxc_generate_options opts = greedyOptions(4);
   // An output that is f32 [batch, seq, 16] is the logits by elimination.
   GeneratorPtr generator(onnxc_generator_create(noCache.descriptor(), &opts));
   EXPECT_TRUE(generator) << onnxc_last_error();
@@ -207,7 +199,7 @@ TEST(Generator, ErrorsAreOneLine) {
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   EXPECT_EQ(std::string(onnxc_last_error()), "top_p is 0.000000; it must be in (0, 1]");
 
-  opts = options(4);
+  opts = greedyOptions(4);
   generator.reset(onnxc_generator_create(toy.descriptor(), &opts));
   ASSERT_TRUE(generator);
   int64_t token = 0;
@@ -225,7 +217,7 @@ TEST(Generator, NoLogitsOutputIsRefused) {
   toy.descriptor();
   // Make the only non-cache output an integer tensor: nothing is logits.
   toy.outputs[0].dtype = ONNXC_I32;
-  onnxc_generate_options opts = options(4);
+  onnxc_generate_options opts = greedyOptions(4);
   GeneratorPtr generator(onnxc_generator_create(&toy.model, &opts));
   EXPECT_FALSE(generator);
   EXPECT_EQ(std::string(onnxc_last_error()),
@@ -239,7 +231,7 @@ TEST(Generator, EncoderDecoderPlumbingAndErrors) {
   // prefill, and the tokens are then the decoder's own.
   ToyDecoder encoder(false), decoder(true);
   encoder.outputNames = {"last_hidden_state"};
-  onnxc_generate_options opts = options(10);
+  onnxc_generate_options opts = greedyOptions(10);
   GeneratorPtr generator(
       onnxc_generator_create_seq2seq(encoder.descriptor(), decoder.descriptor(), &opts));
   ASSERT_TRUE(generator) << onnxc_last_error();
