@@ -8,8 +8,8 @@
 // bad arguments are refused in one line.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
+#include "GeneratorTestSupport.h"
 #include "onnxc/onnxc_generate.h"
 
 #include <gtest/gtest.h>

@@ -66,7 +66,8 @@ TEST(GeneratorFixedCache, GreedyTokensAreTheGrowingCachesWhateverTheLength) {
     std::unique_ptr<JitModel> model = compileModelJit(*graph, compileTarget());
     int64_t inPlace = -1;
     std::string describe;
-    EXPECT_EQ(generate(model->descriptor(), greedyOptions(count, c.capacity), inPlace, describe), want);
+    EXPECT_EQ(generate(model->descriptor(), greedyOptions(count, c.capacity), inPlace, describe),
+              want);
     EXPECT_EQ(inPlace, c.inPlace);
     EXPECT_NE(describe.find("write indices 'write_indices'"), std::string::npos) << describe;
     EXPECT_NE(describe.find(c.length == "n" ? "of a fixed length (the capacity)"

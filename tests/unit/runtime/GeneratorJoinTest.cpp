@@ -9,8 +9,8 @@
 // so a cache row copied to the wrong place changes its tokens.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
+#include "GeneratorTestSupport.h"
 #include "onnxc/onnxc_generate.h"
 
 #include <gtest/gtest.h>

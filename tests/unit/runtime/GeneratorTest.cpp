@@ -5,8 +5,8 @@
 // the one-line errors.
 //
 //===----------------------------------------------------------------------===//
-#include "GeneratorTestSupport.h"
 #include "GeneratorTestModel.h"
+#include "GeneratorTestSupport.h"
 #include "onnxc/onnxc_generate.h"
 
 #include <gtest/gtest.h>
