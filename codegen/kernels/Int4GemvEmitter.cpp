@@ -1,17 +1,17 @@
 //===- codegen/kernels/Int4GemvEmitter.cpp - LLVM IR for rows times int4 weights ---===//
 //
 // Panels are walked in groups of side-by-side panels, each with its own
-// stream of records. Per k: one broadcast of x[r][k] per row, one word of
-// nibbles per panel turned into L f32 weights (5 vector operations shared
-// by the rows), one FMA per row and panel. An FMA's latency is 4 cycles and
-// the dequantization about 1.25 cycles per panel, so a group keeps at least
-// 4 independent accumulator chains: 2 panels x 2 sets of k (alternating)
-// for one row, 2 panels for two, 1 panel for 3 or 4 rows.
+// stream of records, prefetched ahead (StreamPrefetch.h). Per k: one broadcast of x[r][k] per row,
+// one word of nibbles per panel turned into L f32 weights (5 vector operations shared by the rows),
+// one FMA per row and panel. An FMA's latency is 4 cycles and the dequantization about 1.25 cycles
+// per panel, so a group keeps at least 4 independent accumulator chains: 2 panels x 2 sets of k
+// (alternating) for one row, 2 panels for two, 1 panel for 3 or 4 rows.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Int4Gemv.h"
 
 #include "codegen/kernels/CountedLoop.h"
+#include "codegen/kernels/StreamPrefetch.h"
 #include "ir/Error.h"
 
 #include "llvm/IR/Constants.h"
@@ -123,6 +123,7 @@ private:
           b_.CreateAlignedLoad(zeroType, byteAt(record, i64(spec_.lanes * 4)), llvm::Align(1));
       zeros.push_back(biasedFloats(b_.CreateZExt(zeroBytes, ints_)));
       nibbles.push_back(byteAt(record, i64(spec_.lanes * 5)));
+      prefetchAheadOfStream(b_, record, record_);
     }
     llvm::Value *kBase = b_.CreateMul(block, i64(spec_.block));
     // acc[set * perSet + p * rows + r]

@@ -5,7 +5,8 @@
 // into the panel's int32 accumulator. Panels go four side by side for one
 // row, two for two (four independent accumulator chains either way), one
 // for three or four; side-by-side panels are a stride of the call's range
-// apart, so that each reads its own long stream (emit). At each block's end
+// apart, so that each reads its own long stream (emit), prefetched ahead
+// (StreamPrefetch.h). At each block's end
 // the exact int32 sum is corrected for the zero points, converted, and
 // scaled into the f32 totals.
 //
@@ -13,6 +14,7 @@
 #include "codegen/kernels/Int4Int8Gemv.h"
 
 #include "codegen/kernels/CountedLoop.h"
+#include "codegen/kernels/StreamPrefetch.h"
 #include "ir/Error.h"
 
 #include "llvm/IR/Constants.h"
@@ -180,8 +182,10 @@ private:
                                        llvm::ArrayRef<llvm::Value *> totals) {
     const int64_t rows = spec_.rows, padded = paddedBlock(spec_.block);
     std::vector<llvm::Value *> records;
-    for (int64_t p = 0; p < count; ++p)
+    for (int64_t p = 0; p < count; ++p) {
       records.push_back(byteAt(panelRecords[size_t(p)], b_.CreateMul(block, i64(record_))));
+      prefetchAheadOfStream(b_, records.back(), record_);
+    }
     llvm::Value *codesBase = b_.CreateAdd(i64(blocks_ * 8), b_.CreateMul(block, i64(padded)));
     llvm::Constant *lowNibbles = llvm::ConstantInt::get(bytes_, 15);
     // acc[(set * count + p) * rows + r]: sets of accumulators that groups
