@@ -230,6 +230,14 @@ int32_t onnxc_generator_cache_pairs_in_place(const onnxc_generator *generator) {
   return generator ? generator->impl->pairsInPlace() : 0;
 }
 
+int32_t onnxc_generator_cache_pairs(const onnxc_generator *generator) {
+  return generator ? generator->impl->cachePairs() : 0;
+}
+
+int32_t onnxc_generator_state_pairs(const onnxc_generator *generator) {
+  return generator ? generator->impl->statePairs() : 0;
+}
+
 const char *onnxc_generator_describe(const onnxc_generator *generator) {
   return generator ? generator->impl->description().c_str() : "the generator is NULL";
 }

@@ -285,6 +285,11 @@ int32_t Generator::pairsInPlace() const {
   return int32_t(std::count(inPlace_.begin(), inPlace_.end(), true));
 }
 
+int32_t Generator::statePairs() const {
+  return int32_t(std::count_if(roles_.cache.begin(), roles_.cache.end(),
+                               [](const CachePair &pair) { return pair.isState(); }));
+}
+
 bool Generator::fail(std::string message) {
   error_ = std::move(message);
   return false;

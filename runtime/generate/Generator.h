@@ -97,6 +97,9 @@ public:
   int64_t capacity() const { return capacity_; }
   /// Cache pairs updated in place (one buffer each); the others swap two.
   int32_t pairsInPlace() const;
+  int32_t cachePairs() const { return int32_t(roles_.cache.size()); }
+  /// How many pairs are recurrent states (fed back whole, not a KV cache).
+  int32_t statePairs() const;
   /// Positions fed through the model so far (the padded prompt and fed tokens).
   int64_t length() const { return length_; }
   Session &session() { return *session_; }

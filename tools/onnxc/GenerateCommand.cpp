@@ -203,6 +203,22 @@ RunnableModel loadGenerateModel(const ParsedArgs &args, const std::string &path)
   return model;
 }
 
+/// How the generator carries what the model remembers between steps.
+std::string cacheSummary(const onnxc_generator *generator) {
+  if (onnxc_generator_mode(generator) != ONNXC_GENERATE_KV_CACHE)
+    return "no KV cache in the model, re-running the full sequence at every step";
+  const int32_t states = onnxc_generator_state_pairs(generator);
+  const int32_t pairs = onnxc_generator_cache_pairs_in_place(generator);
+  std::string kvCache =
+      pairs > 0 ? "using the KV cache in place" : "using the KV cache in two buffers";
+  if (states == 0)
+    return kvCache;
+  std::string carried = "carrying " + std::to_string(states) + " recurrent state" +
+                        (states == 1 ? "" : "s") + " between steps";
+  // Every pair a state: there is no KV cache to speak of.
+  return states == onnxc_generator_cache_pairs(generator) ? carried : kvCache + ", " + carried;
+}
+
 int runGenerate(const ParsedArgs &args) {
   if (printTargetHelp(args))
     return 0;
@@ -276,12 +292,8 @@ int runGenerate(const ParsedArgs &args) {
   if (!generator)
     fail(path, ": ", onnxc_last_error());
   std::cerr << "onnxc generate: " << (encoder.descriptor ? "encoder-decoder, " : "")
-            << (onnxc_generator_mode(generator.get()) != ONNXC_GENERATE_KV_CACHE
-                    ? "no KV cache in the model, re-running the full sequence at every step"
-                : onnxc_generator_cache_pairs_in_place(generator.get()) > 0
-                    ? "using the KV cache in place"
-                    : "using the KV cache in two buffers")
-            << " (" << onnxc_generator_describe(generator.get()) << ")\n";
+            << cacheSummary(generator.get()) << " (" << onnxc_generator_describe(generator.get())
+            << ")\n";
   Clock::time_point encodeStart = Clock::now();
   if (encoder.descriptor &&
       onnxc_generator_encode(generator.get(), source.data(), int64_t(source.size())) != 0)

@@ -165,6 +165,11 @@ const char *onnxc_generator_describe(const onnxc_generator *generator);
  * step writing only the new positions. The other pairs swap two buffers, the
  * model copying the cache into the present at every step. */
 int32_t onnxc_generator_cache_pairs_in_place(const onnxc_generator *generator);
+/* How many past/present pairs the generator feeds back (KV caches and states). */
+int32_t onnxc_generator_cache_pairs(const onnxc_generator *generator);
+/* How many of the pairs are recurrent states (LinearAttention's, a causal
+ * convolution's): fed back whole at every step, not grown by positions. */
+int32_t onnxc_generator_state_pairs(const onnxc_generator *generator);
 
 /* Starts a generation: empties the cache and runs the prompt. */
 int onnxc_generator_prefill(onnxc_generator *generator, const int64_t *prompt_ids, int64_t count);

@@ -120,6 +120,8 @@ TEST(CApiContract, GeneratorEntryPointsTakeNull) {
   EXPECT_EQ(onnxc_generator_mode(nullptr), 0);
   EXPECT_FALSE(text(onnxc_generator_describe(nullptr)).empty());
   EXPECT_EQ(onnxc_generator_cache_pairs_in_place(nullptr), 0);
+  EXPECT_EQ(onnxc_generator_state_pairs(nullptr), 0);
+  EXPECT_EQ(onnxc_generator_cache_pairs(nullptr), 0);
   int64_t ids[2] = {1, 2}, token = 0;
   EXPECT_EQ(onnxc_generator_prefill(nullptr, ids, 2), -1);
   EXPECT_EQ(onnxc_generator_encode(nullptr, ids, 2), -1);

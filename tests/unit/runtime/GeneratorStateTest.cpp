@@ -132,6 +132,8 @@ TEST_F(GeneratorState, GreedyTokensAreTheWholeSequencesFromZeroStates) {
                           "whole (states)"),
             std::string::npos)
       << describe;
+  EXPECT_EQ(onnxc_generator_state_pairs(generator.get()), 2);
+  EXPECT_EQ(onnxc_generator_cache_pairs(generator.get()), 2);
   const std::vector<int64_t> want = referenceGreedy({3, 9, 4}, count);
   EXPECT_GT(std::set<int64_t>(want.begin(), want.end()).size(), 3u)
       << "greedy tokens this repetitive would hide a broken state";

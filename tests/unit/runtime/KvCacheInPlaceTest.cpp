@@ -319,6 +319,8 @@ TEST(KvCacheInPlace, GeneratorUpdatesInPlaceAndMatchesTheReferenceLoop) {
     onnxc_generator *generator = onnxc_generator_create(model->descriptor(), &options);
     ASSERT_NE(generator, nullptr) << onnxc_last_error();
     EXPECT_EQ(onnxc_generator_cache_pairs_in_place(generator), 2);
+    EXPECT_EQ(onnxc_generator_state_pairs(generator), 0);
+    EXPECT_EQ(onnxc_generator_cache_pairs(generator), 2);
     EXPECT_NE(std::string(onnxc_generator_describe(generator)).find("2 cache pairs"),
               std::string::npos);
     EXPECT_NE(std::string(onnxc_generator_describe(generator)).find(", updated in place"),
