@@ -78,8 +78,12 @@ struct PackedGemmSpec {
   int64_t int4Block = 0;
 };
 
+/// Row tiles per row block of an int4-records GEMM (blocking.mc / mr).
+inline constexpr int64_t kInt4GemmBlockTiles = 32;
+
 /// The blocking of an int4-records GEMM of depth `k`: K blocks of at most
-/// 320 rows (one panel's floats stay in L1), each whole quantization blocks.
+/// 320 rows (one panel's floats stay in L1), each whole quantization blocks,
+/// and row blocks of kInt4GemmBlockTiles tiles.
 GemmBlocking int4GemmBlocking(int64_t k, int64_t lanes, int64_t block);
 
 /// C signature of a packed-B kernel. Computes rows [rowBegin, rowEnd) and

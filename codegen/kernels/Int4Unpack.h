@@ -8,9 +8,9 @@
 // a (K block, panel), the code emitted here dequantizes that panel's rows
 // from the GEMV's records into a stack buffer in the GEMM's panel layout
 // ([k][NR floats], NR = two record panels), where the tiles read it from
-// L1. A nibble is turned into a float once per row block (192 rows with
-// AVX-512) instead of once per four rows, and the f32 weights never go
-// through memory.
+// L1. A nibble is turned into a float once per row block (up to 575 rows
+// with AVX-512, int4GemmBlocking) instead of once per four rows, and the
+// f32 weights never go through memory.
 //
 // Each weight is written as DequantizeLinear gives it, (q - zp) * scale
 // rounded once to f32, so the product is an f32 MatMul over the

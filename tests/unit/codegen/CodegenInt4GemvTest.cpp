@@ -154,11 +154,12 @@ TEST_P(CodegenInt4Gemm, EqualsTheFloatGemmOverTheDequantizedWeights) {
   const std::vector<Shape> shapes = {
       {64, 40, 32, DType::U4, true, 13, 0, 40},                      // one K block, a partial panel
       {700, 3 * nr + 5, 32, DType::I4, false, 40, 0, 3 * nr + 5},    // K blocks 256, 256, 188
-      {700, 3 * nr + 5, 32, DType::I4, true, 200, nr, 2 * nr},       // a middle panel, row blocks
+      {700, 3 * nr + 5, 32, DType::I4, true, 200, nr, 2 * nr},       // a middle panel, 200 rows
       {700, 3 * nr + 5, 32, DType::U4, true, 7, 2 * nr, 3 * nr + 5}, // the last panels, a tail
       {96, lanes, 16, DType::I4, true, 2, 0, lanes},        // one record panel: zeros beside
       {2100, 2 * nr, 128, DType::U4, false, 30, 0, 2 * nr}, // kc 256 of blocks of 128
       {300, nr, 256, DType::I4, true, 1, 0, nr},            // one row; K blocks 256 and 44
+      {700, 2 * nr, 32, DType::U4, true, 600, 0, 2 * nr},   // row blocks of 384 + 216 (16 lanes)
   };
   KernelJit jit = KernelJit::forHost();
   llvm::Module &module = jit.newModule("int4_gemm_test");
