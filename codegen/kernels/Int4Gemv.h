@@ -12,8 +12,12 @@
 //   [panel][block] records of  L f32 scales | L u8 zero points |
 //                              block rows of L nibbles (L/2 bytes per k)
 //
-// A k row's nibbles of one panel are one 32-bit word (L = 8) or two (L =
-// 16), column j at bits 4j..4j+3. Each nibble and zero point is stored
+// A k row's nibbles of one panel are one 32-bit word (L = 8: column j at
+// bits 4j..4j+3) or one 64-bit word (L = 16: column j at bits 32(j % 2) +
+// 4(j / 2), even columns in the low half and odd ones in the high half).
+// Either way one broadcast load puts the word in every lane and a shift per
+// lane picks its column's nibble: with L = 16 the 64-bit broadcast is a
+// plain load, where two 32-bit halves needed a shuffle too. Each nibble and zero point is stored
 // as an unsigned code (i4 values plus 8), so u - zero is q - zp exactly.
 // Padding columns have code, zero point and scale 0; the rows past K in
 // the last block are zeros and never read.

@@ -198,18 +198,18 @@ private:
 } // namespace
 
 llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes) {
-  const unsigned words = lanes / 8;
-  llvm::Type *wordsType = llvm::FixedVectorType::get(builder.getInt32Ty(), words);
-  llvm::Value *loaded = builder.CreateAlignedLoad(wordsType, address, llvm::Align(1));
-  std::vector<int> spread;
-  std::vector<llvm::Constant *> shifts;
-  for (unsigned lane = 0; lane < lanes; ++lane) {
-    spread.push_back(int(lane / 8));
-    shifts.push_back(builder.getInt32(4 * (lane % 8)));
-  }
-  llvm::Value *words8 = builder.CreateShuffleVector(loaded, spread);
+  // The row's word (32 bits for 8 lanes, 64 for 16) in every lane: one
+  // broadcast load. Lane j then holds column j's nibble at bit 4j (8 lanes)
+  // or at 4(j / 2) of its own 32-bit half (16 lanes; Int4Gemv.h's layout).
+  llvm::Type *wordType = lanes == 8 ? builder.getInt32Ty() : builder.getInt64Ty();
+  llvm::Value *word = builder.CreateAlignedLoad(wordType, address, llvm::Align(1));
   auto *ints = llvm::FixedVectorType::get(builder.getInt32Ty(), lanes);
-  return builder.CreateAnd(builder.CreateLShr(words8, llvm::ConstantVector::get(shifts)),
+  // Eight words either way: <8 x i32>, or <8 x i64> seen as <16 x i32>.
+  llvm::Value *spread = builder.CreateBitCast(builder.CreateVectorSplat(8, word), ints);
+  std::vector<llvm::Constant *> shifts;
+  for (unsigned lane = 0; lane < lanes; ++lane)
+    shifts.push_back(builder.getInt32(4 * (lanes == 8 ? lane : lane / 2)));
+  return builder.CreateAnd(builder.CreateLShr(spread, llvm::ConstantVector::get(shifts)),
                            llvm::ConstantInt::get(ints, 15));
 }
 

@@ -38,10 +38,13 @@ std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const 
         const int64_t p = b * n + column;
         std::memcpy(out + j * 4, &scales[p], 4);
         zeroOut[j] = uint8_t((zeros ? zeros[p] : 0) + offset);
+        // The nibble's place in the row's word (Int4Gemv.h): 8 lanes, j;
+        // 16 lanes, j / 2 in the low or high 32 bits by j's parity.
+        const int64_t nibble = lanes == 8 ? j : (j % 2) * 8 + j / 2;
         for (int64_t row = b * block; row < std::min(k, (b + 1) * block); ++row) {
           const uint8_t code = uint8_t(codes[row * n + column] + offset) & 0xF;
-          uint8_t &byte = nibbles[(row - b * block) * (lanes / 2) + j / 2];
-          byte |= uint8_t(j % 2 == 0 ? code : code << 4);
+          uint8_t &byte = nibbles[(row - b * block) * (lanes / 2) + nibble / 2];
+          byte |= uint8_t(nibble % 2 == 0 ? code : code << 4);
         }
       }
     }
