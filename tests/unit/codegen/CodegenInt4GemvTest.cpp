@@ -246,3 +246,41 @@ TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
   EXPECT_THROW(packInt4GemvWeights(codes.data(), DType::I8, scales.data(), nullptr, 32, 2, 32, 8),
                Error);
 }
+
+// The record layout Int4Gemv.h documents, byte by byte: scales, zero points
+// (unsigned: i4 plus 8), then per k row the nibble word. At 8 lanes column j
+// is at bits 4j of a 32-bit word; at 16 lanes at bits 32(j % 2) + 4(j / 2) of
+// a 64-bit word. The kernels' tests would pass with any layout their packer
+// and emitter agree on; this pins the documented one.
+TEST(CodegenInt4GemvLayout, RecordsAreAsDocumented) {
+  for (int64_t lanes : {8, 16}) {
+    const int64_t k = 3, n = lanes, block = 4;
+    std::vector<int8_t> codes(static_cast<size_t>(k * n)), zeros(static_cast<size_t>(n));
+    std::vector<float> scales(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      scales[size_t(j)] = 0.5f + float(j);
+      zeros[size_t(j)] = int8_t(j % 16 - 8);
+      for (int64_t row = 0; row < k; ++row)
+        codes[size_t(row * n + j)] = int8_t((3 * row + j) % 16 - 8);
+    }
+    const std::vector<uint8_t> packed = packInt4GemvWeights(codes.data(), DType::I4, scales.data(),
+                                                            zeros.data(), k, n, block, lanes);
+    ASSERT_EQ(int64_t(packed.size()), int4GemvRecordBytes(block, lanes));
+    for (int64_t j = 0; j < n; ++j) {
+      float scale = 0;
+      std::memcpy(&scale, packed.data() + j * 4, 4);
+      EXPECT_EQ(scale, scales[size_t(j)]) << lanes << " lanes, column " << j;
+      EXPECT_EQ(packed[size_t(lanes * 4 + j)], uint8_t(j % 16)) << lanes << " lanes, column " << j;
+    }
+    const uint8_t *nibbles = packed.data() + lanes * 5;
+    for (int64_t row = 0; row < block; ++row) {
+      uint64_t word = 0;
+      std::memcpy(&word, nibbles + row * lanes / 2, size_t(lanes / 2));
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t bit = lanes == 8 ? 4 * j : 32 * (j % 2) + 4 * (j / 2);
+        const uint64_t want = row < k ? uint64_t((3 * row + j) % 16) : 0; // rows past K: 0
+        EXPECT_EQ((word >> bit) & 15, want) << lanes << " lanes, row " << row << ", column " << j;
+      }
+    }
+  }
+}
