@@ -17,8 +17,9 @@
 // 4(j / 2), even columns in the low half and odd ones in the high half).
 // Either way one broadcast load puts the word in every lane and a shift per
 // lane picks its column's nibble: with L = 16 the 64-bit broadcast is a
-// plain load, where two 32-bit halves needed a shuffle too. Each nibble and zero point is stored
-// as an unsigned code (i4 values plus 8), so u - zero is q - zp exactly.
+// plain load, where two 32-bit halves needed a shuffle too. Each nibble
+// and zero point is stored as an unsigned code (i4 values plus 8), so
+// u - zero is q - zp exactly.
 // Padding columns have code, zero point and scale 0; the rows past K in
 // the last block are zeros and never read.
 //

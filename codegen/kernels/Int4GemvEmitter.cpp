@@ -1,10 +1,12 @@
 //===- codegen/kernels/Int4GemvEmitter.cpp - LLVM IR for rows times int4 weights ---===//
 //
 // Panels are walked in groups of side-by-side panels, each with its own
-// stream of records, prefetched ahead (StreamPrefetch.h). Per k: one broadcast of x[r][k] per row,
-// one word of nibbles per panel turned into L f32 weights (5 vector operations shared by the rows),
-// one FMA per row and panel. An FMA's latency is 4 cycles and the dequantization about 1.25 cycles
-// per panel, so a group keeps at least 4 independent accumulator chains: 2 panels x 2 sets of k
+// stream of records, prefetched ahead (StreamPrefetch.h). Per k: one
+// broadcast of x[r][k] per row, one word of nibbles per panel turned into L
+// f32 weights (a broadcast load, then a shift, an and-or and a subtraction,
+// shared by the rows), one FMA per row and panel. An FMA's latency is 4
+// cycles and the dequantization about 1.25 cycles per panel, so a group
+// keeps at least 4 independent accumulator chains: 2 panels x 2 sets of k
 // (alternating) for one row, 2 panels for two, 1 panel for 3 or 4 rows.
 //
 //===----------------------------------------------------------------------===//

@@ -6,9 +6,8 @@
 // row, two for two (four independent accumulator chains either way), one
 // for three or four; side-by-side panels are a stride of the call's range
 // apart, so that each reads its own long stream (emit), prefetched ahead
-// (StreamPrefetch.h). At each block's end
-// the exact int32 sum is corrected for the zero points, converted, and
-// scaled into the f32 totals.
+// (StreamPrefetch.h). At each block's end the exact int32 sum is corrected
+// for the zero points, converted, and scaled into the f32 totals.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Int4Int8Gemv.h"
