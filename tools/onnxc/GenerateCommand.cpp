@@ -208,9 +208,9 @@ std::string cacheSummary(const onnxc_generator *generator) {
   if (onnxc_generator_mode(generator) != ONNXC_GENERATE_KV_CACHE)
     return "no KV cache in the model, re-running the full sequence at every step";
   const int32_t states = onnxc_generator_state_pairs(generator);
-  const int32_t pairs = onnxc_generator_cache_pairs_in_place(generator);
+  const int32_t inPlace = onnxc_generator_cache_pairs_in_place(generator);
   std::string kvCache =
-      pairs > 0 ? "using the KV cache in place" : "using the KV cache in two buffers";
+      inPlace > 0 ? "using the KV cache in place" : "using the KV cache in two buffers";
   if (states == 0)
     return kvCache;
   std::string carried = "carrying " + std::to_string(states) + " recurrent state" +
