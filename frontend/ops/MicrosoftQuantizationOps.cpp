@@ -29,20 +29,65 @@
 
 #include "frontend/OpImporterRegistry.h"
 #include "ir/Error.h"
+#include "ir/eval/Evaluator.h"
 
 #include <bit>
+#include <memory>
+#include <optional>
 
 namespace onnxc {
 
-const Tensor &requireConstantOperand(OnnxNode &node, const std::vector<Value *> &operands,
-                                     size_t index, const char *what) {
+namespace {
+
+/// The constant `value` holds, looking through ops that only relabel a
+/// constant's dims (Reshape, Flatten, Squeeze, Unsqueeze, Identity with
+/// constant operands): onnxruntime-genai's builder feeds a tied int4 LM
+/// head's weights to the embedding's GatherBlockQuantized through a Reshape
+/// to [vocab, hidden / 2]. Null when there is no such constant.
+std::unique_ptr<Tensor> constantBehindRelabels(const Value *value, int depth = 0) {
+  if (value->isConstant())
+    return value->constantValue().hasData() ? std::make_unique<Tensor>(value->constantValue())
+                                            : nullptr;
+  const Node *node = value->definingNode();
+  if (!node || depth > 8 || node->numResults() != 1)
+    return nullptr;
+  switch (node->kind()) {
+  case OpKind::Reshape:
+  case OpKind::Flatten:
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+  case OpKind::Identity:
+    break;
+  default:
+    return nullptr;
+  }
+  std::vector<std::unique_ptr<Tensor>> held;
+  std::vector<const Tensor *> operands;
+  for (size_t i = 0; i < node->numOperands(); ++i) {
+    if (!node->operand(i)) {
+      operands.push_back(nullptr);
+      continue;
+    }
+    held.push_back(constantBehindRelabels(node->operand(i), depth + 1));
+    if (!held.back())
+      return nullptr;
+    operands.push_back(held.back().get());
+  }
+  std::vector<Tensor> results = evaluateNode(*node, operands);
+  return std::make_unique<Tensor>(std::move(results.at(0)));
+}
+
+} // namespace
+
+Tensor requireConstantOperand(OnnxNode &node, const std::vector<Value *> &operands, size_t index,
+                              const char *what) {
   if (index >= operands.size() || !operands[index])
     fail(node.describe(), ": ", node.proto().op_type(), " input ", what, " is missing");
-  const Value *value = operands[index];
-  if (!value->isConstant() || !value->constantValue().hasData())
+  std::unique_ptr<Tensor> constant = constantBehindRelabels(operands[index]);
+  if (!constant)
     fail(node.describe(), ": ", node.proto().op_type(), " input ", what,
-         " must be a constant (an initializer)");
-  return value->constantValue();
+         " must be a constant (an initializer, or one reshaped)");
+  return std::move(*constant);
 }
 
 namespace {
@@ -222,9 +267,10 @@ void importMatMulNBits(OnnxNode &node) {
     fail(node.describe(), ": MatMulNBits with ", dtypeName(scales.dtype()),
          " scales is not supported (f32 A and scales)");
   requireElementCount(node, scales, s.n * s.blocks(), "scales", "N x k_blocks");
-  const Tensor *zp = operands.size() > 3 && operands[3]
-                         ? &requireConstantOperand(node, operands, 3, "zero_points")
-                         : nullptr;
+  std::optional<Tensor> zeroPoints;
+  if (operands.size() > 3 && operands[3])
+    zeroPoints = requireConstantOperand(node, operands, 3, "zero_points");
+  const Tensor *zp = zeroPoints ? &*zeroPoints : nullptr;
   bool hasGroupIndex = operands.size() > 4 && operands[4];
   if (hasGroupIndex)
     checkGroupIndex(node, operands, s);

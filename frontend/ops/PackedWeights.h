@@ -25,9 +25,10 @@ inline uint8_t packedElement(const uint8_t *bytes, int64_t index, int bits) {
 }
 
 /// The constant behind operand `index` (which must be present and hold
-/// data), else an error naming the node and `what`.
-const Tensor &requireConstantOperand(OnnxNode &node, const std::vector<Value *> &operands,
-                                     size_t index, const char *what);
+/// data, as an initializer or one only reshaped), else an error naming the
+/// node and `what`. Tensors share their bytes, so the copy is cheap.
+Tensor requireConstantOperand(OnnxNode &node, const std::vector<Value *> &operands, size_t index,
+                              const char *what);
 
 class OpImporterRegistry;
 /// GatherBlockQuantized and MatMulBnb4 (MicrosoftGatherQuantizedOps.cpp).

@@ -12,6 +12,8 @@ reference evaluator and the JIT, against onnxruntime on the same file.
   output each), so each backend compiles once.
 - GatherBlockQuantized (int4 data, uint4 data with zero points, uint8 data holding packed
   4-bit values) and MatMulBnb4 (FP4 and NF4) in a second model.
+- A tied int4 LM head as onnxruntime-genai's builder writes it: the head's MatMulNBits weights,
+  Reshaped, are the embedding's GatherBlockQuantized table.
 - onnxruntime's own MatMulNBitsQuantizer (block 32, symmetric and not; its MatMulNBits form and
   its QDQ form, int4 initializers -> blocked DequantizeLinear -> MatMul at opset 21) applied to
   the zoo's HF LLaMA export (hf_llama_op17), the last hidden state compared.
@@ -275,6 +277,43 @@ def test_gather_block_quantized_and_bnb4(scratch, backend):
     for name, value in want.items():
         # Gathered rows are dequantized element by element: exact.
         compare(got[name], value, 1e-5 if name.startswith("y_") else 1e-7, f"{backend} {name}")
+
+
+def tied_head_model(scratch, rng):
+    """A tied int4 LM head as onnxruntime-genai's builder writes it (shared_embeddings, the default
+    for a model with tie_word_embeddings): the head's MatMulNBits B [vocab, blocks, block / 2],
+    Reshaped to [vocab, hidden / 2], is the embedding's GatherBlockQuantized table, and both read
+    the same scales and packed zero points."""
+    vocab, hidden, block = 40, 64, 32
+    blocks = hidden // block
+    b = pack(rng.integers(0, 16, (vocab, hidden)), 4).reshape(vocab, blocks, block // 2)
+    inits = [numpy_helper.from_array(b, "lm_head.MatMul.weight_Q4G32"),
+             numpy_helper.from_array((rng.random((vocab, blocks)) * 0.1 + 0.01).astype(np.float32),
+                                     "lm_head.MatMul.weight_scale"),
+             numpy_helper.from_array(pack(rng.integers(0, 16, (vocab, blocks)), 4),
+                                     "lm_head.MatMul.weight_zp"),
+             numpy_helper.from_array(np.array([vocab, hidden // 2], np.int64), "table_shape"),
+             numpy_helper.from_array(np.array(1.5, np.float32), "scale")]
+    head = ["lm_head.MatMul.weight_Q4G32", "lm_head.MatMul.weight_scale", "lm_head.MatMul.weight_zp"]
+    nodes = [helper.make_node("Reshape", [head[0], "table_shape"], ["table"], name="reshape"),
+             helper.make_node("GatherBlockQuantized", ["table", "ids"] + head[1:], ["embedded"],
+                              name="embed", domain="com.microsoft", bits=4, block_size=block,
+                              gather_axis=0, quantize_axis=1),
+             helper.make_node("Mul", ["embedded", "scale"], ["hidden"], name="mul"),
+             helper.make_node("MatMulNBits", ["hidden"] + head, ["logits"], name="lm_head",
+                              domain="com.microsoft", K=hidden, N=vocab, bits=4, block_size=block)]
+    graph = helper.make_graph(nodes, "tied", [helper.make_tensor_value_info("ids", TP.INT64, [1, 3])],
+                              [helper.make_tensor_value_info("logits", TP.FLOAT, [1, 3, vocab])],
+                              inits)
+    return save(graph, os.path.join(scratch, "tied_head.onnx")), {
+        "ids": np.array([[0, 39, 7]], np.int64)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tied_int4_head(scratch, backend):
+    path, feeds = tied_head_model(scratch, np.random.default_rng(11))
+    want = run_onnxruntime(path, feeds)["logits"]
+    compare(run_onnxc(path, feeds, backend, scratch)["logits"], want, 1e-5, f"{backend} tied head")
 
 
 @pytest.fixture(scope="module")
