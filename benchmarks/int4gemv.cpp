@@ -17,6 +17,11 @@
 // Thread CPU time, best and median of the runs (the machine is shared).
 //
 //   onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] [--lanes 8|16] [--chunks C]
+//                        [--shared-zero]
+//
+// --shared-zero packs the weights without zero points (MatMulNBits as onnxruntime-genai's
+// builder writes it: every zero point 8), so at 16 lanes the f32-activation kernel takes the
+// shared zero point's table (Int4Gemv.h).
 //
 // --chunks C calls the int8-activation kernel once per chunk of columns, C chunks (the
 // lowering's tasks: about 16), instead of once over all of N.
@@ -117,7 +122,17 @@ std::vector<uint8_t> replicate(const std::vector<uint8_t> &one, int64_t copies) 
   return all;
 }
 
-void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int runs, int64_t chunks) {
+/// The f32-activation kernel's spec for a shape.
+Int4GemvSpec f32Spec(const Shape &s, int64_t lanes, bool sharedZero) {
+  Int4GemvSpec spec{"", s.k, s.n, kBlock, lanes, 1};
+  if (sharedZero && lanes == 16)
+    spec.uniformZero = int4UniformZeroCode(nullptr, DType::U4, 0);
+  spec.name = int4GemvKernelName(spec);
+  return spec;
+}
+
+void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int runs, int64_t chunks,
+              bool sharedZero) {
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> code(0, 15);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -132,13 +147,13 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
     v = 0.01f * (1.5f + dist(rng));
   for (float &v : x)
     v = dist(rng);
-  const std::vector<uint8_t> one = packInt4GemvWeights(w.data(), DType::U4, scales.data(),
-                                                       zeros.data(), s.k, s.n, kBlock, lanes);
+  const int8_t *zeroPoints = sharedZero ? nullptr : zeros.data();
+  const std::vector<uint8_t> one =
+      packInt4GemvWeights(w.data(), DType::U4, scales.data(), zeroPoints, s.k, s.n, kBlock, lanes);
   const double bytes = double(one.size());
   const int64_t copies = std::max<int64_t>(1, int64_t(mib * (1 << 20) / bytes));
   const std::vector<uint8_t> all = replicate(one, copies);
-  Int4GemvSpec spec{"", s.k, s.n, kBlock, lanes, 1};
-  auto *int4 = jit.lookup<Int4GemvFn>(int4GemvKernelName(spec));
+  auto *int4 = jit.lookup<Int4GemvFn>(f32Spec(s, lanes, sharedZero).name);
   const int64_t panels = (s.n + lanes - 1) / lanes;
   int64_t next = 0;
   Stats ours = measure(
@@ -159,7 +174,7 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
 
   // The int8-activation kernel on its own packing of the same weights.
   const std::vector<uint8_t> oneInt8 =
-      packInt4Int8GemvWeights(w.data(), DType::U4, scales.data(), zeros.data(), s.k, s.n, kBlock);
+      packInt4Int8GemvWeights(w.data(), DType::U4, scales.data(), zeroPoints, s.k, s.n, kBlock);
   const double int8Bytes = double(oneInt8.size());
   const int64_t int8Copies = std::max<int64_t>(1, int64_t(mib * (1 << 20) / int8Bytes));
   const std::vector<uint8_t> allInt8 = replicate(oneInt8, int8Copies);
@@ -218,6 +233,7 @@ int main(int argc, char **argv) {
   int runs = 9;
   double mib = 512;
   int64_t chunks = 1;
+  bool sharedZero = false;
   int64_t lanes = hostHasAvx512() ? 16 : 8;
   std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -226,6 +242,8 @@ int main(int argc, char **argv) {
       runs = std::atoi(argv[++i]);
     } else if (arg == "--mib" && i + 1 < argc) {
       mib = std::atof(argv[++i]);
+    } else if (arg == "--shared-zero") {
+      sharedZero = true;
     } else if (arg == "--chunks" && i + 1 < argc) {
       chunks = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--lanes" && i + 1 < argc) {
@@ -239,7 +257,7 @@ int main(int argc, char **argv) {
       shapes.push_back(s);
     } else {
       std::fprintf(stderr, "usage: onnxc_bench_int4gemv [--runs N] [--shape KxN]... [--mib M] "
-                           "[--lanes 8|16] [--chunks C]\n");
+                           "[--lanes 8|16] [--chunks C] [--shared-zero]\n");
       return 2;
     }
   }
@@ -248,9 +266,7 @@ int main(int argc, char **argv) {
   KernelJit jit = KernelJit::forHost();
   for (const Shape &s : shapes) {
     llvm::Module &module = jit.newModule("m" + std::to_string(s.k) + "x" + std::to_string(s.n));
-    Int4GemvSpec spec{"", s.k, s.n, kBlock, lanes, 1};
-    spec.name = int4GemvKernelName(spec);
-    emitInt4Gemv(module, spec);
+    emitInt4Gemv(module, f32Spec(s, lanes, sharedZero));
     Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
     int8Spec.name = int4Int8GemvKernelName(int8Spec);
     emitInt4Int8Gemv(module, int8Spec);
@@ -269,6 +285,6 @@ int main(int argc, char **argv) {
               "ms", "/read", "f32 GB/s", "ms");
   std::printf("(GB/s medians; f32-act: Int4Gemv.h, int8-act: Int4Int8Gemv.h, f32: f32 weights)\n");
   for (const Shape &s : shapes)
-    runShape(jit, s, lanes, mib, runs, chunks);
+    runShape(jit, s, lanes, mib, runs, chunks, sharedZero);
   return 0;
 }

@@ -25,7 +25,12 @@
 //
 // Per k and panel the kernel broadcasts the word, shifts each lane to its
 // nibble (vpsrlvd), masks, subtracts the block's zero points, converts to
-// f32 and takes one FMA per row into the block's accumulators; at the end of
+// f32 and takes one FMA per row into the block's accumulators. When every
+// column and block shares one zero point (MatMulNBits without zero points:
+// 8) and L = 16, the shifted lanes index a 16-float table of q - zp
+// (vpermps reads only an index's low 4 bits): one permute in place of the
+// mask, the conversion and the subtraction, three vector operations per 16
+// weights where there were four, with the same weights. At the end of
 // a block, total = fma(scale, block sum, total). So each weight is
 // w = (q - zp) as an exact integer, and the block's partial dot product is
 // scaled once: the f32 result differs from DequantizeLinear-then-MatMul
@@ -59,7 +64,14 @@ struct Int4GemvSpec {
   int64_t lanes = 8;
   /// Rows of x and y, 1 to kMaxInt4GemvRows.
   int64_t rows = 1;
+  /// The zero-point code (0 to 15) every column and block shares, or -1:
+  /// each record's own are read. Used at 16 lanes (the table above).
+  int uniformZero = -1;
 };
+
+/// The code packInt4GemvWeights stores as every zero point of `count` zero
+/// points of `type` (`zeros` null: none given), or -1 when they differ.
+int int4UniformZeroCode(const int8_t *zeros, DType type, int64_t count);
 
 /// Bytes of one [panel][block] record, and of the whole packed matrix.
 int64_t int4GemvRecordBytes(int64_t block, int64_t lanes);
@@ -91,5 +103,9 @@ std::string int4GemvKernelName(const Int4GemvSpec &spec);
 /// each lane shifted to its nibble and masked. Shared by the GEMV and the
 /// GEMM's panel dequantization (Int4Unpack.h), which read the same records.
 llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes);
+
+/// The same lanes before the mask: each lane's nibble in its low 4 bits,
+/// the nibbles above it left in place (for an index only they matter to).
+llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes);
 
 } // namespace onnxc

@@ -4,6 +4,7 @@
 // stream of records, prefetched ahead (StreamPrefetch.h). Per k: one
 // broadcast of x[r][k] per row, one word of nibbles per panel turned into L
 // f32 weights (a broadcast load, then a shift, an and-or and a subtraction,
+// or a shift and a table permute when the zero point is shared; either is
 // shared by the rows), one FMA per row and panel. An FMA's latency is 4
 // cycles and the dequantization about 1.25 cycles per panel, so a group
 // keeps at least 4 independent accumulator chains: 2 panels x 2 sets of k
@@ -20,6 +21,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
 
 #include <sstream>
@@ -45,6 +47,12 @@ public:
     record_ = int4GemvRecordBytes(spec.block, spec.lanes);
     groupPanels_ = spec.rows <= 2 ? 2 : 1;
     splits_ = spec.rows == 1 ? 2 : 1;
+    if (lanes_ == 16 && spec.uniformZero >= 0) {
+      std::vector<llvm::Constant *> weights;
+      for (int code = 0; code < 16; ++code)
+        weights.push_back(llvm::ConstantFP::get(b_.getFloatTy(), float(code - spec.uniformZero)));
+      table_ = llvm::ConstantVector::get(weights);
+    }
   }
 
   void emit(llvm::Value *panelBegin, llvm::Value *panelEnd) {
@@ -82,10 +90,13 @@ private:
   /// (`zero`: biasedFloats of them). (2^23 + q) - (2^23 + zp) is q - zp
   /// exactly, what converting the integer difference gives, in one
   /// subtraction instead of a subtraction and a conversion.
+  /// With a shared zero point (table_), the table's entries at the codes.
   llvm::Value *weightsAt(llvm::Value *nibbles, llvm::Value *k, llvm::Value *zero) {
-    llvm::Value *codes =
-        emitInt4RowCodes(b_, byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2))), lanes_);
-    return b_.CreateFSub(biasedFloats(codes), zero);
+    llvm::Value *row = byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2)));
+    if (table_)
+      return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_permvar_sf_512, {},
+                                {table_, emitInt4RowShifted(b_, row, lanes_)});
+    return b_.CreateFSub(biasedFloats(emitInt4RowCodes(b_, row, lanes_)), zero);
   }
 
   /// Columns [panel * L, (panel + count) * L) of every row.
@@ -120,10 +131,14 @@ private:
     for (int64_t p = 0; p < count; ++p) {
       llvm::Value *record = byteAt(panelRecords[size_t(p)], b_.CreateMul(block, i64(record_)));
       records.push_back(record);
-      llvm::Type *zeroType = llvm::FixedVectorType::get(b_.getInt8Ty(), lanes_);
-      llvm::Value *zeroBytes =
-          b_.CreateAlignedLoad(zeroType, byteAt(record, i64(spec_.lanes * 4)), llvm::Align(1));
-      zeros.push_back(biasedFloats(b_.CreateZExt(zeroBytes, ints_)));
+      if (table_) {
+        zeros.push_back(nullptr); // in the table
+      } else {
+        llvm::Type *zeroType = llvm::FixedVectorType::get(b_.getInt8Ty(), lanes_);
+        llvm::Value *zeroBytes =
+            b_.CreateAlignedLoad(zeroType, byteAt(record, i64(spec_.lanes * 4)), llvm::Align(1));
+        zeros.push_back(biasedFloats(b_.CreateZExt(zeroBytes, ints_)));
+      }
       nibbles.push_back(byteAt(record, i64(spec_.lanes * 5)));
       prefetchAheadOfStream(b_, record, record_);
     }
@@ -195,11 +210,14 @@ private:
   llvm::FixedVectorType *floats_, *ints_;
   llvm::Value *x_, *ldx_, *packed_, *y_, *ldy_;
   int64_t blocks_ = 0, record_ = 0, groupPanels_ = 1, splits_ = 1;
+  /// q - zp for the 16 codes when the zero point is shared (16 lanes).
+  llvm::Constant *table_ = nullptr;
 };
 
 } // namespace
 
-llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes) {
+llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *address,
+                                unsigned lanes) {
   // The row's word (32 bits for 8 lanes, 64 for 16) in every lane: one
   // broadcast load. Lane j then holds column j's nibble at bit 4j (8 lanes)
   // or at 4(j / 2) of its own 32-bit half (16 lanes; Int4Gemv.h's layout).
@@ -211,7 +229,12 @@ llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address
   std::vector<llvm::Constant *> shifts;
   for (unsigned lane = 0; lane < lanes; ++lane)
     shifts.push_back(builder.getInt32(4 * (lanes == 8 ? lane : lane / 2)));
-  return builder.CreateAnd(builder.CreateLShr(spread, llvm::ConstantVector::get(shifts)),
+  return builder.CreateLShr(spread, llvm::ConstantVector::get(shifts));
+}
+
+llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes) {
+  auto *ints = llvm::FixedVectorType::get(builder.getInt32Ty(), lanes);
+  return builder.CreateAnd(emitInt4RowShifted(builder, address, lanes),
                            llvm::ConstantInt::get(ints, 15));
 }
 
@@ -219,6 +242,8 @@ std::string int4GemvKernelName(const Int4GemvSpec &spec) {
   std::ostringstream name;
   name << "int4_gemv_k" << spec.k << "_n" << spec.n << "_b" << spec.block << "_l" << spec.lanes
        << "_r" << spec.rows;
+  if (spec.lanes == 16 && spec.uniformZero >= 0)
+    name << "_z" << spec.uniformZero;
   return name.str();
 }
 
@@ -228,6 +253,9 @@ llvm::Function *emitInt4Gemv(llvm::Module &module, const Int4GemvSpec &spec) {
          " must be positive (block at least 2)");
   if (spec.lanes != 8 && spec.lanes != 16)
     fail("int4 gemv kernel '", spec.name, "': ", spec.lanes, " lanes is not a kernel width");
+  if (spec.uniformZero < -1 || spec.uniformZero > 15)
+    fail("int4 gemv kernel '", spec.name, "': shared zero point ", spec.uniformZero,
+         " is not a code (0 to 15, or -1 for none)");
   if (spec.rows < 1 || spec.rows > kMaxInt4GemvRows)
     fail("int4 gemv kernel '", spec.name, "': ", spec.rows, " rows (1 to ", kMaxInt4GemvRows, ")");
   if (llvm::Function *existing = module.getFunction(spec.name))

@@ -16,6 +16,16 @@ int64_t int4GemvPackedBytes(int64_t k, int64_t n, int64_t block, int64_t lanes) 
   return panels * blocks * int4GemvRecordBytes(block, lanes);
 }
 
+int int4UniformZeroCode(const int8_t *zeros, DType type, int64_t count) {
+  const int offset = type == DType::I4 ? 8 : 0;
+  if (!zeros)
+    return offset;
+  for (int64_t i = 1; i < count; ++i)
+    if (zeros[i] != zeros[0])
+      return -1;
+  return count > 0 ? (zeros[0] + offset) & 0xF : offset;
+}
+
 std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const float *scales,
                                          const int8_t *zeros, int64_t k, int64_t n, int64_t block,
                                          int64_t lanes) {

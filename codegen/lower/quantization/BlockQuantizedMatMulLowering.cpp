@@ -52,6 +52,8 @@ struct Int4Plan {
   int64_t k = 0, n = 0, block = 0, lanes = 8, panels = 0, chunkPanels = 0, columnChunks = 0;
   Dim rows = 1;
   bool int8Activations = false;
+  /// The zero-point code all columns share (Int4GemvSpec::uniformZero), or -1.
+  int uniformZero = -1;
 };
 
 Int4Plan planOf(LoweringContext &ctx, const Node &node, const Tensor &weights) {
@@ -71,6 +73,13 @@ Int4Plan planOf(LoweringContext &ctx, const Node &node, const Tensor &weights) {
   const Shape &a = node.operand(0)->shape();
   for (size_t i = 0; i + 1 < a.rank(); ++i)
     plan.rows = plan.rows * a[i];
+  if (!plan.int8Activations) {
+    const Value *w = node.operand(1), *zero = node.numOperands() > 3 ? node.operand(3) : nullptr;
+    const Tensor *zeros = zero ? &requireConstant(ctx, node, zero, "weight zero point") : nullptr;
+    plan.uniformZero =
+        int4UniformZeroCode(zeros ? static_cast<const int8_t *>(zeros->rawData()) : nullptr,
+                            w->dtype(), zeros ? zeros->numElements() : 0);
+  }
   return plan;
 }
 
@@ -103,7 +112,7 @@ llvm::Function *emitKernel(LoweringContext &ctx, const Int4Plan &plan, int64_t r
     spec.name = int4Int8GemvKernelName(spec);
     return emitInt4Int8Gemv(ctx.module(), spec);
   }
-  Int4GemvSpec spec{"", plan.k, plan.n, plan.block, plan.lanes, rows};
+  Int4GemvSpec spec{"", plan.k, plan.n, plan.block, plan.lanes, rows, plan.uniformZero};
   spec.name = int4GemvKernelName(spec);
   return emitInt4Gemv(ctx.module(), spec);
 }

@@ -5,7 +5,8 @@
 // block sizes 16 to 256 (and one that K is not a multiple of), K with a
 // partial last block and N with a partial last panel, 1 to 4 rows with x
 // and y rows apart by more than K and N, and a panel range that is not the
-// whole matrix. The reference dequantizes as DequantizeLinear does and sums
+// whole matrix; without zero points, at 16 lanes on an AVX-512 host, through
+// the shared zero point's table. The reference dequantizes as DequantizeLinear does and sums
 // in double; y is pre-filled with a sentinel, so a store outside the panel
 // range or past N is caught.
 //
@@ -19,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelJit.h"
+#include "codegen/TargetSelection.h"
 #include "codegen/kernels/GemmEmitter.h"
 #include "codegen/kernels/GemmPacking.h"
 #include "codegen/kernels/Int4Gemv.h"
@@ -51,6 +53,13 @@ std::string lanesName(const testing::TestParamInfo<int64_t> &info) {
   return std::to_string(info.param) + "lanes";
 }
 
+/// The table of a shared zero point is an AVX-512 permute: emitted only for
+/// a target that has it, as the lowering does (16 lanes).
+bool hostHasAvx512() {
+  static const bool has = TargetSelection::select().hasFeature("avx512f");
+  return has;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (int64_t block : {16, 32, 128, 256})
@@ -79,6 +88,8 @@ TEST_P(CodegenInt4Gemv, MatchesDequantizeThenSum) {
   std::vector<std::string> names;
   for (const Case &c : all) {
     Int4GemvSpec spec{"", c.k, c.n, c.block, lanes, c.rows};
+    if (!c.zeros && lanes == 16 && hostHasAvx512())
+      spec.uniformZero = int4UniformZeroCode(nullptr, c.type, 0);
     spec.name = int4GemvKernelName(spec);
     names.push_back(spec.name);
     emitInt4Gemv(module, spec);
@@ -136,6 +147,71 @@ TEST_P(CodegenInt4Gemv, MatchesDequantizeThenSum) {
       if (!(std::fabs(got - sum) <= 4e-7 * (8.0 + std::sqrt(double(c.k))) * magnitude + 1e-30) &&
           ++failures)
         ADD_FAILURE() << "y[" << row << "][" << col << "] = " << got << ", expected " << sum;
+    }
+  }
+}
+
+// A zero point all columns share, given (every one 5) or absent (i4: 0,
+// u4: none, so 0 too): the table kernel reads the same records as the
+// per-record kernel and must give its results bit for bit, for 1 to 4 rows.
+TEST(CodegenInt4GemvSharedZero, TableEqualsTheRecordsZeroPoints) {
+  if (!hostHasAvx512())
+    GTEST_SKIP() << "the table is an AVX-512 permute";
+  const int64_t k = 200, n = 70, block = 32, lanes = 16, panels = (n + lanes - 1) / lanes;
+  const int64_t blocks = (k + block - 1) / block;
+  std::vector<int8_t> given(size_t(blocks * n), 5);
+  EXPECT_EQ(int4UniformZeroCode(given.data(), DType::U4, int64_t(given.size())), 5);
+  EXPECT_EQ(int4UniformZeroCode(given.data(), DType::I4, int64_t(given.size())), 13);
+  EXPECT_EQ(int4UniformZeroCode(nullptr, DType::U4, 0), 0);
+  EXPECT_EQ(int4UniformZeroCode(nullptr, DType::I4, 0), 8);
+  given.back() = 4;
+  EXPECT_EQ(int4UniformZeroCode(given.data(), DType::U4, int64_t(given.size())), -1);
+  given.back() = 5;
+
+  KernelJit jit = KernelJit::forHost();
+  llvm::Module &module = jit.newModule("int4_gemv_shared_zero");
+  for (int64_t rows = 1; rows <= kMaxInt4GemvRows; ++rows)
+    for (int zero : {-1, 5, 8}) {
+      Int4GemvSpec spec{"", k, n, block, lanes, rows, zero};
+      spec.name = int4GemvKernelName(spec);
+      emitInt4Gemv(module, spec);
+    }
+  jit.compile();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> code(0, 15);
+  std::vector<int8_t> w(size_t(k * n));
+  for (int8_t &v : w)
+    v = int8_t(code(rng));
+  std::vector<float> scale(size_t(blocks * n)), x(size_t(kMaxInt4GemvRows * k));
+  for (float &v : scale)
+    v = 0.01f + 0.1f * std::fabs(uniform(rng));
+  for (float &v : x)
+    v = uniform(rng);
+  struct Form {
+    const int8_t *zeros;
+    DType type;
+    int shared;
+  };
+  // u4 codes with every zero point 5; i4 codes without (stored as 8).
+  std::vector<int8_t> signedW(w.size());
+  for (size_t i = 0; i < w.size(); ++i)
+    signedW[i] = int8_t(w[i] - 8);
+  for (const Form &form : {Form{given.data(), DType::U4, 5}, Form{nullptr, DType::I4, 8}}) {
+    const std::vector<uint8_t> packed =
+        packInt4GemvWeights(form.type == DType::U4 ? w.data() : signedW.data(), form.type,
+                            scale.data(), form.zeros, k, n, block, lanes);
+    for (int64_t rows = 1; rows <= kMaxInt4GemvRows; ++rows) {
+      SCOPED_TRACE(std::to_string(rows) + " rows, shared zero point " +
+                   std::to_string(form.shared));
+      Int4GemvSpec records{"", k, n, block, lanes, rows, -1}, table = records;
+      table.uniformZero = form.shared;
+      std::vector<float> want(size_t(rows * n)), got(want.size());
+      jit.lookup<Int4GemvFn>(int4GemvKernelName(records))(x.data(), k, packed.data(), want.data(),
+                                                          n, 0, panels);
+      jit.lookup<Int4GemvFn>(int4GemvKernelName(table))(x.data(), k, packed.data(), got.data(), n,
+                                                        0, panels);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
     }
   }
 }
@@ -237,6 +313,7 @@ TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
   EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"b", 32, 8, 1, 8, 1}), Error);
   EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"c", 32, 8, 32, 4, 1}), Error);
   EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"d", 32, 8, 32, 8, 5}), Error);
+  EXPECT_THROW(emitInt4Gemv(module, Int4GemvSpec{"f", 32, 16, 32, 16, 1, 16}), Error);
   std::vector<int8_t> codes(64, 0);
   std::vector<float> scales(2, 1.0f);
   // The GEMM's K blocks must be whole quantization blocks.
