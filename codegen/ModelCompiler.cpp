@@ -8,6 +8,7 @@
 #include "codegen/CompilableShapes.h"
 #include "codegen/artifact/DescriptorEmitter.h"
 #include "codegen/artifact/HeaderWriter.h"
+#include "codegen/artifact/ModelNameStub.h"
 #include "codegen/artifact/SharedLibraryLinker.h"
 #include "codegen/artifact/WeightsObject.h"
 #include "codegen/lower/Lowering.h"
@@ -187,8 +188,15 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     break;
   case Kind::SharedLibrary: {
     TemporaryFile object{temporaryObjectPath(request.outputPath, "model")};
+    TemporaryFile nameObject{temporaryObjectPath(request.outputPath, "name")};
     try {
-      emitModule(*model.module, target, EmitKind::Object, object.path, progress);
+      // The model's code apart from its name, so that the compile cache
+      // serves it under any name (ModelNameStub.h).
+      std::unique_ptr<llvm::Module> stub = splitModelName(*model.module, model.accessor);
+      model.plan.codeFromCache =
+          emitModule(*model.module, target, EmitKind::Object, object.path, progress);
+      // A few instructions: not a stage of its own for the progress callback.
+      emitModule(*stub, target, EmitKind::Object, nameObject.path);
     } catch (const Error &error) {
       // The temporary object is ours, not the user's: name the library.
       fail("cannot write '", request.outputPath, "' (its intermediate object: ", error.what(), ")");
@@ -196,7 +204,7 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
     // The last point to stop: lld writes the library whole or not at all,
     // and the header follows at once.
     reportProgress(progress, {CompileStage::Link, request.outputPath, 0, 1});
-    std::vector<std::string> extraObjects;
+    std::vector<std::string> extraObjects{nameObject.path};
     if (!weights.path.empty())
       extraObjects.push_back(weights.path);
     linkSharedLibrary({object.path,

@@ -1,16 +1,16 @@
 //===- codegen/ModelJit.cpp - Compile a model module in-process with ORC ---===//
 #include "codegen/ModelJit.h"
 
-#include "codegen/LlvmProgress.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/ModelNameStub.h"
 #include "codegen/artifact/ObjectEmitter.h"
 #include "ir/Error.h"
 
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -90,32 +90,27 @@ compileModelJit(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVM
   } else if (module->getDataLayout() != layout) {
     fail(what, ": the module was configured for another target than cpu '", target.cpu(), "'");
   }
-  // Optimizing here, rather than in an IR transform layer, keeps one code
-  // path for JIT and AOT and reports malformed IR before ORC sees it.
-  optimizeModule(*module, *machine, progress);
-
-  // Machine code is made inside the lookup below. Holding the context here
-  // keeps it alive until the watch has given the context its gate back (ORC
-  // drops the module once it is compiled).
-  llvm::orc::ThreadSafeContext threadSafeContext(std::move(context));
-  reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
-  LlvmProgress watch(progress, CompileStage::Codegen, *module);
-  watch.watchCodegen(*threadSafeContext.getContext());
+  // The object code is made here, as for a library (ObjectEmitter.h: the
+  // same optimizer, and the compile cache), rather than in ORC's compile
+  // layer; ORC links it. The module and its context go before the link.
+  // The name apart (ModelNameStub.h): the JIT of a graph named otherwise is the same code.
+  std::unique_ptr<llvm::Module> stub = splitModelName(*module, accessorName);
+  std::string object = optimizeAndCompile(*module, *machine, "jit", progress);
+  std::string nameObject = optimizeAndCompile(*stub, *machine, "jit", {});
+  stub.reset();
+  module.reset();
+  context.reset();
 
   // Process symbols (libm, memcpy/memset the backend may call) are linked by default.
   std::unique_ptr<llvm::orc::LLJIT> jit = unwrap(
       llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create(),
       what + ": cannot create the jit");
   std::vector<std::shared_ptr<const void>> kept = bindConstants(*jit, constants, what);
-  check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), threadSafeContext)),
-        what + ": cannot add the module");
-  // The lookup triggers compilation and linking of the whole module.
+  check(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, modelName)),
+        what + ": cannot add the object");
+  check(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(nameObject, modelName + ".name")),
+        what + ": cannot add the name's object");
   llvm::Expected<llvm::orc::ExecutorAddr> found = jit->lookup(accessorName);
-  if (watch.stopped()) {
-    if (!found)
-      llvm::consumeError(found.takeError());
-    watch.throwIfStopped();
-  }
   llvm::orc::ExecutorAddr accessor =
       unwrap(std::move(found), what + ": cannot compile or find '" + accessorName + "'");
   auto *getDescriptor = accessor.toPtr<const onnxc_model_descriptor *(*)()>();

@@ -138,6 +138,9 @@ struct ModelPlan {
   std::set<std::string> cpuFeatures;
   /// The onnxc that compiled the model (model_abi.h's onnxc_version).
   std::string onnxcVersion;
+  /// Whether the model's object code came from the compile cache
+  /// (CompileCache.h) instead of LLVM; not part of the descriptor.
+  bool codeFromCache = false;
 
   /// Symbol name -> position in `symbols`, as encodeDim wants it.
   std::map<std::string, int32_t> symbolIndex() const {

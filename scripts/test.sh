@@ -20,6 +20,10 @@ bash "$repo/scripts/build.sh"
 # package, model tests) are registered even when build/ predates the venv.
 cmake "$build" >/dev/null
 echo "test.sh: build: $((SECONDS - start)) s"
+# A module compiled again (one model in several tests) takes its machine code from the compile
+# cache (codegen/artifact/CompileCache.h), keyed by the onnxc binary too: a rebuilt onnxc never
+# reads an older one's entries.
+export ONNXC_CACHE_DIR="${ONNXC_CACHE_DIR:-$build/compile-cache}"
 start=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
 echo "test.sh: tests: $((SECONDS - start)) s"

@@ -3,6 +3,7 @@
 
 #include "codegen/LlvmProgress.h"
 #include "codegen/TargetSelection.h"
+#include "codegen/artifact/CompileCache.h"
 #include "ir/Error.h"
 
 #include "llvm/Analysis/CGSCCPassManager.h"
@@ -14,11 +15,13 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
 
 #include <filesystem>
+#include <optional>
 
 namespace onnxc {
 
@@ -36,7 +39,62 @@ void verifyOrFail(const llvm::Module &module, const char *when) {
   fail("generated code for '", module.getName().str(), "' is malformed ", when, ": ", firstLine);
 }
 
+/// Writes `bytes` to `path` whole, or throws naming the file.
+void writeFile(const std::string &path, llvm::StringRef bytes) {
+  std::error_code error;
+  llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    fail("cannot write '", path, "': ", error.message());
+  out << bytes;
+  out.close();
+  if (out.has_error()) {
+    std::string message = out.error().message();
+    out.clear_error();
+    fail("cannot write '", path, "': ", message);
+  }
+}
+
 } // namespace
+
+std::string compileToObject(llvm::Module &module, llvm::TargetMachine &machine,
+                            const ProgressCallback &progress) {
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream out(object);
+  llvm::legacy::PassManager codegen;
+  // addPassesToEmitFile returns true when the target cannot emit this kind.
+  if (machine.addPassesToEmitFile(codegen, out, nullptr, llvm::CodeGenFileType::ObjectFile))
+    fail("LLVM target ", machine.getTargetTriple().str(), " cannot emit object files");
+  reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
+  LlvmProgress watch(progress, CompileStage::Codegen, module);
+  watch.watchCodegen(module.getContext());
+  codegen.run(module);
+  watch.throwIfStopped();
+  return std::string(object.data(), object.size());
+}
+
+std::string optimizeAndCompile(llvm::Module &module, llvm::TargetMachine &machine,
+                               llvm::StringRef kind, const ProgressCallback &progress,
+                               bool *fromCache) {
+  std::optional<CompileCache> cache = CompileCache::fromEnvironment();
+  std::string key = cache ? CompileCache::key(module, machine, kind) : "";
+  if (cache) {
+    if (std::unique_ptr<llvm::MemoryBuffer> hit = cache->find(key)) {
+      // The stages are passed as a compile would pass them, and may stop it.
+      reportProgress(progress, {CompileStage::Optimize, "", 0, 0});
+      reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
+      if (fromCache)
+        *fromCache = true;
+      return hit->getBuffer().str();
+    }
+  }
+  optimizeModule(module, machine, progress);
+  std::string object = compileToObject(module, machine, progress);
+  if (cache)
+    cache->store(key, object);
+  if (fromCache)
+    *fromCache = false;
+  return object;
+}
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     const ProgressCallback &progress) {
@@ -82,7 +140,7 @@ EmitKind parseEmitKind(const std::string &text) {
   fail("unknown --emit kind '", text, "' (expected obj, asm, llvm or llvm-unoptimized)");
 }
 
-void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
+bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
                 const std::string &path, const ProgressCallback &progress) {
   std::unique_ptr<llvm::TargetMachine> machine = target.createTargetMachine();
   if (module.getTargetTriple().empty())
@@ -90,26 +148,28 @@ void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
   else if (module.getDataLayout() != machine->createDataLayout())
     fail("module '", module.getName().str(), "' was configured for another target than ",
          target.triple().str(), " cpu '", target.cpu(), "'");
+  if (kind == EmitKind::Object) {
+    bool fromCache = false;
+    std::string object = optimizeAndCompile(module, *machine, "object", progress, &fromCache);
+    writeFile(path, object);
+    return fromCache;
+  }
   if (kind == EmitKind::LlvmIrUnoptimized)
     verifyOrFail(module, "as lowered");
   else
     optimizeModule(module, *machine, progress);
 
   std::error_code error;
-  llvm::raw_fd_ostream out(
-      path, error, kind == EmitKind::Object ? llvm::sys::fs::OF_None : llvm::sys::fs::OF_Text);
+  llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_Text);
   if (error)
     fail("cannot write '", path, "': ", error.message());
   if (kind == EmitKind::LlvmIr || kind == EmitKind::LlvmIrUnoptimized) {
     module.print(out, nullptr);
   } else {
     llvm::legacy::PassManager codegen;
-    auto fileType = kind == EmitKind::Object ? llvm::CodeGenFileType::ObjectFile
-                                             : llvm::CodeGenFileType::AssemblyFile;
     // addPassesToEmitFile returns true when the target cannot emit this kind.
-    if (machine->addPassesToEmitFile(codegen, out, nullptr, fileType))
-      fail("LLVM target ", target.triple().str(), " cannot emit ",
-           kind == EmitKind::Object ? "object files" : "assembly");
+    if (machine->addPassesToEmitFile(codegen, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      fail("LLVM target ", target.triple().str(), " cannot emit assembly");
     reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
     LlvmProgress watch(progress, CompileStage::Codegen, module);
     watch.watchCodegen(module.getContext());
@@ -126,6 +186,7 @@ void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
     out.clear_error();
     fail("cannot write '", path, "': ", message);
   }
+  return false;
 }
 
 } // namespace onnxc

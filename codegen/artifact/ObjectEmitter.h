@@ -11,6 +11,8 @@
 
 #include "ir/Progress.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <string>
 
 namespace llvm {
@@ -36,9 +38,23 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
 /// Configures `module` for `target` if it is not already, optimizes it and
 /// writes `kind` to `path`. Throws onnxc::Error naming the file when it
 /// cannot be written. When `progress` stops it, the file is removed and
-/// Interrupted thrown.
-void emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
+/// Interrupted thrown. An object may come from the compile cache
+/// (CompileCache.h): returns whether it did.
+bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
                 const std::string &path, const ProgressCallback &progress = {});
+
+/// The object code of `module` (already optimized) for `machine`; `progress`
+/// follows it (CompileStage::Codegen) and may stop it (Interrupted).
+std::string compileToObject(llvm::Module &module, llvm::TargetMachine &machine,
+                            const ProgressCallback &progress = {});
+
+/// The object code of `module` as lowered: from the compile cache of
+/// $ONNXC_CACHE_DIR when it holds it (key kind `kind`, "object" or "jit"),
+/// else optimized, compiled and stored there. `fromCache` (if given) says
+/// which.
+std::string optimizeAndCompile(llvm::Module &module, llvm::TargetMachine &machine,
+                               llvm::StringRef kind, const ProgressCallback &progress,
+                               bool *fromCache = nullptr);
 
 /// Parses "obj" / "asm" / "llvm" / "llvm-unoptimized" (the --emit values this
 /// emitter handles).

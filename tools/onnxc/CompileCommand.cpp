@@ -277,8 +277,9 @@ void printCompileSummary(const CompileReport &report, const TargetSelection &tar
   if (!report.header.empty())
     std::cout << ", " << report.header;
   char timing[32];
-  std::snprintf(timing, sizeof timing, " in %.2f s\n", report.seconds);
-  std::cout << timing;
+  std::snprintf(timing, sizeof timing, " in %.2f s", report.seconds);
+  std::cout << timing << (plan.codeFromCache ? " (machine code from the compile cache)" : "")
+            << "\n";
   bool verbose = args.has("verbose");
   if (verbose && !plan.cpuFeatures.empty())
     std::cout << "CPU features the code needs: " << cpuFeatureList(plan) << "\n";
