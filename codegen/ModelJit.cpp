@@ -92,8 +92,9 @@ compileModelJit(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVM
   }
   // The object code is made here, as for a library (ObjectEmitter.h: the
   // same optimizer, and the compile cache), rather than in ORC's compile
-  // layer; ORC links it. The module and its context go before the link.
-  // The name apart (ModelNameStub.h): the JIT of a graph named otherwise is the same code.
+  // layer; ORC links it. The name goes to a stub (ModelNameStub.h), so a
+  // graph named otherwise is the same code. The modules and their context
+  // go before the link.
   std::unique_ptr<llvm::Module> stub = splitModelName(*module, accessorName);
   std::string object = optimizeAndCompile(*module, *machine, "jit", progress);
   std::string nameObject = optimizeAndCompile(*stub, *machine, "jit", {});

@@ -17,6 +17,13 @@ import onnxc
 STAGES = ["load", "passes", "lower", "optimize", "codegen", "link", "done"]
 
 
+@pytest.fixture(autouse=True)
+def no_compile_cache(monkeypatch):
+    """These tests follow and stop LLVM's own passes, which a compile cache hit skips
+    (scripts/test.sh sets ONNXC_CACHE_DIR); test_a_cache_hit_passes_each_stage_once covers that."""
+    monkeypatch.delenv("ONNXC_CACHE_DIR", raising=False)
+
+
 @pytest.fixture(scope="module")
 def mlp(tmp_path_factory):
     """A two-layer MLP of random weights: quick to compile, with a few kernels to lower."""
@@ -134,6 +141,25 @@ def test_interrupt_leaves_no_file(mlp, tmp_path, stage, occurrence):
         onnxc.compile(mlp, output=out / "m.so", progress=progress)
     assert len(seen) == occurrence
     assert os.listdir(out) == []
+
+
+def test_a_cache_hit_passes_each_stage_once(mlp, tmp_path, monkeypatch):
+    """From the compile cache (codegen/artifact/CompileCache.h) the stages come in the same order,
+    optimize and codegen once each, and a stop at either still leaves no file."""
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    onnxc.compile(mlp, output=tmp_path / "first.so", progress=False)
+    events = []
+    onnxc.compile(mlp, output=tmp_path / "second.so", progress=events.append)
+    stages = [event.stage for event in events]
+    assert stages == sorted(stages, key=STAGES.index), stages
+    assert stages.count("optimize") == 1 and stages.count("codegen") == 1, stages
+    for stage in ("optimize", "codegen"):
+        out = tmp_path / stage
+        out.mkdir()
+        progress, seen = _stop_at(stage, 1, "raise")
+        with pytest.raises(KeyboardInterrupt):
+            onnxc.compile(mlp, output=out / "m.so", progress=progress)
+        assert os.listdir(out) == []
 
 
 @pytest.mark.parametrize("stage,occurrence", [("optimize", 2), ("codegen", 2)])
