@@ -164,7 +164,8 @@ def test_a_cache_hit_passes_each_stage_once(mlp, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("stage,occurrence", [("optimize", 2), ("codegen", 2)])
 def test_interrupt_stops_the_jit_inside_llvm(mlp, stage, occurrence):
-    """The JIT makes its machine code inside ORC's lookup: stopping there throws no model out."""
+    """The JIT's machine code is made by LLVM's passes in this process (ObjectEmitter.h's
+    optimizeAndCompile): stopping inside them throws no model out."""
     progress, seen = _stop_at(stage, occurrence, "raise")
     with pytest.raises(KeyboardInterrupt):
         onnxc.compile(mlp, progress=progress)
