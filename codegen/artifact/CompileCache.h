@@ -3,9 +3,10 @@
 // LLVM's optimizer and code generator are most of a compile's time, and the
 // same module is often compiled again: `onnxc run` of the same model, a
 // library rebuilt under another name, a test suite compiling one model in
-// several tests. With $ONNXC_CACHE_DIR set (or --cache-dir), the object code
-// of every module is kept in that folder, under a key of everything that
-// determines it:
+// several tests. With $ONNXC_CACHE_DIR set (for the tool, the Python module
+// and any program linking the compiler alike), the object code of every
+// module is kept in that folder, under a key of everything that determines
+// it:
 //
 //   - the module as lowered (its bitcode, before -O3), which holds every
 //     kernel, shape and constant the code depends on (weights bound by
