@@ -134,7 +134,8 @@ std::unique_ptr<llvm::MemoryBuffer> CompileCache::find(const std::string &key) c
 }
 
 bool CompileCache::store(const std::string &key, llvm::StringRef object) const {
-  if (llvm::sys::fs::create_directories(folder_))
+  // Its objects run in whoever compiles next: a folder this makes is its owner's alone.
+  if (llvm::sys::fs::create_directories(folder_, /*IgnoreExisting=*/true, llvm::sys::fs::owner_all))
     return false;
   llvm::SmallString<256> model(folder_);
   llvm::sys::path::append(model, "partial-%%%%%%%%%%%%");

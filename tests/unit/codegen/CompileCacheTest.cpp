@@ -1,7 +1,8 @@
 //===- tests/unit/codegen/CompileCacheTest.cpp - Object code kept between compiles -===//
 //
 // CompileCache (codegen/artifact/CompileCache.h): an entry reads back as
-// stored and an altered or truncated one is a miss; keys follow the module,
+// stored and an altered or truncated one is a miss; the folder it makes is
+// its owner's alone; keys follow the module,
 // the target machine and the kind, and nothing else; a folder that cannot
 // be written stores nothing and fails nothing. splitModelName
 // (ModelNameStub.h): the same model under two names keys the same, its stub
@@ -67,6 +68,9 @@ TEST_F(CompileCacheTest, EntriesReadBackWholeOrNotAtAll) {
                                            "ELF and some machine code";
   EXPECT_EQ(cache.find(key), nullptr);
   ASSERT_TRUE(cache.store(key, object));
+  // Its objects run in the next compile: the folder it made is its owner's alone.
+  EXPECT_EQ(std::filesystem::status(folder_).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
   std::unique_ptr<llvm::MemoryBuffer> hit = cache.find(key);
   ASSERT_NE(hit, nullptr);
   EXPECT_EQ(hit->getBuffer().str(), object);
