@@ -195,8 +195,9 @@ ModelPlan compileModelArtifact(const Graph &graph, const TargetSelection &target
       std::unique_ptr<llvm::Module> stub = splitModelName(*model.module, model.accessor);
       model.plan.codeFromCache =
           emitModule(*model.module, target, EmitKind::Object, object.path, progress);
-      // A few instructions: not a stage of its own for the progress callback.
-      emitModule(*stub, target, EmitKind::Object, nameObject.path);
+      // A few instructions: not a stage of its own for the progress callback,
+      // nor worth a cache entry per name.
+      emitModule(*stub, target, EmitKind::Object, nameObject.path, {}, /*cached=*/false);
     } catch (const Error &error) {
       // The temporary object is ours, not the user's: name the library.
       fail("cannot write '", request.outputPath, "' (its intermediate object: ", error.what(), ")");

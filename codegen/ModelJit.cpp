@@ -97,7 +97,8 @@ compileModelJit(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVM
   // go before the link.
   std::unique_ptr<llvm::Module> stub = splitModelName(*module, accessorName);
   std::string object = optimizeAndCompile(*module, *machine, "jit", progress);
-  std::string nameObject = optimizeAndCompile(*stub, *machine, "jit", {});
+  // The stub is a few instructions: compiled as it is, never cached.
+  std::string nameObject = compileToObject(*stub, *machine);
   stub.reset();
   module.reset();
   context.reset();

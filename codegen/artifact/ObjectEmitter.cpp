@@ -141,7 +141,7 @@ EmitKind parseEmitKind(const std::string &text) {
 }
 
 bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
-                const std::string &path, const ProgressCallback &progress) {
+                const std::string &path, const ProgressCallback &progress, bool cached) {
   std::unique_ptr<llvm::TargetMachine> machine = target.createTargetMachine();
   if (module.getTargetTriple().empty())
     target.configureModule(module);
@@ -150,7 +150,13 @@ bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
          target.triple().str(), " cpu '", target.cpu(), "'");
   if (kind == EmitKind::Object) {
     bool fromCache = false;
-    std::string object = optimizeAndCompile(module, *machine, "object", progress, &fromCache);
+    std::string object;
+    if (cached) {
+      object = optimizeAndCompile(module, *machine, "object", progress, &fromCache);
+    } else {
+      optimizeModule(module, *machine, progress);
+      object = compileToObject(module, *machine, progress);
+    }
     writeFile(path, object);
     return fromCache;
   }

@@ -39,9 +39,9 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
 /// writes `kind` to `path`. Throws onnxc::Error naming the file when it
 /// cannot be written. When `progress` stops it, the file is removed and
 /// Interrupted thrown. An object may come from the compile cache
-/// (CompileCache.h): returns whether it did.
+/// (CompileCache.h), unless `cached` is false: returns whether it did.
 bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind kind,
-                const std::string &path, const ProgressCallback &progress = {});
+                const std::string &path, const ProgressCallback &progress = {}, bool cached = true);
 
 /// The object code of `module` (already optimized) for `machine`; `progress`
 /// follows it (CompileStage::Codegen) and may stop it (Interrupted).
