@@ -10,28 +10,30 @@
 // Packed layout (packInt4GemvWeights), for `lanes` L columns per panel:
 //
 //   [panel][block] records of  L f32 scales | L u8 zero points |
-//                              block rows of L nibbles (L/2 bytes per k)
+//                              the block's rows of L nibbles (L/2 bytes per k)
 //
-// A k row's nibbles of one panel are one 32-bit word (L = 8: column j at
-// bits 4j..4j+3) or one 64-bit word (L = 16: column j at bits 32(j % 2) +
-// 4(j / 2), even columns in the low half and odd ones in the high half).
-// Either way one broadcast load puts the word in every lane and a shift per
-// lane picks its column's nibble: with L = 16 the 64-bit broadcast is a
-// plain load, where two 32-bit halves needed a shuffle too. Each nibble
-// and zero point is stored as an unsigned code (i4 values plus 8), so
-// u - zero is q - zp exactly.
-// Padding columns have code, zero point and scale 0; the rows past K in
-// the last block are zeros and never read.
+// With L = 8 a k row's nibbles are one 32-bit word, column j at bits
+// 4j..4j+3: one broadcast load puts the word in every lane and a shift per
+// lane (vpsrlvd) picks its column's nibble. With L = 16 the rows go in
+// octets of 64 bytes (a block's last octet padded to 8 rows): column j's
+// 32-bit word holds its 8 rows, row u at bits 4u..4u+3, so byte u / 2 of
+// the word holds rows u and u + 1 (u even). A 64-byte load at byte u / 2 of
+// the octet puts row u's nibbles in the low 4 bits of every lane, with no
+// vector operation at all; row u + 1's are one shift (vpsrld 4) away. The
+// loads at bytes 1 to 3 read up to 3 bytes past the octet, so the packed
+// matrix ends with kInt4GemvOverreadBytes of padding. Each nibble and zero
+// point is stored as an unsigned code (i4 values plus 8), so u - zero is
+// q - zp exactly. Padding columns have code, zero point and scale 0; the
+// rows past K in the last block are zeros and never read.
 //
-// Per k and panel the kernel broadcasts the word, shifts each lane to its
-// nibble (vpsrlvd), masks, subtracts the block's zero points, converts to
-// f32 and takes one FMA per row into the block's accumulators. When every
-// column and block shares one zero point (MatMulNBits without zero points:
-// 8) and L = 16, the shifted lanes index a 16-float table of q - zp
-// (vpermps reads only an index's low 4 bits): one permute in place of the
-// mask, the conversion and the subtraction, three vector operations per 16
-// weights where there were four, with the same weights. At the end of
-// a block, total = fma(scale, block sum, total). So each weight is
+// Per k and panel the kernel turns the row's lanes into codes, subtracts
+// the block's zero points, converts to f32 and takes one FMA per row into
+// the block's accumulators. When every column and block shares one zero
+// point (MatMulNBits without zero points: 8) and L = 16, the lanes index a
+// 16-float table of q - zp instead (vpermps reads only an index's low 4
+// bits): half a shift, a permute and an FMA per 16 weights, where the
+// first form took a shift, an and-or, a subtraction and an FMA. At the end
+// of a block, total = fma(scale, block sum, total). So each weight is
 // w = (q - zp) as an exact integer, and the block's partial dot product is
 // scaled once: the f32 result differs from DequantizeLinear-then-MatMul
 // only by the order of rounding (docs/KERNEL_ACCURACY.md).
@@ -56,6 +58,9 @@ namespace onnxc {
 
 /// The most rows one kernel call computes.
 inline constexpr int64_t kMaxInt4GemvRows = 4;
+/// Bytes past its last record that a 16-lane packed matrix holds for the
+/// kernels' loads (see the layout above).
+inline constexpr int64_t kInt4GemvOverreadBytes = 4;
 
 struct Int4GemvSpec {
   std::string name;
@@ -98,14 +103,17 @@ llvm::Function *emitInt4Gemv(llvm::Module &module, const Int4GemvSpec &spec);
 /// The name a kernel of this spec is shared under (spec.name ignored).
 std::string int4GemvKernelName(const Int4GemvSpec &spec);
 
-/// The `lanes` unsigned codes (<lanes x i32>, 0 to 15) of one k row of a
-/// record's nibbles at `address` (lanes / 2 bytes): the word broadcast,
-/// each lane shifted to its nibble and masked. Shared by the GEMV and the
-/// GEMM's panel dequantization (Int4Unpack.h), which read the same records.
-llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes);
+/// The `lanes` unsigned codes (<lanes x i32>, 0 to 15) of row
+/// `octet` + `row` of a record's nibbles at `nibbles`, where `octet` is a
+/// multiple of 8 and `row` is below 8 (a constant `row` makes its shift a
+/// constant). Shared by the GEMV and the GEMM's panel dequantization
+/// (Int4Unpack.h), which read the same records.
+llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *nibbles,
+                              llvm::Value *octet, llvm::Value *row, unsigned lanes);
 
 /// The same lanes before the mask: each lane's nibble in its low 4 bits,
-/// the nibbles above it left in place (for an index only they matter to).
-llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes);
+/// other nibbles above it (for an index only they matter to).
+llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *nibbles,
+                                llvm::Value *octet, llvm::Value *row, unsigned lanes);
 
 } // namespace onnxc

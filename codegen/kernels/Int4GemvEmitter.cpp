@@ -2,13 +2,20 @@
 //
 // Panels are walked in groups of side-by-side panels, each with its own
 // stream of records, prefetched ahead (StreamPrefetch.h). Per k: one
-// broadcast of x[r][k] per row, one word of nibbles per panel turned into L
-// f32 weights (a broadcast load, then a shift, an and-or and a subtraction,
-// or a shift and a table permute when the zero point is shared; either is
+// broadcast of x[r][k] per row, one row of nibbles per panel turned into L
+// f32 weights (a load, a shift on odd rows, then an and-or and a
+// subtraction, or a table permute when the zero point is shared; either is
 // shared by the rows), one FMA per row and panel. An FMA's latency is 4
 // cycles and the dequantization about 1.25 cycles per panel, so a group
-// keeps at least 4 independent accumulator chains: 2 panels x 2 sets of k
-// (alternating) for one row, 2 panels for two, 1 panel for 3 or 4 rows.
+// keeps at least 4 independent accumulator chains: 4 panels for one row, 2
+// for two, 1 panel for 3 or 4 rows, and sets of k taken in turn where
+// that is fewer (the single panels after the last whole group).
+//
+// Four streams for one row, against two neighbouring panels before, took a
+// TinyLlama-shaped decode step (onnxc generate --bench, level 0, context
+// 128, one thread, alternating runs on a Xeon, Emerald Rapids) from 68-76
+// to 58-65 ms; the octet layout's cheaper rows (Int4Gemv.h) raised the
+// kernel's rate with its weights in L2 from 20.6-21.5 to 22.6-26 GB/s.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Int4Gemv.h"
@@ -29,8 +36,11 @@
 namespace onnxc {
 namespace {
 
-/// k steps per iteration of a block's loop.
+/// k steps per iteration of a block's loop: one octet of rows (Int4Gemv.h).
 constexpr int64_t kUnroll = 8;
+/// Independent accumulator chains a group keeps at least (an FMA's latency
+/// is 4 cycles): panels times rows, times sets of k taken in turn.
+constexpr int64_t kChains = 4;
 /// The bits of 2^23 as a float: an integer below 2^23 OR-ed into them is
 /// the float 2^23 + that integer.
 constexpr uint32_t kFloatBias = 0x4B000000;
@@ -45,8 +55,9 @@ public:
         ldy_(function.getArg(4)) {
     blocks_ = (spec.k + spec.block - 1) / spec.block;
     record_ = int4GemvRecordBytes(spec.block, spec.lanes);
-    groupPanels_ = spec.rows <= 2 ? 2 : 1;
-    splits_ = spec.rows == 1 ? 2 : 1;
+    // Side-by-side panels are also side-by-side memory streams, which one
+    // core needs several of to reach its bandwidth (emit).
+    groupPanels_ = spec.rows == 1 ? 4 : spec.rows == 2 ? 2 : 1;
     if (lanes_ == 16 && spec.uniformZero >= 0) {
       std::vector<llvm::Constant *> weights;
       for (int code = 0; code < 16; ++code)
@@ -55,14 +66,23 @@ public:
     }
   }
 
+  /// Whole groups, then single panels. The panels of a group are a stride
+  /// of the range apart, not neighbours: each walks its own part of the
+  /// range panel after panel, one long stream through memory (a panel's
+  /// records are contiguous and the next panel's follow), as in
+  /// Int4Int8GemvEmitter.cpp. Neighbours made streams of one panel each,
+  /// which ended before the hardware prefetchers were up to speed.
   void emit(llvm::Value *panelBegin, llvm::Value *panelEnd) {
-    // Whole groups, then single panels.
     llvm::Value *groups = b_.CreateSDiv(b_.CreateSub(panelEnd, panelBegin), i64(groupPanels_));
     llvm::Value *groupedEnd = b_.CreateAdd(panelBegin, b_.CreateMul(groups, i64(groupPanels_)));
-    loop(panelBegin, groupedEnd, groupPanels_,
-         [&](llvm::Value *panel) { emitGroup(panel, groupPanels_); });
+    loop(panelBegin, b_.CreateAdd(panelBegin, groups), 1, [&](llvm::Value *first) {
+      std::vector<llvm::Value *> panels;
+      for (int64_t p = 0; p < groupPanels_; ++p)
+        panels.push_back(b_.CreateAdd(first, b_.CreateMul(groups, i64(p))));
+      emitGroup(panels);
+    });
     if (groupPanels_ > 1)
-      loop(groupedEnd, panelEnd, 1, [&](llvm::Value *panel) { emitGroup(panel, 1); });
+      loop(groupedEnd, panelEnd, 1, [&](llvm::Value *panel) { emitGroup({panel}); });
     b_.CreateRetVoid();
   }
 
@@ -86,26 +106,25 @@ private:
     return b_.CreateBitCast(b_.CreateOr(codes, llvm::ConstantInt::get(ints_, kFloatBias)), floats_);
   }
 
-  /// The L weights of row `k` of a record's nibbles, minus the zero points
-  /// (`zero`: biasedFloats of them). (2^23 + q) - (2^23 + zp) is q - zp
-  /// exactly, what converting the integer difference gives, in one
-  /// subtraction instead of a subtraction and a conversion.
+  /// The L weights of row `octet` + `row` of a record's nibbles, minus the
+  /// zero points (`zero`: biasedFloats of them). (2^23 + q) - (2^23 + zp)
+  /// is q - zp exactly, what converting the integer difference gives, in
+  /// one subtraction instead of a subtraction and a conversion.
   /// With a shared zero point (table_), the table's entries at the codes.
-  llvm::Value *weightsAt(llvm::Value *nibbles, llvm::Value *k, llvm::Value *zero) {
-    llvm::Value *row = byteAt(nibbles, b_.CreateMul(k, i64(spec_.lanes / 2)));
+  llvm::Value *weightsAt(llvm::Value *nibbles, llvm::Value *octet, int64_t row, llvm::Value *zero) {
     if (table_)
       return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_permvar_sf_512, {},
-                                {table_, emitInt4RowShifted(b_, row, lanes_)});
-    return b_.CreateFSub(biasedFloats(emitInt4RowCodes(b_, row, lanes_)), zero);
+                                {table_, emitInt4RowShifted(b_, nibbles, octet, i64(row), lanes_)});
+    return b_.CreateFSub(biasedFloats(emitInt4RowCodes(b_, nibbles, octet, i64(row), lanes_)),
+                         zero);
   }
 
-  /// Columns [panel * L, (panel + count) * L) of every row.
-  void emitGroup(llvm::Value *firstPanel, int64_t count) {
-    const int64_t rows = spec_.rows, perSet = count * rows;
+  /// The columns of `panels` in every row.
+  void emitGroup(const std::vector<llvm::Value *> &panels) {
+    const int64_t rows = spec_.rows, count = int64_t(panels.size()), perSet = count * rows;
     std::vector<llvm::Value *> panelRecords;
-    for (int64_t p = 0; p < count; ++p)
-      panelRecords.push_back(
-          byteAt(packed_, b_.CreateMul(b_.CreateAdd(firstPanel, i64(p)), i64(blocks_ * record_))));
+    for (llvm::Value *panel : panels)
+      panelRecords.push_back(byteAt(packed_, b_.CreateMul(panel, i64(blocks_ * record_))));
     // total[p * rows + r]
     std::vector<llvm::Value *> zeroTotals(size_t(perSet), llvm::Constant::getNullValue(floats_));
     const int64_t fullBlocks = spec_.k / spec_.block, tail = spec_.k % spec_.block;
@@ -119,7 +138,7 @@ private:
     if (tail > 0)
       totals = emitBlock(panelRecords, i64(fullBlocks), tail, count, totals);
     for (int64_t p = 0; p < count; ++p)
-      store(b_.CreateAdd(firstPanel, i64(p)), totals, p);
+      store(panels[size_t(p)], totals, p);
   }
 
   /// One block of `depth` rows: returns the totals plus scale * block sum.
@@ -144,22 +163,25 @@ private:
     }
     llvm::Value *kBase = b_.CreateMul(block, i64(spec_.block));
     // acc[set * perSet + p * rows + r]
-    auto stepK = [&](llvm::Value *kk, int64_t set, std::vector<llvm::Value *> &acc) {
-      llvm::Value *k = b_.CreateAdd(kBase, kk);
+    // Row octet + row of the block.
+    auto stepK = [&](llvm::Value *octet, int64_t row, int64_t set,
+                     std::vector<llvm::Value *> &acc) {
+      llvm::Value *k = b_.CreateAdd(kBase, b_.CreateAdd(octet, i64(row)));
       std::vector<llvm::Value *> xk;
       for (int64_t r = 0; r < rows; ++r)
         xk.push_back(b_.CreateVectorSplat(
             lanes_, b_.CreateLoad(b_.getFloatTy(),
                                   floatAt(x_, b_.CreateAdd(k, b_.CreateMul(i64(r), ldx_))))));
       for (int64_t p = 0; p < count; ++p) {
-        llvm::Value *w = weightsAt(nibbles[size_t(p)], kk, zeros[size_t(p)]);
+        llvm::Value *w = weightsAt(nibbles[size_t(p)], octet, row, zeros[size_t(p)]);
         for (int64_t r = 0; r < rows; ++r) {
           llvm::Value *&sum = acc[size_t(set * perSet + p * rows + r)];
           sum = b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {xk[size_t(r)], w, sum});
         }
       }
     };
-    std::vector<llvm::Value *> acc(size_t(splits_ * perSet), llvm::Constant::getNullValue(floats_));
+    const int64_t splits = (kChains + perSet - 1) / perSet;
+    std::vector<llvm::Value *> acc(size_t(splits * perSet), llvm::Constant::getNullValue(floats_));
     const int64_t unrolledEnd = depth / kUnroll * kUnroll;
     if (unrolledEnd > 0) {
       CountedLoopShape shape;
@@ -168,19 +190,19 @@ private:
                             [&](llvm::Value *kk, llvm::ArrayRef<llvm::Value *> carried) {
                               std::vector<llvm::Value *> next(carried.begin(), carried.end());
                               for (int64_t u = 0; u < kUnroll; ++u)
-                                stepK(b_.CreateAdd(kk, i64(u)), u % splits_, next);
+                                stepK(kk, u, u % splits, next);
                               return next;
                             });
     }
     for (int64_t kk = unrolledEnd; kk < depth; ++kk)
-      stepK(i64(kk), kk % splits_, acc);
+      stepK(i64(kk / 8 * 8), kk % 8, kk % splits, acc);
     std::vector<llvm::Value *> next(totals.begin(), totals.end());
     for (int64_t p = 0; p < count; ++p) {
       llvm::Value *scale = b_.CreateAlignedLoad(floats_, records[size_t(p)], llvm::Align(1));
       for (int64_t r = 0; r < rows; ++r) {
         size_t index = size_t(p * rows + r);
         llvm::Value *sum = acc[index];
-        for (int64_t set = 1; set < splits_; ++set)
+        for (int64_t set = 1; set < splits; ++set)
           sum = b_.CreateFAdd(sum, acc[size_t(set * perSet) + index]);
         next[index] =
             b_.CreateIntrinsic(llvm::Intrinsic::fma, {floats_}, {scale, sum, next[index]});
@@ -209,32 +231,48 @@ private:
   unsigned lanes_;
   llvm::FixedVectorType *floats_, *ints_;
   llvm::Value *x_, *ldx_, *packed_, *y_, *ldy_;
-  int64_t blocks_ = 0, record_ = 0, groupPanels_ = 1, splits_ = 1;
+  int64_t blocks_ = 0, record_ = 0, groupPanels_ = 1;
   /// q - zp for the 16 codes when the zero point is shared (16 lanes).
   llvm::Constant *table_ = nullptr;
 };
 
 } // namespace
 
-llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *address,
-                                unsigned lanes) {
-  // The row's word (32 bits for 8 lanes, 64 for 16) in every lane: one
-  // broadcast load. Lane j then holds column j's nibble at bit 4j (8 lanes)
-  // or at 4(j / 2) of its own 32-bit half (16 lanes; Int4Gemv.h's layout).
-  llvm::Type *wordType = lanes == 8 ? builder.getInt32Ty() : builder.getInt64Ty();
-  llvm::Value *word = builder.CreateAlignedLoad(wordType, address, llvm::Align(1));
+llvm::Value *emitInt4RowShifted(llvm::IRBuilderBase &builder, llvm::Value *nibbles,
+                                llvm::Value *octet, llvm::Value *row, unsigned lanes) {
   auto *ints = llvm::FixedVectorType::get(builder.getInt32Ty(), lanes);
-  // Eight words either way: <8 x i32>, or <8 x i64> seen as <16 x i32>.
-  llvm::Value *spread = builder.CreateBitCast(builder.CreateVectorSplat(8, word), ints);
-  std::vector<llvm::Constant *> shifts;
-  for (unsigned lane = 0; lane < lanes; ++lane)
-    shifts.push_back(builder.getInt32(4 * (lanes == 8 ? lane : lane / 2)));
-  return builder.CreateLShr(spread, llvm::ConstantVector::get(shifts));
+  if (lanes == 8) {
+    // The row's 32-bit word in every lane (one broadcast load), lane j
+    // shifted by 4j to its column's nibble.
+    llvm::Value *offset = builder.CreateMul(builder.CreateAdd(octet, row), builder.getInt64(4));
+    llvm::Value *word = builder.CreateAlignedLoad(
+        builder.getInt32Ty(), builder.CreateInBoundsGEP(builder.getInt8Ty(), nibbles, offset),
+        llvm::Align(1));
+    std::vector<llvm::Constant *> shifts;
+    for (unsigned lane = 0; lane < lanes; ++lane)
+      shifts.push_back(builder.getInt32(4 * lane));
+    return builder.CreateLShr(builder.CreateVectorSplat(lanes, word),
+                              llvm::ConstantVector::get(shifts));
+  }
+  // 16 lanes: the octet's 64 bytes loaded from byte row / 2 on, which puts
+  // byte row / 2 of each column's word in its lane's low byte; an odd row
+  // is that byte's high nibble.
+  llvm::Value *offset =
+      builder.CreateAdd(builder.CreateMul(octet, builder.getInt64(8)), builder.CreateLShr(row, 1));
+  llvm::Value *words = builder.CreateAlignedLoad(
+      ints, builder.CreateInBoundsGEP(builder.getInt8Ty(), nibbles, offset), llvm::Align(1));
+  auto *constantRow = llvm::dyn_cast<llvm::ConstantInt>(row);
+  if (constantRow && constantRow->getZExtValue() % 2 == 0)
+    return words;
+  llvm::Value *shift = builder.CreateTrunc(
+      builder.CreateMul(builder.CreateAnd(row, 1), builder.getInt64(4)), builder.getInt32Ty());
+  return builder.CreateLShr(words, builder.CreateVectorSplat(lanes, shift));
 }
 
-llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *address, unsigned lanes) {
+llvm::Value *emitInt4RowCodes(llvm::IRBuilderBase &builder, llvm::Value *nibbles,
+                              llvm::Value *octet, llvm::Value *row, unsigned lanes) {
   auto *ints = llvm::FixedVectorType::get(builder.getInt32Ty(), lanes);
-  return builder.CreateAnd(emitInt4RowShifted(builder, address, lanes),
+  return builder.CreateAnd(emitInt4RowShifted(builder, nibbles, octet, row, lanes),
                            llvm::ConstantInt::get(ints, 15));
 }
 

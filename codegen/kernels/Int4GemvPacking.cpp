@@ -8,12 +8,14 @@
 namespace onnxc {
 
 int64_t int4GemvRecordBytes(int64_t block, int64_t lanes) {
-  return lanes * 4 + lanes + block * lanes / 2;
+  const int64_t rows = lanes == 16 ? (block + 7) / 8 * 8 : block; // whole octets at 16 lanes
+  return lanes * 4 + lanes + rows * lanes / 2;
 }
 
 int64_t int4GemvPackedBytes(int64_t k, int64_t n, int64_t block, int64_t lanes) {
   const int64_t panels = (n + lanes - 1) / lanes, blocks = (k + block - 1) / block;
-  return panels * blocks * int4GemvRecordBytes(block, lanes);
+  return panels * blocks * int4GemvRecordBytes(block, lanes) +
+         (lanes == 16 ? kInt4GemvOverreadBytes : 0);
 }
 
 int int4UniformZeroCode(const int8_t *zeros, DType type, int64_t count) {
@@ -36,7 +38,7 @@ std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const 
   const int offset = type == DType::I4 ? 8 : 0;
   const int64_t panels = (n + lanes - 1) / lanes, blocks = (k + block - 1) / block;
   const int64_t record = int4GemvRecordBytes(block, lanes);
-  std::vector<uint8_t> packed(size_t(panels * blocks * record), 0);
+  std::vector<uint8_t> packed(size_t(int4GemvPackedBytes(k, n, block, lanes)), 0);
   for (int64_t panel = 0; panel < panels; ++panel)
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t *out = packed.data() + (panel * blocks + b) * record;
@@ -48,13 +50,13 @@ std::vector<uint8_t> packInt4GemvWeights(const int8_t *codes, DType type, const 
         const int64_t p = b * n + column;
         std::memcpy(out + j * 4, &scales[p], 4);
         zeroOut[j] = uint8_t((zeros ? zeros[p] : 0) + offset);
-        // The nibble's place in the row's word (Int4Gemv.h): 8 lanes, j;
-        // 16 lanes, j / 2 in the low or high 32 bits by j's parity.
-        const int64_t nibble = lanes == 8 ? j : (j % 2) * 8 + j / 2;
         for (int64_t row = b * block; row < std::min(k, (b + 1) * block); ++row) {
           const uint8_t code = uint8_t(codes[row * n + column] + offset) & 0xF;
-          uint8_t &byte = nibbles[(row - b * block) * (lanes / 2) + nibble / 2];
-          byte |= uint8_t(nibble % 2 == 0 ? code : code << 4);
+          // The nibble's place (Int4Gemv.h): 8 lanes, nibble j of the row's
+          // word; 16 lanes, byte (r % 8) / 2 of column j's word in the octet.
+          const int64_t r = row - b * block;
+          const int64_t nibble = lanes == 8 ? r * 8 + j : (r / 8) * 128 + j * 8 + r % 8;
+          nibbles[nibble / 2] |= uint8_t(nibble % 2 == 0 ? code : code << 4);
         }
       }
     }

@@ -3,7 +3,7 @@
 // A GEMM panel is two record panels side by side (a record panel past N,
 // when N has an odd number of them, gives zeros). Per quantization block
 // of the rows asked for: the block's scales and zero points once, then per
-// k row the nibble word turned into codes (emitInt4RowCodes), minus the
+// k row its nibbles turned into codes (emitInt4RowCodes), minus the
 // zero points, to f32, times the scales, stored at the row's place in the
 // panel. Two vector operations more than the GEMV spends per weight, once
 // per row block rather than once per four rows.
@@ -103,8 +103,8 @@ private:
                                                    b_.CreateSub(i64(layout_.k), kBase));
       llvm::Value *target = rowAddress(halfOut, b_.CreateSub(kBase, kBegin));
       loop(i64(0), rows, 1, [&](llvm::Value *kk) {
-        llvm::Value *codes =
-            emitInt4RowCodes(b_, byteAt(nibbles, b_.CreateMul(kk, i64(layout_.lanes / 2))), lanes_);
+        llvm::Value *codes = emitInt4RowCodes(b_, nibbles, b_.CreateAnd(kk, i64(~int64_t(7))),
+                                              b_.CreateAnd(kk, i64(7)), lanes_);
         llvm::Value *weights =
             b_.CreateFMul(b_.CreateSIToFP(b_.CreateSub(codes, zero), floats_), scale);
         b_.CreateAlignedStore(weights, rowAddress(target, kk), llvm::Align(4));

@@ -65,8 +65,8 @@ Int4Plan planOf(LoweringContext &ctx, const Node &node, const Tensor &weights) {
   // The integer kernel's panels are 8 columns (256-bit int32 lanes).
   plan.lanes = plan.int8Activations ? 8 : ctx.gemmLanes();
   plan.panels = (plan.n + plan.lanes - 1) / plan.lanes;
-  // Whole groups of the one-row kernel (2 panels, 4 with int8 activations), about 16 chunks.
-  const int64_t group = plan.int8Activations ? 4 : 2;
+  // Whole groups of the one-row kernels (4 panels), about kColumnChunks chunks.
+  const int64_t group = 4;
   plan.chunkPanels = std::max<int64_t>(group, (plan.panels + kColumnChunks - 1) / kColumnChunks);
   plan.chunkPanels = (plan.chunkPanels + group - 1) / group * group;
   plan.columnChunks = (plan.panels + plan.chunkPanels - 1) / plan.chunkPanels;

@@ -73,6 +73,13 @@ std::vector<Case> cases() {
         out.push_back({100, 77, 20, rows, type, zeros});
   out.push_back({2048, 96, 32, 1, DType::U4, true, 3, 9}); // a chunk of panels
   out.push_back({64, 40, 32, 2, DType::I4, false, 2, 3});  // the last, partial panel alone
+  // Groups of panels a stride apart, then the single panels after them.
+  out.push_back({96, 16 * 9 + 5, 32, 1, DType::I4, false});
+  out.push_back({96, 8 * 19 + 3, 32, 1, DType::U4, true, 1, 12});
+  out.push_back({40, 16 * 7, 16, 2, DType::U4, false, 0, 5});
+  // Blocks of fewer rows than an octet (16 lanes pad them to 8).
+  out.push_back({11, 40, 4, 1, DType::I4, true});
+  out.push_back({13, 33, 6, 3, DType::U4, false});
   return out;
 }
 
@@ -325,13 +332,15 @@ TEST(CodegenInt4GemvErrors, RefusesShapesItCannotTake) {
 }
 
 // The record layout Int4Gemv.h documents, byte by byte: scales, zero points
-// (unsigned: i4 plus 8), then per k row the nibble word. At 8 lanes column j
-// is at bits 4j of a 32-bit word; at 16 lanes at bits 32(j % 2) + 4(j / 2) of
-// a 64-bit word. The kernels' tests would pass with any layout their packer
+// (unsigned: i4 plus 8), then the block's rows. At 8 lanes row r is a
+// 32-bit word, column j at bits 4j; at 16 lanes rows go in octets of 64
+// bytes, column j's row r at nibble r % 8 of the octet's word j. The
+// 16-lane matrix ends with the bytes its kernel's loads may read past the
+// last octet. The kernels' tests would pass with any layout their packer
 // and emitter agree on; this pins the documented one.
 TEST(CodegenInt4GemvLayout, RecordsAreAsDocumented) {
   for (int64_t lanes : {8, 16}) {
-    const int64_t k = 3, n = lanes, block = 4;
+    const int64_t k = 11, n = lanes, block = 12;
     std::vector<int8_t> codes(static_cast<size_t>(k * n)), zeros(static_cast<size_t>(n));
     std::vector<float> scales(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) {
@@ -342,7 +351,10 @@ TEST(CodegenInt4GemvLayout, RecordsAreAsDocumented) {
     }
     const std::vector<uint8_t> packed = packInt4GemvWeights(codes.data(), DType::I4, scales.data(),
                                                             zeros.data(), k, n, block, lanes);
-    ASSERT_EQ(int64_t(packed.size()), int4GemvRecordBytes(block, lanes));
+    const int64_t rows = lanes == 8 ? block : 16; // 16 lanes: two octets
+    ASSERT_EQ(int4GemvRecordBytes(block, lanes), lanes * 5 + rows * lanes / 2);
+    ASSERT_EQ(int64_t(packed.size()),
+              int4GemvRecordBytes(block, lanes) + (lanes == 16 ? kInt4GemvOverreadBytes : 0));
     for (int64_t j = 0; j < n; ++j) {
       float scale = 0;
       std::memcpy(&scale, packed.data() + j * 4, 4);
@@ -350,14 +362,14 @@ TEST(CodegenInt4GemvLayout, RecordsAreAsDocumented) {
       EXPECT_EQ(packed[size_t(lanes * 4 + j)], uint8_t(j % 16)) << lanes << " lanes, column " << j;
     }
     const uint8_t *nibbles = packed.data() + lanes * 5;
-    for (int64_t row = 0; row < block; ++row) {
-      uint64_t word = 0;
-      std::memcpy(&word, nibbles + row * lanes / 2, size_t(lanes / 2));
+    for (int64_t row = 0; row < rows; ++row)
       for (int64_t j = 0; j < n; ++j) {
-        const int64_t bit = lanes == 8 ? 4 * j : 32 * (j % 2) + 4 * (j / 2);
-        const uint64_t want = row < k ? uint64_t((3 * row + j) % 16) : 0; // rows past K: 0
-        EXPECT_EQ((word >> bit) & 15, want) << lanes << " lanes, row " << row << ", column " << j;
+        const int64_t nibble = lanes == 8 ? row * 8 + j : (row / 8) * 128 + j * 8 + row % 8;
+        const int code = (nibbles[nibble / 2] >> (4 * (nibble % 2))) & 15;
+        const int want = row < k ? (3 * int(row) + int(j)) % 16 : 0; // rows past K: 0
+        EXPECT_EQ(code, want) << lanes << " lanes, row " << row << ", column " << j;
       }
-    }
+    for (size_t byte = size_t(int4GemvRecordBytes(block, lanes)); byte < packed.size(); ++byte)
+      EXPECT_EQ(packed[byte], 0) << "padding byte " << byte;
   }
 }
