@@ -162,6 +162,14 @@ private:
   /// Vectors of width() covering `size` floats.
   int64_t chunksOf(int64_t size) const { return (size + int64_t(width()) - 1) / int64_t(width()); }
 
+  // FlashAttentionPairedColumns.cpp
+  /// Whether a block of grouped heads can take paired lanes.
+  bool canPairColumns() const;
+  void beginPairedColumns(const Block &block);
+  /// Each lane plus its pair's: the head's score in both of its lanes.
+  Value *addLanePairs(Value *acc);
+  Values endPairedColumns(llvm::ArrayRef<Value *> state);
+
   // FlashAttentionLayout.cpp
   void packQuery(const Block &block);
   void emitOutput(const Block &block, llvm::ArrayRef<Value *> maxima, llvm::ArrayRef<Value *> sums);
@@ -208,6 +216,9 @@ private:
   int64_t rowVectors_;
   /// The block being emitted is one query row (FlashAttentionSingleRow.cpp).
   bool singleRow_ = false;
+  /// The block being emitted is grouped heads on paired lanes
+  /// (FlashAttentionPairedColumns.cpp): its products run over column pairs.
+  bool pairedColumns_ = false;
   // The mask in the [batch, heads, qSeq, keys] view (AttentionLowering.cpp's
   // MaskView); rowBroadcast_ when its qSeq axis is provably 1.
   std::array<Value *, 4> maskStrides_{};
@@ -221,6 +232,7 @@ private:
   int64_t headGroup_ = 0;
   Value *queryT_ = nullptr, *scores_ = nullptr, *output_ = nullptr; // stack scratch
   Value *queryRow_ = nullptr, *rowOutput_ = nullptr;                // q and o of a single row
+  Value *queryPairs_ = nullptr;                                     // Qp of paired lanes
 };
 
 } // namespace onnxc::lower

@@ -178,6 +178,8 @@ void FlashAttentionEmitter::emit() {
       (mask_ < 0 || headBroadcast_))
     headGroup_ = group;
   const bool grouping = headGroup_ != 0;
+  if (canPairColumns())
+    queryPairs_ = alignedArray(headSize_ / 2 * int64_t(width()), "qp");
   step_.setTaskCount([&s, blockRows, grouping](FunctionBuilder &f) {
     Value *heads = f.ir().CreateMul(f.dim(s.batch), f.dim(s.qHeads));
     Value *blocks = f.ir().CreateMul(heads, f.ceilDiv(f.dim(s.qSeq), f.i64(blockRows)));
@@ -366,8 +368,21 @@ void FlashAttentionEmitter::emitTask(Value *task) {
     emitBlock(one);
     singleRow_ = false;
   };
-  k_.ifThenElse(b.CreateICmpEQ(block.rows, b.getInt64(1)), singleRow,
-                [&] { emitFrom(geometry_.rowVectors); });
+  auto general = [&] {
+    k_.ifThenElse(b.CreateICmpEQ(block.rows, b.getInt64(1)), singleRow,
+                  [&] { emitFrom(geometry_.rowVectors); });
+  };
+  // A decode step's grouped heads on paired lanes (FlashAttentionPairedColumns.cpp).
+  auto paired = [&] {
+    rowVectors_ = 1;
+    pairedColumns_ = true;
+    emitBlock(block);
+    pairedColumns_ = false;
+  };
+  if (canPairColumns())
+    k_.ifThenElse(groupsHeads(), paired, general);
+  else
+    general();
   rowVectors_ = geometry_.rowVectors;
 }
 
@@ -377,6 +392,8 @@ void FlashAttentionEmitter::emitBlock(const Block &banded) {
   const Block block = withMaskedRange(banded);
   if (singleRow_) {
     beginSingleRow(block);
+  } else if (pairedColumns_) {
+    beginPairedColumns(block);
   } else {
     packQuery(block);
     v_.loop(b.getInt64(0), b.getInt64(valueSize_), 1, [&](Value *c) {
@@ -406,6 +423,8 @@ void FlashAttentionEmitter::emitBlock(const Block &banded) {
                   });
   if (singleRow_)
     endSingleRow();
+  if (pairedColumns_)
+    state = endPairedColumns(state);
   if (fill_)
     state = emitSkippedKeys(block, state);
   ArrayRef<Value *> all(state);

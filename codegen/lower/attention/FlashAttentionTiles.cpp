@@ -72,16 +72,23 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
       Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(group));
       v_.prefetch(keyRow(block, next), b.getInt64(0), headSize_);
     }
+    // Columns, or column pairs on paired lanes (FlashAttentionPairedColumns.cpp).
+    const int64_t columns = pairedColumns_ ? headSize_ / 2 : headSize_;
     Values zero(group * rowVectors_, v_.splat(0.0f));
     Values acc = v_.loop(
-        b.getInt64(0), b.getInt64(headSize_), 1, zero, [&](Value *c, ArrayRef<Value *> carried) {
+        b.getInt64(0), b.getInt64(columns), 1, zero, [&](Value *c, ArrayRef<Value *> carried) {
           Values q(static_cast<size_t>(rowVectors_));
           Value *row = b.CreateMul(c, b.getInt64(rows()));
           for (int64_t v = 0; v < rowVectors_; ++v)
-            q[size_t(v)] = v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * int64_t(width()))));
+            q[size_t(v)] =
+                pairedColumns_
+                    ? v_.load(queryPairs_, b.CreateMul(c, b.getInt64(width())))
+                    : v_.load(queryT_, b.CreateAdd(row, b.getInt64(v * int64_t(width()))));
           Values next(carried.begin(), carried.end());
           for (int64_t i = 0; i < group; ++i) {
-            Value *k = v_.broadcast(rowBase[size_t(i)], c);
+            Value *k = pairedColumns_
+                           ? v_.broadcastPair(rowBase[size_t(i)], b.CreateMul(c, b.getInt64(2)))
+                           : v_.broadcast(rowBase[size_t(i)], c);
             for (int64_t v = 0; v < rowVectors_; ++v) {
               Value *&a = next[size_t(i * rowVectors_ + v)];
               a = v_.fma(k, q[size_t(v)], a);
@@ -89,6 +96,9 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
           }
           return next;
         });
+    if (pairedColumns_)
+      for (Value *&sum : acc)
+        sum = addLanePairs(sum);
     Values nextMax(tileMax.begin(), tileMax.end());
     for (int64_t i = 0; i < group; ++i) {
       Value **row = &acc[size_t(i * rowVectors_)];
@@ -221,7 +231,9 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
       p[size_t(v)] = v_.load(scores_, outputIndex(t, v));
     Values next(carried.begin(), carried.end());
     for (int64_t i = 0; i < columns; ++i) {
-      Value *x = v_.broadcast(rowBase, b.CreateAdd(firstColumn, b.getInt64(i)));
+      Value *column = b.CreateAdd(firstColumn, b.getInt64(i));
+      Value *x = pairedColumns_ ? v_.broadcastPair(rowBase, b.CreateMul(column, b.getInt64(2)))
+                                : v_.broadcast(rowBase, column);
       for (int64_t v = 0; v < rowVectors_; ++v) {
         Value *&a = next[size_t(i * rowVectors_ + v)];
         a = v_.fma(x, p[size_t(v)], a);
@@ -236,12 +248,12 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
 }
 
 /// Ot = alpha * Ot + Vᵀ P over the tile: keyGroup() columns at a time, then the
-/// last valueSize_ mod keyGroup() columns.
+/// last valueSize_ mod keyGroup() columns (column pairs on paired lanes: Op).
 void FlashAttentionEmitter::emitValues(const Block &block, const Tile &tile, Value *count,
                                        ArrayRef<Value *> alpha) {
   IRBuilder<> &b = ir();
-  const int64_t group = keyGroup();
-  int64_t fullGroups = valueSize_ / group, rest = valueSize_ % group;
+  const int64_t group = keyGroup(), columns = pairedColumns_ ? valueSize_ / 2 : valueSize_;
+  int64_t fullGroups = columns / group, rest = columns % group;
   v_.loop(b.getInt64(0), b.getInt64(fullGroups), 1, [&](Value *g) {
     emitValueGroup(block, tile, count, alpha, b.CreateMul(g, b.getInt64(group)), group);
   });

@@ -52,6 +52,14 @@ Value *FlashVectorIR::broadcast(Value *base, Value *index) {
   return b_.CreateVectorSplat(width_, scalar);
 }
 
+Value *FlashVectorIR::broadcastPair(Value *base, Value *index) {
+  // One 64-bit load spread over the lanes: vbroadcastsd, a load-port
+  // operation like a float's broadcast.
+  Value *pair = b_.CreateAlignedLoad(b_.getInt64Ty(),
+                                     b_.CreateInBoundsGEP(b_.getFloatTy(), base, index), Align(4));
+  return b_.CreateBitCast(b_.CreateVectorSplat(width_ / 2, pair), vecTy_);
+}
+
 // x86 prefetches do not fault, so `offset` may lie past the buffer.
 void FlashVectorIR::prefetch(Value *base, Value *offset, int64_t floats) {
   IRBuilder<> &b = b_;

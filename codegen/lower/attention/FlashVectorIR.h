@@ -40,6 +40,8 @@ public:
   void storeUnaligned(llvm::Value *value, llvm::Value *base, llvm::Value *index);
   /// Float `index` of `base`, in every lane.
   llvm::Value *broadcast(llvm::Value *base, llvm::Value *index);
+  /// Floats `index` and `index` + 1 of `base` in the even and odd lanes.
+  llvm::Value *broadcastPair(llvm::Value *base, llvm::Value *index);
   llvm::Value *fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
   /// a > b ? a : b (one vmaxps).
   llvm::Value *max(llvm::Value *a, llvm::Value *b);

@@ -6,7 +6,8 @@
 // layouts, equal and grouped heads, head sizes 12/16/20/32/64/80/128, no
 // mask, causal, window, causal+window, additive and bool masks (padding
 // [b,1,1,S], full [S,S], short), cross-attention with Sq != Skv, sequence
-// lengths off the 24- and 32-row blocks and the 128-key tile, S = 1, fully
+// lengths off the 24- and 32-row blocks and the 128-key tile, S = 1, grouped
+// heads of a decode step on paired lanes, fully
 // masked rows (NaN like the reference), score ranges far beyond the exp's
 // -60 floor, and two threads. Also which cases take the fast path, which
 // width the kernel is emitted at, and the general path's `window`.
@@ -475,6 +476,45 @@ TEST(LowerFlashAttention, GroupedQueryHeadsShareADecodeBlock) {
                                     {"m", randomOf(DType::F32, {2, 1, s, total}, 66, -3, 0)},
                                     {"hm", randomOf(DType::F32, {2, 12, s, total}, 67, -3, 0)}},
                                    1e-4, 1e-5);
+  }
+}
+
+TEST(LowerFlashAttention, GroupedHeadsOnPairedLanes) {
+  // At most half a row vector of grouped heads (4 and 8 per KV head; 4 is
+  // half of 8 lanes too) runs its decode step on paired lanes, a column
+  // pair per lane pair (FlashAttentionPairedColumns.cpp): head sizes 64
+  // and 18 (whole and partial vectors of pairs) with a value size of 6,
+  // no past and one across tiles, a float mask, causal and a window. (An
+  // odd head size or a finite mask_fill keeps the row-lane kernel, which
+  // GroupedQueryHeadsShareADecodeBlock checks at 8 lanes.)
+  struct Shape {
+    int64_t group, d, dv;
+  };
+  for (Shape shape : std::vector<Shape>{{8, 64, 64}, {4, 18, 6}}) {
+    const int64_t q = 2 * shape.group;
+    const std::string qh = str(q), d = str(shape.d), dv = str(shape.dv);
+    GraphText g;
+    g.input("q", "f32[1, " + qh + ", s, " + d + "]").input("k", "f32[1, 2, s, " + d + "]");
+    g.input("v", "f32[1, 2, s, " + dv + "]").input("pk", "f32[1, 2, p, " + d + "]");
+    g.input("pv", "f32[1, 2, p, " + dv + "]").input("m", "f32[1, 1, s, t]");
+    const std::string y = "f32[1, " + qh + ", s, " + dv + "]";
+    g.node("%yc = Attention(%q, %k, %v, %m, %pk, %pv) {is_causal = 1}").output("yc", y);
+    g.node("%yw = Attention(%q, %k, %v, _, %pk, %pv) {is_causal = 1, window = 70}").output("yw", y);
+    auto graph = parseGraph(g.str());
+    ASSERT_TRUE(usesFlashKernel(*graph));
+    for (int64_t past : {0, 300}) {
+      SCOPED_TRACE("group " + str(shape.group) + ", size " + d + "/" + dv + ", past " + str(past));
+      const int64_t total = past + 1;
+      expectCompiledMatchesReference(
+          *graph,
+          {{"q", randomOf(DType::F32, {1, q, 1, shape.d}, 71, -2, 2)},
+           {"k", randomOf(DType::F32, {1, 2, 1, shape.d}, 72, -2, 2)},
+           {"v", randomOf(DType::F32, {1, 2, 1, shape.dv}, 73)},
+           {"pk", randomOf(DType::F32, {1, 2, past, shape.d}, 74, -2, 2)},
+           {"pv", randomOf(DType::F32, {1, 2, past, shape.dv}, 75)},
+           {"m", randomOf(DType::F32, {1, 1, 1, total}, 76, -3, 0)}},
+          1e-4, 1e-5);
+    }
   }
 }
 
