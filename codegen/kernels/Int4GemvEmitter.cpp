@@ -38,6 +38,7 @@ namespace {
 
 /// k steps per iteration of a block's loop: one octet of rows (Int4Gemv.h).
 constexpr int64_t kUnroll = 8;
+static_assert(kUnroll == 8, "the unrolled loop's step is an octet's first row");
 /// Independent accumulator chains a group keeps at least (an FMA's latency
 /// is 4 cycles): panels times rows, times sets of k taken in turn.
 constexpr int64_t kChains = 4;
