@@ -54,21 +54,33 @@ void writeFile(const std::string &path, llvm::StringRef bytes) {
   }
 }
 
+/// Runs LLVM's code generation of `type` into `out`, watched for a stop:
+/// on one, `onStop` (which may drop the incomplete output), then the stop
+/// is thrown.
+void runCodegen(llvm::Module &module, llvm::TargetMachine &machine, llvm::raw_pwrite_stream &out,
+                llvm::CodeGenFileType type, const ProgressCallback &progress,
+                llvm::function_ref<void()> onStop = {}) {
+  llvm::legacy::PassManager codegen;
+  // addPassesToEmitFile returns true when the target cannot emit this kind.
+  if (machine.addPassesToEmitFile(codegen, out, nullptr, type))
+    fail("LLVM target ", machine.getTargetTriple().str(), " cannot emit ",
+         type == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly");
+  reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
+  LlvmProgress watch(progress, CompileStage::Codegen, module);
+  watch.watchCodegen(module.getContext());
+  codegen.run(module);
+  if (watch.stopped() && onStop)
+    onStop();
+  watch.throwIfStopped();
+}
+
 } // namespace
 
 std::string compileToObject(llvm::Module &module, llvm::TargetMachine &machine,
                             const ProgressCallback &progress) {
   llvm::SmallVector<char, 0> object;
   llvm::raw_svector_ostream out(object);
-  llvm::legacy::PassManager codegen;
-  // addPassesToEmitFile returns true when the target cannot emit this kind.
-  if (machine.addPassesToEmitFile(codegen, out, nullptr, llvm::CodeGenFileType::ObjectFile))
-    fail("LLVM target ", machine.getTargetTriple().str(), " cannot emit object files");
-  reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
-  LlvmProgress watch(progress, CompileStage::Codegen, module);
-  watch.watchCodegen(module.getContext());
-  codegen.run(module);
-  watch.throwIfStopped();
+  runCodegen(module, machine, out, llvm::CodeGenFileType::ObjectFile, progress);
   return std::string(object.data(), object.size());
 }
 
@@ -172,19 +184,10 @@ bool emitModule(llvm::Module &module, const TargetSelection &target, EmitKind ki
   if (kind == EmitKind::LlvmIr || kind == EmitKind::LlvmIrUnoptimized) {
     module.print(out, nullptr);
   } else {
-    llvm::legacy::PassManager codegen;
-    // addPassesToEmitFile returns true when the target cannot emit this kind.
-    if (machine->addPassesToEmitFile(codegen, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      fail("LLVM target ", target.triple().str(), " cannot emit assembly");
-    reportProgress(progress, {CompileStage::Codegen, "", 0, 0});
-    LlvmProgress watch(progress, CompileStage::Codegen, module);
-    watch.watchCodegen(module.getContext());
-    codegen.run(module);
-    if (watch.stopped()) {
+    runCodegen(module, *machine, out, llvm::CodeGenFileType::AssemblyFile, progress, [&] {
       out.close();
       std::filesystem::remove(path, error);
-      watch.throwIfStopped();
-    }
+    });
   }
   out.close();
   if (out.has_error()) {
