@@ -78,7 +78,12 @@ NBITS_CASES = [
     ("b4_k300_bs128_l4", 4, 128, 300, 17, "none", False, 4, [2, 3], False),
     ("b8_k100_bs16_l4", 8, 16, 100, 24, "packed", False, 4, [7], False),
     ("b4_k96_bs32_fzp_l4", 4, 32, 96, 16, "float", False, 4, [1], False),
+    # Wide enough for 16 column chunks of uneven size (85 panels of 16 in 22 groups of 4, the
+    # last panel short): one row, and three rows of the multi-row kernel.
+    ("b4_k64_bs32_n1349", 4, 32, 64, 1349, "packed", False, 0, [1], False),
+    ("b4_k64_bs32_n1349_m3", 4, 32, 64, 1349, "none", True, 0, [3], False),
 ]
+WIDE_CASES = [c for c in NBITS_CASES if c[4] > 1000]
 
 
 def nbits_node(case, rng, initializers):
@@ -136,10 +141,12 @@ def run_onnxruntime(path, feeds):
     return dict(zip(names, session.run(names, feeds)))
 
 
-def run_onnxc(path, feeds, backend, scratch):
-    out = os.path.join(scratch, f"out_{backend}_{os.path.basename(path)}")
+def run_onnxc(path, feeds, backend, scratch, threads=None):
+    out = os.path.join(scratch, f"out_{backend}_{threads}_{os.path.basename(path)}")
     os.makedirs(out, exist_ok=True)
     args = [ONNXC, "run", path, "--backend=" + backend, "--output-dir", out]
+    if threads:
+        args.append(f"--threads={threads}")
     for name, value in feeds.items():
         file = os.path.join(scratch, f"{name.replace('/', '_')}.npy")
         np.save(file, value)
@@ -189,18 +196,28 @@ def test_matmulnbits_against_onnxruntime(nbits_model, scratch, backend):
         compare(got[f"y_{name}"], want[f"y_{name}"], bound, f"{backend} {name}")
 
 
+@pytest.mark.skipif("jit" not in BACKENDS, reason="compiled code only")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_column_chunks_on_any_thread_count(nbits_model, scratch, threads):
+    """Every thread count covers each column chunk once, however the chunks divide."""
+    path, feeds, want = nbits_model
+    got = run_onnxc(path, feeds, "jit", scratch, threads)
+    for case in WIDE_CASES:
+        compare(got[f"y_{case[0]}"], want[f"y_{case[0]}"], 1e-5, f"{threads} threads {case[0]}")
+
+
 def test_int4_weights_stay_4bit(nbits_model):
-    """At -O2 every 4-bit MatMulNBits with integer zero points (9 of the cases: float zero
+    """At -O2 every 4-bit MatMulNBits with integer zero points (11 of the cases: float zero
     points are applied at import, 8-bit weights stay a DequantizeLinear) is one
     BlockQuantizedMatMul over its i4/u4 constants, so the JIT run above went through the int4
     kernels, not through weights widened to f32: the 4 at accuracy_level 4 imported as the op
-    with int8 activations, the 5 others fused from DequantizeLinear -> MatMul."""
+    with int8 activations, the 7 others fused from DequantizeLinear -> MatMul."""
     path = nbits_model[0]
     result = subprocess.run([ONNXC, "dump", path, "-O2", "--stats"], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "fuse-block-quantized-matmul: 5 fused" in result.stderr, result.stderr
-    assert result.stdout.count("= BlockQuantizedMatMul(") == 9, result.stdout
+    assert "fuse-block-quantized-matmul: 7 fused" in result.stderr, result.stderr
+    assert result.stdout.count("= BlockQuantizedMatMul(") == 11, result.stdout
     assert result.stdout.count("activation_int8 = 1") == 4, result.stdout
 
 

@@ -6,7 +6,8 @@
 // and dequantized in registers, never widened in memory.
 //
 // A is flattened to [rows, K]. The tasks are chunks of rows (16) times
-// chunks of columns (about 16 chunks over N, whole panel pairs): a decoder
+// 16 chunks of columns (whole groups of 4 panels, the chunks' sizes as even
+// as the groups allow, so that 2, 4 or 8 threads get equal shares): a decoder
 // step (one row) is split by columns, so every thread streams its share of
 // the weights; longer inputs are split both ways. Within a task, rows go
 // four at a time (each nibble dequantized once for four FMAs), the
@@ -48,8 +49,11 @@ constexpr int64_t kColumnChunks = 16;
 constexpr int64_t kGemmRows = 16;
 static_assert(kMaxInt4GemvRows == kMaxInt4Int8GemvRows, "one row grouping serves both kernels");
 
+/// Panels in a group of the one-row kernels (their four weight streams).
+constexpr int64_t kGroupPanels = 4;
+
 struct Int4Plan {
-  int64_t k = 0, n = 0, block = 0, lanes = 8, panels = 0, chunkPanels = 0, columnChunks = 0;
+  int64_t k = 0, n = 0, block = 0, lanes = 8, panels = 0, groups = 0, columnChunks = 0;
   Dim rows = 1;
   bool int8Activations = false;
   /// The zero-point code all columns share (Int4GemvSpec::uniformZero), or -1.
@@ -65,11 +69,13 @@ Int4Plan planOf(LoweringContext &ctx, const Node &node, const Tensor &weights) {
   // The integer kernel's panels are 8 columns (256-bit int32 lanes).
   plan.lanes = plan.int8Activations ? 8 : ctx.gemmLanes();
   plan.panels = (plan.n + plan.lanes - 1) / plan.lanes;
-  // Whole groups of the one-row kernels (4 panels), about kColumnChunks chunks.
-  const int64_t group = 4;
-  plan.chunkPanels = std::max<int64_t>(group, (plan.panels + kColumnChunks - 1) / kColumnChunks);
-  plan.chunkPanels = (plan.chunkPanels + group - 1) / group * group;
-  plan.columnChunks = (plan.panels + plan.chunkPanels - 1) / plan.chunkPanels;
+  // Column chunk c holds groups [c * groups / chunks, (c + 1) * groups /
+  // chunks): sizes differ by at most one group, and a thread's contiguous
+  // run of chunks ends on a multiple of groups / threads. Chunks of whole
+  // rounded-up sizes left a short last chunk, and 15 chunks at N = 5632 gave
+  // one of two threads 20% more of the weights than the other.
+  plan.groups = (plan.panels + kGroupPanels - 1) / kGroupPanels;
+  plan.columnChunks = std::min(kColumnChunks, plan.groups);
   const Shape &a = node.operand(0)->shape();
   for (size_t i = 0; i + 1 < a.rank(); ++i)
     plan.rows = plan.rows * a[i];
@@ -207,9 +213,14 @@ void emitGemvStep(LoweringContext &ctx, const Node &node, const Int4Plan &plan, 
               // every row chunk after the first.
               llvm::Value *columnChunk = ir.CreateSDiv(chunk, rowChunks);
               llvm::Value *rowChunk = ir.CreateSRem(chunk, rowChunks);
-              llvm::Value *panelBegin = ir.CreateMul(columnChunk, kb.i64(plan.chunkPanels));
+              auto firstPanel = [&](llvm::Value *c) {
+                llvm::Value *group =
+                    ir.CreateSDiv(ir.CreateMul(c, kb.i64(plan.groups)), kb.i64(plan.columnChunks));
+                return ir.CreateMul(group, kb.i64(kGroupPanels));
+              };
+              llvm::Value *panelBegin = firstPanel(columnChunk);
               llvm::Value *panelEnd =
-                  kb.min(kb.i64(plan.panels), ir.CreateAdd(panelBegin, kb.i64(plan.chunkPanels)));
+                  kb.min(kb.i64(plan.panels), firstPanel(ir.CreateAdd(columnChunk, kb.i64(1))));
               llvm::Value *rowBegin = ir.CreateMul(rowChunk, kb.i64(kRowsPerTask));
               llvm::Value *rowEnd = kb.min(rowCount, ir.CreateAdd(rowBegin, kb.i64(kRowsPerTask)));
               auto call = [&](int64_t r, llvm::Value *row) {
