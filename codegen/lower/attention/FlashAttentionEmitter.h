@@ -76,10 +76,13 @@ struct FlashBlock {
 };
 
 /// One key tile: keys [begin, end); a boundary tile applies causal, window
-/// and key-end masks element-wise and clamps its key reads to keyEnd - 1.
+/// and key-end masks element-wise and clamps its key reads to keyEnd - 1. A
+/// cached tile lies below the past length: its K and V rows are all in the
+/// past cache, one stride apart, with no per-key choice of buffer.
 struct FlashTile {
   llvm::Value *begin, *end;
   bool boundary;
+  bool cached = false;
 };
 
 class FlashAttentionEmitter {
@@ -184,13 +187,14 @@ private:
   /// window) of query row i is centred on key i + past.
   Value *pastLength() { return dim(shape_.past); }
   /// Address of key `key`'s row of K or V (of past_key / past_value below
-  /// the past length).
-  Value *keyRow(const Block &block, Value *key);
-  Value *valueRow(const Block &block, Value *key);
+  /// the past length; always of the cache when `cached`: a cached tile's).
+  Value *keyRow(const Block &block, Value *key, bool cached = false);
+  Value *valueRow(const Block &block, Value *key, bool cached = false);
   /// Row `key` of the operand in `slot` (at `base`, rows `stride` apart),
-  /// or below the past length of the contiguous cache in `pastSlot`.
+  /// or below the past length (or always when `cached`) of the contiguous
+  /// cache in `pastSlot`.
   Value *cacheRow(Value *key, unsigned slot, Value *base, Value *stride, int pastSlot,
-                  Value *pastBase, int64_t rowSize);
+                  Value *pastBase, int64_t rowSize, bool cached);
 
   const Node &node_;
   /// The node's shape, with the layouts of operands read in place.

@@ -299,7 +299,8 @@ Value *FlashAttentionEmitter::keyBegin(const Block &block) {
 }
 
 Value *FlashAttentionEmitter::cacheRow(Value *key, unsigned slot, Value *base, Value *stride,
-                                       int pastSlot, Value *pastBase, int64_t rowSize) {
+                                       int pastSlot, Value *pastBase, int64_t rowSize,
+                                       bool inCache) {
   IRBuilder<> &b = ir();
   Value *rows = k_.buffer(slot);
   if (pastSlot < 0)
@@ -307,19 +308,21 @@ Value *FlashAttentionEmitter::cacheRow(Value *key, unsigned slot, Value *base, V
   Value *past = pastLength();
   Value *cached = b.CreateGEP(b.getFloatTy(), k_.buffer(unsigned(pastSlot)),
                               b.CreateAdd(pastBase, b.CreateMul(key, b.getInt64(rowSize))));
+  if (inCache)
+    return cached;
   Value *fresh = b.CreateGEP(b.getFloatTy(), rows,
                              b.CreateAdd(base, b.CreateMul(b.CreateSub(key, past), stride)));
   return b.CreateSelect(b.CreateICmpSLT(key, past), cached, fresh);
 }
 
-Value *FlashAttentionEmitter::keyRow(const Block &block, Value *key) {
+Value *FlashAttentionEmitter::keyRow(const Block &block, Value *key, bool cached) {
   return cacheRow(key, key_, block.keyBase, dim(shape_.k.position), pastKey_, block.pastKeyBase,
-                  headSize_);
+                  headSize_, cached);
 }
 
-Value *FlashAttentionEmitter::valueRow(const Block &block, Value *key) {
+Value *FlashAttentionEmitter::valueRow(const Block &block, Value *key, bool cached) {
   return cacheRow(key, value_, block.valueBase, dim(shape_.v.position), pastValue_,
-                  block.pastValueBase, valueSize_);
+                  block.pastValueBase, valueSize_, cached);
 }
 
 /// Whether the full tile starting at `begin` needs no element-wise mask
@@ -412,14 +415,24 @@ void FlashAttentionEmitter::emitBlock(const Block &banded) {
   state = v_.loop(keyBegin(block), block.keyEnd, tileKeys, state,
                   [&](Value *begin, ArrayRef<Value *> carried) {
                     Value *end = k_.min(b.CreateAdd(begin, b.getInt64(tileKeys)), block.keyEnd);
-                    return v_.branch(
-                        isInterior(block, begin),
-                        [&] {
-                          return emitTile(block, {begin, end, false}, carried);
-                        },
-                        [&] {
-                          return emitTile(block, {begin, end, true}, carried);
-                        });
+                    auto interior = [&] {
+                      if (pastKey_ < 0 && pastValue_ < 0)
+                        return emitTile(block, {begin, end, false}, carried);
+                      // A decode step's tiles but the last read only the
+                      // cache: one base and constant offsets per key group,
+                      // where a choice of buffer per key spilled registers.
+                      return v_.branch(
+                          b.CreateICmpSLE(end, pastLength()),
+                          [&] {
+                            return emitTile(block, {begin, end, false, true}, carried);
+                          },
+                          [&] {
+                            return emitTile(block, {begin, end, false}, carried);
+                          });
+                    };
+                    return v_.branch(isInterior(block, begin), interior, [&] {
+                      return emitTile(block, {begin, end, true}, carried);
+                    });
                   });
   if (singleRow_)
     endSingleRow();

@@ -113,9 +113,9 @@ Values FlashAttentionEmitter::emitSingleRowScores(const Block &block, const Tile
     for (int64_t i = 0; i < w; ++i) {
       key[size_t(i)] = b.CreateAdd(firstKey, b.getInt64(i));
       clamped[size_t(i)] = keyIndex(block, tile, key[size_t(i)]);
-      row[size_t(i)] = keyRow(block, clamped[size_t(i)]);
-      v_.prefetch(keyRow(block, b.CreateAdd(key[size_t(i)], b.getInt64(w))), b.getInt64(0),
-                  headSize_);
+      row[size_t(i)] = keyRow(block, clamped[size_t(i)], tile.cached);
+      v_.prefetch(keyRow(block, b.CreateAdd(key[size_t(i)], b.getInt64(w)), tile.cached),
+                  b.getInt64(0), headSize_);
     }
     std::vector<PartialSums> parts;
     for (int64_t i = 0; i < w; ++i) {
@@ -159,7 +159,7 @@ void FlashAttentionEmitter::emitSingleRowValues(const Block &block, const Tile &
     for (int64_t chunk = first; chunk < last; ++chunk)
       acc.push_back(b.CreateFMul(v_.load(rowOutput_, b.getInt64(chunk * w)), alpha));
     acc = v_.loop(b.getInt64(0), count, 1, acc, [&](Value *t, ArrayRef<Value *> carried) {
-      Value *row = valueRow(block, keyIndex(block, tile, b.CreateAdd(tile.begin, t)));
+      Value *row = valueRow(block, keyIndex(block, tile, b.CreateAdd(tile.begin, t)), tile.cached);
       Value *p = v_.broadcast(scores_, b.CreateMul(t, b.getInt64(rows())));
       Values next;
       for (int64_t chunk = first; chunk < last; ++chunk)

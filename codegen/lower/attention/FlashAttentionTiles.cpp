@@ -66,11 +66,11 @@ Values FlashAttentionEmitter::emitScores(const Block &block, const Tile &tile, V
     for (int64_t i = 0; i < group; ++i) {
       key[size_t(i)] = b.CreateAdd(firstKey, b.getInt64(i));
       clamped[size_t(i)] = keyIndex(block, tile, key[size_t(i)]);
-      rowBase[size_t(i)] = keyRow(block, clamped[size_t(i)]);
+      rowBase[size_t(i)] = keyRow(block, clamped[size_t(i)], tile.cached);
       // The next group's K rows: rows far apart (the 3-D layout, one page
       // or more between rows) defeat the hardware prefetchers.
       Value *next = b.CreateAdd(key[size_t(i)], b.getInt64(group));
-      v_.prefetch(keyRow(block, next), b.getInt64(0), headSize_);
+      v_.prefetch(keyRow(block, next, tile.cached), b.getInt64(0), headSize_);
     }
     // Columns, or column pairs on paired lanes (FlashAttentionPairedColumns.cpp).
     const int64_t columns = pairedColumns_ ? headSize_ / 2 : headSize_;
@@ -197,7 +197,8 @@ Values FlashAttentionEmitter::emitExponentials(const Block &block, const Tile &t
     // and P·V walks V across rows, a new cache line at every step (5 ms of
     // 155 at S = 2048). Up to 64 floats a row, so the tile fits L1.
     Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
-    v_.prefetch(valueRow(block, key), b.getInt64(0), std::min<int64_t>(valueSize_, 64));
+    v_.prefetch(valueRow(block, key, tile.cached), b.getInt64(0),
+                std::min<int64_t>(valueSize_, 64));
     Values next;
     for (int64_t v = 0; v < rowVectors_; ++v) {
       Value *index =
@@ -225,7 +226,7 @@ void FlashAttentionEmitter::emitValueGroup(const Block &block, const Tile &tile,
     }
   acc = v_.loop(b.getInt64(0), count, 1, acc, [&](Value *t, ArrayRef<Value *> carried) {
     Value *key = keyIndex(block, tile, b.CreateAdd(tile.begin, t));
-    Value *rowBase = valueRow(block, key);
+    Value *rowBase = valueRow(block, key, tile.cached);
     Values p(static_cast<size_t>(rowVectors_));
     for (int64_t v = 0; v < rowVectors_; ++v)
       p[size_t(v)] = v_.load(scores_, outputIndex(t, v));
