@@ -23,8 +23,8 @@
 // builder writes it: every zero point 8), so at 16 lanes the f32-activation kernel takes the
 // shared zero point's table (Int4Gemv.h).
 //
-// --chunks C calls the int8-activation kernel once per chunk of columns, C chunks (the
-// lowering's tasks: about 16), instead of once over all of N.
+// --chunks C calls both int4 kernels once per chunk of columns, C chunks of whole groups of
+// four panels (the lowering's tasks: 16), instead of once over all of N.
 //
 //===----------------------------------------------------------------------===//
 #include "PeakFlops.h"
@@ -131,6 +131,15 @@ Int4GemvSpec f32Spec(const Shape &s, int64_t lanes, bool sharedZero) {
   return spec;
 }
 
+/// body(begin, end) over `chunks` ranges of whole groups of 4 of `panels`
+/// panels, sizes as even as the groups allow: BlockQuantizedMatMulLowering's
+/// column chunks.
+template <typename Body> void forEachChunk(int64_t panels, int64_t chunks, const Body &body) {
+  const int64_t groups = (panels + 3) / 4, count = std::min(chunks, groups);
+  for (int64_t c = 0; c < count; ++c)
+    body(c * groups / count * 4, std::min(panels, (c + 1) * groups / count * 4));
+}
+
 void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int runs, int64_t chunks,
               bool sharedZero) {
   std::mt19937 rng(1);
@@ -158,7 +167,10 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
   int64_t next = 0;
   Stats ours = measure(
       [&] {
-        int4(x.data(), s.k, all.data() + size_t(next) * one.size(), y.data(), s.n, 0, panels);
+        const uint8_t *weights = all.data() + size_t(next) * one.size();
+        forEachChunk(panels, chunks, [&](int64_t begin, int64_t end) {
+          int4(x.data(), s.k, weights, y.data(), s.n, begin, end);
+        });
         next = (next + 1) % copies;
       },
       bytes, runs);
@@ -184,15 +196,13 @@ void runShape(KernelJit &jit, const Shape &s, int64_t lanes, double mib, int run
   Int4Int8GemvSpec int8Spec{"", s.k, s.n, kBlock, 1, integerIsa()};
   auto *int8 = jit.lookup<Int4Int8GemvFn>(int4Int8GemvKernelName(int8Spec));
   next = 0;
-  // As BlockQuantizedMatMulLowering.cpp calls it: one call per chunk of columns (--chunks).
   const int64_t int8Panels = (s.n + 7) / 8;
-  const int64_t chunkPanels = std::max<int64_t>(
-      4, (int8Panels + chunks - 1) / chunks); // the lowering: whole groups of 4 panels
   Stats ours8 = measure(
       [&] {
         const uint8_t *weights = allInt8.data() + size_t(next) * oneInt8.size();
-        for (int64_t begin = 0; begin < int8Panels; begin += chunkPanels)
-          int8(xq.data(), weights, y.data(), s.n, begin, std::min(int8Panels, begin + chunkPanels));
+        forEachChunk(int8Panels, chunks, [&](int64_t begin, int64_t end) {
+          int8(xq.data(), weights, y.data(), s.n, begin, end);
+        });
         next = (next + 1) % int8Copies;
       },
       int8Bytes, runs);
