@@ -179,32 +179,40 @@ struct ToyDecoder {
       buffers.push_back({ONNXC_BUFFER_INPUT, 3, kIdsBytes, nullptr, 0, 0});
       stepBuffers.push_back(5);
     }
-    step = {"toy",
-            padded      ? paddedKernel
-            : positions ? cachePositionsKernel
-            : cache     ? cacheKernel
-                        : fullKernel,
-            nullptr,
-            int32_t(stepBuffers.size()),
-            stepBuffers.data(),
-            "the mask is not all ones"};
-    model = {ONNXC_ABI_VERSION,
-             "toy",
-             cache ? 3 : 2,
-             symbolNames,
-             symbolSources,
-             int32_t(inputs.size()),
-             inputs.data(),
-             int32_t(outputs.size()),
-             outputs.data(),
-             int32_t(buffers.size()),
-             buffers.data(),
-             1,
-             &step,
-             0,
-             nullptr,
-             0,
-             nullptr};
+    step = {.name = "toy",
+            .kernel = padded      ? paddedKernel
+                      : positions ? cachePositionsKernel
+                      : cache     ? cacheKernel
+                                  : fullKernel,
+            .task_count = nullptr,
+            .num_buffers = int32_t(stepBuffers.size()),
+            .buffers = stepBuffers.data(),
+            .failure = "the mask is not all ones",
+            .kind = ONNXC_STEP_KERNEL,
+            .branch_target = 0};
+    // No precision, CPU features, version or index bounds: a hand-made
+    // descriptor reads as one from before ABI v6.
+    model = {.abi_version = ONNXC_ABI_VERSION,
+             .model_name = "toy",
+             .num_symbols = cache ? 3 : 2,
+             .symbol_names = symbolNames,
+             .symbol_sources = symbolSources,
+             .num_inputs = int32_t(inputs.size()),
+             .inputs = inputs.data(),
+             .num_outputs = int32_t(outputs.size()),
+             .outputs = outputs.data(),
+             .num_buffers = int32_t(buffers.size()),
+             .buffers = buffers.data(),
+             .num_steps = 1,
+             .steps = &step,
+             .num_assumptions = 0,
+             .assumptions = nullptr,
+             .num_cache_pairs = 0,
+             .cache_pairs = nullptr,
+             .precision = nullptr,
+             .cpu_features = nullptr,
+             .onnxc_version = nullptr,
+             .input_index_bounds = nullptr};
     return &model;
   }
 

@@ -112,11 +112,11 @@ struct TestModel {
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 0, 1},
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 1, 2},
                {ONNXC_BUFFER_INTERMEDIATE, 0, kRowsF32Bytes, nullptr, 2, 3}};
-    steps = {{"add", addKernel, rowTasks, 0, nullptr, nullptr},
-             {"relu", reluKernel, rowTasks, 0, nullptr, nullptr},
-             {"scale", scaleKernel, rowTasks, 0, nullptr, nullptr},
-             {"bias_mask", biasMaskKernel, rowTasks, 0, nullptr, nullptr},
-             {"rowsum", rowSumKernel, batchTasks, 0, nullptr, nullptr}};
+    steps = {{"add", addKernel, rowTasks, 0, nullptr, nullptr, ONNXC_STEP_KERNEL, 0},
+             {"relu", reluKernel, rowTasks, 0, nullptr, nullptr, ONNXC_STEP_KERNEL, 0},
+             {"scale", scaleKernel, rowTasks, 0, nullptr, nullptr, ONNXC_STEP_KERNEL, 0},
+             {"bias_mask", biasMaskKernel, rowTasks, 0, nullptr, nullptr, ONNXC_STEP_KERNEL, 0},
+             {"rowsum", rowSumKernel, batchTasks, 0, nullptr, nullptr, ONNXC_STEP_KERNEL, 0}};
     stepBuffers = {{X, C, A}, {A, B}, {B, T}, {T, D, Mask, Z}, {Z, S}};
   }
 

@@ -249,9 +249,11 @@ TEST_F(FlexConvImport, FlexAttentionCausalScoreModFusesCausal) {
   addFlexAttention(graph(), &mod);
   std::unique_ptr<Graph> g = import(2);
   ASSERT_EQ(countKind(*g, OpKind::Attention), 1u);
-  for (const Node *node : g->nodeList())
-    if (node->kind() == OpKind::Attention)
+  for (const Node *node : g->nodeList()) {
+    if (node->kind() == OpKind::Attention) {
       EXPECT_EQ(node->getInt("is_causal", 0), 1);
+    }
+  }
   EXPECT_EQ(countKind(*g, OpKind::Where), 0u);
 }
 

@@ -268,7 +268,7 @@ TEST(GeneratorJoin, SeveralPromptsJoinTogether) {
   auto step = [&] {
     ASSERT_EQ(onnxc_generator_next_batch(generator.get(), tokens.data(), produced.data()), 1)
         << onnxc_generator_error(generator.get());
-    for (size_t r = 0; r < onnxc_generator_rows(generator.get()); ++r)
+    for (size_t r = 0; r < size_t(onnxc_generator_rows(generator.get())); ++r)
       if (produced[r])
         got[r].push_back(tokens[r]);
   };

@@ -78,23 +78,27 @@ struct LoopModel {
       steps[s].num_buffers = int32_t(stepBuffers[s].size());
       steps[s].buffers = stepBuffers[s].data();
     }
-    model = {ONNXC_ABI_VERSION,
-             "loop",
-             1,
-             symbolNames,
-             symbolSources,
-             1,
-             inputs.data(),
-             1,
-             outputs.data(),
-             int32_t(buffers.size()),
-             buffers.data(),
-             int32_t(steps.size()),
-             steps.data(),
-             0,
-             nullptr,
-             0,
-             nullptr};
+    model = {.abi_version = ONNXC_ABI_VERSION,
+             .model_name = "loop",
+             .num_symbols = 1,
+             .symbol_names = symbolNames,
+             .symbol_sources = symbolSources,
+             .num_inputs = 1,
+             .inputs = inputs.data(),
+             .num_outputs = 1,
+             .outputs = outputs.data(),
+             .num_buffers = int32_t(buffers.size()),
+             .buffers = buffers.data(),
+             .num_steps = int32_t(steps.size()),
+             .steps = steps.data(),
+             .num_assumptions = 0,
+             .assumptions = nullptr,
+             .num_cache_pairs = 0,
+             .cache_pairs = nullptr,
+             .precision = nullptr,
+             .cpu_features = nullptr,
+             .onnxc_version = nullptr,
+             .input_index_bounds = nullptr};
     return &model;
   }
 
