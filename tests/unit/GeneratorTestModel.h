@@ -190,29 +190,20 @@ struct ToyDecoder {
             .failure = "the mask is not all ones",
             .kind = ONNXC_STEP_KERNEL,
             .branch_target = 0};
-    // No precision, CPU features, version or index bounds: a hand-made
-    // descriptor reads as one from before ABI v6.
-    model = {.abi_version = ONNXC_ABI_VERSION,
-             .model_name = "toy",
-             .num_symbols = cache ? 3 : 2,
-             .symbol_names = symbolNames,
-             .symbol_sources = symbolSources,
-             .num_inputs = int32_t(inputs.size()),
-             .inputs = inputs.data(),
-             .num_outputs = int32_t(outputs.size()),
-             .outputs = outputs.data(),
-             .num_buffers = int32_t(buffers.size()),
-             .buffers = buffers.data(),
-             .num_steps = 1,
-             .steps = &step,
-             .num_assumptions = 0,
-             .assumptions = nullptr,
-             .num_cache_pairs = 0,
-             .cache_pairs = nullptr,
-             .precision = nullptr,
-             .cpu_features = nullptr,
-             .onnxc_version = nullptr,
-             .input_index_bounds = nullptr};
+    model = {}; // unset fields stay 0 or null: no assumptions, cache pairs, precision or version
+    model.abi_version = ONNXC_ABI_VERSION;
+    model.model_name = "toy";
+    model.num_symbols = cache ? 3 : 2;
+    model.symbol_names = symbolNames;
+    model.symbol_sources = symbolSources;
+    model.num_inputs = int32_t(inputs.size());
+    model.inputs = inputs.data();
+    model.num_outputs = int32_t(outputs.size());
+    model.outputs = outputs.data();
+    model.num_buffers = int32_t(buffers.size());
+    model.buffers = buffers.data();
+    model.num_steps = 1;
+    model.steps = &step;
     return &model;
   }
 

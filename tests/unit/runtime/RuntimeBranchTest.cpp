@@ -78,27 +78,20 @@ struct LoopModel {
       steps[s].num_buffers = int32_t(stepBuffers[s].size());
       steps[s].buffers = stepBuffers[s].data();
     }
-    model = {.abi_version = ONNXC_ABI_VERSION,
-             .model_name = "loop",
-             .num_symbols = 1,
-             .symbol_names = symbolNames,
-             .symbol_sources = symbolSources,
-             .num_inputs = 1,
-             .inputs = inputs.data(),
-             .num_outputs = 1,
-             .outputs = outputs.data(),
-             .num_buffers = int32_t(buffers.size()),
-             .buffers = buffers.data(),
-             .num_steps = int32_t(steps.size()),
-             .steps = steps.data(),
-             .num_assumptions = 0,
-             .assumptions = nullptr,
-             .num_cache_pairs = 0,
-             .cache_pairs = nullptr,
-             .precision = nullptr,
-             .cpu_features = nullptr,
-             .onnxc_version = nullptr,
-             .input_index_bounds = nullptr};
+    model = {}; // unset fields stay 0 or null: no assumptions, cache pairs, precision or version
+    model.abi_version = ONNXC_ABI_VERSION;
+    model.model_name = "loop";
+    model.num_symbols = 1;
+    model.symbol_names = symbolNames;
+    model.symbol_sources = symbolSources;
+    model.num_inputs = 1;
+    model.inputs = inputs.data();
+    model.num_outputs = 1;
+    model.outputs = outputs.data();
+    model.num_buffers = int32_t(buffers.size());
+    model.buffers = buffers.data();
+    model.num_steps = int32_t(steps.size());
+    model.steps = steps.data();
     return &model;
   }
 
