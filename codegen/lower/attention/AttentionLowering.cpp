@@ -407,7 +407,9 @@ void emitPresentCopy(LoweringContext &ctx, const Node &node, const AttentionShap
 
 void lowerAttention(LoweringContext &ctx, const Node &node) {
   AttentionShape shape = attentionShape(ctx, node);
-  if (canUseFlashAttention(ctx, node, shape)) {
+  if (canUseAmxAttention(ctx, node, shape)) {
+    emitAmxAttention(ctx, node, shape);
+  } else if (canUseFlashAttention(ctx, node, shape)) {
     emitFlashAttention(ctx, node, shape);
   } else {
     AttentionKernel kernel(ctx, node, shape);

@@ -70,6 +70,14 @@ bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
 /// Emits the fused kernel's step that writes Y (result 0).
 void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
 
+/// Whether AmxAttentionLowering.cpp's kernel computes `node`: at
+/// --precision=bf16 on an AMX-BF16 target, f32 without a past, causal or
+/// window band, softcap, mask_fill, masked_rows_zero or qk_matmul_output, a
+/// float mask or none, Q, K and V in their own buffers, head sizes up to 256.
+bool canUseAmxAttention(const LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+/// Emits its two steps (K and V packed to bf16, then the attention).
+void emitAmxAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+
 /// The Attention that reads `split`'s results in place, or null. HF GPT-2
 /// splits its packed [b, s, 3h] projection into Q, K and V on the last
 /// axis; when the fused kernel reads all of them (operands 0-2, nothing
