@@ -22,10 +22,13 @@
 // tile, and each product is a run of tile instructions with one store per
 // 32 x 32 block. Scores, the softmax and O stay f32; Q, K, V and P are
 // rounded to bf16 (docs/KERNEL_ACCURACY.md). A row whose keys are all
-// masked has l = 0 and gives NaN, as the reference does. The path takes
-// what it covers (f32, no past, causal or window band, no softcap or
-// mask_fill, a float mask or none, head sizes up to 256) and leaves the rest
-// to the f32 kernel.
+// masked gives NaN, as the reference does. Causal attention (no past:
+// query i sees keys <= i) ends each block's keys at its last row's diagonal
+// and hides the keys past each row's. A Q, K, V split from one packed
+// projection is read in place, as the flash kernel reads it. The path takes
+// what it covers (f32, no past or window band, no softcap or
+// masked_rows_zero, a float mask or none, a mask_fill only without a mask,
+// head sizes up to 256) and leaves the rest to the f32 kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/lower/attention/AttentionLoweringInternal.h"
@@ -138,6 +141,7 @@ public:
     dvP_ = roundUp32(dv_);
     scale_ =
         node.hasAttr("scale") ? node.getFloat("scale", 1.0f) : float(1.0 / std::sqrt(double(d_)));
+    causal_ = node.getInt("is_causal", 0) != 0;
   }
 
   void emit() {
@@ -175,9 +179,9 @@ private:
   /// Scores of row r with the mask added and invisible keys at -inf, stored
   /// back; returns their maximum.
   llvm::Value *maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value *tiles, llvm::Value *chunkKey,
-                            llvm::Value *keys, llvm::Value *maskRow);
+                            llvm::Value *keys, llvm::Value *rowKeys, llvm::Value *maskRow);
   void softmaxRow(AmxIR &x, llvm::Value *r, llvm::Value *chunkKey, llvm::Value *keys,
-                  llvm::Value *tiles, llvm::Value *maskRow);
+                  llvm::Value *tiles, llvm::Value *first, llvm::Value *maskRow);
 
   LoweringContext &ctx_;
   const Node &node_;
@@ -189,6 +193,8 @@ private:
   // The attend step's state (set while emitting it).
   KernelBuilder *k_ = nullptr;
   unsigned q_ = 0, y_ = 0, kv_ = 0;
+  int64_t qOffset_ = 0;
+  bool causal_ = false;
   int mask_ = -1;
   MaskLayout maskLayout_;
   llvm::Value *qBlock_ = nullptr, *scores_ = nullptr, *probabilities_ = nullptr, *output_ = nullptr,
@@ -200,7 +206,9 @@ void AmxAttention::emitPack() {
   StepBuilder step = ctx_.beginStep(node_, "amx_attention_pack");
   step.setName(std::string(node_.opName()) + " (K, V to bf16)" +
                (node_.name().empty() ? "" : " " + node_.name()));
-  unsigned key = step.input(node_.operand(1)), value = step.input(node_.operand(2));
+  int64_t keyOffset = 0, valueOffset = 0;
+  unsigned key = readAttentionOperand(ctx_, step, node_, 1, s_.k, keyOffset);
+  unsigned value = readAttentionOperand(ctx_, step, node_, 2, s_.v, valueOffset);
   unsigned out = step.bufferSlot(scratch_);
   Dim batch = s_.batch, kvHeads = s_.kvHeads;
   step.setTaskCount([batch, kvHeads](FunctionBuilder &f) {
@@ -215,15 +223,16 @@ void AmxAttention::emitPack() {
     llvm::Value *n = b.CreateSDiv(task, k.dim(s_.kvHeads));
     llvm::Value *h = b.CreateSRem(task, k.dim(s_.kvHeads));
     llvm::Value *base = headBase(k, k.buffer(out), n, h);
-    auto rowOf = [&](unsigned slot, const HeadLayout &layout, llvm::Value *position) {
+    auto rowOf = [&](unsigned slot, const HeadLayout &layout, int64_t columns,
+                     llvm::Value *position) {
       llvm::Value *offset = b.CreateAdd(
           b.CreateAdd(b.CreateMul(n, k.dim(layout.batch)), b.CreateMul(h, k.dim(layout.head))),
-          b.CreateMul(position, k.dim(layout.position)));
+          b.CreateAdd(b.CreateMul(position, k.dim(layout.position)), k.i64(columns)));
       return x.f32At(k.buffer(slot), offset);
     };
-    packKeys(x, base, [&](llvm::Value *j) { return rowOf(key, s_.k, j); });
+    packKeys(x, base, [&](llvm::Value *j) { return rowOf(key, s_.k, keyOffset, j); });
     packValues(x, x.i16At(base, b.CreateMul(keysP_, k.i64(dP_))),
-               [&](llvm::Value *j) { return rowOf(value, s_.v, j); });
+               [&](llvm::Value *j) { return rowOf(value, s_.v, valueOffset, j); });
   });
   step.finish();
 }
@@ -290,7 +299,7 @@ void AmxAttention::packValues(AmxIR &x, llvm::Value *vBase,
 
 void AmxAttention::emitAttend() {
   StepBuilder step = ctx_.beginStep(node_, "amx_attention");
-  q_ = step.input(node_.operand(0));
+  q_ = readAttentionOperand(ctx_, step, node_, 0, s_.q, qOffset_);
   kv_ = step.bufferSlot(scratch_);
   if (node_.operand(3))
     mask_ = int(step.input(node_.operand(3)));
@@ -327,6 +336,13 @@ void AmxAttention::emitAttend() {
   llvm::Value *blocks = k.ceilDiv(k.dim(s_.qSeq), k.i64(kRows));
   k.forRange(k.taskBegin(), k.taskEnd(), [&](llvm::Value *task) {
     llvm::Value *block = b.CreateSRem(task, blocks);
+    if (causal_) {
+      // Causal blocks grow with their index; interleaving short and long ones
+      // (0, n-1, 1, n-2, ...) lets contiguous task ranges carry equal work.
+      llvm::Value *half = b.CreateLShr(block, 1);
+      llvm::Value *fromEnd = b.CreateSub(b.CreateSub(blocks, k.i64(1)), half);
+      block = b.CreateSelect(b.CreateTrunc(block, b.getInt1Ty()), fromEnd, half);
+    }
     llvm::Value *batchHead = b.CreateSDiv(task, blocks);
     llvm::Value *n = b.CreateSDiv(batchHead, k.dim(s_.qHeads));
     llvm::Value *h = b.CreateSRem(batchHead, k.dim(s_.qHeads));
@@ -341,17 +357,19 @@ void AmxAttention::attendBlock(AmxIR &x, llvm::Value *n, llvm::Value *h, llvm::V
                                llvm::Value *rows) {
   KernelBuilder &k = *k_;
   llvm::IRBuilder<> &b = k.ir();
-  auto rowOffset = [&](const HeadLayout &layout, llvm::Value *head, llvm::Value *position) {
+  auto rowOffset = [&](const HeadLayout &layout, llvm::Value *head, llvm::Value *position,
+                       int64_t columns = 0) {
     return b.CreateAdd(
         b.CreateAdd(b.CreateMul(n, k.dim(layout.batch)), b.CreateMul(head, k.dim(layout.head))),
-        b.CreateMul(position, k.dim(layout.position)));
+        b.CreateAdd(b.CreateMul(position, k.dim(layout.position)), k.i64(columns)));
   };
   // Qb: the block's rows scaled and rounded; rows past `rows` zero.
   llvm::Value *scale = b.CreateVectorSplat(kLanes, llvm::ConstantFP::get(x.f32_, scale_));
   k.forRange(k.i64(0), k.i64(kRows), [&](llvm::Value *r) {
     llvm::Value *valid = b.CreateICmpSLT(r, rows);
-    llvm::Value *q = x.f32At(
-        k.buffer(q_), rowOffset(s_.q, h, b.CreateSelect(valid, b.CreateAdd(first, r), first)));
+    llvm::Value *q =
+        x.f32At(k.buffer(q_),
+                rowOffset(s_.q, h, b.CreateSelect(valid, b.CreateAdd(first, r), first), qOffset_));
     for (int64_t c = 0; c < dP_; c += kLanes) {
       llvm::Value *mask =
           b.CreateAnd(x.lanesBelow(k.i64(d_), c), b.CreateVectorSplat(kLanes, valid));
@@ -370,6 +388,8 @@ void AmxAttention::attendBlock(AmxIR &x, llvm::Value *n, llvm::Value *h, llvm::V
   llvm::Value *keyEnd = k.dim(s_.kvSeq);
   if (mask_ >= 0)
     keyEnd = k.min(keyEnd, maskLayout_.columns);
+  if (causal_) // the diagonal of the block's last row (no past: query i sees keys <= i)
+    keyEnd = k.min(keyEnd, b.CreateAdd(first, rows));
   llvm::Value *maskBase = nullptr;
   if (mask_ >= 0)
     maskBase =
@@ -418,7 +438,7 @@ void AmxAttention::attendChunk(AmxIR &x, llvm::Value *kBase, llvm::Value *vBase,
       maskRow = b.CreateAdd(
           maskBase, b.CreateMul(k.min(b.CreateAdd(first, r), b.CreateSub(k.dim(s_.qSeq), k.i64(1))),
                                 maskLayout_.strides[2]));
-    softmaxRow(x, r, chunkKey, keys, tiles, maskRow);
+    softmaxRow(x, r, chunkKey, keys, tiles, first, maskRow);
   });
   // O += P · V, 32 value columns at a time over the chunk's key tiles.
   for (int64_t panel = 0; panel < dvP_ / kKeys; ++panel) {
@@ -445,16 +465,20 @@ void AmxAttention::attendChunk(AmxIR &x, llvm::Value *kBase, llvm::Value *vBase,
 
 llvm::Value *AmxAttention::maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value *tiles,
                                         llvm::Value *chunkKey, llvm::Value *keys,
-                                        llvm::Value *maskRow) {
+                                        llvm::Value *rowKeys, llvm::Value *maskRow) {
   KernelBuilder &k = *k_;
   llvm::IRBuilder<> &b = k.ir();
   llvm::Value *minusInf = llvm::ConstantFP::getInfinity(x.floats_, true);
-  // The keys past the chunk's last in its last tile (zero rows of K) to -inf.
+  // The keys of the chunk's last tile this row does not see to -inf: those
+  // past the chunk's last (the zero rows of K) and, causal, those past the
+  // row's diagonal. Blocks, tiles and chunks start at multiples of 32 and the
+  // block's keys end at its last row's diagonal, so these all lie in the last
+  // tile (a row that sees none of the chunk's keys sees a chunk of one tile).
   for (int half = 0; half < 2; ++half) {
     llvm::Value *offset =
         b.CreateAdd(b.CreateMul(b.CreateSub(tiles, k.i64(1)), k.i64(kKeys)), k.i64(half * kLanes));
     b.CreateMaskedStore(minusInf, x.f32At(row, offset), llvm::Align(4),
-                        b.CreateNot(x.lanesBelow(keys, offset)));
+                        b.CreateNot(x.lanesBelow(rowKeys, offset)));
   }
   // Two maxima (one per half tile), so consecutive vmaxps do not wait on each other.
   auto pass = [&](llvm::function_ref<llvm::Value *(llvm::Value *, llvm::Value *)> score) {
@@ -507,11 +531,15 @@ llvm::Value *AmxAttention::maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value 
 }
 
 void AmxAttention::softmaxRow(AmxIR &x, llvm::Value *r, llvm::Value *chunkKey, llvm::Value *keys,
-                              llvm::Value *tiles, llvm::Value *maskRow) {
+                              llvm::Value *tiles, llvm::Value *first, llvm::Value *maskRow) {
   KernelBuilder &k = *k_;
   llvm::IRBuilder<> &b = k.ir();
   llvm::Value *row = x.f32At(scores_, b.CreateMul(r, k.i64(kScoreStride)));
-  llvm::Value *chunkMax = maskedRowMax(x, row, tiles, chunkKey, keys, maskRow);
+  // Keys of the chunk the row sees: all, or causal, those up to its diagonal (maybe none).
+  llvm::Value *rowKeys = keys;
+  if (causal_)
+    rowKeys = k.min(keys, b.CreateSub(b.CreateAdd(b.CreateAdd(first, r), k.i64(1)), chunkKey));
+  llvm::Value *chunkMax = maskedRowMax(x, row, tiles, chunkKey, keys, rowKeys, maskRow);
   llvm::Value *maxPointer = x.f32At(maxima_, r), *sumPointer = x.f32At(sums_, r);
   llvm::Value *old = b.CreateLoad(x.f32_, maxPointer);
   llvm::Value *newMax = b.CreateSelect(b.CreateFCmpOGT(chunkMax, old), chunkMax, old);
@@ -557,21 +585,18 @@ void AmxAttention::softmaxRow(AmxIR &x, llvm::Value *r, llvm::Value *chunkKey, l
 bool canUseAmxAttention(const LoweringContext &ctx, const Node &node, const AttentionShape &shape) {
   if (ctx.bf16GemmIsa() != Bf16GemmIsa::Amx || shape.dtype != DType::F32 || shape.hasPast)
     return false;
-  if (node.getInt("is_causal", 0) != 0 || attentionWindow(ctx, node) >= 0)
+  if (attentionWindow(ctx, node) >= 0)
     return false;
-  if (node.getFloat("softcap", 0.0f) != 0.0f || attentionMaskFill(ctx, node) ||
-      node.getInt("masked_rows_zero", 0) != 0)
+  if (node.getFloat("softcap", 0.0f) != 0.0f || node.getInt("masked_rows_zero", 0) != 0)
+    return false;
+  // A finite mask_fill (HF GPT-2's finfo.min) differs from -inf only in a
+  // row that sees no key: with no mask, none (causal rows see key 0).
+  if (attentionMaskFill(ctx, node) && node.operand(3))
     return false;
   if (node.numResults() > 3 && isNeeded(ctx, node.result(3)))
     return false;
   if (node.operand(3) && node.operand(3)->dtype() != DType::F32)
     return false;
-  for (unsigned operand = 0; operand < 3; ++operand) {
-    const Node *split = node.operand(operand)->definingNode();
-    if (split && split->kind() == OpKind::Split &&
-        attentionReadingSplitInPlace(ctx, *split) == &node)
-      return false;
-  }
   std::optional<int64_t> headSize = shape.headSize.constant();
   std::optional<int64_t> valueSize = shape.vHeadSize.constant();
   return headSize && valueSize && *headSize > 0 && *valueSize > 0 && *headSize <= kMaxHeadSize &&

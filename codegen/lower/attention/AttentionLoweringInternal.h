@@ -71,12 +71,19 @@ bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,
 void emitFlashAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
 
 /// Whether AmxAttentionLowering.cpp's kernel computes `node`: at
-/// --precision=bf16 on an AMX-BF16 target, f32 without a past, causal or
-/// window band, softcap, mask_fill, masked_rows_zero or qk_matmul_output, a
-/// float mask or none, Q, K and V in their own buffers, head sizes up to 256.
+/// --precision=bf16 on an AMX-BF16 target, f32 without a past or window
+/// band, softcap, masked_rows_zero or qk_matmul_output, a float mask or none
+/// (mask_fill only without one), head sizes up to 256.
 bool canUseAmxAttention(const LoweringContext &ctx, const Node &node, const AttentionShape &shape);
 /// Emits its two steps (K and V packed to bf16, then the attention).
 void emitAmxAttention(LoweringContext &ctx, const Node &node, const AttentionShape &shape);
+
+/// The slot a kernel step reads operand `index` (Q, K or V) of `node` from:
+/// its own buffer, or, when attentionReadingSplitInPlace says so, the
+/// Split's packed input, with `layout` and `offset` (elements) pointing at
+/// the operand's columns.
+unsigned readAttentionOperand(LoweringContext &ctx, StepBuilder &step, const Node &node,
+                              unsigned index, HeadLayout &layout, int64_t &offset);
 
 /// The Attention that reads `split`'s results in place, or null. HF GPT-2
 /// splits its packed [b, s, 3h] projection into Q, K and V on the last

@@ -110,7 +110,6 @@ private:
   }
 
   // FlashAttentionLowering.cpp
-  unsigned readOperand(LoweringContext &ctx, unsigned index, HeadLayout &layout, int64_t &offset);
   void prepareMask();
   void emitTask(Value *task);
   void emitBlock(const Block &block);

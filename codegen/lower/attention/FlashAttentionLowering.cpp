@@ -100,9 +100,9 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
     fill_.reset(); // -inf is the default meaning
   scale_ = node.hasAttr("scale") ? node.getFloat("scale", 1.0f)
                                  : float(1.0 / std::sqrt(double(headSize_)));
-  q_ = readOperand(ctx, 0, shape_.q, qOffset_);
-  key_ = readOperand(ctx, 1, shape_.k, keyOffset_);
-  value_ = readOperand(ctx, 2, shape_.v, valueOffset_);
+  q_ = readAttentionOperand(ctx, step_, node_, 0, shape_.q, qOffset_);
+  key_ = readAttentionOperand(ctx, step_, node_, 1, shape_.k, keyOffset_);
+  value_ = readAttentionOperand(ctx, step_, node_, 2, shape_.v, valueOffset_);
   if (node.operand(3))
     mask_ = int(step_.input(node.operand(3)));
   if (shape.hasPast) {
@@ -114,26 +114,6 @@ FlashAttentionEmitter::FlashAttentionEmitter(LoweringContext &ctx, const Node &n
   // 256-bit vectors (as the 16-lane GEMM kernels require).
   if (geometry_.width == 16)
     k_.function()->addFnAttr("min-legal-vector-width", "512");
-}
-
-/// The slot operand `index` (Q, K or V) is read from: its own buffer, or,
-/// when attentionReadingSplitInPlace says so, the Split's packed input, with
-/// `layout` and `offset` (elements) pointing at the operand's columns.
-unsigned FlashAttentionEmitter::readOperand(LoweringContext &ctx, unsigned index,
-                                            HeadLayout &layout, int64_t &offset) {
-  const onnxc::Value *operand = node_.operand(index);
-  const Node *split = operand->definingNode();
-  offset = 0;
-  if (!split || split->kind() != OpKind::Split ||
-      attentionReadingSplitInPlace(ctx, *split) != &node_)
-    return step_.input(operand);
-  const onnxc::Value *packed = split->operand(0);
-  for (unsigned r = 0; r < operand->resultIndex(); ++r)
-    offset += *split->result(r)->shape()[2].constant();
-  const Dim &columns = packed->shape()[2];
-  layout.position = columns;
-  layout.batch = packed->shape()[1] * columns;
-  return step_.input(packed);
 }
 
 /// The mask's broadcast strides (see MaskLayout); keys at or past its last
@@ -473,6 +453,23 @@ const Node *attentionReadingSplitInPlace(const LoweringContext &ctx, const Node 
       return nullptr;
   AttentionShape shape = attentionShape(ctx, *attention);
   return shape.is3d && canUseFlashAttention(ctx, *attention, shape) ? attention : nullptr;
+}
+
+unsigned readAttentionOperand(LoweringContext &ctx, StepBuilder &step, const Node &node,
+                              unsigned index, HeadLayout &layout, int64_t &offset) {
+  const onnxc::Value *operand = node.operand(index);
+  const Node *split = operand->definingNode();
+  offset = 0;
+  if (!split || split->kind() != OpKind::Split ||
+      attentionReadingSplitInPlace(ctx, *split) != &node)
+    return step.input(operand);
+  const onnxc::Value *packed = split->operand(0);
+  for (unsigned r = 0; r < operand->resultIndex(); ++r)
+    offset += *split->result(r)->shape()[2].constant();
+  const Dim &columns = packed->shape()[2];
+  layout.position = columns;
+  layout.batch = packed->shape()[1] * columns;
+  return step.input(packed);
 }
 
 bool canUseFlashAttention(const LoweringContext &ctx, const Node &node,

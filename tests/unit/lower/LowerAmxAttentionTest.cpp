@@ -7,9 +7,9 @@
 // head sizes 16/20/64/80 (padded to 32), value size 12, sequence lengths
 // off the 32-row blocks and 32-key tiles, cross-attention, float padding
 // masks (-10000 and -inf, a fully masked row giving NaN as the reference
-// does), and two threads. Also which cases take the path: causal and
-// windowed attention stay on the f32 kernel. Skipped, naming the missing
-// feature, on a host without AMX.
+// does), keys across several chunks of 512, causal attention, a packed
+// projection read in place, and two threads. Windowed attention stays on the
+// f32 kernel. Skipped, naming the missing feature, on a host without AMX.
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTestSupport.h"
@@ -176,13 +176,44 @@ TEST_F(LowerAmxAttention, KeysAcrossSeveralChunks) {
   expectMatches(*rowMasked, rows);
 }
 
-TEST_F(LowerAmxAttention, BandsStayOnTheF32Kernel) {
-  for (const char *attrs : {"is_causal = 1", "window = 5"}) {
-    SCOPED_TRACE(attrs);
-    auto graph = selfAttention3d(2, 2, 32, attrs);
-    EXPECT_FALSE(usesAmxKernel(*graph));
-    expectMatches(*graph, selfFeeds(1, 40, 64, 64, 11));
-  }
+TEST_F(LowerAmxAttention, CausalBlocksAndChunks) {
+  // Query i sees keys <= i: the diagonal crosses blocks of 32 rows, tiles of
+  // 32 keys and (600 positions) chunks of 512; a row sees no key of a later
+  // chunk. With a padding mask on top (the first 5 keys of batch 1 hidden).
+  auto graph = selfAttention3d(2, 1, 64, "is_causal = 1");
+  ASSERT_TRUE(usesAmxKernel(*graph));
+  for (int64_t s : {1, 37, 100, 600})
+    expectMatches(*graph, selfFeeds(1, s, 128, 64, unsigned(s)), /*threads=*/2);
+  auto masked = selfAttention3d(2, 2, 64, "is_causal = 1", /*mask=*/true);
+  ASSERT_TRUE(usesAmxKernel(*masked));
+  const int64_t s = 70;
+  Tensor mask(DType::F32, {2, 1, 1, s});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = 0; j < s; ++j)
+      mask.setElementFromDouble(b * s + j, b == 1 && j < 5 ? -10000.0 : 0.0);
+  Feeds feeds = selfFeeds(2, s, 128, 128, 5);
+  feeds.emplace("m", mask);
+  expectMatches(*masked, feeds);
+}
+
+TEST_F(LowerAmxAttention, PackedProjectionReadInPlace) {
+  // HF GPT-2: one [b, s, 3h] projection split into Q, K and V on its last
+  // axis; the kernel reads the parts in place (the Split emits nothing).
+  GraphText g;
+  g.input("qkv", "f32[b, s, 384]");
+  g.node("%q, %k, %v = Split(%qkv) {axis = 2, num_outputs = 3}");
+  g.node("%y = Attention(%q, %k, %v) {kv_num_heads = 2, q_num_heads = 2, is_causal = 1}");
+  g.output("y", "f32[b, s, 128]");
+  auto graph = parseGraph(g.str());
+  ASSERT_TRUE(usesAmxKernel(*graph));
+  for (int64_t s : {9, 70})
+    expectMatches(*graph, {{"qkv", randomOf(DType::F32, {2, s, 384}, unsigned(s))}});
+}
+
+TEST_F(LowerAmxAttention, WindowsStayOnTheF32Kernel) {
+  auto graph = selfAttention3d(2, 2, 32, "window = 5");
+  EXPECT_FALSE(usesAmxKernel(*graph));
+  expectMatches(*graph, selfFeeds(1, 40, 64, 64, 11));
 }
 
 } // namespace
