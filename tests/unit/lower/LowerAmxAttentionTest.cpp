@@ -210,6 +210,18 @@ TEST_F(LowerAmxAttention, PackedProjectionReadInPlace) {
     expectMatches(*graph, {{"qkv", randomOf(DType::F32, {2, s, 384}, unsigned(s))}});
 }
 
+TEST_F(LowerAmxAttention, FiniteMaskFillWithoutAMask) {
+  // HF GPT-2 hides future keys with finfo.min: with no mask every causal row
+  // sees key 0, so it is -inf's softmax and the tiles take it; with a mask a
+  // row may see no key, where the two differ: the f32 kernel's.
+  auto graph = selfAttention3d(2, 2, 64, "is_causal = 1, mask_fill = -3.4028235e+38");
+  ASSERT_TRUE(usesAmxKernel(*graph));
+  expectMatches(*graph, selfFeeds(1, 45, 128, 128, 13));
+  auto masked =
+      selfAttention3d(2, 2, 64, "is_causal = 1, mask_fill = -3.4028235e+38", /*mask=*/true);
+  EXPECT_FALSE(usesAmxKernel(*masked));
+}
+
 TEST_F(LowerAmxAttention, WindowsStayOnTheF32Kernel) {
   auto graph = selfAttention3d(2, 2, 32, "window = 5");
   EXPECT_FALSE(usesAmxKernel(*graph));
