@@ -522,7 +522,7 @@ llvm::Value *AmxAttention::maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value 
       return s;
     });
   };
-  // A mask read along the keys (its last stride 1) loads; a broadcast one gathers.
+  // A mask read along the keys (its last stride 1) loads; a one-column mask (stride 0) gathers.
   k.ifThenElse(
       b.CreateICmpEQ(maskLayout_.strides[3], k.i64(1)),
       [&] { b.CreateStore(masked(false), rowMax_); },

@@ -169,7 +169,8 @@ TEST_F(LowerAmxAttention, KeysAcrossSeveralChunks) {
   Feeds masked = feeds(2);
   masked.emplace("m", keyMask);
   expectMatches(*keyMasked, masked, /*threads=*/2);
-  // A mask that broadcasts over the keys (stride 0): gathered.
+  // A mask of one key column: the keys past a mask's extent are hidden, as in
+  // the reference, and its stride along the keys is 0, so it is gathered.
   auto rowMasked = crossGraph("f32[b, 1, s, 1]");
   Feeds rows = feeds(1);
   rows.emplace("m", randomOf(DType::F32, {1, 1, s, 1}, 24));
