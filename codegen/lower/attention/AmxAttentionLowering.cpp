@@ -31,105 +31,28 @@
 // head sizes up to 256) and leaves the rest to the f32 kernel.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/lower/attention/AmxAttentionIR.h"
 #include "codegen/lower/attention/AttentionLoweringInternal.h"
-#include "codegen/lower/attention/FlashVectorIR.h"
 
 #include "codegen/kernels/AmxTiles.h"
 #include "codegen/kernels/Bf16Gemm.h"
 #include "codegen/lower/ComplexKernelSupport.h"
 
 #include "llvm/IR/Intrinsics.h"
-#include "llvm/IR/IntrinsicsX86.h"
 
 #include <cmath>
 
 namespace onnxc::lower {
 namespace {
 
-constexpr int64_t kLanes = 16, kRows = 32, kKeys = 32, kMaxHeadSize = 256;
+constexpr int64_t kLanes = AmxAttentionIR::kLanes;
+constexpr int64_t kRows = 32, kKeys = 32, kMaxHeadSize = 256;
 constexpr int64_t kChunkKeys = 512;
 // Row strides of the scores (f32) and probabilities (bf16) scratch: an odd
 // number of cache lines, so a tile's 16 rows spread over the L1 sets.
 constexpr int64_t kScoreStride = kChunkKeys + 16, kProbabilityStride = kChunkKeys + 32;
 
 int64_t roundUp32(int64_t n) { return (n + 31) / 32 * 32; }
-
-/// The IR both steps share: AMX calls, bf16 rounding, lane masks.
-class AmxIR {
-public:
-  explicit AmxIR(KernelBuilder &k) : k_(k), b_(k.ir()), vector_(k.ir(), kLanes) {
-    f32_ = b_.getFloatTy();
-    floats_ = llvm::FixedVectorType::get(f32_, kLanes);
-    halfs_ = llvm::FixedVectorType::get(b_.getInt16Ty(), kLanes);
-  }
-  llvm::Value *i64(int64_t v) { return b_.getInt64(v); }
-  llvm::Value *tile(int n) { return b_.getInt8(uint8_t(n)); }
-  void call(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value *> operands) {
-    b_.CreateCall(llvm::Intrinsic::getDeclaration(&k_.module(), id), operands);
-  }
-  llvm::Value *f32At(llvm::Value *base, llvm::Value *offset) {
-    return b_.CreateGEP(f32_, base, offset);
-  }
-  llvm::Value *i16At(llvm::Value *base, llvm::Value *offset) {
-    return b_.CreateGEP(b_.getInt16Ty(), base, offset);
-  }
-  /// 16 floats rounded to bf16 (VCVTNEPS2BF16, as the bf16 GEMM rounds A):
-  /// <16 x i16>.
-  llvm::Value *round(llvm::Value *floats) {
-    llvm::Value *halves =
-        b_.CreateCall(llvm::Intrinsic::getDeclaration(
-                          &k_.module(), llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_512),
-                      {floats});
-    return b_.CreateBitCast(halves, halfs_);
-  }
-  /// Lanes [offset, offset + 16) that are < count (i1 vector).
-  llvm::Value *lanesBelow(llvm::Value *count, llvm::Value *offset) {
-    std::vector<llvm::Constant *> lanes;
-    for (int64_t lane = 0; lane < kLanes; ++lane)
-      lanes.push_back(b_.getInt64(uint64_t(lane)));
-    llvm::Value *index =
-        b_.CreateAdd(llvm::ConstantVector::get(lanes), b_.CreateVectorSplat(kLanes, offset));
-    return b_.CreateICmpSLT(index, b_.CreateVectorSplat(kLanes, count));
-  }
-  llvm::Value *lanesBelow(llvm::Value *count, int64_t offset) {
-    return lanesBelow(count, i64(offset));
-  }
-  llvm::Value *load(llvm::Value *pointer, llvm::Value *mask = nullptr) {
-    if (!mask)
-      return b_.CreateAlignedLoad(floats_, pointer, llvm::Align(4));
-    return b_.CreateMaskedLoad(floats_, pointer, llvm::Align(4), mask,
-                               llvm::Constant::getNullValue(floats_));
-  }
-  /// One k step of 32 into C tiles 0-3: A rows at `a` (`aStride` bytes
-  /// apart, the second 16 rows 16 strides on), B pair rows at `b` (128 bytes).
-  void productStep(llvm::Value *a, int64_t aStride, llvm::Value *b) {
-    llvm::Value *a1 = b_.CreateGEP(b_.getInt8Ty(), a, i64(16 * aStride));
-    call(llvm::Intrinsic::x86_tileloadd64, {tile(4), a, i64(aStride)});
-    call(llvm::Intrinsic::x86_tileloadd64, {tile(6), b, i64(128)});
-    call(llvm::Intrinsic::x86_tdpbf16ps, {tile(0), tile(4), tile(6)});
-    call(llvm::Intrinsic::x86_tileloadd64, {tile(7), i16At(b, i64(32)), i64(128)});
-    call(llvm::Intrinsic::x86_tdpbf16ps, {tile(1), tile(4), tile(7)});
-    call(llvm::Intrinsic::x86_tileloadd64, {tile(5), a1, i64(aStride)});
-    call(llvm::Intrinsic::x86_tdpbf16ps, {tile(2), tile(5), tile(6)});
-    call(llvm::Intrinsic::x86_tdpbf16ps, {tile(3), tile(5), tile(7)});
-  }
-  void zeroBlock() {
-    for (int c = 0; c < 4; ++c)
-      call(llvm::Intrinsic::x86_tilezero, {tile(c)});
-  }
-  /// Tiles 0-3 (a 32 x 32 f32 block) to `at`, rows `stride` floats apart.
-  void storeBlock(llvm::Value *at, int64_t stride) {
-    for (int c = 0; c < 4; ++c)
-      call(llvm::Intrinsic::x86_tilestored64,
-           {tile(c), f32At(at, i64((c / 2) * 16 * stride + (c % 2) * 16)), i64(stride * 4)});
-  }
-
-  KernelBuilder &k_;
-  llvm::IRBuilder<> &b_;
-  FlashVectorIR vector_; // the flash kernel's exp and max
-  llvm::Type *f32_;
-  llvm::VectorType *floats_, *halfs_;
-};
 
 class AmxAttention {
 public:
@@ -167,20 +90,21 @@ private:
   }
 
   void emitPack();
-  void packKeys(AmxIR &x, llvm::Value *base,
+  void packKeys(AmxAttentionIR &x, llvm::Value *base,
                 llvm::function_ref<llvm::Value *(llvm::Value *)> keyRow);
-  void packValues(AmxIR &x, llvm::Value *vBase,
+  void packValues(AmxAttentionIR &x, llvm::Value *vBase,
                   llvm::function_ref<llvm::Value *(llvm::Value *)> valueRow);
   void emitAttend();
-  void attendBlock(AmxIR &x, llvm::Value *batch, llvm::Value *head, llvm::Value *first,
+  void attendBlock(AmxAttentionIR &x, llvm::Value *batch, llvm::Value *head, llvm::Value *first,
                    llvm::Value *rows);
-  void attendChunk(AmxIR &x, llvm::Value *kBase, llvm::Value *vBase, llvm::Value *chunkKey,
+  void attendChunk(AmxAttentionIR &x, llvm::Value *kBase, llvm::Value *vBase, llvm::Value *chunkKey,
                    llvm::Value *keys, llvm::Value *maskBase, llvm::Value *first);
   /// Scores of row r with the mask added and invisible keys at -inf, stored
   /// back; returns their maximum.
-  llvm::Value *maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value *tiles, llvm::Value *chunkKey,
-                            llvm::Value *keys, llvm::Value *rowKeys, llvm::Value *maskRow);
-  void softmaxRow(AmxIR &x, llvm::Value *r, llvm::Value *chunkKey, llvm::Value *keys,
+  llvm::Value *maskedRowMax(AmxAttentionIR &x, llvm::Value *row, llvm::Value *tiles,
+                            llvm::Value *chunkKey, llvm::Value *keys, llvm::Value *rowKeys,
+                            llvm::Value *maskRow);
+  void softmaxRow(AmxAttentionIR &x, llvm::Value *r, llvm::Value *chunkKey, llvm::Value *keys,
                   llvm::Value *tiles, llvm::Value *first, llvm::Value *maskRow);
 
   LoweringContext &ctx_;
@@ -217,7 +141,7 @@ void AmxAttention::emitPack() {
   KernelBuilder &k = step.kernel();
   k.function()->addFnAttr("min-legal-vector-width", "512");
   llvm::IRBuilder<> &b = k.ir();
-  AmxIR x(k);
+  AmxAttentionIR x(k);
   keysP_ = keysPadded(k);
   k.forRange(k.taskBegin(), k.taskEnd(), [&](llvm::Value *task) {
     llvm::Value *n = b.CreateSDiv(task, k.dim(s_.kvHeads));
@@ -237,7 +161,7 @@ void AmxAttention::emitPack() {
   step.finish();
 }
 
-void AmxAttention::packKeys(AmxIR &x, llvm::Value *base,
+void AmxAttention::packKeys(AmxAttentionIR &x, llvm::Value *base,
                             llvm::function_ref<llvm::Value *(llvm::Value *)> keyRow) {
   KernelBuilder &k = x.k_;
   llvm::IRBuilder<> &b = k.ir();
@@ -264,7 +188,7 @@ void AmxAttention::packKeys(AmxIR &x, llvm::Value *base,
   });
 }
 
-void AmxAttention::packValues(AmxIR &x, llvm::Value *vBase,
+void AmxAttention::packValues(AmxAttentionIR &x, llvm::Value *vBase,
                               llvm::function_ref<llvm::Value *(llvm::Value *)> valueRow) {
   KernelBuilder &k = x.k_;
   llvm::IRBuilder<> &b = k.ir();
@@ -313,7 +237,7 @@ void AmxAttention::emitAttend() {
   k_ = &k;
   k.function()->addFnAttr("min-legal-vector-width", "512");
   llvm::IRBuilder<> &b = k.ir();
-  AmxIR x(k);
+  AmxAttentionIR x(k);
   auto buffer = [&](llvm::Type *type, int64_t count, const char *name) {
     auto *alloca =
         k.hoisted().CreateAlloca(llvm::ArrayType::get(type, uint64_t(count)), nullptr, name);
@@ -353,8 +277,8 @@ void AmxAttention::emitAttend() {
   step.finish();
 }
 
-void AmxAttention::attendBlock(AmxIR &x, llvm::Value *n, llvm::Value *h, llvm::Value *first,
-                               llvm::Value *rows) {
+void AmxAttention::attendBlock(AmxAttentionIR &x, llvm::Value *n, llvm::Value *h,
+                               llvm::Value *first, llvm::Value *rows) {
   KernelBuilder &k = *k_;
   llvm::IRBuilder<> &b = k.ir();
   auto rowOffset = [&](const HeadLayout &layout, llvm::Value *head, llvm::Value *position,
@@ -415,7 +339,7 @@ void AmxAttention::attendBlock(AmxIR &x, llvm::Value *n, llvm::Value *h, llvm::V
   });
 }
 
-void AmxAttention::attendChunk(AmxIR &x, llvm::Value *kBase, llvm::Value *vBase,
+void AmxAttention::attendChunk(AmxAttentionIR &x, llvm::Value *kBase, llvm::Value *vBase,
                                llvm::Value *chunkKey, llvm::Value *keys, llvm::Value *maskBase,
                                llvm::Value *first) {
   KernelBuilder &k = *k_;
@@ -463,7 +387,7 @@ void AmxAttention::attendChunk(AmxIR &x, llvm::Value *kBase, llvm::Value *vBase,
   }
 }
 
-llvm::Value *AmxAttention::maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value *tiles,
+llvm::Value *AmxAttention::maskedRowMax(AmxAttentionIR &x, llvm::Value *row, llvm::Value *tiles,
                                         llvm::Value *chunkKey, llvm::Value *keys,
                                         llvm::Value *rowKeys, llvm::Value *maskRow) {
   KernelBuilder &k = *k_;
@@ -530,8 +454,9 @@ llvm::Value *AmxAttention::maskedRowMax(AmxIR &x, llvm::Value *row, llvm::Value 
   return b.CreateLoad(x.f32_, rowMax_);
 }
 
-void AmxAttention::softmaxRow(AmxIR &x, llvm::Value *r, llvm::Value *chunkKey, llvm::Value *keys,
-                              llvm::Value *tiles, llvm::Value *first, llvm::Value *maskRow) {
+void AmxAttention::softmaxRow(AmxAttentionIR &x, llvm::Value *r, llvm::Value *chunkKey,
+                              llvm::Value *keys, llvm::Value *tiles, llvm::Value *first,
+                              llvm::Value *maskRow) {
   KernelBuilder &k = *k_;
   llvm::IRBuilder<> &b = k.ir();
   llvm::Value *row = x.f32At(scores_, b.CreateMul(r, k.i64(kScoreStride)));
